@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs, idempotently, what Runnel's client tests need:
+#   - kcat from Debian (links Debian's librdkafka 2.0.2: the "old client" case)
+#   - Python packages pinned in tests/requirements.txt (pytest, kafka-python, confluent-kafka, codecs)
+#   - the Java client test program under tests/java (org.apache.kafka:kafka-clients, built with Maven)
+#   - Apache Kafka 4.4.0 jars (reference broker and command-line tools) via scripts/kafka-reference.sh
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+SUDO=""
+if [[ "$(id -u)" != 0 ]] && command -v sudo >/dev/null; then SUDO="sudo"; fi
+
+if ! command -v kcat >/dev/null; then
+    echo "installing kcat (apt)"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq kcat
+fi
+
+if ! python3 -c 'import sys, importlib.metadata as m
+want = [l.split("#")[0].strip() for l in open("tests/requirements.txt")]
+for w in filter(None, want):
+    name, ver = w.split("==")
+    if m.version(name) != ver: sys.exit(1)' 2>/dev/null; then
+    echo "installing Python test requirements (pip)"
+    python3 -m pip install -q --disable-pip-version-check -r tests/requirements.txt
+fi
+
+if [[ ! -f tests/java/target/runnel-client-test.jar || tests/java/pom.xml -nt tests/java/target/runnel-client-test.jar \
+      || -n "$(find tests/java/src -newer tests/java/target/runnel-client-test.jar -print -quit)" ]]; then
+    echo "building the Java client test program (maven)"
+    mvn -q -B -f tests/java/pom.xml package dependency:copy-dependencies \
+        -DoutputDirectory=target/lib -DincludeScope=runtime -DskipTests
+fi
+
+bash scripts/kafka-reference.sh fetch

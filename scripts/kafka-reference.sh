@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# Apache Kafka 4.4.0 as the behaviour reference for Runnel's client tests.
+#
+#   scripts/kafka-reference.sh fetch            download kafka jars + runtime deps into .test-deps/kafka/libs
+#   scripts/kafka-reference.sh start [PORT]     start a single-node KRaft combined-mode broker on 127.0.0.1:PORT
+#                                               (default 19092); prints "BOOTSTRAP=127.0.0.1:PORT" and "PID=N",
+#                                               writes the pid to .test-deps/kafka/run-PORT/pid
+#   scripts/kafka-reference.sh stop [PORT]      kill the broker started by `start` (by its PID) and remove its data
+#   scripts/kafka-reference.sh classpath        print the classpath (for running kafka-topics etc. via java -cp)
+#
+# Everything lives under .test-deps/ (gitignored). Needs only Java 17+ and Maven.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+KAFKA_VERSION="${KAFKA_VERSION:-4.4.0}"
+DEPS="$ROOT/.test-deps/kafka"
+LIBS="$DEPS/libs"
+
+fetch() {
+    if [[ -f "$LIBS/.complete-$KAFKA_VERSION" ]]; then
+        return 0
+    fi
+    mkdir -p "$DEPS"
+    cat > "$DEPS/pom.xml" <<EOF
+<?xml version="1.0" encoding="UTF-8"?>
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>dev.runnel</groupId>
+  <artifactId>kafka-reference</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId><version>$KAFKA_VERSION</version></dependency>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-server</artifactId><version>$KAFKA_VERSION</version></dependency>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-tools</artifactId><version>$KAFKA_VERSION</version></dependency>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-storage</artifactId><version>$KAFKA_VERSION</version></dependency>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-metadata</artifactId><version>$KAFKA_VERSION</version></dependency>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-group-coordinator</artifactId><version>$KAFKA_VERSION</version></dependency>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-clients</artifactId><version>$KAFKA_VERSION</version></dependency>
+    <dependency><groupId>org.slf4j</groupId><artifactId>slf4j-reload4j</artifactId><version>1.7.36</version></dependency>
+  </dependencies>
+</project>
+EOF
+    rm -rf "$LIBS"
+    mvn -q -B -f "$DEPS/pom.xml" dependency:copy-dependencies \
+        -DoutputDirectory="$LIBS" -DincludeScope=runtime
+    touch "$LIBS/.complete-$KAFKA_VERSION"
+}
+
+classpath() {
+    fetch
+    echo "$LIBS/*"
+}
+
+# Kafka tools log through log4j/slf4j; keep them quiet unless asked.
+write_log_config() {
+    local dir="$1"
+    cat > "$dir/log4j2.properties" <<'EOF'
+status = error
+rootLogger.level = WARN
+rootLogger.appenderRef.stderr.ref = STDERR
+appender.stderr.type = Console
+appender.stderr.name = STDERR
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = [%d] %p %m (%c)%n
+EOF
+    cat > "$dir/log4j.properties" <<'EOF'
+log4j.rootLogger=WARN, stderr
+log4j.appender.stderr=org.apache.log4j.ConsoleAppender
+log4j.appender.stderr.Target=System.err
+log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
+log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
+EOF
+}
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+start() {
+    local port="${1:-19092}"
+    fetch
+    local run="$DEPS/run-$port"
+    if [[ -f "$run/pid" ]] && kill -0 "$(cat "$run/pid")" 2>/dev/null; then
+        echo "already running: PID=$(cat "$run/pid")" >&2
+        echo "BOOTSTRAP=127.0.0.1:$port"
+        return 0
+    fi
+    rm -rf "$run"
+    mkdir -p "$run/data"
+    local cport
+    cport="$(free_port)"
+    write_log_config "$run"
+    cat > "$run/server.properties" <<EOF
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$cport
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=PLAINTEXT://127.0.0.1:$port
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+log.dirs=$run/data
+num.partitions=4
+default.replication.factor=1
+auto.create.topics.enable=true
+delete.topic.enable=true
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=4
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+log.flush.interval.messages=9223372036854775807
+EOF
+    local cp="$LIBS/*"
+    local jopts=(-Xms256m -Xmx1g -XX:+UseG1GC -Djava.awt.headless=true
+        "-Dlog4j2.configurationFile=$run/log4j2.properties" "-Dlog4j.configuration=file:$run/log4j.properties")
+    local cluster_id
+    cluster_id="$(java "${jopts[@]}" -cp "$cp" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -1)"
+    java "${jopts[@]}" -cp "$cp" kafka.tools.StorageTool format -t "$cluster_id" \
+        -c "$run/server.properties" --standalone > "$run/format.log" 2>&1 \
+      || java "${jopts[@]}" -cp "$cp" kafka.tools.StorageTool format -t "$cluster_id" \
+        -c "$run/server.properties" > "$run/format.log" 2>&1 \
+      || { cat "$run/format.log" >&2; exit 1; }
+    nohup java "${jopts[@]}" -cp "$cp" kafka.Kafka "$run/server.properties" \
+        > "$run/server.log" 2>&1 < /dev/null &
+    local pid=$!
+    echo "$pid" > "$run/pid"
+    # Wait (bounded) until the listener accepts connections.
+    for _ in $(seq 1 240); do
+        if ! kill -0 "$pid" 2>/dev/null; then
+            echo "kafka exited during startup; log tail:" >&2
+            tail -50 "$run/server.log" >&2
+            exit 1
+        fi
+        if python3 -c "import socket,sys; socket.create_connection(('127.0.0.1',$port),0.5)" 2>/dev/null; then
+            echo "BOOTSTRAP=127.0.0.1:$port"
+            echo "PID=$pid"
+            return 0
+        fi
+        sleep 0.5
+    done
+    echo "kafka did not listen on 127.0.0.1:$port within 120 s; log tail:" >&2
+    tail -50 "$run/server.log" >&2
+    kill "$pid" 2>/dev/null || true
+    exit 1
+}
+
+stop() {
+    local port="${1:-19092}"
+    local run="$DEPS/run-$port"
+    if [[ -f "$run/pid" ]]; then
+        local pid
+        pid="$(cat "$run/pid")"
+        if kill -0 "$pid" 2>/dev/null; then
+            kill "$pid" 2>/dev/null || true
+            for _ in $(seq 1 60); do
+                kill -0 "$pid" 2>/dev/null || break
+                sleep 0.5
+            done
+            kill -9 "$pid" 2>/dev/null || true
+        fi
+    fi
+    rm -rf "$run"
+}
+
+cmd="${1:-}"
+shift || true
+case "$cmd" in
+    fetch) fetch ;;
+    start) start "$@" ;;
+    stop) stop "$@" ;;
+    classpath) classpath ;;
+    *) sed -n '2,12p' "$0"; exit 2 ;;
+esac

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runnel's whole test suite. Run from anywhere; works on a fresh Debian machine with Rust, Python+pip,
+# Java 17+Maven and apt. Installs (idempotently) what the tests need, builds, runs every test.
+#
+#   bash scripts/test.sh                 everything
+#   bash scripts/test.sh -k pitfall      extra arguments go to pytest
+#
+# Environment:
+#   RUNNEL_SKIP_INSTALL=1        skip the apt/pip/maven install step
+#   RUNNEL_TEST_BOOTSTRAP=h:p    run the Python tests against an external broker (e.g. Apache Kafka)
+#   RUNNEL_TEST_BROKER=kafka     run the Python tests against Apache Kafka 4.4.0 started by the fixtures
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+step() { printf '\n==> %s (%s)\n' "$*" "$(date +%T)"; }
+
+if [[ "${RUNNEL_SKIP_INSTALL:-0}" != 1 ]]; then
+    step "install test dependencies"
+    bash scripts/install-test-deps.sh
+fi
+
+if [[ -z "${RUNNEL_TEST_BOOTSTRAP:-}" && "${RUNNEL_TEST_BROKER:-runnel}" == runnel ]]; then
+    step "cargo build --release"
+    cargo build --release
+    step "cargo test --workspace --release"
+    cargo test --workspace --release
+fi
+
+step "python -m pytest tests/ -v"
+python3 -m pytest tests/ -v --durations=25 "$@"
