@@ -2,6 +2,23 @@
 //!
 //! Source: Kafka protocol guide, "Record Batch" (KIP-98 message format v2).
 
+mod batch;
+mod builder;
+mod compression;
+pub mod varint;
+
+pub use batch::{
+    batches, increment_sequence, BatchSummary, Batches, Record, RecordBatch, RecordBatchHeader,
+    RecordBatchMut, RecordError, TimestampType, DEFAULT_MAX_DECOMPRESSED_BYTES, LOG_OVERHEAD,
+    MAGIC_V2, NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE,
+    NO_TIMESTAMP, RECORD_BATCH_OVERHEAD,
+};
+pub use builder::RecordBatchBuilder;
+pub use compression::{compress, decompress, Compression};
+
+#[cfg(test)]
+mod tests;
+
 use bytes::Bytes;
 use std::fs::File;
 use std::sync::Arc;
