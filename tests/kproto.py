@@ -478,17 +478,21 @@ def produce(conn: Connection, topic, partition, batch: bytes, acks=-1, version=8
 
 
 def fetch_body(topic, partition, offset, version=11, max_wait_ms=0, min_bytes=1,
-               max_bytes=50 * 1024 * 1024, partition_max_bytes=1024 * 1024) -> bytes:
+               max_bytes=50 * 1024 * 1024, partition_max_bytes=1024 * 1024, partitions=None) -> bytes:
+    """Fetch v4..v11 body for one topic; `partitions` = [(partition, offset)] overrides partition/offset."""
+    partitions = partitions or [(partition, offset)]
     w = Writer().i32(-1).i32(max_wait_ms).i32(min_bytes).i32(max_bytes).i8(0)
     if version >= 7:
         w.i32(0).i32(-1)  # session id, session epoch (-1 = full fetch, no session)
-    w.i32(1).string(topic).i32(1).i32(partition)
-    if version >= 9:
-        w.i32(-1)  # current leader epoch
-    w.i64(offset)
-    if version >= 5:
-        w.i64(-1)  # log start offset (followers only)
-    w.i32(partition_max_bytes)
+    w.i32(1).string(topic).i32(len(partitions))
+    for p, off in partitions:
+        w.i32(p)
+        if version >= 9:
+            w.i32(-1)  # current leader epoch
+        w.i64(off)
+        if version >= 5:
+            w.i64(-1)  # log start offset (followers only)
+        w.i32(partition_max_bytes)
     if version >= 7:
         w.i32(0)  # forgotten topics
     if version >= 11:
@@ -498,6 +502,7 @@ def fetch_body(topic, partition, offset, version=11, max_wait_ms=0, min_bytes=1,
 
 @dataclass
 class FetchPartition:
+    partition: int
     error: int
     high_watermark: int
     last_stable_offset: int
@@ -511,17 +516,18 @@ class FetchPartition:
         return decode_batches(self.records)
 
 
-def parse_fetch(r: Reader, version: int) -> FetchPartition:
+def parse_fetch_all(r: Reader, version: int) -> dict:
+    """Parse a Fetch v4..v11 response → {partition: FetchPartition}; asserts no trailing bytes."""
     r.i32()  # throttle
     if version >= 7:
         top_err = r.i16()
         assert top_err == 0, f"top-level fetch error {top_err}"
         r.i32()  # session id
-    parts = []
+    parts = {}
     for _ in range(r.i32()):
         r.string()
         for _ in range(r.i32()):
-            r.i32()
+            p = r.i32()
             err, hw = r.i16(), r.i64()
             lso = r.i64() if version >= 4 else -1
             lso2 = r.i64() if version >= 5 else -1
@@ -529,9 +535,15 @@ def parse_fetch(r: Reader, version: int) -> FetchPartition:
             prr = r.i32() if version >= 11 else -1
             n = r.i32()
             recs = None if n < 0 else r.raw(n)
-            parts.append(FetchPartition(err, hw, lso, lso2, aborted, prr, recs, n))
+            parts[p] = FetchPartition(p, err, hw, lso, lso2, aborted, prr, recs, n)
     assert r.remaining() == 0, f"{r.remaining()} trailing bytes in Fetch v{version} response"
-    return parts[0]
+    return parts
+
+
+def parse_fetch(r: Reader, version: int) -> FetchPartition:
+    parts = parse_fetch_all(r, version)
+    assert len(parts) == 1, parts
+    return next(iter(parts.values()))
 
 
 def fetch(conn: Connection, topic, partition, offset, version=11, **kw) -> FetchPartition:
@@ -556,11 +568,19 @@ def list_offsets(conn: Connection, topic, partition, timestamp, version=4):
     return err, ts, off
 
 
-def init_producer_id(conn: Connection):
-    """InitProducerId v1 (no transactional id) → (error, producer_id, epoch)."""
-    r = conn.request(INIT_PRODUCER_ID, 1, bytes(Writer().string(None).i32(60000).buf))
-    r.i32()
-    return r.i16(), r.i64(), r.i16()
+def init_producer_id(conn: Connection, timeout: float = 30.0):
+    """InitProducerId v1 (no transactional id) → (producer_id, epoch). Retries retriable coordinator
+    errors (14 COORDINATOR_LOAD_IN_PROGRESS, 15 COORDINATOR_NOT_AVAILABLE, 16 NOT_COORDINATOR) for `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        r = conn.request(INIT_PRODUCER_ID, 1, bytes(Writer().string(None).i32(60000).buf))
+        r.i32()
+        err, pid, epoch = r.i16(), r.i64(), r.i16()
+        if err == 0:
+            return pid, epoch
+        if err not in (14, 15, 16) or time.monotonic() > deadline:
+            raise AssertionError(f"InitProducerId error {err}")
+        time.sleep(0.2)
 
 
 def wait_topic_ready(conn: Connection, topic: str, partitions: int, timeout: float = 30.0):
@@ -570,7 +590,9 @@ def wait_topic_ready(conn: Connection, topic: str, partitions: int, timeout: flo
         md = metadata(conn, [topic])
         err, parts = md.get(topic, (-1, {}))
         if err == 0 and len(parts) == partitions and all(p[0] == 0 and p[1] >= 0 for p in parts.values()):
-            return
+            # the partition leader itself must be serving (Kafka answers 6 for a moment after creation)
+            if all(list_offsets(conn, topic, p, -1)[0] == 0 for p in range(partitions)):
+                return
         if time.monotonic() > deadline:
             raise TimeoutError(f"topic {topic} not ready: {md}")
         time.sleep(0.1)
