@@ -1,3 +1,28 @@
 //! Kafka wire protocol codec. No I/O: everything here works on byte buffers.
+//!
+//! * [`messages`]: request/response structs generated from `schema/*.schema` by `build.rs`.
+//! * [`codec`]: [`Encoder`] (zero-copy [`Chunk`]s for records), bounded decoding primitives,
+//!   [`Encode`]/[`Decode`] traits and errors.
+//! * [`header`]: [`RequestHeader`], [`ResponseHeader`] and header-version rules.
+//! * [`frame`]: whole frames — [`decode_request`] / [`encode_response`] for the broker,
+//!   [`encode_request`] / [`decode_response`] for clients and tests.
+//! * [`error::ErrorCode`]: every Kafka error code. [`ApiKey`]: every Kafka API key.
+//! * [`record`]: RecordBatch v2.
 
+pub mod api_key;
+pub mod codec;
+pub mod error;
+pub mod frame;
+pub mod header;
+pub mod messages;
 pub mod record;
+#[cfg(test)]
+mod sample;
+#[cfg(test)]
+mod tests;
+
+pub use api_key::ApiKey;
+pub use codec::{chunks_to_bytes, Chunk, Decode, DecodeError, Encode, EncodeError, Encoder};
+pub use frame::{decode_request, decode_response, encode_request, encode_response, MAX_FRAME_SIZE};
+pub use header::{request_header_version, response_header_version, RequestHeader, ResponseHeader};
+pub use messages::{supported_versions, RequestBody, ResponseBody, IMPLEMENTED_APIS};
