@@ -1,0 +1,46 @@
+//! Coordinator configuration (broker configs of the same names; defaults are Kafka's).
+
+/// Group coordinator settings. All durations in milliseconds.
+///
+/// Source: Kafka broker configs `group.min.session.timeout.ms`, `group.max.session.timeout.ms`,
+/// `group.initial.rebalance.delay.ms`, `group.max.size`, `offsets.retention.minutes`,
+/// `offsets.retention.check.interval.ms`, `offset.metadata.max.bytes`, `offsets.topic.num.partitions`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupConfig {
+    /// Smallest session timeout a member may ask for (default 6000 ms); smaller gets INVALID_SESSION_TIMEOUT.
+    pub group_min_session_timeout_ms: i32,
+    /// Largest session timeout a member may ask for (default 1800000 ms); larger gets INVALID_SESSION_TIMEOUT.
+    pub group_max_session_timeout_ms: i32,
+    /// Delay of the first rebalance of an Empty group (default 3000 ms), extended by each new joiner, capped by the
+    /// group's rebalance timeout. Never applied to later rebalances.
+    pub group_initial_rebalance_delay_ms: i32,
+    /// Maximum members per group (default `i32::MAX`, i.e. unlimited); more get GROUP_MAX_SIZE_REACHED.
+    pub group_max_size: i32,
+    /// How long a new member's JoinGroup may wait for its rebalance to complete before the member is dropped
+    /// (Kafka's `group.classic.new.member.join.timeout`, 300000 ms).
+    pub new_member_join_timeout_ms: i32,
+    /// `offsets.retention.minutes` in milliseconds (default 7 days).
+    pub offsets_retention_ms: i64,
+    /// How often expired offsets are looked for (default 600000 ms).
+    pub offsets_retention_check_interval_ms: i64,
+    /// Longest commit metadata string in bytes (default 4096).
+    pub offset_metadata_max_bytes: usize,
+    /// Partition count of `__consumer_offsets` (default 50); see [`crate::partition_for`].
+    pub offsets_topic_num_partitions: i32,
+}
+
+impl Default for GroupConfig {
+    fn default() -> Self {
+        GroupConfig {
+            group_min_session_timeout_ms: 6_000,
+            group_max_session_timeout_ms: 1_800_000,
+            group_initial_rebalance_delay_ms: 3_000,
+            group_max_size: i32::MAX,
+            new_member_join_timeout_ms: 300_000,
+            offsets_retention_ms: 7 * 24 * 60 * 60 * 1000,
+            offsets_retention_check_interval_ms: 600_000,
+            offset_metadata_max_bytes: 4096,
+            offsets_topic_num_partitions: 50,
+        }
+    }
+}

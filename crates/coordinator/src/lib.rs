@@ -1,0 +1,31 @@
+//! Runnel's group coordinator for Kafka's classic consumer-group protocol, and committed offsets.
+//!
+//! A pure state machine: no sockets, no tasks, no files, no clock. Every call that can change state takes
+//! `now_ms` (milliseconds since the Unix epoch); operations that complete later (a JoinGroup waiting for the
+//! rebalance, a follower's SyncGroup waiting for the leader) take a caller-chosen [`RequestId`] and are answered
+//! through [`Effect`]s, from that call or a later one (including [`GroupCoordinator::tick`], which the glue calls
+//! at [`GroupCoordinator::next_deadline`]). Durable state is emitted as [`Effect::Persist`] records in Kafka's
+//! `__consumer_offsets` format ([`encode_record`] / [`decode_record`]) and rebuilt with
+//! [`GroupCoordinator::replay`] + [`GroupCoordinator::loaded`].
+//!
+//! Source: Kafka protocol guide (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
+//! OffsetDelete, DescribeGroups, ListGroups, DeleteGroups), KIP-345 (static membership), KIP-394 (member id
+//! required), KIP-814 (skip assignment), and the behaviour of Kafka's `group-coordinator` module.
+
+mod api;
+mod config;
+mod coordinator;
+pub mod error;
+mod group;
+mod records;
+mod timers;
+
+pub use api::*;
+pub use config::GroupConfig;
+pub use coordinator::GroupCoordinator;
+pub use group::{GroupState, CONSUMER_PROTOCOL_TYPE};
+pub use records::{
+    decode_record, encode_record, java_string_hashcode, partition_for, GroupMetadataValue,
+    GroupRecord, MemberMetadataValue, OffsetCommitValue, RecordDecodeError,
+    GROUP_METADATA_KEY_VERSION, MAX_RECORD_STRING_BYTES, OFFSET_COMMIT_KEY_VERSION,
+};
