@@ -1,0 +1,85 @@
+use protocol::record::TimestampType;
+
+/// `cleanup.policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CleanupPolicy {
+    /// `delete`: retention by time/size.
+    Delete,
+    /// `compact`: no retention deletion (compaction itself is not implemented).
+    Compact,
+    /// `compact,delete`.
+    CompactDelete,
+}
+
+/// Per-log settings, Kafka topic-config names in the field docs, Kafka defaults in `Default`.
+/// The broker fills it from `log.*` broker keys and topic configs.
+#[derive(Debug, Clone)]
+pub struct LogConfig {
+    /// `segment.bytes`: roll when the active segment would exceed this (bytes). Default 1 GiB.
+    pub segment_bytes: u64,
+    /// `segment.ms`: roll a non-empty active segment this long after its first append. 7 days.
+    pub segment_ms: i64,
+    /// `retention.ms`: delete segments whose largest timestamp is older (ms); -1 = infinite.
+    /// Default 7 days.
+    pub retention_ms: i64,
+    /// `retention.bytes`: delete oldest segments while the log is larger (bytes); -1 = infinite.
+    pub retention_bytes: i64,
+    /// `index.interval.bytes`: bytes between sparse index entries. Default 4096.
+    pub index_interval_bytes: u64,
+    /// `segment.index.bytes`: max size of an index file (bytes); a full index rolls. 10 MiB.
+    pub segment_index_bytes: u64,
+    /// `flush.messages`: fsync after this many appended messages. Default i64::MAX (never).
+    pub flush_messages: i64,
+    /// `flush.ms`: fsync when the last flush is this old (ms). Default i64::MAX (never).
+    pub flush_ms: i64,
+    /// `max.message.bytes`: largest batch (bytes). Default 1048588.
+    pub max_message_bytes: usize,
+    /// `message.timestamp.type`. Default CreateTime.
+    pub message_timestamp_type: TimestampType,
+    /// `message.timestamp.before.max.ms`: how far in the past a CreateTime timestamp may be (ms).
+    /// Default i64::MAX.
+    pub message_timestamp_before_max_ms: i64,
+    /// `message.timestamp.after.max.ms`: how far in the future a CreateTime timestamp may be (ms).
+    /// Default 3600000 (Kafka 4.0).
+    pub message_timestamp_after_max_ms: i64,
+    /// `cleanup.policy`. Default Delete.
+    pub cleanup_policy: CleanupPolicy,
+    /// `producer.id.expiration.ms` (broker key): producer state idle this long on the wall clock
+    /// is dropped. Default 86400000.
+    pub producer_id_expiration_ms: i64,
+    /// Cap on the decompressed size of one batch during validation (bytes). Runnel-specific;
+    /// default 64 MiB.
+    pub max_decompressed_bytes: usize,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            segment_bytes: 1024 * 1024 * 1024,
+            segment_ms: 7 * 24 * 60 * 60 * 1000,
+            retention_ms: 7 * 24 * 60 * 60 * 1000,
+            retention_bytes: -1,
+            index_interval_bytes: 4096,
+            segment_index_bytes: 10 * 1024 * 1024,
+            flush_messages: i64::MAX,
+            flush_ms: i64::MAX,
+            max_message_bytes: 1_048_588,
+            message_timestamp_type: TimestampType::CreateTime,
+            message_timestamp_before_max_ms: i64::MAX,
+            message_timestamp_after_max_ms: 3_600_000,
+            cleanup_policy: CleanupPolicy::Delete,
+            producer_id_expiration_ms: 86_400_000,
+            max_decompressed_bytes: protocol::record::DEFAULT_MAX_DECOMPRESSED_BYTES,
+        }
+    }
+}
+
+impl LogConfig {
+    /// True when retention may delete segments (policy contains `delete`).
+    pub fn deletes(&self) -> bool {
+        matches!(
+            self.cleanup_policy,
+            CleanupPolicy::Delete | CleanupPolicy::CompactDelete
+        )
+    }
+}

@@ -1,0 +1,1076 @@
+//! [`Log`]: one partition's log (Kafka's `UnifiedLog` + `LocalLog`), single writer.
+
+use crate::config::LogConfig;
+use crate::error::StorageError;
+use crate::producer_state::{ProducerStateEntry, ProducerStateManager, SequenceCheck};
+use crate::segment::{AppendedBatch, LogSegment};
+use crate::{
+    offset_file_name, EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP,
+};
+use bytes::Bytes;
+use protocol::record::{batches, RecordBatch, RecordBatchMut, Records, TimestampType};
+use std::collections::{BTreeMap, HashMap};
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Result of an append (Kafka's `LogAppendInfo`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogAppendInfo {
+    /// Offset of the first record appended (-1 when the append held no batch).
+    pub first_offset: i64,
+    /// Offset of the last record appended (-1 when none).
+    pub last_offset: i64,
+    /// Largest timestamp (ms) among the appended batches (the append time for LogAppendTime).
+    pub max_timestamp: i64,
+    /// Offset (batch last offset) holding `max_timestamp`.
+    pub offset_of_max_timestamp: i64,
+    /// Append time (ms) when the topic uses LogAppendTime, else -1.
+    pub log_append_time_ms: i64,
+    /// Log start offset after the append.
+    pub log_start_offset: i64,
+    /// Records appended.
+    pub records_count: i64,
+    /// Bytes appended.
+    pub valid_bytes: usize,
+    /// True when the batch was a duplicate of an already appended idempotent batch: offsets are
+    /// the original ones and nothing was written.
+    pub duplicate: bool,
+}
+
+/// Position of an offset in the log (Kafka's `LogOffsetMetadata`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogOffsetMetadata {
+    /// The offset.
+    pub message_offset: i64,
+    /// Base offset of the segment holding it (-1 when unknown).
+    pub segment_base_offset: i64,
+    /// Byte position of its batch in that segment (-1 when unknown).
+    pub relative_position: i64,
+}
+
+/// Result of [`Log::read`].
+#[derive(Debug, Clone)]
+pub struct FetchDataInfo {
+    /// Whole batches, as a slice of a segment file (empty `Records::Memory` when nothing).
+    pub records: Records,
+    /// Where the first returned batch starts.
+    pub fetch_offset_metadata: LogOffsetMetadata,
+    /// Base offset of the first returned batch (may be below the requested offset: the whole
+    /// batch containing it is returned), -1 when empty.
+    pub first_batch_base_offset: i64,
+}
+
+impl FetchDataInfo {
+    fn empty(offset: i64) -> Self {
+        FetchDataInfo {
+            records: Records::Memory(Bytes::new()),
+            fetch_offset_metadata: LogOffsetMetadata {
+                message_offset: offset,
+                segment_base_offset: -1,
+                relative_position: -1,
+            },
+            first_batch_base_offset: -1,
+        }
+    }
+}
+
+/// One partition's log: a directory `<topic>-<partition>` of [`LogSegment`]s, producer
+/// snapshots and `partition.metadata` (Kafka's UnifiedLog semantics).
+///
+/// Offsets: `log_start_offset` ≤ `high_watermark` ≤ `log_end_offset` (LEO = next offset to
+/// assign). The recovery point is the offset below which everything is fsynced.
+///
+/// Recovery rule: `open(recover = false)` (after a clean shutdown) trusts the files: it stats the
+/// segments, reads the last time-index entry of each and scans only the active segment's tail
+/// after its last index entry. `open(recover = true)` (after a crash) re-validates every batch of
+/// every segment from the one containing the recovery point, truncates at the first torn or
+/// corrupt batch (deleting later segments), rebuilds those indexes and fsyncs. Producer state is
+/// loaded from the newest usable snapshot and replayed from there to the log end.
+///
+/// Failure rule: an I/O error while writing or syncing takes the log offline: later appends,
+/// flushes and truncations fail with [`StorageError::LogOffline`] (no silent retry).
+#[derive(Debug)]
+pub struct Log {
+    dir: PathBuf,
+    topic_id: uuid::Uuid,
+    config: LogConfig,
+    segments: BTreeMap<i64, LogSegment>,
+    log_start_offset: i64,
+    log_end_offset: i64,
+    high_watermark: i64,
+    recovery_point: i64,
+    producer_state: ProducerStateManager,
+    unflushed_messages: i64,
+    last_flush_ms: i64,
+    pending_roll_flush: Option<i64>,
+    offline: Option<String>,
+}
+
+fn is_leftover(name: &str) -> bool {
+    name.ends_with(".tmp")
+        || name.ends_with(".deleted")
+        || name.ends_with(".cleaned")
+        || name.ends_with(".swap")
+}
+
+impl Log {
+    /// Opens (creating if needed) the log in `dir`. See the type docs for the recovery rule.
+    /// `recovery_point`: offset below which data is known to be fsynced (from the
+    /// recovery-point checkpoint; 0 when unknown). `now_ms`: wall clock.
+    pub fn open(
+        dir: &Path,
+        config: LogConfig,
+        topic_id: uuid::Uuid,
+        recover: bool,
+        recovery_point: i64,
+        now_ms: i64,
+    ) -> Result<Log, StorageError> {
+        fs::create_dir_all(dir)?;
+        let mut bases = Vec::new();
+        for entry in fs::read_dir(dir)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if is_leftover(&name) {
+                let _ = fs::remove_file(entry.path());
+                continue;
+            }
+            if let Some(stem) = name.strip_suffix(".log") {
+                if let Ok(o) = stem.parse::<i64>() {
+                    bases.push(o);
+                }
+            }
+        }
+        bases.sort_unstable();
+        // Index files whose .log is missing are stale.
+        for entry in fs::read_dir(dir)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            for suffix in [".index", ".timeindex"] {
+                if let Some(stem) = name.strip_suffix(suffix) {
+                    if let Ok(o) = stem.parse::<i64>() {
+                        if bases.binary_search(&o).is_err() {
+                            let _ = fs::remove_file(entry.path());
+                        }
+                    }
+                }
+            }
+        }
+        if bases.is_empty() {
+            bases.push(0);
+        }
+        let mut segments = BTreeMap::new();
+        for &b in &bases {
+            segments.insert(
+                b,
+                LogSegment::open(
+                    dir,
+                    b,
+                    config.index_interval_bytes,
+                    config.segment_index_bytes,
+                )?,
+            );
+        }
+        let producer_state = ProducerStateManager::new(dir, config.producer_id_expiration_ms)?;
+        let mut log = Log {
+            dir: dir.to_path_buf(),
+            topic_id,
+            config,
+            segments,
+            log_start_offset: bases[0],
+            log_end_offset: bases[0],
+            high_watermark: bases[0],
+            recovery_point: 0,
+            producer_state,
+            unflushed_messages: 0,
+            last_flush_ms: now_ms,
+            pending_roll_flush: None,
+            offline: None,
+        };
+        log.load_segments(recover, recovery_point)?;
+        log.recovery_point = if recover {
+            log.log_end_offset
+        } else {
+            recovery_point.clamp(log.log_start_offset, log.log_end_offset)
+        };
+        log.high_watermark = log.log_start_offset;
+        log.rebuild_producer_state(now_ms)?;
+        if let Some(active) = log.segments.values_mut().next_back() {
+            if active.size() > 0 {
+                active.set_rolling_base_ms(now_ms);
+            }
+        }
+        Ok(log)
+    }
+
+    fn load_segments(&mut self, recover: bool, recovery_point: i64) -> Result<(), StorageError> {
+        let bases: Vec<i64> = self.segments.keys().copied().collect();
+        let last = *bases.last().expect("at least one segment");
+        let recover_from = if recover {
+            self.segments
+                .range(..=recovery_point.max(bases[0]))
+                .next_back()
+                .map_or(bases[0], |(b, _)| *b)
+        } else {
+            i64::MAX
+        };
+        let mut truncated_at: Option<i64> = None;
+        for &b in &bases {
+            if let Some(t) = truncated_at {
+                // Everything after a truncated segment is unreachable garbage.
+                tracing::warn!(dir = %self.dir.display(), segment = b, after = t, "deleting segment after corrupt tail");
+                let seg = self.segments.remove(&b).expect("exists");
+                seg.delete_files(&self.dir)?;
+                continue;
+            }
+            let seg = self.segments.get_mut(&b).expect("exists");
+            let mut needs_recovery = b >= recover_from || seg.indexes_torn();
+            if !needs_recovery {
+                if b == last {
+                    if let Err(e) = seg.load_tail() {
+                        tracing::warn!(dir = %self.dir.display(), segment = b, error = %e, "active segment tail invalid; recovering");
+                        needs_recovery = true;
+                    }
+                } else {
+                    seg.load_max_timestamp_from_index()?;
+                }
+            }
+            if needs_recovery {
+                let cut = seg.recover(|_| {})?;
+                seg.flush()?;
+                if cut > 0 {
+                    tracing::warn!(dir = %self.dir.display(), segment = b, bytes = cut, "truncated invalid bytes during recovery");
+                    truncated_at = Some(b);
+                }
+            }
+        }
+        // A segment emptied by recovery that is not the first keeps its base; LEO is from the last.
+        let active = self.segments.values().next_back().expect("segment");
+        self.log_end_offset = match active.next_offset() {
+            Some(o) => o,
+            None => active.base_offset(),
+        };
+        // If the last segment is empty, the previous one's end is the true LEO only when it is
+        // larger (it can't be: bases increase), so LEO = active base in that case.
+        Ok(())
+    }
+
+    fn rebuild_producer_state(&mut self, now_ms: i64) -> Result<(), StorageError> {
+        let from = self
+            .producer_state
+            .load_for(self.log_start_offset, self.log_end_offset)?;
+        self.replay_producer_state(from, now_ms)?;
+        self.producer_state.set_map_end_offset(self.log_end_offset);
+        Ok(())
+    }
+
+    fn replay_producer_state(&mut self, from: i64, now_ms: i64) -> Result<(), StorageError> {
+        if from >= self.log_end_offset {
+            return Ok(());
+        }
+        let floor = self.segments.range(..=from).next_back().map(|(b, _)| *b);
+        let start_key = floor.unwrap_or(i64::MIN);
+        let keys: Vec<i64> = self.segments.range(start_key..).map(|(b, _)| *b).collect();
+        for k in keys {
+            let seg = self.segments.get_mut(&k).expect("exists");
+            let Some(pos) = seg.position_of(from)? else {
+                continue;
+            };
+            let psm = &mut self.producer_state;
+            seg.for_each_header(pos, |b| {
+                if b.header.last_offset() >= from {
+                    psm.replay(&b.header, now_ms);
+                }
+                Ok(true)
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The partition directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The topic id from `partition.metadata` (nil when unknown).
+    pub fn topic_id(&self) -> uuid::Uuid {
+        self.topic_id
+    }
+
+    /// Current config.
+    pub fn config(&self) -> &LogConfig {
+        &self.config
+    }
+
+    /// Replaces the config (topic config change); applies to later appends/rolls/retention.
+    pub fn set_config(&mut self, config: LogConfig) {
+        self.producer_state
+            .set_expiration_ms(config.producer_id_expiration_ms);
+        self.config = config;
+    }
+
+    /// First offset still in the log.
+    pub fn log_start_offset(&self) -> i64 {
+        self.log_start_offset
+    }
+
+    /// Offset the next appended record gets (LEO).
+    pub fn log_end_offset(&self) -> i64 {
+        self.log_end_offset
+    }
+
+    /// High watermark (maintained by the broker through [`update_high_watermark`](Self::update_high_watermark)).
+    pub fn high_watermark(&self) -> i64 {
+        self.high_watermark
+    }
+
+    /// Sets the high watermark, clamped to [log start, LEO]; returns the value stored.
+    pub fn update_high_watermark(&mut self, offset: i64) -> i64 {
+        self.high_watermark = offset.clamp(self.log_start_offset, self.log_end_offset);
+        self.high_watermark
+    }
+
+    /// Offset below which all data is fsynced.
+    pub fn recovery_point(&self) -> i64 {
+        self.recovery_point
+    }
+
+    /// Total bytes of all segments.
+    pub fn size_in_bytes(&self) -> u64 {
+        self.segments.values().map(|s| s.size()).sum()
+    }
+
+    /// Number of segments.
+    pub fn number_of_segments(&self) -> usize {
+        self.segments.len()
+    }
+
+    /// Base offsets of the segments, ascending.
+    pub fn segment_base_offsets(&self) -> Vec<i64> {
+        self.segments.keys().copied().collect()
+    }
+
+    /// True after a write/fsync failure.
+    pub fn is_offline(&self) -> bool {
+        self.offline.is_some()
+    }
+
+    /// Producer state (read-only).
+    pub fn producer_state(&self) -> &ProducerStateManager {
+        &self.producer_state
+    }
+
+    /// Raises the log start offset (from the log-start-offset checkpoint at startup); ignored
+    /// when not within [current log start, LEO].
+    pub fn restore_log_start_offset(&mut self, offset: i64) {
+        if offset > self.log_start_offset && offset <= self.log_end_offset {
+            self.log_start_offset = offset;
+            self.high_watermark = self.high_watermark.max(offset);
+        }
+    }
+
+    fn check_online(&self) -> Result<(), StorageError> {
+        match &self.offline {
+            Some(m) => Err(StorageError::LogOffline(m.clone())),
+            None => Ok(()),
+        }
+    }
+
+    fn poison<T>(&mut self, what: &str, e: io::Error) -> Result<T, StorageError> {
+        let msg = format!("{what} failed in {}: {e}", self.dir.display());
+        tracing::error!("{msg}; log is now offline");
+        self.offline = Some(msg);
+        Err(StorageError::KafkaStorage(e))
+    }
+
+    fn active(&mut self) -> &mut LogSegment {
+        self.segments
+            .values_mut()
+            .next_back()
+            .expect("a log always has a segment")
+    }
+
+    /// Appends a Produce request's `records` as leader (Kafka's `appendAsLeader`).
+    ///
+    /// Every batch is validated: framing/CRC (→ CorruptMessage), structure (→ InvalidRecord;
+    /// also: empty batch, lastOffsetDelta ≠ count−1, control batch), size vs
+    /// `max_message_bytes` (→ MessageTooLarge), whole append vs `segment_bytes`
+    /// (→ RecordListTooLarge), CreateTime timestamps vs the before/after windows
+    /// (→ InvalidTimestamp), idempotent sequence/epoch (→ OutOfOrderSequence,
+    /// InvalidProducerEpoch). Offsets are assigned from the LEO by rewriting each batch header
+    /// (base offset, `leader_epoch`, max timestamp — `now_ms` for LogAppendTime topics) and CRC;
+    /// the batches are otherwise stored as received (no recompression). A duplicate of one of a
+    /// producer's last 5 batches returns its original offsets with `duplicate = true` and
+    /// appends nothing. Rolls the segment first when needed. Empty `records` → Ok with
+    /// first/last offset -1.
+    pub fn append_as_leader(
+        &mut self,
+        records: Bytes,
+        leader_epoch: i32,
+        now_ms: i64,
+    ) -> Result<LogAppendInfo, StorageError> {
+        self.check_online()?;
+        let mut info = LogAppendInfo {
+            first_offset: -1,
+            last_offset: -1,
+            max_timestamp: -1,
+            offset_of_max_timestamp: -1,
+            log_append_time_ms: -1,
+            log_start_offset: self.log_start_offset,
+            records_count: 0,
+            valid_bytes: 0,
+            duplicate: false,
+        };
+        if records.is_empty() {
+            return Ok(info);
+        }
+        let max_segment = self.config.segment_bytes.min(i32::MAX as u64) as usize;
+        if records.len() > max_segment {
+            return Err(StorageError::RecordListTooLarge {
+                size: records.len(),
+                max: max_segment,
+            });
+        }
+        let log_append = self.config.message_timestamp_type == TimestampType::LogAppendTime;
+        if log_append {
+            info.log_append_time_ms = now_ms;
+        }
+        let mut buf = records.to_vec();
+        let mut metas = Vec::new();
+        let mut pending: HashMap<i64, ProducerStateEntry> = HashMap::new();
+        let mut next = self.log_end_offset;
+        let mut pos = 0usize;
+        for batch in batches(&records) {
+            let batch = batch?;
+            let size = batch.size_in_bytes();
+            if size > self.config.max_message_bytes {
+                return Err(StorageError::MessageTooLarge {
+                    size,
+                    max: self.config.max_message_bytes,
+                });
+            }
+            let summary = batch.validate_with(self.config.max_decompressed_bytes)?;
+            if batch.records_count() == 0 {
+                return Err(StorageError::InvalidRecord("batch has no records".into()));
+            }
+            if batch.last_offset_delta() != batch.records_count() - 1 {
+                return Err(StorageError::InvalidRecord(format!(
+                    "last offset delta {} inconsistent with record count {}",
+                    batch.last_offset_delta(),
+                    batch.records_count()
+                )));
+            }
+            if batch.is_control() {
+                return Err(StorageError::InvalidRecord(
+                    "clients may not write control batches".into(),
+                ));
+            }
+            if !log_append {
+                self.check_timestamps(&summary, now_ms)?;
+            }
+            let mut h = *batch.header();
+            if h.producer_id >= 0 {
+                if let SequenceCheck::Duplicate(d) = self.producer_state.check(&pending, &h)? {
+                    info.first_offset = d.first_offset;
+                    info.last_offset = d.last_offset;
+                    info.max_timestamp = d.max_timestamp;
+                    info.offset_of_max_timestamp = d.last_offset;
+                    info.duplicate = true;
+                    return Ok(info);
+                }
+            }
+            let stored_max = if log_append {
+                now_ms
+            } else {
+                summary.max_timestamp
+            };
+            {
+                let mut m = RecordBatchMut::new(&mut buf[pos..pos + size])?;
+                m.set_base_offset(next);
+                m.set_partition_leader_epoch(leader_epoch);
+                m.set_max_timestamp(
+                    if log_append {
+                        TimestampType::LogAppendTime
+                    } else {
+                        TimestampType::CreateTime
+                    },
+                    stored_max,
+                );
+                m.update_crc();
+            }
+            h.base_offset = next;
+            h.partition_leader_epoch = leader_epoch;
+            h.max_timestamp = stored_max;
+            if h.producer_id >= 0 {
+                self.producer_state.stage(&mut pending, &h, next, now_ms);
+            }
+            if info.first_offset < 0 {
+                info.first_offset = next;
+            }
+            if stored_max > info.max_timestamp || info.offset_of_max_timestamp < 0 {
+                info.max_timestamp = stored_max;
+                info.offset_of_max_timestamp = h.last_offset();
+            }
+            info.records_count += batch.records_count() as i64;
+            metas.push(AppendedBatch {
+                last_offset: h.last_offset(),
+                max_timestamp: stored_max,
+                size: size as u32,
+            });
+            next = h.next_offset();
+            pos += size;
+        }
+        info.last_offset = next - 1;
+        info.valid_bytes = buf.len();
+        self.write_batches(&buf, &metas, info.first_offset, next, now_ms)?;
+        self.producer_state.commit(pending, next);
+        self.unflushed_messages += info.records_count;
+        if self.unflushed_messages >= self.config.flush_messages {
+            self.flush()?;
+        }
+        Ok(info)
+    }
+
+    fn check_timestamps(
+        &self,
+        s: &protocol::record::BatchSummary,
+        now_ms: i64,
+    ) -> Result<(), StorageError> {
+        let before = self.config.message_timestamp_before_max_ms;
+        let after = self.config.message_timestamp_after_max_ms;
+        if s.min_timestamp >= 0 && now_ms.saturating_sub(s.min_timestamp) > before {
+            return Err(StorageError::InvalidTimestamp(format!(
+                "timestamp {} is more than {before} ms before the broker time {now_ms}",
+                s.min_timestamp
+            )));
+        }
+        if s.max_timestamp >= 0 && s.max_timestamp.saturating_sub(now_ms) > after {
+            return Err(StorageError::InvalidTimestamp(format!(
+                "timestamp {} is more than {after} ms after the broker time {now_ms}",
+                s.max_timestamp
+            )));
+        }
+        Ok(())
+    }
+
+    fn write_batches(
+        &mut self,
+        buf: &[u8],
+        metas: &[AppendedBatch],
+        first_offset: i64,
+        next: i64,
+        now_ms: i64,
+    ) -> Result<(), StorageError> {
+        if let Err(e) = self.maybe_roll(buf.len(), first_offset, next - 1, now_ms) {
+            return self.poison("roll", e);
+        }
+        if let Err(e) = self.active().append(buf, metas, now_ms) {
+            return self.poison("append", e);
+        }
+        self.log_end_offset = next;
+        Ok(())
+    }
+
+    /// Appends batches replicated from the leader, keeping their offsets (simple version of
+    /// Kafka's `appendAsFollower`): each batch is CRC/structure-checked, offsets must increase
+    /// from the LEO (→ UnexpectedAppendOffset). Producer state is updated without checks.
+    pub fn append_as_follower(
+        &mut self,
+        records: Bytes,
+        now_ms: i64,
+    ) -> Result<LogAppendInfo, StorageError> {
+        self.check_online()?;
+        let mut info = LogAppendInfo {
+            first_offset: -1,
+            last_offset: -1,
+            max_timestamp: -1,
+            offset_of_max_timestamp: -1,
+            log_append_time_ms: -1,
+            log_start_offset: self.log_start_offset,
+            records_count: 0,
+            valid_bytes: records.len(),
+            duplicate: false,
+        };
+        if records.is_empty() {
+            return Ok(info);
+        }
+        let mut metas = Vec::new();
+        let mut headers = Vec::new();
+        let mut next = self.log_end_offset;
+        for batch in batches(&records) {
+            let batch: RecordBatch = batch?;
+            batch.validate_with(self.config.max_decompressed_bytes)?;
+            if batch.base_offset() < next {
+                return Err(StorageError::UnexpectedAppendOffset(format!(
+                    "batch base offset {} below expected {}",
+                    batch.base_offset(),
+                    next
+                )));
+            }
+            if info.first_offset < 0 {
+                info.first_offset = batch.base_offset();
+            }
+            if batch.max_timestamp() > info.max_timestamp {
+                info.max_timestamp = batch.max_timestamp();
+                info.offset_of_max_timestamp = batch.last_offset();
+            }
+            info.records_count += batch.records_count() as i64;
+            metas.push(AppendedBatch {
+                last_offset: batch.last_offset(),
+                max_timestamp: batch.max_timestamp(),
+                size: batch.size_in_bytes() as u32,
+            });
+            headers.push(*batch.header());
+            next = batch.next_offset();
+        }
+        info.last_offset = next - 1;
+        self.write_batches(&records, &metas, info.first_offset, next, now_ms)?;
+        for h in &headers {
+            self.producer_state.replay(h, now_ms);
+        }
+        self.unflushed_messages += info.records_count;
+        if self.unflushed_messages >= self.config.flush_messages {
+            self.flush()?;
+        }
+        Ok(info)
+    }
+
+    fn maybe_roll(
+        &mut self,
+        size: usize,
+        first_offset: i64,
+        last_offset: i64,
+        now_ms: i64,
+    ) -> io::Result<()> {
+        let max_segment = self.config.segment_bytes.min(i32::MAX as u64);
+        let segment_ms = self.config.segment_ms;
+        let seg = self.active();
+        if seg.size() == 0 {
+            return Ok(());
+        }
+        let by_size = seg.size() + size as u64 > max_segment;
+        let by_time = seg
+            .rolling_base_ms()
+            .is_some_and(|t| now_ms.saturating_sub(t) > segment_ms);
+        let by_index = seg.offset_index_full();
+        let by_offset = last_offset - seg.base_offset() > i32::MAX as i64;
+        if by_size || by_time || by_index || by_offset {
+            self.roll(Some(first_offset), now_ms)?;
+        }
+        Ok(())
+    }
+
+    /// Starts a new active segment at the LEO (or `at`, when larger; follower gaps). The old
+    /// segment gets its final time-index entry; a producer snapshot is written at the new base;
+    /// the old segments are fsynced by the next [`maybe_flush`](Self::maybe_flush).
+    fn roll(&mut self, at: Option<i64>, _now_ms: i64) -> io::Result<()> {
+        let new_base = at.unwrap_or(self.log_end_offset).max(self.log_end_offset);
+        if self.active().base_offset() == new_base {
+            return Ok(());
+        }
+        self.active().on_become_inactive()?;
+        self.producer_state.set_map_end_offset(self.log_end_offset);
+        self.producer_state.take_snapshot(false)?;
+        for suffix in ["log", "index", "timeindex"] {
+            let p = self.dir.join(offset_file_name(new_base, suffix));
+            if p.exists() {
+                fs::remove_file(p)?;
+            }
+        }
+        let seg = LogSegment::open(
+            &self.dir,
+            new_base,
+            self.config.index_interval_bytes,
+            self.config.segment_index_bytes,
+        )?;
+        self.segments.insert(new_base, seg);
+        self.pending_roll_flush = Some(new_base);
+        Ok(())
+    }
+
+    /// Forces a roll (e.g. before deleting by retention, or for tests). No-op when the active
+    /// segment is empty.
+    pub fn force_roll(&mut self, now_ms: i64) -> Result<(), StorageError> {
+        self.check_online()?;
+        if self.active().size() == 0 {
+            return Ok(());
+        }
+        if let Err(e) = self.roll(None, now_ms) {
+            return self.poison("roll", e);
+        }
+        Ok(())
+    }
+
+    /// Reads whole batches for a Fetch (Kafka's `UnifiedLog.read`).
+    ///
+    /// Starts with the stored batch that CONTAINS `start_offset` (clients skip records below
+    /// the fetch offset), adds following batches while the total stays ≤ `max_bytes` (the first
+    /// batch is returned whole regardless when `min_one_batch`, KIP-74), never includes a batch
+    /// whose last offset is ≥ `max_offset_exclusive` (the high watermark for consumers, the LEO
+    /// for followers) and stays within one segment. Errors: `start_offset` below the log start
+    /// offset, above the LEO, or above `max_offset_exclusive` → OffsetOutOfRange. `start_offset` ==
+    /// `max_offset_exclusive` → empty records, no error. Only headers are read (offset-index
+    /// lookup, then 61-byte headers); the returned [`Records::File`] slice is read later without
+    /// the lock. A concurrent truncation can make the file shorter than the slice: readers must
+    /// tolerate a short read.
+    pub fn read(
+        &mut self,
+        start_offset: i64,
+        max_bytes: usize,
+        max_offset_exclusive: i64,
+        min_one_batch: bool,
+    ) -> Result<FetchDataInfo, StorageError> {
+        let leo = self.log_end_offset;
+        let limit = max_offset_exclusive.min(leo);
+        if start_offset < self.log_start_offset
+            || start_offset > leo
+            || start_offset > limit.max(self.log_start_offset)
+        {
+            return Err(StorageError::OffsetOutOfRange {
+                offset: start_offset,
+                log_start_offset: self.log_start_offset,
+                log_end_offset: leo,
+            });
+        }
+        if start_offset >= limit {
+            return Ok(FetchDataInfo::empty(start_offset));
+        }
+        let floor = self
+            .segments
+            .range(..=start_offset)
+            .next_back()
+            .map_or(i64::MIN, |(b, _)| *b);
+        for (base, seg) in self.segments.range_mut(floor..) {
+            let from = start_offset.max(*base);
+            if let Some((slice, first_base)) = seg.read(from, max_bytes, limit, min_one_batch)? {
+                let meta = LogOffsetMetadata {
+                    message_offset: start_offset,
+                    segment_base_offset: *base,
+                    relative_position: slice.position as i64,
+                };
+                if slice.len == 0 {
+                    return Ok(FetchDataInfo {
+                        fetch_offset_metadata: meta,
+                        ..FetchDataInfo::empty(start_offset)
+                    });
+                }
+                return Ok(FetchDataInfo {
+                    records: Records::File(slice),
+                    fetch_offset_metadata: meta,
+                    first_batch_base_offset: first_base,
+                });
+            }
+        }
+        Ok(FetchDataInfo::empty(start_offset))
+    }
+
+    /// ListOffsets lookup (Kafka's `fetchOffsetByTimestamp`): returns (offset, timestamp).
+    /// `-2` (earliest) and `-4` (earliest local) → (log start, -1); `-1` (latest) → (LEO, -1);
+    /// `-3` (max timestamp, KIP-734) → the first record with the largest timestamp; any other
+    /// value → the first record at or after log start with timestamp ≥ `timestamp`
+    /// (segments by max timestamp, then time index, offset index and a short batch scan).
+    /// `None` when no record qualifies.
+    pub fn fetch_offset_by_timestamp(
+        &mut self,
+        timestamp: i64,
+    ) -> Result<Option<(i64, i64)>, StorageError> {
+        match timestamp {
+            EARLIEST_TIMESTAMP | EARLIEST_LOCAL_TIMESTAMP => {
+                return Ok(Some((self.log_start_offset, -1)))
+            }
+            LATEST_TIMESTAMP => return Ok(Some((self.log_end_offset, -1))),
+            MAX_TIMESTAMP => return self.find_max_timestamp(),
+            _ => {}
+        }
+        let log_start = self.log_start_offset;
+        for seg in self.segments.values_mut() {
+            if seg.max_timestamp_so_far() < timestamp {
+                continue;
+            }
+            if let Some(r) = find_in_segment(seg, timestamp, log_start)? {
+                return Ok(Some(r));
+            }
+        }
+        Ok(None)
+    }
+
+    fn find_max_timestamp(&mut self) -> Result<Option<(i64, i64)>, StorageError> {
+        let log_start = self.log_start_offset;
+        let mut best: Option<&mut LogSegment> = None;
+        for seg in self.segments.values_mut() {
+            if seg.max_timestamp_so_far() >= 0
+                && best
+                    .as_ref()
+                    .is_none_or(|b| seg.max_timestamp_so_far() > b.max_timestamp_so_far())
+            {
+                best = Some(seg);
+            }
+        }
+        let Some(seg) = best else { return Ok(None) };
+        let ts = seg.max_timestamp_so_far();
+        let target = seg.offset_of_max_timestamp_so_far().max(log_start);
+        let Some(b) = seg.find_batch(target)? else {
+            return Ok(None);
+        };
+        let bytes = Bytes::from(seg.read_batch_bytes(&b)?);
+        let batch = RecordBatch::new(bytes)?;
+        let recs = batch.records()?;
+        Ok(recs
+            .iter()
+            .find(|r| r.timestamp == ts && r.offset >= log_start)
+            .or_else(|| recs.iter().rev().find(|r| r.offset >= log_start))
+            .map(|r| (r.offset, r.timestamp)))
+    }
+
+    /// Deletes old segments by retention (never the active one): `retention_ms` against each
+    /// segment's largest timestamp (file mtime when none), `retention_bytes` against the total
+    /// size, and segments wholly below the log start offset. Advances the log start offset to
+    /// the first remaining segment. Returns how many segments were deleted. Also expires idle
+    /// producer state. Policy `compact` deletes only below the log start offset.
+    pub fn delete_old_segments(&mut self, now_ms: i64) -> Result<usize, StorageError> {
+        self.producer_state.remove_expired_producers(now_ms);
+        let deletes = self.config.deletes();
+        let mut total: i64 = self.size_in_bytes() as i64;
+        let mut doomed = Vec::new();
+        let bases: Vec<i64> = self.segments.keys().copied().collect();
+        for w in bases.windows(2) {
+            let (b, next_base) = (w[0], w[1]);
+            let seg = self.segments.get(&b).expect("exists");
+            let largest = if seg.max_timestamp_so_far() > 0 {
+                seg.max_timestamp_so_far()
+            } else {
+                seg.last_modified_ms()
+            };
+            let by_start = next_base <= self.log_start_offset;
+            let by_time = deletes
+                && self.config.retention_ms >= 0
+                && now_ms.saturating_sub(largest) > self.config.retention_ms;
+            let by_size = deletes
+                && self.config.retention_bytes >= 0
+                && total - seg.size() as i64 >= self.config.retention_bytes;
+            if !(by_start || by_time || by_size) {
+                break;
+            }
+            total -= seg.size() as i64;
+            doomed.push((b, next_base));
+        }
+        let n = doomed.len();
+        for (b, next_base) in doomed {
+            let seg = self.segments.remove(&b).expect("exists");
+            self.log_start_offset = self.log_start_offset.max(next_base);
+            if let Err(e) = seg.delete_files(&self.dir) {
+                return self.poison("segment delete", e);
+            }
+        }
+        if n > 0 {
+            self.high_watermark = self.high_watermark.max(self.log_start_offset);
+            self.recovery_point = self.recovery_point.max(self.log_start_offset);
+            tracing::info!(dir = %self.dir.display(), segments = n, log_start_offset = self.log_start_offset, "deleted segments by retention");
+        }
+        Ok(n)
+    }
+
+    /// Advances the log start offset to `offset` (DeleteRecords) and deletes segments wholly
+    /// below it. `offset` > high watermark → OffsetOutOfRange. Returns the new log start offset.
+    pub fn delete_records_before(&mut self, offset: i64) -> Result<i64, StorageError> {
+        if offset > self.high_watermark || offset < 0 {
+            return Err(StorageError::OffsetOutOfRange {
+                offset,
+                log_start_offset: self.log_start_offset,
+                log_end_offset: self.log_end_offset,
+            });
+        }
+        if offset > self.log_start_offset {
+            self.log_start_offset = offset;
+            let saved = self.config.cleanup_policy;
+            self.config.cleanup_policy = crate::config::CleanupPolicy::Compact; // only the start-offset rule
+            let r = self.delete_old_segments(crate::now_ms());
+            self.config.cleanup_policy = saved;
+            r?;
+        }
+        Ok(self.log_start_offset)
+    }
+
+    /// fsyncs every segment (data + indexes) and advances the recovery point to the LEO.
+    pub fn flush(&mut self) -> Result<(), StorageError> {
+        self.check_online()?;
+        let rp_floor = self
+            .segments
+            .range(..=self.recovery_point)
+            .next_back()
+            .map_or(i64::MIN, |(b, _)| *b);
+        let mut res = Ok(());
+        for seg in self.segments.range_mut(rp_floor..).map(|(_, s)| s) {
+            if let Err(e) = seg.flush() {
+                res = Err(e);
+                break;
+            }
+        }
+        if let Err(e) = res {
+            return self.poison("fsync", e);
+        }
+        self.recovery_point = self.log_end_offset;
+        self.unflushed_messages = 0;
+        self.last_flush_ms = crate::now_ms();
+        self.pending_roll_flush = None;
+        Ok(())
+    }
+
+    /// Periodic flush policy: full [`flush`](Self::flush) when `flush_messages` unflushed
+    /// messages accumulated or the last flush is older than `flush_ms`; otherwise, after a roll,
+    /// fsyncs the segments below the new active one and advances the recovery point to its
+    /// base (as Kafka's asynchronous flush on roll). Returns true when something was fsynced.
+    pub fn maybe_flush(&mut self, now_ms: i64) -> Result<bool, StorageError> {
+        self.check_online()?;
+        let by_count =
+            self.unflushed_messages > 0 && self.unflushed_messages >= self.config.flush_messages;
+        let by_time = self.unflushed_messages > 0
+            && now_ms.saturating_sub(self.last_flush_ms) >= self.config.flush_ms;
+        if by_count || by_time {
+            self.flush()?;
+            self.last_flush_ms = now_ms;
+            return Ok(true);
+        }
+        if let Some(upto) = self.pending_roll_flush.take() {
+            let rp_floor = self
+                .segments
+                .range(..=self.recovery_point)
+                .next_back()
+                .map_or(i64::MIN, |(b, _)| *b);
+            let mut res = Ok(());
+            for seg in self.segments.range_mut(rp_floor..upto).map(|(_, s)| s) {
+                if let Err(e) = seg.flush() {
+                    res = Err(e);
+                    break;
+                }
+            }
+            if let Err(e) = res {
+                return self.poison("fsync", e);
+            }
+            self.recovery_point = self.recovery_point.max(upto);
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// Removes all data at and above `offset` (for replication), whole batches: a batch
+    /// containing `offset` is removed too. HW and recovery point are lowered to the new LEO;
+    /// producer state is reloaded from snapshots. Below the first segment → the log is emptied
+    /// and restarted at `offset`.
+    pub fn truncate_to(&mut self, offset: i64) -> Result<(), StorageError> {
+        self.check_online()?;
+        if offset >= self.log_end_offset {
+            return Ok(());
+        }
+        let first = *self.segments.keys().next().expect("segment");
+        if offset <= first || offset < self.log_start_offset {
+            return self.truncate_fully_and_start_at(offset.max(0));
+        }
+        let r: io::Result<i64> = (|| {
+            let doomed: Vec<i64> = self.segments.range(offset..).map(|(b, _)| *b).collect();
+            for b in doomed {
+                let seg = self.segments.remove(&b).expect("exists");
+                seg.delete_files(&self.dir)?;
+            }
+            self.active().truncate_to(offset)
+        })();
+        let new_leo = match r {
+            Ok(o) => o,
+            Err(e) => return self.poison("truncate", e),
+        };
+        self.log_end_offset = new_leo;
+        self.high_watermark = self.high_watermark.min(new_leo);
+        self.recovery_point = self.recovery_point.min(new_leo);
+        self.pending_roll_flush = None;
+        self.rebuild_producer_state(crate::now_ms())?;
+        Ok(())
+    }
+
+    /// Deletes all segments and starts an empty log at `offset` (Kafka's
+    /// `truncateFullyAndStartAt`).
+    pub fn truncate_fully_and_start_at(&mut self, offset: i64) -> Result<(), StorageError> {
+        self.check_online()?;
+        let r: io::Result<()> = (|| {
+            let all: Vec<i64> = self.segments.keys().copied().collect();
+            for b in all {
+                let seg = self.segments.remove(&b).expect("exists");
+                seg.delete_files(&self.dir)?;
+            }
+            self.producer_state.delete_all_snapshots()?;
+            let seg = LogSegment::open(
+                &self.dir,
+                offset,
+                self.config.index_interval_bytes,
+                self.config.segment_index_bytes,
+            )?;
+            self.segments.insert(offset, seg);
+            Ok(())
+        })();
+        if let Err(e) = r {
+            return self.poison("truncate", e);
+        }
+        self.log_start_offset = offset;
+        self.log_end_offset = offset;
+        self.high_watermark = offset;
+        self.recovery_point = offset;
+        self.pending_roll_flush = None;
+        self.rebuild_producer_state(crate::now_ms())?;
+        Ok(())
+    }
+
+    /// Clean close: final time-index entry for the active segment, fsync of everything, producer
+    /// snapshot at the LEO (fsynced).
+    pub fn close(&mut self) -> Result<(), StorageError> {
+        self.check_online()?;
+        if let Err(e) = self.active().on_become_inactive() {
+            return self.poison("close", e);
+        }
+        self.flush()?;
+        self.producer_state.set_map_end_offset(self.log_end_offset);
+        if let Err(e) = self.producer_state.take_snapshot(true) {
+            return self.poison("producer snapshot", e);
+        }
+        Ok(())
+    }
+}
+
+/// First record with timestamp ≥ `ts` and offset ≥ `log_start` in `seg`.
+fn find_in_segment(
+    seg: &mut LogSegment,
+    ts: i64,
+    log_start: i64,
+) -> Result<Option<(i64, i64)>, StorageError> {
+    let te = seg.time_index_lookup(ts)?;
+    let from = te.max(log_start).max(seg.base_offset());
+    let Some(first) = seg.find_batch(from)? else {
+        return Ok(None);
+    };
+    let mut found = None;
+    let mut err = None;
+    let seg_ref: &LogSegment = seg;
+    seg_ref.for_each_header(first.position, |b| {
+        if b.header.max_timestamp < ts || b.header.last_offset() < log_start {
+            return Ok(true);
+        }
+        let bytes = seg_ref.read_batch_bytes(b)?;
+        match RecordBatch::new(Bytes::from(bytes)).and_then(|batch| batch.records()) {
+            Ok(recs) => {
+                found = recs
+                    .into_iter()
+                    .find(|r| r.timestamp >= ts && r.offset >= log_start)
+                    .map(|r| (r.offset, r.timestamp));
+                Ok(found.is_none())
+            }
+            Err(e) => {
+                err = Some(e);
+                Ok(false)
+            }
+        }
+    })?;
+    if let Some(e) = err {
+        return Err(e.into());
+    }
+    Ok(found)
+}

@@ -1,0 +1,334 @@
+//! [`LogManager`]: all partition logs of one data directory.
+
+use crate::checkpoint::{
+    fsync_dir, read_partition_metadata, write_atomically, write_partition_metadata,
+    OffsetCheckpointFile,
+};
+use crate::config::LogConfig;
+use crate::error::StorageError;
+use crate::log::Log;
+use parking_lot::{Mutex, RwLock};
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Marker file written after a clean shutdown, removed at startup (Kafka's name).
+pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
+const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
+const LOG_START_CHECKPOINT: &str = "log-start-offset-checkpoint";
+const REPLICATION_CHECKPOINT: &str = "replication-offset-checkpoint";
+
+/// A topic partition.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TopicPartition {
+    /// Topic name.
+    pub topic: String,
+    /// Partition index.
+    pub partition: i32,
+}
+
+impl TopicPartition {
+    /// Builds a TopicPartition.
+    pub fn new(topic: impl Into<String>, partition: i32) -> Self {
+        TopicPartition {
+            topic: topic.into(),
+            partition,
+        }
+    }
+
+    /// Directory name `<topic>-<partition>`.
+    pub fn dir_name(&self) -> String {
+        format!("{}-{}", self.topic, self.partition)
+    }
+
+    /// Parses a directory name `<topic>-<partition>`; `None` for anything else.
+    pub fn from_dir_name(name: &str) -> Option<Self> {
+        let (t, p) = name.rsplit_once('-')?;
+        let p: i32 = p.parse().ok()?;
+        if p < 0 || validate_topic_name(t).is_err() {
+            return None;
+        }
+        Some(TopicPartition::new(t, p))
+    }
+}
+
+/// Kafka's legal topic names: 1–249 chars of `[a-zA-Z0-9._-]`, not `.` or `..`.
+pub fn validate_topic_name(topic: &str) -> Result<(), StorageError> {
+    let ok = !topic.is_empty()
+        && topic.len() <= 249
+        && topic != "."
+        && topic != ".."
+        && topic
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(StorageError::InvalidTopic(format!(
+            "illegal topic name {topic:?}"
+        )))
+    }
+}
+
+type LogMap = HashMap<TopicPartition, Arc<Mutex<Log>>>;
+
+/// Owns a data directory (see the crate docs for its layout): opens every partition log at
+/// startup, creates and deletes logs, writes the checkpoint files and the clean-shutdown marker.
+///
+/// Startup rule: if `.kafka_cleanshutdown` exists the previous shutdown was clean and logs are
+/// opened without recovery; the marker is then removed (so a crash from now on is detected).
+/// Without it every log is recovered from its checkpointed recovery point.
+/// Directories named `*-delete` (interrupted deletions) are removed.
+///
+/// Thread-safety: each log is an `Arc<parking_lot::Mutex<Log>>`; hold the lock only for the
+/// duration of one call (reads return file slices consumed after unlocking).
+pub struct LogManager {
+    dir: PathBuf,
+    logs: RwLock<LogMap>,
+    had_clean_shutdown: bool,
+    /// Serializes create/delete so two creators can't open the same directory.
+    create_lock: Mutex<()>,
+}
+
+impl LogManager {
+    /// Opens the data directory `dir` (created if missing) and all partition logs in it,
+    /// using `config_for(topic)` as each log's config.
+    pub fn open(
+        dir: impl Into<PathBuf>,
+        config_for: impl Fn(&str) -> LogConfig,
+        now_ms: i64,
+    ) -> Result<Self, StorageError> {
+        let dir = dir.into();
+        fs::create_dir_all(&dir)?;
+        let marker = dir.join(CLEAN_SHUTDOWN_FILE);
+        let clean = marker.exists();
+        let read_cp = |name: &str| {
+            OffsetCheckpointFile::new(dir.join(name))
+                .read()
+                .unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "ignoring unreadable checkpoint file");
+                    HashMap::new()
+                })
+        };
+        let recovery_points = read_cp(RECOVERY_POINT_CHECKPOINT);
+        let log_starts = read_cp(LOG_START_CHECKPOINT);
+        let hws = read_cp(REPLICATION_CHECKPOINT);
+        let mut logs = HashMap::new();
+        for entry in fs::read_dir(&dir)? {
+            let entry = entry?;
+            if !entry.file_type()?.is_dir() {
+                continue;
+            }
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.ends_with("-delete") {
+                fs::remove_dir_all(entry.path())?;
+                continue;
+            }
+            let Some(tp) = TopicPartition::from_dir_name(&name) else {
+                tracing::warn!(dir = %entry.path().display(), "ignoring directory that is not <topic>-<partition>");
+                continue;
+            };
+            let key = (tp.topic.clone(), tp.partition);
+            let topic_id = read_partition_metadata(&entry.path()).unwrap_or(uuid::Uuid::nil());
+            let rp = recovery_points.get(&key).copied().unwrap_or(0);
+            let mut log = Log::open(
+                &entry.path(),
+                config_for(&tp.topic),
+                topic_id,
+                !clean,
+                rp,
+                now_ms,
+            )?;
+            if let Some(&s) = log_starts.get(&key) {
+                log.restore_log_start_offset(s);
+            }
+            log.update_high_watermark(hws.get(&key).copied().unwrap_or(0));
+            logs.insert(tp, Arc::new(Mutex::new(log)));
+        }
+        if clean {
+            fs::remove_file(&marker)?;
+            fsync_dir(&dir)?;
+        }
+        tracing::info!(dir = %dir.display(), logs = logs.len(), clean, "log manager started");
+        Ok(LogManager {
+            dir,
+            logs: RwLock::new(logs),
+            had_clean_shutdown: clean,
+            create_lock: Mutex::new(()),
+        })
+    }
+
+    /// The data directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Whether the previous shutdown was clean (marker found at startup).
+    pub fn had_clean_shutdown(&self) -> bool {
+        self.had_clean_shutdown
+    }
+
+    /// The log of a partition, if present.
+    pub fn get_log(&self, topic: &str, partition: i32) -> Option<Arc<Mutex<Log>>> {
+        self.logs
+            .read()
+            .get(&TopicPartition::new(topic, partition))
+            .cloned()
+    }
+
+    /// All logs.
+    pub fn all_logs(&self) -> Vec<(TopicPartition, Arc<Mutex<Log>>)> {
+        let mut v: Vec<_> = self
+            .logs
+            .read()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    }
+
+    /// Returns the log of the partition, creating its directory (with `partition.metadata`)
+    /// when missing. An existing log with a different non-nil topic id → InconsistentTopicId;
+    /// a nil stored id is replaced by `topic_id`. Illegal topic name → InvalidTopic.
+    pub fn get_or_create_log(
+        &self,
+        topic: &str,
+        partition: i32,
+        topic_id: uuid::Uuid,
+        config: LogConfig,
+    ) -> Result<Arc<Mutex<Log>>, StorageError> {
+        validate_topic_name(topic)?;
+        if partition < 0 {
+            return Err(StorageError::InvalidTopic(format!(
+                "negative partition {partition}"
+            )));
+        }
+        let tp = TopicPartition::new(topic, partition);
+        if let Some(l) = self.logs.read().get(&tp).cloned() {
+            self.check_topic_id(&l, topic_id)?;
+            return Ok(l);
+        }
+        let _g = self.create_lock.lock();
+        if let Some(l) = self.logs.read().get(&tp).cloned() {
+            self.check_topic_id(&l, topic_id)?;
+            return Ok(l);
+        }
+        let path = self.dir.join(tp.dir_name());
+        fs::create_dir_all(&path)?;
+        write_partition_metadata(&path, &topic_id)?;
+        fsync_dir(&self.dir)?;
+        let log = Log::open(&path, config, topic_id, false, 0, crate::now_ms())?;
+        let log = Arc::new(Mutex::new(log));
+        self.logs.write().insert(tp, log.clone());
+        Ok(log)
+    }
+
+    fn check_topic_id(
+        &self,
+        log: &Arc<Mutex<Log>>,
+        topic_id: uuid::Uuid,
+    ) -> Result<(), StorageError> {
+        let l = log.lock();
+        let stored = l.topic_id();
+        if !stored.is_nil() && !topic_id.is_nil() && stored != topic_id {
+            return Err(StorageError::InconsistentTopicId(format!(
+                "{} holds topic id {stored}, not {topic_id}",
+                l.dir().display()
+            )));
+        }
+        if stored.is_nil() && !topic_id.is_nil() {
+            write_partition_metadata(l.dir(), &topic_id)?;
+        }
+        Ok(())
+    }
+
+    /// Deletes a partition's log: removed from the map, its directory renamed to
+    /// `<topic>-<partition>.<uuid>-delete` and then removed. Returns false when absent.
+    pub fn delete_log(&self, topic: &str, partition: i32) -> Result<bool, StorageError> {
+        let _g = self.create_lock.lock();
+        let tp = TopicPartition::new(topic, partition);
+        let Some(log) = self.logs.write().remove(&tp) else {
+            return Ok(false);
+        };
+        let guard = log.lock();
+        let from = guard.dir().to_path_buf();
+        let to = self.dir.join(format!(
+            "{}.{}-delete",
+            tp.dir_name(),
+            uuid::Uuid::new_v4().simple()
+        ));
+        fs::rename(&from, &to)?;
+        fsync_dir(&self.dir)?;
+        drop(guard);
+        fs::remove_dir_all(&to)?;
+        Ok(true)
+    }
+
+    /// Writes the three checkpoint files (recovery points, log start offsets, high watermarks)
+    /// for all logs.
+    pub fn checkpoint(&self) -> Result<(), StorageError> {
+        let mut rp = HashMap::new();
+        let mut ls = HashMap::new();
+        let mut hw = HashMap::new();
+        for (tp, log) in self.all_logs() {
+            let l = log.lock();
+            let key = (tp.topic.clone(), tp.partition);
+            rp.insert(key.clone(), l.recovery_point());
+            ls.insert(key.clone(), l.log_start_offset());
+            hw.insert(key, l.high_watermark());
+        }
+        OffsetCheckpointFile::new(self.dir.join(RECOVERY_POINT_CHECKPOINT)).write(&rp)?;
+        OffsetCheckpointFile::new(self.dir.join(LOG_START_CHECKPOINT)).write(&ls)?;
+        OffsetCheckpointFile::new(self.dir.join(REPLICATION_CHECKPOINT)).write(&hw)?;
+        Ok(())
+    }
+
+    /// Periodic retention (broker timer): [`Log::delete_old_segments`] on every log. Returns
+    /// segments deleted; a failing log is logged and skipped.
+    pub fn run_retention(&self, now_ms: i64) -> usize {
+        let mut n = 0;
+        for (tp, log) in self.all_logs() {
+            match log.lock().delete_old_segments(now_ms) {
+                Ok(d) => n += d,
+                Err(e) => {
+                    tracing::error!(partition = %tp.dir_name(), error = %e, "retention failed")
+                }
+            }
+        }
+        n
+    }
+
+    /// Periodic flush (broker timer): [`Log::maybe_flush`] on every log. Returns how many logs
+    /// fsynced something.
+    pub fn flush_dirty(&self, now_ms: i64) -> usize {
+        let mut n = 0;
+        for (tp, log) in self.all_logs() {
+            match log.lock().maybe_flush(now_ms) {
+                Ok(true) => n += 1,
+                Ok(false) => {}
+                Err(e) => tracing::error!(partition = %tp.dir_name(), error = %e, "flush failed"),
+            }
+        }
+        n
+    }
+
+    /// Clean shutdown: closes (flushes, snapshots) every log, writes the checkpoints, then the
+    /// clean-shutdown marker — only if everything succeeded.
+    pub fn shutdown(&self) -> Result<(), StorageError> {
+        let mut first_err = None;
+        for (tp, log) in self.all_logs() {
+            if let Err(e) = log.lock().close() {
+                tracing::error!(partition = %tp.dir_name(), error = %e, "close failed");
+                first_err.get_or_insert(e);
+            }
+        }
+        if let Some(e) = first_err {
+            return Err(e);
+        }
+        self.checkpoint()?;
+        write_atomically(&self.dir.join(CLEAN_SHUTDOWN_FILE), b"")?;
+        Ok(())
+    }
+}

@@ -1,0 +1,449 @@
+//! Idempotent-producer state of one partition (Kafka's `ProducerStateManager`).
+
+use crate::error::StorageError;
+use crate::offset_file_name;
+use protocol::record::{increment_sequence, RecordBatchHeader, NO_PRODUCER_EPOCH};
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Batches remembered per producer for duplicate detection (Kafka's NUM_BATCHES_TO_RETAIN).
+pub const NUM_BATCHES_TO_RETAIN: usize = 5;
+/// Snapshot files kept on disk.
+const SNAPSHOTS_TO_KEEP: usize = 3;
+const SNAPSHOT_VERSION: i16 = 1;
+
+/// One appended batch of a producer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchMetadata {
+    /// baseSequence.
+    pub first_seq: i32,
+    /// Sequence of the last record.
+    pub last_seq: i32,
+    /// Offset assigned to the first record.
+    pub first_offset: i64,
+    /// Offset assigned to the last record.
+    pub last_offset: i64,
+    /// Batch max timestamp (ms) as stored.
+    pub max_timestamp: i64,
+}
+
+/// State of one producer id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProducerStateEntry {
+    /// Producer id.
+    pub producer_id: i64,
+    /// Current epoch.
+    pub producer_epoch: i16,
+    /// Up to [`NUM_BATCHES_TO_RETAIN`] most recent batches of this epoch, oldest first.
+    pub batches: VecDeque<BatchMetadata>,
+    /// Wall-clock time (ms) of the last append by this producer; expiry is measured from it.
+    pub last_update_ms: i64,
+    /// Coordinator epoch of the last transaction marker (-1 = none).
+    pub coordinator_epoch: i32,
+    /// First offset of the open transaction, -1 when none.
+    pub current_txn_first_offset: i64,
+}
+
+impl ProducerStateEntry {
+    fn new(producer_id: i64) -> Self {
+        ProducerStateEntry {
+            producer_id,
+            producer_epoch: NO_PRODUCER_EPOCH,
+            batches: VecDeque::new(),
+            last_update_ms: 0,
+            coordinator_epoch: -1,
+            current_txn_first_offset: -1,
+        }
+    }
+
+    /// Last sequence appended, -1 when none.
+    pub fn last_seq(&self) -> i32 {
+        self.batches.back().map_or(-1, |b| b.last_seq)
+    }
+
+    fn find_duplicate(&self, h: &RecordBatchHeader) -> Option<BatchMetadata> {
+        if h.producer_epoch != self.producer_epoch {
+            return None;
+        }
+        let last = h.last_sequence();
+        self.batches
+            .iter()
+            .find(|b| b.first_seq == h.base_sequence && b.last_seq == last)
+            .copied()
+    }
+
+    fn add_batch(&mut self, h: &RecordBatchHeader, first_offset: i64, now_ms: i64) {
+        if h.producer_epoch != self.producer_epoch {
+            self.producer_epoch = h.producer_epoch;
+            self.batches.clear();
+        }
+        self.batches.push_back(BatchMetadata {
+            first_seq: h.base_sequence,
+            last_seq: h.last_sequence(),
+            first_offset,
+            last_offset: first_offset + h.last_offset_delta as i64,
+            max_timestamp: h.max_timestamp,
+        });
+        while self.batches.len() > NUM_BATCHES_TO_RETAIN {
+            self.batches.pop_front();
+        }
+        self.last_update_ms = now_ms;
+    }
+}
+
+fn in_sequence(last_seq: i32, next_seq: i32) -> bool {
+    next_seq as i64 == last_seq as i64 + 1 || (next_seq == 0 && last_seq == i32::MAX)
+}
+
+/// Per-partition producer state: for each producer id its epoch and last 5 batches.
+///
+/// Snapshot file `<20-digit offset>.snapshot` holds the state after every batch below that
+/// offset. Format (Runnel's, big-endian; Kafka's layout extended to keep all retained batches):
+///
+/// ```text
+/// version: i16 (= 1)
+/// crc: u32            CRC-32C of everything after this field
+/// producer_count: i32
+/// per producer:
+///   producer_id i64, producer_epoch i16, last_update_ms i64, coordinator_epoch i32,
+///   current_txn_first_offset i64, batch_count i32,
+///   per batch: first_seq i32, last_seq i32, first_offset i64, last_offset i64, max_timestamp i64
+/// ```
+///
+/// Snapshots are written on segment roll and on close (temp file + rename). Recovery rule: the
+/// newest readable snapshot at or below the log end offset is loaded (newer ones are deleted,
+/// unreadable ones skipped), then batch headers from its offset to the log end are replayed.
+#[derive(Debug)]
+pub struct ProducerStateManager {
+    dir: PathBuf,
+    producers: HashMap<i64, ProducerStateEntry>,
+    /// Offset up to which (exclusive) batches have been applied.
+    map_end_offset: i64,
+    snapshots: BTreeSet<i64>,
+    producer_id_expiration_ms: i64,
+}
+
+/// Result of checking one batch against the state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SequenceCheck {
+    /// Append it.
+    Append,
+    /// Already appended: answer with these offsets, append nothing.
+    Duplicate(BatchMetadata),
+}
+
+impl ProducerStateManager {
+    /// Empty state for the partition directory `dir`; lists existing snapshot files.
+    pub fn new(dir: &Path, producer_id_expiration_ms: i64) -> io::Result<Self> {
+        let mut snapshots = BTreeSet::new();
+        for entry in fs::read_dir(dir)? {
+            let name = entry?.file_name();
+            let name = name.to_string_lossy();
+            if let Some(stem) = name.strip_suffix(".snapshot") {
+                if let Ok(o) = stem.parse::<i64>() {
+                    snapshots.insert(o);
+                }
+            }
+        }
+        Ok(ProducerStateManager {
+            dir: dir.to_path_buf(),
+            producers: HashMap::new(),
+            map_end_offset: 0,
+            snapshots,
+            producer_id_expiration_ms,
+        })
+    }
+
+    /// The state of a producer.
+    pub fn last_entry(&self, producer_id: i64) -> Option<&ProducerStateEntry> {
+        self.producers.get(&producer_id)
+    }
+
+    /// Number of producers tracked.
+    pub fn len(&self) -> usize {
+        self.producers.len()
+    }
+
+    /// True when no producer is tracked.
+    pub fn is_empty(&self) -> bool {
+        self.producers.is_empty()
+    }
+
+    /// Offsets of the snapshot files present.
+    pub fn snapshot_offsets(&self) -> Vec<i64> {
+        self.snapshots.iter().copied().collect()
+    }
+
+    /// Offset up to which (exclusive) batches have been applied.
+    pub fn map_end_offset(&self) -> i64 {
+        self.map_end_offset
+    }
+
+    pub(crate) fn set_expiration_ms(&mut self, ms: i64) {
+        self.producer_id_expiration_ms = ms;
+    }
+
+    /// Checks a client batch (producer id >= 0) against `pending` (entries already updated by
+    /// earlier batches of the same append) or the stored state, following Kafka's
+    /// ProducerAppendInfo: duplicate of one of the last 5 batches of the same epoch → Duplicate;
+    /// epoch older than the current → InvalidProducerEpoch; new epoch must start at sequence 0
+    /// (unless the producer is unknown); same epoch must continue at last sequence + 1 →
+    /// otherwise OutOfOrderSequence. An unknown producer is accepted with any sequence.
+    pub(crate) fn check(
+        &self,
+        pending: &HashMap<i64, ProducerStateEntry>,
+        h: &RecordBatchHeader,
+    ) -> Result<SequenceCheck, StorageError> {
+        let entry = pending
+            .get(&h.producer_id)
+            .or_else(|| self.producers.get(&h.producer_id));
+        let Some(entry) = entry else {
+            return Ok(SequenceCheck::Append);
+        };
+        if let Some(d) = entry.find_duplicate(h) {
+            return Ok(SequenceCheck::Duplicate(d));
+        }
+        if h.producer_epoch < entry.producer_epoch {
+            return Err(StorageError::InvalidProducerEpoch(format!(
+                "producer {} epoch {} is older than current epoch {}",
+                h.producer_id, h.producer_epoch, entry.producer_epoch
+            )));
+        }
+        if h.producer_epoch != entry.producer_epoch {
+            if h.base_sequence != 0 && entry.producer_epoch != NO_PRODUCER_EPOCH {
+                return Err(StorageError::OutOfOrderSequence(format!(
+                    "producer {} new epoch {} must start at sequence 0, got {}",
+                    h.producer_id, h.producer_epoch, h.base_sequence
+                )));
+            }
+        } else {
+            let last = entry.last_seq();
+            if entry.producer_epoch != NO_PRODUCER_EPOCH
+                && last >= 0
+                && !in_sequence(last, h.base_sequence)
+            {
+                return Err(StorageError::OutOfOrderSequence(format!(
+                    "producer {} epoch {}: expected sequence {}, got {}",
+                    h.producer_id,
+                    h.producer_epoch,
+                    increment_sequence(last, 1),
+                    h.base_sequence
+                )));
+            }
+        }
+        Ok(SequenceCheck::Append)
+    }
+
+    /// Applies an appended batch (offsets assigned) to `pending`.
+    pub(crate) fn stage(
+        &self,
+        pending: &mut HashMap<i64, ProducerStateEntry>,
+        h: &RecordBatchHeader,
+        first_offset: i64,
+        now_ms: i64,
+    ) {
+        let e = pending.entry(h.producer_id).or_insert_with(|| {
+            self.producers
+                .get(&h.producer_id)
+                .cloned()
+                .unwrap_or_else(|| ProducerStateEntry::new(h.producer_id))
+        });
+        e.add_batch(h, first_offset, now_ms);
+    }
+
+    /// Commits staged entries after a successful write; `end_offset` is the new log end.
+    pub(crate) fn commit(&mut self, pending: HashMap<i64, ProducerStateEntry>, end_offset: i64) {
+        self.producers.extend(pending);
+        self.map_end_offset = end_offset;
+    }
+
+    /// Applies a stored batch during replay/follower append (no checks).
+    pub(crate) fn replay(&mut self, h: &RecordBatchHeader, now_ms: i64) {
+        if h.producer_id >= 0 && !h.is_control() {
+            let e = self
+                .producers
+                .entry(h.producer_id)
+                .or_insert_with(|| ProducerStateEntry::new(h.producer_id));
+            e.add_batch(h, h.base_offset, now_ms);
+        }
+        self.map_end_offset = self.map_end_offset.max(h.next_offset());
+    }
+
+    pub(crate) fn set_map_end_offset(&mut self, o: i64) {
+        self.map_end_offset = o;
+    }
+
+    /// Drops producers idle (wall clock) for at least `producer.id.expiration.ms`. Returns how
+    /// many were removed. Record timestamps play no part.
+    pub fn remove_expired_producers(&mut self, now_ms: i64) -> usize {
+        let before = self.producers.len();
+        let exp = self.producer_id_expiration_ms;
+        self.producers.retain(|_, e| {
+            e.current_txn_first_offset >= 0 || now_ms.saturating_sub(e.last_update_ms) < exp
+        });
+        before - self.producers.len()
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        let mut body = Vec::new();
+        let mut ids: Vec<_> = self.producers.keys().copied().collect();
+        ids.sort_unstable();
+        body.extend_from_slice(&(ids.len() as i32).to_be_bytes());
+        for id in ids {
+            let e = &self.producers[&id];
+            body.extend_from_slice(&e.producer_id.to_be_bytes());
+            body.extend_from_slice(&e.producer_epoch.to_be_bytes());
+            body.extend_from_slice(&e.last_update_ms.to_be_bytes());
+            body.extend_from_slice(&e.coordinator_epoch.to_be_bytes());
+            body.extend_from_slice(&e.current_txn_first_offset.to_be_bytes());
+            body.extend_from_slice(&(e.batches.len() as i32).to_be_bytes());
+            for b in &e.batches {
+                body.extend_from_slice(&b.first_seq.to_be_bytes());
+                body.extend_from_slice(&b.last_seq.to_be_bytes());
+                body.extend_from_slice(&b.first_offset.to_be_bytes());
+                body.extend_from_slice(&b.last_offset.to_be_bytes());
+                body.extend_from_slice(&b.max_timestamp.to_be_bytes());
+            }
+        }
+        let mut out = Vec::with_capacity(body.len() + 6);
+        out.extend_from_slice(&SNAPSHOT_VERSION.to_be_bytes());
+        out.extend_from_slice(&crc32c::crc32c(&body).to_be_bytes());
+        out.extend_from_slice(&body);
+        out
+    }
+
+    fn decode(buf: &[u8]) -> Option<HashMap<i64, ProducerStateEntry>> {
+        struct R<'a>(&'a [u8], usize);
+        impl R<'_> {
+            fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
+                let s = self.0.get(self.1..self.1 + N)?;
+                self.1 += N;
+                s.try_into().ok()
+            }
+            fn i16(&mut self) -> Option<i16> {
+                self.take::<2>().map(i16::from_be_bytes)
+            }
+            fn i32(&mut self) -> Option<i32> {
+                self.take::<4>().map(i32::from_be_bytes)
+            }
+            fn i64(&mut self) -> Option<i64> {
+                self.take::<8>().map(i64::from_be_bytes)
+            }
+        }
+        let mut r = R(buf, 0);
+        if r.i16()? != SNAPSHOT_VERSION {
+            return None;
+        }
+        let crc = r.i32()? as u32;
+        if crc32c::crc32c(&buf[6..]) != crc {
+            return None;
+        }
+        let n = r.i32()?;
+        if n < 0 || n as usize > buf.len() / 34 {
+            return None;
+        }
+        let mut out = HashMap::with_capacity(n as usize);
+        for _ in 0..n {
+            let mut e = ProducerStateEntry::new(r.i64()?);
+            e.producer_epoch = r.i16()?;
+            e.last_update_ms = r.i64()?;
+            e.coordinator_epoch = r.i32()?;
+            e.current_txn_first_offset = r.i64()?;
+            let nb = r.i32()?;
+            if !(0..=NUM_BATCHES_TO_RETAIN as i32).contains(&nb) {
+                return None;
+            }
+            for _ in 0..nb {
+                e.batches.push_back(BatchMetadata {
+                    first_seq: r.i32()?,
+                    last_seq: r.i32()?,
+                    first_offset: r.i64()?,
+                    last_offset: r.i64()?,
+                    max_timestamp: r.i64()?,
+                });
+            }
+            out.insert(e.producer_id, e);
+        }
+        if r.1 != buf.len() {
+            return None;
+        }
+        Some(out)
+    }
+
+    /// Writes `<map_end_offset>.snapshot` (temp file + rename; fsynced when `sync`), then keeps
+    /// only the newest few snapshot files.
+    pub fn take_snapshot(&mut self, sync: bool) -> io::Result<()> {
+        let offset = self.map_end_offset;
+        let path = self.dir.join(offset_file_name(offset, "snapshot"));
+        let tmp = self.dir.join(offset_file_name(offset, "snapshot.tmp"));
+        {
+            use std::io::Write;
+            let mut f = fs::File::create(&tmp)?;
+            f.write_all(&self.encode())?;
+            if sync {
+                f.sync_all()?;
+            }
+        }
+        fs::rename(&tmp, &path)?;
+        self.snapshots.insert(offset);
+        while self.snapshots.len() > SNAPSHOTS_TO_KEEP {
+            let oldest = *self.snapshots.iter().next().expect("non-empty");
+            self.delete_snapshot(oldest)?;
+        }
+        Ok(())
+    }
+
+    fn delete_snapshot(&mut self, offset: i64) -> io::Result<()> {
+        self.snapshots.remove(&offset);
+        match fs::remove_file(self.dir.join(offset_file_name(offset, "snapshot"))) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// Resets to the newest readable snapshot at or below `log_end_offset` (deleting newer
+    /// ones); with none, to empty state at `log_start_offset`. Returns the offset from which
+    /// batches must be replayed.
+    pub(crate) fn load_for(
+        &mut self,
+        log_start_offset: i64,
+        log_end_offset: i64,
+    ) -> io::Result<i64> {
+        let newer: Vec<i64> = self
+            .snapshots
+            .range(log_end_offset + 1..)
+            .copied()
+            .collect();
+        for o in newer {
+            self.delete_snapshot(o)?;
+        }
+        self.producers.clear();
+        while let Some(&o) = self.snapshots.iter().next_back() {
+            let path = self.dir.join(offset_file_name(o, "snapshot"));
+            match fs::read(&path).ok().and_then(|b| Self::decode(&b)) {
+                Some(p) => {
+                    self.producers = p;
+                    self.map_end_offset = o.max(log_start_offset);
+                    return Ok(self.map_end_offset);
+                }
+                None => {
+                    tracing::warn!(path = %path.display(), "skipping unreadable producer snapshot");
+                    self.delete_snapshot(o)?;
+                }
+            }
+        }
+        self.map_end_offset = log_start_offset;
+        Ok(log_start_offset)
+    }
+
+    /// Deletes every snapshot file (used when the log is deleted or fully truncated).
+    pub(crate) fn delete_all_snapshots(&mut self) -> io::Result<()> {
+        let all: Vec<i64> = self.snapshots.iter().copied().collect();
+        for o in all {
+            self.delete_snapshot(o)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,501 @@
+//! One log segment: a `.log` file of record batches plus its two sparse indexes.
+
+use crate::index::{OffsetIndex, TimeIndex};
+use crate::offset_file_name;
+use protocol::record::{FileSlice, RecordBatchHeader, RecordError, RECORD_BATCH_OVERHEAD};
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// What the segment needs to know about each appended batch.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AppendedBatch {
+    pub last_offset: i64,
+    pub max_timestamp: i64,
+    pub size: u32,
+}
+
+/// A batch header located in a segment.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LocatedBatch {
+    pub position: u64,
+    pub header: RecordBatchHeader,
+}
+
+/// A segment of one partition's log: `<20-digit base offset>.log` holding whole RecordBatch v2
+/// batches back to back (exactly the wire bytes, with offsets/leader epoch assigned by the
+/// leader), plus [`OffsetIndex`] `.index` and [`TimeIndex`] `.timeindex`.
+///
+/// Invariants: batches are in increasing offset order, every offset in the segment is >= its base
+/// offset and within base + u32::MAX; the file ends on a batch boundary (a torn tail only after a
+/// crash).
+///
+/// Recovery rule: after a clean shutdown the segment is trusted; only the tail after the last
+/// offset-index entry is scanned (headers only) to find the next offset and max timestamp. After
+/// a crash, [`recover`](Self::recover) re-reads every batch, checks header, CRC-32C and offset
+/// order, truncates the file at the first bad or incomplete batch and rebuilds both indexes.
+#[derive(Debug)]
+pub struct LogSegment {
+    base_offset: i64,
+    log_path: PathBuf,
+    log: Arc<File>,
+    size: u64,
+    offset_index: OffsetIndex,
+    time_index: TimeIndex,
+    index_interval_bytes: u64,
+    bytes_since_last_index_entry: u64,
+    max_timestamp_so_far: i64,
+    offset_of_max_timestamp_so_far: i64,
+    next_offset: Option<i64>,
+    rolling_base_ms: Option<i64>,
+    dirty: bool,
+}
+
+fn corrupt(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, msg)
+}
+
+impl LogSegment {
+    /// Opens the segment with base offset `base_offset` in `dir`, creating empty files if
+    /// missing. Reads no data.
+    pub fn open(
+        dir: &Path,
+        base_offset: i64,
+        index_interval_bytes: u64,
+        segment_index_bytes: u64,
+    ) -> io::Result<Self> {
+        let log_path = dir.join(offset_file_name(base_offset, "log"));
+        let log = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&log_path)?;
+        let size = log.metadata()?.len();
+        let offset_index = OffsetIndex::open(
+            &dir.join(offset_file_name(base_offset, "index")),
+            base_offset,
+            segment_index_bytes,
+        )?;
+        let time_index = TimeIndex::open(
+            &dir.join(offset_file_name(base_offset, "timeindex")),
+            base_offset,
+            segment_index_bytes,
+        )?;
+        Ok(LogSegment {
+            base_offset,
+            log_path,
+            log: Arc::new(log),
+            size,
+            offset_index,
+            time_index,
+            index_interval_bytes,
+            bytes_since_last_index_entry: 0,
+            max_timestamp_so_far: -1,
+            offset_of_max_timestamp_so_far: base_offset,
+            next_offset: if size == 0 { Some(base_offset) } else { None },
+            rolling_base_ms: None,
+            dirty: false,
+        })
+    }
+
+    /// First offset this segment may hold.
+    pub fn base_offset(&self) -> i64 {
+        self.base_offset
+    }
+
+    /// Bytes in the `.log` file.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The `.log` file path.
+    pub fn log_path(&self) -> &Path {
+        &self.log_path
+    }
+
+    /// Largest batch max timestamp seen (ms), -1 if unknown/none.
+    pub fn max_timestamp_so_far(&self) -> i64 {
+        self.max_timestamp_so_far
+    }
+
+    pub(crate) fn offset_of_max_timestamp_so_far(&self) -> i64 {
+        self.offset_of_max_timestamp_so_far
+    }
+
+    pub(crate) fn offset_index_full(&self) -> bool {
+        self.offset_index.is_full() || self.time_index.is_full()
+    }
+
+    pub(crate) fn indexes_torn(&self) -> bool {
+        self.offset_index.is_torn() || self.time_index.is_torn()
+    }
+
+    pub(crate) fn rolling_base_ms(&self) -> Option<i64> {
+        self.rolling_base_ms
+    }
+
+    pub(crate) fn set_rolling_base_ms(&mut self, ms: i64) {
+        self.rolling_base_ms = Some(ms);
+    }
+
+    /// The offset after the last batch, when known (always known for the active segment).
+    pub(crate) fn next_offset(&self) -> Option<i64> {
+        self.next_offset
+    }
+
+    /// Loads the segment's max timestamp from the last time-index entry (O(1)); used for
+    /// inactive segments after a clean shutdown.
+    pub(crate) fn load_max_timestamp_from_index(&mut self) -> io::Result<()> {
+        if let Some(e) = self.time_index.last_entry()? {
+            self.max_timestamp_so_far = e.timestamp;
+            self.offset_of_max_timestamp_so_far = e.offset;
+        }
+        Ok(())
+    }
+
+    /// Clean-open path for the active segment: scans batch headers after the last offset-index
+    /// entry to find the next offset and the max timestamp. Errors (InvalidData) when the tail is
+    /// not whole batches; the caller then runs [`recover`](Self::recover).
+    pub(crate) fn load_tail(&mut self) -> io::Result<()> {
+        self.load_max_timestamp_from_index()?;
+        let start = self
+            .offset_index
+            .last_entry()?
+            .map_or(0, |e| e.position as u64);
+        if start > self.size {
+            return Err(corrupt(
+                "offset index points past the end of the log".into(),
+            ));
+        }
+        let mut scanner = HeaderScanner::new(&self.log, self.size);
+        let mut pos = start;
+        let mut next = self.base_offset;
+        let mut since_index = 0u64;
+        while pos < self.size {
+            let Some(h) = scanner.header_at(pos)? else {
+                return Err(corrupt(format!("incomplete batch at position {pos}")));
+            };
+            let size = h.size_in_bytes() as u64;
+            if pos + size > self.size {
+                return Err(corrupt(format!(
+                    "batch at position {pos} runs past the end"
+                )));
+            }
+            if h.max_timestamp > self.max_timestamp_so_far {
+                self.max_timestamp_so_far = h.max_timestamp;
+                self.offset_of_max_timestamp_so_far = h.last_offset();
+            }
+            next = h.next_offset();
+            since_index += size;
+            pos += size;
+        }
+        self.bytes_since_last_index_entry = since_index;
+        self.next_offset = Some(next);
+        Ok(())
+    }
+
+    /// Appends `buf` (whole batches described by `batches`, in order) at the end of the file and
+    /// updates the indexes. `buf` must be non-empty.
+    pub(crate) fn append(
+        &mut self,
+        buf: &[u8],
+        batches: &[AppendedBatch],
+        now_ms: i64,
+    ) -> io::Result<()> {
+        let mut position = self.size;
+        self.log.write_all_at(buf, position)?;
+        if self.rolling_base_ms.is_none() {
+            self.rolling_base_ms = Some(now_ms);
+        }
+        for b in batches {
+            self.index_batch(b.last_offset, b.max_timestamp, position)?;
+            position += b.size as u64;
+            self.bytes_since_last_index_entry += b.size as u64;
+            self.next_offset = Some(b.last_offset + 1);
+        }
+        self.size = position;
+        self.dirty = true;
+        Ok(())
+    }
+
+    fn index_batch(
+        &mut self,
+        last_offset: i64,
+        max_timestamp: i64,
+        position: u64,
+    ) -> io::Result<()> {
+        if max_timestamp > self.max_timestamp_so_far {
+            self.max_timestamp_so_far = max_timestamp;
+            self.offset_of_max_timestamp_so_far = last_offset;
+        }
+        if self.bytes_since_last_index_entry > self.index_interval_bytes {
+            self.offset_index.append(last_offset, position as u32)?;
+            self.time_index.maybe_append(
+                self.max_timestamp_so_far,
+                self.offset_of_max_timestamp_so_far,
+            )?;
+            self.bytes_since_last_index_entry = 0;
+        }
+        Ok(())
+    }
+
+    /// Adds the final time-index entry holding the segment's max timestamp (Kafka's
+    /// `onBecomeInactiveSegment`), called on roll and close.
+    pub(crate) fn on_become_inactive(&mut self) -> io::Result<()> {
+        if self.max_timestamp_so_far >= 0 {
+            self.time_index.maybe_append(
+                self.max_timestamp_so_far,
+                self.offset_of_max_timestamp_so_far,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Offset of the time-index entry with the largest timestamp <= `ts` (base offset if none).
+    pub(crate) fn time_index_lookup(&mut self, ts: i64) -> io::Result<i64> {
+        Ok(self.time_index.lookup(ts)?.offset)
+    }
+
+    /// Finds the first batch whose last offset >= `target`, starting from the offset index.
+    pub(crate) fn find_batch(&mut self, target: i64) -> io::Result<Option<LocatedBatch>> {
+        let start = self.offset_index.lookup(target)?.position as u64;
+        let mut scanner = HeaderScanner::new(&self.log, self.size);
+        let mut pos = start;
+        while pos < self.size {
+            let Some(h) = scanner.header_at(pos)? else {
+                return Ok(None);
+            };
+            if h.last_offset() >= target {
+                return Ok(Some(LocatedBatch {
+                    position: pos,
+                    header: h,
+                }));
+            }
+            pos += h.size_in_bytes() as u64;
+        }
+        Ok(None)
+    }
+
+    /// Calls `f` with each batch header from position `from` (a batch boundary) on.
+    pub(crate) fn for_each_header(
+        &self,
+        from: u64,
+        mut f: impl FnMut(&LocatedBatch) -> io::Result<bool>,
+    ) -> io::Result<()> {
+        let mut scanner = HeaderScanner::new(&self.log, self.size);
+        let mut pos = from;
+        while pos < self.size {
+            let Some(h) = scanner.header_at(pos)? else {
+                return Ok(());
+            };
+            if !f(&LocatedBatch {
+                position: pos,
+                header: h,
+            })? {
+                return Ok(());
+            }
+            pos += h.size_in_bytes() as u64;
+        }
+        Ok(())
+    }
+
+    /// Position of the first batch with last offset >= `offset` (for header iteration).
+    pub(crate) fn position_of(&mut self, offset: i64) -> io::Result<Option<u64>> {
+        Ok(self.find_batch(offset)?.map(|b| b.position))
+    }
+
+    /// Reads whole batches starting with the one containing `start_offset`: at most `max_bytes`
+    /// (except the first batch when `min_one_batch`), only batches whose last offset <
+    /// `max_offset_exclusive`. `None` when no batch in this segment ends at or after
+    /// `start_offset` (the caller moves to the next segment).
+    pub(crate) fn read(
+        &mut self,
+        start_offset: i64,
+        max_bytes: usize,
+        max_offset_exclusive: i64,
+        min_one_batch: bool,
+    ) -> io::Result<Option<(FileSlice, i64)>> {
+        let Some(first) = self.find_batch(start_offset)? else {
+            return Ok(None);
+        };
+        let mut scanner = HeaderScanner::new(&self.log, self.size);
+        let start = first.position;
+        let mut end = start;
+        let mut h = first.header;
+        loop {
+            if h.last_offset() >= max_offset_exclusive {
+                break;
+            }
+            let size = h.size_in_bytes() as u64;
+            if end + size > self.size {
+                break;
+            }
+            if (end - start + size) as usize > max_bytes && !(min_one_batch && end == start) {
+                break;
+            }
+            end += size;
+            match scanner.header_at(end)? {
+                Some(next) => h = next,
+                None => break,
+            }
+        }
+        Ok(Some((
+            FileSlice {
+                file: self.log.clone(),
+                position: start,
+                len: (end - start) as u32,
+            },
+            first.header.base_offset,
+        )))
+    }
+
+    /// Reads the bytes of the batch at `position` (whole batch) into memory.
+    pub(crate) fn read_batch_bytes(&self, b: &LocatedBatch) -> io::Result<Vec<u8>> {
+        let mut buf = vec![0u8; b.header.size_in_bytes()];
+        self.log.read_exact_at(&mut buf, b.position)?;
+        Ok(buf)
+    }
+
+    /// Crash recovery: validates every batch (header, size, CRC-32C, offsets increasing and
+    /// within this segment's range), truncates at the first invalid one, rebuilds the indexes.
+    /// `on_batch` sees each valid header. Returns the number of bytes truncated.
+    pub(crate) fn recover(
+        &mut self,
+        mut on_batch: impl FnMut(&RecordBatchHeader),
+    ) -> io::Result<u64> {
+        self.offset_index.reset()?;
+        self.time_index.reset()?;
+        self.bytes_since_last_index_entry = 0;
+        self.max_timestamp_so_far = -1;
+        self.offset_of_max_timestamp_so_far = self.base_offset;
+        let mut pos = 0u64;
+        let mut next = self.base_offset;
+        let mut hdr = [0u8; RECORD_BATCH_OVERHEAD];
+        while pos + RECORD_BATCH_OVERHEAD as u64 <= self.size {
+            self.log.read_exact_at(&mut hdr, pos)?;
+            let Ok(h) = RecordBatchHeader::parse(&hdr) else {
+                break;
+            };
+            let size = h.size_in_bytes() as u64;
+            if pos + size > self.size
+                || h.base_offset < next
+                || h.last_offset_delta < 0
+                || h.last_offset() - self.base_offset > u32::MAX as i64
+            {
+                break;
+            }
+            let mut buf = vec![0u8; size as usize];
+            self.log.read_exact_at(&mut buf, pos)?;
+            if crc32c::crc32c(&buf[21..]) != h.crc {
+                break;
+            }
+            self.index_batch(h.last_offset(), h.max_timestamp, pos)?;
+            self.bytes_since_last_index_entry += size;
+            on_batch(&h);
+            next = h.next_offset();
+            pos += size;
+        }
+        let truncated = self.size - pos;
+        if truncated > 0 {
+            self.log.set_len(pos)?;
+            self.size = pos;
+        }
+        self.next_offset = Some(next);
+        self.dirty = true;
+        Ok(truncated)
+    }
+
+    /// Removes every batch from the one containing `offset` on (Kafka's `truncateTo`) and the
+    /// index entries for them. Returns the new next offset of this segment.
+    pub(crate) fn truncate_to(&mut self, offset: i64) -> io::Result<i64> {
+        let Some(b) = self.find_batch(offset)? else {
+            return Ok(self.next_offset.unwrap_or(offset));
+        };
+        self.offset_index.truncate_to(b.header.base_offset)?;
+        self.time_index.truncate_to(b.header.base_offset)?;
+        self.log.set_len(b.position)?;
+        self.size = b.position;
+        self.max_timestamp_so_far = -1;
+        self.offset_of_max_timestamp_so_far = self.base_offset;
+        self.load_tail()?;
+        self.dirty = true;
+        Ok(self.next_offset.unwrap_or(self.base_offset))
+    }
+
+    /// fsyncs the log and both indexes.
+    pub(crate) fn flush(&mut self) -> io::Result<()> {
+        if self.dirty {
+            self.log.sync_data()?;
+            self.dirty = false;
+        }
+        self.offset_index.flush()?;
+        self.time_index.flush()
+    }
+
+    /// Deletes the segment's files.
+    pub(crate) fn delete_files(self, dir: &Path) -> io::Result<()> {
+        for suffix in ["log", "index", "timeindex"] {
+            match std::fs::remove_file(dir.join(offset_file_name(self.base_offset, suffix))) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// File modification time in ms (fallback for retention when no timestamp is known).
+    pub(crate) fn last_modified_ms(&self) -> i64 {
+        self.log
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_millis() as i64)
+    }
+}
+
+/// Reads batch headers through a window buffer, so a run of small batches costs one `pread` per
+/// window rather than one per batch.
+pub(crate) struct HeaderScanner<'a> {
+    file: &'a File,
+    file_size: u64,
+    window: Vec<u8>,
+    window_start: u64,
+}
+
+const SCAN_WINDOW: usize = 16 * 1024;
+
+impl<'a> HeaderScanner<'a> {
+    pub(crate) fn new(file: &'a File, file_size: u64) -> Self {
+        HeaderScanner {
+            file,
+            file_size,
+            window: Vec::new(),
+            window_start: 0,
+        }
+    }
+
+    /// The header of the batch at `pos`; `None` when fewer than 61 bytes remain.
+    /// Errors (InvalidData) when the bytes are not a v2 batch header.
+    pub(crate) fn header_at(&mut self, pos: u64) -> io::Result<Option<RecordBatchHeader>> {
+        if pos + RECORD_BATCH_OVERHEAD as u64 > self.file_size {
+            return Ok(None);
+        }
+        let in_window = pos >= self.window_start
+            && pos + RECORD_BATCH_OVERHEAD as u64 <= self.window_start + self.window.len() as u64;
+        if !in_window {
+            let len = (SCAN_WINDOW as u64).min(self.file_size - pos) as usize;
+            self.window.resize(len, 0);
+            self.file.read_exact_at(&mut self.window, pos)?;
+            self.window_start = pos;
+        }
+        let off = (pos - self.window_start) as usize;
+        RecordBatchHeader::parse(&self.window[off..off + RECORD_BATCH_OVERHEAD])
+            .map(Some)
+            .map_err(|e: RecordError| corrupt(format!("bad batch header at position {pos}: {e}")))
+    }
+}

@@ -1,0 +1,508 @@
+//! Unit tests of Log / LogManager behaviour.
+
+use crate::*;
+use bytes::Bytes;
+use protocol::record::{
+    batches, Compression, RecordBatch, RecordBatchBuilder, Records, TimestampType,
+};
+use std::os::unix::fs::FileExt;
+
+pub(crate) fn batch(n: usize, ts: i64, value_len: usize) -> Bytes {
+    let mut b = RecordBatchBuilder::new(Compression::None);
+    for i in 0..n {
+        b.append(
+            ts + i as i64,
+            None,
+            Some(Bytes::from(vec![b'x'; value_len])),
+            vec![],
+        );
+    }
+    b.build().unwrap()
+}
+
+pub(crate) fn idem_batch(pid: i64, epoch: i16, seq: i32, n: usize) -> Bytes {
+    let mut b = RecordBatchBuilder::new(Compression::None).producer(pid, epoch, seq);
+    for i in 0..n {
+        b.append(
+            1000 + i as i64,
+            None,
+            Some(Bytes::from_static(b"v")),
+            vec![],
+        );
+    }
+    b.build().unwrap()
+}
+
+/// Reads the records a FetchDataInfo covers.
+pub(crate) fn fetched(info: &FetchDataInfo) -> Vec<RecordBatch> {
+    let bytes = match &info.records {
+        Records::Memory(b) => b.clone(),
+        Records::File(f) => {
+            let mut v = vec![0u8; f.len as usize];
+            f.file.read_exact_at(&mut v, f.position).unwrap();
+            Bytes::from(v)
+        }
+    };
+    batches(&bytes).map(|b| b.unwrap()).collect()
+}
+
+pub(crate) fn small_config() -> LogConfig {
+    LogConfig {
+        segment_bytes: 1024,
+        index_interval_bytes: 100,
+        ..LogConfig::default()
+    }
+}
+
+const NOW: i64 = 1_700_000_000_000;
+
+fn open(dir: &std::path::Path, config: LogConfig, recover: bool) -> Log {
+    Log::open(dir, config, uuid::Uuid::nil(), recover, 0, NOW).unwrap()
+}
+
+#[test]
+fn append_assigns_offsets_and_reads_back() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(d.path(), LogConfig::default(), false);
+    assert_eq!((log.log_start_offset(), log.log_end_offset()), (0, 0));
+    let a = log.append_as_leader(batch(3, NOW, 10), 5, NOW).unwrap();
+    assert_eq!((a.first_offset, a.last_offset, a.duplicate), (0, 2, false));
+    assert_eq!(a.log_append_time_ms, -1);
+    assert_eq!(a.max_timestamp, NOW + 2);
+    let b = log.append_as_leader(batch(2, NOW, 10), 5, NOW).unwrap();
+    assert_eq!((b.first_offset, b.last_offset), (3, 4));
+    assert_eq!(log.log_end_offset(), 5);
+    log.update_high_watermark(5);
+    let r = log.read(0, 1 << 20, 5, true).unwrap();
+    let got = fetched(&r);
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[0].base_offset(), 0);
+    assert_eq!(got[0].partition_leader_epoch(), 5);
+    got[0].validate().unwrap();
+    got[1].validate().unwrap();
+    assert_eq!(got[1].base_offset(), 3);
+    assert_eq!(got[1].records().unwrap()[1].offset, 4);
+}
+
+#[test]
+fn read_from_mid_batch_returns_containing_batch() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(d.path(), small_config(), false);
+    for _ in 0..20 {
+        log.append_as_leader(batch(5, NOW, 20), 0, NOW).unwrap();
+    }
+    assert!(log.number_of_segments() > 2);
+    for start in [0, 3, 7, 42, 58, 99] {
+        let r = log.read(start, 1 << 20, 100, false).unwrap();
+        let got = fetched(&r);
+        assert!(!got.is_empty(), "start {start}");
+        assert_eq!(got[0].base_offset(), start / 5 * 5, "start {start}");
+        assert_eq!(r.first_batch_base_offset, start / 5 * 5);
+        for w in got.windows(2) {
+            assert_eq!(w[0].next_offset(), w[1].base_offset());
+        }
+    }
+}
+
+#[test]
+fn read_bounds() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(d.path(), LogConfig::default(), false);
+    let one = batch(2, NOW, 100);
+    let size = one.len();
+    for _ in 0..5 {
+        log.append_as_leader(one.clone(), 0, NOW).unwrap();
+    }
+    // max_bytes fits two batches
+    assert_eq!(
+        fetched(&log.read(0, size * 2 + 10, 10, false).unwrap()).len(),
+        2
+    );
+    // max_bytes smaller than one batch: min_one_batch decides
+    assert_eq!(fetched(&log.read(0, 10, 10, true).unwrap()).len(), 1);
+    assert!(log.read(0, 10, 10, false).unwrap().records.is_empty());
+    // high watermark excludes batches at/after it
+    let got = fetched(&log.read(0, 1 << 20, 4, true).unwrap());
+    assert_eq!(got.len(), 2);
+    assert!(got.iter().all(|b| b.last_offset() < 4));
+    // HW inside a batch: that batch is excluded
+    assert_eq!(fetched(&log.read(0, 1 << 20, 3, true).unwrap()).len(), 1);
+    // start == HW → empty, no error; start == LEO → empty
+    assert!(log.read(4, 1 << 20, 4, true).unwrap().records.is_empty());
+    assert!(log.read(10, 1 << 20, 10, true).unwrap().records.is_empty());
+    // out of range
+    assert!(matches!(
+        log.read(11, 100, 10, true),
+        Err(StorageError::OffsetOutOfRange { .. })
+    ));
+    assert!(matches!(
+        log.read(6, 100, 4, true),
+        Err(StorageError::OffsetOutOfRange { .. })
+    ));
+    assert!(matches!(
+        log.read(-1, 100, 10, true),
+        Err(StorageError::OffsetOutOfRange { .. })
+    ));
+}
+
+#[test]
+fn rolls_by_size_and_index_lookup_reads_correctly() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(d.path(), small_config(), false);
+    for i in 0..50 {
+        let a = log.append_as_leader(batch(1, NOW + i, 50), 0, NOW).unwrap();
+        assert_eq!(a.first_offset, i);
+    }
+    let bases = log.segment_base_offsets();
+    assert!(bases.len() >= 3, "{bases:?}");
+    assert_eq!(bases[0], 0);
+    for w in d.path().read_dir().unwrap() {
+        let n = w.unwrap().file_name().to_string_lossy().into_owned();
+        if let Some(stem) = n.strip_suffix(".log") {
+            assert_eq!(stem.len(), 20);
+        }
+    }
+    for o in 0..50 {
+        let got = fetched(&log.read(o, 1, 50, true).unwrap());
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].base_offset(), o);
+    }
+}
+
+#[test]
+fn rolls_by_time() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = LogConfig {
+        segment_ms: 1000,
+        ..LogConfig::default()
+    };
+    let mut log = open(d.path(), cfg, false);
+    log.append_as_leader(batch(1, NOW, 10), 0, NOW).unwrap();
+    log.append_as_leader(batch(1, NOW, 10), 0, NOW + 500)
+        .unwrap();
+    assert_eq!(log.number_of_segments(), 1);
+    log.append_as_leader(batch(1, NOW, 10), 0, NOW + 1001)
+        .unwrap();
+    assert_eq!(log.segment_base_offsets(), vec![0, 2]);
+}
+
+#[test]
+fn rejects_bad_batches() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = LogConfig {
+        max_message_bytes: 500,
+        ..LogConfig::default()
+    };
+    let mut log = open(d.path(), cfg, false);
+    assert!(matches!(
+        log.append_as_leader(batch(1, NOW, 600), 0, NOW),
+        Err(StorageError::MessageTooLarge { .. })
+    ));
+    let mut bad = batch(1, NOW, 10).to_vec();
+    let n = bad.len();
+    bad[n - 1] ^= 0xff;
+    assert!(matches!(
+        log.append_as_leader(Bytes::from(bad), 0, NOW),
+        Err(StorageError::CorruptMessage(_))
+    ));
+    let mut legacy = batch(1, NOW, 10).to_vec();
+    legacy[16] = 1;
+    assert!(matches!(
+        log.append_as_leader(Bytes::from(legacy), 0, NOW),
+        Err(StorageError::InvalidRecord(_))
+    ));
+    let ctl = RecordBatchBuilder::new(Compression::None).control(true);
+    let mut ctl = ctl;
+    ctl.append(NOW, Some(Bytes::from_static(b"\0\0\0\0")), None, vec![]);
+    assert!(matches!(
+        log.append_as_leader(ctl.build().unwrap(), 0, NOW),
+        Err(StorageError::InvalidRecord(_))
+    ));
+    let future = batch(1, NOW + 2 * 3_600_000, 10);
+    assert!(matches!(
+        log.append_as_leader(future, 0, NOW),
+        Err(StorageError::InvalidTimestamp(_))
+    ));
+    let mut trailing = batch(1, NOW, 10).to_vec();
+    trailing.extend_from_slice(&[1, 2, 3]);
+    assert!(matches!(
+        log.append_as_leader(Bytes::from(trailing), 0, NOW),
+        Err(StorageError::CorruptMessage(_))
+    ));
+    assert_eq!(log.log_end_offset(), 0);
+    assert_eq!(log.size_in_bytes(), 0);
+    let e = log.append_as_leader(Bytes::new(), 0, NOW).unwrap();
+    assert_eq!(e.first_offset, -1);
+}
+
+#[test]
+fn log_append_time_stamps_batches() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = LogConfig {
+        message_timestamp_type: TimestampType::LogAppendTime,
+        ..LogConfig::default()
+    };
+    let mut log = open(d.path(), cfg, false);
+    let mut b = RecordBatchBuilder::new(Compression::Gzip);
+    b.append(5, None, Some(Bytes::from_static(b"a")), vec![]);
+    b.append(6, None, Some(Bytes::from_static(b"b")), vec![]);
+    let original_payload = b.build().unwrap();
+    let a = log
+        .append_as_leader(original_payload.clone(), 0, NOW)
+        .unwrap();
+    assert_eq!(a.log_append_time_ms, NOW);
+    let got = fetched(&log.read(0, 1 << 20, 2, true).unwrap());
+    assert_eq!(got[0].timestamp_type(), TimestampType::LogAppendTime);
+    assert_eq!(got[0].max_timestamp(), NOW);
+    assert_eq!(got[0].compression().unwrap(), Compression::Gzip);
+    got[0].validate().unwrap();
+    // records section stored as received (no recompression)
+    assert_eq!(&got[0].as_bytes()[61..], &original_payload[61..]);
+    assert!(got[0].records().unwrap().iter().all(|r| r.timestamp == NOW));
+}
+
+#[test]
+fn all_codecs_stored_and_read() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(d.path(), LogConfig::default(), false);
+    for c in Compression::ALL {
+        let mut b = RecordBatchBuilder::new(c);
+        for i in 0..10 {
+            b.append(
+                NOW + i,
+                Some(Bytes::from(format!("k{i}"))),
+                Some(Bytes::from(vec![i as u8; 100])),
+                vec![],
+            );
+        }
+        log.append_as_leader(b.build().unwrap(), 0, NOW).unwrap();
+    }
+    let got = fetched(&log.read(0, 1 << 20, 50, true).unwrap());
+    assert_eq!(got.len(), 5);
+    for (i, b) in got.iter().enumerate() {
+        assert_eq!(b.compression().unwrap(), Compression::ALL[i]);
+        let r = b.records().unwrap();
+        assert_eq!(r[9].offset, i as i64 * 10 + 9);
+    }
+}
+
+#[test]
+fn offset_for_timestamp() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(d.path(), small_config(), false);
+    // batches of 3 records with timestamps NOW + 10*i .. +2
+    for i in 0..30i64 {
+        let mut b = RecordBatchBuilder::new(if i % 2 == 0 {
+            Compression::None
+        } else {
+            Compression::Lz4
+        });
+        for j in 0..3 {
+            b.append(
+                NOW + 10 * i + j,
+                None,
+                Some(Bytes::from(vec![0u8; 30])),
+                vec![],
+            );
+        }
+        log.append_as_leader(b.build().unwrap(), 0, NOW).unwrap();
+    }
+    assert!(log.number_of_segments() > 2);
+    assert_eq!(
+        log.fetch_offset_by_timestamp(EARLIEST_TIMESTAMP).unwrap(),
+        Some((0, -1))
+    );
+    assert_eq!(
+        log.fetch_offset_by_timestamp(LATEST_TIMESTAMP).unwrap(),
+        Some((90, -1))
+    );
+    assert_eq!(
+        log.fetch_offset_by_timestamp(MAX_TIMESTAMP).unwrap(),
+        Some((89, NOW + 292))
+    );
+    assert_eq!(log.fetch_offset_by_timestamp(0).unwrap(), Some((0, NOW)));
+    assert_eq!(
+        log.fetch_offset_by_timestamp(NOW + 1).unwrap(),
+        Some((1, NOW + 1))
+    );
+    assert_eq!(
+        log.fetch_offset_by_timestamp(NOW + 3).unwrap(),
+        Some((3, NOW + 10))
+    );
+    assert_eq!(
+        log.fetch_offset_by_timestamp(NOW + 155).unwrap(),
+        Some((48, NOW + 160))
+    );
+    assert_eq!(
+        log.fetch_offset_by_timestamp(NOW + 292).unwrap(),
+        Some((89, NOW + 292))
+    );
+    assert_eq!(log.fetch_offset_by_timestamp(NOW + 293).unwrap(), None);
+    // after a clean restart, same answers
+    log.close().unwrap();
+    drop(log);
+    let mut log = open(d.path(), small_config(), false);
+    assert_eq!(
+        log.fetch_offset_by_timestamp(NOW + 155).unwrap(),
+        Some((48, NOW + 160))
+    );
+    assert_eq!(
+        log.fetch_offset_by_timestamp(MAX_TIMESTAMP).unwrap(),
+        Some((89, NOW + 292))
+    );
+}
+
+#[test]
+fn clean_restart_keeps_everything() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(d.path(), small_config(), false);
+    for _ in 0..40 {
+        log.append_as_leader(batch(2, NOW, 30), 0, NOW).unwrap();
+    }
+    let bases = log.segment_base_offsets();
+    log.close().unwrap();
+    drop(log);
+    let mut log = open(d.path(), small_config(), false);
+    assert_eq!(log.segment_base_offsets(), bases);
+    assert_eq!(log.log_end_offset(), 80);
+    let a = log.append_as_leader(batch(1, NOW, 30), 0, NOW).unwrap();
+    assert_eq!(a.first_offset, 80);
+    for o in [0, 33, 79, 80] {
+        assert_eq!(
+            fetched(&log.read(o, 1, 81, true).unwrap())[0].base_offset(),
+            o / 2 * 2
+        );
+    }
+}
+
+#[test]
+fn log_manager_create_restart_delete() {
+    let d = tempfile::tempdir().unwrap();
+    let id = uuid::Uuid::new_v4();
+    {
+        let m = LogManager::open(d.path(), |_| LogConfig::default(), NOW).unwrap();
+        assert!(!m.had_clean_shutdown());
+        let l = m
+            .get_or_create_log("orders", 3, id, LogConfig::default())
+            .unwrap();
+        l.lock()
+            .append_as_leader(batch(4, NOW, 10), 0, NOW)
+            .unwrap();
+        l.lock().update_high_watermark(4);
+        assert!(matches!(
+            m.get_or_create_log("orders", 3, uuid::Uuid::new_v4(), LogConfig::default()),
+            Err(StorageError::InconsistentTopicId(_))
+        ));
+        assert!(matches!(
+            m.get_or_create_log("../x", 0, id, LogConfig::default()),
+            Err(StorageError::InvalidTopic(_))
+        ));
+        m.get_or_create_log("other", 0, uuid::Uuid::new_v4(), LogConfig::default())
+            .unwrap();
+        m.shutdown().unwrap();
+        assert!(d.path().join(CLEAN_SHUTDOWN_FILE).exists());
+        let cp = std::fs::read_to_string(d.path().join("replication-offset-checkpoint")).unwrap();
+        assert_eq!(cp, "0\n2\norders 3 4\nother 0 0\n");
+    }
+    let m = LogManager::open(d.path(), |_| LogConfig::default(), NOW).unwrap();
+    assert!(m.had_clean_shutdown());
+    assert!(!d.path().join(CLEAN_SHUTDOWN_FILE).exists());
+    let l = m.get_log("orders", 3).unwrap();
+    assert_eq!(l.lock().topic_id(), id);
+    assert_eq!(l.lock().log_end_offset(), 4);
+    assert_eq!(l.lock().high_watermark(), 4);
+    assert_eq!(m.all_logs().len(), 2);
+    assert!(m.delete_log("orders", 3).unwrap());
+    assert!(!m.delete_log("orders", 3).unwrap());
+    assert!(!d.path().join("orders-3").exists());
+    assert!(m.get_log("orders", 3).is_none());
+}
+
+#[test]
+fn idempotent_dedup_gap_epoch_and_restart() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(d.path(), LogConfig::default(), false);
+    let a = log
+        .append_as_leader(idem_batch(7, 0, 0, 3), 0, NOW)
+        .unwrap();
+    assert_eq!((a.first_offset, a.last_offset), (0, 2));
+    log.append_as_leader(batch(1, NOW, 5), 0, NOW).unwrap(); // non-idempotent in between
+    let b = log
+        .append_as_leader(idem_batch(7, 0, 3, 2), 0, NOW)
+        .unwrap();
+    assert_eq!((b.first_offset, b.last_offset), (4, 5));
+    // duplicate of the first batch → original offsets, nothing appended
+    let dup = log
+        .append_as_leader(idem_batch(7, 0, 0, 3), 0, NOW)
+        .unwrap();
+    assert!(dup.duplicate);
+    assert_eq!((dup.first_offset, dup.last_offset), (0, 2));
+    assert_eq!(log.log_end_offset(), 6);
+    // gap
+    assert!(matches!(
+        log.append_as_leader(idem_batch(7, 0, 9, 1), 0, NOW),
+        Err(StorageError::OutOfOrderSequence(_))
+    ));
+    // stale epoch... first bump the epoch (new epoch starts at 0)
+    assert!(matches!(
+        log.append_as_leader(idem_batch(7, 1, 5, 1), 0, NOW),
+        Err(StorageError::OutOfOrderSequence(_))
+    ));
+    log.append_as_leader(idem_batch(7, 1, 0, 1), 0, NOW)
+        .unwrap();
+    assert!(matches!(
+        log.append_as_leader(idem_batch(7, 0, 5, 1), 0, NOW),
+        Err(StorageError::InvalidProducerEpoch(_))
+    ));
+    // unknown producer with seq != 0 is accepted (as Kafka since KIP-360)
+    log.append_as_leader(idem_batch(8, 0, 42, 1), 0, NOW)
+        .unwrap();
+    // two batches of one producer in one request: the second continues the first
+    let mut two = idem_batch(9, 0, 0, 2).to_vec();
+    two.extend_from_slice(&idem_batch(9, 0, 2, 2));
+    let t = log.append_as_leader(Bytes::from(two), 0, NOW).unwrap();
+    assert_eq!(t.last_offset - t.first_offset, 3);
+    let leo = log.log_end_offset();
+    // survives a clean restart
+    log.close().unwrap();
+    drop(log);
+    let mut log = open(d.path(), LogConfig::default(), false);
+    let dup = log
+        .append_as_leader(idem_batch(7, 1, 0, 1), 0, NOW)
+        .unwrap();
+    assert!(dup.duplicate);
+    assert_eq!(dup.first_offset, 6);
+    assert!(matches!(
+        log.append_as_leader(idem_batch(7, 1, 2, 1), 0, NOW),
+        Err(StorageError::OutOfOrderSequence(_))
+    ));
+    log.append_as_leader(idem_batch(7, 1, 1, 1), 0, NOW)
+        .unwrap();
+    assert_eq!(log.log_end_offset(), leo + 1);
+    // survives a crash (no close; snapshot replay from the log)
+    drop(log);
+    let mut log = Log::open(
+        d.path(),
+        LogConfig::default(),
+        uuid::Uuid::nil(),
+        true,
+        0,
+        NOW,
+    )
+    .unwrap();
+    assert!(
+        log.append_as_leader(idem_batch(7, 1, 1, 1), 0, NOW)
+            .unwrap()
+            .duplicate
+    );
+    assert!(
+        log.append_as_leader(idem_batch(9, 0, 2, 2), 0, NOW)
+            .unwrap()
+            .duplicate
+    );
+    // expiry is wall-clock idleness only
+    assert_eq!(log.delete_old_segments(NOW + 86_400_000 - 1).unwrap(), 0);
+    assert!(log.producer_state().last_entry(7).is_some());
+    log.delete_old_segments(NOW + 86_400_000).unwrap();
+    assert!(log.producer_state().is_empty());
+}
