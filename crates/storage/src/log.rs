@@ -105,6 +105,9 @@ pub struct Log {
     last_flush_ms: i64,
     pending_roll_flush: Option<i64>,
     offline: Option<String>,
+    /// Test hook: fail the next segment write with an I/O error.
+    #[cfg(test)]
+    pub(crate) fail_next_write: bool,
 }
 
 fn is_leftover(name: &str) -> bool {
@@ -188,6 +191,8 @@ impl Log {
             last_flush_ms: now_ms,
             pending_roll_flush: None,
             offline: None,
+            #[cfg(test)]
+            fail_next_write: false,
         };
         log.load_segments(recover, recovery_point)?;
         log.recovery_point = if recover {
@@ -355,6 +360,11 @@ impl Log {
     /// True after a write/fsync failure.
     pub fn is_offline(&self) -> bool {
         self.offline.is_some()
+    }
+
+    /// Marks the log deleted: later appends, flushes and truncations fail with LogOffline.
+    pub fn mark_deleted(&mut self) {
+        self.offline = Some(format!("log {} was deleted", self.dir.display()));
     }
 
     /// Producer state (read-only).
@@ -565,6 +575,10 @@ impl Log {
     ) -> Result<(), StorageError> {
         if let Err(e) = self.maybe_roll(buf.len(), first_offset, next - 1, now_ms) {
             return self.poison("roll", e);
+        }
+        #[cfg(test)]
+        if std::mem::take(&mut self.fail_next_write) {
+            return self.poison("append", io::Error::other("injected failure"));
         }
         if let Err(e) = self.active().append(buf, metas, now_ms) {
             return self.poison("append", e);

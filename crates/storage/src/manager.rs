@@ -252,7 +252,8 @@ impl LogManager {
         let Some(log) = self.logs.write().remove(&tp) else {
             return Ok(false);
         };
-        let guard = log.lock();
+        let mut guard = log.lock();
+        guard.mark_deleted();
         let from = guard.dir().to_path_buf();
         let to = self.dir.join(format!(
             "{}.{}-delete",

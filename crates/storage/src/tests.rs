@@ -506,3 +506,336 @@ fn idempotent_dedup_gap_epoch_and_restart() {
     log.delete_old_segments(NOW + 86_400_000).unwrap();
     assert!(log.producer_state().is_empty());
 }
+
+fn active_log_path(log: &Log) -> std::path::PathBuf {
+    let base = *log.segment_base_offsets().last().unwrap();
+    log.dir().join(offset_file_name(base, "log"))
+}
+
+fn all_offsets(log: &mut Log) -> Vec<i64> {
+    let mut out = Vec::new();
+    let mut o = log.log_start_offset();
+    let leo = log.log_end_offset();
+    while o < leo {
+        let got = fetched(&log.read(o, 1 << 20, leo, true).unwrap());
+        assert!(!got.is_empty());
+        for b in &got {
+            b.validate().unwrap();
+            for r in b.records().unwrap() {
+                if r.offset >= o {
+                    out.push(r.offset);
+                }
+            }
+            o = b.next_offset();
+        }
+    }
+    out
+}
+
+#[test]
+fn recovery_truncates_torn_tail_and_rebuilds_indexes() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(d.path(), small_config(), false);
+    for _ in 0..30 {
+        log.append_as_leader(batch(2, NOW, 40), 0, NOW).unwrap();
+    }
+    let path = active_log_path(&log);
+    let base = *log.segment_base_offsets().last().unwrap();
+    drop(log); // crash: no close
+    let len = std::fs::metadata(&path).unwrap().len();
+    let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.set_len(len - 7).unwrap();
+    // wreck the index files of the active segment too: recovery must rebuild them
+    std::fs::write(d.path().join(offset_file_name(base, "index")), [0xffu8; 13]).unwrap();
+    let mut log = open(d.path(), small_config(), true);
+    assert_eq!(log.log_end_offset(), 58);
+    assert_eq!(all_offsets(&mut log), (0..58).collect::<Vec<_>>());
+    for o in 0..58 {
+        assert_eq!(
+            fetched(&log.read(o, 1, 58, true).unwrap())[0].base_offset(),
+            o / 2 * 2
+        );
+    }
+    let a = log.append_as_leader(batch(1, NOW, 40), 0, NOW).unwrap();
+    assert_eq!(a.first_offset, 58);
+}
+
+#[test]
+fn recovery_truncates_at_corrupt_byte_in_last_batch() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(d.path(), LogConfig::default(), false);
+    for _ in 0..5 {
+        log.append_as_leader(batch(3, NOW, 40), 0, NOW).unwrap();
+    }
+    let path = active_log_path(&log);
+    drop(log);
+    let len = std::fs::metadata(&path).unwrap().len();
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .unwrap();
+    let mut byte = [0u8; 1];
+    f.read_exact_at(&mut byte, len - 20).unwrap();
+    f.write_all_at(&[byte[0] ^ 0x55], len - 20).unwrap();
+    let mut log = open(d.path(), LogConfig::default(), true);
+    assert_eq!(log.log_end_offset(), 12);
+    assert_eq!(all_offsets(&mut log), (0..12).collect::<Vec<_>>());
+    assert_eq!(log.recovery_point(), 12);
+}
+
+#[test]
+fn recovery_of_corrupt_middle_segment_drops_later_segments() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(d.path(), small_config(), false);
+    for _ in 0..40 {
+        log.append_as_leader(batch(1, NOW, 100), 0, NOW).unwrap();
+    }
+    let bases = log.segment_base_offsets();
+    assert!(bases.len() >= 4);
+    drop(log);
+    let mid = bases[1];
+    let p = d.path().join(offset_file_name(mid, "log"));
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&p)
+        .unwrap();
+    f.write_all_at(&[0xAA; 4], 200).unwrap(); // inside the second batch of that segment
+    let mut log = Log::open(d.path(), small_config(), uuid::Uuid::nil(), true, mid, NOW).unwrap();
+    assert_eq!(log.segment_base_offsets(), vec![bases[0], mid]);
+    let leo = log.log_end_offset();
+    assert!(leo > mid && leo < bases[2]);
+    assert_eq!(all_offsets(&mut log), (0..leo).collect::<Vec<_>>());
+}
+
+#[test]
+fn clean_open_with_torn_active_tail_falls_back_to_recovery() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(d.path(), LogConfig::default(), false);
+    for _ in 0..3 {
+        log.append_as_leader(batch(1, NOW, 10), 0, NOW).unwrap();
+    }
+    let path = active_log_path(&log);
+    log.close().unwrap();
+    drop(log);
+    let len = std::fs::metadata(&path).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(len - 1)
+        .unwrap();
+    let log = open(d.path(), LogConfig::default(), false);
+    assert_eq!(log.log_end_offset(), 2);
+}
+
+#[test]
+fn retention_by_time_and_size() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = LogConfig {
+        retention_ms: 1000,
+        ..small_config()
+    };
+    let mut log = open(d.path(), cfg.clone(), false);
+    for i in 0..40 {
+        log.append_as_leader(batch(1, NOW + i * 100, 100), 0, NOW + i * 100)
+            .unwrap();
+    }
+    log.update_high_watermark(40);
+    let n = log.number_of_segments();
+    assert!(n >= 4);
+    // nothing older than 1s relative to the newest timestamps
+    assert_eq!(log.delete_old_segments(NOW).unwrap(), 0);
+    // far in the future: everything but the active segment goes
+    let deleted = log.delete_old_segments(NOW + 1_000_000).unwrap();
+    assert_eq!(deleted, n - 1);
+    assert_eq!(log.number_of_segments(), 1);
+    let active_base = log.segment_base_offsets()[0];
+    assert_eq!(log.log_start_offset(), active_base);
+    assert!(matches!(
+        log.read(0, 100, 40, true),
+        Err(StorageError::OffsetOutOfRange { .. })
+    ));
+    assert_eq!(
+        fetched(&log.read(active_base, 1 << 20, 40, true).unwrap())[0].base_offset(),
+        active_base
+    );
+    assert_eq!(
+        log.fetch_offset_by_timestamp(EARLIEST_TIMESTAMP).unwrap(),
+        Some((active_base, -1))
+    );
+
+    let d = tempfile::tempdir().unwrap();
+    let cfg = LogConfig {
+        retention_ms: -1,
+        retention_bytes: 2000,
+        ..small_config()
+    };
+    let mut log = open(d.path(), cfg, false);
+    for _ in 0..40 {
+        log.append_as_leader(batch(1, NOW, 100), 0, NOW).unwrap();
+    }
+    let before = log.number_of_segments();
+    let deleted = log.delete_old_segments(NOW).unwrap();
+    assert!(deleted > 0 && deleted < before);
+    assert!(log.size_in_bytes() <= 2000 + 1024);
+    assert!(log.size_in_bytes() >= 2000);
+}
+
+#[test]
+fn delete_records_before_advances_log_start() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(d.path(), small_config(), false);
+    for _ in 0..40 {
+        log.append_as_leader(batch(1, NOW, 100), 0, NOW).unwrap();
+    }
+    assert!(matches!(
+        log.delete_records_before(5),
+        Err(StorageError::OffsetOutOfRange { .. })
+    ));
+    log.update_high_watermark(40);
+    assert_eq!(log.delete_records_before(25).unwrap(), 25);
+    assert_eq!(log.log_start_offset(), 25);
+    assert!(log.segment_base_offsets()[0] <= 25);
+    assert!(log.segment_base_offsets().get(1).is_none_or(|b| *b > 25));
+    assert!(matches!(
+        log.read(24, 100, 40, true),
+        Err(StorageError::OffsetOutOfRange { .. })
+    ));
+    assert_eq!(
+        fetched(&log.read(25, 1, 40, true).unwrap())[0].base_offset(),
+        25
+    );
+}
+
+#[test]
+fn flush_policy_and_recovery_point() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = LogConfig {
+        flush_messages: 3,
+        ..small_config()
+    };
+    let mut log = open(d.path(), cfg, false);
+    log.append_as_leader(batch(2, NOW, 10), 0, NOW).unwrap();
+    assert_eq!(log.recovery_point(), 0);
+    log.append_as_leader(batch(1, NOW, 10), 0, NOW).unwrap();
+    assert_eq!(log.recovery_point(), 3);
+
+    let d = tempfile::tempdir().unwrap();
+    let cfg = LogConfig {
+        flush_ms: 1000,
+        ..small_config()
+    };
+    let mut log = open(d.path(), cfg, false);
+    log.append_as_leader(batch(1, NOW, 10), 0, NOW).unwrap();
+    assert!(!log.maybe_flush(NOW + 10).unwrap());
+    assert!(log.maybe_flush(NOW + 1000).unwrap());
+    assert_eq!(log.recovery_point(), 1);
+
+    // after a roll, maybe_flush advances the recovery point to the new active segment
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(d.path(), small_config(), false);
+    for _ in 0..20 {
+        log.append_as_leader(batch(1, NOW, 100), 0, NOW).unwrap();
+    }
+    let last_base = *log.segment_base_offsets().last().unwrap();
+    assert!(log.maybe_flush(NOW).unwrap());
+    assert_eq!(log.recovery_point(), last_base);
+}
+
+#[test]
+fn failed_write_takes_log_offline() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(d.path(), LogConfig::default(), false);
+    log.append_as_leader(batch(1, NOW, 10), 0, NOW).unwrap();
+    log.fail_next_write = true;
+    assert!(matches!(
+        log.append_as_leader(batch(1, NOW, 10), 0, NOW),
+        Err(StorageError::KafkaStorage(_))
+    ));
+    assert!(log.is_offline());
+    assert!(matches!(
+        log.append_as_leader(batch(1, NOW, 10), 0, NOW),
+        Err(StorageError::LogOffline(_))
+    ));
+    assert!(matches!(log.flush(), Err(StorageError::LogOffline(_))));
+    assert_eq!(log.log_end_offset(), 1);
+}
+
+#[test]
+fn truncate_to_removes_whole_batches() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(d.path(), small_config(), false);
+    for _ in 0..30 {
+        log.append_as_leader(batch(3, NOW, 20), 0, NOW).unwrap();
+    }
+    log.update_high_watermark(90);
+    log.truncate_to(50).unwrap(); // inside batch 48..50
+    assert_eq!(log.log_end_offset(), 48);
+    assert_eq!(log.high_watermark(), 48);
+    assert_eq!(all_offsets(&mut log), (0..48).collect::<Vec<_>>());
+    assert_eq!(
+        log.append_as_leader(batch(1, NOW, 20), 0, NOW)
+            .unwrap()
+            .first_offset,
+        48
+    );
+    log.truncate_to(0).unwrap();
+    assert_eq!(
+        (
+            log.log_start_offset(),
+            log.log_end_offset(),
+            log.number_of_segments()
+        ),
+        (0, 0, 1)
+    );
+}
+
+#[test]
+fn follower_append_keeps_offsets() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(d.path(), LogConfig::default(), false);
+    let b = RecordBatchBuilder::new(Compression::Snappy)
+        .base_offset(0)
+        .partition_leader_epoch(3);
+    let mut b = b;
+    b.append(NOW, None, Some(Bytes::from_static(b"x")), vec![]);
+    b.append(NOW, None, Some(Bytes::from_static(b"y")), vec![]);
+    log.append_as_follower(b.build().unwrap(), NOW).unwrap();
+    let mut b2 = RecordBatchBuilder::new(Compression::None).base_offset(10);
+    b2.append(NOW, None, None, vec![]);
+    log.append_as_follower(b2.build().unwrap(), NOW).unwrap();
+    assert_eq!(log.log_end_offset(), 11);
+    let mut b3 = RecordBatchBuilder::new(Compression::None).base_offset(5);
+    b3.append(NOW, None, None, vec![]);
+    assert!(matches!(
+        log.append_as_follower(b3.build().unwrap(), NOW),
+        Err(StorageError::UnexpectedAppendOffset(_))
+    ));
+    let got = fetched(&log.read(5, 1 << 20, 11, true).unwrap());
+    assert_eq!(got[0].base_offset(), 10);
+}
+
+#[test]
+fn crash_restart_through_log_manager_recovers() {
+    let d = tempfile::tempdir().unwrap();
+    let id = uuid::Uuid::new_v4();
+    {
+        let m = LogManager::open(d.path(), |_| small_config(), NOW).unwrap();
+        let l = m.get_or_create_log("t", 0, id, small_config()).unwrap();
+        for _ in 0..20 {
+            l.lock()
+                .append_as_leader(batch(1, NOW, 100), 0, NOW)
+                .unwrap();
+        }
+        m.flush_dirty(NOW);
+        m.checkpoint().unwrap();
+        // crash: no shutdown
+    }
+    let m = LogManager::open(d.path(), |_| small_config(), NOW).unwrap();
+    assert!(!m.had_clean_shutdown());
+    let l = m.get_log("t", 0).unwrap();
+    assert_eq!(l.lock().log_end_offset(), 20);
+    assert_eq!(l.lock().topic_id(), id);
+}
