@@ -519,8 +519,9 @@ impl Ctx<'_> {
             TimerKey::Join {
                 group: g.group_id.clone(),
             },
+            // At least 1 ms so that a zero rebalance timeout cannot re-fire within the same call.
             self.now
-                .saturating_add(i64::from(g.rebalance_timeout_ms().max(0))),
+                .saturating_add(i64::from(g.rebalance_timeout_ms().max(1))),
             TimerAction::CompleteJoin,
         );
     }
