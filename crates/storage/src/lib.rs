@@ -62,4 +62,6 @@ pub fn now_ms() -> i64 {
 }
 
 #[cfg(test)]
+mod op_fuzz_tests;
+#[cfg(test)]
 mod tests;

@@ -995,6 +995,7 @@ impl Log {
             Err(e) => return self.poison("truncate", e),
         };
         self.log_end_offset = new_leo;
+        self.log_start_offset = self.log_start_offset.min(new_leo);
         self.high_watermark = self.high_watermark.min(new_leo);
         self.recovery_point = self.recovery_point.min(new_leo);
         self.pending_roll_flush = None;
