@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# librdkafka's own integration tests (its tests/test-runner) against a running broker.
+#
+#   scripts/librdkafka-tests.sh BOOTSTRAP            build (once) and run the selected tests against BOOTSTRAP
+#   scripts/librdkafka-tests.sh --kafka              same, against Apache Kafka 4.4.0 started for the run
+#   scripts/librdkafka-tests.sh --runnel             same, against target/release/runnel server started for the run
+#   TESTS=0001,0004 scripts/librdkafka-tests.sh ...  choose tests (default: $DEFAULT_TESTS below)
+#
+# librdkafka's source (with tests/) comes from the rdkafka-sys crate on crates.io: a scratch crate under
+# .test-deps/ depends on it and `cargo fetch` unpacks it into the cargo registry; it is copied to
+# .test-deps/librdkafka and built there with its own ./configure + make (nothing is added to the workspace).
+# The broker must have auto.create.topics.enable=true and num.partitions=4, as librdkafka's tests expect.
+# Prints one line per test and a summary "N passed, N failed"; exits non-zero if any failed.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+RDKAFKA_SYS_VERSION="${RDKAFKA_SYS_VERSION:-4.10.0+2.12.1}"
+DEPS="$ROOT/.test-deps"
+SRC="$DEPS/librdkafka"
+
+# Broker-facing tests that exercise the APIs of issue 2 (produce, fetch, metadata, list offsets,
+# topic admin, idempotence, compression, auto-creation); no consumer groups or transactions.
+DEFAULT_TESTS="0001,0002,0003,0005,0007,0008,0011,0012,0013,0014,0015,0017,0022,0031,0034,0036,0038,0039,0041,0044,0047,0048,0049,0051,0052,0055,0060,0064,0072,0073,0074,0076,0081,0092,0094,0100,0114"
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+fetch_source() {
+    [[ -f "$SRC/.fetched-$RDKAFKA_SYS_VERSION" ]] && return 0
+    local scratch="$DEPS/rdkafka-fetch"
+    mkdir -p "$scratch/src"
+    printf '[package]\nname = "rdkafka-fetch"\nversion = "0.0.0"\nedition = "2021"\n\n[workspace]\n\n[dependencies]\nrdkafka-sys = { version = "=%s", features = ["cmake-build"] }\n' \
+        "$RDKAFKA_SYS_VERSION" > "$scratch/Cargo.toml"
+    echo 'fn main() {}' > "$scratch/src/main.rs"
+    log "cargo fetch rdkafka-sys $RDKAFKA_SYS_VERSION"
+    (cd "$scratch" && cargo fetch -q)
+    local cargo_home="${CARGO_HOME:-$HOME/.cargo}"
+    local found
+    found="$(ls -d "$cargo_home"/registry/src/*/"rdkafka-sys-$RDKAFKA_SYS_VERSION"/librdkafka | head -1)"
+    [[ -d "$found/tests" ]] || { echo "librdkafka source not found under $cargo_home/registry/src" >&2; exit 1; }
+    rm -rf "$SRC"
+    cp -r "$found" "$SRC"
+    chmod -R u+w "$SRC"
+    touch "$SRC/.fetched-$RDKAFKA_SYS_VERSION"
+}
+
+install_build_deps() {
+    local missing=()
+    dpkg -s zlib1g-dev >/dev/null 2>&1 || missing+=(zlib1g-dev)
+    dpkg -s libzstd-dev >/dev/null 2>&1 || missing+=(libzstd-dev)
+    command -v g++ >/dev/null || missing+=(g++)
+    command -v make >/dev/null || missing+=(make)
+    if ((${#missing[@]})); then
+        log "apt-get install ${missing[*]}"
+        local sudo=""
+        [[ "$(id -u)" != 0 ]] && sudo=sudo
+        $sudo apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+    fi
+}
+
+build() {
+    [[ -x "$SRC/tests/test-runner" ]] && return 0
+    install_build_deps
+    log "building librdkafka and its test-runner (a few minutes)"
+    (
+        cd "$SRC"
+        ./configure --disable-ssl --disable-gssapi --disable-sasl --disable-curl --enable-zstd \
+            --enable-zlib --disable-lz4-ext > "$DEPS/librdkafka-configure.txt" 2>&1 \
+            || { tail -30 "$DEPS/librdkafka-configure.txt" >&2; exit 1; }
+        make -j"$(nproc)" libs > "$DEPS/librdkafka-make.txt" 2>&1 || { tail -40 "$DEPS/librdkafka-make.txt" >&2; exit 1; }
+        make -j"$(nproc)" -C tests test-runner > "$DEPS/librdkafka-make-tests.txt" 2>&1 \
+            || { tail -40 "$DEPS/librdkafka-make-tests.txt" >&2; exit 1; }
+    )
+}
+
+started_pid=""
+cleanup() {
+    if [[ -n "$started_pid" ]]; then
+        kill "$started_pid" 2>/dev/null || true
+        wait "$started_pid" 2>/dev/null || true
+    fi
+    [[ "${target:-}" == --kafka ]] && bash "$ROOT/scripts/kafka-reference.sh" stop "$port" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+
+target="${1:-${RUNNEL_TEST_BOOTSTRAP:-}}"
+[[ -n "$target" ]] || { sed -n '2,15p' "$0"; exit 2; }
+
+fetch_source
+build
+
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+case "$target" in
+    --kafka)
+        bootstrap="$(bash "$ROOT/scripts/kafka-reference.sh" start "$port" | sed -n 's/^BOOTSTRAP=//p')"
+        ;;
+    --runnel)
+        datadir="$(mktemp -d)"
+        "$ROOT/target/release/runnel" server --listen "127.0.0.1:$port" --data-dir "$datadir" \
+            --set num.partitions=4 --set auto.create.topics.enable=true > "$datadir.log" 2>&1 &
+        started_pid=$!
+        bootstrap="127.0.0.1:$port"
+        for _ in $(seq 1 100); do
+            python3 -c "import socket; socket.create_connection(('127.0.0.1',$port),0.5)" 2>/dev/null && break
+            sleep 0.2
+        done
+        ;;
+    *) bootstrap="$target" ;;
+esac
+
+tests="${TESTS:-$DEFAULT_TESTS}"
+conf="$SRC/tests/test.conf"
+printf 'metadata.broker.list=%s\ntest.timeout.multiplier=2\ntest.topic.random=true\n' "$bootstrap" > "$conf"
+log "running librdkafka tests $tests against $bootstrap"
+
+cd "$SRC/tests"
+export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:../src:../src-cpp"
+passed=() failed=()
+for t in ${tests//,/ }; do
+    start=$(date +%s)
+    if TESTS="$t" TEST_KAFKA_VERSION=4.4.0 RDKAFKA_TEST_CONF="$conf" timeout 600 ./test-runner -Q -E \
+            > "$SRC/tests/run-$t.log" 2>&1; then
+        passed+=("$t")
+        printf 'PASS %s (%ss)\n' "$t" "$(( $(date +%s) - start ))"
+    else
+        failed+=("$t")
+        printf 'FAIL %s (%ss) — log: %s\n' "$t" "$(( $(date +%s) - start ))" "$SRC/tests/run-$t.log"
+    fi
+done
+echo "passed: ${passed[*]:-}"
+echo "failed: ${failed[*]:-}"
+echo "${#passed[@]} passed, ${#failed[@]} failed"
+[[ ${#failed[@]} -eq 0 ]]
