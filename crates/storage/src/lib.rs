@@ -15,6 +15,7 @@
 //!     00000000000000000000.index         sparse OffsetIndex
 //!     00000000000000000000.timeindex     sparse TimeIndex
 //!     00000000000000001234.snapshot      producer state at offset 1234
+//!     leader-epoch-checkpoint            "0\n<n>\n<epoch> <start offset>\n..."
 //! ```
 //!
 //! Threading: a [`Log`] is single-writer (`&mut self`); [`LogManager`] hands out
@@ -25,6 +26,7 @@ mod checkpoint;
 mod config;
 mod error;
 mod index;
+mod leader_epoch;
 mod log;
 mod manager;
 mod producer_state;
@@ -34,6 +36,7 @@ pub use checkpoint::OffsetCheckpointFile;
 pub use config::{CleanupPolicy, LogConfig};
 pub use error::StorageError;
 pub use index::{OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
+pub use leader_epoch::{LeaderEpochFileCache, LEADER_EPOCH_CHECKPOINT};
 pub use log::{FetchDataInfo, Log, LogAppendInfo, LogOffsetMetadata};
 pub use manager::{LogManager, TopicPartition, CLEAN_SHUTDOWN_FILE};
 pub use producer_state::{BatchMetadata, ProducerStateEntry, ProducerStateManager};

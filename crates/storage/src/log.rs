@@ -2,6 +2,7 @@
 
 use crate::config::LogConfig;
 use crate::error::StorageError;
+use crate::leader_epoch::LeaderEpochFileCache;
 use crate::producer_state::{ProducerStateEntry, ProducerStateManager, SequenceCheck};
 use crate::segment::{AppendedBatch, LogSegment};
 use crate::{
@@ -88,8 +89,12 @@ impl FetchDataInfo {
 /// corrupt batch (deleting later segments), rebuilds those indexes and fsyncs. Producer state is
 /// loaded from the newest usable snapshot and replayed from there to the log end.
 ///
+/// Leader epochs: a [`LeaderEpochFileCache`] (`leader-epoch-checkpoint`) records the first
+/// offset of each leader epoch that appended.
+///
 /// Failure rule: an I/O error while writing or syncing takes the log offline: later appends,
-/// flushes and truncations fail with [`StorageError::LogOffline`] (no silent retry).
+/// flushes and truncations fail with [`StorageError::LogOffline`] (no silent retry). After
+/// [`close`](Self::close) the log is likewise read-only.
 #[derive(Debug)]
 pub struct Log {
     dir: PathBuf,
@@ -101,6 +106,8 @@ pub struct Log {
     high_watermark: i64,
     recovery_point: i64,
     producer_state: ProducerStateManager,
+    leader_epoch_cache: LeaderEpochFileCache,
+    needs_dir_fsync: bool,
     unflushed_messages: i64,
     last_flush_ms: i64,
     pending_roll_flush: Option<i64>,
@@ -187,6 +194,8 @@ impl Log {
             high_watermark: bases[0],
             recovery_point: 0,
             producer_state,
+            leader_epoch_cache: LeaderEpochFileCache::load(dir),
+            needs_dir_fsync: false,
             unflushed_messages: 0,
             last_flush_ms: now_ms,
             pending_roll_flush: None,
@@ -202,6 +211,10 @@ impl Log {
         };
         log.high_watermark = log.log_start_offset;
         log.rebuild_producer_state(now_ms)?;
+        log.leader_epoch_cache
+            .truncate_from_end(log.log_end_offset)?;
+        log.leader_epoch_cache
+            .truncate_from_start(log.log_start_offset)?;
         if let Some(active) = log.segments.values_mut().next_back() {
             if active.size() > 0 {
                 active.set_rolling_base_ms(now_ms);
@@ -367,6 +380,23 @@ impl Log {
         self.offline = Some(format!("log {} was deleted", self.dir.display()));
     }
 
+    /// Latest leader epoch that appended to this log.
+    pub fn latest_epoch(&self) -> Option<i32> {
+        self.leader_epoch_cache.latest_epoch()
+    }
+
+    /// OffsetForLeaderEpoch answer (Kafka's `endOffsetForEpoch`): (epoch, end offset), see
+    /// [`LeaderEpochFileCache::end_offset_for`]; (-1, -1) when unknown.
+    pub fn end_offset_for_epoch(&self, leader_epoch: i32) -> (i32, i64) {
+        self.leader_epoch_cache
+            .end_offset_for(leader_epoch, self.log_end_offset)
+    }
+
+    /// Leader epoch entries (epoch, start offset), ascending.
+    pub fn leader_epoch_entries(&self) -> &[(i32, i64)] {
+        self.leader_epoch_cache.entries()
+    }
+
     /// Producer state (read-only).
     pub fn producer_state(&self) -> &ProducerStateManager {
         &self.producer_state
@@ -378,6 +408,9 @@ impl Log {
         if offset > self.log_start_offset && offset <= self.log_end_offset {
             self.log_start_offset = offset;
             self.high_watermark = self.high_watermark.max(offset);
+            if let Err(e) = self.leader_epoch_cache.truncate_from_start(offset) {
+                tracing::warn!(dir = %self.dir.display(), error = %e, "leader epoch checkpoint write failed");
+            }
         }
     }
 
@@ -536,6 +569,12 @@ impl Log {
         info.valid_bytes = buf.len();
         self.write_batches(&buf, &metas, info.first_offset, next, now_ms)?;
         self.producer_state.commit(pending, next);
+        if let Err(e) = self
+            .leader_epoch_cache
+            .assign(leader_epoch, info.first_offset)
+        {
+            return self.poison("leader epoch checkpoint", e);
+        }
         self.unflushed_messages += info.records_count;
         if self.unflushed_messages >= self.config.flush_messages {
             self.flush()?;
@@ -643,6 +682,12 @@ impl Log {
         self.write_batches(&records, &metas, info.first_offset, next, now_ms)?;
         for h in &headers {
             self.producer_state.replay(h, now_ms);
+            if let Err(e) = self
+                .leader_epoch_cache
+                .assign(h.partition_leader_epoch, h.base_offset)
+            {
+                return self.poison("leader epoch checkpoint", e);
+            }
         }
         self.unflushed_messages += info.records_count;
         if self.unflushed_messages >= self.config.flush_messages {
@@ -701,6 +746,7 @@ impl Log {
         )?;
         self.segments.insert(new_base, seg);
         self.pending_roll_flush = Some(new_base);
+        self.needs_dir_fsync = true;
         Ok(())
     }
 
@@ -878,6 +924,20 @@ impl Log {
                 return self.poison("segment delete", e);
             }
         }
+        if n > 0
+            || self
+                .leader_epoch_cache
+                .entries()
+                .first()
+                .is_some_and(|e| e.1 < self.log_start_offset)
+        {
+            if let Err(e) = self
+                .leader_epoch_cache
+                .truncate_from_start(self.log_start_offset)
+            {
+                return self.poison("leader epoch checkpoint", e);
+            }
+        }
         if n > 0 {
             self.high_watermark = self.high_watermark.max(self.log_start_offset);
             self.recovery_point = self.recovery_point.max(self.log_start_offset);
@@ -922,9 +982,13 @@ impl Log {
                 break;
             }
         }
+        if res.is_ok() && self.needs_dir_fsync {
+            res = crate::checkpoint::fsync_dir(&self.dir);
+        }
         if let Err(e) = res {
             return self.poison("fsync", e);
         }
+        self.needs_dir_fsync = false;
         self.recovery_point = self.log_end_offset;
         self.unflushed_messages = 0;
         self.last_flush_ms = crate::now_ms();
@@ -960,9 +1024,13 @@ impl Log {
                     break;
                 }
             }
+            if res.is_ok() && self.needs_dir_fsync {
+                res = crate::checkpoint::fsync_dir(&self.dir);
+            }
             if let Err(e) = res {
                 return self.poison("fsync", e);
             }
+            self.needs_dir_fsync = false;
             self.recovery_point = self.recovery_point.max(upto);
             return Ok(true);
         }
@@ -999,6 +1067,9 @@ impl Log {
         self.high_watermark = self.high_watermark.min(new_leo);
         self.recovery_point = self.recovery_point.min(new_leo);
         self.pending_roll_flush = None;
+        if let Err(e) = self.leader_epoch_cache.truncate_from_end(new_leo) {
+            return self.poison("leader epoch checkpoint", e);
+        }
         self.rebuild_producer_state(crate::now_ms())?;
         Ok(())
     }
@@ -1014,6 +1085,7 @@ impl Log {
                 seg.delete_files(&self.dir)?;
             }
             self.producer_state.delete_all_snapshots()?;
+            self.leader_epoch_cache.clear()?;
             let seg = LogSegment::open(
                 &self.dir,
                 offset,
@@ -1047,6 +1119,7 @@ impl Log {
         if let Err(e) = self.producer_state.take_snapshot(true) {
             return self.poison("producer snapshot", e);
         }
+        self.offline = Some(format!("log {} is closed", self.dir.display()));
         Ok(())
     }
 }

@@ -839,3 +839,25 @@ fn crash_restart_through_log_manager_recovers() {
     assert_eq!(l.lock().log_end_offset(), 20);
     assert_eq!(l.lock().topic_id(), id);
 }
+
+#[test]
+fn leader_epochs_tracked_and_truncated() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(d.path(), LogConfig::default(), false);
+    log.append_as_leader(batch(2, NOW, 10), 0, NOW).unwrap();
+    log.append_as_leader(batch(2, NOW, 10), 0, NOW).unwrap();
+    log.append_as_leader(batch(2, NOW, 10), 3, NOW).unwrap();
+    assert_eq!(log.leader_epoch_entries(), &[(0, 0), (3, 4)]);
+    assert_eq!(log.end_offset_for_epoch(0), (0, 4));
+    assert_eq!(log.end_offset_for_epoch(3), (3, 6));
+    log.close().unwrap();
+    assert!(matches!(
+        log.append_as_leader(batch(1, NOW, 1), 3, NOW),
+        Err(StorageError::LogOffline(_))
+    ));
+    drop(log);
+    let mut log = open(d.path(), LogConfig::default(), false);
+    assert_eq!(log.latest_epoch(), Some(3));
+    log.truncate_to(4).unwrap();
+    assert_eq!(log.leader_epoch_entries(), &[(0, 0)]);
+}
