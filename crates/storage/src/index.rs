@@ -16,7 +16,8 @@ struct IndexFile {
     data: Option<Vec<u8>>,
     /// Number of entries (on disk == in memory once loaded).
     len: usize,
-    file: File,
+    /// Open handle, `None` while released (inactive segments hold no index descriptors).
+    file: Option<File>,
     dirty: bool,
     /// File length was not a multiple of the entry size when opened.
     torn: bool,
@@ -24,13 +25,14 @@ struct IndexFile {
 
 impl IndexFile {
     fn open(path: &Path, entry_size: usize, max_bytes: u64) -> io::Result<Self> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)?;
-        let disk_len = file.metadata()?.len();
+        let disk_len = match std::fs::metadata(path) {
+            Ok(m) => m.len(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                File::create(path)?;
+                0
+            }
+            Err(e) => return Err(e),
+        };
         let torn = disk_len % entry_size as u64 != 0;
         Ok(IndexFile {
             path: path.to_path_buf(),
@@ -38,17 +40,33 @@ impl IndexFile {
             max_entries: ((max_bytes / entry_size as u64).max(1)) as usize,
             data: None,
             len: (disk_len / entry_size as u64) as usize,
-            file,
+            file: None,
             dirty: false,
             torn,
         })
     }
 
+    fn handle(&mut self) -> io::Result<&File> {
+        if self.file.is_none() {
+            let f = OpenOptions::new().read(true).write(true).open(&self.path)?;
+            self.file = Some(f);
+        }
+        Ok(self.file.as_ref().expect("opened"))
+    }
+
+    /// Closes the descriptor when nothing is waiting for an fsync.
+    fn release_if_clean(&mut self) {
+        if !self.dirty {
+            self.file = None;
+        }
+    }
+
     fn load(&mut self) -> io::Result<&[u8]> {
         if self.data.is_none() {
             let mut buf = vec![0u8; self.len * self.entry_size];
-            self.file.read_exact_at(&mut buf, 0)?;
+            self.handle()?.read_exact_at(&mut buf, 0)?;
             self.data = Some(buf);
+            self.release_if_clean();
         }
         Ok(self.data.as_deref().expect("loaded"))
     }
@@ -58,15 +76,15 @@ impl IndexFile {
             return Ok(d[i * self.entry_size..(i + 1) * self.entry_size].to_vec());
         }
         let mut buf = vec![0u8; self.entry_size];
-        self.file
-            .read_exact_at(&mut buf, (i * self.entry_size) as u64)?;
+        let at = (i * self.entry_size) as u64;
+        self.handle()?.read_exact_at(&mut buf, at)?;
         Ok(buf)
     }
 
     fn push(&mut self, entry: &[u8]) -> io::Result<()> {
         debug_assert_eq!(entry.len(), self.entry_size);
-        self.file
-            .write_all_at(entry, (self.len * self.entry_size) as u64)?;
+        let at = (self.len * self.entry_size) as u64;
+        self.handle()?.write_all_at(entry, at)?;
         if let Some(d) = &mut self.data {
             d.extend_from_slice(entry);
         }
@@ -77,7 +95,8 @@ impl IndexFile {
 
     fn truncate_entries(&mut self, n: usize) -> io::Result<()> {
         let n = n.min(self.len);
-        self.file.set_len((n * self.entry_size) as u64)?;
+        let new_len = (n * self.entry_size) as u64;
+        self.handle()?.set_len(new_len)?;
         if let Some(d) = &mut self.data {
             d.truncate(n * self.entry_size);
         }
@@ -89,7 +108,7 @@ impl IndexFile {
 
     fn flush(&mut self) -> io::Result<()> {
         if self.dirty {
-            self.file.sync_all()?;
+            self.handle()?.sync_all()?;
             self.dirty = false;
         }
         Ok(())
@@ -254,6 +273,11 @@ impl OffsetIndex {
     pub fn flush(&mut self) -> io::Result<()> {
         self.inner.flush()
     }
+
+    /// Closes the file descriptor unless an fsync is pending (reopened on demand).
+    pub fn release(&mut self) {
+        self.inner.release_if_clean()
+    }
 }
 
 /// A (timestamp, offset) pair from the [`TimeIndex`].
@@ -380,6 +404,11 @@ impl TimeIndex {
     /// fsyncs the file if it changed.
     pub fn flush(&mut self) -> io::Result<()> {
         self.inner.flush()
+    }
+
+    /// Closes the file descriptor unless an fsync is pending (reopened on demand).
+    pub fn release(&mut self) {
+        self.inner.release_if_clean()
     }
 }
 

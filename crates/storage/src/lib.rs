@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! Partition log storage with Kafka's on-disk layout and semantics (Kafka's `UnifiedLog`,
 //! `LogSegment`, `OffsetIndex`, `TimeIndex`, `ProducerStateManager`, `LogManager`).
 //!

@@ -258,6 +258,9 @@ impl Log {
             if needs_recovery {
                 let cut = seg.recover(|_| {})?;
                 seg.flush()?;
+                if b != last {
+                    seg.release_index_handles();
+                }
                 if cut > 0 {
                     tracing::warn!(dir = %self.dir.display(), segment = b, bytes = cut, "truncated invalid bytes during recovery");
                     truncated_at = Some(b);
@@ -1023,6 +1026,7 @@ impl Log {
                     res = Err(e);
                     break;
                 }
+                seg.release_index_handles();
             }
             if res.is_ok() && self.needs_dir_fsync {
                 res = crate::checkpoint::fsync_dir(&self.dir);

@@ -153,7 +153,15 @@ impl LogSegment {
             self.max_timestamp_so_far = e.timestamp;
             self.offset_of_max_timestamp_so_far = e.offset;
         }
+        self.time_index.release();
         Ok(())
+    }
+
+    /// Closes index file descriptors that have nothing to fsync (inactive segments keep only
+    /// their `.log` descriptor open).
+    pub(crate) fn release_index_handles(&mut self) {
+        self.offset_index.release();
+        self.time_index.release();
     }
 
     /// Clean-open path for the active segment: scans batch headers after the last offset-index

@@ -861,3 +861,27 @@ fn leader_epochs_tracked_and_truncated() {
     log.truncate_to(4).unwrap();
     assert_eq!(log.leader_epoch_entries(), &[(0, 0)]);
 }
+
+#[test]
+fn inactive_segments_hold_one_descriptor() {
+    fn fds() -> usize {
+        std::fs::read_dir("/proc/self/fd").unwrap().count()
+    }
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(d.path(), small_config(), false);
+    for _ in 0..400 {
+        log.append_as_leader(batch(1, NOW, 100), 0, NOW).unwrap();
+    }
+    log.close().unwrap();
+    drop(log);
+    let before = fds();
+    let mut log = open(d.path(), small_config(), false);
+    let segs = log.number_of_segments();
+    assert!(segs > 50);
+    // one .log descriptor per segment plus the active segment's indexes (other tests run in
+    // parallel, so allow slack)
+    let _ = log.read(5, 1 << 20, 400, true).unwrap();
+    let _ = log.fetch_offset_by_timestamp(NOW + 1).unwrap();
+    let used = fds().saturating_sub(before);
+    assert!(used <= segs + segs / 2, "{used} fds for {segs} segments");
+}
