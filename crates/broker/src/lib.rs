@@ -1,0 +1,160 @@
+//! The Runnel broker: configuration, the socket layer, request handlers, and the ReplicaManager that ties
+//! them to the storage layer. [`Server::start`] brings a broker up; [`Server::shutdown`] takes it down
+//! cleanly (stop accepting, flush and close every log, write the clean-shutdown marker).
+
+pub mod apis;
+pub mod config;
+pub mod metadata;
+pub mod network;
+pub mod replica_manager;
+pub mod topics;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::apis::KafkaApis;
+use crate::config::{bind_addr, BrokerConfig};
+use crate::metadata::MetadataStore;
+use crate::replica_manager::{now_ms, ReplicaManager};
+
+/// A running broker.
+#[derive(Debug)]
+pub struct Server {
+    replica_manager: Arc<ReplicaManager>,
+    shutdown: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+    local_addr: std::net::SocketAddr,
+}
+
+impl Server {
+    /// Opens the data directory (recovering logs as needed), binds the listener, and starts serving.
+    pub async fn start(config: BrokerConfig) -> anyhow::Result<Server> {
+        let started = std::time::Instant::now();
+        let dir = config.log_dir.clone();
+        let metadata = Arc::new(
+            MetadataStore::open(&dir, config.node_id)
+                .with_context(|| format!("opening metadata in {}", dir.display()))?,
+        );
+        let log_manager = Arc::new(
+            storage::LogManager::open(
+                &dir,
+                |topic| {
+                    let overrides = metadata.topic(topic).map(|t| t.configs).unwrap_or_default();
+                    topics::log_config(&config, &overrides)
+                },
+                now_ms(),
+            )
+            .with_context(|| format!("opening logs in {}", dir.display()))?,
+        );
+        let replica_manager = Arc::new(ReplicaManager::new(log_manager.clone()));
+        let apis = Arc::new(KafkaApis::new(
+            config.clone(),
+            metadata.clone(),
+            replica_manager.clone(),
+        ));
+        apis.load_topics().context("opening topic partitions")?;
+
+        let addr = bind_addr(&config.listener)?;
+        let listener = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("binding {addr}"))?;
+        let local_addr = listener.local_addr()?;
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let mut tasks = vec![tokio::spawn(network::serve(
+            listener,
+            apis.clone(),
+            shutdown_rx.clone(),
+        ))];
+        tasks.push(tokio::spawn(log_maintenance(
+            config.clone(),
+            log_manager,
+            shutdown_rx,
+        )));
+        tracing::info!(
+            listen = %local_addr,
+            advertised = %config.advertised_listener,
+            node_id = config.node_id,
+            cluster_id = metadata.cluster_id(),
+            data_dir = %dir.display(),
+            startup_ms = started.elapsed().as_millis() as u64,
+            "runnel broker started"
+        );
+        Ok(Server {
+            replica_manager,
+            shutdown,
+            tasks,
+            local_addr,
+        })
+    }
+
+    /// The bound listener address (useful with port 0).
+    pub fn local_addr(&self) -> std::net::SocketAddr {
+        self.local_addr
+    }
+
+    /// Stops accepting and serving, then flushes and closes every log and writes the clean-shutdown marker.
+    pub async fn shutdown(self) -> anyhow::Result<()> {
+        let _ = self.shutdown.send(true);
+        for t in self.tasks {
+            let _ = t.await;
+        }
+        let rm = self.replica_manager.clone();
+        tokio::task::spawn_blocking(move || rm.shutdown())
+            .await?
+            .context("closing logs")?;
+        tracing::info!("runnel broker stopped cleanly");
+        Ok(())
+    }
+}
+
+/// Periodic log work: retention every `log.retention.check.interval.ms`, the flush policy every
+/// `log.flush.scheduler.interval.ms` (and at least every second for `flush.ms` topics), and recovery-point /
+/// log-start checkpoints every `log.flush.offset.checkpoint.interval.ms`. Runs on the blocking pool since
+/// it does file I/O.
+async fn log_maintenance(
+    config: BrokerConfig,
+    log_manager: Arc<storage::LogManager>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let tick =
+        Duration::from_millis(config.log_flush_scheduler_interval_ms.clamp(100, 1000) as u64);
+    let mut next_retention = now_ms() + config.log_retention_check_interval_ms.max(100);
+    let mut next_checkpoint = now_ms() + config.log_flush_offset_checkpoint_interval_ms.max(100);
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(tick) => {}
+            _ = shutdown.changed() => return,
+        }
+        let now = now_ms();
+        let lm = log_manager.clone();
+        let do_retention = now >= next_retention;
+        let do_checkpoint = now >= next_checkpoint;
+        if do_retention {
+            next_retention = now + config.log_retention_check_interval_ms.max(100);
+        }
+        if do_checkpoint {
+            next_checkpoint = now + config.log_flush_offset_checkpoint_interval_ms.max(100);
+        }
+        let result = tokio::task::spawn_blocking(move || -> Result<(), storage::StorageError> {
+            lm.flush_dirty(now);
+            if do_retention {
+                lm.run_retention(now);
+            }
+            if do_checkpoint {
+                lm.checkpoint()?;
+            }
+            Ok(())
+        })
+        .await;
+        match result {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::error!(error = %e, "log maintenance failed"),
+            Err(e) => tracing::error!(error = %e, "log maintenance task panicked"),
+        }
+    }
+}

@@ -1,1 +1,112 @@
-fn main() {}
+//! The `runnel` binary: `runnel server` runs a Kafka-protocol broker.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use broker::config::{parse_override, parse_properties, BrokerConfig};
+use clap::{Parser, Subcommand};
+
+/// Runnel: a persistent, replicated commit-log broker that speaks the Apache Kafka protocol.
+#[derive(Parser, Debug)]
+#[command(name = "runnel", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a broker (by default on 127.0.0.1:9092 with data in ./runnel-data).
+    Server(ServerArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct ServerArgs {
+    /// A Kafka-style `.properties` file (keys as Kafka's: log.dirs, listeners, num.partitions, ...).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Address to listen on (the `listeners` key), e.g. 127.0.0.1:9092.
+    #[arg(long, value_name = "HOST:PORT")]
+    listen: Option<String>,
+    /// Address clients are told to connect to (the `advertised.listeners` key).
+    #[arg(long, value_name = "HOST:PORT")]
+    advertised_listener: Option<String>,
+    /// Data directory (the `log.dirs` key).
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// Node id (the `node.id` key).
+    #[arg(long, value_name = "N")]
+    node_id: Option<i32>,
+    /// Override any config key; may be repeated.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+}
+
+impl ServerArgs {
+    /// Merges the file, the dedicated flags and `--set` overrides, in that order (later wins).
+    fn config(&self) -> anyhow::Result<BrokerConfig> {
+        let mut pairs = Vec::new();
+        if let Some(path) = &self.config {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading config file {}", path.display()))?;
+            pairs
+                .extend(parse_properties(&text).with_context(|| format!("in {}", path.display()))?);
+        }
+        if let Some(l) = &self.listen {
+            pairs.push(("listeners".into(), l.clone()));
+        }
+        if let Some(l) = &self.advertised_listener {
+            pairs.push(("advertised.listeners".into(), l.clone()));
+        }
+        if let Some(d) = &self.data_dir {
+            pairs.push(("log.dirs".into(), d.display().to_string()));
+        }
+        if let Some(n) = self.node_id {
+            pairs.push(("node.id".into(), n.to_string()));
+        }
+        for s in &self.set {
+            pairs.push(parse_override(s).with_context(|| format!("--set {s}"))?);
+        }
+        Ok(BrokerConfig::from_pairs(&pairs)?)
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("RUNNEL_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let result = match cli.command {
+        Command::Server(args) => run_server(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("runnel: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_server(args: ServerArgs) -> anyhow::Result<()> {
+    let config = args.config()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("runnel")
+        .build()?;
+    runtime.block_on(async move {
+        let server = broker::Server::start(config).await?;
+        let mut sigterm =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received, shutting down"),
+            _ = sigterm.recv() => tracing::info!("SIGTERM received, shutting down"),
+        }
+        server.shutdown().await
+    })
+}

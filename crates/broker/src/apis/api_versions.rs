@@ -1,0 +1,47 @@
+//! ApiVersions (key 18), v0–4. Source: Kafka protocol guide; KIP-35, KIP-511 (client software name/version,
+//! and answering a too-new request with a v0 body carrying error 35).
+
+use protocol::error::ErrorCode;
+use protocol::messages::api_versions_response::ApiVersion;
+use protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
+use protocol::RequestHeader;
+
+use super::{advertised_range, SUPPORTED_APIS};
+
+/// Answers with every API and version range we serve. A v3+ request with an empty or invalid client
+/// software name/version gets INVALID_REQUEST (42), as Kafka does.
+pub fn handle(_header: &RequestHeader, request: ApiVersionsRequest) -> ApiVersionsResponse {
+    let valid = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-')
+            && s.as_bytes()[0].is_ascii_alphanumeric()
+            && s.as_bytes()[s.len() - 1].is_ascii_alphanumeric()
+    };
+    if _header.request_api_version >= 3
+        && !(valid(&request.client_software_name) && valid(&request.client_software_version))
+    {
+        return response(ErrorCode::INVALID_REQUEST);
+    }
+    response(ErrorCode::NONE)
+}
+
+/// The ApiVersions response body with `error`, listing our served ranges.
+pub fn response(error: ErrorCode) -> ApiVersionsResponse {
+    ApiVersionsResponse {
+        error_code: error.0,
+        api_keys: SUPPORTED_APIS
+            .iter()
+            .filter_map(|(key, _, _)| {
+                let (lo, hi) = advertised_range(*key)?;
+                Some(ApiVersion {
+                    api_key: *key as i16,
+                    min_version: lo,
+                    max_version: hi,
+                    ..Default::default()
+                })
+            })
+            .collect(),
+        ..Default::default()
+    }
+}

@@ -1,0 +1,124 @@
+//! CreateTopics (key 19), v2–7. Source: Kafka protocol guide; KIP-464 (-1 for broker defaults, v4+),
+//! KIP-525 (created topic's configs in the response, v5+), KIP-516 (topic id, v7+).
+//!
+//! Explicit replica assignments must name only this broker, each partition once, partitions 0..n.
+
+use std::collections::BTreeMap;
+
+use protocol::error::ErrorCode;
+use protocol::messages::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult};
+use protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
+use protocol::RequestHeader;
+
+use super::describe_configs::{config_source_for_topic, is_sensitive, topic_config_names};
+use super::KafkaApis;
+use crate::topics::ApiError;
+
+/// Creates each topic; one result per requested topic, in order. A name given twice gets INVALID_REQUEST.
+pub fn handle(
+    apis: &KafkaApis,
+    header: &RequestHeader,
+    request: CreateTopicsRequest,
+) -> CreateTopicsResponse {
+    let version = header.request_api_version;
+    let mut seen = std::collections::HashMap::new();
+    for t in &request.topics {
+        *seen.entry(t.name.clone()).or_insert(0) += 1;
+    }
+    let topics = request
+        .topics
+        .into_iter()
+        .map(|t| {
+            let mut result = CreatableTopicResult {
+                name: t.name.clone(),
+                num_partitions: -1,
+                replication_factor: -1,
+                configs: None,
+                ..Default::default()
+            };
+            let created = (|| -> Result<_, ApiError> {
+                if seen.get(&t.name).copied().unwrap_or(0) > 1 {
+                    return Err(ApiError::new(
+                        ErrorCode::INVALID_REQUEST,
+                        format!("Create topics request from client contains topic '{}' more than once.", t.name),
+                    ));
+                }
+                let mut partitions = t.num_partitions;
+                let mut rf = t.replication_factor;
+                if !t.assignments.is_empty() {
+                    if partitions != -1 || rf != -1 {
+                        return Err(ApiError::new(
+                            ErrorCode::INVALID_REQUEST,
+                            "Both numPartitions or replicationFactor and replicasAssignments were set.",
+                        ));
+                    }
+                    let mut indexes: Vec<i32> = t.assignments.iter().map(|a| a.partition_index).collect();
+                    indexes.sort_unstable();
+                    if indexes.iter().enumerate().any(|(i, p)| *p != i as i32) {
+                        return Err(ApiError::new(
+                            ErrorCode::INVALID_REPLICA_ASSIGNMENT,
+                            "Partitions must be numbered consecutively from 0.",
+                        ));
+                    }
+                    let node = apis.config().node_id;
+                    for a in &t.assignments {
+                        if a.broker_ids.is_empty() || a.broker_ids.iter().any(|b| *b != node) || a.broker_ids.len() > 1 {
+                            return Err(ApiError::new(
+                                ErrorCode::INVALID_REPLICA_ASSIGNMENT,
+                                format!("Replica assignment {:?} names brokers that do not exist or repeats one.", a.broker_ids),
+                            ));
+                        }
+                    }
+                    partitions = indexes.len() as i32;
+                    rf = 1;
+                }
+                let mut configs = BTreeMap::new();
+                for c in &t.configs {
+                    match &c.value {
+                        Some(v) => {
+                            configs.insert(c.name.clone(), v.clone());
+                        }
+                        None => {
+                            return Err(ApiError::new(
+                                ErrorCode::INVALID_CONFIG,
+                                format!("Null value not supported for topic configs: {}", c.name),
+                            ))
+                        }
+                    }
+                }
+                apis.topics
+                    .create_topic(&t.name, partitions, rf, configs, request.validate_only)
+            })();
+            match created {
+                Ok(topic) => {
+                    result.topic_id = topic.topic_id;
+                    result.num_partitions = topic.partitions;
+                    result.replication_factor = 1;
+                    if version >= 5 {
+                        result.configs = Some(
+                            topic_config_names()
+                                .map(|name| CreatableTopicConfigs {
+                                    name: name.to_string(),
+                                    value: apis.topics.topic_config_value(&topic.configs, name),
+                                    read_only: false,
+                                    config_source: config_source_for_topic(apis, &topic.configs, name),
+                                    is_sensitive: is_sensitive(name),
+                                    ..Default::default()
+                                })
+                                .collect(),
+                        );
+                    }
+                }
+                Err(e) => {
+                    result.error_code = e.code.0;
+                    result.error_message = Some(e.message);
+                }
+            }
+            result
+        })
+        .collect();
+    CreateTopicsResponse {
+        topics,
+        ..Default::default()
+    }
+}

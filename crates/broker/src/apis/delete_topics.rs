@@ -1,0 +1,59 @@
+//! DeleteTopics (key 20), v1–6. Source: Kafka protocol guide; KIP-516 (delete by topic id, v6+).
+
+use protocol::error::ErrorCode;
+use protocol::messages::delete_topics_response::DeletableTopicResult;
+use protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse};
+use protocol::RequestHeader;
+use uuid::Uuid;
+
+use super::KafkaApis;
+
+/// Deletes each named topic (by name below v6, by name or id from v6).
+pub fn handle(
+    apis: &KafkaApis,
+    header: &RequestHeader,
+    request: DeleteTopicsRequest,
+) -> DeleteTopicsResponse {
+    let targets: Vec<(Option<String>, Uuid)> = if header.request_api_version >= 6 {
+        request
+            .topics
+            .into_iter()
+            .map(|t| (t.name, t.topic_id))
+            .collect()
+    } else {
+        request
+            .topic_names
+            .into_iter()
+            .map(|n| (Some(n), Uuid::nil()))
+            .collect()
+    };
+    let responses = targets
+        .into_iter()
+        .map(|(name, id)| {
+            let name = match name {
+                Some(n) => Some(n),
+                None => apis.metadata.topic_by_id(id).map(|(n, _)| n),
+            };
+            let mut r = DeletableTopicResult {
+                name: name.clone(),
+                topic_id: id,
+                ..Default::default()
+            };
+            match name {
+                None => r.error_code = ErrorCode::UNKNOWN_TOPIC_ID.0,
+                Some(n) => match apis.topics.delete_topic(&n) {
+                    Ok(topic_id) => r.topic_id = topic_id,
+                    Err(e) => {
+                        r.error_code = e.code.0;
+                        r.error_message = Some(e.message);
+                    }
+                },
+            }
+            r
+        })
+        .collect();
+    DeleteTopicsResponse {
+        responses,
+        ..Default::default()
+    }
+}

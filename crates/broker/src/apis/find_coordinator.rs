@@ -1,0 +1,69 @@
+//! FindCoordinator (key 10), v0–6. Source: Kafka protocol guide; KIP-699 (batched keys, v4+).
+//!
+//! On a single node this broker is the coordinator of every group. Transaction coordinators (key type 1)
+//! are not implemented yet: those keys get COORDINATOR_NOT_AVAILABLE (15).
+
+use protocol::error::ErrorCode;
+use protocol::messages::find_coordinator_response::Coordinator;
+use protocol::messages::{FindCoordinatorRequest, FindCoordinatorResponse};
+use protocol::RequestHeader;
+
+use super::KafkaApis;
+
+/// Key type of a consumer group.
+const KEY_TYPE_GROUP: i8 = 0;
+
+/// Returns this node for group keys.
+pub fn handle(
+    apis: &KafkaApis,
+    header: &RequestHeader,
+    request: FindCoordinatorRequest,
+) -> FindCoordinatorResponse {
+    let node = apis.config().node_id;
+    let host = apis.config().advertised_listener.host.clone();
+    let port = i32::from(apis.config().advertised_listener.port);
+    let answer = |key: String| -> Coordinator {
+        if request.key_type == KEY_TYPE_GROUP {
+            Coordinator {
+                key,
+                node_id: node,
+                host: host.clone(),
+                port,
+                error_code: 0,
+                error_message: None,
+                ..Default::default()
+            }
+        } else {
+            Coordinator {
+                key,
+                node_id: -1,
+                host: String::new(),
+                port: -1,
+                error_code: ErrorCode::COORDINATOR_NOT_AVAILABLE.0,
+                error_message: Some("transaction coordinator is not available".into()),
+                ..Default::default()
+            }
+        }
+    };
+    if header.request_api_version >= 4 {
+        FindCoordinatorResponse {
+            coordinators: request
+                .coordinator_keys
+                .iter()
+                .cloned()
+                .map(answer)
+                .collect(),
+            ..Default::default()
+        }
+    } else {
+        let c = answer(request.key.clone());
+        FindCoordinatorResponse {
+            error_code: c.error_code,
+            error_message: c.error_message,
+            node_id: c.node_id,
+            host: c.host,
+            port: c.port,
+            ..Default::default()
+        }
+    }
+}

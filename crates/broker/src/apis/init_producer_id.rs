@@ -1,0 +1,47 @@
+//! InitProducerId (key 22), v0–5. Source: Kafka protocol guide; KIP-98 (idempotent producers), KIP-360
+//! (epoch bump for an existing producer id, v3+).
+//!
+//! Idempotent producers only: a request with a transactional id gets COORDINATOR_NOT_AVAILABLE (15), since
+//! there is no transaction coordinator yet.
+
+use protocol::error::ErrorCode;
+use protocol::messages::{InitProducerIdRequest, InitProducerIdResponse};
+use protocol::RequestHeader;
+
+use super::KafkaApis;
+
+/// Allocates a producer id with epoch 0, or bumps the epoch of the given id (a new id when it would overflow).
+pub fn handle(
+    apis: &KafkaApis,
+    _header: &RequestHeader,
+    request: InitProducerIdRequest,
+) -> InitProducerIdResponse {
+    let mut response = InitProducerIdResponse {
+        producer_id: -1,
+        producer_epoch: -1,
+        ..Default::default()
+    };
+    if request.transactional_id.is_some() {
+        response.error_code = ErrorCode::COORDINATOR_NOT_AVAILABLE.0;
+        return response;
+    }
+    if request.producer_id >= 0
+        && request.producer_epoch >= 0
+        && request.producer_epoch < i16::MAX - 1
+    {
+        response.producer_id = request.producer_id;
+        response.producer_epoch = request.producer_epoch + 1;
+        return response;
+    }
+    match apis.metadata.allocate_producer_id() {
+        Ok(id) => {
+            response.producer_id = id;
+            response.producer_epoch = 0;
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "cannot allocate producer id");
+            response.error_code = ErrorCode::KAFKA_STORAGE_ERROR.0;
+        }
+    }
+    response
+}

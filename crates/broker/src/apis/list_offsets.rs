@@ -1,0 +1,91 @@
+//! ListOffsets (key 2), v1–10. Source: Kafka protocol guide; KIP-79 (lookup by timestamp), KIP-734 (-3 max
+//! timestamp, v7+), KIP-405 (-4 earliest local, v8+), KIP-1005 (-5 earliest pending upload, v9+).
+//!
+//! Special timestamps: -2 earliest (LogStartOffset), -1 latest (HighWatermark; with one replica and no
+//! transactions also the last stable offset), -3 the record with the largest timestamp, -4 earliest local
+//! (LogStartOffset, nothing is tiered), -5 earliest pending upload (-1: nothing is tiered). Any other value
+//! finds the first offset whose timestamp is at or after it, or -1 when there is none.
+
+use protocol::error::ErrorCode;
+use protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
+use protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
+use protocol::RequestHeader;
+
+use super::KafkaApis;
+
+const LATEST: i64 = -1;
+const EARLIEST: i64 = -2;
+const MAX_TIMESTAMP: i64 = -3;
+const EARLIEST_LOCAL: i64 = -4;
+const EARLIEST_PENDING_UPLOAD: i64 = -5;
+
+/// Answers a ListOffsets request.
+pub fn handle(
+    apis: &KafkaApis,
+    _header: &RequestHeader,
+    request: ListOffsetsRequest,
+) -> ListOffsetsResponse {
+    let topics = request
+        .topics
+        .into_iter()
+        .map(|t| ListOffsetsTopicResponse {
+            partitions: t
+                .partitions
+                .iter()
+                .map(|p| {
+                    let mut r = ListOffsetsPartitionResponse {
+                        partition_index: p.partition_index,
+                        timestamp: -1,
+                        offset: -1,
+                        leader_epoch: -1,
+                        ..Default::default()
+                    };
+                    let Some(part) = apis.replica_manager.partition(&t.name, p.partition_index)
+                    else {
+                        r.error_code = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0;
+                        return r;
+                    };
+                    if p.current_leader_epoch >= 0 && p.current_leader_epoch != part.leader_epoch {
+                        r.error_code = if p.current_leader_epoch > part.leader_epoch {
+                            ErrorCode::UNKNOWN_LEADER_EPOCH.0
+                        } else {
+                            ErrorCode::FENCED_LEADER_EPOCH.0
+                        };
+                        return r;
+                    }
+                    let mut log = part.log.lock();
+                    let hw = log.high_watermark();
+                    r.leader_epoch = part.leader_epoch;
+                    match p.timestamp {
+                        LATEST => r.offset = hw,
+                        EARLIEST | EARLIEST_LOCAL => r.offset = log.log_start_offset(),
+                        EARLIEST_PENDING_UPLOAD => {}
+                        MAX_TIMESTAMP | 0.. => {
+                            if let Ok(Some((offset, ts))) =
+                                log.fetch_offset_by_timestamp(p.timestamp)
+                            {
+                                if offset < hw {
+                                    r.offset = offset;
+                                    r.timestamp = ts;
+                                }
+                            }
+                        }
+                        _ => {
+                            r.error_code = ErrorCode::INVALID_REQUEST.0;
+                            r.leader_epoch = -1;
+                        }
+                    }
+                    r
+                })
+                .collect(),
+            name: t.name,
+            ..Default::default()
+        })
+        .collect();
+    ListOffsetsResponse {
+        topics,
+        ..Default::default()
+    }
+}

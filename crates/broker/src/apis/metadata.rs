@@ -1,0 +1,157 @@
+//! Metadata (key 3), v0–13. Source: Kafka protocol guide; KIP-516 (topic ids, v10+), KIP-430 (authorized
+//! operations, v8+).
+//!
+//! Lists this broker, the cluster id, and the requested topics (all of them for a null list). Unknown topics
+//! are auto-created with `num.partitions` when `auto.create.topics.enable` is on and the request allows it
+//! (v4+ `allow_auto_topic_creation`; always allowed below v4).
+
+use protocol::error::ErrorCode;
+use protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use protocol::messages::{MetadataRequest, MetadataResponse};
+use protocol::RequestHeader;
+use uuid::Uuid;
+
+use super::KafkaApis;
+use crate::metadata::TopicMetadata;
+use crate::topics::validate_topic_name;
+
+/// Sentinel for "authorized operations not requested" (`Integer.MIN_VALUE`).
+const AUTHORIZED_OPERATIONS_OMITTED: i32 = i32::MIN;
+
+/// Topic operations allowed without an authorizer (KIP-430 bit positions): READ 3, WRITE 4, CREATE 5,
+/// DELETE 6, ALTER 7, DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11.
+const ALL_TOPIC_OPERATIONS: i32 =
+    (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11);
+
+/// Answers a Metadata request.
+pub fn handle(
+    apis: &KafkaApis,
+    header: &RequestHeader,
+    request: MetadataRequest,
+) -> MetadataResponse {
+    let version = header.request_api_version;
+    let config = apis.config();
+    let node = config.node_id;
+    let allow_auto_create =
+        config.auto_create_topics_enable && (version < 4 || request.allow_auto_topic_creation);
+    let authorized_ops = if request.include_topic_authorized_operations {
+        ALL_TOPIC_OPERATIONS
+    } else {
+        AUTHORIZED_OPERATIONS_OMITTED
+    };
+
+    let mut topics = Vec::new();
+    match request.topics {
+        // v0 used an empty list for "all topics"; v1+ uses null.
+        None => list_all(apis, &mut topics),
+        Some(ref requested) if requested.is_empty() && version == 0 => list_all(apis, &mut topics),
+        Some(requested) => {
+            for t in requested {
+                let topic = match t.name {
+                    Some(name) => describe_by_name(apis, &name, allow_auto_create),
+                    None => describe_by_id(apis, t.topic_id),
+                };
+                topics.push(topic);
+            }
+        }
+    }
+    for t in topics.iter_mut() {
+        t.topic_authorized_operations = authorized_ops;
+    }
+    MetadataResponse {
+        brokers: vec![MetadataResponseBroker {
+            node_id: node,
+            host: config.advertised_listener.host.clone(),
+            port: i32::from(config.advertised_listener.port),
+            rack: None,
+            ..Default::default()
+        }],
+        cluster_id: Some(apis.metadata.cluster_id().to_string()),
+        controller_id: node,
+        topics,
+        ..Default::default()
+    }
+}
+
+fn list_all(apis: &KafkaApis, out: &mut Vec<MetadataResponseTopic>) {
+    for (name, topic) in apis.metadata.topics() {
+        out.push(topic_response(apis, &name, &topic));
+    }
+}
+
+fn describe_by_name(
+    apis: &KafkaApis,
+    name: &str,
+    allow_auto_create: bool,
+) -> MetadataResponseTopic {
+    if let Some(topic) = apis.metadata.topic(name) {
+        return topic_response(apis, name, &topic);
+    }
+    let error = |code: ErrorCode| MetadataResponseTopic {
+        error_code: code.0,
+        name: Some(name.to_string()),
+        ..Default::default()
+    };
+    if let Err(e) = validate_topic_name(name) {
+        return error(e.code);
+    }
+    if !allow_auto_create {
+        return error(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
+    }
+    match apis
+        .topics
+        .create_topic(name, -1, -1, Default::default(), false)
+    {
+        Ok(topic) => topic_response(apis, name, &topic),
+        // A concurrent Metadata request created it first.
+        Err(e) if e.code == ErrorCode::TOPIC_ALREADY_EXISTS => match apis.metadata.topic(name) {
+            Some(topic) => topic_response(apis, name, &topic),
+            None => error(ErrorCode::LEADER_NOT_AVAILABLE),
+        },
+        Err(e) => error(e.code),
+    }
+}
+
+fn describe_by_id(apis: &KafkaApis, id: Uuid) -> MetadataResponseTopic {
+    match apis.metadata.topic_by_id(id) {
+        Some((name, topic)) => topic_response(apis, &name, &topic),
+        None => MetadataResponseTopic {
+            error_code: ErrorCode::UNKNOWN_TOPIC_ID.0,
+            name: None,
+            topic_id: id,
+            ..Default::default()
+        },
+    }
+}
+
+fn topic_response(apis: &KafkaApis, name: &str, topic: &TopicMetadata) -> MetadataResponseTopic {
+    let node = apis.config().node_id;
+    MetadataResponseTopic {
+        error_code: 0,
+        name: Some(name.to_string()),
+        topic_id: topic.topic_id,
+        is_internal: name.starts_with("__"),
+        partitions: (0..topic.partitions)
+            .map(|p| {
+                let epoch = apis
+                    .replica_manager
+                    .partition(name, p)
+                    .map(|p| p.leader_epoch)
+                    .unwrap_or(0);
+                MetadataResponsePartition {
+                    error_code: 0,
+                    partition_index: p,
+                    leader_id: node,
+                    leader_epoch: epoch,
+                    replica_nodes: vec![node],
+                    isr_nodes: vec![node],
+                    offline_replicas: vec![],
+                    ..Default::default()
+                }
+            })
+            .collect(),
+        ..Default::default()
+    }
+}

@@ -1,0 +1,191 @@
+//! Request dispatch: one module per Kafka API, as Kafka's `KafkaApis` but split by API key.
+//!
+//! [`KafkaApis::handle`] takes one request frame (without its size prefix), decodes it with our own codec,
+//! runs the API's handler, and encodes the response frame. Errors inside a request become Kafka error codes
+//! in the response; a request that cannot be decoded or is not served closes the connection.
+
+mod api_versions;
+mod create_topics;
+mod delete_topics;
+mod describe_configs;
+mod fetch;
+mod find_coordinator;
+mod init_producer_id;
+mod list_offsets;
+mod metadata;
+mod produce;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use protocol::error::ErrorCode;
+use protocol::{ApiKey, Chunk, RequestBody, RequestHeader, ResponseBody};
+use storage::StorageError;
+
+use crate::config::BrokerConfig;
+use crate::metadata::MetadataStore;
+use crate::replica_manager::ReplicaManager;
+use crate::topics::TopicManager;
+
+/// The APIs and version ranges this broker serves and advertises in ApiVersions (pitfall 12: exactly what
+/// works). Each is the intersection of what the codec knows and what the handler implements; ranges follow
+/// Apache Kafka 4.x.
+pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
+    (ApiKey::Produce, 3, 12),
+    (ApiKey::Fetch, 4, 17),
+    (ApiKey::ListOffsets, 1, 10),
+    (ApiKey::Metadata, 0, 13),
+    (ApiKey::FindCoordinator, 0, 6),
+    (ApiKey::ApiVersions, 0, 4),
+    (ApiKey::CreateTopics, 2, 7),
+    (ApiKey::DeleteTopics, 1, 6),
+    (ApiKey::InitProducerId, 0, 5),
+    (ApiKey::DescribeConfigs, 1, 4),
+];
+
+/// The advertised version range of `key`, clipped to what the codec supports.
+pub fn advertised_range(key: ApiKey) -> Option<(i16, i16)> {
+    let (_, lo, hi) = SUPPORTED_APIS.iter().find(|(k, _, _)| *k == key)?;
+    let (clo, chi) = protocol::supported_versions(key)?;
+    let (lo, hi) = ((*lo).max(clo), (*hi).min(chi));
+    (lo <= hi).then_some((lo, hi))
+}
+
+/// What the network layer does with a request.
+#[derive(Debug)]
+pub enum RequestOutcome {
+    /// Send this encoded response frame (size prefix included).
+    Respond(Vec<Chunk>),
+    /// Send nothing (Produce with acks=0).
+    NoResponse,
+    /// Close the connection; the reason is logged.
+    Close(String),
+}
+
+/// The request handlers and the state they share.
+#[derive(Debug)]
+pub struct KafkaApis {
+    config: BrokerConfig,
+    metadata: Arc<MetadataStore>,
+    replica_manager: Arc<ReplicaManager>,
+    topics: TopicManager,
+}
+
+impl KafkaApis {
+    /// Creates the dispatcher.
+    pub fn new(
+        config: BrokerConfig,
+        metadata: Arc<MetadataStore>,
+        replica_manager: Arc<ReplicaManager>,
+    ) -> KafkaApis {
+        let topics = TopicManager::new(config.clone(), metadata.clone(), replica_manager.clone());
+        KafkaApis {
+            config,
+            metadata,
+            replica_manager,
+            topics,
+        }
+    }
+
+    /// Opens every partition of every known topic (startup).
+    pub fn load_topics(&self) -> Result<(), StorageError> {
+        self.topics.load_all()
+    }
+
+    /// The broker configuration.
+    pub fn config(&self) -> &BrokerConfig {
+        &self.config
+    }
+
+    /// Handles one request frame.
+    pub async fn handle(&self, frame: Bytes) -> RequestOutcome {
+        let Some((key, version, correlation_id)) = RequestHeader::peek(&frame) else {
+            return RequestOutcome::Close("request shorter than its header".into());
+        };
+        let Some(api) = ApiKey::from_i16(key) else {
+            return RequestOutcome::Close(format!("unknown api key {key}"));
+        };
+        let Some((lo, hi)) = advertised_range(api) else {
+            return RequestOutcome::Close(format!("api {} is not served", api.name()));
+        };
+        if version < lo || version > hi {
+            if api == ApiKey::ApiVersions {
+                // KIP-511: answer with a v0 body carrying error 35 and our real ranges, so the client retries.
+                let body = api_versions::response(ErrorCode::UNSUPPORTED_VERSION);
+                return encode(correlation_id, api, 0, &ResponseBody::ApiVersions(body));
+            }
+            return RequestOutcome::Close(format!(
+                "{} v{version} is outside the served range {lo}..={hi}",
+                api.name()
+            ));
+        }
+        let (header, body) = match protocol::decode_request(frame) {
+            Ok(decoded) => decoded,
+            Err(e) => return RequestOutcome::Close(format!("{} v{version}: {e}", api.name())),
+        };
+        let response = match body {
+            RequestBody::ApiVersions(r) => {
+                ResponseBody::ApiVersions(api_versions::handle(&header, r))
+            }
+            RequestBody::Metadata(r) => ResponseBody::Metadata(metadata::handle(self, &header, r)),
+            RequestBody::Produce(r) => match produce::handle(self, &header, r) {
+                produce::Outcome::Respond(resp) => ResponseBody::Produce(resp),
+                produce::Outcome::NoResponse => return RequestOutcome::NoResponse,
+                produce::Outcome::Close(reason) => return RequestOutcome::Close(reason),
+            },
+            RequestBody::Fetch(r) => ResponseBody::Fetch(fetch::handle(self, &header, r).await),
+            RequestBody::ListOffsets(r) => {
+                ResponseBody::ListOffsets(list_offsets::handle(self, &header, r))
+            }
+            RequestBody::CreateTopics(r) => {
+                ResponseBody::CreateTopics(create_topics::handle(self, &header, r))
+            }
+            RequestBody::DeleteTopics(r) => {
+                ResponseBody::DeleteTopics(delete_topics::handle(self, &header, r))
+            }
+            RequestBody::InitProducerId(r) => {
+                ResponseBody::InitProducerId(init_producer_id::handle(self, &header, r))
+            }
+            RequestBody::DescribeConfigs(r) => {
+                ResponseBody::DescribeConfigs(describe_configs::handle(self, &header, r))
+            }
+            RequestBody::FindCoordinator(r) => {
+                ResponseBody::FindCoordinator(find_coordinator::handle(self, &header, r))
+            }
+            _ => return RequestOutcome::Close(format!("api {} is not served", api.name())),
+        };
+        encode(correlation_id, api, version, &response)
+    }
+}
+
+fn encode(correlation_id: i32, api: ApiKey, version: i16, body: &ResponseBody) -> RequestOutcome {
+    match protocol::encode_response(correlation_id, api, version, body) {
+        Ok(chunks) => RequestOutcome::Respond(chunks),
+        Err(e) => {
+            tracing::error!(api = api.name(), version, error = %e, "cannot encode response");
+            RequestOutcome::Close(format!("encoding {} v{version}: {e}", api.name()))
+        }
+    }
+}
+
+/// Maps a storage error to the Kafka error code the client sees.
+pub fn storage_error_code(e: &StorageError) -> ErrorCode {
+    match e {
+        StorageError::OffsetOutOfRange { .. } => ErrorCode::OFFSET_OUT_OF_RANGE,
+        StorageError::CorruptMessage(_) => ErrorCode::CORRUPT_MESSAGE,
+        StorageError::InvalidRecord(_) => ErrorCode::INVALID_RECORD,
+        StorageError::MessageTooLarge { .. } => ErrorCode::MESSAGE_TOO_LARGE,
+        StorageError::OutOfOrderSequence(_) => ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER,
+        StorageError::InvalidProducerEpoch(_) => ErrorCode::INVALID_PRODUCER_EPOCH,
+        StorageError::UnknownProducerId(_) => ErrorCode::UNKNOWN_PRODUCER_ID,
+        StorageError::InvalidTimestamp(_) => ErrorCode::INVALID_TIMESTAMP,
+        StorageError::RecordListTooLarge { .. } => ErrorCode::RECORD_LIST_TOO_LARGE,
+        StorageError::DuplicateSequence(_) => ErrorCode::DUPLICATE_SEQUENCE_NUMBER,
+        StorageError::InvalidTopic(_) => ErrorCode::INVALID_TOPIC_EXCEPTION,
+        StorageError::InconsistentTopicId(_) => ErrorCode::INCONSISTENT_TOPIC_ID,
+        StorageError::UnexpectedAppendOffset(_) => ErrorCode::UNKNOWN_SERVER_ERROR,
+        StorageError::KafkaStorage(_) | StorageError::LogOffline(_) => {
+            ErrorCode::KAFKA_STORAGE_ERROR
+        }
+    }
+}

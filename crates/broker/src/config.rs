@@ -1,0 +1,719 @@
+//! Broker and topic configuration, with Kafka's key names, types, defaults and meanings.
+//!
+//! Source: Kafka's broker configs (`KafkaConfig`, `ServerLogConfigs`) and topic configs (`TopicConfig`,
+//! `LogConfig`). A broker config comes from a Kafka-style `.properties` file (`--config`) and `--set KEY=VALUE`
+//! overrides; unknown keys are a startup error naming the key. A topic config override map holds the
+//! topic-level keys (`retention.ms`, ...); each topic key has a broker-level synonym that supplies its default
+//! (`log.retention.ms`, ...), as Kafka's DescribeConfigs synonyms report.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// A config value's type, as Kafka's `ConfigDef.Type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigType {
+    /// `true` / `false`.
+    Boolean,
+    /// 32-bit integer.
+    Int,
+    /// 64-bit integer.
+    Long,
+    /// 64-bit float.
+    Double,
+    /// Free text.
+    String,
+    /// Comma-separated list.
+    List,
+    /// Secret (reported as null by DescribeConfigs).
+    Password,
+}
+
+impl ConfigType {
+    /// The DescribeConfigs v3+ `config_type` code (KIP-569): 1 BOOLEAN, 2 STRING, 3 INT, 5 LONG, 6 DOUBLE,
+    /// 7 LIST, 9 PASSWORD.
+    pub fn describe_code(self) -> i8 {
+        match self {
+            ConfigType::Boolean => 1,
+            ConfigType::String => 2,
+            ConfigType::Int => 3,
+            ConfigType::Long => 5,
+            ConfigType::Double => 6,
+            ConfigType::List => 7,
+            ConfigType::Password => 9,
+        }
+    }
+
+    fn validate(self, key: &str, value: &str) -> Result<(), ConfigError> {
+        let bad = |why: &str| ConfigError::InvalidValue {
+            key: key.to_string(),
+            value: value.to_string(),
+            reason: why.to_string(),
+        };
+        match self {
+            ConfigType::Boolean => match value.trim().to_ascii_lowercase().as_str() {
+                "true" | "false" => Ok(()),
+                _ => Err(bad("expected true or false")),
+            },
+            ConfigType::Int => value
+                .trim()
+                .parse::<i32>()
+                .map(|_| ())
+                .map_err(|_| bad("expected a 32-bit integer")),
+            ConfigType::Long => value
+                .trim()
+                .parse::<i64>()
+                .map(|_| ())
+                .map_err(|_| bad("expected a 64-bit integer")),
+            ConfigType::Double => value
+                .trim()
+                .parse::<f64>()
+                .map(|_| ())
+                .map_err(|_| bad("expected a number")),
+            ConfigType::String | ConfigType::List | ConfigType::Password => Ok(()),
+        }
+    }
+}
+
+/// One known broker config key.
+#[derive(Debug, Clone, Copy)]
+pub struct BrokerConfigDef {
+    /// Kafka's key, e.g. `log.retention.ms`.
+    pub name: &'static str,
+    /// Value type.
+    pub ty: ConfigType,
+    /// Default value as text; `None` for keys whose default is null or derived.
+    pub default: Option<&'static str>,
+    /// True when Runnel reads the key; false when it is accepted for compatibility with Kafka property files
+    /// and has no effect (yet).
+    pub used: bool,
+}
+
+const fn def(name: &'static str, ty: ConfigType, default: Option<&'static str>) -> BrokerConfigDef {
+    BrokerConfigDef {
+        name,
+        ty,
+        default,
+        used: true,
+    }
+}
+
+const fn accepted(
+    name: &'static str,
+    ty: ConfigType,
+    default: Option<&'static str>,
+) -> BrokerConfigDef {
+    BrokerConfigDef {
+        name,
+        ty,
+        default,
+        used: false,
+    }
+}
+
+use ConfigType as T;
+
+/// Every broker key Runnel knows. Keys with `used: false` are accepted so that a Kafka `server.properties`
+/// starts Runnel unchanged, but change nothing.
+pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
+    def("node.id", T::Int, Some("1")),
+    def("broker.id", T::Int, None),
+    def("process.roles", T::List, Some("broker,controller")),
+    def("log.dirs", T::List, None),
+    def("log.dir", T::String, Some("./runnel-data")),
+    def("listeners", T::List, Some("PLAINTEXT://127.0.0.1:9092")),
+    def("advertised.listeners", T::List, None),
+    def("num.partitions", T::Int, Some("1")),
+    def("default.replication.factor", T::Int, Some("1")),
+    def("auto.create.topics.enable", T::Boolean, Some("true")),
+    def("delete.topic.enable", T::Boolean, Some("true")),
+    def("log.segment.bytes", T::Int, Some("1073741824")),
+    def("log.roll.ms", T::Long, None),
+    def("log.roll.hours", T::Int, Some("168")),
+    def("log.retention.ms", T::Long, None),
+    def("log.retention.minutes", T::Int, None),
+    def("log.retention.hours", T::Int, Some("168")),
+    def("log.retention.bytes", T::Long, Some("-1")),
+    def("log.retention.check.interval.ms", T::Long, Some("300000")),
+    def("log.index.interval.bytes", T::Int, Some("4096")),
+    def("log.index.size.max.bytes", T::Int, Some("10485760")),
+    def(
+        "log.flush.interval.messages",
+        T::Long,
+        Some("9223372036854775807"),
+    ),
+    def("log.flush.interval.ms", T::Long, None),
+    def(
+        "log.flush.scheduler.interval.ms",
+        T::Long,
+        Some("9223372036854775807"),
+    ),
+    def(
+        "log.flush.offset.checkpoint.interval.ms",
+        T::Int,
+        Some("60000"),
+    ),
+    def("log.message.timestamp.type", T::String, Some("CreateTime")),
+    def(
+        "log.message.timestamp.before.max.ms",
+        T::Long,
+        Some("9223372036854775807"),
+    ),
+    def(
+        "log.message.timestamp.after.max.ms",
+        T::Long,
+        Some("3600000"),
+    ),
+    def("log.cleanup.policy", T::List, Some("delete")),
+    def("log.cleaner.delete.retention.ms", T::Long, Some("86400000")),
+    def("log.cleaner.min.compaction.lag.ms", T::Long, Some("0")),
+    def(
+        "log.cleaner.max.compaction.lag.ms",
+        T::Long,
+        Some("9223372036854775807"),
+    ),
+    def("log.cleaner.min.cleanable.ratio", T::Double, Some("0.5")),
+    def("log.segment.delete.delay.ms", T::Long, Some("60000")),
+    def("log.preallocate", T::Boolean, Some("false")),
+    def("log.roll.jitter.ms", T::Long, Some("0")),
+    def("message.max.bytes", T::Int, Some("1048588")),
+    def("socket.request.max.bytes", T::Int, Some("104857600")),
+    def("compression.type", T::String, Some("producer")),
+    def("min.insync.replicas", T::Int, Some("1")),
+    def("unclean.leader.election.enable", T::Boolean, Some("false")),
+    def("producer.id.expiration.ms", T::Int, Some("86400000")),
+    def("offsets.topic.num.partitions", T::Int, Some("50")),
+    def("offsets.topic.replication.factor", T::Int, Some("3")),
+    def("offsets.retention.minutes", T::Int, Some("10080")),
+    def("group.initial.rebalance.delay.ms", T::Int, Some("3000")),
+    def("group.min.session.timeout.ms", T::Int, Some("6000")),
+    def("group.max.session.timeout.ms", T::Int, Some("1800000")),
+    def("controller.quorum.voters", T::List, None),
+    def("controller.listener.names", T::List, None),
+    def("replica.lag.time.max.ms", T::Long, Some("30000")),
+    def("broker.session.timeout.ms", T::Int, Some("9000")),
+    accepted("cluster.id", T::String, None),
+    accepted("listener.security.protocol.map", T::String, None),
+    accepted("inter.broker.listener.name", T::String, None),
+    accepted("num.network.threads", T::Int, Some("3")),
+    accepted("num.io.threads", T::Int, Some("8")),
+    accepted("num.recovery.threads.per.data.dir", T::Int, Some("2")),
+    accepted("socket.send.buffer.bytes", T::Int, Some("102400")),
+    accepted("socket.receive.buffer.bytes", T::Int, Some("102400")),
+    accepted(
+        "transaction.state.log.replication.factor",
+        T::Int,
+        Some("3"),
+    ),
+    accepted("transaction.state.log.min.isr", T::Int, Some("2")),
+    accepted(
+        "share.coordinator.state.topic.replication.factor",
+        T::Int,
+        None,
+    ),
+    accepted("share.coordinator.state.topic.min.isr", T::Int, None),
+    accepted("controller.quorum.bootstrap.servers", T::List, None),
+    accepted("group.coordinator.rebalance.protocols", T::List, None),
+];
+
+/// A topic-level config key, its type, and the broker key that supplies its default.
+#[derive(Debug, Clone, Copy)]
+pub struct TopicConfigDef {
+    /// Topic key, e.g. `retention.ms`.
+    pub name: &'static str,
+    /// Value type.
+    pub ty: ConfigType,
+    /// The broker key whose value is this key's default (Kafka's `DEFAULT_CONFIG` synonym).
+    pub broker_synonym: &'static str,
+}
+
+const fn topic(name: &'static str, ty: ConfigType, broker_synonym: &'static str) -> TopicConfigDef {
+    TopicConfigDef {
+        name,
+        ty,
+        broker_synonym,
+    }
+}
+
+/// The topic-level keys Runnel knows, with their broker synonyms.
+pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
+    topic("cleanup.policy", T::List, "log.cleanup.policy"),
+    topic("compression.type", T::String, "compression.type"),
+    topic(
+        "delete.retention.ms",
+        T::Long,
+        "log.cleaner.delete.retention.ms",
+    ),
+    topic(
+        "file.delete.delay.ms",
+        T::Long,
+        "log.segment.delete.delay.ms",
+    ),
+    topic("flush.messages", T::Long, "log.flush.interval.messages"),
+    topic("flush.ms", T::Long, "log.flush.interval.ms"),
+    topic("index.interval.bytes", T::Int, "log.index.interval.bytes"),
+    topic(
+        "max.compaction.lag.ms",
+        T::Long,
+        "log.cleaner.max.compaction.lag.ms",
+    ),
+    topic("max.message.bytes", T::Int, "message.max.bytes"),
+    topic(
+        "message.timestamp.after.max.ms",
+        T::Long,
+        "log.message.timestamp.after.max.ms",
+    ),
+    topic(
+        "message.timestamp.before.max.ms",
+        T::Long,
+        "log.message.timestamp.before.max.ms",
+    ),
+    topic(
+        "message.timestamp.type",
+        T::String,
+        "log.message.timestamp.type",
+    ),
+    topic(
+        "min.cleanable.dirty.ratio",
+        T::Double,
+        "log.cleaner.min.cleanable.ratio",
+    ),
+    topic(
+        "min.compaction.lag.ms",
+        T::Long,
+        "log.cleaner.min.compaction.lag.ms",
+    ),
+    topic("min.insync.replicas", T::Int, "min.insync.replicas"),
+    topic("preallocate", T::Boolean, "log.preallocate"),
+    topic("retention.bytes", T::Long, "log.retention.bytes"),
+    topic("retention.ms", T::Long, "log.retention.ms"),
+    topic("segment.bytes", T::Int, "log.segment.bytes"),
+    topic("segment.index.bytes", T::Int, "log.index.size.max.bytes"),
+    topic("segment.jitter.ms", T::Long, "log.roll.jitter.ms"),
+    topic("segment.ms", T::Long, "log.roll.ms"),
+    topic(
+        "unclean.leader.election.enable",
+        T::Boolean,
+        "unclean.leader.election.enable",
+    ),
+];
+
+/// Configuration errors: reported at startup (broker) or as INVALID_CONFIG (topic).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ConfigError {
+    /// The key is not a Kafka key Runnel knows.
+    #[error("unknown configuration key '{0}'")]
+    UnknownKey(String),
+    /// The value does not parse as the key's type or is out of range.
+    #[error("invalid value '{value}' for configuration '{key}': {reason}")]
+    InvalidValue {
+        /// The key.
+        key: String,
+        /// The rejected value.
+        value: String,
+        /// Why.
+        reason: String,
+    },
+    /// A `.properties` line without `=` or `:`.
+    #[error("line {line}: expected KEY=VALUE, got '{text}'")]
+    Syntax {
+        /// 1-based line number.
+        line: usize,
+        /// The line.
+        text: String,
+    },
+}
+
+/// Parses Kafka-style `.properties` text: `key=value` or `key: value` lines, `#`/`!` comments, blank lines.
+/// Line continuations and escapes beyond `\\` are not supported.
+pub fn parse_properties(text: &str) -> Result<Vec<(String, String)>, ConfigError> {
+    let mut out = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
+            continue;
+        }
+        let split = line.find(['=', ':']).ok_or_else(|| ConfigError::Syntax {
+            line: i + 1,
+            text: raw.to_string(),
+        })?;
+        let key = line[..split].trim().to_string();
+        let value = line[split + 1..].trim().to_string();
+        out.push((key, value));
+    }
+    Ok(out)
+}
+
+/// Parses a `--set` argument `KEY=VALUE`.
+pub fn parse_override(arg: &str) -> Result<(String, String), ConfigError> {
+    match arg.split_once('=') {
+        Some((k, v)) => Ok((k.trim().to_string(), v.trim().to_string())),
+        None => Err(ConfigError::Syntax {
+            line: 0,
+            text: arg.to_string(),
+        }),
+    }
+}
+
+/// A host and port as given in `listeners` / `advertised.listeners` (`PLAINTEXT://host:port` or `host:port`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// Host name or IP literal.
+    pub host: String,
+    /// TCP port.
+    pub port: u16,
+}
+
+impl Endpoint {
+    /// Parses `[NAME://]host:port`; an empty host means all interfaces (`0.0.0.0`).
+    pub fn parse(key: &str, text: &str) -> Result<Endpoint, ConfigError> {
+        let bad = |why: &str| ConfigError::InvalidValue {
+            key: key.to_string(),
+            value: text.to_string(),
+            reason: why.to_string(),
+        };
+        let first = text.split(',').next().unwrap_or("").trim();
+        let addr = match first.split_once("://") {
+            Some((_, rest)) => rest,
+            None => first,
+        };
+        let (host, port) = addr
+            .rsplit_once(':')
+            .ok_or_else(|| bad("expected HOST:PORT"))?;
+        let port: u16 = port.parse().map_err(|_| bad("bad port"))?;
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let host = if host.is_empty() { "0.0.0.0" } else { host };
+        Ok(Endpoint {
+            host: host.to_string(),
+            port,
+        })
+    }
+}
+
+impl std::fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "[{}]:{}", self.host, self.port)
+        } else {
+            write!(f, "{}:{}", self.host, self.port)
+        }
+    }
+}
+
+/// The validated broker configuration. Every field has Kafka's key and unit in its doc.
+#[derive(Debug, Clone)]
+pub struct BrokerConfig {
+    /// Keys set explicitly (file or `--set`), for DescribeConfigs' STATIC_BROKER_CONFIG source.
+    pub explicit: BTreeMap<String, String>,
+    /// `node.id` (or `broker.id`).
+    pub node_id: i32,
+    /// First entry of `log.dirs`, else `log.dir`.
+    pub log_dir: PathBuf,
+    /// `listeners`: where the broker binds.
+    pub listener: Endpoint,
+    /// `advertised.listeners`: what Metadata tells clients (defaults to `listeners`; a wildcard bind host
+    /// advertises `127.0.0.1`).
+    pub advertised_listener: Endpoint,
+    /// `num.partitions` for auto-created topics and CreateTopics with -1.
+    pub num_partitions: i32,
+    /// `default.replication.factor`.
+    pub default_replication_factor: i16,
+    /// `auto.create.topics.enable`.
+    pub auto_create_topics_enable: bool,
+    /// `delete.topic.enable`.
+    pub delete_topic_enable: bool,
+    /// `socket.request.max.bytes`: larger request frames close the connection (bytes).
+    pub socket_request_max_bytes: i32,
+    /// `log.retention.check.interval.ms`.
+    pub log_retention_check_interval_ms: i64,
+    /// `log.flush.scheduler.interval.ms`.
+    pub log_flush_scheduler_interval_ms: i64,
+    /// `log.flush.offset.checkpoint.interval.ms`.
+    pub log_flush_offset_checkpoint_interval_ms: i64,
+    /// `producer.id.expiration.ms`.
+    pub producer_id_expiration_ms: i64,
+    /// `offsets.topic.num.partitions`.
+    pub offsets_topic_num_partitions: i32,
+    /// `group.initial.rebalance.delay.ms`.
+    pub group_initial_rebalance_delay_ms: i64,
+    /// `group.min.session.timeout.ms`.
+    pub group_min_session_timeout_ms: i32,
+    /// `group.max.session.timeout.ms`.
+    pub group_max_session_timeout_ms: i32,
+    /// `offsets.retention.minutes`, in ms.
+    pub offsets_retention_ms: i64,
+}
+
+impl BrokerConfig {
+    /// Builds the config from `(key, value)` pairs in order (later wins). Unknown keys and values that do not
+    /// parse are errors naming the key.
+    pub fn from_pairs(pairs: &[(String, String)]) -> Result<BrokerConfig, ConfigError> {
+        let mut explicit = BTreeMap::new();
+        for (k, v) in pairs {
+            let def = broker_def(k).ok_or_else(|| ConfigError::UnknownKey(k.clone()))?;
+            def.ty.validate(k, v)?;
+            explicit.insert(k.clone(), v.clone());
+        }
+        let get = |k: &str| -> Option<String> {
+            explicit
+                .get(k)
+                .cloned()
+                .or_else(|| broker_def(k).and_then(|d| d.default.map(str::to_string)))
+        };
+        let int = |k: &str| -> i64 { get(k).and_then(|v| v.trim().parse().ok()).unwrap_or(0) };
+        let boolean = |k: &str| get(k).is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+
+        let node_id = explicit
+            .get("node.id")
+            .or_else(|| explicit.get("broker.id"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(1);
+        let log_dir = match explicit.get("log.dirs") {
+            Some(dirs) => PathBuf::from(dirs.split(',').next().unwrap_or("").trim()),
+            None => PathBuf::from(get("log.dir").unwrap_or_default()),
+        };
+        let listener = Endpoint::parse("listeners", &get("listeners").unwrap_or_default())?;
+        let advertised_listener = match explicit.get("advertised.listeners") {
+            Some(v) => Endpoint::parse("advertised.listeners", v)?,
+            None => {
+                let mut e = listener.clone();
+                if e.host == "0.0.0.0" || e.host == "::" {
+                    e.host = "127.0.0.1".to_string();
+                }
+                e
+            }
+        };
+        let socket_request_max_bytes = int("socket.request.max.bytes");
+        if socket_request_max_bytes < 1 {
+            return Err(ConfigError::InvalidValue {
+                key: "socket.request.max.bytes".into(),
+                value: socket_request_max_bytes.to_string(),
+                reason: "must be at least 1".into(),
+            });
+        }
+        let num_partitions = int("num.partitions");
+        if num_partitions < 1 {
+            return Err(ConfigError::InvalidValue {
+                key: "num.partitions".into(),
+                value: num_partitions.to_string(),
+                reason: "must be at least 1".into(),
+            });
+        }
+        Ok(BrokerConfig {
+            node_id,
+            log_dir,
+            listener,
+            advertised_listener,
+            num_partitions: num_partitions as i32,
+            default_replication_factor: int("default.replication.factor") as i16,
+            auto_create_topics_enable: boolean("auto.create.topics.enable"),
+            delete_topic_enable: boolean("delete.topic.enable"),
+            socket_request_max_bytes: socket_request_max_bytes as i32,
+            log_retention_check_interval_ms: int("log.retention.check.interval.ms"),
+            log_flush_scheduler_interval_ms: int("log.flush.scheduler.interval.ms"),
+            log_flush_offset_checkpoint_interval_ms: int("log.flush.offset.checkpoint.interval.ms"),
+            producer_id_expiration_ms: int("producer.id.expiration.ms"),
+            offsets_topic_num_partitions: int("offsets.topic.num.partitions") as i32,
+            group_initial_rebalance_delay_ms: int("group.initial.rebalance.delay.ms"),
+            group_min_session_timeout_ms: int("group.min.session.timeout.ms") as i32,
+            group_max_session_timeout_ms: int("group.max.session.timeout.ms") as i32,
+            offsets_retention_ms: int("offsets.retention.minutes") * 60_000,
+            explicit,
+        })
+    }
+
+    /// The effective value of broker key `key` as text (explicit, else derived, else default), or `None` when
+    /// it is null. Derived keys: `log.retention.ms` from minutes/hours, `log.roll.ms` from hours,
+    /// `log.flush.interval.ms` from the scheduler interval.
+    pub fn value(&self, key: &str) -> Option<String> {
+        if let Some(v) = self.explicit.get(key) {
+            return Some(v.clone());
+        }
+        match key {
+            "log.retention.ms" => {
+                if let Some(m) = self.explicit.get("log.retention.minutes") {
+                    return m
+                        .trim()
+                        .parse::<i64>()
+                        .ok()
+                        .map(|m| (m * 60_000).to_string());
+                }
+                let h: i64 = self
+                    .value("log.retention.hours")
+                    .and_then(|h| h.trim().parse().ok())
+                    .unwrap_or(168);
+                Some((h * 3_600_000).to_string())
+            }
+            "log.roll.ms" => {
+                let h: i64 = self
+                    .value("log.roll.hours")
+                    .and_then(|h| h.trim().parse().ok())
+                    .unwrap_or(168);
+                Some((h * 3_600_000).to_string())
+            }
+            "log.flush.interval.ms" => self.value("log.flush.scheduler.interval.ms"),
+            "node.id" | "broker.id" => Some(self.node_id.to_string()),
+            _ => broker_def(key).and_then(|d| d.default.map(str::to_string)),
+        }
+    }
+
+    /// True when `key` was set explicitly.
+    pub fn is_explicit(&self, key: &str) -> bool {
+        self.explicit.contains_key(key)
+    }
+}
+
+/// Looks up a broker key's definition.
+pub fn broker_def(key: &str) -> Option<&'static BrokerConfigDef> {
+    BROKER_CONFIGS.iter().find(|d| d.name == key)
+}
+
+/// Looks up a topic key's definition.
+pub fn topic_def(key: &str) -> Option<&'static TopicConfigDef> {
+    TOPIC_CONFIGS.iter().find(|d| d.name == key)
+}
+
+/// Validates a topic config override. Errors name the key and the reason (INVALID_CONFIG at the protocol edge).
+pub fn validate_topic_config(key: &str, value: &str) -> Result<(), ConfigError> {
+    let def = topic_def(key).ok_or_else(|| ConfigError::UnknownKey(key.to_string()))?;
+    def.ty.validate(key, value)?;
+    let bad = |why: &str| ConfigError::InvalidValue {
+        key: key.to_string(),
+        value: value.to_string(),
+        reason: why.to_string(),
+    };
+    match key {
+        "cleanup.policy" => {
+            for p in value.split(',') {
+                if !matches!(p.trim(), "delete" | "compact") {
+                    return Err(bad("expected delete, compact or both"));
+                }
+            }
+        }
+        "message.timestamp.type" if !matches!(value, "CreateTime" | "LogAppendTime") => {
+            return Err(bad("expected CreateTime or LogAppendTime"));
+        }
+        "compression.type"
+            if !matches!(
+                value,
+                "producer" | "uncompressed" | "gzip" | "snappy" | "lz4" | "zstd"
+            ) =>
+        {
+            return Err(bad(
+                "expected producer, uncompressed, gzip, snappy, lz4 or zstd",
+            ));
+        }
+        "segment.bytes" if value.trim().parse::<i64>().unwrap_or(0) < 14 => {
+            return Err(bad("must be at least 14"));
+        }
+        "max.message.bytes" | "min.insync.replicas"
+            if value.trim().parse::<i64>().unwrap_or(0) < 1 =>
+        {
+            return Err(bad("must be at least 1"));
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Resolves the effective value of topic key `key`: the topic's override, else the broker synonym's value.
+pub fn topic_value(
+    broker: &BrokerConfig,
+    overrides: &BTreeMap<String, String>,
+    key: &str,
+) -> Option<String> {
+    if let Some(v) = overrides.get(key) {
+        return Some(v.clone());
+    }
+    let def = topic_def(key)?;
+    broker.value(def.broker_synonym)
+}
+
+/// Parses the `listeners`-style address a socket binds to.
+pub fn bind_addr(e: &Endpoint) -> Result<SocketAddr, ConfigError> {
+    use std::net::ToSocketAddrs;
+    (e.host.as_str(), e.port)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut it| it.next())
+        .ok_or_else(|| ConfigError::InvalidValue {
+            key: "listeners".into(),
+            value: e.to_string(),
+            reason: "cannot resolve host".into(),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
+        p.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_match_kafka() {
+        let c = BrokerConfig::from_pairs(&[]).unwrap();
+        assert_eq!(c.listener.port, 9092);
+        assert_eq!(c.num_partitions, 1);
+        assert_eq!(c.socket_request_max_bytes, 104_857_600);
+        assert_eq!(c.value("log.retention.ms").as_deref(), Some("604800000"));
+        assert_eq!(c.value("message.max.bytes").as_deref(), Some("1048588"));
+    }
+
+    #[test]
+    fn unknown_key_is_named() {
+        let err = BrokerConfig::from_pairs(&pairs(&[("log.retention.mss", "1")])).unwrap_err();
+        assert_eq!(err, ConfigError::UnknownKey("log.retention.mss".into()));
+        assert!(err.to_string().contains("log.retention.mss"));
+    }
+
+    #[test]
+    fn bad_value_is_named() {
+        let err = BrokerConfig::from_pairs(&pairs(&[("num.partitions", "many")])).unwrap_err();
+        assert!(err.to_string().contains("num.partitions"));
+    }
+
+    #[test]
+    fn retention_precedence_ms_minutes_hours() {
+        let c = BrokerConfig::from_pairs(&pairs(&[("log.retention.hours", "1")])).unwrap();
+        assert_eq!(c.value("log.retention.ms").as_deref(), Some("3600000"));
+        let c = BrokerConfig::from_pairs(&pairs(&[
+            ("log.retention.hours", "1"),
+            ("log.retention.minutes", "2"),
+        ]))
+        .unwrap();
+        assert_eq!(c.value("log.retention.ms").as_deref(), Some("120000"));
+        let c = BrokerConfig::from_pairs(&pairs(&[
+            ("log.retention.minutes", "2"),
+            ("log.retention.ms", "5"),
+        ]))
+        .unwrap();
+        assert_eq!(c.value("log.retention.ms").as_deref(), Some("5"));
+    }
+
+    #[test]
+    fn properties_parse() {
+        let p = parse_properties("# c\n\nlisteners=PLAINTEXT://:9093\nlog.dirs : /tmp/x,/tmp/y\n")
+            .unwrap();
+        let c = BrokerConfig::from_pairs(&p).unwrap();
+        assert_eq!(c.listener.host, "0.0.0.0");
+        assert_eq!(c.listener.port, 9093);
+        assert_eq!(c.advertised_listener.host, "127.0.0.1");
+        assert_eq!(c.log_dir, PathBuf::from("/tmp/x"));
+    }
+
+    #[test]
+    fn topic_config_validation() {
+        assert!(validate_topic_config("retention.ms", "1000").is_ok());
+        assert!(validate_topic_config("retention.ms", "x").is_err());
+        assert!(validate_topic_config("cleanup.policy", "compact,delete").is_ok());
+        assert!(validate_topic_config("cleanup.policy", "keep").is_err());
+        assert!(matches!(
+            validate_topic_config("nope", "1"),
+            Err(ConfigError::UnknownKey(_))
+        ));
+    }
+}

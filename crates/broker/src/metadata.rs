@@ -1,0 +1,317 @@
+//! The single-node metadata store: the cluster id, topics (name, topic id, partition count, config
+//! overrides) and the producer-id block, persisted in the data directory.
+//!
+//! On disk (in `log.dirs`):
+//! - `meta.properties` — Kafka's format: `version=1`, `cluster.id=<22-char base64url UUID>`, `node.id=<n>`.
+//!   Written once; a later start with a different `node.id` is refused.
+//! - `runnel-metadata.json` — `{ "topics": { name: { "topic_id", "partitions", "configs" } },
+//!   "next_producer_id": n }`, rewritten atomically (write temp, fsync, rename, fsync directory) on every
+//!   change. A crash leaves either the old or the new file.
+//!
+//! This stands in for the KRaft metadata log until the cluster issue replaces it; the types here are the
+//! records that log will carry (topic ids are UUIDs from the start).
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use parking_lot::RwLock;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// How many producer ids are reserved on disk at a time.
+const PRODUCER_ID_BLOCK: i64 = 1000;
+
+/// A topic's definition.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TopicMetadata {
+    /// Topic id (KIP-516).
+    pub topic_id: Uuid,
+    /// Number of partitions.
+    pub partitions: i32,
+    /// Topic-level config overrides (`retention.ms`, ...).
+    pub configs: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+struct State {
+    topics: BTreeMap<String, TopicMetadata>,
+    /// First producer id not yet reserved on disk.
+    next_producer_id: i64,
+}
+
+/// Errors of the metadata store.
+#[derive(Debug, thiserror::Error)]
+pub enum MetadataError {
+    /// The data directory could not be read or written.
+    #[error("metadata i/o on {path}: {source}")]
+    Io {
+        /// File concerned.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// A metadata file does not parse, or belongs to another node.
+    #[error("metadata file {path} is invalid: {reason}")]
+    Invalid {
+        /// File concerned.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// The persistent topic registry and id allocator. Thread-safe.
+#[derive(Debug)]
+pub struct MetadataStore {
+    dir: PathBuf,
+    cluster_id: String,
+    state: RwLock<State>,
+    /// Producer ids handed out from the reserved block: (next, end exclusive).
+    producer_ids: parking_lot::Mutex<(i64, i64)>,
+}
+
+impl MetadataStore {
+    /// Opens (or initializes) the store in `dir` for `node_id`.
+    pub fn open(dir: &Path, node_id: i32) -> Result<MetadataStore, MetadataError> {
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| MetadataError::Io { path, source }
+        };
+        fs::create_dir_all(dir).map_err(io(dir))?;
+        let meta = dir.join("meta.properties");
+        let cluster_id = if meta.exists() {
+            let text = fs::read_to_string(&meta).map_err(io(&meta))?;
+            let mut cluster_id = None;
+            let mut stored_node = None;
+            for line in text.lines() {
+                if let Some(v) = line.strip_prefix("cluster.id=") {
+                    cluster_id = Some(v.trim().to_string());
+                }
+                if let Some(v) = line.strip_prefix("node.id=") {
+                    stored_node = v.trim().parse::<i32>().ok();
+                }
+            }
+            if stored_node.is_some_and(|n| n != node_id) {
+                return Err(MetadataError::Invalid {
+                    path: meta,
+                    reason: format!(
+                        "written by node.id {}, but this broker is node.id {node_id}",
+                        stored_node.unwrap_or_default()
+                    ),
+                });
+            }
+            cluster_id.ok_or_else(|| MetadataError::Invalid {
+                path: meta.clone(),
+                reason: "no cluster.id".into(),
+            })?
+        } else {
+            let id = base64url_uuid(Uuid::new_v4());
+            let text = format!("#Runnel\nversion=1\ncluster.id={id}\nnode.id={node_id}\n");
+            write_atomically(dir, "meta.properties", text.as_bytes())?;
+            id
+        };
+        let path = dir.join("runnel-metadata.json");
+        let state: State = if path.exists() {
+            let text = fs::read(&path).map_err(io(&path))?;
+            serde_json::from_slice(&text).map_err(|e| MetadataError::Invalid {
+                path: path.clone(),
+                reason: e.to_string(),
+            })?
+        } else {
+            State::default()
+        };
+        let next = state.next_producer_id;
+        Ok(MetadataStore {
+            dir: dir.to_path_buf(),
+            cluster_id,
+            state: RwLock::new(state),
+            producer_ids: parking_lot::Mutex::new((next, next)),
+        })
+    }
+
+    /// The cluster id (22-character base64url UUID, as Kafka's `kafka-storage random-uuid`).
+    pub fn cluster_id(&self) -> &str {
+        &self.cluster_id
+    }
+
+    /// A topic's metadata.
+    pub fn topic(&self, name: &str) -> Option<TopicMetadata> {
+        self.state.read().topics.get(name).cloned()
+    }
+
+    /// The name and metadata of the topic with id `id`.
+    pub fn topic_by_id(&self, id: Uuid) -> Option<(String, TopicMetadata)> {
+        self.state
+            .read()
+            .topics
+            .iter()
+            .find(|(_, t)| t.topic_id == id)
+            .map(|(n, t)| (n.clone(), t.clone()))
+    }
+
+    /// All topics, by name.
+    pub fn topics(&self) -> BTreeMap<String, TopicMetadata> {
+        self.state.read().topics.clone()
+    }
+
+    /// The name of an existing topic that collides with `name` once `.` and `_` are treated alike (Kafka
+    /// refuses such pairs because their metric names collide).
+    pub fn colliding_topic(&self, name: &str) -> Option<String> {
+        let norm = |s: &str| s.replace('.', "_");
+        let n = norm(name);
+        self.state
+            .read()
+            .topics
+            .keys()
+            .find(|k| k.as_str() != name && norm(k) == n)
+            .cloned()
+    }
+
+    /// Adds a topic; returns `false` (changing nothing) when the name exists.
+    pub fn create_topic(&self, name: &str, topic: TopicMetadata) -> Result<bool, MetadataError> {
+        let mut state = self.state.write();
+        if state.topics.contains_key(name) {
+            return Ok(false);
+        }
+        let mut next = state.clone();
+        next.topics.insert(name.to_string(), topic);
+        self.persist(&next)?;
+        *state = next;
+        Ok(true)
+    }
+
+    /// Removes a topic; returns its metadata, or `None` when it did not exist.
+    pub fn delete_topic(&self, name: &str) -> Result<Option<TopicMetadata>, MetadataError> {
+        let mut state = self.state.write();
+        let mut next = state.clone();
+        let removed = next.topics.remove(name);
+        if removed.is_some() {
+            self.persist(&next)?;
+            *state = next;
+        }
+        Ok(removed)
+    }
+
+    /// Allocates a new producer id (KIP-98). Ids are reserved on disk in blocks so that a restart never
+    /// hands out an id twice.
+    pub fn allocate_producer_id(&self) -> Result<i64, MetadataError> {
+        let mut ids = self.producer_ids.lock();
+        if ids.0 >= ids.1 {
+            let mut state = self.state.write();
+            let mut next = state.clone();
+            let start = next.next_producer_id;
+            next.next_producer_id = start + PRODUCER_ID_BLOCK;
+            self.persist(&next)?;
+            *state = next;
+            *ids = (start, start + PRODUCER_ID_BLOCK);
+        }
+        let id = ids.0;
+        ids.0 += 1;
+        Ok(id)
+    }
+
+    fn persist(&self, state: &State) -> Result<(), MetadataError> {
+        let bytes = serde_json::to_vec_pretty(state).map_err(|e| MetadataError::Invalid {
+            path: self.dir.join("runnel-metadata.json"),
+            reason: e.to_string(),
+        })?;
+        write_atomically(&self.dir, "runnel-metadata.json", &bytes)
+    }
+}
+
+/// Writes `dir/name` so that a crash leaves the old or the new content: temp file, fsync, rename, fsync dir.
+pub fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), MetadataError> {
+    let tmp = dir.join(format!("{name}.tmp"));
+    let dst = dir.join(name);
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| MetadataError::Io { path, source }
+    };
+    let mut f = fs::File::create(&tmp).map_err(io(&tmp))?;
+    f.write_all(bytes).map_err(io(&tmp))?;
+    f.sync_all().map_err(io(&tmp))?;
+    fs::rename(&tmp, &dst).map_err(io(&dst))?;
+    fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io(dir))?;
+    Ok(())
+}
+
+/// Encodes a UUID as 22 characters of unpadded base64url, Kafka's textual form of cluster and topic ids.
+pub fn base64url_uuid(id: Uuid) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let bytes = id.as_bytes();
+    let mut out = String::with_capacity(22);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        let chars = chunk.len() + 1;
+        for i in 0..chars {
+            out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cluster_id_is_22_chars_and_stable() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = MetadataStore::open(dir.path(), 1).unwrap();
+        assert_eq!(a.cluster_id().len(), 22);
+        let id = a.cluster_id().to_string();
+        drop(a);
+        let b = MetadataStore::open(dir.path(), 1).unwrap();
+        assert_eq!(b.cluster_id(), id);
+        assert!(MetadataStore::open(dir.path(), 2).is_err());
+    }
+
+    #[test]
+    fn topics_persist_and_collide() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = MetadataStore::open(dir.path(), 1).unwrap();
+        let t = TopicMetadata {
+            topic_id: Uuid::new_v4(),
+            partitions: 3,
+            configs: BTreeMap::new(),
+        };
+        assert!(s.create_topic("a.b", t.clone()).unwrap());
+        assert!(!s.create_topic("a.b", t.clone()).unwrap());
+        assert_eq!(s.colliding_topic("a_b").as_deref(), Some("a.b"));
+        drop(s);
+        let s = MetadataStore::open(dir.path(), 1).unwrap();
+        assert_eq!(s.topic("a.b"), Some(t.clone()));
+        assert_eq!(s.topic_by_id(t.topic_id).unwrap().0, "a.b");
+        assert!(s.delete_topic("a.b").unwrap().is_some());
+        assert!(s.topic("a.b").is_none());
+    }
+
+    #[test]
+    fn producer_ids_never_repeat_across_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = MetadataStore::open(dir.path(), 1).unwrap();
+        let a = s.allocate_producer_id().unwrap();
+        let b = s.allocate_producer_id().unwrap();
+        assert_eq!(b, a + 1);
+        drop(s);
+        let s = MetadataStore::open(dir.path(), 1).unwrap();
+        assert!(s.allocate_producer_id().unwrap() > b);
+    }
+
+    #[test]
+    fn base64url_matches_known_value() {
+        let id = Uuid::from_u128(0);
+        assert_eq!(base64url_uuid(id), "AAAAAAAAAAAAAAAAAAAAAA");
+        let id = Uuid::from_u128(u128::MAX);
+        assert_eq!(base64url_uuid(id), "_____________________w");
+    }
+}

@@ -1,0 +1,189 @@
+//! The socket layer: accepts TCP connections, reads size-prefixed request frames, hands them to
+//! [`KafkaApis`](crate::apis::KafkaApis), and writes responses back in request order.
+//!
+//! Source: Kafka protocol guide, "Network" section: a frame is an `int32` size followed by that many bytes.
+//!
+//! Invariants:
+//! - One request is in flight per connection at a time (as Kafka mutes a channel until its response is sent),
+//!   so responses always go back in the order the requests arrived (pitfall 2); acks=0 Produce gets none.
+//! - A frame whose size is < 8 (no room for a request header), negative, or larger than
+//!   `socket.request.max.bytes` closes that connection before anything is allocated for it. The frame buffer
+//!   grows only as bytes actually arrive (pitfall 11).
+//! - A request we cannot decode, or an API key/version we do not serve, closes the connection — except
+//!   ApiVersions above our range, which gets error 35 and our real ranges (pitfall 1, KIP-511).
+//! - On plaintext connections, Fetch response record data goes from the segment file to the socket with
+//!   `sendfile(2)`.
+
+use std::io;
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use protocol::record::FileSlice;
+use protocol::Chunk;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+use crate::apis::{KafkaApis, RequestOutcome};
+
+/// Largest read-ahead the frame reader allocates before bytes arrive (bytes).
+const READ_CHUNK: usize = 64 * 1024;
+
+/// Accepts connections until `shutdown` flips to true.
+pub async fn serve(
+    listener: TcpListener,
+    apis: Arc<KafkaApis>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    let _ = stream.set_nodelay(true);
+                    let apis = apis.clone();
+                    let shutdown = shutdown.clone();
+                    tokio::spawn(async move {
+                        if let Err(e) = handle_connection(stream, apis, shutdown).await {
+                            tracing::debug!(%peer, error = %e, "connection closed");
+                        }
+                    });
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+            },
+            _ = shutdown.changed() => return,
+        }
+    }
+}
+
+/// Why a connection was closed by us.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectionError {
+    /// Socket error or peer gone.
+    #[error("i/o: {0}")]
+    Io(#[from] io::Error),
+    /// The frame size prefix is out of bounds.
+    #[error("invalid frame size {0}")]
+    FrameSize(i32),
+    /// The request could not be served (malformed, unknown API key, unsupported version).
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+}
+
+async fn handle_connection(
+    mut stream: TcpStream,
+    apis: Arc<KafkaApis>,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<(), ConnectionError> {
+    let max = apis.config().socket_request_max_bytes;
+    let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    loop {
+        let frame = tokio::select! {
+            f = read_frame(&mut stream, &mut buf, max) => f?,
+            _ = shutdown.changed() => return Ok(()),
+        };
+        let Some(frame) = frame else { return Ok(()) };
+        match apis.handle(frame).await {
+            RequestOutcome::Respond(chunks) => write_chunks(&mut stream, chunks).await?,
+            RequestOutcome::NoResponse => {}
+            RequestOutcome::Close(reason) => return Err(ConnectionError::InvalidRequest(reason)),
+        }
+    }
+}
+
+/// Reads one frame. Returns `None` on a clean EOF between frames.
+async fn read_frame(
+    stream: &mut TcpStream,
+    buf: &mut BytesMut,
+    max: i32,
+) -> Result<Option<bytes::Bytes>, ConnectionError> {
+    while buf.len() < 4 {
+        if buf.capacity() - buf.len() < 4 {
+            buf.reserve(READ_CHUNK);
+        }
+        if stream.read_buf(buf).await? == 0 {
+            return if buf.is_empty() {
+                Ok(None)
+            } else {
+                Err(io::Error::from(io::ErrorKind::UnexpectedEof).into())
+            };
+        }
+    }
+    let size = i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
+    if !(8..=max).contains(&size) {
+        return Err(ConnectionError::FrameSize(size));
+    }
+    let total = 4 + size as usize;
+    while buf.len() < total {
+        let want = (total - buf.len()).min(READ_CHUNK.max(buf.capacity() - buf.len()));
+        buf.reserve(want);
+        if stream.read_buf(buf).await? == 0 {
+            return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into());
+        }
+    }
+    let mut frame = buf.split_to(total);
+    let _ = frame.split_to(4);
+    Ok(Some(frame.freeze()))
+}
+
+/// Writes an encoded response: memory chunks with vectored writes, file chunks with `sendfile`.
+async fn write_chunks(stream: &mut TcpStream, chunks: Vec<Chunk>) -> io::Result<()> {
+    let mut pending: Vec<bytes::Bytes> = Vec::new();
+    for chunk in chunks {
+        match chunk {
+            Chunk::Bytes(b) => pending.push(b),
+            Chunk::File(slice) => {
+                flush_pending(stream, &mut pending).await?;
+                send_file(stream, &slice).await?;
+            }
+        }
+    }
+    flush_pending(stream, &mut pending).await
+}
+
+async fn flush_pending(stream: &mut TcpStream, pending: &mut Vec<bytes::Bytes>) -> io::Result<()> {
+    if pending.len() == 1 {
+        stream.write_all(&pending[0]).await?;
+    } else if !pending.is_empty() {
+        let total: usize = pending.iter().map(|b| b.len()).sum();
+        let mut joined = BytesMut::with_capacity(total);
+        for b in pending.iter() {
+            joined.extend_from_slice(b);
+        }
+        stream.write_all(&joined).await?;
+    }
+    pending.clear();
+    Ok(())
+}
+
+/// Sends `slice` from its file straight to the socket with `sendfile(2)`. A file shorter than the slice
+/// (a segment deleted under us) is an error: the frame size is already on the wire, so the connection closes.
+async fn send_file(stream: &mut TcpStream, slice: &FileSlice) -> io::Result<()> {
+    let mut offset = slice.position as libc::off_t;
+    let mut remaining = slice.len as usize;
+    let file_fd = slice.file.as_raw_fd();
+    while remaining > 0 {
+        stream.writable().await?;
+        let sock_fd = stream.as_raw_fd();
+        let result = stream.try_io(Interest::WRITABLE, || {
+            // SAFETY: both descriptors are open for the duration of the call (the socket is borrowed, the file
+            // is held by `slice`), and `offset` is a valid pointer to a local.
+            let n = unsafe { libc::sendfile(sock_fd, file_fd, &mut offset, remaining) };
+            if n < 0 {
+                Err(io::Error::last_os_error())
+            } else {
+                Ok(n as usize)
+            }
+        });
+        match result {
+            Ok(0) => return Err(io::Error::from(io::ErrorKind::UnexpectedEof)),
+            Ok(n) => remaining -= n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,274 @@
+//! Topic lifecycle: validation, creation (CreateTopics and auto-creation from Metadata), deletion, and the
+//! mapping from topic configs to the storage `LogConfig`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use protocol::error::ErrorCode;
+use protocol::record::TimestampType;
+use storage::LogConfig;
+use uuid::Uuid;
+
+use crate::config::{topic_value, validate_topic_config, BrokerConfig, ConfigError};
+use crate::metadata::{MetadataStore, TopicMetadata};
+use crate::replica_manager::ReplicaManager;
+
+/// Longest legal topic name (Kafka's `Topic.MAX_NAME_LENGTH`).
+pub const MAX_TOPIC_NAME_LENGTH: usize = 249;
+
+/// An error with the Kafka code and message a client sees.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    /// Kafka error code.
+    pub code: ErrorCode,
+    /// Human-readable reason.
+    pub message: String,
+}
+
+impl ApiError {
+    /// Builds an error.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> ApiError {
+        ApiError {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<ConfigError> for ApiError {
+    fn from(e: ConfigError) -> ApiError {
+        ApiError::new(ErrorCode::INVALID_CONFIG, e.to_string())
+    }
+}
+
+/// Checks a topic name as Kafka does: 1..=249 characters of `[a-zA-Z0-9._-]`, not `.` or `..`.
+/// Error: INVALID_TOPIC_EXCEPTION (17).
+pub fn validate_topic_name(name: &str) -> Result<(), ApiError> {
+    let bad = |why: &str| {
+        ApiError::new(
+            ErrorCode::INVALID_TOPIC_EXCEPTION,
+            format!("topic name '{name}' is illegal: {why}"),
+        )
+    };
+    if name.is_empty() {
+        return Err(bad("it is empty"));
+    }
+    if name == "." || name == ".." {
+        return Err(bad("'.' and '..' are not allowed"));
+    }
+    if name.len() > MAX_TOPIC_NAME_LENGTH {
+        return Err(bad("it is longer than 249 characters"));
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+    {
+        return Err(bad(
+            "only ASCII alphanumerics, '.', '_' and '-' are allowed",
+        ));
+    }
+    Ok(())
+}
+
+/// Creates, deletes and configures topics.
+#[derive(Debug)]
+pub struct TopicManager {
+    config: BrokerConfig,
+    metadata: Arc<MetadataStore>,
+    replica_manager: Arc<ReplicaManager>,
+}
+
+impl TopicManager {
+    /// Creates the manager.
+    pub fn new(
+        config: BrokerConfig,
+        metadata: Arc<MetadataStore>,
+        replica_manager: Arc<ReplicaManager>,
+    ) -> TopicManager {
+        TopicManager {
+            config,
+            metadata,
+            replica_manager,
+        }
+    }
+
+    /// Opens every partition of every known topic (startup).
+    pub fn load_all(&self) -> Result<(), storage::StorageError> {
+        for (name, topic) in self.metadata.topics() {
+            let config = self.log_config(&topic.configs);
+            for p in 0..topic.partitions {
+                self.replica_manager
+                    .make_leader(&name, p, topic.topic_id, config.clone())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates a topic. `partitions` / `replication_factor` of -1 take the broker defaults.
+    /// Errors: INVALID_TOPIC_EXCEPTION (17), TOPIC_ALREADY_EXISTS (36), INVALID_PARTITIONS (37),
+    /// INVALID_REPLICATION_FACTOR (38), INVALID_CONFIG (40), KAFKA_STORAGE_ERROR (56).
+    pub fn create_topic(
+        &self,
+        name: &str,
+        partitions: i32,
+        replication_factor: i16,
+        configs: BTreeMap<String, String>,
+        validate_only: bool,
+    ) -> Result<TopicMetadata, ApiError> {
+        validate_topic_name(name)?;
+        if self.metadata.topic(name).is_some() {
+            return Err(ApiError::new(
+                ErrorCode::TOPIC_ALREADY_EXISTS,
+                format!("Topic '{name}' already exists."),
+            ));
+        }
+        if let Some(other) = self.metadata.colliding_topic(name) {
+            return Err(ApiError::new(
+                ErrorCode::INVALID_TOPIC_EXCEPTION,
+                format!(
+                    "Topic '{name}' collides with existing topic '{other}' ('.' and '_' collide)."
+                ),
+            ));
+        }
+        let partitions = if partitions == -1 {
+            self.config.num_partitions
+        } else {
+            partitions
+        };
+        if partitions < 1 {
+            return Err(ApiError::new(
+                ErrorCode::INVALID_PARTITIONS,
+                format!("Number of partitions must be larger than 0, got {partitions}."),
+            ));
+        }
+        let rf = if replication_factor == -1 {
+            self.config.default_replication_factor
+        } else {
+            replication_factor
+        };
+        if rf < 1 {
+            return Err(ApiError::new(
+                ErrorCode::INVALID_REPLICATION_FACTOR,
+                format!("Replication factor must be larger than 0, got {rf}."),
+            ));
+        }
+        if rf > 1 {
+            return Err(ApiError::new(
+                ErrorCode::INVALID_REPLICATION_FACTOR,
+                format!("Replication factor: {rf} larger than available brokers: 1."),
+            ));
+        }
+        for (k, v) in &configs {
+            validate_topic_config(k, v)?;
+        }
+        let topic = TopicMetadata {
+            topic_id: Uuid::new_v4(),
+            partitions,
+            configs,
+        };
+        if validate_only {
+            return Ok(topic);
+        }
+        let created = self
+            .metadata
+            .create_topic(name, topic.clone())
+            .map_err(|e| ApiError::new(ErrorCode::KAFKA_STORAGE_ERROR, e.to_string()))?;
+        if !created {
+            return Err(ApiError::new(
+                ErrorCode::TOPIC_ALREADY_EXISTS,
+                format!("Topic '{name}' already exists."),
+            ));
+        }
+        let config = self.log_config(&topic.configs);
+        for p in 0..partitions {
+            self.replica_manager
+                .make_leader(name, p, topic.topic_id, config.clone())
+                .map_err(|e| ApiError::new(ErrorCode::KAFKA_STORAGE_ERROR, e.to_string()))?;
+        }
+        tracing::info!(topic = name, partitions, "created topic");
+        Ok(topic)
+    }
+
+    /// Deletes a topic and its logs. Errors: UNKNOWN_TOPIC_OR_PARTITION (3), TOPIC_DELETION_DISABLED (73).
+    pub fn delete_topic(&self, name: &str) -> Result<Uuid, ApiError> {
+        if !self.config.delete_topic_enable {
+            return Err(ApiError::new(
+                ErrorCode::TOPIC_DELETION_DISABLED,
+                "delete.topic.enable is false",
+            ));
+        }
+        let removed = self
+            .metadata
+            .delete_topic(name)
+            .map_err(|e| ApiError::new(ErrorCode::KAFKA_STORAGE_ERROR, e.to_string()))?;
+        let Some(topic) = removed else {
+            return Err(ApiError::new(
+                ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+                "This server does not host this topic-partition.",
+            ));
+        };
+        self.replica_manager
+            .delete_topic(name)
+            .map_err(|e| ApiError::new(ErrorCode::KAFKA_STORAGE_ERROR, e.to_string()))?;
+        tracing::info!(topic = name, "deleted topic");
+        Ok(topic.topic_id)
+    }
+
+    /// The effective value of a topic config key.
+    pub fn topic_config_value(
+        &self,
+        overrides: &BTreeMap<String, String>,
+        key: &str,
+    ) -> Option<String> {
+        topic_value(&self.config, overrides, key)
+    }
+
+    /// Builds the storage config of a topic from its overrides and the broker defaults.
+    pub fn log_config(&self, overrides: &BTreeMap<String, String>) -> LogConfig {
+        log_config(&self.config, overrides)
+    }
+}
+
+/// Builds the storage config of a topic from its overrides and the broker defaults.
+pub fn log_config(config: &BrokerConfig, overrides: &BTreeMap<String, String>) -> LogConfig {
+    let int = |key: &str, default: i64| -> i64 {
+        topic_value(config, overrides, key)
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(default)
+    };
+    let d = LogConfig::default();
+    LogConfig {
+        segment_bytes: int("segment.bytes", d.segment_bytes as i64) as _,
+        segment_ms: int("segment.ms", d.segment_ms),
+        retention_ms: int("retention.ms", d.retention_ms),
+        retention_bytes: int("retention.bytes", d.retention_bytes),
+        index_interval_bytes: int("index.interval.bytes", d.index_interval_bytes as i64) as _,
+        segment_index_bytes: int("segment.index.bytes", d.segment_index_bytes as i64) as _,
+        flush_messages: int("flush.messages", d.flush_messages),
+        flush_ms: int("flush.ms", d.flush_ms),
+        max_message_bytes: int("max.message.bytes", d.max_message_bytes as i64) as _,
+        message_timestamp_type: match topic_value(config, overrides, "message.timestamp.type")
+            .as_deref()
+        {
+            Some("LogAppendTime") => TimestampType::LogAppendTime,
+            _ => TimestampType::CreateTime,
+        },
+        producer_id_expiration_ms: config.producer_id_expiration_ms,
+        ..d
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topic_names() {
+        assert!(validate_topic_name("orders-v1.x_y").is_ok());
+        assert!(validate_topic_name("").is_err());
+        assert!(validate_topic_name("..").is_err());
+        assert!(validate_topic_name("a b").is_err());
+        assert!(validate_topic_name(&"a".repeat(250)).is_err());
+        assert!(validate_topic_name(&"a".repeat(249)).is_ok());
+    }
+}

@@ -1,0 +1,263 @@
+//! Lifecycle tests of the real `runnel` binary: configuration errors, clean shutdown, and framing limits.
+//! Each test starts its own process on a free port of 127.0.0.1 with a temporary data dir and kills it by
+//! PID when done.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use protocol::messages::{ApiVersionsRequest, MetadataRequest};
+use protocol::{decode_response, encode_request, ApiKey, RequestBody, RequestHeader, ResponseBody};
+
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A running broker process, killed on drop.
+struct Broker {
+    child: Child,
+    port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl Broker {
+    fn start(extra: &[&str]) -> Broker {
+        let dir = tempfile::tempdir().unwrap();
+        Broker::start_in(dir, extra)
+    }
+
+    fn start_in(dir: tempfile::TempDir, extra: &[&str]) -> Broker {
+        let port = free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_runnel"))
+            .arg("server")
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--data-dir")
+            .arg(dir.path())
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn runnel");
+        let mut b = Broker { child, port, dir };
+        b.wait_ready();
+        b
+    }
+
+    fn wait_ready(&mut self) {
+        let deadline = Instant::now() + STARTUP_TIMEOUT;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                let mut err = String::new();
+                self.child
+                    .stderr
+                    .take()
+                    .unwrap()
+                    .read_to_string(&mut err)
+                    .ok();
+                panic!("runnel exited during startup with {status}: {err}");
+            }
+            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "runnel did not accept connections on port {} within {STARTUP_TIMEOUT:?}",
+                self.port
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn connect(&self) -> TcpStream {
+        let s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s
+    }
+
+    /// Sends SIGTERM and waits (bounded) for the exit status.
+    fn terminate(mut self) -> (std::process::ExitStatus, tempfile::TempDir) {
+        // SAFETY: kill(2) on our own child's PID.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap());
+                return (status, dir);
+            }
+            assert!(
+                Instant::now() < deadline,
+                "runnel did not exit within 30 s of SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn round_trip(
+    stream: &mut TcpStream,
+    api: ApiKey,
+    version: i16,
+    body: RequestBody,
+) -> ResponseBody {
+    let header = RequestHeader {
+        request_api_key: api as i16,
+        request_api_version: version,
+        correlation_id: 7,
+        client_id: Some("runnel-test".into()),
+        unknown_tagged_fields: vec![],
+    };
+    let frame = encode_request(&header, &body).unwrap();
+    stream.write_all(&frame).unwrap();
+    let mut size = [0u8; 4];
+    stream.read_exact(&mut size).unwrap();
+    let mut buf = vec![0u8; i32::from_be_bytes(size) as usize];
+    stream.read_exact(&mut buf).unwrap();
+    let (correlation_id, body) = decode_response(api, version, Bytes::from(buf)).unwrap();
+    assert_eq!(correlation_id.correlation_id, 7);
+    body
+}
+
+fn api_versions(stream: &mut TcpStream) -> ResponseBody {
+    round_trip(
+        stream,
+        ApiKey::ApiVersions,
+        3,
+        RequestBody::ApiVersions(ApiVersionsRequest {
+            client_software_name: "runnel-test".into(),
+            client_software_version: "1.0".into(),
+            ..Default::default()
+        }),
+    )
+}
+
+#[test]
+fn unknown_config_key_is_a_startup_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_runnel"))
+        .args(["server", "--data-dir"])
+        .arg(dir.path())
+        .args(["--set", "log.retention.hourz=5"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("log.retention.hourz"), "stderr: {err}");
+}
+
+#[test]
+fn config_file_is_read_and_set_overrides_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let props = dir.path().join("server.properties");
+    std::fs::write(&props, "num.partitions=3\nauto.create.topics.enable=true\n").unwrap();
+    let props = props.display().to_string();
+    let b = Broker::start(&["--config", &props, "--set", "num.partitions=5"]);
+    let mut s = b.connect();
+    let resp = round_trip(
+        &mut s,
+        ApiKey::Metadata,
+        12,
+        RequestBody::Metadata(MetadataRequest {
+            topics: Some(vec![
+                protocol::messages::metadata_request::MetadataRequestTopic {
+                    name: Some("auto".into()),
+                    ..Default::default()
+                },
+            ]),
+            allow_auto_topic_creation: true,
+            ..Default::default()
+        }),
+    );
+    let ResponseBody::Metadata(m) = resp else {
+        panic!("not metadata")
+    };
+    assert_eq!(m.topics.len(), 1);
+    assert_eq!(m.topics[0].error_code, 0);
+    assert_eq!(m.topics[0].partitions.len(), 5);
+}
+
+#[test]
+fn sigterm_shuts_down_cleanly_and_data_survives() {
+    let b = Broker::start(&[]);
+    let mut s = b.connect();
+    let ResponseBody::ApiVersions(v) = api_versions(&mut s) else {
+        panic!("not api versions")
+    };
+    assert_eq!(v.error_code, 0);
+    round_trip(
+        &mut s,
+        ApiKey::Metadata,
+        12,
+        RequestBody::Metadata(MetadataRequest {
+            topics: Some(vec![
+                protocol::messages::metadata_request::MetadataRequestTopic {
+                    name: Some("kept".into()),
+                    ..Default::default()
+                },
+            ]),
+            allow_auto_topic_creation: true,
+            ..Default::default()
+        }),
+    );
+    let (status, dir) = b.terminate();
+    assert!(status.success(), "exit status after SIGTERM: {status}");
+    assert!(
+        dir.path().join(".kafka_cleanshutdown").exists(),
+        "clean-shutdown marker missing"
+    );
+    let b = Broker::start_in(dir, &[]);
+    let mut s = b.connect();
+    let ResponseBody::Metadata(m) = round_trip(
+        &mut s,
+        ApiKey::Metadata,
+        12,
+        RequestBody::Metadata(MetadataRequest {
+            topics: None,
+            ..Default::default()
+        }),
+    ) else {
+        panic!("not metadata")
+    };
+    assert!(m.topics.iter().any(|t| t.name.as_deref() == Some("kept")));
+}
+
+#[test]
+fn oversized_and_garbage_frames_close_only_their_connection() {
+    let b = Broker::start(&["--set", "socket.request.max.bytes=1000"]);
+    let mut healthy = b.connect();
+    for garbage in [
+        &b"GET / HTTP/1.1\r\n\r\n"[..],
+        &[0, 0, 0, 0][..],
+        &[0xff, 0xff, 0xff, 0xf0][..],
+        &[0, 0, 0x03, 0xe9][..], // 1001 > socket.request.max.bytes
+        &[0, 0, 0, 8, 0x7f, 0x00, 0, 0, 0, 0, 0, 1][..], // unknown api key 32512
+    ] {
+        let mut s = b.connect();
+        s.write_all(garbage).unwrap();
+        let mut buf = [0u8; 16];
+        let n = s.read(&mut buf).unwrap_or(0);
+        assert_eq!(
+            n, 0,
+            "expected the broker to close the connection for {garbage:?}"
+        );
+    }
+    let ResponseBody::ApiVersions(v) = api_versions(&mut healthy) else {
+        panic!()
+    };
+    assert_eq!(v.error_code, 0);
+}
