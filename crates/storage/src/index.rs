@@ -54,6 +54,11 @@ impl IndexFile {
         Ok(self.file.as_ref().expect("opened"))
     }
 
+    /// Clears the dirty flag, returning whether it was set (the caller fsyncs by path).
+    fn take_dirty(&mut self) -> bool {
+        std::mem::take(&mut self.dirty)
+    }
+
     /// Closes the descriptor when nothing is waiting for an fsync.
     fn release_if_clean(&mut self) {
         if !self.dirty {
@@ -278,6 +283,11 @@ impl OffsetIndex {
     pub fn release(&mut self) {
         self.inner.release_if_clean()
     }
+
+    /// The file path when it has unsynced changes (and forgets them: the caller fsyncs).
+    pub(crate) fn take_dirty_path(&mut self) -> Option<std::path::PathBuf> {
+        self.inner.take_dirty().then(|| self.inner.path.clone())
+    }
 }
 
 /// A (timestamp, offset) pair from the [`TimeIndex`].
@@ -409,6 +419,11 @@ impl TimeIndex {
     /// Closes the file descriptor unless an fsync is pending (reopened on demand).
     pub fn release(&mut self) {
         self.inner.release_if_clean()
+    }
+
+    /// The file path when it has unsynced changes (and forgets them: the caller fsyncs).
+    pub(crate) fn take_dirty_path(&mut self) -> Option<std::path::PathBuf> {
+        self.inner.take_dirty().then(|| self.inner.path.clone())
     }
 }
 

@@ -15,6 +15,42 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+/// Files to fsync, prepared by [`Log::prepare_flush`] and run without the log's lock.
+#[derive(Debug)]
+pub struct FlushJob {
+    files: Vec<std::sync::Arc<std::fs::File>>,
+    paths: Vec<PathBuf>,
+    dir: Option<PathBuf>,
+    upto: i64,
+    messages: i64,
+}
+
+impl FlushJob {
+    /// fsyncs the segment files, the index files (by path; a file deleted meanwhile is
+    /// skipped) and, after a roll, the partition directory.
+    pub fn run(&self) -> io::Result<()> {
+        for f in &self.files {
+            f.sync_data()?;
+        }
+        for p in &self.paths {
+            match fs::File::open(p) {
+                Ok(f) => f.sync_all()?,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if let Some(d) = &self.dir {
+            crate::checkpoint::fsync_dir(d)?;
+        }
+        Ok(())
+    }
+
+    /// The offset the recovery point advances to when the job succeeds.
+    pub fn upto(&self) -> i64 {
+        self.upto
+    }
+}
+
 /// Result of an append (Kafka's `LogAppendInfo`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogAppendInfo {
@@ -999,46 +1035,84 @@ impl Log {
         Ok(())
     }
 
-    /// Periodic flush policy: full [`flush`](Self::flush) when `flush_messages` unflushed
-    /// messages accumulated or the last flush is older than `flush_ms`; otherwise, after a roll,
-    /// fsyncs the segments below the new active one and advances the recovery point to its
-    /// base (as Kafka's asynchronous flush on roll). Returns true when something was fsynced.
+    /// Periodic flush policy: full flush when `flush_messages` unflushed messages accumulated
+    /// or the last flush is older than `flush_ms`; otherwise, after a roll, fsyncs the segments
+    /// below the new active one and advances the recovery point to its base (as Kafka's
+    /// asynchronous flush on roll). Returns true when something was fsynced. Same as
+    /// [`prepare_flush`](Self::prepare_flush) + [`FlushJob::run`] +
+    /// [`complete_flush`](Self::complete_flush) under one `&mut self`.
     pub fn maybe_flush(&mut self, now_ms: i64) -> Result<bool, StorageError> {
+        let Some(job) = self.prepare_flush(now_ms)? else {
+            return Ok(false);
+        };
+        let r = job.run();
+        self.complete_flush(job, r)?;
+        Ok(true)
+    }
+
+    /// First half of the periodic flush (see [`maybe_flush`](Self::maybe_flush)): decides what
+    /// to fsync and returns it as a [`FlushJob`] to run WITHOUT holding the log's lock, then
+    /// hand back to [`complete_flush`](Self::complete_flush). `None` when nothing is due.
+    pub fn prepare_flush(&mut self, now_ms: i64) -> Result<Option<FlushJob>, StorageError> {
         self.check_online()?;
         let by_count =
             self.unflushed_messages > 0 && self.unflushed_messages >= self.config.flush_messages;
         let by_time = self.unflushed_messages > 0
             && now_ms.saturating_sub(self.last_flush_ms) >= self.config.flush_ms;
-        if by_count || by_time {
-            self.flush()?;
+        let upto = if by_count || by_time {
             self.last_flush_ms = now_ms;
-            return Ok(true);
+            self.pending_roll_flush = None;
+            self.log_end_offset
+        } else if let Some(upto) = self.pending_roll_flush.take() {
+            upto
+        } else {
+            return Ok(None);
+        };
+        let rp_floor = self
+            .segments
+            .range(..=self.recovery_point)
+            .next_back()
+            .map_or(i64::MIN, |(b, _)| *b);
+        let mut job = FlushJob {
+            files: Vec::new(),
+            paths: Vec::new(),
+            dir: None,
+            upto,
+            messages: self.unflushed_messages,
+        };
+        let active_base = *self.segments.keys().next_back().expect("segment");
+        for (&b, seg) in self.segments.range_mut(rp_floor..) {
+            if b >= upto && !(upto == self.log_end_offset && b == active_base) {
+                break;
+            }
+            seg.take_flush_targets(&mut job.files, &mut job.paths);
         }
-        if let Some(upto) = self.pending_roll_flush.take() {
-            let rp_floor = self
-                .segments
-                .range(..=self.recovery_point)
-                .next_back()
-                .map_or(i64::MIN, |(b, _)| *b);
-            let mut res = Ok(());
-            for seg in self.segments.range_mut(rp_floor..upto).map(|(_, s)| s) {
-                if let Err(e) = seg.flush() {
-                    res = Err(e);
-                    break;
-                }
+        if std::mem::take(&mut self.needs_dir_fsync) {
+            job.dir = Some(self.dir.clone());
+        }
+        Ok(Some(job))
+    }
+
+    /// Second half of the periodic flush: on success advances the recovery point to the job's
+    /// offset and closes the index descriptors of flushed inactive segments; on failure takes
+    /// the log offline.
+    pub fn complete_flush(
+        &mut self,
+        job: FlushJob,
+        result: io::Result<()>,
+    ) -> Result<(), StorageError> {
+        if let Err(e) = result {
+            return self.poison("fsync", e);
+        }
+        self.recovery_point = self.recovery_point.max(job.upto.min(self.log_end_offset));
+        self.unflushed_messages = (self.unflushed_messages - job.messages).max(0);
+        let active_base = *self.segments.keys().next_back().expect("segment");
+        for (&b, seg) in self.segments.range_mut(..job.upto) {
+            if b != active_base {
                 seg.release_index_handles();
             }
-            if res.is_ok() && self.needs_dir_fsync {
-                res = crate::checkpoint::fsync_dir(&self.dir);
-            }
-            if let Err(e) = res {
-                return self.poison("fsync", e);
-            }
-            self.needs_dir_fsync = false;
-            self.recovery_point = self.recovery_point.max(upto);
-            return Ok(true);
         }
-        Ok(false)
+        Ok(())
     }
 
     /// Removes all data at and above `offset` (for replication), whole batches: a batch

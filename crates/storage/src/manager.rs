@@ -301,14 +301,23 @@ impl LogManager {
         n
     }
 
-    /// Periodic flush (broker timer): [`Log::maybe_flush`] on every log. Returns how many logs
-    /// fsynced something.
+    /// Periodic flush (broker timer): [`Log::maybe_flush`] policy on every log, with the fsyncs
+    /// done outside each log's lock. Returns how many logs fsynced something.
     pub fn flush_dirty(&self, now_ms: i64) -> usize {
         let mut n = 0;
         for (tp, log) in self.all_logs() {
-            match log.lock().maybe_flush(now_ms) {
-                Ok(true) => n += 1,
-                Ok(false) => {}
+            let job = match log.lock().prepare_flush(now_ms) {
+                Ok(Some(job)) => job,
+                Ok(None) => continue,
+                Err(e) => {
+                    tracing::error!(partition = %tp.dir_name(), error = %e, "flush failed");
+                    continue;
+                }
+            };
+            // fsync without holding the log's lock: appends and reads go on meanwhile.
+            let r = job.run();
+            match log.lock().complete_flush(job, r) {
+                Ok(()) => n += 1,
                 Err(e) => tracing::error!(partition = %tp.dir_name(), error = %e, "flush failed"),
             }
         }

@@ -443,6 +443,19 @@ impl LogSegment {
         self.time_index.flush()
     }
 
+    /// Moves this segment's unsynced files into `job` (to be fsynced without the log lock).
+    pub(crate) fn take_flush_targets(
+        &mut self,
+        files: &mut Vec<Arc<File>>,
+        paths: &mut Vec<PathBuf>,
+    ) {
+        if std::mem::take(&mut self.dirty) {
+            files.push(self.log.clone());
+        }
+        paths.extend(self.offset_index.take_dirty_path());
+        paths.extend(self.time_index.take_dirty_path());
+    }
+
     /// Deletes the segment's files.
     pub(crate) fn delete_files(self, dir: &Path) -> io::Result<()> {
         for suffix in ["log", "index", "timeindex"] {
