@@ -17,6 +17,8 @@ pub use builder::RecordBatchBuilder;
 pub use compression::{compress, decompress, Compression};
 
 #[cfg(test)]
+mod oracle_tests;
+#[cfg(test)]
 mod tests;
 
 use bytes::Bytes;
