@@ -549,6 +549,13 @@ impl Log {
                     "clients may not write control batches".into(),
                 ));
             }
+            if batch.producer_id() >= 0 && batch.base_sequence() < 0 {
+                return Err(StorageError::InvalidRecord(format!(
+                    "invalid sequence number {} in batch with producer id {}",
+                    batch.base_sequence(),
+                    batch.producer_id()
+                )));
+            }
             if !log_append {
                 self.check_timestamps(&summary, now_ms)?;
             }

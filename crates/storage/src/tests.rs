@@ -454,6 +454,10 @@ fn idempotent_dedup_gap_epoch_and_restart() {
         log.append_as_leader(idem_batch(7, 0, 5, 1), 0, NOW),
         Err(StorageError::InvalidProducerEpoch(_))
     ));
+    assert!(matches!(
+        log.append_as_leader(idem_batch(7, 1, -1, 1), 0, NOW),
+        Err(StorageError::InvalidRecord(_))
+    ));
     // unknown producer with seq != 0 is accepted (as Kafka since KIP-360)
     log.append_as_leader(idem_batch(8, 0, 42, 1), 0, NOW)
         .unwrap();
