@@ -420,7 +420,11 @@ impl LogSegment {
     /// index entries for them. Returns the new next offset of this segment.
     pub(crate) fn truncate_to(&mut self, offset: i64) -> io::Result<i64> {
         let Some(b) = self.find_batch(offset)? else {
-            return Ok(self.next_offset.unwrap_or(offset));
+            // Nothing at or after `offset` here: the segment already ends below it.
+            if self.next_offset.is_none() {
+                self.load_tail()?;
+            }
+            return Ok(self.next_offset.unwrap_or(self.base_offset));
         };
         self.offset_index.truncate_to(b.header.base_offset)?;
         self.time_index.truncate_to(b.header.base_offset)?;

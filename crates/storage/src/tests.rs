@@ -889,3 +889,26 @@ fn inactive_segments_hold_one_descriptor() {
     let used = fds().saturating_sub(before);
     assert!(used <= segs + segs / 2, "{used} fds for {segs} segments");
 }
+
+#[test]
+fn truncate_at_segment_boundary_after_clean_reopen() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(d.path(), small_config(), false);
+    for _ in 0..30 {
+        log.append_as_leader(batch(1, NOW, 100), 0, NOW).unwrap();
+    }
+    let bases = log.segment_base_offsets();
+    log.close().unwrap();
+    drop(log);
+    let mut log = open(d.path(), small_config(), false);
+    log.truncate_to(bases[2]).unwrap();
+    assert_eq!(log.log_end_offset(), bases[2]);
+    assert_eq!(log.segment_base_offsets(), bases[..2].to_vec());
+    assert_eq!(
+        log.append_as_leader(batch(1, NOW, 100), 0, NOW)
+            .unwrap()
+            .first_offset,
+        bases[2]
+    );
+    assert_eq!(all_offsets(&mut log), (0..=bases[2]).collect::<Vec<_>>());
+}
