@@ -560,4 +560,26 @@ mod tests {
             })
         );
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        #[test]
+        fn garbage_index_files_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200), targets in proptest::collection::vec(proptest::prelude::any::<i64>(), 1..10)) {
+            let dir = tempfile::tempdir().unwrap();
+            let p = dir.path().join("0.index");
+            std::fs::write(&p, &bytes).unwrap();
+            let mut idx = OffsetIndex::open(&p, 1000, 1 << 20).unwrap();
+            let t = dir.path().join("0.timeindex");
+            std::fs::write(&t, &bytes).unwrap();
+            let mut tidx = TimeIndex::open(&t, 1000, 1 << 20).unwrap();
+            for &x in &targets {
+                let _ = idx.lookup(x).unwrap();
+                let _ = tidx.lookup(x).unwrap();
+                idx.truncate_to(x).unwrap();
+                tidx.truncate_to(x).unwrap();
+            }
+            let _ = idx.last_entry().unwrap();
+            let _ = tidx.last_entry().unwrap();
+        }
+    }
 }

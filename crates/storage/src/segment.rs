@@ -388,10 +388,15 @@ impl LogSegment {
                 break;
             };
             let size = h.size_in_bytes() as u64;
+            // baseOffset is not covered by the CRC: insist it is in this segment's range.
+            let rel_last = h
+                .base_offset
+                .checked_add(h.last_offset_delta as i64)
+                .and_then(|l| l.checked_sub(self.base_offset));
             if pos + size > self.size
                 || h.base_offset < next
                 || h.last_offset_delta < 0
-                || h.last_offset() - self.base_offset > u32::MAX as i64
+                || !rel_last.is_some_and(|r| (0..=i32::MAX as i64).contains(&r))
             {
                 break;
             }
