@@ -912,3 +912,32 @@ fn truncate_at_segment_boundary_after_clean_reopen() {
     );
     assert_eq!(all_offsets(&mut log), (0..=bases[2]).collect::<Vec<_>>());
 }
+
+#[test]
+fn rolls_when_index_full_and_snapshots_on_roll_and_close() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = LogConfig {
+        index_interval_bytes: 1,
+        segment_index_bytes: 16,
+        ..LogConfig::default()
+    };
+    let mut log = open(d.path(), cfg.clone(), false);
+    for i in 0..10 {
+        log.append_as_leader(idem_batch(1, 0, i, 1), 0, NOW)
+            .unwrap();
+    }
+    // each segment holds at most 2 offset-index entries (entry per batch after the first)
+    assert!(
+        log.number_of_segments() >= 3,
+        "{:?}",
+        log.segment_base_offsets()
+    );
+    let snaps = log.producer_state().snapshot_offsets();
+    assert!(!snaps.is_empty());
+    assert!(snaps.iter().all(|o| log.segment_base_offsets().contains(o)));
+    for &o in &snaps {
+        assert!(d.path().join(offset_file_name(o, "snapshot")).exists());
+    }
+    log.close().unwrap();
+    assert!(d.path().join(offset_file_name(10, "snapshot")).exists());
+}
