@@ -4,7 +4,7 @@
 use protocol::error::ErrorCode;
 use protocol::messages::api_versions_response::ApiVersion;
 use protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
-use protocol::RequestHeader;
+use protocol::{ApiKey, RequestHeader};
 
 use super::{advertised_range, SUPPORTED_APIS};
 
@@ -34,6 +34,10 @@ pub fn response(error: ErrorCode) -> ApiVersionsResponse {
             .iter()
             .filter_map(|(key, _, _)| {
                 let (lo, hi) = advertised_range(*key)?;
+                // As Kafka 4 does (KIP-896): Produce is advertised from v0 because librdkafka decides
+                // whether the broker supports gzip/snappy by checking for Produce v0; v0–2 requests are
+                // still refused (the connection is closed).
+                let lo = if *key == ApiKey::Produce { 0 } else { lo };
                 Some(ApiVersion {
                     api_key: *key as i16,
                     min_version: lo,
