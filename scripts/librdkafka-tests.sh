@@ -20,7 +20,9 @@ SRC="$DEPS/librdkafka"
 
 # Broker-facing tests that exercise the APIs of issue 2 (produce, fetch, metadata, list offsets,
 # topic admin, idempotence, compression, auto-creation); no consumer groups or transactions.
-DEFAULT_TESTS="0001,0002,0003,0005,0007,0008,0011,0012,0013,0014,0015,0017,0022,0031,0034,0036,0038,0039,0041,0044,0047,0048,0049,0051,0052,0055,0060,0064,0072,0073,0074,0076,0081,0092,0094,0100,0114"
+# All 35 pass against Apache Kafka 4.4.0. Left out: 0052 (needs Kafka's shell scripts via KAFKA_PATH),
+# 0081 (admin suite incl. ACLs: needs an authorizer).
+DEFAULT_TESTS="0001,0002,0003,0005,0007,0008,0011,0012,0013,0014,0015,0017,0022,0031,0034,0036,0038,0039,0041,0044,0047,0048,0049,0051,0055,0060,0064,0072,0073,0074,0076,0092,0094,0100,0114"
 
 log() { printf '==> %s\n' "$*" >&2; }
 
