@@ -941,3 +941,100 @@ fn rolls_when_index_full_and_snapshots_on_roll_and_close() {
     log.close().unwrap();
     assert!(d.path().join(offset_file_name(10, "snapshot")).exists());
 }
+
+fn write_sample(dir: &std::path::Path) -> i64 {
+    let _ = std::fs::remove_dir_all(dir);
+    let cfg = LogConfig {
+        segment_bytes: 64 * 1024,
+        index_interval_bytes: 4096,
+        ..LogConfig::default()
+    };
+    let mut log = Log::open(dir, cfg, uuid::Uuid::new_v4(), false, 0, NOW).unwrap();
+    for i in 0..400i64 {
+        let c = Compression::ALL[(i % 5) as usize];
+        let mut b = if i % 3 == 0 {
+            RecordBatchBuilder::new(c).producer(77, 0, (i / 3 * 10) as i32)
+        } else {
+            RecordBatchBuilder::new(c)
+        };
+        for j in 0..10 {
+            b.append(
+                NOW + i * 10 + j,
+                Some(Bytes::from(format!("k{i}-{j}"))),
+                Some(Bytes::from(vec![(i % 256) as u8; 50 + j as usize * 7])),
+                vec![("h".into(), Some(Bytes::from_static(b"v")))],
+            );
+        }
+        log.append_as_leader(b.build().unwrap(), (i / 100) as i32, NOW)
+            .unwrap();
+    }
+    log.close().unwrap();
+    4000
+}
+
+/// Interop check of our on-disk format with Apache Kafka's own `DumpLogSegments`: every batch
+/// (all five codecs) deep-iterates with a valid CRC and the `.index`/`.timeindex` files verify
+/// against the `.log`. Needs Kafka's jars: `RUNNEL_KAFKA_LIBS=<dir with kafka jars>` (e.g.
+/// `.test-deps/kafka/libs` after `scripts/kafka-reference.sh fetch`) and
+/// `cargo test -p storage kafka_dump_log_segments -- --ignored`.
+#[test]
+#[ignore]
+fn kafka_dump_log_segments_reads_our_files() {
+    let libs = std::env::var("RUNNEL_KAFKA_LIBS").expect("RUNNEL_KAFKA_LIBS");
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let records = write_sample(&dir);
+    let mut logs = Vec::new();
+    let mut indexes = Vec::new();
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path().display().to_string();
+        if p.ends_with(".log") {
+            logs.push(p);
+        } else if p.ends_with("index") {
+            indexes.push(p);
+        }
+    }
+    let run = |files: &[String], extra: &[&str]| {
+        let out = std::process::Command::new("java")
+            .arg("-cp")
+            .arg(format!("{libs}/*"))
+            .arg("org.apache.kafka.tools.DumpLogSegments")
+            .arg("--files")
+            .arg(files.join(","))
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let dump = run(&logs, &["--deep-iteration"]);
+    assert_eq!(dump.matches("isvalid: true").count(), 400, "{dump}");
+    assert_eq!(dump.matches("isvalid: false").count(), 0);
+    assert_eq!(
+        dump.lines().filter(|l| l.starts_with("| offset")).count() as i64,
+        records
+    );
+    for codec in ["none", "gzip", "snappy", "lz4", "zstd"] {
+        assert_eq!(
+            dump.matches(&format!("compresscodec: {codec} ")).count(),
+            80,
+            "{codec}"
+        );
+    }
+    let verify = run(&indexes, &["--verify-index-only"]);
+    assert!(!verify.to_lowercase().contains("mismatch"), "{verify}");
+}
+
+/// Writes a sample partition directory for checking our on-disk format with Kafka's own
+/// `kafka.tools.DumpLogSegments` (see scripts/ or run with RUNNEL_SAMPLE_LOG_DIR=<dir>
+/// `cargo test -p storage write_sample_log -- --ignored`).
+#[test]
+#[ignore]
+fn write_sample_log() {
+    let dir = std::env::var("RUNNEL_SAMPLE_LOG_DIR").expect("RUNNEL_SAMPLE_LOG_DIR");
+    write_sample(std::path::Path::new(&dir));
+}
