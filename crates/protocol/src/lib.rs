@@ -15,6 +15,8 @@ pub mod error;
 pub mod frame;
 pub mod header;
 pub mod messages;
+#[cfg(test)]
+mod oracle_tests;
 pub mod record;
 #[cfg(test)]
 mod sample;

@@ -117,10 +117,10 @@ fn unsupported_key_and_version() {
         decode_request(f.freeze()),
         Err(DecodeError::UnsupportedApiKey(9999))
     );
-    // ApiVersions v5 (above our max): UnsupportedVersion, and the correlation id is peekable.
+    // ApiVersions v6 (above our max): UnsupportedVersion, and the correlation id is peekable.
     let mut f = BytesMut::new();
     f.put_i16(18);
-    f.put_i16(5);
+    f.put_i16(6);
     f.put_i32(42);
     f.put_i16(-1);
     f.put_u8(0);
@@ -129,10 +129,10 @@ fn unsupported_key_and_version() {
         decode_request(frame.clone()),
         Err(DecodeError::UnsupportedVersion {
             api_key: 18,
-            version: 5
+            version: 6
         })
     );
-    assert_eq!(RequestHeader::peek(&frame), Some((18, 5, 42)));
+    assert_eq!(RequestHeader::peek(&frame), Some((18, 6, 42)));
     assert_eq!(RequestHeader::peek(&frame[..7]), None);
     // Too short for a header.
     assert!(matches!(
@@ -347,14 +347,19 @@ fn supported_versions_match_the_newest_specs() {
     let expect = [
         (ApiKey::Produce, (3, 13)),
         (ApiKey::Fetch, (4, 18)),
-        (ApiKey::ListOffsets, (1, 10)),
+        (ApiKey::ListOffsets, (1, 11)),
         (ApiKey::Metadata, (0, 13)),
         (ApiKey::FindCoordinator, (0, 6)),
-        (ApiKey::ApiVersions, (0, 4)),
+        (ApiKey::ApiVersions, (0, 5)),
         (ApiKey::CreateTopics, (2, 7)),
         (ApiKey::DeleteTopics, (1, 6)),
         (ApiKey::InitProducerId, (0, 5)),
         (ApiKey::DescribeConfigs, (1, 4)),
+        (ApiKey::OffsetCommit, (2, 10)),
+        (ApiKey::OffsetFetch, (1, 10)),
+        (ApiKey::DeleteGroups, (0, 3)),
+        (ApiKey::DescribeLogDirs, (1, 5)),
+        (ApiKey::JoinGroup, (0, 9)),
     ];
     for (k, r) in expect {
         assert_eq!(supported_versions(k), Some(r), "{k}");
