@@ -9,6 +9,9 @@
 #   RUNNEL_SKIP_INSTALL=1        skip the apt/pip/maven install step
 #   RUNNEL_TEST_BOOTSTRAP=h:p    run the Python tests against an external broker (e.g. Apache Kafka)
 #   RUNNEL_TEST_BROKER=kafka     run the Python tests against Apache Kafka 4.4.0 started by the fixtures
+#   RUNNEL_TEST_RECORDS=N        records per client/codec round trip (default 100000)
+#   RUNNEL_LIBRDKAFKA_TESTS=1    also build and run librdkafka's own test suite (scripts/librdkafka-tests.sh,
+#                                ~8 min to build on 2 cores the first time)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -29,3 +32,14 @@ fi
 
 step "python -m pytest tests/ -v"
 python3 -m pytest tests/ -v --durations=25 "$@"
+
+if [[ "${RUNNEL_LIBRDKAFKA_TESTS:-0}" == 1 ]]; then
+    step "librdkafka's own integration tests"
+    if [[ -n "${RUNNEL_TEST_BOOTSTRAP:-}" ]]; then
+        bash scripts/librdkafka-tests.sh "$RUNNEL_TEST_BOOTSTRAP"
+    elif [[ "${RUNNEL_TEST_BROKER:-runnel}" == kafka ]]; then
+        bash scripts/librdkafka-tests.sh --kafka
+    else
+        bash scripts/librdkafka-tests.sh --runnel
+    fi
+fi

@@ -103,16 +103,16 @@ def test_kill9_during_produce_stream_keeps_every_acknowledged_record(fresh_broke
     i = 0
     killed_at = None
     deadline = time.monotonic() + 120
-    # stream until 30k are acknowledged, kill -9 with records still in flight, keep producing a bit
+    # stream until 30k are acknowledged, kill -9 with records still in flight, keep producing a little more
     while time.monotonic() < deadline:
-        for _ in range(500):
-            while True:
-                try:
-                    p.produce(topic, value=b"rec-%08d" % i, key=b"k%d" % (i % 97), partition=0, on_delivery=cb)
-                    break
-                except BufferError:  # local queue full: let deliveries drain
-                    p.poll(0.05)
-            i += 1
+        try:
+            for _ in range(500):
+                p.produce(topic, value=b"rec-%08d" % i, key=b"k%d" % (i % 97), partition=0, on_delivery=cb)
+                i += 1
+        except BufferError:  # local queue full: let deliveries drain (or, once killed, stop producing)
+            if killed_at is not None:
+                break
+            p.poll(0.05)
         p.poll(0.001)
         if killed_at is None and len(acked) >= 30000:
             b.kill9()
