@@ -841,6 +841,15 @@ fn main() {
             );
         }
         let _ = writeln!(out, "}}\n");
+        for (q, r) in &pairs {
+            let m = if idx == 0 { q } else { r };
+            let _ = writeln!(
+                out,
+                "impl From<{n}> for {kind}Body {{\n    fn from(b: {n}) -> Self {{\n        Self::{v}(b)\n    }}\n}}\n",
+                n = m.name,
+                v = api_name(q)
+            );
+        }
         let _ = writeln!(out, "impl {kind}Body {{");
         let _ = writeln!(out, "    /// The API this body belongs to.\n    pub fn api_key(&self) -> ApiKey {{\n        match self {{");
         for (q, _) in &pairs {
