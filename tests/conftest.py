@@ -213,6 +213,7 @@ def pytest_report_header(config):
 def pytest_configure(config):
     config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning")
     for name, doc in [("pitfalls", "raw-socket tests for shared/guides/pitfalls.md"),
+                      ("api", "raw-socket checks of issue 2's APIs against Kafka's behaviour"),
                       ("roundtrip", "100k-record round trips per client and codec"),
                       ("durability", "restart / kill -9 tests (need a broker started by the fixtures)"),
                       ("kafka_tools", "Apache Kafka's own command-line tools as clients (JVM start-up heavy)")]:

@@ -596,3 +596,9 @@ def wait_topic_ready(conn: Connection, topic: str, partitions: int, timeout: flo
         if time.monotonic() > deadline:
             raise TimeoutError(f"topic {topic} not ready: {md}")
         time.sleep(0.1)
+
+
+def metadata_brokers(conn: Connection) -> list:
+    """Node ids of the brokers in a Metadata v1 response (no topics requested)."""
+    r = conn.request(METADATA, 1, bytes(Writer().i32(0).buf))
+    return [b[0] for b in r.array(lambda r: (r.i32(), r.string(), r.i32(), r.string()))]

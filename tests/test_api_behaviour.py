@@ -1,0 +1,268 @@
+"""Kafka behaviours of issue 2's APIs beyond the pitfalls, over raw sockets (validated against Kafka 4.4.0):
+produce validation (CRC, structure, max.message.bytes), LogAppendTime, ListOffsets (-1, -2, -3, by timestamp),
+Metadata auto-creation and its allow flag, CreateTopics/DeleteTopics errors, DescribeConfigs.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+import uuid
+
+import pytest
+
+import kproto as k
+from conftest import make_topic
+
+pytestmark = pytest.mark.api
+
+CORRUPT_MESSAGE = 2
+UNKNOWN_TOPIC = 3
+MESSAGE_TOO_LARGE = 10
+INVALID_TOPIC = 17
+INVALID_PARTITIONS = 37
+INVALID_REPLICATION_FACTOR = 38
+INVALID_RECORD = 87
+
+
+def recs(n, size=10):
+    return [k.Record(b"k%d" % i, b"v" * size) for i in range(n)]
+
+
+# ------------------------------------------------------------------ produce validation
+def test_corrupt_crc_is_rejected_with_error_2(broker, topic):
+    make_topic(broker.bootstrap, topic, 1)
+    batch = bytearray(k.encode_batch(recs(3)))
+    batch[-1] ^= 0xFF  # flip the last byte of the last record: CRC no longer matches
+    with k.Connection(broker.bootstrap) as c:
+        res = k.produce(c, topic, 0, bytes(batch))
+        assert res.error == CORRUPT_MESSAGE
+        assert k.fetch(c, topic, 0, 0).high_watermark == 0
+        assert k.produce(c, topic, 0, k.encode_batch(recs(1))).error == 0
+
+
+def fix_crc(batch: bytearray) -> bytes:
+    struct.pack_into(">I", batch, 17, k.crc32c(bytes(batch[21:])))
+    return bytes(batch)
+
+
+def test_record_count_mismatch_is_rejected(broker, topic):
+    make_topic(broker.bootstrap, topic, 1)
+    batch = bytearray(k.encode_batch(recs(3)))
+    struct.pack_into(">i", batch, 57, 5)  # records count says 5, only 3 follow; CRC recomputed
+    with k.Connection(broker.bootstrap) as c:
+        res = k.produce(c, topic, 0, fix_crc(batch))
+        assert res.error == INVALID_RECORD, res  # Kafka 4.4: 87
+        assert k.fetch(c, topic, 0, 0).high_watermark == 0
+
+
+def test_truncated_batch_is_rejected(broker, topic):
+    make_topic(broker.bootstrap, topic, 1)
+    batch = k.encode_batch(recs(3))
+    with k.Connection(broker.bootstrap) as c:
+        res = k.produce(c, topic, 0, batch[:-7])
+        assert res.error == INVALID_RECORD, res  # Kafka 4.4: 87
+        assert k.fetch(c, topic, 0, 0).high_watermark == 0
+
+
+def test_max_message_bytes_is_error_10(broker, topic):
+    make_topic(broker.bootstrap, topic, 1, {"max.message.bytes": "2000"})
+    with k.Connection(broker.bootstrap) as c:
+        assert k.produce(c, topic, 0, k.encode_batch(recs(1, 3000))).error == MESSAGE_TOO_LARGE
+        assert k.produce(c, topic, 0, k.encode_batch(recs(1, 1000))).error == 0
+        assert k.fetch(c, topic, 0, 0).high_watermark == 1
+
+
+def test_log_append_time_topic(broker, topic):
+    make_topic(broker.bootstrap, topic, 1, {"message.timestamp.type": "LogAppendTime"})
+    with k.Connection(broker.bootstrap) as c:
+        before = int(time.time() * 1000)
+        res = k.produce(c, topic, 0, k.encode_batch(recs(2), timestamp=1_000_000))
+        after = int(time.time() * 1000)
+        assert res.error == 0
+        assert before - 5000 <= res.log_append_time <= after + 5000, res
+        (b,) = k.fetch(c, topic, 0, 0).batches()
+        assert b.attributes & 0x08, "timestamp-type bit (LogAppendTime) not set on the stored batch"
+        assert b.crc_ok
+
+
+def test_create_time_is_kept_as_sent(broker, topic):
+    make_topic(broker.bootstrap, topic, 1)
+    ts = int(time.time() * 1000) - 60_000
+    with k.Connection(broker.bootstrap) as c:
+        res = k.produce(c, topic, 0, k.encode_batch(recs(2), timestamp=ts))
+        assert res.error == 0 and res.log_append_time == -1
+        (b,) = k.fetch(c, topic, 0, 0).batches()
+        assert not b.attributes & 0x08
+        assert [r.timestamp for r in b.records] == [ts, ts]
+
+
+# ------------------------------------------------------------------ ListOffsets
+def list_offsets_v7(conn, topic, partition, timestamp):
+    """ListOffsets v7 (flexible) → (error, timestamp, offset). Needed for -3 (max timestamp)."""
+    w = (k.Writer().i32(-1).i8(0).uvarint(2).compact_string(topic).uvarint(2).i32(partition).i32(-1)
+         .i64(timestamp).tags().tags().tags())
+    corr = conn.send(k.LIST_OFFSETS, 7, bytes(w.buf), flexible_header=True)
+    got, r = conn.recv(flexible_header=True)
+    assert got == corr
+    r.i32()
+    assert r.uvarint() == 2
+    r.raw(r.uvarint() - 1)
+    assert r.uvarint() == 2
+    r.i32()
+    err, ts, off = r.i16(), r.i64(), r.i64()
+    return err, ts, off
+
+
+def test_list_offsets_latest_earliest_max_timestamp_and_by_time(broker, topic):
+    make_topic(broker.bootstrap, topic, 1)
+    now = int(time.time() * 1000)
+    with k.Connection(broker.bootstrap) as c:
+        assert k.list_offsets(c, topic, 0, -1)[::2] == (0, 0)
+        assert k.list_offsets(c, topic, 0, -2)[::2] == (0, 0)
+        # three batches of 2 records: timestamps now-30s, now-10s (the max), now-20s
+        for ts in (now - 30_000, now - 10_000, now - 20_000):
+            assert k.produce(c, topic, 0, k.encode_batch(recs(2), timestamp=ts)).error == 0
+        assert k.list_offsets(c, topic, 0, -1) == (0, -1, 6)
+        assert k.list_offsets(c, topic, 0, -2) == (0, -1, 0)
+        # by timestamp: the first offset whose timestamp >= the target
+        assert k.list_offsets(c, topic, 0, now - 30_000) == (0, now - 30_000, 0)
+        assert k.list_offsets(c, topic, 0, now - 25_000) == (0, now - 10_000, 2)
+        assert k.list_offsets(c, topic, 0, now - 10_000) == (0, now - 10_000, 2)
+        err, ts, off = k.list_offsets(c, topic, 0, now)  # nothing that late
+        assert err == 0 and off == -1 and ts == -1
+        _, apis = k.api_versions_v0(c)
+        if apis[k.LIST_OFFSETS][1] >= 7:
+            # max timestamp (-3): the first record carrying the largest timestamp (Kafka 4.4: offset 2 here)
+            assert list_offsets_v7(c, topic, 0, -3) == (0, now - 10_000, 2)
+
+
+def test_list_offsets_unknown_partition(broker, topic):
+    make_topic(broker.bootstrap, topic, 1)
+    with k.Connection(broker.bootstrap) as c:
+        assert k.list_offsets(c, topic, 5, -1)[0] == UNKNOWN_TOPIC
+
+
+# ------------------------------------------------------------------ Metadata auto-creation
+def test_metadata_auto_creation_honours_allow_flag(broker):
+    name = f"auto-{uuid.uuid4().hex[:10]}"
+    with k.Connection(broker.bootstrap) as c:
+        w = k.Writer().i32(1).string(name).i8(0).i8(0).i8(0)  # v8, allow_auto_topic_creation=false
+        r = c.request(k.METADATA, 8, bytes(w.buf))
+        md = parse_metadata_v8_topics(r)
+        assert md[name] == UNKNOWN_TOPIC
+        # still not created
+        r = c.request(k.METADATA, 8, bytes(k.Writer().i32(1).string(name).i8(0).i8(0).i8(0).buf))
+        assert parse_metadata_v8_topics(r)[name] == UNKNOWN_TOPIC
+        # allowed: created with num.partitions (4) partitions
+        k.wait_topic_ready(c, name, 4)
+        assert len(k.metadata(c, [name])[name][1]) == 4
+
+
+def parse_metadata_v8_topics(r):
+    r.i32()
+    r.array(lambda r: (r.i32(), r.string(), r.i32(), r.string()))
+    r.string()
+    r.i32()
+    out = {}
+    for _ in range(r.i32()):
+        err, name, _ = r.i16(), r.string(), r.i8()
+        r.array(lambda r: (r.i16(), r.i32(), r.i32(), r.i32(), r.array(lambda r: r.i32()),
+                           r.array(lambda r: r.i32()), r.array(lambda r: r.i32())))
+        r.i32()
+        out[name] = err
+    return out
+
+
+def test_produce_to_unknown_topic_auto_creates_via_client(broker):
+    """confluent-kafka producing to a new topic works with nothing configured (auto-creation)."""
+    from confluent_kafka import Producer
+    name = f"autoprod-{uuid.uuid4().hex[:10]}"
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    delivered = []
+    p.produce(name, b"hello", on_delivery=lambda err, msg: delivered.append((err, msg.partition())))
+    assert p.flush(30) == 0
+    assert delivered and delivered[0][0] is None, delivered
+    with k.Connection(broker.bootstrap) as c:
+        assert len(k.metadata(c, [name])[name][1]) == 4
+
+
+# ------------------------------------------------------------------ CreateTopics / DeleteTopics
+def create_topic_err(conn, name, partitions, replication=1):
+    w = k.Writer().i32(1).string(name).i32(partitions).i16(replication).i32(0).i32(0).i32(30000).i8(0)
+    r = conn.request(k.CREATE_TOPICS, 4, bytes(w.buf))
+    r.i32()
+    return r.array(lambda r: (r.string(), r.i16(), r.string()))[0][1]
+
+
+def test_create_topics_errors(broker, topic):
+    with k.Connection(broker.bootstrap) as c:
+        assert create_topic_err(c, topic, 2) == 0
+        assert create_topic_err(c, topic, 2) == k.TOPIC_ALREADY_EXISTS
+        assert create_topic_err(c, topic + "-z", 0) == INVALID_PARTITIONS
+        assert create_topic_err(c, "bad/name", 1) == INVALID_TOPIC
+        assert create_topic_err(c, "x" * 250, 1) == INVALID_TOPIC
+        assert create_topic_err(c, topic + "-rf", 1, replication=3) == INVALID_REPLICATION_FACTOR
+
+
+def test_delete_topics(broker, topic):
+    make_topic(broker.bootstrap, topic, 2)
+    with k.Connection(broker.bootstrap) as c:
+        assert k.produce(c, topic, 0, k.encode_batch(recs(3))).error == 0
+        w = k.Writer().i32(1).string(topic).i32(30000)
+        r = c.request(20, 1, bytes(w.buf))  # DeleteTopics v1
+        r.i32()
+        assert r.array(lambda r: (r.string(), r.i16())) == [(topic, 0)]
+        deadline = time.monotonic() + 30
+        while True:
+            r = c.request(k.METADATA, 8, bytes(k.Writer().i32(1).string(topic).i8(0).i8(0).i8(0).buf))
+            if parse_metadata_v8_topics(r)[topic] == UNKNOWN_TOPIC:
+                break
+            assert time.monotonic() < deadline, "topic still listed 30 s after DeleteTopics"
+            time.sleep(0.1)
+        r = c.request(20, 1, bytes(k.Writer().i32(1).string(topic).i32(30000).buf))
+        r.i32()
+        assert r.array(lambda r: (r.string(), r.i16())) == [(topic, UNKNOWN_TOPIC)]
+
+
+# ------------------------------------------------------------------ DescribeConfigs
+def describe_configs(conn, resource_type, name, keys=None):
+    """DescribeConfigs v1 → (error, {name: (value, read_only, source)})."""
+    w = k.Writer().i32(1).i8(resource_type).string(name)
+    if keys is None:
+        w.i32(-1)
+    else:
+        w.i32(len(keys))
+        for key in keys:
+            w.string(key)
+    w.i8(0)
+    r = conn.request(32, 1, bytes(w.buf))
+    r.i32()
+    assert r.i32() == 1
+    err, _msg, _rt, _rn = r.i16(), r.string(), r.i8(), r.string()
+    configs = {}
+    for _ in range(r.i32()):
+        cname, value, ro, source, _sens = r.string(), r.string(), r.i8(), r.i8(), r.i8()
+        r.array(lambda r: (r.string(), r.string(), r.i8()))
+        configs[cname] = (value, ro, source)
+    return err, configs
+
+
+def test_describe_configs_topic_and_broker(broker, topic):
+    make_topic(broker.bootstrap, topic, 1, {"retention.ms": "3600000"})
+    with k.Connection(broker.bootstrap) as c:
+        err, cfg = describe_configs(c, 2, topic)
+        assert err == 0
+        assert cfg["retention.ms"][0] == "3600000" and cfg["retention.ms"][2] == 1  # DYNAMIC_TOPIC_CONFIG
+        assert cfg["cleanup.policy"][0] == "delete"
+        assert cfg["segment.bytes"][0] == "1073741824"
+        assert cfg["max.message.bytes"][0] == "1048588"
+        err, cfg = describe_configs(c, 2, topic, ["retention.ms"])
+        assert err == 0 and list(cfg) == ["retention.ms"]
+        err, _ = describe_configs(c, 2, "no-such-topic-" + uuid.uuid4().hex[:6])
+        assert err == UNKNOWN_TOPIC
+        node = k.metadata_brokers(c)[0]
+        err, cfg = describe_configs(c, 4, str(node))
+        assert err == 0
+        assert cfg["num.partitions"][0] == "4"
+        assert cfg["log.segment.bytes"][0] == "1073741824"
