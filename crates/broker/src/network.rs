@@ -118,8 +118,13 @@ async fn read_frame(
     }
     let total = 4 + size as usize;
     while buf.len() < total {
-        let want = (total - buf.len()).min(READ_CHUNK.max(buf.capacity() - buf.len()));
-        buf.reserve(want);
+        // Grow by at most what has already arrived (at least READ_CHUNK): a claimed size costs memory only
+        // as the peer actually sends bytes, and growth is geometric so large frames are copied O(1) times.
+        let have = buf.len();
+        let want = (total - have).min(READ_CHUNK.max(have));
+        if buf.capacity() - have < want {
+            buf.reserve(want);
+        }
         if stream.read_buf(buf).await? == 0 {
             return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into());
         }

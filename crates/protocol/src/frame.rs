@@ -21,7 +21,8 @@ pub const MAX_FRAME_SIZE: usize = 104_857_600;
 /// not implement; [`DecodeError::UnsupportedVersion`] for a version outside
 /// [`supported_versions`] (the header is still readable with [`RequestHeader::peek`], so the
 /// broker can answer ApiVersions with UNSUPPORTED_VERSION — pitfall 1);
-/// [`DecodeError::Malformed`] for anything else, including trailing bytes after the body.
+/// [`DecodeError::Malformed`] for anything else. Trailing bytes after the body are ignored, as Kafka
+/// ignores them.
 pub fn decode_request(frame: Bytes) -> Result<(RequestHeader, RequestBody), DecodeError> {
     let (key, version, _) = RequestHeader::peek(&frame)
         .ok_or_else(|| DecodeError::Malformed("frame shorter than a request header".into()))?;
@@ -35,15 +36,9 @@ pub fn decode_request(frame: Bytes) -> Result<(RequestHeader, RequestBody), Deco
     }
     let mut buf = frame;
     let header = RequestHeader::decode(&mut buf, request_header_version(api, version))?;
+    // Bytes after the body are ignored, as Apache Kafka ignores them: librdkafka 2.12 sends three extra
+    // bytes after a Metadata v13 body that lists all topics, and Kafka serves it.
     let body = RequestBody::decode(api, version, &mut buf)?;
-    if buf.has_remaining() {
-        return Err(DecodeError::Malformed(format!(
-            "{} trailing bytes after {} v{} body",
-            buf.remaining(),
-            api.name(),
-            version
-        )));
-    }
     Ok((header, body))
 }
 
