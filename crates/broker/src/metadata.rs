@@ -62,6 +62,15 @@ pub enum MetadataError {
     },
 }
 
+/// Why [`MetadataStore::update_topic`] changed nothing.
+#[derive(Debug)]
+pub enum UpdateError<E> {
+    /// The update function refused.
+    Rejected(E),
+    /// The new state could not be persisted.
+    Metadata(MetadataError),
+}
+
 /// The persistent topic registry and id allocator. Thread-safe.
 #[derive(Debug)]
 pub struct MetadataStore {
@@ -192,6 +201,25 @@ impl MetadataStore {
             *state = next;
         }
         Ok(removed)
+    }
+
+    /// Replaces a topic's metadata with `update(current)`; returns the new metadata, or `None` when the topic
+    /// does not exist. Nothing changes when `update` fails.
+    pub fn update_topic<E>(
+        &self,
+        name: &str,
+        update: impl FnOnce(&TopicMetadata) -> Result<TopicMetadata, E>,
+    ) -> Result<Option<TopicMetadata>, UpdateError<E>> {
+        let mut state = self.state.write();
+        let Some(current) = state.topics.get(name) else {
+            return Ok(None);
+        };
+        let updated = update(current).map_err(UpdateError::Rejected)?;
+        let mut next = state.clone();
+        next.topics.insert(name.to_string(), updated.clone());
+        self.persist(&next).map_err(UpdateError::Metadata)?;
+        *state = next;
+        Ok(Some(updated))
     }
 
     /// Allocates a new producer id (KIP-98). Ids are reserved on disk in blocks so that a restart never

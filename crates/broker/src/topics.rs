@@ -10,7 +10,7 @@ use storage::LogConfig;
 use uuid::Uuid;
 
 use crate::config::{topic_value, validate_topic_config, BrokerConfig, ConfigError};
-use crate::metadata::{MetadataStore, TopicMetadata};
+use crate::metadata::{MetadataStore, TopicMetadata, UpdateError};
 use crate::replica_manager::ReplicaManager;
 
 /// Longest legal topic name (Kafka's `Topic.MAX_NAME_LENGTH`).
@@ -214,6 +214,86 @@ impl TopicManager {
         Ok(topic.topic_id)
     }
 
+    /// Replaces a topic's config overrides and applies them to its live partitions (retention, roll size,
+    /// limits take effect at once). Errors: UNKNOWN_TOPIC_OR_PARTITION (3), INVALID_CONFIG (40).
+    pub fn set_topic_configs(
+        &self,
+        name: &str,
+        configs: BTreeMap<String, String>,
+        validate_only: bool,
+    ) -> Result<(), ApiError> {
+        for (k, v) in &configs {
+            validate_topic_config(k, v)?;
+        }
+        if validate_only {
+            return self
+                .metadata
+                .topic(name)
+                .map(|_| ())
+                .ok_or_else(unknown_topic);
+        }
+        let updated = self
+            .metadata
+            .update_topic(name, |t| -> Result<_, ApiError> {
+                Ok(TopicMetadata {
+                    configs: configs.clone(),
+                    ..t.clone()
+                })
+            })
+            .map_err(update_error)?
+            .ok_or_else(unknown_topic)?;
+        let config = self.log_config(&updated.configs);
+        for p in 0..updated.partitions {
+            if let Some(part) = self.replica_manager.partition(name, p) {
+                part.log.lock().set_config(config.clone());
+            }
+        }
+        tracing::info!(topic = name, ?configs, "topic configs changed");
+        Ok(())
+    }
+
+    /// Grows a topic to `count` partitions. Errors: UNKNOWN_TOPIC_OR_PARTITION (3), INVALID_PARTITIONS (37)
+    /// when `count` is not larger than the current count.
+    pub fn add_partitions(
+        &self,
+        name: &str,
+        count: i32,
+        validate_only: bool,
+    ) -> Result<(), ApiError> {
+        let check = |t: &TopicMetadata| -> Result<TopicMetadata, ApiError> {
+            if count <= t.partitions {
+                return Err(ApiError::new(
+                    ErrorCode::INVALID_PARTITIONS,
+                    format!(
+                        "Topic currently has {} partitions, which is higher than or equal to the requested {count}.",
+                        t.partitions
+                    ),
+                ));
+            }
+            Ok(TopicMetadata {
+                partitions: count,
+                ..t.clone()
+            })
+        };
+        if validate_only {
+            let t = self.metadata.topic(name).ok_or_else(unknown_topic)?;
+            return check(&t).map(|_| ());
+        }
+        let updated = self
+            .metadata
+            .update_topic(name, check)
+            .map_err(update_error)?
+            .ok_or_else(unknown_topic)?;
+        let config = self.log_config(&updated.configs);
+        for p in 0..updated.partitions {
+            self.replica_manager
+                .make_leader(name, p, updated.topic_id, config.clone())
+                .map_err(|e| ApiError::new(ErrorCode::KAFKA_STORAGE_ERROR, e.to_string()))?;
+        }
+        tracing::info!(topic = name, partitions = count, "partitions added");
+        Ok(())
+    }
+
     /// The effective value of a topic config key.
     pub fn topic_config_value(
         &self,
@@ -226,6 +306,20 @@ impl TopicManager {
     /// Builds the storage config of a topic from its overrides and the broker defaults.
     pub fn log_config(&self, overrides: &BTreeMap<String, String>) -> LogConfig {
         log_config(&self.config, overrides)
+    }
+}
+
+fn unknown_topic() -> ApiError {
+    ApiError::new(
+        ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+        "This server does not host this topic-partition.",
+    )
+}
+
+fn update_error(e: UpdateError<ApiError>) -> ApiError {
+    match e {
+        UpdateError::Rejected(e) => e,
+        UpdateError::Metadata(e) => ApiError::new(ErrorCode::KAFKA_STORAGE_ERROR, e.to_string()),
     }
 }
 

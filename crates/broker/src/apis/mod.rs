@@ -4,10 +4,15 @@
 //! runs the API's handler, and encodes the response frame. Errors inside a request become Kafka error codes
 //! in the response; a request that cannot be decoded or is not served closes the connection.
 
+mod alter_configs;
 mod api_versions;
+mod create_partitions;
 mod create_topics;
+mod delete_records;
 mod delete_topics;
+mod describe_cluster;
 mod describe_configs;
+mod describe_log_dirs;
 mod fetch;
 mod find_coordinator;
 mod init_producer_id;
@@ -41,6 +46,12 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteTopics, 1, 6),
     (ApiKey::InitProducerId, 0, 5),
     (ApiKey::DescribeConfigs, 1, 4),
+    (ApiKey::AlterConfigs, 0, 2),
+    (ApiKey::IncrementalAlterConfigs, 0, 1),
+    (ApiKey::CreatePartitions, 0, 3),
+    (ApiKey::DeleteRecords, 0, 2),
+    (ApiKey::DescribeCluster, 0, 2),
+    (ApiKey::DescribeLogDirs, 1, 4),
 ];
 
 /// The advertised version range of `key`, clipped to what the codec supports.
@@ -151,6 +162,24 @@ impl KafkaApis {
             }
             RequestBody::FindCoordinator(r) => {
                 ResponseBody::FindCoordinator(find_coordinator::handle(self, &header, r))
+            }
+            RequestBody::AlterConfigs(r) => {
+                ResponseBody::AlterConfigs(alter_configs::handle(self, &header, r))
+            }
+            RequestBody::IncrementalAlterConfigs(r) => ResponseBody::IncrementalAlterConfigs(
+                alter_configs::handle_incremental(self, &header, r),
+            ),
+            RequestBody::CreatePartitions(r) => {
+                ResponseBody::CreatePartitions(create_partitions::handle(self, &header, r))
+            }
+            RequestBody::DeleteRecords(r) => {
+                ResponseBody::DeleteRecords(delete_records::handle(self, &header, r))
+            }
+            RequestBody::DescribeCluster(r) => {
+                ResponseBody::DescribeCluster(describe_cluster::handle(self, &header, r))
+            }
+            RequestBody::DescribeLogDirs(r) => {
+                ResponseBody::DescribeLogDirs(describe_log_dirs::handle(self, &header, r))
             }
             _ => return RequestOutcome::Close(format!("api {} is not served", api.name())),
         };

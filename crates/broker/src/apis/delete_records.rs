@@ -1,0 +1,62 @@
+//! DeleteRecords (key 21), v0–2. Source: Kafka protocol guide; KIP-107.
+//!
+//! Advances a partition's LogStartOffset to the requested offset (-1 means the HighWatermark); whole
+//! segments below it are deleted. An offset above the HighWatermark (or below -1) gets OFFSET_OUT_OF_RANGE
+//! (1). The response carries the new low watermark (LogStartOffset).
+
+use protocol::error::ErrorCode;
+use protocol::messages::delete_records_response::{
+    DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
+};
+use protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
+use protocol::RequestHeader;
+
+use super::{storage_error_code, KafkaApis};
+
+/// Answers DeleteRecords.
+pub fn handle(
+    apis: &KafkaApis,
+    _header: &RequestHeader,
+    request: DeleteRecordsRequest,
+) -> DeleteRecordsResponse {
+    let topics = request
+        .topics
+        .into_iter()
+        .map(|t| DeleteRecordsTopicResult {
+            partitions: t
+                .partitions
+                .iter()
+                .map(|p| {
+                    let mut r = DeleteRecordsPartitionResult {
+                        partition_index: p.partition_index,
+                        low_watermark: -1,
+                        ..Default::default()
+                    };
+                    let Some(part) = apis.replica_manager.partition(&t.name, p.partition_index)
+                    else {
+                        r.error_code = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0;
+                        return r;
+                    };
+                    let mut log = part.log.lock();
+                    let hw = log.high_watermark();
+                    let target = if p.offset == -1 { hw } else { p.offset };
+                    if target < 0 || target > hw {
+                        r.error_code = ErrorCode::OFFSET_OUT_OF_RANGE.0;
+                        return r;
+                    }
+                    match log.delete_records_before(target) {
+                        Ok(low) => r.low_watermark = low,
+                        Err(e) => r.error_code = storage_error_code(&e).0,
+                    }
+                    r
+                })
+                .collect(),
+            name: t.name,
+            ..Default::default()
+        })
+        .collect();
+    DeleteRecordsResponse {
+        topics,
+        ..Default::default()
+    }
+}
