@@ -4,6 +4,7 @@
 
 pub mod apis;
 pub mod config;
+pub mod group_coordinator;
 pub mod metadata;
 pub mod network;
 pub mod replica_manager;
@@ -70,6 +71,11 @@ impl Server {
             apis.clone(),
             shutdown_rx.clone(),
         ))];
+        let groups = apis.group_coordinator().clone();
+        tasks.push(tokio::spawn(groups.clone().run_timers(shutdown_rx.clone())));
+        // Replays __consumer_offsets off the async workers; group requests get COORDINATOR_LOAD_IN_PROGRESS
+        // until it is done.
+        tokio::task::spawn_blocking(move || groups.load());
         tasks.push(tokio::spawn(log_maintenance(
             config.clone(),
             log_manager,

@@ -1,7 +1,8 @@
 //! FindCoordinator (key 10), v0–6. Source: Kafka protocol guide; KIP-699 (batched keys, v4+).
 //!
-//! On a single node this broker is the coordinator of every group. Transaction coordinators (key type 1)
-//! are not implemented yet: those keys get COORDINATOR_NOT_AVAILABLE (15).
+//! On a single node this broker is the coordinator of every group. The first group lookup creates
+//! `__consumer_offsets` (as Kafka does); if that fails, group keys get COORDINATOR_NOT_AVAILABLE (15).
+//! Transaction coordinators (key type 1) are not implemented yet: those keys get COORDINATOR_NOT_AVAILABLE (15).
 
 use protocol::error::ErrorCode;
 use protocol::messages::find_coordinator_response::Coordinator;
@@ -22,8 +23,23 @@ pub fn handle(
     let node = apis.config().node_id;
     let host = apis.config().advertised_listener.host.clone();
     let port = i32::from(apis.config().advertised_listener.port);
+    let group_error = if request.key_type == KEY_TYPE_GROUP {
+        apis.groups.ensure_offsets_topic().err()
+    } else {
+        None
+    };
     let answer = |key: String| -> Coordinator {
-        if request.key_type == KEY_TYPE_GROUP {
+        if let Some(code) = group_error {
+            Coordinator {
+                key,
+                node_id: -1,
+                host: String::new(),
+                port: -1,
+                error_code: code.0,
+                error_message: Some("the group coordinator is not available".into()),
+                ..Default::default()
+            }
+        } else if request.key_type == KEY_TYPE_GROUP {
             Coordinator {
                 key,
                 node_id: node,

@@ -8,18 +8,29 @@ mod alter_configs;
 mod api_versions;
 mod create_partitions;
 mod create_topics;
+mod delete_groups;
 mod delete_records;
 mod delete_topics;
 mod describe_cluster;
 mod describe_configs;
+mod describe_groups;
 mod describe_log_dirs;
 mod fetch;
 mod find_coordinator;
+mod heartbeat;
 mod init_producer_id;
+mod join_group;
+mod leave_group;
+mod list_groups;
 mod list_offsets;
 mod metadata;
+mod offset_commit;
+mod offset_delete;
+mod offset_fetch;
 mod produce;
+mod sync_group;
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -28,6 +39,7 @@ use protocol::{ApiKey, Chunk, RequestBody, RequestHeader, ResponseBody};
 use storage::StorageError;
 
 use crate::config::BrokerConfig;
+use crate::group_coordinator::GroupCoordinatorService;
 use crate::metadata::MetadataStore;
 use crate::replica_manager::ReplicaManager;
 use crate::topics::TopicManager;
@@ -52,6 +64,16 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::DescribeCluster, 0, 2),
     (ApiKey::DescribeLogDirs, 1, 4),
+    (ApiKey::OffsetCommit, 2, 9),
+    (ApiKey::OffsetFetch, 1, 9),
+    (ApiKey::JoinGroup, 0, 9),
+    (ApiKey::Heartbeat, 0, 4),
+    (ApiKey::LeaveGroup, 0, 5),
+    (ApiKey::SyncGroup, 0, 5),
+    (ApiKey::DescribeGroups, 0, 6),
+    (ApiKey::ListGroups, 0, 5),
+    (ApiKey::DeleteGroups, 0, 2),
+    (ApiKey::OffsetDelete, 0, 0),
 ];
 
 /// The advertised version range of `key`, clipped to what the codec supports.
@@ -80,6 +102,7 @@ pub struct KafkaApis {
     metadata: Arc<MetadataStore>,
     replica_manager: Arc<ReplicaManager>,
     topics: TopicManager,
+    groups: Arc<GroupCoordinatorService>,
 }
 
 impl KafkaApis {
@@ -90,12 +113,23 @@ impl KafkaApis {
         replica_manager: Arc<ReplicaManager>,
     ) -> KafkaApis {
         let topics = TopicManager::new(config.clone(), metadata.clone(), replica_manager.clone());
+        let groups = Arc::new(GroupCoordinatorService::new(
+            config.clone(),
+            metadata.clone(),
+            replica_manager.clone(),
+        ));
         KafkaApis {
             config,
             metadata,
             replica_manager,
             topics,
+            groups,
         }
+    }
+
+    /// The group coordinator (the caller starts its loader and timer task).
+    pub fn group_coordinator(&self) -> &Arc<GroupCoordinatorService> {
+        &self.groups
     }
 
     /// Opens every partition of every known topic (startup).
@@ -108,8 +142,14 @@ impl KafkaApis {
         &self.config
     }
 
-    /// Handles one request frame.
+    /// Handles one request frame from an unknown peer (see [`KafkaApis::handle_from`]).
     pub async fn handle(&self, frame: Bytes) -> RequestOutcome {
+        self.handle_from(frame, None).await
+    }
+
+    /// Handles one request frame from `peer` (its IP becomes the group member's `client_host`, "/a.b.c.d" as
+    /// Kafka shows it).
+    pub async fn handle_from(&self, frame: Bytes, peer: Option<SocketAddr>) -> RequestOutcome {
         let Some((key, version, correlation_id)) = RequestHeader::peek(&frame) else {
             return RequestOutcome::Close("request shorter than its header".into());
         };
@@ -162,6 +202,37 @@ impl KafkaApis {
             }
             RequestBody::FindCoordinator(r) => {
                 ResponseBody::FindCoordinator(find_coordinator::handle(self, &header, r))
+            }
+            RequestBody::JoinGroup(r) => {
+                let host = peer.map_or_else(|| "/unknown".to_string(), |p| format!("/{}", p.ip()));
+                ResponseBody::JoinGroup(join_group::handle(self, &header, &host, r).await)
+            }
+            RequestBody::SyncGroup(r) => {
+                ResponseBody::SyncGroup(sync_group::handle(self, &header, r).await)
+            }
+            RequestBody::Heartbeat(r) => {
+                ResponseBody::Heartbeat(heartbeat::handle(self, &header, r))
+            }
+            RequestBody::LeaveGroup(r) => {
+                ResponseBody::LeaveGroup(leave_group::handle(self, &header, r))
+            }
+            RequestBody::OffsetCommit(r) => {
+                ResponseBody::OffsetCommit(offset_commit::handle(self, &header, r))
+            }
+            RequestBody::OffsetFetch(r) => {
+                ResponseBody::OffsetFetch(offset_fetch::handle(self, &header, r))
+            }
+            RequestBody::DescribeGroups(r) => {
+                ResponseBody::DescribeGroups(describe_groups::handle(self, &header, r))
+            }
+            RequestBody::ListGroups(r) => {
+                ResponseBody::ListGroups(list_groups::handle(self, &header, r))
+            }
+            RequestBody::DeleteGroups(r) => {
+                ResponseBody::DeleteGroups(delete_groups::handle(self, &header, r))
+            }
+            RequestBody::OffsetDelete(r) => {
+                ResponseBody::OffsetDelete(offset_delete::handle(self, &header, r))
             }
             RequestBody::AlterConfigs(r) => {
                 ResponseBody::AlterConfigs(alter_configs::handle(self, &header, r))

@@ -1,0 +1,89 @@
+//! DescribeGroups (key 15), v0–6. Source: Kafka protocol guide; KIP-430 (authorized operations, v3+),
+//! KIP-345 (group instance id, v4+), KIP-1043 (GROUP_ID_NOT_FOUND for unknown groups, v6+).
+//!
+//! An unknown group is state "Dead": with error GROUP_ID_NOT_FOUND (69) from v6, error 0 below v6, as Kafka.
+//! Member metadata and assignments are filled only while the group is Stable.
+
+use protocol::error::ErrorCode;
+use protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
+use protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse};
+use protocol::RequestHeader;
+
+use super::KafkaApis;
+
+/// Group operations allowed without an authorizer (KIP-430 bit positions): READ 3, DELETE 6, DESCRIBE 8.
+const ALL_GROUP_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8);
+
+/// Sentinel for "authorized operations not requested" (`Integer.MIN_VALUE`).
+const AUTHORIZED_OPERATIONS_OMITTED: i32 = i32::MIN;
+
+/// Describes each requested group, in request order.
+pub fn handle(
+    apis: &KafkaApis,
+    header: &RequestHeader,
+    request: DescribeGroupsRequest,
+) -> DescribeGroupsResponse {
+    let version = header.request_api_version;
+    let ops = if request.include_authorized_operations {
+        ALL_GROUP_OPERATIONS
+    } else {
+        AUTHORIZED_OPERATIONS_OMITTED
+    };
+    let groups = request
+        .groups
+        .into_iter()
+        .map(|group_id| {
+            let error = |code: i16, message: Option<String>| DescribedGroup {
+                error_code: code,
+                error_message: if version >= 6 { message } else { None },
+                group_id: group_id.clone(),
+                group_state: String::new(),
+                authorized_operations: ops,
+                ..Default::default()
+            };
+            if group_id.is_empty() {
+                return error(coordinator::error::INVALID_GROUP_ID, None);
+            }
+            let d = match apis.groups.read(|c| c.describe_group(&group_id)) {
+                Ok(d) => d,
+                Err(code) => return error(code.0, None),
+            };
+            let (error_code, error_message) = if d.error_code == ErrorCode::GROUP_ID_NOT_FOUND.0 {
+                if version >= 6 {
+                    (d.error_code, Some(format!("Group {group_id} not found.")))
+                } else {
+                    (0, None)
+                }
+            } else {
+                (d.error_code, None)
+            };
+            DescribedGroup {
+                error_code,
+                error_message,
+                group_id: d.group_id,
+                group_state: d.group_state,
+                protocol_type: d.protocol_type,
+                protocol_data: d.protocol_data,
+                members: d
+                    .members
+                    .into_iter()
+                    .map(|m| DescribedGroupMember {
+                        member_id: m.member_id,
+                        group_instance_id: m.group_instance_id,
+                        client_id: m.client_id,
+                        client_host: m.client_host,
+                        member_metadata: m.member_metadata,
+                        member_assignment: m.member_assignment,
+                        ..Default::default()
+                    })
+                    .collect(),
+                authorized_operations: ops,
+                ..Default::default()
+            }
+        })
+        .collect();
+    DescribeGroupsResponse {
+        groups,
+        ..Default::default()
+    }
+}

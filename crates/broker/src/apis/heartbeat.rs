@@ -1,0 +1,37 @@
+//! Heartbeat (key 12), v0–4. Source: Kafka protocol guide; KIP-345 (group instance id, v3+).
+//!
+//! Keeps a member's session alive. During a rebalance the answer is REBALANCE_IN_PROGRESS (27), telling the
+//! member to rejoin (pitfall 10).
+
+use protocol::messages::{HeartbeatRequest, HeartbeatResponse};
+use protocol::RequestHeader;
+
+use super::KafkaApis;
+
+/// Records the heartbeat; returns the member's error code.
+pub fn handle(
+    apis: &KafkaApis,
+    _header: &RequestHeader,
+    request: HeartbeatRequest,
+) -> HeartbeatResponse {
+    let error_code = if request.group_id.is_empty() {
+        coordinator::error::INVALID_GROUP_ID
+    } else {
+        match apis.groups.with(|c, now| {
+            c.heartbeat(
+                now,
+                &request.group_id,
+                &request.member_id,
+                request.group_instance_id.as_deref(),
+                request.generation_id,
+            )
+        }) {
+            Ok((code, _)) => code,
+            Err(code) => code.0,
+        }
+    };
+    HeartbeatResponse {
+        error_code,
+        ..Default::default()
+    }
+}

@@ -1,0 +1,83 @@
+//! JoinGroup (key 11), v0–9. Source: Kafka protocol guide; KIP-394 (member id required, v4+), KIP-345
+//! (static membership, v5+), KIP-559 (protocol type/name in the response, v7+), KIP-800 (reason, v8+),
+//! KIP-814 (skip assignment, v9+).
+//!
+//! The request is held until the group's join phase completes (clients wait; the connection serves one
+//! request at a time, as Kafka mutes the channel). JoinGroup v0 has no rebalance timeout: the session timeout
+//! is used (pitfall 10). Below v7 the protocol name is a non-nullable string: none → "".
+
+use protocol::messages::join_group_response::JoinGroupResponseMember;
+use protocol::messages::{JoinGroupRequest, JoinGroupResponse};
+use protocol::RequestHeader;
+
+use super::KafkaApis;
+
+/// Joins (or rejoins) the member and waits for the rebalance outcome.
+pub async fn handle(
+    apis: &KafkaApis,
+    header: &RequestHeader,
+    client_host: &str,
+    request: JoinGroupRequest,
+) -> JoinGroupResponse {
+    let version = header.request_api_version;
+    let member_id = request.member_id.clone();
+    let req = coordinator::JoinGroupRequest {
+        api_version: version,
+        group_id: request.group_id,
+        session_timeout_ms: request.session_timeout_ms,
+        rebalance_timeout_ms: if version == 0 {
+            -1
+        } else {
+            request.rebalance_timeout_ms
+        },
+        member_id: request.member_id,
+        group_instance_id: request.group_instance_id,
+        protocol_type: request.protocol_type,
+        protocols: request
+            .protocols
+            .into_iter()
+            .map(|p| coordinator::JoinProtocol {
+                name: p.name,
+                metadata: p.metadata,
+            })
+            .collect(),
+        client_id: header.client_id.clone().unwrap_or_default(),
+        client_host: client_host.to_string(),
+    };
+    let result = match apis.groups.join_group(req).await {
+        Ok(r) => r,
+        Err(code) => {
+            return JoinGroupResponse {
+                error_code: code.0,
+                generation_id: -1,
+                protocol_name: (version < 7).then(String::new),
+                member_id,
+                ..Default::default()
+            }
+        }
+    };
+    JoinGroupResponse {
+        error_code: result.error_code,
+        generation_id: result.generation_id,
+        protocol_type: result.protocol_type,
+        protocol_name: if version >= 7 {
+            result.protocol_name
+        } else {
+            Some(result.protocol_name.unwrap_or_default())
+        },
+        leader: result.leader,
+        skip_assignment: result.skip_assignment,
+        member_id: result.member_id,
+        members: result
+            .members
+            .into_iter()
+            .map(|m| JoinGroupResponseMember {
+                member_id: m.member_id,
+                group_instance_id: m.group_instance_id,
+                metadata: m.metadata,
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    }
+}

@@ -1,0 +1,82 @@
+//! LeaveGroup (key 13), v0–5. Source: Kafka protocol guide; KIP-345 (batched members by member id and/or
+//! group instance id, v3+), KIP-800 (reason, v5+).
+//!
+//! v0–v2 remove one member and carry a single top-level error: the group-level error if any, else that
+//! member's. v3+ answer per member, with a top-level error only for group-level failures.
+
+use protocol::messages::leave_group_response::MemberResponse;
+use protocol::messages::{LeaveGroupRequest, LeaveGroupResponse};
+use protocol::RequestHeader;
+
+use super::KafkaApis;
+
+/// Removes the members from the group (a rebalance follows if the group had others).
+pub fn handle(
+    apis: &KafkaApis,
+    header: &RequestHeader,
+    request: LeaveGroupRequest,
+) -> LeaveGroupResponse {
+    let version = header.request_api_version;
+    let members: Vec<coordinator::LeaveMember> = if version <= 2 {
+        vec![coordinator::LeaveMember {
+            member_id: request.member_id.clone(),
+            group_instance_id: None,
+        }]
+    } else {
+        request
+            .members
+            .iter()
+            .map(|m| coordinator::LeaveMember {
+                member_id: m.member_id.clone(),
+                group_instance_id: m.group_instance_id.clone(),
+            })
+            .collect()
+    };
+    let result = if request.group_id.is_empty() {
+        Err(coordinator::error::INVALID_GROUP_ID)
+    } else {
+        match apis
+            .groups
+            .with(|c, now| c.leave_group(now, &request.group_id, &members))
+        {
+            Ok((r, _)) => Ok(r),
+            Err(code) => Err(code.0),
+        }
+    };
+    let result = match result {
+        Ok(r) if r.error_code == 0 => r,
+        Ok(r) => {
+            return LeaveGroupResponse {
+                error_code: r.error_code,
+                ..Default::default()
+            }
+        }
+        Err(code) => {
+            return LeaveGroupResponse {
+                error_code: code,
+                ..Default::default()
+            }
+        }
+    };
+    if version <= 2 {
+        LeaveGroupResponse {
+            error_code: result.members.first().map_or(0, |m| m.error_code),
+            ..Default::default()
+        }
+    } else {
+        LeaveGroupResponse {
+            error_code: 0,
+            members: result
+                .members
+                .into_iter()
+                .map(|m| MemberResponse {
+                    member_id: m.member_id,
+                    group_instance_id: m.group_instance_id,
+                    error_code: m.error_code,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+}

@@ -1,0 +1,58 @@
+//! ListGroups (key 16), v0–5. Source: Kafka protocol guide; KIP-518 (states filter and group state, v4+),
+//! KIP-848 (types filter and group type, v5+).
+//!
+//! Every group is a classic group (type "classic"); groups that only hold offsets committed from outside
+//! group management are listed with protocol type "" and state "Empty", as in Kafka.
+
+use protocol::messages::list_groups_response::ListedGroup;
+use protocol::messages::{ListGroupsRequest, ListGroupsResponse};
+use protocol::RequestHeader;
+
+use super::KafkaApis;
+
+/// Type name of classic-protocol groups.
+const CLASSIC: &str = "classic";
+
+/// Lists the groups matching the filters (empty filter = all).
+pub fn handle(
+    apis: &KafkaApis,
+    header: &RequestHeader,
+    request: ListGroupsRequest,
+) -> ListGroupsResponse {
+    let version = header.request_api_version;
+    let states = if version >= 4 {
+        request.states_filter
+    } else {
+        Vec::new()
+    };
+    let types_match = version < 5
+        || request.types_filter.is_empty()
+        || request
+            .types_filter
+            .iter()
+            .any(|t| t.eq_ignore_ascii_case(CLASSIC));
+    match apis.groups.read(|c| c.list_groups(&states)) {
+        Ok(groups) => ListGroupsResponse {
+            error_code: 0,
+            groups: if types_match {
+                groups
+                    .into_iter()
+                    .map(|g| ListedGroup {
+                        group_id: g.group_id,
+                        protocol_type: g.protocol_type,
+                        group_state: g.group_state,
+                        group_type: CLASSIC.to_string(),
+                        ..Default::default()
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            ..Default::default()
+        },
+        Err(code) => ListGroupsResponse {
+            error_code: code.0,
+            ..Default::default()
+        },
+    }
+}

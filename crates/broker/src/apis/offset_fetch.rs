@@ -1,0 +1,144 @@
+//! OffsetFetch (key 9), v1–9. Source: Kafka protocol guide; KIP-88 (null topics = all, v2+), KIP-320 (leader
+//! epoch, v5+), KIP-447 (require_stable, v7+), KIP-709 (several groups per request, v8+), KIP-848 (member id /
+//! epoch, v9+; classic groups ignore them).
+//!
+//! Partitions without a committed offset get offset -1, leader epoch -1 and metadata "" with no error; an
+//! unknown group is answered the same way. v1–v7 carry one group (v1 has no top-level error field: errors go
+//! to every partition); v8+ a list. There are no transactional offsets yet, so `require_stable` never waits.
+//! v10 (topic ids) is not served.
+
+use protocol::messages::offset_fetch_response::{
+    OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic, OffsetFetchResponseTopics,
+};
+use protocol::messages::{OffsetFetchRequest, OffsetFetchResponse};
+use protocol::RequestHeader;
+
+use super::KafkaApis;
+
+/// One group's answer: the coordinator's result, or a group-level error code.
+fn fetch(
+    apis: &KafkaApis,
+    group_id: &str,
+    topics: Option<Vec<(String, Vec<i32>)>>,
+) -> coordinator::OffsetFetchGroup {
+    let error = |code: i16| coordinator::OffsetFetchGroup {
+        group_id: group_id.to_string(),
+        error_code: code,
+        topics: Vec::new(),
+    };
+    if group_id.is_empty() {
+        return error(coordinator::error::INVALID_GROUP_ID);
+    }
+    apis.groups
+        .read(|c| c.fetch_offsets(group_id, topics.as_deref()))
+        .unwrap_or_else(|code| error(code.0))
+}
+
+/// Answers the committed offsets of the requested group(s).
+pub fn handle(
+    apis: &KafkaApis,
+    header: &RequestHeader,
+    request: OffsetFetchRequest,
+) -> OffsetFetchResponse {
+    let version = header.request_api_version;
+    if version >= 8 {
+        let groups = request
+            .groups
+            .into_iter()
+            .map(|g| {
+                let topics = g.topics.map(|ts| {
+                    ts.into_iter()
+                        .map(|t| (t.name, t.partition_indexes))
+                        .collect()
+                });
+                let r = fetch(apis, &g.group_id, topics);
+                OffsetFetchResponseGroup {
+                    group_id: g.group_id,
+                    error_code: r.error_code,
+                    topics: r
+                        .topics
+                        .into_iter()
+                        .map(|(name, parts)| OffsetFetchResponseTopics {
+                            name,
+                            partitions: parts
+                                .into_iter()
+                                .map(|p| OffsetFetchResponsePartitions {
+                                    partition_index: p.partition_index,
+                                    committed_offset: p.committed_offset,
+                                    committed_leader_epoch: p.committed_leader_epoch,
+                                    metadata: Some(p.metadata),
+                                    error_code: p.error_code,
+                                    ..Default::default()
+                                })
+                                .collect(),
+                            ..Default::default()
+                        })
+                        .collect(),
+                    ..Default::default()
+                }
+            })
+            .collect();
+        return OffsetFetchResponse {
+            groups,
+            ..Default::default()
+        };
+    }
+    // v1 cannot ask for all topics; an absent list there means none.
+    let requested: Option<Vec<(String, Vec<i32>)>> = match request.topics {
+        Some(ts) => Some(
+            ts.into_iter()
+                .map(|t| (t.name, t.partition_indexes))
+                .collect(),
+        ),
+        None if version < 2 => Some(Vec::new()),
+        None => None,
+    };
+    let r = fetch(apis, &request.group_id, requested.clone());
+    let topics: Vec<OffsetFetchResponseTopic> = if r.error_code != 0 && version < 2 {
+        // No top-level error field: report it on every requested partition.
+        requested
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(name, parts)| OffsetFetchResponseTopic {
+                name,
+                partitions: parts
+                    .into_iter()
+                    .map(|p| OffsetFetchResponsePartition {
+                        partition_index: p,
+                        committed_offset: -1,
+                        committed_leader_epoch: -1,
+                        metadata: Some(String::new()),
+                        error_code: r.error_code,
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+            .collect()
+    } else {
+        r.topics
+            .into_iter()
+            .map(|(name, parts)| OffsetFetchResponseTopic {
+                name,
+                partitions: parts
+                    .into_iter()
+                    .map(|p| OffsetFetchResponsePartition {
+                        partition_index: p.partition_index,
+                        committed_offset: p.committed_offset,
+                        committed_leader_epoch: p.committed_leader_epoch,
+                        metadata: Some(p.metadata),
+                        error_code: p.error_code,
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+            .collect()
+    };
+    OffsetFetchResponse {
+        topics,
+        error_code: r.error_code,
+        ..Default::default()
+    }
+}

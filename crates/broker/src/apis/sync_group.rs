@@ -1,0 +1,45 @@
+//! SyncGroup (key 14), v0–5. Source: Kafka protocol guide; KIP-345 (group instance id, v3+), KIP-559
+//! (protocol type/name, v5+).
+//!
+//! The leader sends every member's assignment; followers wait for it. Each member gets its own bytes, empty
+//! (never null) when the leader gave it none (pitfall 9).
+
+use protocol::messages::{SyncGroupRequest, SyncGroupResponse};
+use protocol::RequestHeader;
+
+use super::KafkaApis;
+
+/// Syncs the member and waits for its assignment.
+pub async fn handle(
+    apis: &KafkaApis,
+    header: &RequestHeader,
+    request: SyncGroupRequest,
+) -> SyncGroupResponse {
+    let version = header.request_api_version;
+    let req = coordinator::SyncGroupRequest {
+        group_id: request.group_id,
+        generation_id: request.generation_id,
+        member_id: request.member_id,
+        group_instance_id: request.group_instance_id,
+        protocol_type: request.protocol_type,
+        protocol_name: request.protocol_name,
+        assignments: request
+            .assignments
+            .into_iter()
+            .map(|a| (a.member_id, a.assignment))
+            .collect(),
+    };
+    match apis.groups.sync_group(req).await {
+        Ok(r) => SyncGroupResponse {
+            error_code: r.error_code,
+            protocol_type: if version >= 5 { r.protocol_type } else { None },
+            protocol_name: if version >= 5 { r.protocol_name } else { None },
+            assignment: r.assignment,
+            ..Default::default()
+        },
+        Err(code) => SyncGroupResponse {
+            error_code: code.0,
+            ..Default::default()
+        },
+    }
+}
