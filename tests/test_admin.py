@@ -1,0 +1,168 @@
+"""Admin APIs through real clients: topic configs (describe, alter, incremental alter) applied live,
+CreatePartitions, DeleteRecords, DescribeCluster, DescribeLogDirs; and Kafka's kafka-configs and
+kafka-topics --alter tools.
+"""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewPartitions,
+    ResourceType,
+)
+
+import kproto as k
+from conftest import make_topic
+from test_kafka_tools import tool
+
+TIMEOUT_S = 30
+
+
+def admin(bootstrap):
+    return AdminClient({"bootstrap.servers": bootstrap})
+
+
+def topic_configs(a, topic):
+    res = ConfigResource(ResourceType.TOPIC, topic)
+    return a.describe_configs([res])[res].result(TIMEOUT_S)
+
+
+def test_describe_topic_configs_reports_defaults_and_overrides(broker, topic):
+    a = admin(broker.bootstrap)
+    make_topic(broker.bootstrap, topic, 1, {"retention.ms": "123456"})
+    cfg = topic_configs(a, topic)
+    assert cfg["retention.ms"].value == "123456"
+    src = cfg["retention.ms"].source
+    assert int(getattr(src, "value", src)) == 1  # DYNAMIC_TOPIC_CONFIG
+    assert cfg["segment.bytes"].value == "1073741824"
+    assert cfg["cleanup.policy"].value == "delete"
+
+
+def test_incremental_alter_configs_set_delete_append_and_validation(broker, topic):
+    a = admin(broker.bootstrap)
+    make_topic(broker.bootstrap, topic, 1)
+    res = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
+        ConfigEntry("retention.ms", "1000", incremental_operation=AlterConfigOpType.SET),
+        ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND),
+    ])
+    a.incremental_alter_configs([res])[res].result(TIMEOUT_S)
+    cfg = topic_configs(a, topic)
+    assert cfg["retention.ms"].value == "1000"
+    assert set(cfg["cleanup.policy"].value.split(",")) == {"delete", "compact"}
+
+    res = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
+        ConfigEntry("retention.ms", None, incremental_operation=AlterConfigOpType.DELETE),
+    ])
+    a.incremental_alter_configs([res])[res].result(TIMEOUT_S)
+    assert topic_configs(a, topic)["retention.ms"].value == "604800000"
+
+    bad = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
+        ConfigEntry("retention.mss", "5", incremental_operation=AlterConfigOpType.SET),
+    ])
+    with pytest.raises(KafkaException) as e:
+        a.incremental_alter_configs([bad])[bad].result(TIMEOUT_S)
+    assert e.value.args[0].code() == 40  # INVALID_CONFIG
+    assert "retention.mss" in str(e.value)
+
+    bad_value = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
+        ConfigEntry("retention.ms", "soon", incremental_operation=AlterConfigOpType.SET),
+    ])
+    with pytest.raises(KafkaException) as e:
+        a.incremental_alter_configs([bad_value])[bad_value].result(TIMEOUT_S)
+    assert e.value.args[0].code() == 40
+
+
+def test_max_message_bytes_change_takes_effect_live(broker, topic):
+    from confluent_kafka import Producer
+
+    a = admin(broker.bootstrap)
+    make_topic(broker.bootstrap, topic, 1)
+    p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0, "message.max.bytes": 2_000_000})
+    errors = []
+
+    def cb(err, _msg):
+        errors.append(err)
+
+    p.produce(topic, b"x" * 5000, partition=0, on_delivery=cb)
+    p.flush(TIMEOUT_S)
+    assert errors == [None]
+
+    res = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
+        ConfigEntry("max.message.bytes", "1000", incremental_operation=AlterConfigOpType.SET),
+    ])
+    a.incremental_alter_configs([res])[res].result(TIMEOUT_S)
+    errors.clear()
+    p.produce(topic, b"x" * 5000, partition=0, on_delivery=cb)
+    p.flush(TIMEOUT_S)
+    assert len(errors) == 1 and errors[0] is not None
+    assert errors[0].code() == 10, errors[0]  # MESSAGE_TOO_LARGE
+
+
+def test_create_partitions_grows_only(broker, topic):
+    a = admin(broker.bootstrap)
+    make_topic(broker.bootstrap, topic, 2)
+    a.create_partitions([NewPartitions(topic, 5)])[topic].result(TIMEOUT_S)
+    md = a.list_topics(topic, timeout=TIMEOUT_S)
+    assert len(md.topics[topic].partitions) == 5
+    with pytest.raises(KafkaException) as e:
+        a.create_partitions([NewPartitions(topic, 3)])[topic].result(TIMEOUT_S)
+    assert e.value.args[0].code() == 37  # INVALID_PARTITIONS
+
+
+def test_delete_records_advances_log_start(broker, topic):
+    a = admin(broker.bootstrap)
+    make_topic(broker.bootstrap, topic, 1)
+    with k.Connection(broker.bootstrap) as c:
+        for i in range(10):
+            assert k.produce(c, topic, 0, k.encode_batch([k.Record(b"k", b"v%d" % i)])).error == 0
+    res = a.delete_records([TopicPartition(topic, 0, 4)])
+    deleted = res[TopicPartition(topic, 0, 4)].result(TIMEOUT_S)
+    assert deleted.low_watermark == 4
+    with k.Connection(broker.bootstrap) as c:
+        assert k.list_offsets(c, topic, 0, -2)[2] == 4
+        f = k.fetch(c, topic, 0, 0)
+        assert f.error == 1 and f.log_start_offset == 4  # OFFSET_OUT_OF_RANGE below the log start
+    bad = a.delete_records([TopicPartition(topic, 0, 100)])
+    with pytest.raises(KafkaException) as e:
+        bad[TopicPartition(topic, 0, 100)].result(TIMEOUT_S)
+    assert e.value.args[0].code() == 1
+
+
+def test_describe_cluster(broker):
+    a = admin(broker.bootstrap)
+    desc = a.describe_cluster().result(TIMEOUT_S)
+    assert desc.cluster_id
+    assert len(desc.nodes) == 1
+    assert desc.controller is not None and desc.controller.id == desc.nodes[0].id
+
+
+def test_kafka_configs_and_topics_alter_tools(broker, topic):
+    b = broker.bootstrap
+    make_topic(b, topic, 1)
+    tool("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", b, "--entity-type", "topics",
+         "--entity-name", topic, "--alter", "--add-config", "retention.ms=5000,segment.bytes=1048576")
+    out = tool("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", b, "--entity-type", "topics",
+               "--entity-name", topic, "--describe")
+    assert "retention.ms=5000" in out and "segment.bytes=1048576" in out, out
+    tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", b, "--alter", "--topic", topic,
+         "--partitions", "3")
+    out = tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", b, "--describe", "--topic", topic)
+    assert "PartitionCount: 3" in out, out
+
+
+@pytest.mark.durability
+def test_topic_configs_survive_restart(fresh_broker, topic):
+    a = admin(fresh_broker.bootstrap)
+    make_topic(fresh_broker.bootstrap, topic, 1)
+    res = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
+        ConfigEntry("retention.bytes", "1048576", incremental_operation=AlterConfigOpType.SET),
+    ])
+    a.incremental_alter_configs([res])[res].result(TIMEOUT_S)
+    fresh_broker.restart()
+    a = admin(fresh_broker.bootstrap)
+    assert topic_configs(a, topic)["retention.bytes"].value == "1048576"
