@@ -5,6 +5,9 @@
 #   scripts/librdkafka-tests.sh --kafka              same, against Apache Kafka 4.4.0 started for the run
 #   scripts/librdkafka-tests.sh --runnel             same, against target/release/runnel server started for the run
 #   TESTS=0001,0004 scripts/librdkafka-tests.sh ...  choose tests (default: $DEFAULT_TESTS below)
+#   PERF=1 scripts/librdkafka-tests.sh --runnel      instead: librdkafka's rdkafka_performance producer, then
+#                                                    consumer, 100-byte records to one partition (PERF_COUNT,
+#                                                    default 2000000); prints records/s and MB/s
 #
 # librdkafka's source (with tests/) comes from the rdkafka-sys crate on crates.io: a scratch crate under
 # .test-deps/ depends on it and `cargo fetch` unpacks it into the cargo registry; it is copied to
@@ -109,6 +112,22 @@ case "$target" in
         ;;
     *) bootstrap="$target" ;;
 esac
+
+if [[ "${PERF:-0}" == 1 ]]; then
+    (cd "$SRC/examples" && make -s rdkafka_performance > "$DEPS/librdkafka-make-perf.txt" 2>&1) \
+        || { tail -30 "$DEPS/librdkafka-make-perf.txt" >&2; exit 1; }
+    count="${PERF_COUNT:-2000000}"
+    topic="perf-$(date +%s)"
+    perf="$SRC/examples/rdkafka_performance"
+    export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:$SRC/src"
+    log "rdkafka_performance: produce $count x 100 B to $topic/0 on $bootstrap (acks=all, idempotent, linger.ms=5)"
+    "$perf" -P -t "$topic" -p 0 -s 100 -c "$count" -b "$bootstrap" -a -1 -q \
+        -X enable.idempotence=true -X linger.ms=5 -X batch.size=1000000 2>&1 | grep -E '^%|msgs/s|MB/s' | tail -3
+    log "rdkafka_performance: consume $count from $topic/0"
+    "$perf" -C -t "$topic" -p 0 -o beginning -c "$count" -b "$bootstrap" -q 2>&1 \
+        | grep -E '^%|msgs/s|MB/s' | tail -3
+    exit 0
+fi
 
 tests="${TESTS:-$DEFAULT_TESTS}"
 conf="$SRC/tests/test.conf"
