@@ -241,11 +241,13 @@ impl RecordBatchHeader {
 }
 
 /// `seq + inc` wrapping past i32::MAX to 0 (Kafka's sequence arithmetic).
+/// Never overflows, whatever the (possibly corrupt) inputs.
 pub fn increment_sequence(seq: i32, inc: i32) -> i32 {
-    if seq > i32::MAX - inc {
-        inc - (i32::MAX - seq) - 1
+    let s = seq as i64 + inc as i64;
+    if s > i32::MAX as i64 {
+        (s - i32::MAX as i64 - 1) as i32
     } else {
-        seq + inc
+        s as i32
     }
 }
 

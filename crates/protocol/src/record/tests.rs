@@ -192,6 +192,17 @@ fn bad_counts() {
 }
 
 #[test]
+fn sequence_arithmetic() {
+    assert_eq!(increment_sequence(5, 3), 8);
+    assert_eq!(increment_sequence(i32::MAX, 1), 0);
+    assert_eq!(increment_sequence(i32::MAX - 1, 3), 1);
+    // corrupt inputs: no overflow panic
+    let _ = increment_sequence(i32::MIN, i32::MIN);
+    let _ = increment_sequence(5, -10);
+    let _ = increment_sequence(i32::MAX, i32::MAX);
+}
+
+#[test]
 fn empty_batch() {
     let b = RecordBatchBuilder::new(Compression::None).build().unwrap();
     let b = RecordBatch::new(b).unwrap();
