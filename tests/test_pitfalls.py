@@ -101,8 +101,8 @@ def test_p2_acks0_no_response_and_pipelined_responses_in_order(broker, topic):
         c.send(k.METADATA, 8, bytes(k.Writer().i32(1).string(topic).i8(0).i8(0).i8(0).buf), correlation_id=102)
         c.send(k.PRODUCE, 8, k.produce_body(topic, 0, k.encode_batch(recs(2, b"acks1")), acks=1),
                correlation_id=103)
-        # A long-polling fetch (nothing to read at offset 1000 beyond hw... use hw itself) then ApiVersions:
-        # the ApiVersions answer must wait behind the held fetch.
+        # A fetch at the high watermark (5) is held up to max_wait; the ApiVersions behind it must still be
+        # answered after it.
         c.send(k.FETCH, 11, k.fetch_body(topic, 0, 5, max_wait_ms=300), correlation_id=104)
         c.send(k.API_VERSIONS, 0, b"", correlation_id=105)
         order = []

@@ -225,3 +225,15 @@ def test_kcat_roundtrip(broker, topic, codec, tmp_path):
                     f"codec={codec},empty=")
     diff = records.first_difference(got, want)
     assert not diff, f"kcat: {diff}"
+
+
+@pytest.mark.parametrize("acks", ["1", "0"])
+def test_java_client_other_acks(broker, topic, acks, tmp_path):
+    """acks=1 and acks=0 (no response at all, pitfall 2) with a real client: every record still stored."""
+    seed = f"java-acks{acks}"
+    make_topic(broker.bootstrap, topic, 1)
+    java("produce", "--bootstrap", broker.bootstrap, "--topic", topic, "--count", str(N), "--seed", seed,
+         "--codec", "lz4", "--acks", acks)
+    out = tmp_path / "consumed.txt"
+    java("consume", "--bootstrap", broker.bootstrap, "--topic", topic, "--count", str(N), "--out", str(out))
+    assert_same(out.read_text().splitlines(), seed, f"java client acks={acks}")
