@@ -1,4 +1,13 @@
-//! The `runnel` binary: `runnel server` runs a Kafka-protocol broker.
+//! The `runnel` binary: `runnel server` runs a Kafka-protocol broker; `topic`, `produce`,
+//! `consume`, `group` and `cluster` are operator commands for any Kafka-protocol broker.
+
+mod client;
+mod cluster;
+mod consume;
+mod group;
+mod produce;
+mod topic;
+mod wire;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -19,6 +28,16 @@ struct Cli {
 enum Command {
     /// Run a broker (by default on 127.0.0.1:9092 with data in ./runnel-data).
     Server(ServerArgs),
+    /// Create, list, describe, delete and reconfigure topics.
+    Topic(topic::TopicArgs),
+    /// Produce records read from stdin, one per line.
+    Produce(produce::ProduceArgs),
+    /// Print records to stdout.
+    Consume(consume::ConsumeArgs),
+    /// List, describe (lag), reset and delete consumer groups.
+    Group(group::GroupArgs),
+    /// Cluster id, brokers, controller and API versions.
+    Cluster(cluster::ClusterArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -74,16 +93,26 @@ impl ServerArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The operator commands speak through their output; only the server logs at info by default.
+    let default_level = match cli.command {
+        Command::Server(_) => "info",
+        _ => "warn,rdkafka=off",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("RUNNEL_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level)),
         )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let result = match cli.command {
         Command::Server(args) => run_server(args),
+        Command::Topic(args) => topic::run(args),
+        Command::Produce(args) => produce::run(args),
+        Command::Consume(args) => consume::run(args),
+        Command::Group(args) => group::run(args),
+        Command::Cluster(args) => cluster::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

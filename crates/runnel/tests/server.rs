@@ -3,111 +3,15 @@
 //! PID when done.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::net::TcpStream;
+use std::process::Command;
 
 use bytes::Bytes;
 use protocol::messages::{ApiVersionsRequest, MetadataRequest};
 use protocol::{decode_response, encode_request, ApiKey, RequestBody, RequestHeader, ResponseBody};
 
-const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A running broker process, killed on drop.
-struct Broker {
-    child: Child,
-    port: u16,
-    dir: tempfile::TempDir,
-}
-
-impl Broker {
-    fn start(extra: &[&str]) -> Broker {
-        let dir = tempfile::tempdir().unwrap();
-        Broker::start_in(dir, extra)
-    }
-
-    fn start_in(dir: tempfile::TempDir, extra: &[&str]) -> Broker {
-        let port = free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_runnel"))
-            .arg("server")
-            .arg("--listen")
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("--data-dir")
-            .arg(dir.path())
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn runnel");
-        let mut b = Broker { child, port, dir };
-        b.wait_ready();
-        b
-    }
-
-    fn wait_ready(&mut self) {
-        let deadline = Instant::now() + STARTUP_TIMEOUT;
-        loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                let mut err = String::new();
-                self.child
-                    .stderr
-                    .take()
-                    .unwrap()
-                    .read_to_string(&mut err)
-                    .ok();
-                panic!("runnel exited during startup with {status}: {err}");
-            }
-            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "runnel did not accept connections on port {} within {STARTUP_TIMEOUT:?}",
-                self.port
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn connect(&self) -> TcpStream {
-        let s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        s
-    }
-
-    /// Sends SIGTERM and waits (bounded) for the exit status.
-    fn terminate(mut self) -> (std::process::ExitStatus, tempfile::TempDir) {
-        // SAFETY: kill(2) on our own child's PID.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap());
-                return (status, dir);
-            }
-            assert!(
-                Instant::now() < deadline,
-                "runnel did not exit within 30 s of SIGTERM"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Broker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+mod common;
+use common::Broker;
 
 fn round_trip(
     stream: &mut TcpStream,
@@ -217,7 +121,10 @@ fn sigterm_shuts_down_cleanly_and_data_survives() {
     let (status, dir) = b.terminate();
     assert!(status.success(), "exit status after SIGTERM: {status}");
     assert!(
-        dir.path().join(".kafka_cleanshutdown").exists(),
+        dir.path()
+            .join("data")
+            .join(".kafka_cleanshutdown")
+            .exists(),
         "clean-shutdown marker missing"
     );
     let b = Broker::start_in(dir, &[]);

@@ -1,0 +1,111 @@
+//! `runnel cluster info`: cluster id, controller and brokers (Metadata v1+ with no topics) and the
+//! API versions of the broker answering (ApiVersions), both with our own codec: librdkafka exposes
+//! neither the controller id nor the broker's version ranges.
+
+use anyhow::bail;
+use clap::Subcommand;
+use protocol::messages::MetadataRequest;
+use protocol::{ApiKey, RequestBody, ResponseBody};
+use serde_json::json;
+
+use crate::client::{print_json, print_table, ConnArgs};
+use crate::wire::Wire;
+
+/// `runnel cluster ...`
+#[derive(clap::Args, Debug)]
+pub struct ClusterArgs {
+    #[command(flatten)]
+    conn: ConnArgs,
+    #[command(subcommand)]
+    command: ClusterCommand,
+}
+
+#[derive(Subcommand, Debug)]
+enum ClusterCommand {
+    /// Cluster id, controller, brokers and the API versions the broker supports.
+    Info,
+}
+
+/// Runs a `cluster` subcommand.
+pub fn run(args: ClusterArgs) -> anyhow::Result<()> {
+    match args.command {
+        ClusterCommand::Info => info(&args.conn),
+    }
+}
+
+fn info(conn: &ConnArgs) -> anyhow::Result<()> {
+    conn.preflight()?;
+    let mut wire = Wire::connect_any(&conn.bootstrap, conn.timeout())?;
+    let (_, resp) = wire.call(
+        RequestBody::Metadata(MetadataRequest {
+            topics: Some(vec![]),
+            allow_auto_topic_creation: false,
+            ..Default::default()
+        }),
+        12,
+    )?;
+    let ResponseBody::Metadata(md) = resp else {
+        bail!("unexpected response to Metadata");
+    };
+    let mut brokers: Vec<_> = md.brokers.iter().collect();
+    brokers.sort_by_key(|b| b.node_id);
+    let apis: Vec<(i16, String, i16, i16)> = wire
+        .versions
+        .iter()
+        .map(|(k, (lo, hi))| {
+            let name = ApiKey::from_i16(*k)
+                .map(|a| a.name().to_string())
+                .unwrap_or_else(|| format!("Unknown({k})"));
+            (*k, name, *lo, *hi)
+        })
+        .collect();
+    let cluster_id = md.cluster_id.clone().unwrap_or_default();
+    if conn.json {
+        let bs: Vec<_> = brokers
+            .iter()
+            .map(|b| json!({"id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}))
+            .collect();
+        let av: Vec<_> = apis
+            .iter()
+            .map(|(k, n, lo, hi)| json!({"api_key": k, "name": n, "min_version": lo, "max_version": hi}))
+            .collect();
+        print_json(&json!({
+            "cluster_id": md.cluster_id,
+            "controller_id": md.controller_id,
+            "brokers": bs,
+            "api_versions_of": wire.addr(),
+            "api_versions": av,
+        }));
+    } else {
+        println!(
+            "Cluster ID: {}",
+            if cluster_id.is_empty() {
+                "-"
+            } else {
+                &cluster_id
+            }
+        );
+        println!("Controller: {}", md.controller_id);
+        println!();
+        let rows: Vec<Vec<String>> = brokers
+            .iter()
+            .map(|b| {
+                vec![
+                    b.node_id.to_string(),
+                    b.host.clone(),
+                    b.port.to_string(),
+                    b.rack.clone().unwrap_or_else(|| "-".into()),
+                ]
+            })
+            .collect();
+        print_table(&["BROKER", "HOST", "PORT", "RACK"], &rows);
+        println!();
+        println!("API versions of {}:", wire.addr());
+        let rows: Vec<Vec<String>> = apis
+            .iter()
+            .map(|(k, n, lo, hi)| vec![k.to_string(), n.clone(), format!("{lo}-{hi}")])
+            .collect();
+        print_table(&["KEY", "API", "VERSIONS"], &rows);
+    }
+    Ok(())
+}

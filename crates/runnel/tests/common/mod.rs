@@ -1,0 +1,157 @@
+//! Shared by the integration tests: a real `runnel server` process on a free port of 127.0.0.1
+//! with a temporary data dir, killed on drop, and a bounded runner for `runnel` subcommands.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A running broker process, killed on drop.
+pub struct Broker {
+    pub child: Child,
+    pub port: u16,
+    pub dir: tempfile::TempDir,
+}
+
+impl Broker {
+    pub fn start(extra: &[&str]) -> Broker {
+        let dir = tempfile::tempdir().unwrap();
+        Broker::start_in(dir, extra)
+    }
+
+    pub fn start_in(dir: tempfile::TempDir, extra: &[&str]) -> Broker {
+        let port = free_port();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.path().join("broker.log"))
+            .unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_runnel"))
+            .arg("server")
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--data-dir")
+            .arg(dir.path().join("data"))
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("spawn runnel");
+        let mut b = Broker { child, port, dir };
+        b.wait_ready();
+        b
+    }
+
+    /// `127.0.0.1:PORT`
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    fn wait_ready(&mut self) {
+        let deadline = Instant::now() + STARTUP_TIMEOUT;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                let err = self.log();
+                panic!("runnel exited during startup with {status}: {err}");
+            }
+            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "runnel did not accept connections on port {} within {STARTUP_TIMEOUT:?}",
+                self.port
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The broker's stderr so far (its log).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("broker.log")).unwrap_or_default()
+    }
+
+    /// The data directory (`log.dirs`).
+    pub fn data_dir(&self) -> std::path::PathBuf {
+        self.dir.path().join("data")
+    }
+
+    pub fn connect(&self) -> TcpStream {
+        let s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s
+    }
+
+    /// Sends SIGTERM and waits (bounded) for the exit status.
+    pub fn terminate(mut self) -> (std::process::ExitStatus, tempfile::TempDir) {
+        // SAFETY: kill(2) on our own child's PID.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap());
+                return (status, dir);
+            }
+            assert!(
+                Instant::now() < deadline,
+                "runnel did not exit within 30 s of SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `runnel ARGS` with `stdin`, killing it if it takes longer than `limit`; returns its output.
+pub fn run_cli(args: &[&str], stdin: &[u8], limit: Duration) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_runnel"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn runnel");
+    let pid = child.id() as i32;
+    let mut input = child.stdin.take().unwrap();
+    let data = stdin.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = input.write_all(&data);
+    });
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => {
+            let _ = writer.join();
+            out.expect("wait for runnel")
+        }
+        Err(_) => {
+            // SAFETY: kill(2) on our own child's PID, which has not been reaped yet.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            let out = rx.recv().unwrap().unwrap();
+            panic!(
+                "`runnel {}` did not finish within {limit:?}; stderr:\n{}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
