@@ -13,7 +13,11 @@ fn exercise(bytes: &Bytes) {
         let Ok(batch) = batch else { break };
         let _ = batch.validate_with(CAP);
         let _ = batch.compression();
-        let _ = (batch.last_offset(), batch.next_offset(), batch.last_sequence());
+        let _ = (
+            batch.last_offset(),
+            batch.next_offset(),
+            batch.last_sequence(),
+        );
         if batch.validate_with(CAP).is_ok() {
             // A valid batch must also decode record by record.
             let recs = batch.records().expect("validated batch decodes");

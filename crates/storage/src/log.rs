@@ -243,7 +243,9 @@ impl Log {
         log.recovery_point = if recover {
             log.log_end_offset
         } else {
-            recovery_point.clamp(log.log_start_offset, log.log_end_offset)
+            recovery_point
+                .max(log.log_start_offset)
+                .min(log.log_end_offset)
         };
         log.high_watermark = log.log_start_offset;
         log.rebuild_producer_state(now_ms)?;
@@ -385,7 +387,7 @@ impl Log {
 
     /// Sets the high watermark, clamped to [log start, LEO]; returns the value stored.
     pub fn update_high_watermark(&mut self, offset: i64) -> i64 {
-        self.high_watermark = offset.clamp(self.log_start_offset, self.log_end_offset);
+        self.high_watermark = offset.max(self.log_start_offset).min(self.log_end_offset);
         self.high_watermark
     }
 

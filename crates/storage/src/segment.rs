@@ -192,6 +192,11 @@ impl LogSegment {
                     "batch at position {pos} runs past the end"
                 )));
             }
+            if !self.offsets_in_range(&h, next) {
+                return Err(corrupt(format!(
+                    "batch at position {pos} has offsets outside this segment"
+                )));
+            }
             if h.max_timestamp > self.max_timestamp_so_far {
                 self.max_timestamp_so_far = h.max_timestamp;
                 self.offset_of_max_timestamp_so_far = h.last_offset();
@@ -265,6 +270,18 @@ impl LogSegment {
     /// Offset of the time-index entry with the largest timestamp <= `ts` (base offset if none).
     pub(crate) fn time_index_lookup(&mut self, ts: i64) -> io::Result<i64> {
         Ok(self.time_index.lookup(ts)?.offset)
+    }
+
+    /// Offsets of `h` are at or after `next` (the previous batch's end) and the last one is
+    /// within base + i32::MAX. baseOffset is not covered by the CRC, so this is checked apart.
+    fn offsets_in_range(&self, h: &RecordBatchHeader, next: i64) -> bool {
+        let rel_last = h
+            .base_offset
+            .checked_add(h.last_offset_delta as i64)
+            .and_then(|l| l.checked_sub(self.base_offset));
+        h.base_offset >= next
+            && h.last_offset_delta >= 0
+            && rel_last.is_some_and(|r| (0..=i32::MAX as i64).contains(&r))
     }
 
     /// Finds the first batch whose last offset >= `target`, starting from the offset index.
@@ -388,16 +405,7 @@ impl LogSegment {
                 break;
             };
             let size = h.size_in_bytes() as u64;
-            // baseOffset is not covered by the CRC: insist it is in this segment's range.
-            let rel_last = h
-                .base_offset
-                .checked_add(h.last_offset_delta as i64)
-                .and_then(|l| l.checked_sub(self.base_offset));
-            if pos + size > self.size
-                || h.base_offset < next
-                || h.last_offset_delta < 0
-                || !rel_last.is_some_and(|r| (0..=i32::MAX as i64).contains(&r))
-            {
+            if pos + size > self.size || !self.offsets_in_range(&h, next) {
                 break;
             }
             let mut buf = vec![0u8; size as usize];
