@@ -39,7 +39,7 @@ pub use error::StorageError;
 pub use index::{OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
 pub use leader_epoch::{LeaderEpochFileCache, LEADER_EPOCH_CHECKPOINT};
 pub use log::{FetchDataInfo, FlushJob, Log, LogAppendInfo, LogOffsetMetadata};
-pub use manager::{LogManager, TopicPartition, CLEAN_SHUTDOWN_FILE};
+pub use manager::{validate_topic_name, LogManager, TopicPartition, CLEAN_SHUTDOWN_FILE};
 pub use producer_state::{BatchMetadata, ProducerStateEntry, ProducerStateManager};
 pub use segment::LogSegment;
 
