@@ -521,7 +521,9 @@ impl Log {
         if log_append {
             info.log_append_time_ms = now_ms;
         }
-        let mut buf = records.to_vec();
+        // Header edits to apply once every batch has validated: (position, size, base offset, stored max
+        // timestamp, whether the CRC-covered part changes).
+        let mut edits: Vec<(usize, usize, i64, i64, bool)> = Vec::new();
         let mut metas = Vec::new();
         let mut pending: HashMap<i64, ProducerStateEntry> = HashMap::new();
         let mut next = self.log_end_offset;
@@ -577,20 +579,12 @@ impl Log {
             } else {
                 summary.max_timestamp
             };
-            {
-                let mut m = RecordBatchMut::new(&mut buf[pos..pos + size])?;
-                m.set_base_offset(next);
-                m.set_partition_leader_epoch(leader_epoch);
-                m.set_max_timestamp(
-                    if log_append {
-                        TimestampType::LogAppendTime
-                    } else {
-                        TimestampType::CreateTime
-                    },
-                    stored_max,
-                );
-                m.update_crc();
-            }
+            // Base offset and partition leader epoch lie outside the CRC; the max timestamp and the
+            // timestamp-type bit lie inside it, so the CRC is recomputed only when they change (as Kafka).
+            let rewrite_crc = log_append
+                || h.timestamp_type() != TimestampType::CreateTime
+                || h.max_timestamp != stored_max;
+            edits.push((pos, size, next, stored_max, rewrite_crc));
             h.base_offset = next;
             h.partition_leader_epoch = leader_epoch;
             h.max_timestamp = stored_max;
@@ -612,6 +606,27 @@ impl Log {
             });
             next = h.next_offset();
             pos += size;
+        }
+        // Every batch validated: now edit the headers in place. The producer's buffer is reused when this
+        // append holds the only reference to it (the usual single-partition Produce), else copied once.
+        let mut buf = records
+            .try_into_mut()
+            .unwrap_or_else(|shared| bytes::BytesMut::from(&shared[..]));
+        for (pos, size, base_offset, stored_max, rewrite_crc) in edits {
+            let mut m = RecordBatchMut::new(&mut buf[pos..pos + size])?;
+            m.set_base_offset(base_offset);
+            m.set_partition_leader_epoch(leader_epoch);
+            if rewrite_crc {
+                m.set_max_timestamp(
+                    if log_append {
+                        TimestampType::LogAppendTime
+                    } else {
+                        TimestampType::CreateTime
+                    },
+                    stored_max,
+                );
+                m.update_crc();
+            }
         }
         info.last_offset = next - 1;
         info.valid_bytes = buf.len();
