@@ -1,9 +1,8 @@
 //! The operator subcommands (`runnel topic|produce|consume|group|cluster`) run as processes against a
 //! real `runnel server` on a free port of 127.0.0.1 with a temporary data dir.
 //!
-//! Tests of subcommands whose broker APIs runnel does not serve yet are `#[ignore]`d with the reason;
-//! run them against another broker with `RUNNEL_TEST_BOOTSTRAP=HOST:PORT cargo test -p runnel --test
-//! cli -- --ignored` (e.g. Apache Kafka from `scripts/kafka-reference.sh start`).
+//! With `RUNNEL_TEST_BOOTSTRAP=HOST:PORT` the same tests run against that broker instead (e.g. Apache Kafka
+//! 4.4.0 from `scripts/kafka-reference.sh start`), which is how their expectations were checked.
 
 mod common;
 
@@ -659,7 +658,6 @@ fn consume_with_a_group_then_inspect_lag_reset_and_delete() {
 }
 
 #[test]
-#[ignore = "needs IncrementalAlterConfigs in the broker (issue 6)"]
 fn topic_alter_config() {
     let t = Target::start(&[]);
     let name = unique("alter");
@@ -707,7 +705,6 @@ fn topic_alter_config() {
 }
 
 #[test]
-#[ignore = "needs CreatePartitions in the broker (issue 6)"]
 fn topic_add_partitions() {
     let t = Target::start(&[]);
     let name = unique("grow");
@@ -718,6 +715,32 @@ fn topic_add_partitions() {
     let err = t.fails(&["topic", "add-partitions", &name, "--to", "2"], b"");
     assert!(
         err.contains(&name) && err.contains("INVALID_PARTITIONS"),
+        "{err}"
+    );
+}
+
+#[test]
+fn produce_failures_name_the_topic_partition_and_broker_error() {
+    let t = Target::start(&[]);
+    let name = unique("toolarge");
+    t.ok(
+        &[
+            "topic",
+            "create",
+            &name,
+            "--partitions",
+            "1",
+            "--config",
+            "max.message.bytes=1000",
+        ],
+        b"",
+    );
+    let mut input = b"small\n".to_vec();
+    input.extend(std::iter::repeat_n(b'x', 5000));
+    input.push(b'\n');
+    let err = t.fails(&["produce", &name, "--delivery-timeout", "10"], &input);
+    assert!(
+        err.contains(&format!("topic '{name}' partition 0")) && err.contains("MESSAGE_TOO_LARGE"),
         "{err}"
     );
 }
