@@ -5,7 +5,7 @@ use protocol::record::TimestampType;
 pub enum CleanupPolicy {
     /// `delete`: retention by time/size.
     Delete,
-    /// `compact`: no retention deletion (compaction itself is not implemented).
+    /// `compact`: no retention deletion; the log cleaner keeps the latest record per key.
     Compact,
     /// `compact,delete`.
     CompactDelete,
@@ -50,6 +50,18 @@ pub struct LogConfig {
     /// Cap on the decompressed size of one batch during validation (bytes). Runnel-specific;
     /// default 64 MiB.
     pub max_decompressed_bytes: usize,
+    /// `delete.retention.ms`: how long a tombstone (null value) survives after the cleaner first
+    /// saw it (ms; KIP-534 delete horizon). Default 86400000 (1 day).
+    pub delete_retention_ms: i64,
+    /// `min.compaction.lag.ms`: a segment is cleanable only once its largest timestamp is at
+    /// least this old (ms; KIP-58). Default 0.
+    pub min_compaction_lag_ms: i64,
+    /// `max.compaction.lag.ms`: the log is cleaned regardless of its dirty ratio once its
+    /// oldest dirty batch is this old (ms; KIP-354). Default i64::MAX (never).
+    pub max_compaction_lag_ms: i64,
+    /// `min.cleanable.dirty.ratio`: clean when dirty bytes / (clean + dirty bytes) of the
+    /// cleanable part reaches this. Default 0.5.
+    pub min_cleanable_dirty_ratio: f64,
 }
 
 impl Default for LogConfig {
@@ -70,6 +82,10 @@ impl Default for LogConfig {
             cleanup_policy: CleanupPolicy::Delete,
             producer_id_expiration_ms: 86_400_000,
             max_decompressed_bytes: protocol::record::DEFAULT_MAX_DECOMPRESSED_BYTES,
+            delete_retention_ms: 86_400_000,
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX,
+            min_cleanable_dirty_ratio: 0.5,
         }
     }
 }
@@ -81,5 +97,32 @@ impl LogConfig {
             self.cleanup_policy,
             CleanupPolicy::Delete | CleanupPolicy::CompactDelete
         )
+    }
+
+    /// True when the log cleaner compacts the log (policy contains `compact`).
+    pub fn compacts(&self) -> bool {
+        matches!(
+            self.cleanup_policy,
+            CleanupPolicy::Compact | CleanupPolicy::CompactDelete
+        )
+    }
+
+    /// Parses a `cleanup.policy` value (`delete`, `compact`, `compact,delete` in any order,
+    /// comma separated, blanks ignored); `None` for anything else.
+    pub fn parse_cleanup_policy(value: &str) -> Option<CleanupPolicy> {
+        let (mut c, mut d) = (false, false);
+        for part in value.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            match part {
+                "compact" => c = true,
+                "delete" => d = true,
+                _ => return None,
+            }
+        }
+        match (c, d) {
+            (true, true) => Some(CleanupPolicy::CompactDelete),
+            (true, false) => Some(CleanupPolicy::Compact),
+            (false, true) => Some(CleanupPolicy::Delete),
+            (false, false) => None,
+        }
     }
 }

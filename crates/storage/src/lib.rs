@@ -10,6 +10,7 @@
 //!   recovery-point-offset-checkpoint     "0\n<n>\n<topic> <partition> <offset>\n..."
 //!   log-start-offset-checkpoint          same format
 //!   replication-offset-checkpoint        same format (high watermarks)
+//!   cleaner-offset-checkpoint            same format (log cleaner's first dirty offsets)
 //!   <topic>-<partition>/
 //!     partition.metadata                 "version: 0\ntopic_id: <base64url uuid>\n"
 //!     00000000000000000000.log           record batches, as received (offsets assigned)
@@ -17,6 +18,8 @@
 //!     00000000000000000000.timeindex     sparse TimeIndex
 //!     00000000000000001234.snapshot      producer state at offset 1234
 //!     leader-epoch-checkpoint            "0\n<n>\n<epoch> <start offset>\n..."
+//!     <offset>.{log,index,timeindex}.cleaned / .swap   log cleaner output mid-swap (see
+//!                                        the `cleaner` module: completed or discarded at open)
 //! ```
 //!
 //! Threading: a [`Log`] is single-writer (`&mut self`); [`LogManager`] hands out
@@ -24,6 +27,7 @@
 //! `Arc<File>`, so the bytes are read/sent after the lock is released.
 
 mod checkpoint;
+mod cleaner;
 mod config;
 mod error;
 mod index;
@@ -34,6 +38,10 @@ mod producer_state;
 mod segment;
 
 pub use checkpoint::OffsetCheckpointFile;
+pub use cleaner::{
+    process_peak_rss_bytes, Cleaner, CleanerConfig, CleanerStats, LogCleaner,
+    CLEANER_OFFSET_CHECKPOINT,
+};
 pub use config::{CleanupPolicy, LogConfig};
 pub use error::StorageError;
 pub use index::{OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
@@ -65,6 +73,8 @@ pub fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
+#[cfg(test)]
+mod cleaner_tests;
 #[cfg(test)]
 mod op_fuzz_tests;
 #[cfg(test)]

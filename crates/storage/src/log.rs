@@ -160,6 +160,50 @@ fn is_leftover(name: &str) -> bool {
         || name.ends_with(".swap")
 }
 
+/// Completes or discards an interrupted log-cleaner swap (Kafka's `.cleaned`/`.swap` protocol,
+/// see [`crate::cleaner`]): `*.cleaned` files are an unfinished clean and are deleted (the old
+/// segment is intact); `<base>.log.swap` was committed and replaces `<base>.log`; index
+/// `.swap` files are deleted. Returns the bases whose indexes must be rebuilt.
+fn complete_swaps(dir: &Path) -> io::Result<Vec<i64>> {
+    let mut rebuild = Vec::new();
+    let mut names = Vec::new();
+    for entry in fs::read_dir(dir)? {
+        names.push(entry?.file_name().to_string_lossy().into_owned());
+    }
+    for name in &names {
+        if name.ends_with(crate::segment::CLEANED_SUFFIX) {
+            fs::remove_file(dir.join(name))?;
+        }
+    }
+    let mut changed = false;
+    for name in &names {
+        let Some(stem) = name.strip_suffix(crate::segment::SWAP_SUFFIX) else {
+            continue;
+        };
+        let base = stem
+            .strip_suffix(".log")
+            .or_else(|| stem.strip_suffix(".index"))
+            .or_else(|| stem.strip_suffix(".timeindex"))
+            .and_then(|b| b.parse::<i64>().ok());
+        if let Some(b) = base {
+            rebuild.push(b);
+        }
+        if stem.ends_with(".log") && base.is_some() {
+            tracing::warn!(dir = %dir.display(), file = %name, "completing interrupted log cleaner swap");
+            fs::rename(dir.join(name), dir.join(stem))?;
+        } else {
+            fs::remove_file(dir.join(name))?;
+        }
+        changed = true;
+    }
+    if changed {
+        crate::checkpoint::fsync_dir(dir)?;
+    }
+    rebuild.sort_unstable();
+    rebuild.dedup();
+    Ok(rebuild)
+}
+
 impl Log {
     /// Opens (creating if needed) the log in `dir`. See the type docs for the recovery rule.
     /// `recovery_point`: offset below which data is known to be fsynced (from the
@@ -173,6 +217,7 @@ impl Log {
         now_ms: i64,
     ) -> Result<Log, StorageError> {
         fs::create_dir_all(dir)?;
+        let rebuild = complete_swaps(dir)?;
         let mut bases = Vec::new();
         for entry in fs::read_dir(dir)? {
             let entry = entry?;
@@ -239,7 +284,7 @@ impl Log {
             #[cfg(test)]
             fail_next_write: false,
         };
-        log.load_segments(recover, recovery_point)?;
+        log.load_segments(recover, recovery_point, &rebuild)?;
         log.recovery_point = if recover {
             log.log_end_offset
         } else {
@@ -261,7 +306,12 @@ impl Log {
         Ok(log)
     }
 
-    fn load_segments(&mut self, recover: bool, recovery_point: i64) -> Result<(), StorageError> {
+    fn load_segments(
+        &mut self,
+        recover: bool,
+        recovery_point: i64,
+        rebuild: &[i64],
+    ) -> Result<(), StorageError> {
         let bases: Vec<i64> = self.segments.keys().copied().collect();
         let last = *bases.last().expect("at least one segment");
         let recover_from = if recover {
@@ -282,7 +332,8 @@ impl Log {
                 continue;
             }
             let seg = self.segments.get_mut(&b).expect("exists");
-            let mut needs_recovery = b >= recover_from || seg.indexes_torn();
+            let mut needs_recovery =
+                b >= recover_from || seg.indexes_torn() || rebuild.binary_search(&b).is_ok();
             if !needs_recovery {
                 if b == last {
                     if let Err(e) = seg.load_tail() {
@@ -481,7 +532,8 @@ impl Log {
     /// Every batch is validated: framing/CRC (→ CorruptMessage), structure (→ InvalidRecord;
     /// also: empty batch, lastOffsetDelta ≠ count−1, control batch), size vs
     /// `max_message_bytes` (→ MessageTooLarge), whole append vs `segment_bytes`
-    /// (→ RecordListTooLarge), CreateTime timestamps vs the before/after windows
+    /// (→ RecordListTooLarge), a record without a key on a compacted log (→ InvalidRecord, as
+    /// Kafka), CreateTime timestamps vs the before/after windows
     /// (→ InvalidTimestamp), idempotent sequence/epoch (→ OutOfOrderSequence,
     /// InvalidProducerEpoch). Offsets are assigned from the LEO by rewriting each batch header
     /// (base offset, `leader_epoch`, max timestamp — `now_ms` for LogAppendTime topics) and CRC;
@@ -552,6 +604,15 @@ impl Log {
                 return Err(StorageError::InvalidRecord(
                     "clients may not write control batches".into(),
                 ));
+            }
+            if self.config.compacts() && batch.records()?.iter().any(|r| r.key.is_none()) {
+                return Err(StorageError::InvalidRecord(format!(
+                    "Compacted topic cannot accept message without key in topic partition {}.",
+                    self.dir
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default()
+                )));
             }
             if batch.producer_id() >= 0 && batch.base_sequence() < 0 {
                 return Err(StorageError::InvalidRecord(format!(
@@ -1223,6 +1284,170 @@ impl Log {
         }
         self.offline = Some(format!("log {} is closed", self.dir.display()));
         Ok(())
+    }
+}
+
+/// An inactive segment as seen by the log cleaner (taken under the lock, read without it).
+#[derive(Debug, Clone)]
+pub(crate) struct CleanerSegment {
+    pub base_offset: i64,
+    /// Base offset of the following segment (everything here is below it).
+    pub next_base: i64,
+    pub file: std::sync::Arc<fs::File>,
+    pub size: u64,
+    pub max_timestamp: i64,
+}
+
+/// What the log cleaner needs to know about a log, copied under the lock.
+#[derive(Debug, Clone)]
+pub(crate) struct CleanerView {
+    pub dir: PathBuf,
+    pub config: LogConfig,
+    pub log_start_offset: i64,
+    pub log_end_offset: i64,
+    pub high_watermark: i64,
+    pub active_base: i64,
+    /// Inactive segments, ascending.
+    pub segments: Vec<CleanerSegment>,
+}
+
+/// Steps of [`Log::swap_cleaned_segment`], for crash injection in tests: the swap stops with an
+/// error right after the named step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[allow(dead_code)]
+pub(crate) enum SwapStep {
+    /// `.index.cleaned`/`.timeindex.cleaned` renamed to `.swap`.
+    IndexesToSwap,
+    /// `.log.cleaned` renamed to `.log.swap` and the directory fsynced (the commit point).
+    LogToSwap,
+    /// Index `.swap` files renamed over the live indexes.
+    IndexesInPlace,
+    /// `.log.swap` renamed over the live `.log` and the directory fsynced.
+    LogInPlace,
+}
+
+/// Deletes the cleaner's `.cleaned` files of segment `base` (an abandoned clean).
+pub(crate) fn discard_cleaned(dir: &Path, base: i64) {
+    for suffix in ["log", "index", "timeindex"] {
+        let _ = fs::remove_file(dir.join(format!(
+            "{}{}",
+            offset_file_name(base, suffix),
+            crate::segment::CLEANED_SUFFIX
+        )));
+    }
+}
+
+impl Log {
+    /// Snapshot of the log for the cleaner.
+    pub(crate) fn cleaner_view(&self) -> CleanerView {
+        let bases: Vec<i64> = self.segments.keys().copied().collect();
+        let active_base = *bases.last().expect("segment");
+        let segments = bases
+            .windows(2)
+            .map(|w| {
+                let s = &self.segments[&w[0]];
+                CleanerSegment {
+                    base_offset: w[0],
+                    next_base: w[1],
+                    file: s.log_file().clone(),
+                    size: s.size(),
+                    max_timestamp: s.max_timestamp_so_far(),
+                }
+            })
+            .collect();
+        CleanerView {
+            dir: self.dir.clone(),
+            config: self.config.clone(),
+            log_start_offset: self.log_start_offset,
+            log_end_offset: self.log_end_offset,
+            high_watermark: self.high_watermark,
+            active_base,
+            segments,
+        }
+    }
+
+    /// Replaces inactive segment `base` by the cleaner's fsynced `<base>.*.cleaned` files
+    /// (Kafka's swap protocol): index files `.cleaned` → `.swap`; `.log.cleaned` → `.log.swap`
+    /// and a directory fsync (commit point: from here recovery completes the swap); the
+    /// `.swap` files renamed over the live ones; directory fsync; the in-memory segment
+    /// replaced (readers holding the old file keep reading the old bytes). A cleaned segment
+    /// that is empty and not the first is deleted afterwards. Returns false (and deletes the
+    /// `.cleaned` files) when the segment changed since `expected` was taken (deleted by
+    /// retention, truncated, or now the active one). An I/O error takes the log offline; the
+    /// files are put right at the next open.
+    pub(crate) fn swap_cleaned_segment(
+        &mut self,
+        base: i64,
+        expected: &std::sync::Arc<fs::File>,
+        expected_size: u64,
+        crash_after: Option<SwapStep>,
+    ) -> Result<bool, StorageError> {
+        self.check_online()?;
+        let active_base = *self.segments.keys().next_back().expect("segment");
+        let unchanged = base != active_base
+            && self.segments.get(&base).is_some_and(|s| {
+                std::sync::Arc::ptr_eq(s.log_file(), expected) && s.size() == expected_size
+            });
+        if !unchanged {
+            discard_cleaned(&self.dir, base);
+            return Ok(false);
+        }
+        let dir = self.dir.clone();
+        let name = |suffix: &str, extra: &str| {
+            dir.join(format!("{}{extra}", offset_file_name(base, suffix)))
+        };
+        let (cleaned, swap) = (crate::segment::CLEANED_SUFFIX, crate::segment::SWAP_SUFFIX);
+        let crash = |step: SwapStep| -> io::Result<()> {
+            if crash_after == Some(step) {
+                return Err(io::Error::other(format!("injected crash after {step:?}")));
+            }
+            Ok(())
+        };
+        let r: io::Result<()> = (|| {
+            for sfx in ["index", "timeindex"] {
+                fs::rename(name(sfx, cleaned), name(sfx, swap))?;
+            }
+            crash(SwapStep::IndexesToSwap)?;
+            fs::rename(name("log", cleaned), name("log", swap))?;
+            crate::checkpoint::fsync_dir(&dir)?;
+            crash(SwapStep::LogToSwap)?;
+            for sfx in ["index", "timeindex"] {
+                fs::rename(name(sfx, swap), name(sfx, ""))?;
+            }
+            crash(SwapStep::IndexesInPlace)?;
+            fs::rename(name("log", swap), name("log", ""))?;
+            crate::checkpoint::fsync_dir(&dir)?;
+            crash(SwapStep::LogInPlace)?;
+            Ok(())
+        })();
+        if let Err(e) = r {
+            return self.poison("log cleaner swap", e);
+        }
+        let opened: io::Result<LogSegment> = (|| {
+            let mut seg = LogSegment::open(
+                &dir,
+                base,
+                self.config.index_interval_bytes,
+                self.config.segment_index_bytes,
+            )?;
+            seg.load_max_timestamp_from_index()?;
+            seg.release_index_handles();
+            Ok(seg)
+        })();
+        let seg = match opened {
+            Ok(s) => s,
+            Err(e) => return self.poison("log cleaner swap", e),
+        };
+        let first_base = *self.segments.keys().next().expect("segment");
+        if seg.size() == 0 && base != first_base {
+            self.segments.remove(&base);
+            if let Err(e) = seg.delete_files(&dir) {
+                return self.poison("log cleaner swap", e);
+            }
+        } else {
+            self.segments.insert(base, seg);
+        }
+        Ok(true)
     }
 }
 

@@ -53,6 +53,11 @@ pub struct LogSegment {
     dirty: bool,
 }
 
+/// Suffix of the log cleaner's output files before the swap.
+pub(crate) const CLEANED_SUFFIX: &str = ".cleaned";
+/// Suffix of cleaned files committed to replace a segment (crash recovery completes the swap).
+pub(crate) const SWAP_SUFFIX: &str = ".swap";
+
 fn corrupt(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, msg)
 }
@@ -66,7 +71,53 @@ impl LogSegment {
         index_interval_bytes: u64,
         segment_index_bytes: u64,
     ) -> io::Result<Self> {
-        let log_path = dir.join(offset_file_name(base_offset, "log"));
+        Self::open_with_suffix(
+            dir,
+            base_offset,
+            index_interval_bytes,
+            segment_index_bytes,
+            "",
+        )
+    }
+
+    /// Creates an empty segment whose three files carry the `.cleaned` suffix
+    /// (`<base>.log.cleaned`, `<base>.index.cleaned`, `<base>.timeindex.cleaned`): the log
+    /// cleaner's output before it is swapped in (see [`crate::cleaner`]). Stale files of that
+    /// name are removed first.
+    pub(crate) fn create_cleaned(
+        dir: &Path,
+        base_offset: i64,
+        index_interval_bytes: u64,
+        segment_index_bytes: u64,
+    ) -> io::Result<Self> {
+        for suffix in ["log", "index", "timeindex"] {
+            let p = dir.join(format!(
+                "{}{CLEANED_SUFFIX}",
+                offset_file_name(base_offset, suffix)
+            ));
+            match std::fs::remove_file(&p) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Self::open_with_suffix(
+            dir,
+            base_offset,
+            index_interval_bytes,
+            segment_index_bytes,
+            CLEANED_SUFFIX,
+        )
+    }
+
+    fn open_with_suffix(
+        dir: &Path,
+        base_offset: i64,
+        index_interval_bytes: u64,
+        segment_index_bytes: u64,
+        suffix: &str,
+    ) -> io::Result<Self> {
+        let log_path = dir.join(format!("{}{suffix}", offset_file_name(base_offset, "log")));
         let log = OpenOptions::new()
             .read(true)
             .write(true)
@@ -75,12 +126,18 @@ impl LogSegment {
             .open(&log_path)?;
         let size = log.metadata()?.len();
         let offset_index = OffsetIndex::open(
-            &dir.join(offset_file_name(base_offset, "index")),
+            &dir.join(format!(
+                "{}{suffix}",
+                offset_file_name(base_offset, "index")
+            )),
             base_offset,
             segment_index_bytes,
         )?;
         let time_index = TimeIndex::open(
-            &dir.join(offset_file_name(base_offset, "timeindex")),
+            &dir.join(format!(
+                "{}{suffix}",
+                offset_file_name(base_offset, "timeindex")
+            )),
             base_offset,
             segment_index_bytes,
         )?;
@@ -109,6 +166,11 @@ impl LogSegment {
     /// Bytes in the `.log` file.
     pub fn size(&self) -> u64 {
         self.size
+    }
+
+    /// The open `.log` file (the cleaner reads inactive segments through it without the lock).
+    pub(crate) fn log_file(&self) -> &Arc<File> {
+        &self.log
     }
 
     /// The `.log` file path.

@@ -1,0 +1,1018 @@
+//! Log compaction (Kafka's `LogCleaner`, `LogCleanerManager`, `Cleaner`, `OffsetMap`).
+//!
+//! One background thread ([`LogCleaner`], `log.cleaner.threads` = 1) repeatedly picks the log
+//! most in need of cleaning among those whose `cleanup.policy` contains `compact` and cleans it
+//! with [`Cleaner`]:
+//!
+//! - **Cleanable range.** Only inactive segments (never the active one, never at or above the
+//!   high watermark) whose largest timestamp is at least `min.compaction.lag.ms` old (KIP-58),
+//!   up to the first segment that is not. The *dirty* section starts at the log's
+//!   first-dirty offset (the `cleaner-offset-checkpoint` entry, else the log start offset).
+//! - **Selection.** A log qualifies when dirty bytes / (clean + dirty bytes) of the cleanable
+//!   range ≥ `min.cleanable.dirty.ratio`, when its oldest dirty batch is older than
+//!   `max.compaction.lag.ms` (KIP-354; these go first), or when a tombstone's delete horizon
+//!   has passed. Among qualifying logs the dirtiest is cleaned.
+//! - **Offset map.** A map from a 128-bit hash of each key to the offset of its latest record
+//!   is built over the dirty section. Its memory is bounded by `log.cleaner.dedupe.buffer.size`
+//!   (bytes, see [`CleanerConfig`]); when it fills, cleaning covers the dirty section only up
+//!   to the batch where it filled and the rest waits for the next round.
+//! - **Rewrite.** Every segment from the log start up to the end of the mapped range is
+//!   rewritten keeping a record iff it is the latest of its key (records past the mapped
+//!   range are kept as they are). Offsets are never renumbered: a rewritten batch keeps its
+//!   base offset, last offset delta, producer id/epoch/base sequence and codec (compressed
+//!   batches are decompressed and recompressed with the same codec); records keep their offset
+//!   deltas. A batch left without records is dropped (simplification: Kafka keeps an empty
+//!   batch to preserve an idempotent producer's last sequence; here that state survives only
+//!   in producer snapshots). Records without a key are dropped (Kafka does the same).
+//!   Control batches are copied unchanged. A segment that would not change is not rewritten.
+//! - **Tombstones** (null value) follow KIP-534: the first clean that keeps a tombstone
+//!   rewrites its batch with the delete-horizon attribute (bit 6) and baseTimestamp = now +
+//!   `delete.retention.ms` (record timestamp deltas re-based so record timestamps are
+//!   unchanged); a later clean after the horizon removes it. A log whose earliest pending
+//!   horizon has passed is cleaned even if not dirty.
+//! - **Atomic replacement** (Kafka's `.cleaned`/`.swap` protocol): the output is written to
+//!   `<base>.log.cleaned`, `<base>.index.cleaned`, `<base>.timeindex.cleaned` and fsynced
+//!   without the log's lock; then, under the lock, renamed to `.swap` (the `.log` rename and a
+//!   directory fsync are the commit point), renamed over the live files, and the in-memory
+//!   segment replaced ([`Log::swap_cleaned_segment`]). Recovery at open deletes `.cleaned`
+//!   files (the old segment is intact) and completes a committed `.log.swap` (indexes rebuilt),
+//!   so a crash leaves either the old or the new segment, never a mix. Segments are cleaned one
+//!   for one (no grouping), and a cleaned segment left empty is deleted unless it is the first.
+//! - **Throttle**: reads and writes are limited to `log.cleaner.io.max.bytes.per.second`.
+//! - **Checkpoint**: after a log is cleaned up to offset `o`, `<data dir>/cleaner-offset-checkpoint`
+//!   (Kafka's offset checkpoint format, [`OffsetCheckpointFile`]) records `o` as the log's
+//!   first dirty offset, so a restart does not re-map what was already cleaned.
+//!
+//! Fetches over cleaned regions return whole batches with offset gaps; clients skip ahead.
+
+use crate::checkpoint::OffsetCheckpointFile;
+use crate::error::StorageError;
+use crate::log::{discard_cleaned, CleanerSegment, CleanerView, Log, SwapStep};
+use crate::manager::{LogManager, TopicPartition};
+use crate::segment::{AppendedBatch, LogSegment};
+use bytes::Bytes;
+use parking_lot::Mutex;
+use protocol::record::varint::{read_varint, read_varlong, write_varint, write_varlong};
+use protocol::record::{
+    compress, decompress, Compression, RecordBatch, RecordBatchHeader, RecordBatchMut,
+    TimestampType, RECORD_BATCH_OVERHEAD,
+};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Name of the checkpoint of first dirty offsets in the data directory (Kafka's name).
+pub const CLEANER_OFFSET_CHECKPOINT: &str = "cleaner-offset-checkpoint";
+
+/// Attribute bit 6: baseTimestamp holds the delete horizon (KIP-534).
+const ATTR_DELETE_HORIZON: i16 = 0x40;
+/// Bytes of output gathered before one write to the cleaned segment.
+const WRITE_CHUNK: usize = 1 << 20;
+
+/// Cleaner settings (broker-wide keys, Kafka's names and defaults).
+#[derive(Debug, Clone)]
+pub struct CleanerConfig {
+    /// `log.cleaner.dedupe.buffer.size`: memory for the offset map (bytes). Default 128 MiB.
+    pub dedupe_buffer_size: usize,
+    /// `log.cleaner.io.max.bytes.per.second`: read + write throttle (bytes/s). Default
+    /// unlimited (`f64::INFINITY`).
+    pub io_max_bytes_per_second: f64,
+    /// `log.cleaner.backoff.ms`: sleep when no log needs cleaning (ms). Default 15000.
+    pub backoff_ms: u64,
+}
+
+impl Default for CleanerConfig {
+    fn default() -> Self {
+        CleanerConfig {
+            dedupe_buffer_size: 128 << 20,
+            io_max_bytes_per_second: f64::INFINITY,
+            backoff_ms: 15_000,
+        }
+    }
+}
+
+/// What one clean of one log did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CleanerStats {
+    /// First dirty offset before the clean.
+    pub first_dirty_offset: i64,
+    /// Offset the log is now cleaned up to (the new first dirty offset).
+    pub end_offset: i64,
+    /// Bytes read (map building + rewriting).
+    pub bytes_read: u64,
+    /// Bytes written to cleaned segments.
+    pub bytes_written: u64,
+    /// Bytes of the segments rewritten (the "log cleaned" for throughput).
+    pub segment_bytes_cleaned: u64,
+    /// Records examined while rewriting.
+    pub records_read: u64,
+    /// Records kept.
+    pub records_retained: u64,
+    /// Tombstones removed because their delete horizon passed.
+    pub tombstones_removed: u64,
+    /// Segments replaced.
+    pub segments_swapped: u64,
+    /// Keys in the offset map.
+    pub map_entries: u64,
+    /// Peak memory the cleaner accounted for (offset map + buffers, bytes).
+    pub peak_memory_bytes: u64,
+    /// Wall time of the clean.
+    pub elapsed: Duration,
+}
+
+impl CleanerStats {
+    /// Segment bytes cleaned per second, in MB/s (10^6 bytes).
+    pub fn mb_per_sec(&self) -> f64 {
+        let s = self.elapsed.as_secs_f64().max(1e-9);
+        self.segment_bytes_cleaned as f64 / 1e6 / s
+    }
+}
+
+/// Hasher for keys that are already uniform hashes: takes the first u64 written.
+#[derive(Default)]
+struct PassThrough(u64);
+
+impl Hasher for PassThrough {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ *b as u64;
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        if self.0 == 0 {
+            self.0 = v;
+        }
+    }
+}
+
+/// Bounded map from key hash (128 bits) to the offset of the key's latest record (Kafka's
+/// `SkimpyOffsetMap`: a hash collision may wrongly drop a record, with probability ~2^-128
+/// per pair).
+struct OffsetMap {
+    map: HashMap<(u64, u64), i64, BuildHasherDefault<PassThrough>>,
+    max_entries: usize,
+}
+
+/// Bytes per hash-table bucket: 24-byte entry + control byte.
+const BUCKET_BYTES: usize = 25;
+
+fn key_hash(key: &[u8]) -> (u64, u64) {
+    let mut a = std::collections::hash_map::DefaultHasher::new();
+    0xA5u8.hash(&mut a);
+    key.hash(&mut a);
+    let mut b = std::collections::hash_map::DefaultHasher::new();
+    0x5Au8.hash(&mut b);
+    key.hash(&mut b);
+    (a.finish(), b.finish())
+}
+
+impl OffsetMap {
+    /// A map using at most about `memory` bytes: the largest power-of-two bucket count that
+    /// fits, filled to 7/8 at most (so the table never grows past it).
+    fn new(memory: usize) -> Self {
+        let mut buckets = 16usize;
+        while buckets * 2 * BUCKET_BYTES <= memory {
+            buckets *= 2;
+        }
+        OffsetMap {
+            map: HashMap::default(),
+            max_entries: buckets / 8 * 7,
+        }
+    }
+
+    /// Records `offset` for `key`; false when the map is full and the key is new.
+    fn put(&mut self, key: &[u8], offset: i64) -> bool {
+        let h = key_hash(key);
+        if self.map.len() >= self.max_entries && !self.map.contains_key(&h) {
+            return false;
+        }
+        self.map.insert(h, offset);
+        true
+    }
+
+    fn get(&self, key: &[u8]) -> Option<i64> {
+        self.map.get(&key_hash(key)).copied()
+    }
+
+    fn memory_bytes(&self) -> usize {
+        // hashbrown keeps capacity*8/7 buckets (a power of two).
+        (self.map.capacity() * 8 / 7).next_power_of_two() * BUCKET_BYTES
+    }
+}
+
+/// Limits I/O to a rate by sleeping (Kafka's `Throttler`), in slices so a stop is noticed.
+struct Throttler {
+    rate: f64,
+    start: Instant,
+    bytes: f64,
+}
+
+impl Throttler {
+    fn new(rate: f64) -> Self {
+        Throttler {
+            rate,
+            start: Instant::now(),
+            bytes: 0.0,
+        }
+    }
+
+    fn account(&mut self, n: usize, stop: &AtomicBool) {
+        if !self.rate.is_finite() || self.rate <= 0.0 {
+            return;
+        }
+        self.bytes += n as f64;
+        let elapsed = self.start.elapsed().as_secs_f64();
+        let due = self.bytes / self.rate;
+        if due > elapsed {
+            let mut left = Duration::from_secs_f64(due - elapsed);
+            while !left.is_zero() && !stop.load(Ordering::Relaxed) {
+                let step = left.min(Duration::from_millis(100));
+                std::thread::sleep(step);
+                left -= step;
+            }
+        }
+        if elapsed > 1.0 {
+            // Restart the window so an idle period does not buy a burst.
+            self.start = Instant::now();
+            self.bytes = 0.0;
+        }
+    }
+}
+
+/// One record of a batch's (decompressed) records section, by byte range.
+struct RawRecord {
+    timestamp_delta: i64,
+    offset_delta: i32,
+    key: Option<std::ops::Range<usize>>,
+    value_is_null: bool,
+    /// Key, value and headers exactly as encoded.
+    rest: std::ops::Range<usize>,
+}
+
+fn invalid(msg: impl Into<String>) -> StorageError {
+    StorageError::CorruptMessage(msg.into())
+}
+
+fn read_nullable_len(data: &[u8], pos: &mut usize, end: usize) -> Result<i32, StorageError> {
+    let len = read_varint(&data[..end], pos)?;
+    if len < -1 || (len > 0 && len as usize > end - *pos) {
+        return Err(invalid(format!("bad length {len} in a stored record")));
+    }
+    Ok(len)
+}
+
+/// Parses the records section of a stored batch (sizes checked; never panics on bad bytes).
+fn parse_raw_records(data: &[u8], count: i32) -> Result<Vec<RawRecord>, StorageError> {
+    let count = count.max(0) as usize;
+    if count > data.len() {
+        return Err(invalid("records count larger than the batch"));
+    }
+    let mut out = Vec::with_capacity(count);
+    let mut pos = 0usize;
+    for _ in 0..count {
+        let len = read_varint(data, &mut pos)?;
+        if len < 1 || len as usize > data.len() - pos {
+            return Err(invalid(format!("bad record length {len}")));
+        }
+        let end = pos + len as usize;
+        pos += 1; // attributes
+        let timestamp_delta = read_varlong(&data[..end], &mut pos)?;
+        let offset_delta = read_varint(&data[..end], &mut pos)?;
+        let rest_start = pos;
+        let klen = read_nullable_len(data, &mut pos, end)?;
+        let key = if klen < 0 {
+            None
+        } else {
+            let r = pos..pos + klen as usize;
+            pos += klen as usize;
+            Some(r)
+        };
+        let vlen = read_nullable_len(data, &mut pos, end)?;
+        if pos > end {
+            return Err(invalid("record overruns its length"));
+        }
+        out.push(RawRecord {
+            timestamp_delta,
+            offset_delta,
+            key,
+            value_is_null: vlen < 0,
+            rest: rest_start..end,
+        });
+        pos = end;
+    }
+    if pos != data.len() {
+        return Err(invalid("trailing bytes after the records"));
+    }
+    Ok(out)
+}
+
+/// The records section of `batch`, decompressed.
+fn records_section(batch: &[u8], h: &RecordBatchHeader) -> Result<Vec<u8>, StorageError> {
+    let body = &batch[RECORD_BATCH_OVERHEAD..];
+    Ok(match h.compression()? {
+        Compression::None => body.to_vec(),
+        codec => decompress(
+            codec,
+            body,
+            protocol::record::DEFAULT_MAX_DECOMPRESSED_BYTES,
+        )?,
+    })
+}
+
+/// Reads segment batches one at a time (whole batches, CRC-checked).
+struct BatchReader<'a> {
+    seg: &'a CleanerSegment,
+    pos: u64,
+    buf: Vec<u8>,
+}
+
+impl<'a> BatchReader<'a> {
+    fn new(seg: &'a CleanerSegment) -> Self {
+        BatchReader {
+            seg,
+            pos: 0,
+            buf: Vec::new(),
+        }
+    }
+
+    /// The next batch (header, bytes); `None` at the end of the segment.
+    fn next_batch(&mut self) -> Result<Option<(RecordBatchHeader, &[u8])>, StorageError> {
+        if self.pos + RECORD_BATCH_OVERHEAD as u64 > self.seg.size {
+            return Ok(None);
+        }
+        let mut hdr = [0u8; RECORD_BATCH_OVERHEAD];
+        self.seg.file.read_exact_at(&mut hdr, self.pos)?;
+        let h = RecordBatchHeader::parse(&hdr)?;
+        let size = h.size_in_bytes();
+        if self.pos + size as u64 > self.seg.size {
+            return Err(invalid(format!(
+                "batch at position {} runs past the end of segment {}",
+                self.pos, self.seg.base_offset
+            )));
+        }
+        self.buf.resize(size, 0);
+        self.seg.file.read_exact_at(&mut self.buf, self.pos)?;
+        if crc32c::crc32c(&self.buf[21..]) != h.crc {
+            return Err(invalid(format!(
+                "CRC mismatch in batch at position {} of segment {}",
+                self.pos, self.seg.base_offset
+            )));
+        }
+        self.pos += size as u64;
+        Ok(Some((h, &self.buf)))
+    }
+}
+
+/// Per-log cleaning decision.
+#[derive(Debug, Clone)]
+struct Plan {
+    first_dirty: i64,
+    /// Inactive segments that may be cleaned (fully below the first uncleanable offset).
+    cleanable: Vec<CleanerSegment>,
+    ratio: f64,
+    /// max.compaction.lag.ms exceeded or a tombstone horizon passed.
+    urgent: bool,
+    /// Dirty enough or urgent.
+    wanted: bool,
+    dir: std::path::PathBuf,
+    config: crate::config::LogConfig,
+}
+
+/// The cleaning engine: state (first dirty offsets, pending tombstone horizons) and the
+/// algorithm; [`LogCleaner`] runs it on a thread. Usable directly (tests, tools).
+pub struct Cleaner {
+    config: CleanerConfig,
+    checkpoint: OffsetCheckpointFile,
+    first_dirty: HashMap<TopicPartition, i64>,
+    horizons: HashMap<TopicPartition, i64>,
+    stop: Arc<AtomicBool>,
+    /// Test hook: crash the next swap after this step.
+    pub(crate) crash_after: Option<SwapStep>,
+}
+
+impl std::fmt::Debug for Cleaner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cleaner")
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl Cleaner {
+    /// A cleaner for the logs of data directory `data_dir`, loading
+    /// `cleaner-offset-checkpoint` (unreadable → start from scratch, with a warning).
+    pub fn new(data_dir: &std::path::Path, config: CleanerConfig) -> Self {
+        let checkpoint = OffsetCheckpointFile::new(data_dir.join(CLEANER_OFFSET_CHECKPOINT));
+        let first_dirty = match checkpoint.read() {
+            Ok(m) => m
+                .into_iter()
+                .map(|((t, p), o)| (TopicPartition::new(t, p), o))
+                .collect(),
+            Err(e) => {
+                tracing::warn!(error = %e, "ignoring unreadable cleaner offset checkpoint");
+                HashMap::new()
+            }
+        };
+        Cleaner {
+            config,
+            checkpoint,
+            first_dirty,
+            horizons: HashMap::new(),
+            stop: Arc::new(AtomicBool::new(false)),
+            crash_after: None,
+        }
+    }
+
+    /// The first dirty offset recorded for `tp` (what the checkpoint holds).
+    pub fn first_dirty_offset(&self, tp: &TopicPartition) -> Option<i64> {
+        self.first_dirty.get(tp).copied()
+    }
+
+    /// Earliest pending tombstone delete horizon of `tp` (ms), if any.
+    pub fn pending_horizon(&self, tp: &TopicPartition) -> Option<i64> {
+        self.horizons.get(tp).copied()
+    }
+
+    fn plan(&self, tp: &TopicPartition, view: &CleanerView, now_ms: i64) -> Option<Plan> {
+        let cfg = &view.config;
+        if !cfg.compacts() {
+            return None;
+        }
+        let mut first_uncleanable = view.active_base.min(view.high_watermark);
+        if cfg.min_compaction_lag_ms > 0 {
+            let limit = now_ms.saturating_sub(cfg.min_compaction_lag_ms);
+            if let Some(s) = view.segments.iter().find(|s| s.max_timestamp > limit) {
+                first_uncleanable = first_uncleanable.min(s.base_offset);
+            }
+        }
+        let cleanable: Vec<CleanerSegment> = view
+            .segments
+            .iter()
+            .filter(|s| s.next_base <= first_uncleanable)
+            .cloned()
+            .collect();
+        if cleanable.is_empty() {
+            return None;
+        }
+        let first_dirty = self
+            .first_dirty
+            .get(tp)
+            .copied()
+            .filter(|&o| o >= view.log_start_offset && o <= view.log_end_offset)
+            .unwrap_or(view.log_start_offset);
+        let (mut clean, mut dirty) = (0u64, 0u64);
+        for s in &cleanable {
+            if s.next_base <= first_dirty {
+                clean += s.size;
+            } else {
+                dirty += s.size;
+            }
+        }
+        let ratio = if clean + dirty == 0 {
+            0.0
+        } else {
+            dirty as f64 / (clean + dirty) as f64
+        };
+        let mut urgent = self.horizons.get(tp).is_some_and(|&h| h <= now_ms);
+        if dirty > 0 && cfg.max_compaction_lag_ms < i64::MAX {
+            if let Some(s) = cleanable.iter().find(|s| s.next_base > first_dirty) {
+                let mut r = BatchReader::new(s);
+                if let Ok(Some((h, _))) = r.next_batch() {
+                    let ts = h.max_timestamp;
+                    if ts >= 0 && now_ms.saturating_sub(ts) > cfg.max_compaction_lag_ms {
+                        urgent = true;
+                    }
+                }
+            }
+        }
+        let wanted = (dirty > 0 && ratio >= cfg.min_cleanable_dirty_ratio) || urgent;
+        Some(Plan {
+            first_dirty,
+            cleanable,
+            ratio,
+            urgent,
+            wanted,
+            dir: view.dir.clone(),
+            config: view.config.clone(),
+        })
+    }
+
+    /// Picks the log most in need of cleaning among `logs` (urgent ones first, then the
+    /// highest dirty ratio) and cleans it. `Ok(None)` when no log qualifies.
+    pub fn clean_one(
+        &mut self,
+        logs: &[(TopicPartition, Arc<Mutex<Log>>)],
+        now_ms: i64,
+    ) -> Result<Option<(TopicPartition, CleanerStats)>, StorageError> {
+        let mut best: Option<(TopicPartition, Arc<Mutex<Log>>, Plan)> = None;
+        for (tp, log) in logs {
+            let view = {
+                let l = log.lock();
+                if l.is_offline() {
+                    continue;
+                }
+                l.cleaner_view()
+            };
+            if let Some(p) = self.plan(tp, &view, now_ms) {
+                let better = best
+                    .as_ref()
+                    .is_none_or(|(_, _, b)| (p.urgent, p.ratio) > (b.urgent, b.ratio));
+                if p.wanted && better {
+                    best = Some((tp.clone(), log.clone(), p));
+                }
+            }
+        }
+        let Some((tp, log, plan)) = best else {
+            return Ok(None);
+        };
+        let stats = self.clean_with_plan(&tp, &log, plan, now_ms)?;
+        Ok(Some((tp, stats)))
+    }
+
+    /// Cleans `log` now if it has anything cleanable, ignoring the dirty-ratio threshold.
+    /// `Ok(None)` when nothing is cleanable (not compacted, no inactive segment old enough).
+    pub fn clean_log(
+        &mut self,
+        tp: &TopicPartition,
+        log: &Arc<Mutex<Log>>,
+        now_ms: i64,
+    ) -> Result<Option<CleanerStats>, StorageError> {
+        let view = log.lock().cleaner_view();
+        let Some(plan) = self.plan(tp, &view, now_ms) else {
+            return Ok(None);
+        };
+        Ok(Some(self.clean_with_plan(tp, log, plan, now_ms)?))
+    }
+
+    fn clean_with_plan(
+        &mut self,
+        tp: &TopicPartition,
+        log: &Arc<Mutex<Log>>,
+        plan: Plan,
+        now_ms: i64,
+    ) -> Result<CleanerStats, StorageError> {
+        let started = Instant::now();
+        let mut throttler = Throttler::new(self.config.io_max_bytes_per_second);
+        let mut stats = CleanerStats {
+            first_dirty_offset: plan.first_dirty,
+            ..Default::default()
+        };
+        let view_cfg = plan.config.clone();
+        let dir = plan.dir.clone();
+        let mut map = OffsetMap::new(self.config.dedupe_buffer_size);
+        let dirty_end = plan
+            .cleanable
+            .last()
+            .map_or(plan.first_dirty, |s| s.next_base);
+        let mut end = dirty_end;
+        let mut peak_buf = 0usize;
+        // 1. Offset map over the dirty section.
+        'segments: for seg in plan
+            .cleanable
+            .iter()
+            .filter(|s| s.next_base > plan.first_dirty)
+        {
+            let mut reader = BatchReader::new(seg);
+            while let Some((h, bytes)) = reader.next_batch()? {
+                stats.bytes_read += bytes.len() as u64;
+                throttler.account(bytes.len(), &self.stop);
+                if h.last_offset() < plan.first_dirty || h.is_control() {
+                    continue;
+                }
+                let data = records_section(bytes, &h)?;
+                peak_buf = peak_buf.max(data.len() + bytes.len());
+                let recs = parse_raw_records(&data, h.records_count)?;
+                for r in &recs {
+                    let offset = h.base_offset + r.offset_delta as i64;
+                    let Some(k) = &r.key else { continue };
+                    if offset < plan.first_dirty {
+                        continue;
+                    }
+                    if !map.put(&data[k.clone()], offset) && h.base_offset > plan.first_dirty {
+                        end = h.base_offset;
+                        break 'segments;
+                    }
+                }
+                if self.stop.load(Ordering::Relaxed) {
+                    return Err(invalid("cleaner stopping"));
+                }
+            }
+        }
+        stats.map_entries = map.map.len() as u64;
+        stats.end_offset = end;
+        // 2. Rewrite every segment below `end`.
+        let mut min_horizon: Option<i64> = None;
+        for seg in plan.cleanable.iter().filter(|s| s.base_offset < end) {
+            if self.stop.load(Ordering::Relaxed) {
+                return Err(invalid("cleaner stopping"));
+            }
+            let out = clean_segment(
+                &dir,
+                seg,
+                &view_cfg,
+                &map,
+                end,
+                now_ms,
+                &mut stats,
+                &mut throttler,
+                &self.stop,
+                &mut peak_buf,
+            )?;
+            stats.segment_bytes_cleaned += seg.size;
+            if let Some(h) = out.min_horizon {
+                min_horizon = Some(min_horizon.map_or(h, |m: i64| m.min(h)));
+            }
+            if !out.changed {
+                continue;
+            }
+            let swapped = log.lock().swap_cleaned_segment(
+                seg.base_offset,
+                &seg.file,
+                seg.size,
+                self.crash_after,
+            )?;
+            if !swapped {
+                tracing::info!(partition = %tp.dir_name(), segment = seg.base_offset, "segment changed during cleaning; will retry");
+                return Ok(stats);
+            }
+            stats.segments_swapped += 1;
+        }
+        // 3. Checkpoint.
+        self.first_dirty.insert(tp.clone(), end);
+        match min_horizon {
+            Some(h) => self.horizons.insert(tp.clone(), h),
+            None => self.horizons.remove(tp),
+        };
+        stats.peak_memory_bytes = (map.memory_bytes() + peak_buf + WRITE_CHUNK) as u64;
+        stats.elapsed = started.elapsed();
+        Ok(stats)
+    }
+
+    /// Writes the first dirty offsets of the logs in `logs` to `cleaner-offset-checkpoint`.
+    pub fn write_checkpoint(
+        &self,
+        logs: &[(TopicPartition, Arc<Mutex<Log>>)],
+    ) -> Result<(), StorageError> {
+        let mut m = HashMap::new();
+        for (tp, _) in logs {
+            if let Some(&o) = self.first_dirty.get(tp) {
+                m.insert((tp.topic.clone(), tp.partition), o);
+            }
+        }
+        self.checkpoint.write(&m)?;
+        Ok(())
+    }
+}
+
+struct SegmentOutcome {
+    changed: bool,
+    min_horizon: Option<i64>,
+}
+
+/// Rewrites one segment into `<base>.*.cleaned` (fsynced). `changed = false` when the output
+/// would equal the input (the cleaned files are then deleted).
+#[allow(clippy::too_many_arguments)]
+fn clean_segment(
+    dir: &std::path::Path,
+    seg: &CleanerSegment,
+    cfg: &crate::config::LogConfig,
+    map: &OffsetMap,
+    end: i64,
+    now_ms: i64,
+    stats: &mut CleanerStats,
+    throttler: &mut Throttler,
+    stop: &AtomicBool,
+    peak_buf: &mut usize,
+) -> Result<SegmentOutcome, StorageError> {
+    let mut out = LogSegment::create_cleaned(
+        dir,
+        seg.base_offset,
+        cfg.index_interval_bytes,
+        cfg.segment_index_bytes,
+    )?;
+    let r = (|| -> Result<SegmentOutcome, StorageError> {
+        let mut changed = false;
+        let mut min_horizon: Option<i64> = None;
+        let mut buf: Vec<u8> = Vec::new();
+        let mut metas: Vec<AppendedBatch> = Vec::new();
+        let mut reader = BatchReader::new(seg);
+        while let Some((h, bytes)) = reader.next_batch()? {
+            stats.bytes_read += bytes.len() as u64;
+            throttler.account(bytes.len(), stop);
+            let kept = if h.is_control() || h.base_offset >= end {
+                stats.records_read += h.records_count.max(0) as u64;
+                stats.records_retained += h.records_count.max(0) as u64;
+                Some(Bytes::copy_from_slice(bytes))
+            } else {
+                let (b, horizon) = filter_batch(&h, bytes, map, end, now_ms, cfg, stats)?;
+                if let Some(hz) = horizon {
+                    min_horizon = Some(min_horizon.map_or(hz, |m: i64| m.min(hz)));
+                }
+                match b {
+                    Filtered::Unchanged => Some(Bytes::copy_from_slice(bytes)),
+                    Filtered::Rewritten(nb) => {
+                        changed = true;
+                        Some(nb)
+                    }
+                    Filtered::Dropped => {
+                        changed = true;
+                        None
+                    }
+                }
+            };
+            if let Some(b) = kept {
+                let hh = RecordBatchHeader::parse(&b)?;
+                metas.push(AppendedBatch {
+                    last_offset: hh.last_offset(),
+                    max_timestamp: hh.max_timestamp,
+                    size: b.len() as u32,
+                });
+                buf.extend_from_slice(&b);
+                *peak_buf = (*peak_buf).max(buf.capacity() + reader.buf.capacity());
+                if buf.len() >= WRITE_CHUNK {
+                    out.append(&buf, &metas, now_ms)?;
+                    stats.bytes_written += buf.len() as u64;
+                    throttler.account(buf.len(), stop);
+                    buf.clear();
+                    metas.clear();
+                }
+            }
+        }
+        if !changed {
+            return Ok(SegmentOutcome {
+                changed,
+                min_horizon,
+            });
+        }
+        if !buf.is_empty() {
+            out.append(&buf, &metas, now_ms)?;
+            stats.bytes_written += buf.len() as u64;
+            throttler.account(buf.len(), stop);
+        }
+        out.on_become_inactive()?;
+        out.flush()?;
+        Ok(SegmentOutcome {
+            changed,
+            min_horizon,
+        })
+    })();
+    drop(out);
+    match &r {
+        Ok(o) if o.changed => {}
+        _ => discard_cleaned(dir, seg.base_offset),
+    }
+    r
+}
+
+enum Filtered {
+    Unchanged,
+    Rewritten(Bytes),
+    Dropped,
+}
+
+/// Applies the retention rule to one batch below `end`. Returns the outcome and, when the
+/// result keeps tombstones, their delete horizon.
+fn filter_batch(
+    h: &RecordBatchHeader,
+    bytes: &[u8],
+    map: &OffsetMap,
+    end: i64,
+    now_ms: i64,
+    cfg: &crate::config::LogConfig,
+    stats: &mut CleanerStats,
+) -> Result<(Filtered, Option<i64>), StorageError> {
+    let data = records_section(bytes, h)?;
+    let recs = parse_raw_records(&data, h.records_count)?;
+    let horizon_passed = h.has_delete_horizon() && now_ms >= h.base_timestamp;
+    let mut keep = Vec::with_capacity(recs.len());
+    let mut tombstones = false;
+    for r in &recs {
+        stats.records_read += 1;
+        let offset = h.base_offset + r.offset_delta as i64;
+        let retain = if offset >= end {
+            if r.value_is_null {
+                tombstones = true;
+            }
+            true
+        } else {
+            match &r.key {
+                None => false,
+                Some(k) => {
+                    let latest = map.get(&data[k.clone()]).is_none_or(|o| o <= offset);
+                    if !latest {
+                        false
+                    } else if r.value_is_null {
+                        if horizon_passed {
+                            stats.tombstones_removed += 1;
+                            false
+                        } else {
+                            tombstones = true;
+                            true
+                        }
+                    } else {
+                        true
+                    }
+                }
+            }
+        };
+        if retain {
+            keep.push(r);
+        }
+    }
+    stats.records_retained += keep.len() as u64;
+    if keep.is_empty() {
+        return Ok((Filtered::Dropped, None));
+    }
+    let needs_horizon = tombstones && !h.has_delete_horizon();
+    let horizon = if needs_horizon {
+        Some(now_ms.saturating_add(cfg.delete_retention_ms.max(0)))
+    } else if tombstones {
+        Some(h.base_timestamp)
+    } else {
+        None
+    };
+    if keep.len() == recs.len() && !needs_horizon {
+        return Ok((Filtered::Unchanged, horizon));
+    }
+    // Rebuild: same base offset, last offset delta, producer fields and codec.
+    let log_append = h.timestamp_type() == TimestampType::LogAppendTime;
+    let new_base_ts = if needs_horizon {
+        horizon.expect("set")
+    } else {
+        h.base_timestamp
+    };
+    let mut body = Vec::with_capacity(data.len());
+    let mut rec = Vec::new();
+    let mut max_ts = -1i64;
+    for r in &keep {
+        let ts = h.base_timestamp.wrapping_add(r.timestamp_delta);
+        max_ts = max_ts.max(ts);
+        rec.clear();
+        rec.push(0u8);
+        write_varlong(&mut rec, ts.wrapping_sub(new_base_ts));
+        write_varint(&mut rec, r.offset_delta);
+        rec.extend_from_slice(&data[r.rest.clone()]);
+        write_varint(&mut body, rec.len() as i32);
+        body.extend_from_slice(&rec);
+    }
+    let codec = h.compression()?;
+    let body = compress(codec, &body, true)?;
+    let mut attrs = h.attributes;
+    if needs_horizon {
+        attrs |= ATTR_DELETE_HORIZON;
+    }
+    let stored_max = if log_append { h.max_timestamp } else { max_ts };
+    let mut out = Vec::with_capacity(RECORD_BATCH_OVERHEAD + body.len());
+    out.extend_from_slice(&h.base_offset.to_be_bytes());
+    out.extend_from_slice(&((RECORD_BATCH_OVERHEAD - 12 + body.len()) as i32).to_be_bytes());
+    out.extend_from_slice(&h.partition_leader_epoch.to_be_bytes());
+    out.push(h.magic as u8);
+    out.extend_from_slice(&0u32.to_be_bytes());
+    out.extend_from_slice(&attrs.to_be_bytes());
+    out.extend_from_slice(&h.last_offset_delta.to_be_bytes());
+    out.extend_from_slice(&new_base_ts.to_be_bytes());
+    out.extend_from_slice(&stored_max.to_be_bytes());
+    out.extend_from_slice(&h.producer_id.to_be_bytes());
+    out.extend_from_slice(&h.producer_epoch.to_be_bytes());
+    out.extend_from_slice(&h.base_sequence.to_be_bytes());
+    out.extend_from_slice(&(keep.len() as i32).to_be_bytes());
+    out.extend_from_slice(&body);
+    RecordBatchMut::new(&mut out)?.update_crc();
+    // Sanity: the rebuilt batch must parse.
+    RecordBatch::new(Bytes::copy_from_slice(&out))?;
+    Ok((Filtered::Rewritten(Bytes::from(out)), horizon))
+}
+
+/// Peak resident memory of this process (`VmHWM` from /proc/self/status, bytes), when known.
+pub fn process_peak_rss_bytes() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// The background cleaner thread (Kafka's `LogCleaner` with one `CleanerThread`): loops over
+/// [`Cleaner::clean_one`] on the [`LogManager`]'s logs, sleeping `backoff_ms` (or until the
+/// next tombstone horizon) when nothing qualifies; writes `cleaner-offset-checkpoint` after
+/// each clean. Logs each clean at info level with its throughput (MB/s of segments cleaned)
+/// and memory.
+#[derive(Debug)]
+pub struct LogCleaner {
+    stop: Arc<AtomicBool>,
+    wake: Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl LogCleaner {
+    /// Starts the cleaner thread for `manager`'s logs.
+    pub fn start(manager: Arc<LogManager>, config: CleanerConfig) -> io::Result<LogCleaner> {
+        let mut cleaner = Cleaner::new(manager.dir(), config.clone());
+        let stop = cleaner.stop.clone();
+        let wake = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+        let wake2 = wake.clone();
+        let stop2 = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("log-cleaner".into())
+            .spawn(move || {
+                let mut peak = 0u64;
+                while !stop2.load(Ordering::Relaxed) {
+                    let logs = manager.all_logs();
+                    let now = crate::now_ms();
+                    let mut sleep_ms = config.backoff_ms;
+                    match cleaner.clean_one(&logs, now) {
+                        Ok(Some((tp, st))) => {
+                            peak = peak.max(st.peak_memory_bytes);
+                            tracing::info!(
+                                partition = %tp.dir_name(),
+                                first_dirty_offset = st.first_dirty_offset,
+                                cleaned_to = st.end_offset,
+                                segment_mb = format!("{:.2}", st.segment_bytes_cleaned as f64 / 1e6),
+                                written_mb = format!("{:.2}", st.bytes_written as f64 / 1e6),
+                                records_read = st.records_read,
+                                records_retained = st.records_retained,
+                                tombstones_removed = st.tombstones_removed,
+                                segments_swapped = st.segments_swapped,
+                                map_entries = st.map_entries,
+                                elapsed_ms = st.elapsed.as_millis() as u64,
+                                mb_per_sec = format!("{:.1}", st.mb_per_sec()),
+                                cleaner_memory_mb = format!("{:.2}", st.peak_memory_bytes as f64 / 1e6),
+                                cleaner_peak_memory_mb = format!("{:.2}", peak as f64 / 1e6),
+                                process_peak_rss_mb = format!("{:.1}", process_peak_rss_bytes().unwrap_or(0) as f64 / 1e6),
+                                "log cleaner cleaned log"
+                            );
+                            if let Err(e) = cleaner.write_checkpoint(&logs) {
+                                tracing::error!(error = %e, "writing cleaner offset checkpoint failed");
+                            }
+                            sleep_ms = 0;
+                        }
+                        Ok(None) => {}
+                        Err(e) => {
+                            if !stop2.load(Ordering::Relaxed) {
+                                tracing::error!(error = %e, "log cleaner failed");
+                            }
+                        }
+                    }
+                    if let Some(h) = logs
+                        .iter()
+                        .filter_map(|(tp, _)| cleaner.pending_horizon(tp))
+                        .min()
+                    {
+                        // Wake when the earliest tombstone horizon passes (not more often
+                        // than every 200 ms when it already has and nothing could be done).
+                        let until = (h - crate::now_ms()).max(0) as u64 + 1;
+                        if sleep_ms > 0 {
+                            sleep_ms = sleep_ms.min(until.max(200));
+                        }
+                    }
+                    if sleep_ms > 0 {
+                        let (m, cv) = &*wake2;
+                        let g = m.lock().unwrap_or_else(|e| e.into_inner());
+                        let _ = cv
+                            .wait_timeout_while(g, Duration::from_millis(sleep_ms), |woken| {
+                                !std::mem::take(woken) && !stop2.load(Ordering::Relaxed)
+                            })
+                            .unwrap_or_else(|e| e.into_inner());
+                    }
+                }
+            })?;
+        Ok(LogCleaner {
+            stop,
+            wake,
+            thread: Some(thread),
+        })
+    }
+
+    /// Wakes the thread to look for work now.
+    pub fn wakeup(&self) {
+        let (m, cv) = &*self.wake;
+        *m.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        cv.notify_all();
+    }
+
+    /// Stops the thread (an in-progress clean is abandoned; its `.cleaned` files are removed
+    /// now or at the next open) and waits for it.
+    pub fn shutdown(mut self) {
+        self.stop_and_join();
+    }
+
+    fn stop_and_join(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.wakeup();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for LogCleaner {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
