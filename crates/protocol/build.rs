@@ -347,10 +347,10 @@ fn encode_stmt(f: &Field, st: &str, within: Range) -> String {
         if nullable_always {
             return nullable;
         }
-        let method = if f.ty == "records" {
-            "as_ref"
-        } else {
+        let method = if matches!(f.ty.as_str(), "string" | "bytes") {
             "as_deref"
+        } else {
+            "as_ref"
         };
         let unwrap = format!("{v}.{method}().ok_or(EncodeError::NullNotAllowed(\"{what}\"))?");
         let nn = non_null.replace("{x}", &unwrap);
@@ -396,6 +396,11 @@ fn encode_stmt(f: &Field, st: &str, within: Range) -> String {
         "records" => pair(
             format!("enc.put_nullable_records({v}.as_ref(), flexible)?;"),
             "enc.put_nullable_records(Some({x}), flexible)?;".into(),
+        ),
+        // Nullable struct: INT8 -1 for null, 1 then the struct otherwise.
+        _ if f.nullable.is_some() => pair(
+            format!("match &{v} {{ None => enc.put_i8(-1), Some(x) => {{ enc.put_i8(1); x.encode(enc, version)?; }} }}"),
+            "enc.put_i8(1); {x}.encode(enc, version)?;".into(),
         ),
         _ => format!("{v}.encode(enc, version)?;"),
     }
@@ -449,6 +454,12 @@ fn decode_expr(f: &Field, within: Range) -> String {
         "records" => pair(
             "get_nullable_records(buf, flexible)?".into(),
             "Records::Memory(get_bytes(buf, flexible)?)".into(),
+        ),
+        other if f.nullable.is_some() => pair(
+            format!(
+                "if get_i8(buf)? < 0 {{ None }} else {{ Some({other}::decode(buf, version)?) }}"
+            ),
+            format!("{{ get_i8(buf)?; {other}::decode(buf, version)? }}"),
         ),
         other => format!("{other}::decode(buf, version)?"),
     }

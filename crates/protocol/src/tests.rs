@@ -362,7 +362,12 @@ fn supported_versions_match_the_newest_specs() {
     for (k, r) in expect {
         assert_eq!(supported_versions(k), Some(r), "{k}");
     }
-    assert_eq!(supported_versions(ApiKey::AddPartitionsToTxn), None);
+    assert_eq!(supported_versions(ApiKey::Vote), None);
+    assert_eq!(supported_versions(ApiKey::TxnOffsetCommit), Some((0, 6)));
+    assert_eq!(
+        supported_versions(ApiKey::DescribeTopicPartitions),
+        Some((0, 0))
+    );
 }
 
 #[test]

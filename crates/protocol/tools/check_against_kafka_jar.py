@@ -134,6 +134,32 @@ for path in sorted(glob.glob(os.path.join(SCHEMA_DIR,'*.schema'))):
             print('MISMATCH', msg['name'], 'v%d'%v)
             print('  ours :', a)
             print('  kafka:', b)
+# ---- version ranges: ours vs the jar's (Kafka's ApiMessageType: lowest, highest, unstable flag)
+amt = subprocess.run(['javap','-c','-p','-cp',J,'org.apache.kafka.common.message.ApiMessageType'],capture_output=True,text=True).stdout.split('\n')
+ranges={}; cur=None; stack=[]
+for ln in amt:
+    m=re.search(r'// String ([A-Z_0-9]+)$', ln)
+    if m and cur is None:
+        cur=m.group(1); stack=[]; continue
+    if cur:
+        m2=re.search(r'\b(iconst_(\d|m1)|bipush\s+(-?\d+)|sipush\s+(-?\d+))\b', ln)
+        if m2:
+            v=m2.group(2) or m2.group(3) or m2.group(4); stack.append(-1 if v=='m1' else int(v))
+        if 'Method "<init>"' in ln:
+            ranges[cur]=stack[-5:]; cur=None
+def upper_snake(n): return re.sub(r'(?<=[a-z0-9])([A-Z])', r'_\1', n).upper()
+for path in sorted(glob.glob(os.path.join(SCHEMA_DIR,'*.schema'))):
+    msg, _ = parse(path)
+    api = upper_snake(re.sub(r'(Request|Response)$', '', msg['name']))
+    r = ranges.get(api)
+    if r is None:
+        print('RANGE', msg['name'], 'not found in ApiMessageType'); bad += 1; continue
+    lo, hi, _, _, unstable = r
+    stable_hi = hi - 1 if unstable else hi
+    ours = msg['versions']
+    if msg['name'].endswith('Request') and (ours[0] != lo or ours[1] != stable_hi):
+        print('RANGE', msg['name'], 'ours %d-%d, Kafka %d-%d%s' % (ours[0], ours[1], lo, hi, ' (latest unstable)' if unstable else ''))
+        bad += 1
 print("mismatches:", bad)
 schema_bad = bad
 
