@@ -58,7 +58,7 @@ pub struct ConsumeArgs {
     /// Keep waiting for new records instead of stopping at the end.
     #[arg(long, short = 'F')]
     follow: bool,
-    /// Output format: text or json.
+    /// Output format: text or json (--json is the same as --format json).
     #[arg(long, short = 'f', default_value = "text", value_parser = ["text", "json"])]
     format: String,
     /// Text output: print the key.
@@ -302,7 +302,7 @@ pub fn run(args: ConsumeArgs) -> anyhow::Result<()> {
     let mut count = 0u64;
     let started = Instant::now();
     let max = args.max_messages.unwrap_or(u64::MAX);
-    let json = args.format == "json";
+    let json = args.format == "json" || conn.json;
     let mut broken_pipe = false;
     let mut result = Ok(());
     while count < max && !stop.load(Ordering::SeqCst) {
