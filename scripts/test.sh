@@ -18,6 +18,18 @@ cd "$ROOT"
 
 step() { printf '\n==> %s (%s)\n' "$*" "$(date +%T)"; }
 
+# A hung test must fail the run with a clear message, not eat the CI budget.
+bounded() {
+    local limit="$1"
+    shift
+    local rc=0
+    timeout --signal=TERM --kill-after=30 "$limit" "$@" || rc=$?
+    if [[ $rc == 124 || $rc == 137 ]]; then
+        echo "TIMEOUT: '$*' did not finish within $limit s" >&2
+    fi
+    return "$rc"
+}
+
 if [[ "${RUNNEL_SKIP_INSTALL:-0}" != 1 ]]; then
     step "install test dependencies"
     bash scripts/install-test-deps.sh
@@ -27,11 +39,11 @@ if [[ -z "${RUNNEL_TEST_BOOTSTRAP:-}" && "${RUNNEL_TEST_BROKER:-runnel}" == runn
     step "cargo build --release"
     cargo build --release
     step "cargo test --workspace --release"
-    cargo test --workspace --release
+    bounded "${RUNNEL_CARGO_TEST_TIMEOUT:-1500}" cargo test --workspace --release
 fi
 
 step "python -m pytest tests/ -v"
-python3 -m pytest tests/ -v --durations=25 "$@"
+bounded "${RUNNEL_PYTEST_TIMEOUT:-1800}" python3 -m pytest tests/ -v --durations=25 "$@"
 
 if [[ "${RUNNEL_LIBRDKAFKA_TESTS:-0}" == 1 ]]; then
     step "librdkafka's own integration tests"

@@ -38,6 +38,22 @@ MODE = "external" if EXTERNAL else os.environ.get("RUNNEL_TEST_BROKER", "runnel"
 STARTUP_TIMEOUT_S = 90 if MODE == "kafka" else 30
 
 
+def _die_with_parent():
+    """preexec_fn: the broker gets SIGKILL if the test process dies (no orphaned brokers after a hard stop)."""
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def _sigterm_to_interrupt(_sig, _frame):
+    raise KeyboardInterrupt("SIGTERM")  # lets pytest run fixture teardowns (brokers killed by PID)
+
+
+signal.signal(signal.SIGTERM, _sigterm_to_interrupt)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -104,7 +120,7 @@ class BrokerProcess:
         log.write(f"\n===== start #{self.starts + 1}: {' '.join(argv)}\n".encode())
         log.flush()
         self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     cwd=self.dir)
+                                     cwd=self.dir, preexec_fn=_die_with_parent)
         log.close()
         self.starts += 1
         self.wait_ready()
