@@ -266,3 +266,51 @@ def test_describe_configs_topic_and_broker(broker, topic):
         assert err == 0
         assert cfg["num.partitions"][0] == "4"
         assert cfg["log.segment.bytes"][0] == "1073741824"
+
+
+# ------------------------------------------------------------------ Fetch size limits (KIP-74)
+def test_fetch_first_batch_whole_even_above_limits(broker, topic):
+    make_topic(broker.bootstrap, topic, 1)
+    big = [k.Record(b"big", b"x" * 200_000)]
+    with k.Connection(broker.bootstrap) as c:
+        assert k.produce(c, topic, 0, k.encode_batch(big)).error == 0
+        assert k.produce(c, topic, 0, k.encode_batch(recs(3))).error == 0
+        f = k.fetch(c, topic, 0, 0, max_bytes=1000, partition_max_bytes=1000)
+        assert f.error == 0
+        batches = f.batches()
+        assert batches and batches[0].base_offset == 0 and batches[0].records[0].value == b"x" * 200_000
+
+
+def test_fetch_partition_max_bytes_bounds_the_rest(broker, topic):
+    make_topic(broker.bootstrap, topic, 1)
+    with k.Connection(broker.bootstrap) as c:
+        for i in range(10):
+            assert k.produce(c, topic, 0, k.encode_batch([k.Record(b"%d" % i, b"y" * 10_000)])).error == 0
+        f = k.fetch(c, topic, 0, 0, partition_max_bytes=25_000)
+        assert f.error == 0 and f.high_watermark == 10
+        assert f.records_length <= 25_000
+        batches = f.batches()  # whole batches; a trailing partial one is allowed and skipped
+        assert [b.base_offset for b in batches] == list(range(len(batches))) and 1 <= len(batches) <= 2
+        # a consumer continuing from there gets the rest in order
+        seen, offset = [], 0
+        while offset < 10:
+            got = k.fetch(c, topic, 0, offset, partition_max_bytes=25_000).batches()
+            assert got, f"no whole batch returned at offset {offset}"
+            for b in got:
+                seen.append(b.base_offset)
+                offset = b.last_offset + 1
+        assert seen == list(range(10))
+
+
+def test_fetch_response_max_bytes_across_partitions(broker, topic):
+    make_topic(broker.bootstrap, topic, 3)
+    with k.Connection(broker.bootstrap) as c:
+        for p in range(3):
+            for i in range(3):
+                assert k.produce(c, topic, p, k.encode_batch([k.Record(b"k", b"z" * 10_000)])).error == 0
+        body = k.fetch_body(topic, 0, 0, 11, max_bytes=15_000, partition_max_bytes=1_000_000,
+                            partitions=[(0, 0), (1, 0), (2, 0)])
+        parts = k.parse_fetch_all(c.request(k.FETCH, 11, body), 11)
+        total = sum(max(p.records_length, 0) for p in parts.values())
+        assert parts[0].batches(), "the first partition's first batch must be returned whole"
+        assert total <= 15_000, f"response carried {total} record bytes for max_bytes=15000"  # Kafka: 15000
