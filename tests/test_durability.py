@@ -6,6 +6,7 @@ with RUNNEL_TEST_BOOTSTRAP they are skipped.
 
 from __future__ import annotations
 
+import struct
 import time
 
 import pytest
@@ -168,3 +169,38 @@ def test_idempotent_producer_state_survives(fresh_broker, topic, how):
                                                     producer_epoch=epoch, base_sequence=3))
         assert nxt.error == 0 and nxt.base_offset == 3
         assert k.fetch(c, topic, 0, 0).high_watermark == 4
+
+
+@pytest.mark.parametrize("garbage", ["partial_header", "zeros", "bad_crc_batch"])
+def test_torn_tail_after_kill9_is_truncated(fresh_broker, topic, garbage):
+    """A crash can leave a torn write at the end of the active segment (same file layout in Kafka and
+    runnel: <data>/<topic>-<partition>/<20-digit base offset>.log). Recovery keeps every whole batch, drops the
+    tail, and appends continue at the next offset."""
+    b = fresh_broker
+    make_topic(b.bootstrap, topic, 1)
+    with k.Connection(b.bootstrap) as c:
+        for i in range(5):
+            assert k.produce(c, topic, 0, k.encode_batch(
+                [k.Record(b"k%d" % i, b"v%d" % i), k.Record(None, b"")])).error == 0
+    b.kill9()
+    segs = sorted((b.data_dir / f"{topic}-0").glob("*.log"))
+    assert segs, f"no segment files under {b.data_dir / f'{topic}-0'}"
+    tail = {
+        "partial_header": struct.pack(">qi", 10, 500) + b"\x00\x00",
+        "zeros": b"\x00" * 4096,
+        "bad_crc_batch": bytearray(k.encode_batch([k.Record(b"torn", b"x" * 100)])),
+    }[garbage]
+    if garbage == "bad_crc_batch":
+        struct.pack_into(">q", tail, 0, 10)  # plausible next base offset
+        tail[-1] ^= 0xFF
+    with open(segs[-1], "ab") as f:
+        f.write(bytes(tail))
+    b.start()
+    with k.Connection(b.bootstrap) as c:
+        f = k.fetch(c, topic, 0, 0)
+        assert f.error == 0 and f.high_watermark == 10
+        recs = [(r.offset, r.key, r.value) for bt in f.batches() for r in bt.records]
+        assert recs == [x for i in range(5) for x in ((2 * i, b"k%d" % i, b"v%d" % i), (2 * i + 1, None, b""))]
+        res = k.produce(c, topic, 0, k.encode_batch([k.Record(b"after", b"crash")]))
+        assert res.error == 0 and res.base_offset == 10
+        assert k.fetch(c, topic, 0, 10).batches()[0].records[0].key == b"after"
