@@ -139,7 +139,7 @@ export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:../src:../src-cpp"
 passed=() failed=()
 for t in ${tests//,/ }; do
     start=$(date +%s)
-    if TESTS="$t" TEST_KAFKA_VERSION=4.4.0 RDKAFKA_TEST_CONF="$conf" timeout 600 ./test-runner -Q -E \
+    if TESTS="$t" TEST_KAFKA_VERSION=4.4.0 RDKAFKA_TEST_CONF="$conf" timeout "${TEST_TIMEOUT:-600}" ./test-runner -Q -E \
             > "$SRC/tests/run-$t.log" 2>&1; then
         passed+=("$t")
         printf 'PASS %s (%ss)\n' "$t" "$(( $(date +%s) - start ))"
