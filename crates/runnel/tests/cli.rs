@@ -744,3 +744,98 @@ fn produce_failures_name_the_topic_partition_and_broker_error() {
         "{err}"
     );
 }
+
+#[test]
+fn follow_consumer_is_shown_as_a_member_blocks_resets_and_leaves_on_sigint() {
+    use std::io::BufRead;
+    let t = Target::start(&[]);
+    let name = unique("follow");
+    let group = unique("fg");
+    t.ok(&["topic", "create", &name, "--partitions", "2"], b"");
+    let lines: String = (0..20).map(|i| format!("{i}\n")).collect();
+    t.ok(&["produce", &name], lines.as_bytes());
+
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_runnel"))
+        .args([
+            "consume",
+            &name,
+            "--group",
+            &group,
+            "--from-beginning",
+            "--follow",
+            "-b",
+            &t.addr,
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            if tx.send(line.unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + LIMIT;
+    let mut got = Vec::new();
+    while got.len() < 20 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        got.push(
+            rx.recv_timeout(left)
+                .expect("the follower printed all 20 records"),
+        );
+    }
+    // It is a member with both partitions assigned; resets are refused while it is.
+    let d = t.json(&["group", "describe", &group]);
+    assert_eq!(d["members"].as_array().unwrap().len(), 1, "{d}");
+    assert_eq!(
+        d["members"][0]["assignment"].as_array().unwrap().len(),
+        2,
+        "{d}"
+    );
+    let err = t.fails(
+        &[
+            "group",
+            "reset-offsets",
+            &group,
+            "--topic",
+            &name,
+            "--to-earliest",
+        ],
+        b"",
+    );
+    assert!(
+        err.contains(&group) && err.contains("active member"),
+        "{err}"
+    );
+    // Records produced now reach it.
+    t.ok(&["produce", &name], b"late\n");
+    let left = deadline.saturating_duration_since(Instant::now());
+    assert_eq!(rx.recv_timeout(left).unwrap(), "late");
+
+    // SIGINT: it commits, leaves the group and exits 0.
+    // SAFETY: kill(2) on our own child's PID, not yet reaped.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let (stx, srx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = stx.send(child.wait());
+    });
+    let status = srx
+        .recv_timeout(LIMIT)
+        .expect("consumer exits after SIGINT")
+        .unwrap();
+    assert!(status.success(), "{status}");
+    let d = t.json(&["group", "describe", &group]);
+    assert_eq!(d["members"].as_array().unwrap().len(), 0, "{d}");
+    let committed: i64 = d["offsets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["committed_offset"].as_i64().unwrap())
+        .sum();
+    assert_eq!(committed, 21, "{d}");
+}
