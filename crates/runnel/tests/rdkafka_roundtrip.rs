@@ -14,6 +14,13 @@ use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::{Offset, TopicPartitionList};
 
 const RECORDS: usize = 100_000;
+/// (key, value, headers) of one test record; `None` is null.
+type TestRecord = (
+    Option<Vec<u8>>,
+    Option<Vec<u8>>,
+    Vec<(String, Option<Vec<u8>>)>,
+);
+
 const WAIT: Duration = Duration::from_secs(120);
 
 /// The i-th record: (key, value, headers). Every 7th key is null and every 11th empty; every 13th value is
@@ -26,13 +33,13 @@ fn record(
     Vec<(String, Option<Vec<u8>>)>,
 ) {
     let key = match i {
-        _ if i % 7 == 0 => None,
-        _ if i % 11 == 0 => Some(vec![]),
+        _ if i.is_multiple_of(7) => None,
+        _ if i.is_multiple_of(11) => Some(vec![]),
         _ => Some(format!("key-{}", i % 1000).into_bytes()),
     };
     let value = match i {
-        _ if i % 13 == 0 => None,
-        _ if i % 17 == 0 => Some(vec![]),
+        _ if i.is_multiple_of(13) => None,
+        _ if i.is_multiple_of(17) => Some(vec![]),
         _ => Some(format!("value-{i}-{}", "x".repeat(i % 40)).into_bytes()),
     };
     let headers = vec![
