@@ -25,13 +25,7 @@ const WAIT: Duration = Duration::from_secs(120);
 
 /// The i-th record: (key, value, headers). Every 7th key is null and every 11th empty; every 13th value is
 /// null and every 17th empty; headers carry a null and an empty value.
-fn record(
-    i: usize,
-) -> (
-    Option<Vec<u8>>,
-    Option<Vec<u8>>,
-    Vec<(String, Option<Vec<u8>>)>,
-) {
+fn record(i: usize) -> TestRecord {
     let key = match i {
         _ if i.is_multiple_of(7) => None,
         _ if i.is_multiple_of(11) => Some(vec![]),
