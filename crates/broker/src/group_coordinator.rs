@@ -518,3 +518,156 @@ fn read_records(records: &Records) -> std::io::Result<Bytes> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coordinator::{JoinProtocol, OffsetCommitPartition, OffsetCommitRequest};
+
+    /// A service over `dir` with the topics it finds there opened (as `Server::start` does).
+    fn open(dir: &std::path::Path) -> (Arc<GroupCoordinatorService>, Arc<ReplicaManager>) {
+        let pairs: Vec<(String, String)> = [
+            ("log.dirs", dir.to_str().unwrap()),
+            ("offsets.topic.num.partitions", "3"),
+            ("group.initial.rebalance.delay.ms", "0"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let config = BrokerConfig::from_pairs(&pairs).unwrap();
+        let metadata = Arc::new(MetadataStore::open(dir, config.node_id).unwrap());
+        let md = metadata.clone();
+        let cfg = config.clone();
+        let lm = Arc::new(
+            storage::LogManager::open(
+                dir,
+                move |t| {
+                    let o = md.topic(t).map(|t| t.configs).unwrap_or_default();
+                    crate::topics::log_config(&cfg, &o)
+                },
+                now_ms(),
+            )
+            .unwrap(),
+        );
+        let rm = Arc::new(ReplicaManager::new(lm));
+        let svc = GroupCoordinatorService::new(config, metadata, rm.clone());
+        svc.topics.load_all().unwrap();
+        (Arc::new(svc), rm)
+    }
+
+    fn commit(group: &str, offset: i64) -> OffsetCommitRequest {
+        OffsetCommitRequest {
+            api_version: 8,
+            group_id: group.into(),
+            generation_id: -1,
+            member_id: String::new(),
+            group_instance_id: None,
+            retention_time_ms: -1,
+            topics: vec![(
+                "t".into(),
+                vec![OffsetCommitPartition {
+                    partition_index: 0,
+                    committed_offset: offset,
+                    committed_leader_epoch: 3,
+                    committed_metadata: Some("meta".into()),
+                }],
+            )],
+        }
+    }
+
+    #[test]
+    fn requests_wait_for_loading_and_commits_survive_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (svc, rm) = open(dir.path());
+            assert_eq!(
+                svc.read(|c| c.list_groups(&[])).unwrap_err(),
+                ErrorCode::COORDINATOR_LOAD_IN_PROGRESS
+            );
+            assert_eq!(svc.load(), 0);
+            assert!(
+                svc.metadata.topic(OFFSETS_TOPIC).is_none(),
+                "created lazily"
+            );
+            let (r, persisted) = svc
+                .with(|c, now| c.commit_offsets(now, &commit("g", 41)))
+                .unwrap();
+            assert!(persisted);
+            assert_eq!(r, vec![("t".to_string(), vec![(0, 0)])]);
+            let (_, persisted) = svc
+                .with(|c, now| c.commit_offsets(now, &commit("g", 42)))
+                .unwrap();
+            assert!(persisted);
+            assert_eq!(svc.metadata.topic(OFFSETS_TOPIC).unwrap().partitions, 3);
+            // A record no coordinator wrote (key version 99) is skipped at load.
+            let p = rm.partition(OFFSETS_TOPIC, partition_for("g", 3)).unwrap();
+            let mut b = RecordBatchBuilder::new(Compression::None);
+            b.append(0, Some(Bytes::from_static(&[0, 99, 1])), None, Vec::new());
+            rm.append(&p, b.build().unwrap()).unwrap();
+            rm.shutdown().unwrap();
+        }
+        let (svc, _rm) = open(dir.path());
+        assert_eq!(svc.load(), 2);
+        let f = svc.read(|c| c.fetch_offsets("g", None)).unwrap();
+        assert_eq!(f.topics.len(), 1);
+        let p = &f.topics[0].1[0];
+        assert_eq!(
+            (
+                p.committed_offset,
+                p.committed_leader_epoch,
+                p.metadata.as_str()
+            ),
+            (42, 3, "meta")
+        );
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn join_and_sync_park_until_answered() {
+        let dir = tempfile::tempdir().unwrap();
+        let (svc, _rm) = open(dir.path());
+        svc.load();
+        let join = |member: &str| coordinator::JoinGroupRequest {
+            api_version: 5,
+            group_id: "g".into(),
+            session_timeout_ms: 10_000,
+            rebalance_timeout_ms: 10_000,
+            member_id: member.into(),
+            group_instance_id: None,
+            protocol_type: "consumer".into(),
+            protocols: vec![JoinProtocol {
+                name: "range".into(),
+                metadata: Bytes::from_static(b"m"),
+            }],
+            client_id: "c".into(),
+            client_host: "/127.0.0.1".into(),
+        };
+        let first = svc.join_group(join("")).await.unwrap();
+        assert_eq!(first.error_code, coordinator::error::MEMBER_ID_REQUIRED);
+        let (_shutdown, shutdown_rx) = watch::channel(false);
+        let timers = tokio::spawn(svc.clone().run_timers(shutdown_rx));
+        let bounded = Duration::from_secs(10);
+        let joined = tokio::time::timeout(bounded, svc.join_group(join(&first.member_id)))
+            .await
+            .expect("the join is answered once the initial rebalance delay (0 ms) passes")
+            .unwrap();
+        assert_eq!((joined.error_code, joined.generation_id), (0, 1));
+        assert_eq!(joined.leader, first.member_id);
+        let synced = tokio::time::timeout(
+            bounded,
+            svc.sync_group(SyncGroupRequest {
+                group_id: "g".into(),
+                generation_id: 1,
+                member_id: first.member_id.clone(),
+                group_instance_id: None,
+                protocol_type: None,
+                protocol_name: None,
+                assignments: vec![(first.member_id.clone(), Bytes::from_static(b"a"))],
+            }),
+        )
+        .await
+        .expect("the leader's sync is answered at once")
+        .unwrap();
+        assert_eq!((synced.error_code, &synced.assignment[..]), (0, &b"a"[..]));
+        timers.abort();
+    }
+}

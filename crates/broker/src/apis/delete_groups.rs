@@ -1,4 +1,5 @@
-//! DeleteGroups (key 42), v0–2. Source: Kafka protocol guide; KIP-229.
+//! DeleteGroups (key 42), v0–3. Source: Kafka protocol guide; KIP-229. v3's per-group `error_message` is left
+//! null.
 //!
 //! Deletes Empty groups with all their committed offsets (tombstones are written to `__consumer_offsets`).
 //! Per group: 0, INVALID_GROUP_ID (24, empty id), NON_EMPTY_GROUP (68), GROUP_ID_NOT_FOUND (69), or
