@@ -720,3 +720,161 @@ def test_pitfall10_session_timeout_and_v0_rebalance_timeout(gbroker):
         assert r1["error"] == 0 and r1["generation"] == gen2 + 1, r1
         assert [m for m, _i, _meta in r1["members"]] == [m1], r1
         assert heartbeat(c0, group, gen2, m0) == UNKNOWN_MEMBER_ID
+
+
+# ---------------------------------------------------------------------------------------------- admin APIs
+OFFSET_COMMIT, LIST_GROUPS = 8, 16
+
+
+def commit_raw(conn, group, topic, partition, offset, metadata, generation=-1, member_id="") -> int:
+    """OffsetCommit v7 of one partition → its error code."""
+    w = (kproto.Writer().string(group).i32(generation).string(member_id).string(None).i32(1).string(topic)
+         .i32(1).i32(partition).i64(offset).i32(-1).string(metadata))
+    r = conn.request(OFFSET_COMMIT, 7, bytes(w.buf))
+    r.i32()
+    assert r.i32() == 1
+    r.string()
+    assert r.i32() == 1
+    r.i32()
+    return r.i16()
+
+
+def fetch_groups_v8(conn, groups_topics):
+    """OffsetFetch v8 (flexible) for several groups → {group: (error, {(topic, p): (offset, metadata)})}."""
+    w = kproto.Writer().uvarint(len(groups_topics) + 1)
+    for g, topic, parts in groups_topics:
+        w.compact_string(g).uvarint(2).compact_string(topic).uvarint(len(parts) + 1)
+        for p in parts:
+            w.i32(p)
+        w.tags().tags()
+    w.i8(0).tags()
+    r = conn.request(OFFSET_FETCH, 8, bytes(w.buf), flexible_header=True, flexible_response=True)
+    r.i32()
+
+    def cstr():
+        n = r.uvarint()
+        return None if n == 0 else r.raw(n - 1).decode()
+    out = {}
+    for _ in range(r.uvarint() - 1):
+        gid = cstr()
+        offsets = {}
+        for _ in range(r.uvarint() - 1):
+            t = cstr()
+            for _ in range(r.uvarint() - 1):
+                p, off, _epoch, meta, err = r.i32(), r.i64(), r.i32(), cstr(), r.i16()
+                assert r.uvarint() == 0
+                assert err == 0, err
+                offsets[(t, p)] = (off, meta)
+            assert r.uvarint() == 0
+        err = r.i16()
+        assert r.uvarint() == 0
+        out[gid] = (err, offsets)
+    return out
+
+
+def find_coordinators_v4(conn, keys):
+    """FindCoordinator v4 (batched keys, flexible) → [(key, node, error)]."""
+    w = kproto.Writer().i8(0).uvarint(len(keys) + 1)
+    for k in keys:
+        w.compact_string(k)
+    w.tags()
+    r = conn.request(FIND_COORDINATOR, 4, bytes(w.buf), flexible_header=True, flexible_response=True)
+    r.i32()
+    out = []
+    for _ in range(r.uvarint() - 1):
+        key = r.raw(r.uvarint() - 1).decode()
+        node = r.i32()
+        r.raw(r.uvarint() - 1)  # host
+        r.i32()
+        err = r.i16()
+        n = r.uvarint()
+        if n:
+            r.raw(n - 1)
+        assert r.uvarint() == 0
+        out.append((key, node, err))
+    return out
+
+
+GROUP_SUBSCRIBED_TO_TOPIC, OFFSET_DELETE = 86, 47
+
+
+def offset_delete_raw(conn, group, topic, partition):
+    """OffsetDelete v0 of one partition → (group error, partition error)."""
+    w = kproto.Writer().string(group).i32(1).string(topic).i32(1).i32(partition)
+    r = conn.request(OFFSET_DELETE, 0, bytes(w.buf))
+    err = r.i16()
+    r.i32()
+    perr = None
+    for _ in range(r.i32()):
+        r.string()
+        for _ in range(r.i32()):
+            r.i32()
+            perr = r.i16()
+    return err, perr
+
+
+def describe_v0(conn, group):
+    r = conn.request(DESCRIBE_GROUPS, 0, bytes(kproto.Writer().i32(1).string(group).buf))
+    assert r.i32() == 1
+    return r.i16(), r.string(), r.string()
+
+
+def leave_v0(conn, group, member_id) -> int:
+    r = conn.request(LEAVE_GROUP, 0, bytes(kproto.Writer().string(group).string(member_id).buf))
+    return r.i16()
+
+
+def test_admin_apis_and_commits_outside_group_management(gbroker, tmp_path):
+    """Commits from outside group management are stored for an empty group (metadata round-trips) and refused
+    for an active one; OffsetFetch v8 answers several groups; ListGroups' states filter; DescribeGroups of an
+    unknown group below v6; DeleteGroups / OffsetDelete refuse active groups and subscribed topics, then
+    delete; LeaveGroup v0 carries the member's error at top level; FindCoordinator v4 batches keys."""
+    from confluent_kafka import ConsumerGroupState
+    from confluent_kafka.admin import AdminClient
+
+    bs = gbroker.bootstrap
+    topic, group, other = unique("adm"), unique("ga"), unique("gx")
+    make_topic(bs, topic, 2)
+    wait_coordinator(bs, group)
+    admin = AdminClient({"bootstrap.servers": bs})
+    with kproto.Connection(bs) as c:
+        assert find_coordinators_v4(c, [group, other]) == [(group, 1, 0), (other, 1, 0)]
+        assert commit_raw(c, group, topic, 0, 5, "meta-x") == 0
+        assert commit_raw(c, group, topic, 1, 7, None) == 0
+        got = fetch_groups_v8(c, [(group, topic, [0, 1]), (other, topic, [0])])
+        assert got[group] == (0, {(topic, 0): (5, "meta-x"), (topic, 1): (7, "")}), got
+        assert got[other] == (0, {(topic, 0): (-1, "")}), got
+        assert describe_v0(c, other) == (0, other, "Dead")
+        assert leave_v0(c, group, "no-such-member") == UNKNOWN_MEMBER_ID
+
+    def listed(states):
+        r = admin.list_consumer_groups(states=states, request_timeout=15).result()
+        return {g.group_id for g in r.valid}
+    assert group in listed({ConsumerGroupState.EMPTY})
+    assert group not in listed({ConsumerGroupState.STABLE})
+
+    g = Group(bs, topic, group, tmp_path)
+    try:
+        m = g.add("confluent", "range")
+        g.wait_stable([m], 2)
+        assert group in listed({ConsumerGroupState.STABLE})
+        with kproto.Connection(bs) as c:
+            assert commit_raw(c, group, topic, 0, 9, "x") == UNKNOWN_MEMBER_ID, "commit refused for active group"
+        fut = admin.delete_consumer_groups([group], request_timeout=15)[group]
+        with pytest.raises(Exception, match="NON_EMPTY_GROUP"):
+            fut.result()
+        with kproto.Connection(bs) as c:
+            assert offset_delete_raw(c, group, topic, 0) == (0, GROUP_SUBSCRIBED_TO_TOPIC)
+    finally:
+        g.close()
+    deadline = time.monotonic() + WAIT_S
+    while describe_group_raw(bs, group)[0] != "Empty":
+        assert time.monotonic() < deadline, "group not Empty after its only member closed"
+        time.sleep(0.1)
+    with kproto.Connection(bs) as c:
+        assert offset_delete_raw(c, group, topic, 0) == (0, 0)
+        assert fetch_groups_v8(c, [(group, topic, [0, 1])])[group][1] == {(topic, 0): (-1, ""), (topic, 1): (7, "")}
+    admin.delete_consumer_groups([group], request_timeout=15)[group].result()
+    assert group not in listed(set())
+    with kproto.Connection(bs) as c:
+        assert describe_v0(c, group) == (0, group, "Dead")
