@@ -27,6 +27,7 @@ use crate::replica_manager::{now_ms, ReplicaManager};
 #[derive(Debug)]
 pub struct Server {
     replica_manager: Arc<ReplicaManager>,
+    log_cleaner: storage::LogCleaner,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
     local_addr: std::net::SocketAddr,
@@ -52,6 +53,9 @@ impl Server {
             )
             .with_context(|| format!("opening logs in {}", dir.display()))?,
         );
+        let log_cleaner =
+            storage::LogCleaner::start(log_manager.clone(), topics::cleaner_config(&config))
+                .context("starting the log cleaner")?;
         let replica_manager = Arc::new(ReplicaManager::new(log_manager.clone()));
         let apis = Arc::new(KafkaApis::new(
             config.clone(),
@@ -92,6 +96,7 @@ impl Server {
         );
         Ok(Server {
             replica_manager,
+            log_cleaner,
             shutdown,
             tasks,
             local_addr,
@@ -109,6 +114,8 @@ impl Server {
         for t in self.tasks {
             let _ = t.await;
         }
+        let cleaner = self.log_cleaner;
+        tokio::task::spawn_blocking(move || cleaner.shutdown()).await?;
         let rm = self.replica_manager.clone();
         tokio::task::spawn_blocking(move || rm.shutdown())
             .await?

@@ -348,13 +348,79 @@ pub fn log_config(config: &BrokerConfig, overrides: &BTreeMap<String, String>) -
             _ => TimestampType::CreateTime,
         },
         producer_id_expiration_ms: config.producer_id_expiration_ms,
+        cleanup_policy: topic_value(config, overrides, "cleanup.policy")
+            .and_then(|v| LogConfig::parse_cleanup_policy(v.trim_matches(['[', ']'])))
+            .unwrap_or(d.cleanup_policy),
+        delete_retention_ms: int("delete.retention.ms", d.delete_retention_ms),
+        min_compaction_lag_ms: int("min.compaction.lag.ms", d.min_compaction_lag_ms),
+        max_compaction_lag_ms: int("max.compaction.lag.ms", d.max_compaction_lag_ms),
+        min_cleanable_dirty_ratio: topic_value(config, overrides, "min.cleanable.dirty.ratio")
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|r| r.is_finite())
+            .unwrap_or(d.min_cleanable_dirty_ratio),
         ..d
+    }
+}
+
+/// The log cleaner's settings from the broker keys `log.cleaner.dedupe.buffer.size` (bytes),
+/// `log.cleaner.io.max.bytes.per.second` and `log.cleaner.backoff.ms` (Kafka's names; defaults
+/// 128 MiB, unlimited, 15000 ms when a key is not set).
+pub fn cleaner_config(config: &BrokerConfig) -> storage::CleanerConfig {
+    let num = |key: &str| {
+        config
+            .value(key)
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|v| v.is_finite() && *v > 0.0)
+    };
+    let d = storage::CleanerConfig::default();
+    storage::CleanerConfig {
+        dedupe_buffer_size: num("log.cleaner.dedupe.buffer.size")
+            .map_or(d.dedupe_buffer_size, |v| v as usize),
+        io_max_bytes_per_second: num("log.cleaner.io.max.bytes.per.second")
+            .unwrap_or(d.io_max_bytes_per_second),
+        backoff_ms: num("log.cleaner.backoff.ms").map_or(d.backoff_ms, |v| v as u64),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn compaction_configs_map_to_log_config() {
+        let broker = BrokerConfig::from_pairs(&[]).unwrap();
+        let d = log_config(&broker, &BTreeMap::new());
+        assert_eq!(d.cleanup_policy, storage::CleanupPolicy::Delete);
+        assert_eq!(d.delete_retention_ms, 86_400_000);
+        assert_eq!(d.min_cleanable_dirty_ratio, 0.5);
+        let o: BTreeMap<String, String> = [
+            ("cleanup.policy", "compact,delete"),
+            ("delete.retention.ms", "100"),
+            ("min.compaction.lag.ms", "200"),
+            ("max.compaction.lag.ms", "300"),
+            ("min.cleanable.dirty.ratio", "0.1"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let c = log_config(&broker, &o);
+        assert_eq!(c.cleanup_policy, storage::CleanupPolicy::CompactDelete);
+        assert_eq!(
+            (
+                c.delete_retention_ms,
+                c.min_compaction_lag_ms,
+                c.max_compaction_lag_ms
+            ),
+            (100, 200, 300)
+        );
+        assert_eq!(c.min_cleanable_dirty_ratio, 0.1);
+        let mut o2 = BTreeMap::new();
+        o2.insert("cleanup.policy".to_string(), "compact".to_string());
+        assert_eq!(
+            log_config(&broker, &o2).cleanup_policy,
+            storage::CleanupPolicy::Compact
+        );
+    }
 
     #[test]
     fn topic_names() {
