@@ -411,7 +411,8 @@ def test_kill9_member_survivors_take_over(gbroker, client, strategy, tmp_path):
     g = Group(gbroker.bootstrap, topic, group, tmp_path)
     try:
         members = start_members(g, 3, client, strategy)
-        g.wait_stable(members, 6)
+        t_stable = g.wait_stable(members, 6)
+        print(f"\n[{client}/{strategy}] three members started together own 6 partitions after {t_stable:.2f}s")
         victim, survivors = members[0], members[1:]
         t0 = time.monotonic()
         victim.kill9()
