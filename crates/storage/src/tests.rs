@@ -227,7 +227,7 @@ fn rejects_bad_batches() {
     trailing.extend_from_slice(&[1, 2, 3]);
     assert!(matches!(
         log.append_as_leader(Bytes::from(trailing), 0, NOW),
-        Err(StorageError::CorruptMessage(_))
+        Err(StorageError::InvalidRecord(_))
     ));
     assert_eq!(log.log_end_offset(), 0);
     assert_eq!(log.size_in_bytes(), 0);

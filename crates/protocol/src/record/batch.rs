@@ -646,21 +646,30 @@ impl Iterator for Batches {
             return None;
         }
         let rest = &self.buf[self.pos..];
-        let res = RecordBatchHeader::parse(rest).and_then(|h| {
-            let size = h.size_in_bytes();
-            if size > rest.len() {
-                return Err(RecordError::Corrupt(format!(
-                    "batch of {size} bytes but only {} bytes remain",
-                    rest.len()
-                )));
-            }
-            let b = RecordBatch {
-                header: h,
-                buf: self.buf.slice(self.pos..self.pos + size),
-            };
-            self.pos += size;
-            Ok(b)
-        });
+        // A batch cut short (too few bytes for its header or its declared length) is INVALID_RECORD, as
+        // Kafka answers a Produce whose record set holds no whole batch; a bad CRC stays CORRUPT_MESSAGE.
+        let res = RecordBatchHeader::parse(rest)
+            .map_err(|e| match e {
+                RecordError::Corrupt(m) if rest.len() < RECORD_BATCH_OVERHEAD => {
+                    RecordError::InvalidRecord(format!("truncated batch: {m}"))
+                }
+                other => other,
+            })
+            .and_then(|h| {
+                let size = h.size_in_bytes();
+                if size > rest.len() {
+                    return Err(RecordError::InvalidRecord(format!(
+                        "truncated batch: {size} bytes declared but only {} bytes remain",
+                        rest.len()
+                    )));
+                }
+                let b = RecordBatch {
+                    header: h,
+                    buf: self.buf.slice(self.pos..self.pos + size),
+                };
+                self.pos += size;
+                Ok(b)
+            });
         if res.is_err() {
             self.failed = true;
         }

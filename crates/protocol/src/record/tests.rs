@@ -106,7 +106,7 @@ fn concatenated_batches_and_trailing_garbage() {
     all.extend_from_slice(&[0, 0, 0]);
     let r: Vec<_> = batches(&Bytes::from(all)).collect();
     assert_eq!(r.len(), 3);
-    assert!(matches!(r[2], Err(RecordError::Corrupt(_))));
+    assert!(matches!(r[2], Err(RecordError::InvalidRecord(_))));
 }
 
 #[test]
