@@ -392,6 +392,8 @@ pub struct Cleaner {
     checkpoint: OffsetCheckpointFile,
     first_dirty: HashMap<TopicPartition, i64>,
     horizons: HashMap<TopicPartition, i64>,
+    /// Which `Log` object each partition was when last seen (detects delete + recreate).
+    identity: HashMap<TopicPartition, usize>,
     stop: Arc<AtomicBool>,
     /// Test hook: crash the next swap after this step.
     pub(crate) crash_after: Option<SwapStep>,
@@ -425,6 +427,7 @@ impl Cleaner {
             checkpoint,
             first_dirty,
             horizons: HashMap::new(),
+            identity: HashMap::new(),
             stop: Arc::new(AtomicBool::new(false)),
             crash_after: None,
         }
@@ -511,6 +514,23 @@ impl Cleaner {
         logs: &[(TopicPartition, Arc<Mutex<Log>>)],
         now_ms: i64,
     ) -> Result<Option<(TopicPartition, CleanerStats)>, StorageError> {
+        // Forget logs that are gone or were recreated (a new Log under the same name): their
+        // first dirty offset no longer describes the data.
+        let present: HashMap<&TopicPartition, usize> = logs
+            .iter()
+            .map(|(tp, l)| (tp, Arc::as_ptr(l) as usize))
+            .collect();
+        self.first_dirty.retain(|tp, _| present.contains_key(tp));
+        self.horizons.retain(|tp, _| present.contains_key(tp));
+        self.identity.retain(|tp, _| present.contains_key(tp));
+        for (tp, id) in &present {
+            if let Some(old) = self.identity.insert((*tp).clone(), *id) {
+                if old != *id {
+                    self.first_dirty.remove(*tp);
+                    self.horizons.remove(*tp);
+                }
+            }
+        }
         let mut best: Option<(TopicPartition, Arc<Mutex<Log>>, Plan)> = None;
         for (tp, log) in logs {
             let view = {

@@ -527,3 +527,24 @@ fn cleaner_matches_model() {
         assert_eq!(got.len(), live, "{ctx}: {got:?}");
     }
 }
+
+#[test]
+fn recreated_log_is_cleaned_from_scratch() {
+    let d = tempfile::tempdir().unwrap();
+    let log = open(&d.path().join("t-0"), compact_config(), false);
+    fill(&log, 10, 6, Compression::None);
+    let mut c = cleaner(d.path());
+    assert!(c.clean_one(&[(tp(), log.clone())], NOW).unwrap().is_some());
+    let end = c.first_dirty_offset(&tp()).unwrap();
+    assert!(end > 0);
+    // Same name, new log (deleted and recreated): the old first dirty offset is forgotten.
+    let log2 = open(&d.path().join("t-0b"), compact_config(), false);
+    fill(&log2, 10, 12, Compression::None);
+    let st = c
+        .clean_one(&[(tp(), log2.clone())], NOW)
+        .unwrap()
+        .unwrap()
+        .1;
+    assert_eq!(st.first_dirty_offset, 0);
+    assert_eq!(read_all(&log2).len(), 10);
+}
