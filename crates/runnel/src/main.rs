@@ -1,6 +1,7 @@
 //! The `runnel` binary: `runnel server` runs a Kafka-protocol broker; `topic`, `produce`,
 //! `consume`, `group` and `cluster` are operator commands for any Kafka-protocol broker.
 
+mod bench;
 mod client;
 mod cluster;
 mod consume;
@@ -38,6 +39,8 @@ enum Command {
     Group(group::GroupArgs),
     /// Cluster id, brokers, controller and API versions.
     Cluster(cluster::ClusterArgs),
+    /// Load generator: produce, consume and end-to-end throughput and latency.
+    Bench(bench::BenchArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -113,6 +116,7 @@ fn main() -> ExitCode {
         Command::Consume(args) => consume::run(args),
         Command::Group(args) => group::run(args),
         Command::Cluster(args) => cluster::run(args),
+        Command::Bench(args) => bench::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
