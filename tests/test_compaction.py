@@ -42,7 +42,8 @@ def produce(bootstrap, topic, items, codec="lz4"):
     from confluent_kafka import Producer
 
     errors = []
-    p = Producer({"bootstrap.servers": bootstrap, "compression.type": codec, "linger.ms": 20,
+    # batch.size below segment.bytes: a produce request larger than a segment is refused (18).
+    p = Producer({"bootstrap.servers": bootstrap, "compression.type": codec, "linger.ms": 20, "batch.size": 65536,
                   "enable.idempotence": True})
 
     def cb(err, _msg):
