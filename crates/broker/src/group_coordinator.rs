@@ -6,9 +6,8 @@
 //! - **`__consumer_offsets`** (`offsets.topic.num.partitions` partitions, default 50; replication factor 1;
 //!   `cleanup.policy=compact`, `segment.bytes=104857600` as Kafka's `offsets.topic.segment.bytes`) is created
 //!   lazily, as Kafka does, by the first FindCoordinator for a group or the first group request that writes.
-//!   Compaction itself is not implemented yet, so the topic only grows (by retention of whole segments it is not
-//!   trimmed either: its `retention.ms` is the broker default, and Kafka's compacted topics ignore it; a long
-//!   running broker keeps every group record until compaction lands).
+//!   The log cleaner compacts it like any compacted topic (latest record per key; tombstones kept for
+//!   `delete.retention.ms`); loading tolerates the offset gaps and emptied batches that compaction leaves.
 //! - **Records**: each effect [`Effect::Persist`] of one coordinator call is encoded with
 //!   [`coordinator::encode_record`] and appended, one uncompressed batch per `__consumer_offsets` partition
 //!   ([`coordinator::partition_for`]), through [`ReplicaManager::append`] ("acks" = appended to the leader log,
