@@ -79,6 +79,7 @@ async fn handle_connection(
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), ConnectionError> {
     let max = apis.config().socket_request_max_bytes;
+    let peer = stream.peer_addr().ok();
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     loop {
         let frame = tokio::select! {
@@ -86,7 +87,7 @@ async fn handle_connection(
             _ = shutdown.changed() => return Ok(()),
         };
         let Some(frame) = frame else { return Ok(()) };
-        match apis.handle(frame).await {
+        match apis.handle_from(frame, peer).await {
             RequestOutcome::Respond(chunks) => write_chunks(&mut stream, chunks).await?,
             RequestOutcome::NoResponse => {}
             RequestOutcome::Close(reason) => return Err(ConnectionError::InvalidRequest(reason)),
