@@ -22,6 +22,15 @@ pub enum StorageError {
     /// magic, control batch from a client).
     #[error("invalid record: {0}")]
     InvalidRecord(String),
+    /// INVALID_RECORD (87) naming the offending records (KIP-467 `record_errors`): their indexes within
+    /// the batch, e.g. the records without a key on a compacted topic.
+    #[error("invalid record: {message}")]
+    InvalidRecords {
+        /// Why the batch was refused.
+        message: String,
+        /// Indexes (0-based, within the batch) of the records at fault.
+        batch_indexes: Vec<i32>,
+    },
     /// MESSAGE_TOO_LARGE (10): one batch larger than max.message.bytes (or decompressing
     /// beyond the configured cap).
     #[error("batch of {size} bytes exceeds the maximum of {max} bytes")]

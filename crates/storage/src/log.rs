@@ -605,14 +605,26 @@ impl Log {
                     "clients may not write control batches".into(),
                 ));
             }
-            if self.config.compacts() && batch.records()?.iter().any(|r| r.key.is_none()) {
-                return Err(StorageError::InvalidRecord(format!(
-                    "Compacted topic cannot accept message without key in topic partition {}.",
-                    self.dir
-                        .file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or_default()
-                )));
+            if self.config.compacts() {
+                let keyless: Vec<i32> = batch
+                    .records()?
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, r)| r.key.is_none())
+                    .map(|(i, _)| i as i32)
+                    .collect();
+                if !keyless.is_empty() {
+                    return Err(StorageError::InvalidRecords {
+                        message: format!(
+                            "Compacted topic cannot accept message without key in topic partition {}.",
+                            self.dir
+                                .file_name()
+                                .map(|n| n.to_string_lossy().into_owned())
+                                .unwrap_or_default()
+                        ),
+                        batch_indexes: keyless,
+                    });
+                }
             }
             if batch.producer_id() >= 0 && batch.base_sequence() < 0 {
                 return Err(StorageError::InvalidRecord(format!(

@@ -273,7 +273,9 @@ pub fn storage_error_code(e: &StorageError) -> ErrorCode {
     match e {
         StorageError::OffsetOutOfRange { .. } => ErrorCode::OFFSET_OUT_OF_RANGE,
         StorageError::CorruptMessage(_) => ErrorCode::CORRUPT_MESSAGE,
-        StorageError::InvalidRecord(_) => ErrorCode::INVALID_RECORD,
+        StorageError::InvalidRecord(_) | StorageError::InvalidRecords { .. } => {
+            ErrorCode::INVALID_RECORD
+        }
         StorageError::MessageTooLarge { .. } => ErrorCode::MESSAGE_TOO_LARGE,
         StorageError::OutOfOrderSequence(_) => ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER,
         StorageError::InvalidProducerEpoch(_) => ErrorCode::INVALID_PRODUCER_EPOCH,

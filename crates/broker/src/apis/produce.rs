@@ -7,10 +7,13 @@
 //! partition fails under acks=0 the connection is closed so the client notices, as Kafka does.
 
 use protocol::error::ErrorCode;
-use protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use protocol::messages::produce_response::{
+    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+};
 use protocol::messages::{ProduceRequest, ProduceResponse};
 use protocol::record::Records;
 use protocol::RequestHeader;
+use storage::StorageError;
 
 use super::{storage_error_code, KafkaApis};
 
@@ -42,6 +45,7 @@ pub fn handle(apis: &KafkaApis, header: &RequestHeader, request: ProduceRequest)
                 index: p.index,
                 ..Default::default()
             };
+            let mut record_errors = Vec::new();
             let result = (|| -> Result<(), (ErrorCode, Option<String>)> {
                 if !matches!(acks, -1..=1) {
                     return Err((ErrorCode::INVALID_REQUIRED_ACKS, None));
@@ -89,7 +93,23 @@ pub fn handle(apis: &KafkaApis, header: &RequestHeader, request: ProduceRequest)
                 let info = apis
                     .replica_manager
                     .append(&partition, records)
-                    .map_err(|e| (storage_error_code(&e), Some(e.to_string())))?;
+                    .map_err(|e| {
+                        if let StorageError::InvalidRecords {
+                            message,
+                            batch_indexes,
+                        } = &e
+                        {
+                            record_errors = batch_indexes
+                                .iter()
+                                .map(|i| BatchIndexAndErrorMessage {
+                                    batch_index: *i,
+                                    batch_index_error_message: Some(message.clone()),
+                                    ..Default::default()
+                                })
+                                .collect();
+                        }
+                        (storage_error_code(&e), Some(e.to_string()))
+                    })?;
                 resp.base_offset = info.first_offset;
                 resp.log_append_time_ms = info.log_append_time_ms;
                 resp.log_start_offset = info.log_start_offset;
@@ -109,6 +129,7 @@ pub fn handle(apis: &KafkaApis, header: &RequestHeader, request: ProduceRequest)
                     ));
                 }
                 resp.error_message = message;
+                resp.record_errors = record_errors;
             }
             partitions.push(resp);
         }
