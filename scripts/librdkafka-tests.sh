@@ -141,7 +141,9 @@ case "${SUITE:-default}" in
     *) echo "SUITE must be default, groups or all" >&2; exit 2 ;;
 esac
 tests="${TESTS:-$suite}"
-conf="$SRC/tests/test.conf"
+# Per-run config and logs: several runs may share the build (e.g. against Kafka and runnel at once).
+rundir="$(mktemp -d "$DEPS/librdkafka-run.XXXXXX")"
+conf="$rundir/test.conf"
 printf 'metadata.broker.list=%s\ntest.timeout.multiplier=2\ntest.topic.random=true\n' "$bootstrap" > "$conf"
 log "running librdkafka tests $tests against $bootstrap"
 
@@ -151,12 +153,12 @@ passed=() failed=()
 for t in ${tests//,/ }; do
     start=$(date +%s)
     if TESTS="$t" TEST_KAFKA_VERSION=4.4.0 RDKAFKA_TEST_CONF="$conf" timeout "${TEST_TIMEOUT:-600}" ./test-runner -Q -E \
-            > "$SRC/tests/run-$t.log" 2>&1; then
+            > "$rundir/run-$t.log" 2>&1; then
         passed+=("$t")
         printf 'PASS %s (%ss)\n' "$t" "$(( $(date +%s) - start ))"
     else
         failed+=("$t")
-        printf 'FAIL %s (%ss) — log: %s\n' "$t" "$(( $(date +%s) - start ))" "$SRC/tests/run-$t.log"
+        printf 'FAIL %s (%ss) — log: %s\n' "$t" "$(( $(date +%s) - start ))" "$rundir/run-$t.log"
     fi
 done
 echo "passed: ${passed[*]:-}"
