@@ -68,6 +68,11 @@ use std::time::{Duration, Instant};
 /// Name of the checkpoint of first dirty offsets in the data directory (Kafka's name).
 pub const CLEANER_OFFSET_CHECKPOINT: &str = "cleaner-offset-checkpoint";
 
+/// Test hook: environment variable naming a swap step (`IndexesToSwap`, `LogToSwap`,
+/// `IndexesInPlace`, `LogInPlace`) after which the [`LogCleaner`] thread aborts the process
+/// (system-level crash injection; tests/test_compaction.py).
+pub const CRASH_ENV: &str = "RUNNEL_TEST_CLEANER_CRASH_AFTER";
+
 /// Attribute bit 6: baseTimestamp holds the delete horizon (KIP-534).
 const ATTR_DELETE_HORIZON: i16 = 0x40;
 /// Bytes of output gathered before one write to the cleaned segment.
@@ -934,6 +939,21 @@ impl LogCleaner {
     /// Starts the cleaner thread for `manager`'s logs.
     pub fn start(manager: Arc<LogManager>, config: CleanerConfig) -> io::Result<LogCleaner> {
         let mut cleaner = Cleaner::new(manager.dir(), config.clone());
+        // Crash injection for system tests: the process aborts right after the named step of
+        // the first segment swap.
+        let crash = std::env::var(CRASH_ENV)
+            .ok()
+            .and_then(|v| match v.as_str() {
+                "IndexesToSwap" => Some(SwapStep::IndexesToSwap),
+                "LogToSwap" => Some(SwapStep::LogToSwap),
+                "IndexesInPlace" => Some(SwapStep::IndexesInPlace),
+                "LogInPlace" => Some(SwapStep::LogInPlace),
+                _ => None,
+            });
+        if let Some(step) = crash {
+            tracing::warn!(step = ?step, "{CRASH_ENV} is set: the broker aborts during its first cleaner swap");
+        }
+        cleaner.crash_after = crash;
         let stop = cleaner.stop.clone();
         let wake = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
         let wake2 = wake.clone();
@@ -974,6 +994,10 @@ impl LogCleaner {
                         }
                         Ok(None) => {}
                         Err(e) => {
+                            if crash.is_some() && e.to_string().contains("injected crash") {
+                                tracing::error!(error = %e, "aborting ({CRASH_ENV})");
+                                std::process::abort();
+                            }
                             if !stop2.load(Ordering::Relaxed) {
                                 tracing::error!(error = %e, "log cleaner failed");
                             }
