@@ -36,8 +36,11 @@
 //!   directory fsync are the commit point), renamed over the live files, and the in-memory
 //!   segment replaced ([`Log::swap_cleaned_segment`]). Recovery at open deletes `.cleaned`
 //!   files (the old segment is intact) and completes a committed `.log.swap` (indexes rebuilt),
-//!   so a crash leaves either the old or the new segment, never a mix. Segments are cleaned one
-//!   for one (no grouping), and a cleaned segment left empty is deleted unless it is the first.
+//!   so a crash leaves either the old or the new segment, never a mix. Segments are swapped in
+//!   ascending order, each durable before the next, so a crash cannot leave a newer segment
+//!   whose tombstone was removed behind an older one still holding that key's values.
+//!   Segments are cleaned one for one (no grouping), and a cleaned segment left empty is
+//!   deleted unless it is the first.
 //! - **Throttle**: reads and writes are limited to `log.cleaner.io.max.bytes.per.second`.
 //! - **Checkpoint**: after a log is cleaned up to offset `o`, `<data dir>/cleaner-offset-checkpoint`
 //!   (Kafka's offset checkpoint format, [`OffsetCheckpointFile`]) records `o` as the log's
