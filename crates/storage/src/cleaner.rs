@@ -268,6 +268,13 @@ fn invalid(msg: impl Into<String>) -> StorageError {
     StorageError::CorruptMessage(msg.into())
 }
 
+fn stopping() -> StorageError {
+    StorageError::KafkaStorage(io::Error::new(
+        io::ErrorKind::Interrupted,
+        "log cleaner stopping",
+    ))
+}
+
 fn read_nullable_len(data: &[u8], pos: &mut usize, end: usize) -> Result<i32, StorageError> {
     let len = read_varint(&data[..end], pos)?;
     if len < -1 || (len > 0 && len as usize > end - *pos) {
@@ -629,7 +636,7 @@ impl Cleaner {
                     }
                 }
                 if self.stop.load(Ordering::Relaxed) {
-                    return Err(invalid("cleaner stopping"));
+                    return Err(stopping());
                 }
             }
         }
@@ -639,7 +646,7 @@ impl Cleaner {
         let mut min_horizon: Option<i64> = None;
         for seg in plan.cleanable.iter().filter(|s| s.base_offset < end) {
             if self.stop.load(Ordering::Relaxed) {
-                return Err(invalid("cleaner stopping"));
+                return Err(stopping());
             }
             let out = clean_segment(
                 &dir,
@@ -732,6 +739,9 @@ fn clean_segment(
         let mut metas: Vec<AppendedBatch> = Vec::new();
         let mut reader = BatchReader::new(seg);
         while let Some((h, bytes)) = reader.next_batch()? {
+            if stop.load(Ordering::Relaxed) {
+                return Err(stopping());
+            }
             stats.bytes_read += bytes.len() as u64;
             throttler.account(bytes.len(), stop);
             let kept = if h.is_control() || h.base_offset >= end {

@@ -341,7 +341,10 @@ fn refuses_records_without_key_on_compacted_log() {
         .lock()
         .append_as_leader(b.build().unwrap(), 0, NOW)
         .unwrap_err();
-    assert!(matches!(err, StorageError::InvalidRecord(_)), "{err}");
+    match err {
+        StorageError::InvalidRecords { batch_indexes, .. } => assert_eq!(batch_indexes, vec![1]),
+        e => panic!("unexpected error {e}"),
+    }
     assert_eq!(log.lock().log_end_offset(), 0);
 }
 
