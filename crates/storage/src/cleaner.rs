@@ -680,7 +680,8 @@ impl Cleaner {
             stats.segments_swapped += 1;
         }
         // 3. Checkpoint.
-        self.first_dirty.insert(tp.clone(), end);
+        self.first_dirty
+            .insert(tp.clone(), end.max(plan.first_dirty));
         match min_horizon {
             Some(h) => self.horizons.insert(tp.clone(), h),
             None => self.horizons.remove(tp),
@@ -1003,7 +1004,10 @@ impl LogCleaner {
                             if let Err(e) = cleaner.write_checkpoint(&logs) {
                                 tracing::error!(error = %e, "writing cleaner offset checkpoint failed");
                             }
-                            sleep_ms = 0;
+                            // Look for more work at once, unless this round made no progress.
+                            if st.segments_swapped > 0 || st.end_offset > st.first_dirty_offset {
+                                sleep_ms = 0;
+                            }
                         }
                         Ok(None) => {}
                         Err(e) => {
