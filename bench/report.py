@@ -6,6 +6,7 @@ usage: report.py RESULTS.jsonl OUT.md QUICK REPS
 Figures are medians over the repetitions; every ratio is computed from figures of the same run.
 """
 import json
+import re
 import statistics
 import subprocess
 import sys
@@ -175,6 +176,11 @@ L.append(f"| Runnel ÷ Kafka | {ratio(ri, ki)} | {ratio(rp, kp)} |")
 L.append("")
 
 rd = [r for r in rows if r.get("kind") == "rdperf"]
+for r in rd:  # rdkafka_performance prints "N msgs/s and M MB/s" (produce) or "N msgs/s (M MB/s)" (consume)
+    if r.get("records_per_sec") is None:
+        m = re.search(r"([\d.]+) msgs/s(?: and|) \(?([\d.]+) MB/s", r.get("line", ""))
+        if m:
+            r["records_per_sec"], r["mb_per_sec"] = float(m.group(1)), float(m.group(2))
 if rd:
     L.append("## Cross-check: librdkafka's rdkafka_performance, 100 B, 1 partition, acks=1")
     L.append("")

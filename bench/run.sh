@@ -294,4 +294,5 @@ else
 fi
 
 python3 "$ROOT/bench/report.py" "$RESULTS" "$OUT" "$QUICK" "$REPS"
-log "wrote $OUT (raw results: $RESULTS)"
+cp "$RESULTS" "${OUT%.md}.jsonl"
+log "wrote $OUT (raw results: ${OUT%.md}.jsonl)"
