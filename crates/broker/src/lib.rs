@@ -27,7 +27,7 @@ use crate::replica_manager::{now_ms, ReplicaManager};
 #[derive(Debug)]
 pub struct Server {
     replica_manager: Arc<ReplicaManager>,
-    log_cleaner: storage::LogCleaner,
+    log_cleaner: Option<storage::LogCleaner>,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
     local_addr: std::net::SocketAddr,
@@ -53,9 +53,15 @@ impl Server {
             )
             .with_context(|| format!("opening logs in {}", dir.display()))?,
         );
-        let log_cleaner =
-            storage::LogCleaner::start(log_manager.clone(), topics::cleaner_config(&config))
-                .context("starting the log cleaner")?;
+        // `log.cleaner.enable=false` leaves compacted topics uncompacted, as in Kafka.
+        let log_cleaner = if config.value("log.cleaner.enable").as_deref() == Some("true") {
+            Some(
+                storage::LogCleaner::start(log_manager.clone(), topics::cleaner_config(&config))
+                    .context("starting the log cleaner")?,
+            )
+        } else {
+            None
+        };
         let replica_manager = Arc::new(ReplicaManager::new(log_manager.clone()));
         let apis = Arc::new(KafkaApis::new(
             config.clone(),
@@ -114,8 +120,9 @@ impl Server {
         for t in self.tasks {
             let _ = t.await;
         }
-        let cleaner = self.log_cleaner;
-        tokio::task::spawn_blocking(move || cleaner.shutdown()).await?;
+        if let Some(cleaner) = self.log_cleaner {
+            tokio::task::spawn_blocking(move || cleaner.shutdown()).await?;
+        }
         let rm = self.replica_manager.clone();
         tokio::task::spawn_blocking(move || rm.shutdown())
             .await?
