@@ -5,6 +5,8 @@ kafka-topics --alter tools.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import (
@@ -166,3 +168,35 @@ def test_topic_configs_survive_restart(fresh_broker, topic):
     fresh_broker.restart()
     a = admin(fresh_broker.bootstrap)
     assert topic_configs(a, topic)["retention.bytes"].value == "1048576"
+
+
+@pytest.mark.durability
+def test_retention_change_shrinks_the_log_live(topic):
+    """Lowering retention.bytes on a live topic deletes its oldest segments at the next retention check."""
+    from conftest import new_broker
+
+    b = new_broker({"log.retention.check.interval.ms": "200"})
+    try:
+        if b.kind == "external":
+            pytest.skip("needs a broker started by the tests")
+        a = admin(b.bootstrap)
+        make_topic(b.bootstrap, topic, 1, {"segment.bytes": "4096"})
+        with k.Connection(b.bootstrap) as c:
+            for i in range(200):
+                assert k.produce(c, topic, 0, k.encode_batch([k.Record(b"k", b"v" * 100)])).error == 0
+            assert k.list_offsets(c, topic, 0, -2)[2] == 0
+        res = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
+            ConfigEntry("retention.bytes", "8192", incremental_operation=AlterConfigOpType.SET),
+        ])
+        a.incremental_alter_configs([res])[res].result(TIMEOUT_S)
+        deadline = time.monotonic() + TIMEOUT_S
+        with k.Connection(b.bootstrap) as c:
+            while True:
+                start = k.list_offsets(c, topic, 0, -2)[2]
+                if start > 0:
+                    break
+                assert time.monotonic() < deadline, "retention.bytes=8192 did not advance the log start offset"
+                time.sleep(0.1)
+            assert k.list_offsets(c, topic, 0, -1)[2] == 200
+    finally:
+        b.close()
