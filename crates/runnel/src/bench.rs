@@ -488,7 +488,7 @@ fn produce(o: &ProduceOpts, e2e: bool) -> anyhow::Result<()> {
                     {
                         break;
                     }
-                    let got = batches.next(100, |v, _| {
+                    let got = batches.next(100, &mut |v, _| {
                         let now = unix_nanos();
                         if v.len() >= 8 {
                             let sent = u64::from_le_bytes(v[..8].try_into().unwrap_or([0; 8]));
@@ -790,7 +790,7 @@ fn consume(o: &ConsumeOpts) -> anyhow::Result<()> {
                             break;
                         }
                         let mut bytes = 0u64;
-                        let got = batches.next(100, |v, key_len| {
+                        let got = batches.next(100, &mut |v, key_len| {
                             bytes += (v.len() + key_len) as u64;
                         });
                         match got {
@@ -859,7 +859,7 @@ fn consume(o: &ConsumeOpts) -> anyhow::Result<()> {
 }
 
 /// librdkafka's fast paths, which rust-rdkafka's safe API does not expose: producing through a
-/// topic handle (no per-record topic-name copy) and consuming messages in batches (no per-record
+/// topic handle (no per-record topic-name copy) and consuming through a queue callback (no per-record
 /// event dispatch), as `rdkafka_performance` does. Without them the load generator, not the
 /// broker, was the bottleneck (≈2–5× slower than rdkafka_performance on the same broker).
 mod fast {
@@ -934,7 +934,6 @@ mod fast {
     pub struct Batches<'a> {
         _consumer: &'a BaseConsumer<DefaultConsumerContext>,
         queue: *mut rd::rd_kafka_queue_t,
-        buf: Vec<*mut rd::rd_kafka_message_t>,
     }
 
     impl<'a> Batches<'a> {
@@ -945,59 +944,70 @@ mod fast {
             Batches {
                 _consumer: consumer,
                 queue,
-                buf: vec![ptr::null_mut(); 4096],
             }
         }
 
-        /// Waits up to `timeout_ms` for messages and calls `f(value)` for each record (value may be
-        /// empty); returns how many records were seen, or the first error.
+        /// Waits up to `timeout_ms` for the first message, then calls `f(value, key_len)` for
+        /// every record already queued (rd_kafka_consume_callback_queue: it does not wait for a
+        /// batch to fill, so delivery latency is not inflated); returns how many records were
+        /// seen, or the first error.
         pub fn next(
             &mut self,
             timeout_ms: i32,
-            mut f: impl FnMut(&[u8], usize),
+            f: &mut dyn FnMut(&[u8], usize),
         ) -> Result<usize, RDKafkaErrorCode> {
             if self.queue.is_null() {
                 return Err(RDKafkaErrorCode::InvalidArgument);
             }
-            // SAFETY: `buf` has room for `buf.len()` message pointers.
-            let n = unsafe {
-                rd::rd_kafka_consume_batch_queue(
+            let mut state = CallbackState {
+                f,
+                seen: 0,
+                error: None,
+            };
+            // SAFETY: `state` outlives the call; `on_message` only runs during it.
+            let r = unsafe {
+                rd::rd_kafka_consume_callback_queue(
                     self.queue,
                     timeout_ms,
-                    self.buf.as_mut_ptr(),
-                    self.buf.len(),
+                    Some(on_message),
+                    &mut state as *mut CallbackState<'_> as *mut c_void,
                 )
             };
-            if n < 0 {
+            if r < 0 {
                 // SAFETY: reads librdkafka's thread-local last error.
                 return Err(unsafe { rd::rd_kafka_last_error() }.into());
             }
-            let mut seen = 0;
-            let mut error = None;
-            for &m in &self.buf[..n as usize] {
-                // SAFETY: librdkafka returned `n` valid messages, each destroyed exactly once below.
-                let msg = unsafe { &*m };
-                if msg.err == rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
-                    let value = if msg.payload.is_null() {
-                        &[][..]
-                    } else {
-                        // SAFETY: payload points at `len` bytes owned by the message.
-                        unsafe { std::slice::from_raw_parts(msg.payload as *const u8, msg.len) }
-                    };
-                    f(value, msg.key_len);
-                    seen += 1;
-                } else if msg.err != rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR__PARTITION_EOF
-                    && error.is_none()
-                {
-                    error = Some(msg.err.into());
-                }
-                // SAFETY: see above.
-                unsafe { rd::rd_kafka_message_destroy(m) }
-            }
-            match error {
+            match state.error {
                 Some(e) => Err(e),
-                None => Ok(seen),
+                None => Ok(state.seen),
             }
+        }
+    }
+
+    struct CallbackState<'f> {
+        f: &'f mut dyn FnMut(&[u8], usize),
+        seen: usize,
+        error: Option<RDKafkaErrorCode>,
+    }
+
+    /// librdkafka's per-message callback; the message is destroyed by librdkafka afterwards.
+    unsafe extern "C" fn on_message(m: *mut rd::rd_kafka_message_t, opaque: *mut c_void) {
+        // SAFETY: `opaque` is the `CallbackState` passed by `Batches::next`, alive for the call;
+        // `m` is a valid message for the duration of the callback.
+        let (state, msg) = unsafe { (&mut *(opaque as *mut CallbackState<'_>), &*m) };
+        if msg.err == rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
+            let value = if msg.payload.is_null() {
+                &[][..]
+            } else {
+                // SAFETY: payload points at `len` bytes owned by the message.
+                unsafe { std::slice::from_raw_parts(msg.payload as *const u8, msg.len) }
+            };
+            (state.f)(value, msg.key_len);
+            state.seen += 1;
+        } else if msg.err != rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR__PARTITION_EOF
+            && state.error.is_none()
+        {
+            state.error = Some(msg.err.into());
         }
     }
 
