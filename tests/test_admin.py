@@ -200,3 +200,34 @@ def test_retention_change_shrinks_the_log_live(topic):
             assert k.list_offsets(c, topic, 0, -1)[2] == 200
     finally:
         b.close()
+
+
+@pytest.mark.parametrize("target,codec_id", [("zstd", 4), ("uncompressed", 0)])
+def test_topic_compression_type_recompresses_on_the_broker(broker, topic, target, codec_id):
+    """compression.type other than `producer` stores every batch with that codec, records unchanged."""
+    from confluent_kafka import Consumer, Producer
+
+    make_topic(broker.bootstrap, topic, 1, {"compression.type": target})
+    p = Producer({"bootstrap.servers": broker.bootstrap, "compression.codec": "lz4", "linger.ms": 5,
+                  "enable.idempotence": True})
+    for i in range(500):
+        p.produce(topic, key=b"k%d" % i, value=b"value-%d" % i, partition=0, headers=[("h", b"%d" % i)])
+    assert p.flush(TIMEOUT_S) == 0
+    with k.Connection(broker.bootstrap) as c:
+        f = k.fetch(c, topic, 0, 0, partition_max_bytes=1 << 20)
+        assert f.error == 0 and f.high_watermark == 500
+        assert {b.codec for b in f.batches()} == {codec_id}
+        assert all(b.crc_ok for b in f.batches())
+    cons = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": topic, "auto.offset.reset": "earliest",
+                     "enable.auto.commit": False})
+    cons.assign([TopicPartition(topic, 0, 0)])
+    got = []
+    deadline = time.monotonic() + TIMEOUT_S
+    while len(got) < 500 and time.monotonic() < deadline:
+        m = cons.poll(0.5)
+        if m is None:
+            continue
+        assert m.error() is None, m.error()
+        got.append((m.offset(), m.key(), m.value(), m.headers()))
+    cons.close()
+    assert got == [(i, b"k%d" % i, b"value-%d" % i, [("h", b"%d" % i)]) for i in range(500)]

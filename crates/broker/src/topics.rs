@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use protocol::error::ErrorCode;
-use protocol::record::TimestampType;
+use protocol::record::{Compression, TimestampType};
 use storage::LogConfig;
 use uuid::Uuid;
 
@@ -348,6 +348,14 @@ pub fn log_config(config: &BrokerConfig, overrides: &BTreeMap<String, String>) -
             _ => TimestampType::CreateTime,
         },
         producer_id_expiration_ms: config.producer_id_expiration_ms,
+        compression_type: match topic_value(config, overrides, "compression.type").as_deref() {
+            Some("uncompressed") => Some(Compression::None),
+            Some("gzip") => Some(Compression::Gzip),
+            Some("snappy") => Some(Compression::Snappy),
+            Some("lz4") => Some(Compression::Lz4),
+            Some("zstd") => Some(Compression::Zstd),
+            _ => None,
+        },
         cleanup_policy: topic_value(config, overrides, "cleanup.policy")
             .and_then(|v| LogConfig::parse_cleanup_policy(v.trim_matches(['[', ']'])))
             .unwrap_or(d.cleanup_policy),

@@ -62,6 +62,9 @@ pub struct LogConfig {
     /// `min.cleanable.dirty.ratio`: clean when dirty bytes / (clean + dirty bytes) of the
     /// cleanable part reaches this. Default 0.5.
     pub min_cleanable_dirty_ratio: f64,
+    /// `compression.type`: `None` keeps the producer's codec (`producer`); `Some(codec)` recompresses
+    /// every batch stored with another codec (`uncompressed` is `Some(Compression::None)`).
+    pub compression_type: Option<protocol::record::Compression>,
 }
 
 impl Default for LogConfig {
@@ -86,6 +89,7 @@ impl Default for LogConfig {
             min_compaction_lag_ms: 0,
             max_compaction_lag_ms: i64::MAX,
             min_cleanable_dirty_ratio: 0.5,
+            compression_type: None,
         }
     }
 }

@@ -573,6 +573,10 @@ impl Log {
         if log_append {
             info.log_append_time_ms = now_ms;
         }
+        let records = match self.config.compression_type {
+            Some(target) => recompress(records, target, self.config.max_decompressed_bytes)?,
+            None => records,
+        };
         // Header edits to apply once every batch has validated: (position, size, base offset, stored max
         // timestamp, whether the CRC-covered part changes).
         let mut edits: Vec<(usize, usize, i64, i64, bool)> = Vec::new();
@@ -1500,4 +1504,46 @@ fn find_in_segment(
         return Err(e.into());
     }
     Ok(found)
+}
+
+/// Kafka's broker-side recompression for a topic whose `compression.type` is not `producer`: every
+/// batch stored with another codec is validated (CRC and structure, so corruption is never masked) and
+/// rebuilt with `target`, keeping the producer id, epoch and base sequence, the transactional flag and
+/// every record's timestamp, key, value and headers. Batches already in `target` are kept as they are;
+/// control batches are left for the append checks to refuse.
+fn recompress(
+    records: Bytes,
+    target: protocol::record::Compression,
+    max_decompressed: usize,
+) -> Result<Bytes, StorageError> {
+    let mut needed = false;
+    for batch in batches(&records) {
+        let batch = batch?;
+        if batch.header().compression()? != target && !batch.is_control() {
+            needed = true;
+            break;
+        }
+    }
+    if !needed {
+        return Ok(records);
+    }
+    let mut out = bytes::BytesMut::with_capacity(records.len());
+    for batch in batches(&records) {
+        let batch = batch?;
+        if batch.header().compression()? == target || batch.is_control() {
+            out.extend_from_slice(batch.as_bytes());
+            continue;
+        }
+        batch.validate_with(max_decompressed)?;
+        let h = *batch.header();
+        let mut builder = protocol::record::RecordBatchBuilder::new(target)
+            .base_offset(h.base_offset)
+            .producer(h.producer_id, h.producer_epoch, h.base_sequence)
+            .transactional(h.is_transactional());
+        for r in batch.records()? {
+            builder.append(r.timestamp, r.key, r.value, r.headers);
+        }
+        out.extend_from_slice(&builder.build()?);
+    }
+    Ok(out.freeze())
 }
