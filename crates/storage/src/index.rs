@@ -213,6 +213,22 @@ impl OffsetIndex {
         Ok(Some(self.decode(&e)))
     }
 
+    /// The entry with the largest position <= `position` (entries grow in both fields), or `None`.
+    pub fn lookup_by_position(&mut self, position: u32) -> io::Result<Option<OffsetPosition>> {
+        if self.inner.len == 0 {
+            return Ok(None);
+        }
+        match self.inner.floor(position, |e| {
+            u32::from_be_bytes(e[4..8].try_into().expect("4"))
+        })? {
+            None => Ok(None),
+            Some(i) => {
+                let e = self.inner.entry(i)?;
+                Ok(Some(self.decode(&e)))
+            }
+        }
+    }
+
     /// The entry with the largest offset <= `target`, or (base offset, 0) when none.
     pub fn lookup(&mut self, target: i64) -> io::Result<OffsetPosition> {
         let base = self.base_offset;

@@ -412,7 +412,27 @@ impl LogSegment {
         let start = first.position;
         let mut end = start;
         let mut h = first.header;
+        let mut jumped = false;
         loop {
+            // Once the first batch is in, jump over whole batches with the offset index: the entry with
+            // the largest position within the byte limit starts a batch, and every batch before it ends
+            // below that entry's offset. Only the tail past it is scanned header by header.
+            if !jumped && end > start {
+                jumped = true;
+                let limit = (start + max_bytes as u64).min(u32::MAX as u64) as u32;
+                if let Some(e) = self.offset_index.lookup_by_position(limit)? {
+                    let pos = u64::from(e.position);
+                    if pos > end && pos < self.size && e.offset < max_offset_exclusive {
+                        match scanner.header_at(pos)? {
+                            Some(next) => {
+                                end = pos;
+                                h = next;
+                            }
+                            None => break,
+                        }
+                    }
+                }
+            }
             if h.last_offset() >= max_offset_exclusive {
                 break;
             }
