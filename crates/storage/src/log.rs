@@ -75,6 +75,23 @@ pub struct LogAppendInfo {
     pub duplicate: bool,
 }
 
+impl LogAppendInfo {
+    /// The result of appending nothing: offsets and timestamps -1.
+    fn nothing(log_start_offset: i64) -> Self {
+        LogAppendInfo {
+            first_offset: -1,
+            last_offset: -1,
+            max_timestamp: -1,
+            offset_of_max_timestamp: -1,
+            log_append_time_ms: -1,
+            log_start_offset,
+            records_count: 0,
+            valid_bytes: 0,
+            duplicate: false,
+        }
+    }
+}
+
 /// Position of an offset in the log (Kafka's `LogOffsetMetadata`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogOffsetMetadata {
@@ -537,7 +554,8 @@ impl Log {
     /// (→ InvalidTimestamp), idempotent sequence/epoch (→ OutOfOrderSequence,
     /// InvalidProducerEpoch). Offsets are assigned from the LEO by rewriting each batch header
     /// (base offset, `leader_epoch`, max timestamp — `now_ms` for LogAppendTime topics) and CRC;
-    /// the batches are otherwise stored as received (no recompression). A duplicate of one of a
+    /// the batches are otherwise stored as received (recompressed only when the topic's
+    /// `compression.type` names another codec). A duplicate of one of a
     /// producer's last 5 batches returns its original offsets with `duplicate = true` and
     /// appends nothing. Rolls the segment first when needed. Empty `records` → Ok with
     /// first/last offset -1.
@@ -548,17 +566,7 @@ impl Log {
         now_ms: i64,
     ) -> Result<LogAppendInfo, StorageError> {
         self.check_online()?;
-        let mut info = LogAppendInfo {
-            first_offset: -1,
-            last_offset: -1,
-            max_timestamp: -1,
-            offset_of_max_timestamp: -1,
-            log_append_time_ms: -1,
-            log_start_offset: self.log_start_offset,
-            records_count: 0,
-            valid_bytes: 0,
-            duplicate: false,
-        };
+        let mut info = LogAppendInfo::nothing(self.log_start_offset);
         if records.is_empty() {
             return Ok(info);
         }
@@ -776,15 +784,8 @@ impl Log {
     ) -> Result<LogAppendInfo, StorageError> {
         self.check_online()?;
         let mut info = LogAppendInfo {
-            first_offset: -1,
-            last_offset: -1,
-            max_timestamp: -1,
-            offset_of_max_timestamp: -1,
-            log_append_time_ms: -1,
-            log_start_offset: self.log_start_offset,
-            records_count: 0,
             valid_bytes: records.len(),
-            duplicate: false,
+            ..LogAppendInfo::nothing(self.log_start_offset)
         };
         if records.is_empty() {
             return Ok(info);

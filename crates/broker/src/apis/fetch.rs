@@ -15,7 +15,7 @@ use std::time::Duration;
 use protocol::error::ErrorCode;
 use protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use protocol::messages::{FetchRequest, FetchResponse};
-use protocol::record::Records;
+use protocol::record::{Compression, Records};
 use protocol::RequestHeader;
 use storage::StorageError;
 
@@ -192,11 +192,12 @@ fn error_partition(index: i32, code: ErrorCode, hw: i64, log_start: i64) -> Part
 /// Checks stored batches for zstd (old fetch versions cannot receive it). Reads the slice's bytes.
 fn uses_zstd(records: &Records) -> bool {
     match records {
-        Records::Memory(b) => batches_use_codec(b, 4),
+        Records::Memory(b) => batches_use_codec(b, Compression::Zstd),
         Records::File(slice) => {
             use std::os::unix::fs::FileExt;
             let mut buf = vec![0u8; slice.len as usize];
-            slice.file.read_exact_at(&mut buf, slice.position).is_ok() && batches_use_codec(&buf, 4)
+            slice.file.read_exact_at(&mut buf, slice.position).is_ok()
+                && batches_use_codec(&bytes::Bytes::from(buf), Compression::Zstd)
         }
     }
 }

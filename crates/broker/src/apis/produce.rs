@@ -11,7 +11,7 @@ use protocol::messages::produce_response::{
     BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
 };
 use protocol::messages::{ProduceRequest, ProduceResponse};
-use protocol::record::Records;
+use protocol::record::{Compression, Records};
 use protocol::RequestHeader;
 use storage::StorageError;
 
@@ -27,9 +27,6 @@ pub enum Outcome {
     /// acks=0 and something failed.
     Close(String),
 }
-
-/// Attribute bits 0–2 value of zstd.
-const ZSTD: i16 = 4;
 
 /// Appends every partition's records and reports each partition's outcome.
 pub fn handle(apis: &KafkaApis, header: &RequestHeader, request: ProduceRequest) -> Outcome {
@@ -72,7 +69,7 @@ pub fn handle(apis: &KafkaApis, header: &RequestHeader, request: ProduceRequest)
                         ))
                     }
                 };
-                if version < 7 && batches_use_codec(&records, ZSTD) {
+                if version < 7 && batches_use_codec(&records, Compression::Zstd) {
                     return Err((ErrorCode::UNSUPPORTED_COMPRESSION_TYPE, None));
                 }
                 if acks == -1 {
@@ -151,25 +148,10 @@ pub fn handle(apis: &KafkaApis, header: &RequestHeader, request: ProduceRequest)
     })
 }
 
-/// True when any v2 batch in `records` has compression codec `codec` in its attributes. Reads only batch
-/// headers (attributes at byte 21, batch length at byte 8); stops at the first incomplete header.
-pub fn batches_use_codec(records: &[u8], codec: i16) -> bool {
-    let mut pos = 0usize;
-    while pos + 23 <= records.len() {
-        let len = i32::from_be_bytes([
-            records[pos + 8],
-            records[pos + 9],
-            records[pos + 10],
-            records[pos + 11],
-        ]);
-        let attributes = i16::from_be_bytes([records[pos + 21], records[pos + 22]]);
-        if attributes & 0x7 == codec {
-            return true;
-        }
-        if len <= 0 {
-            return false;
-        }
-        pos += 12 + len as usize;
-    }
-    false
+/// True when any whole v2 batch in `records` is compressed with `codec` (reads only batch headers, through
+/// `protocol::record::batches`; stops at the first batch it cannot frame).
+pub fn batches_use_codec(records: &bytes::Bytes, codec: Compression) -> bool {
+    protocol::record::batches(records)
+        .map_while(Result::ok)
+        .any(|b| b.header().compression().ok() == Some(codec))
 }
