@@ -72,6 +72,10 @@ def api_versions_ok(bootstrap: str) -> tuple[bool, str]:
         return False, repr(e)
 
 
+class _PortTaken(Exception):
+    """The broker could not bind its port: another process took it after `free_port()` released it."""
+
+
 class BrokerProcess:
     """A broker process started by the tests: runnel, or Kafka in RUNNEL_TEST_BROKER=kafka mode.
 
@@ -114,6 +118,19 @@ class BrokerProcess:
 
     # -- lifecycle
     def start(self):
+        """Starts the broker and waits until it answers ApiVersions. A first start whose port was taken by
+        another process between `free_port()` and the bind retries on a new port (at most 3 times)."""
+        for attempt in range(3):
+            try:
+                return self._start_once()
+            except _PortTaken:
+                if self.starts > 1 or attempt == 2:
+                    pytest.fail(f"port {self.port} taken; log tail:\n{self.log_tail()}")
+                self.starts -= 1
+                self.port = free_port()
+                self.bootstrap = f"127.0.0.1:{self.port}"
+
+    def _start_once(self):
         assert self.proc is None or self.proc.poll() is not None, "already running"
         argv = self.argv()
         log = open(self.log_path, "ab")
@@ -132,7 +149,10 @@ class BrokerProcess:
         while time.monotonic() < deadline:
             rc = self.proc.poll()
             if rc is not None:
-                pytest.fail(f"{self.kind} broker exited with {rc} during startup; log tail:\n{self.log_tail()}")
+                tail = self.log_tail()
+                if "Address already in use" in tail.split("===== start #")[-1]:
+                    raise _PortTaken()
+                pytest.fail(f"{self.kind} broker exited with {rc} during startup; log tail:\n{tail}")
             ok, why = api_versions_ok(self.bootstrap)
             if ok:
                 return

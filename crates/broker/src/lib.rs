@@ -35,8 +35,19 @@ pub struct Server {
 
 impl Server {
     /// Opens the data directory (recovering logs as needed), binds the listener, and starts serving.
-    pub async fn start(config: BrokerConfig) -> anyhow::Result<Server> {
+    ///
+    /// With `listeners` on port 0 the kernel picks a free port; an advertised listener on port 0 then
+    /// advertises that bound port (see [`Server::local_addr`]).
+    pub async fn start(mut config: BrokerConfig) -> anyhow::Result<Server> {
         let started = std::time::Instant::now();
+        let addr = bind_addr(&config.listener)?;
+        let listener = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("binding {addr}"))?;
+        let local_addr = listener.local_addr()?;
+        if config.advertised_listener.port == 0 {
+            config.advertised_listener.port = local_addr.port();
+        }
         let dir = config.log_dir.clone();
         let metadata = Arc::new(
             MetadataStore::open(&dir, config.node_id)
@@ -70,11 +81,6 @@ impl Server {
         ));
         apis.load_topics().context("opening topic partitions")?;
 
-        let addr = bind_addr(&config.listener)?;
-        let listener = TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("binding {addr}"))?;
-        let local_addr = listener.local_addr()?;
         let (shutdown, shutdown_rx) = watch::channel(false);
         let mut tasks = vec![tokio::spawn(network::serve(
             listener,

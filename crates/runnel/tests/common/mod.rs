@@ -17,6 +17,18 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// The port in the last "runnel broker started listen=HOST:PORT" line of a broker log.
+fn started_port(log: &str) -> Option<u16> {
+    let line = log
+        .lines()
+        .rev()
+        .find(|l| l.contains("runnel broker started"))?;
+    let addr = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("listen="))?;
+    addr.rsplit(':').next()?.parse().ok()
+}
+
 /// A running broker process, killed on drop.
 pub struct Broker {
     pub child: Child,
@@ -30,17 +42,20 @@ impl Broker {
         Broker::start_in(dir, extra)
     }
 
+    /// Starts `runnel server` on port 0 of 127.0.0.1 and learns the port the kernel picked from the
+    /// broker's own startup line, so no other process can own it (no free-port race).
     pub fn start_in(dir: tempfile::TempDir, extra: &[&str]) -> Broker {
-        let port = free_port();
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(dir.path().join("broker.log"))
             .unwrap();
+        // A restart appends to the same log: only lines after this offset are this child's.
+        let log_from = log.metadata().unwrap().len() as usize;
         let child = Command::new(env!("CARGO_BIN_EXE_runnel"))
             .arg("server")
             .arg("--listen")
-            .arg(format!("127.0.0.1:{port}"))
+            .arg("127.0.0.1:0")
             .arg("--data-dir")
             .arg(dir.path().join("data"))
             .args(extra)
@@ -48,8 +63,12 @@ impl Broker {
             .stderr(log)
             .spawn()
             .expect("spawn runnel");
-        let mut b = Broker { child, port, dir };
-        b.wait_ready();
+        let mut b = Broker {
+            child,
+            port: 0,
+            dir,
+        };
+        b.wait_ready(log_from);
         b
     }
 
@@ -58,20 +77,25 @@ impl Broker {
         format!("127.0.0.1:{}", self.port)
     }
 
-    fn wait_ready(&mut self) {
+    /// Waits (bounded) for this child's "runnel broker started listen=127.0.0.1:PORT" line, then for a
+    /// TCP connect to that port.
+    fn wait_ready(&mut self, log_from: usize) {
         let deadline = Instant::now() + STARTUP_TIMEOUT;
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {
                 let err = self.log();
                 panic!("runnel exited during startup with {status}: {err}");
             }
-            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+            if self.port == 0 {
+                self.port = started_port(self.log().get(log_from..).unwrap_or("")).unwrap_or(0);
+            }
+            if self.port != 0 && TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
                 return;
             }
             assert!(
                 Instant::now() < deadline,
-                "runnel did not accept connections on port {} within {STARTUP_TIMEOUT:?}",
-                self.port
+                "runnel did not start within {STARTUP_TIMEOUT:?}; log:\n{}",
+                self.log()
             );
             std::thread::sleep(Duration::from_millis(20));
         }
