@@ -201,7 +201,8 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("controller.listener.names", T::List, None),
     def("replica.lag.time.max.ms", T::Long, Some("30000")),
     def("broker.session.timeout.ms", T::Int, Some("9000")),
-    accepted("cluster.id", T::String, None),
+    def("broker.heartbeat.interval.ms", T::Int, Some("2000")),
+    def("cluster.id", T::String, None),
     accepted("listener.security.protocol.map", T::String, None),
     accepted("inter.broker.listener.name", T::String, None),
     accepted("num.network.threads", T::Int, Some("3")),
@@ -451,6 +452,59 @@ pub struct BrokerConfig {
     pub group_max_session_timeout_ms: i32,
     /// `offsets.retention.minutes`, in ms.
     pub offsets_retention_ms: i64,
+    /// `process.roles`: which parts this process runs.
+    pub process_roles: ProcessRoles,
+    /// `controller.quorum.voters` (`id@host:port,...`): the static Raft voters, by node id. Empty means
+    /// standalone mode (one process, metadata kept in the local data dir, no quorum).
+    pub controller_quorum_voters: BTreeMap<i32, Endpoint>,
+    /// The `listeners` entry named in `controller.listener.names` (default `CONTROLLER`), where this process's
+    /// controller binds; when absent, the voter entry for `node.id` is used.
+    pub controller_listener: Option<Endpoint>,
+    /// `broker.session.timeout.ms`: a broker silent this long is fenced by the controller (ms).
+    pub broker_session_timeout_ms: i64,
+    /// `broker.heartbeat.interval.ms`: how often a broker heartbeats to the active controller (ms).
+    pub broker_heartbeat_interval_ms: i64,
+    /// `replica.lag.time.max.ms`: a follower not caught up this long leaves the ISR (ms).
+    pub replica_lag_time_max_ms: i64,
+    /// `unclean.leader.election.enable`.
+    pub unclean_leader_election_enable: bool,
+    /// `cluster.id`, if set; otherwise derived (standalone: random at first start; cluster: from the voters).
+    pub cluster_id: Option<String>,
+}
+
+/// `process.roles` (KIP-500): `broker`, `controller`, or both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessRoles {
+    /// Serves clients and hosts partition replicas.
+    pub broker: bool,
+    /// Is a voter of the metadata quorum.
+    pub controller: bool,
+}
+
+impl BrokerConfig {
+    /// True when `controller.quorum.voters` is set: metadata lives in the Raft quorum, partitions replicate.
+    pub fn is_cluster(&self) -> bool {
+        !self.controller_quorum_voters.is_empty()
+    }
+}
+
+/// Parses `controller.quorum.voters`: `id@host:port` entries separated by commas.
+fn parse_voters(text: &str) -> Result<BTreeMap<i32, Endpoint>, ConfigError> {
+    let mut voters = BTreeMap::new();
+    for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let bad = |why: &str| ConfigError::InvalidValue {
+            key: "controller.quorum.voters".into(),
+            value: text.to_string(),
+            reason: format!("{why} in '{entry}' (expected id@host:port,...)"),
+        };
+        let (id, addr) = entry.split_once('@').ok_or_else(|| bad("no '@'"))?;
+        let id: i32 = id.trim().parse().map_err(|_| bad("bad node id"))?;
+        let endpoint = Endpoint::parse("controller.quorum.voters", addr)?;
+        if voters.insert(id, endpoint).is_some() {
+            return Err(bad("duplicate node id"));
+        }
+    }
+    Ok(voters)
 }
 
 impl BrokerConfig {
@@ -481,7 +535,69 @@ impl BrokerConfig {
             Some(dirs) => PathBuf::from(dirs.split(',').next().unwrap_or("").trim()),
             None => PathBuf::from(get("log.dir").unwrap_or_default()),
         };
-        let listener = Endpoint::parse("listeners", &get("listeners").unwrap_or_default())?;
+        let controller_names: Vec<String> = get("controller.listener.names")
+            .unwrap_or_else(|| "CONTROLLER".into())
+            .split(',')
+            .map(|n| n.trim().to_ascii_uppercase())
+            .collect();
+        let mut listener = None;
+        let mut controller_listener = None;
+        for entry in get("listeners").unwrap_or_default().split(',') {
+            let entry = entry.trim();
+            if entry.is_empty() {
+                continue;
+            }
+            let name = entry
+                .split_once("://")
+                .map(|(n, _)| n.to_ascii_uppercase())
+                .unwrap_or_default();
+            let e = Endpoint::parse("listeners", entry)?;
+            if controller_names.contains(&name) {
+                controller_listener.get_or_insert(e);
+            } else {
+                listener.get_or_insert(e);
+            }
+        }
+        let listener = match listener {
+            Some(l) => l,
+            None => Endpoint::parse("listeners", "PLAINTEXT://127.0.0.1:9092")?,
+        };
+        let roles = get("process.roles")
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        let process_roles = ProcessRoles {
+            broker: roles.split(',').any(|r| r.trim() == "broker"),
+            controller: roles.split(',').any(|r| r.trim() == "controller"),
+        };
+        if !process_roles.broker && !process_roles.controller {
+            return Err(ConfigError::InvalidValue {
+                key: "process.roles".into(),
+                value: roles,
+                reason: "expected broker, controller, or broker,controller".into(),
+            });
+        }
+        let controller_quorum_voters =
+            parse_voters(&get("controller.quorum.voters").unwrap_or_default())?;
+        if controller_quorum_voters.is_empty()
+            && !(process_roles.broker && process_roles.controller)
+        {
+            return Err(ConfigError::InvalidValue {
+                key: "process.roles".into(),
+                value: roles,
+                reason: "a broker-only or controller-only process needs controller.quorum.voters"
+                    .into(),
+            });
+        }
+        if process_roles.controller
+            && !controller_quorum_voters.is_empty()
+            && !controller_quorum_voters.contains_key(&node_id)
+        {
+            return Err(ConfigError::InvalidValue {
+                key: "controller.quorum.voters".into(),
+                value: get("controller.quorum.voters").unwrap_or_default(),
+                reason: format!("node.id {node_id} runs a controller but is not a voter"),
+            });
+        }
         let advertised_listener = match explicit.get("advertised.listeners") {
             Some(v) => Endpoint::parse("advertised.listeners", v)?,
             None => {
@@ -527,6 +643,14 @@ impl BrokerConfig {
             group_min_session_timeout_ms: int("group.min.session.timeout.ms") as i32,
             group_max_session_timeout_ms: int("group.max.session.timeout.ms") as i32,
             offsets_retention_ms: int("offsets.retention.minutes") * 60_000,
+            process_roles,
+            controller_quorum_voters,
+            controller_listener,
+            broker_session_timeout_ms: int("broker.session.timeout.ms"),
+            broker_heartbeat_interval_ms: int("broker.heartbeat.interval.ms"),
+            replica_lag_time_max_ms: int("replica.lag.time.max.ms"),
+            unclean_leader_election_enable: boolean("unclean.leader.election.enable"),
+            cluster_id: get("cluster.id").filter(|c| !c.trim().is_empty()),
             explicit,
         })
     }
@@ -655,6 +779,39 @@ pub fn bind_addr(e: &Endpoint) -> Result<SocketAddr, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cluster_keys_parse_voters_roles_and_the_controller_listener() {
+        let c = BrokerConfig::from_pairs(&pairs(&[
+            ("node.id", "2"),
+            (
+                "listeners",
+                "PLAINTEXT://127.0.0.1:9093,CONTROLLER://127.0.0.1:19093",
+            ),
+            (
+                "controller.quorum.voters",
+                "1@127.0.0.1:19092,2@127.0.0.1:19093,3@127.0.0.1:19094",
+            ),
+        ]))
+        .unwrap();
+        assert!(c.is_cluster());
+        assert_eq!(c.listener.port, 9093);
+        assert_eq!(c.controller_listener.as_ref().unwrap().port, 19093);
+        assert_eq!(c.controller_quorum_voters.len(), 3);
+        assert_eq!(c.controller_quorum_voters[&3].port, 19094);
+        assert!(c.process_roles.broker && c.process_roles.controller);
+        let standalone = BrokerConfig::from_pairs(&[]).unwrap();
+        assert!(!standalone.is_cluster());
+        for bad in [
+            vec![("controller.quorum.voters", "1@host")],
+            vec![("controller.quorum.voters", "x@127.0.0.1:1")],
+            vec![("controller.quorum.voters", "2@127.0.0.1:1")],
+            vec![("process.roles", "broker")],
+            vec![("process.roles", "nothing")],
+        ] {
+            assert!(BrokerConfig::from_pairs(&pairs(&bad)).is_err(), "{bad:?}");
+        }
+    }
 
     fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
         p.iter()
