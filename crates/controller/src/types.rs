@@ -1,0 +1,72 @@
+//! Request and reply shapes of the controller API (Kafka's BrokerRegistration, BrokerHeartbeat,
+//! CreateTopics, DescribeQuorum, ... reduced to what a Runnel broker needs).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::metadata::{MetadataImage, MetadataRecord};
+
+/// Answer to [`crate::ControllerClient::fetch_metadata`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum MetadataUpdate {
+    /// A full image: the log before the requested offset is no longer retained (snapshotted), or the
+    /// caller asked with `since_offset < 0`. Replace the local image with it.
+    Image(MetadataImage),
+    /// Committed records after the requested offset, in log order, each with its offset (several
+    /// records may share one offset; a batch never splits an offset). Empty when nothing new was
+    /// committed within `max_wait`.
+    Records(Vec<(i64, MetadataRecord)>),
+}
+
+/// Answer to a broker heartbeat (KIP-631 `BrokerHeartbeatResponse`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeartbeatReply {
+    /// The broker is fenced (not eligible as leader / ISR member).
+    pub is_fenced: bool,
+    /// The broker's metadata offset has reached its registration record.
+    pub is_caught_up: bool,
+    /// Controlled shutdown is complete: the broker may exit.
+    pub should_shut_down: bool,
+}
+
+/// One topic of a CreateTopics request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreateTopic {
+    /// Topic name (legal: 1..=249 chars of `[a-zA-Z0-9._-]`, not `.` or `..`).
+    pub name: String,
+    /// Partition count, -1 for the controller default; must be -1 with explicit assignments.
+    pub num_partitions: i32,
+    /// Replication factor, -1 for the controller default; must be -1 with explicit assignments.
+    pub replication_factor: i16,
+    /// Explicit replica lists `(partition, replicas)`; empty = let the controller place replicas.
+    pub assignments: Vec<(i32, Vec<i32>)>,
+    /// Topic configs to store (validated by the broker, stored verbatim).
+    pub configs: BTreeMap<String, String>,
+}
+
+/// A created (or validated) topic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreatedTopic {
+    /// The new topic id (nil for `validate_only`).
+    pub topic_id: Uuid,
+    /// Its partition count.
+    pub num_partitions: i32,
+    /// Its replication factor.
+    pub replication_factor: i16,
+}
+
+/// Quorum state (Kafka DescribeQuorum, KIP-595, reduced).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuorumInfo {
+    /// Id of the active controller (raft leader), if known.
+    pub leader_id: Option<i32>,
+    /// The raft term of that leader.
+    pub leader_epoch: i64,
+    /// Highest committed metadata offset (raft log index), -1 if none.
+    pub high_watermark: i64,
+    /// The static voters.
+    pub voters: BTreeMap<i32, SocketAddr>,
+}
