@@ -6,6 +6,7 @@
 
 pub mod client;
 pub mod config;
+pub mod control;
 pub mod error;
 pub mod metadata;
 pub mod server;

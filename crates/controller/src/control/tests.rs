@@ -1,0 +1,816 @@
+use std::collections::HashMap;
+
+use super::*;
+
+fn cfg(unclean: bool) -> ControlConfig {
+    ControlConfig {
+        session_timeout_ms: 9000,
+        default_num_partitions: 3,
+        default_replication_factor: 3,
+        unclean_leader_election: unclean,
+    }
+}
+
+/// The committed log as a test sees it: decisions are committed one batch per offset.
+struct Sim {
+    image: MetadataImage,
+    ctl: QuorumControl,
+    now: i64,
+    log: Vec<(i64, MetadataRecord)>,
+}
+
+impl Sim {
+    fn new(unclean: bool) -> Self {
+        Sim {
+            image: MetadataImage::default(),
+            ctl: QuorumControl::new(cfg(unclean), 1),
+            now: 0,
+            log: Vec::new(),
+        }
+    }
+
+    fn commit(&mut self, records: Vec<MetadataRecord>) {
+        if records.is_empty() {
+            return;
+        }
+        let offset = self.image.offset + 1;
+        for r in records {
+            self.image.apply(offset, &r);
+            self.log.push((offset, r));
+        }
+    }
+
+    fn register(&mut self, id: i32, incarnation: u128) -> Result<i64, ControllerError> {
+        let recs = self.ctl.register_broker(
+            &self.image,
+            &RegisterBroker {
+                broker_id: id,
+                incarnation_id: Uuid::from_u128(incarnation),
+                host: "localhost".into(),
+                port: 9000 + id as u16,
+                rack: None,
+            },
+            self.now,
+        )?;
+        self.commit(recs);
+        Ok(self.image.brokers[&id].broker_epoch)
+    }
+
+    fn hb(
+        &mut self,
+        id: i32,
+        fence: bool,
+        shutdown: bool,
+    ) -> Result<HeartbeatReply, ControllerError> {
+        let epoch = self.image.brokers.get(&id).map_or(-1, |b| b.broker_epoch);
+        let d = self.ctl.heartbeat(
+            &self.image,
+            &Heartbeat {
+                broker_id: id,
+                broker_epoch: epoch,
+                metadata_offset: self.image.offset,
+                want_fence: fence,
+                want_shutdown: shutdown,
+            },
+            self.now,
+        )?;
+        self.commit(d.records);
+        Ok(d.reply)
+    }
+
+    fn active(&mut self, ids: &[i32]) {
+        for &id in ids {
+            self.register(id, id as u128).unwrap();
+            assert!(!self.hb(id, false, false).unwrap().is_fenced);
+        }
+    }
+
+    fn create(&mut self, name: &str, n: i32, rf: i16) -> Result<CreatedTopic, ControllerError> {
+        let d = self.ctl.create_topics(
+            &self.image,
+            &[CreateTopic {
+                name: name.into(),
+                num_partitions: n,
+                replication_factor: rf,
+                assignments: vec![],
+                configs: BTreeMap::new(),
+            }],
+            false,
+        );
+        self.commit(d.records);
+        d.reply.into_iter().next().unwrap()
+    }
+
+    fn part(&self, topic: &str, p: i32) -> PartitionRegistration {
+        self.image.topics[topic].partitions[&p].clone()
+    }
+
+    fn tick_at(&mut self, now: i64) {
+        self.now = now;
+        let recs = self.ctl.tick(&self.image, now);
+        self.commit(recs);
+    }
+}
+
+#[test]
+fn registration_starts_fenced_and_first_heartbeat_unfences() {
+    let mut s = Sim::new(false);
+    let epoch = s.register(1, 11).unwrap();
+    assert!(s.image.brokers[&1].fenced);
+    // Not caught up: stays fenced.
+    let d = s
+        .ctl
+        .heartbeat(
+            &s.image,
+            &Heartbeat {
+                broker_id: 1,
+                broker_epoch: epoch,
+                metadata_offset: epoch - 1,
+                want_fence: false,
+                want_shutdown: false,
+            },
+            0,
+        )
+        .unwrap();
+    assert!(d.records.is_empty());
+    assert!(d.reply.is_fenced && !d.reply.is_caught_up);
+    let r = s.hb(1, false, false).unwrap();
+    assert!(!r.is_fenced && r.is_caught_up);
+    assert!(!s.image.brokers[&1].fenced);
+}
+
+#[test]
+fn heartbeat_errors() {
+    let mut s = Sim::new(false);
+    assert_eq!(
+        s.hb(5, false, false).unwrap_err().code,
+        codes::BROKER_ID_NOT_REGISTERED
+    );
+    s.register(5, 1).unwrap();
+    let e = s
+        .ctl
+        .heartbeat(
+            &s.image,
+            &Heartbeat {
+                broker_id: 5,
+                broker_epoch: 12345,
+                metadata_offset: 0,
+                want_fence: false,
+                want_shutdown: false,
+            },
+            0,
+        )
+        .unwrap_err();
+    assert_eq!(e.code, codes::STALE_BROKER_EPOCH);
+}
+
+#[test]
+fn duplicate_registration_needs_expired_session() {
+    let mut s = Sim::new(false);
+    s.active(&[1]);
+    let old = s.image.brokers[&1].broker_epoch;
+    assert_eq!(
+        s.register(1, 99).unwrap_err().code,
+        codes::DUPLICATE_BROKER_REGISTRATION
+    );
+    // Same incarnation may re-register (a retry) and gets a new epoch.
+    let e2 = s.register(1, 1).unwrap();
+    assert!(e2 > old);
+    s.now = 10_000;
+    let e3 = s.register(1, 99).unwrap();
+    assert!(e3 > e2);
+    assert_eq!(s.image.brokers[&1].incarnation_id, Uuid::from_u128(99));
+}
+
+#[test]
+fn placement_spreads_replicas_and_leaders() {
+    let mut s = Sim::new(false);
+    s.active(&[1, 2, 3]);
+    let t = s.create("t", 6, 2).unwrap();
+    assert_eq!((t.num_partitions, t.replication_factor), (6, 2));
+    let mut leaders: BTreeMap<i32, usize> = BTreeMap::new();
+    for p in 0..6 {
+        let reg = s.part("t", p);
+        assert_eq!(reg.replicas.len(), 2);
+        assert_ne!(reg.replicas[0], reg.replicas[1]);
+        assert_eq!(reg.leader, reg.replicas[0]);
+        assert_eq!(reg.isr, reg.replicas);
+        *leaders.entry(reg.leader).or_default() += 1;
+    }
+    assert_eq!(leaders.values().copied().collect::<Vec<_>>(), vec![2, 2, 2]);
+    assert_eq!(
+        s.create("u", 1, 4).unwrap_err().code,
+        codes::INVALID_REPLICATION_FACTOR
+    );
+    assert_eq!(
+        s.create("t", 1, 1).unwrap_err().code,
+        codes::TOPIC_ALREADY_EXISTS
+    );
+    assert_eq!(
+        s.create("v", 0, 1).unwrap_err().code,
+        codes::INVALID_PARTITIONS
+    );
+    assert_eq!(
+        s.create("bad/name", 1, 1).unwrap_err().code,
+        codes::INVALID_TOPIC_EXCEPTION
+    );
+    // Defaults: 3 partitions, RF 3.
+    let d = s.create("w", -1, -1).unwrap();
+    assert_eq!((d.num_partitions, d.replication_factor), (3, 3));
+}
+
+#[test]
+fn create_topics_validates_assignments_and_duplicates() {
+    let mut s = Sim::new(false);
+    s.active(&[1, 2]);
+    let mk = |name: &str, assignments: Vec<(i32, Vec<i32>)>| CreateTopic {
+        name: name.into(),
+        num_partitions: -1,
+        replication_factor: -1,
+        assignments,
+        configs: BTreeMap::from([("cleanup.policy".to_string(), "compact".to_string())]),
+    };
+    let d = s.ctl.create_topics(
+        &s.image,
+        &[
+            mk("a", vec![(1, vec![2, 1]), (0, vec![1, 2])]),
+            mk("b", vec![(0, vec![1, 1])]),
+            mk("c", vec![(0, vec![7])]),
+            mk("d", vec![(1, vec![1])]),
+            mk("e", vec![(0, vec![1]), (1, vec![1, 2])]),
+            mk("dup", vec![(0, vec![1])]),
+            mk("dup", vec![(0, vec![1])]),
+        ],
+        false,
+    );
+    let codes_: Vec<i16> = d
+        .reply
+        .iter()
+        .map(|r| r.as_ref().map_or_else(|e| e.code, |_| 0))
+        .collect();
+    assert_eq!(
+        codes_,
+        vec![
+            0,
+            codes::INVALID_REPLICA_ASSIGNMENT,
+            codes::INVALID_REPLICA_ASSIGNMENT,
+            codes::INVALID_REPLICA_ASSIGNMENT,
+            codes::INVALID_REPLICA_ASSIGNMENT,
+            codes::INVALID_REQUEST,
+            codes::INVALID_REQUEST
+        ]
+    );
+    s.commit(d.records);
+    assert_eq!(s.part("a", 1).replicas, vec![2, 1]);
+    assert_eq!(s.part("a", 1).leader, 2);
+    assert_eq!(s.image.topics["a"].configs["cleanup.policy"], "compact");
+    // validate_only writes nothing.
+    let v = s
+        .ctl
+        .create_topics(&s.image, &[mk("z", vec![(0, vec![1])])], true);
+    assert!(v.records.is_empty());
+    assert!(v.reply[0].is_ok());
+}
+
+#[test]
+fn session_expiry_fences_and_moves_leadership_within_isr() {
+    let mut s = Sim::new(false);
+    s.active(&[1, 2, 3]);
+    s.create("t", 3, 3).unwrap();
+    let before: Vec<_> = (0..3).map(|p| s.part("t", p)).collect();
+    // Brokers 2 and 3 keep heartbeating; broker 1 goes silent.
+    s.now = 5000;
+    s.hb(2, false, false).unwrap();
+    s.hb(3, false, false).unwrap();
+    s.tick_at(8999);
+    assert!(!s.image.brokers[&1].fenced);
+    s.tick_at(9000);
+    assert!(s.image.brokers[&1].fenced);
+    for (p, old) in before.iter().enumerate() {
+        let now = s.part("t", p as i32);
+        assert!(!now.isr.contains(&1));
+        assert_ne!(now.leader, 1);
+        assert!(now.isr.contains(&now.leader));
+        if old.leader == 1 {
+            assert_eq!(now.leader_epoch, old.leader_epoch + 1);
+            // First other replica in replica order.
+            assert_eq!(now.leader, old.replicas[1]);
+        } else {
+            assert_eq!(now.leader_epoch, old.leader_epoch);
+        }
+        assert_eq!(now.partition_epoch, old.partition_epoch + 1);
+    }
+}
+
+#[test]
+fn last_isr_member_stays_and_comes_back_as_leader() {
+    let mut s = Sim::new(false);
+    s.active(&[1, 2]);
+    let d = s.ctl.create_topics(
+        &s.image,
+        &[CreateTopic {
+            name: "t".into(),
+            num_partitions: -1,
+            replication_factor: -1,
+            assignments: vec![(0, vec![1, 2])],
+            configs: BTreeMap::new(),
+        }],
+        false,
+    );
+    s.commit(d.records);
+    // Leader shrinks ISR to itself.
+    let reg = s.part("t", 0);
+    let id = s.image.topics["t"].topic_id;
+    let d = s
+        .ctl
+        .alter_partition(
+            &s.image,
+            &AlterPartition {
+                broker_id: 1,
+                broker_epoch: s.image.brokers[&1].broker_epoch,
+                topic_id: id,
+                partition: 0,
+                leader_epoch: reg.leader_epoch,
+                partition_epoch: reg.partition_epoch,
+                new_isr: vec![1],
+            },
+        )
+        .unwrap();
+    s.commit(d.records);
+    assert_eq!(s.part("t", 0), d.reply);
+    // Broker 1 is fenced: no other ISR member, so no leader, ISR keeps 1.
+    s.now = 1000;
+    s.hb(2, false, false).unwrap();
+    s.tick_at(9500);
+    let p = s.part("t", 0);
+    assert_eq!((p.leader, p.isr.clone()), (NO_LEADER, vec![1]));
+    // Broker 2 coming back does not lead (not in ISR, no unclean election).
+    s.hb(2, false, true).unwrap(); // unrelated: 2 goes through controlled shutdown later
+    assert_eq!(s.part("t", 0).leader, NO_LEADER);
+    // Broker 1 restarts with a new incarnation, heartbeats, and is elected again.
+    s.register(1, 777).unwrap();
+    assert_eq!(s.part("t", 0).leader, NO_LEADER);
+    s.hb(1, false, false).unwrap();
+    let p2 = s.part("t", 0);
+    assert_eq!(p2.leader, 1);
+    assert_eq!(p2.leader_epoch, p.leader_epoch + 1);
+}
+
+#[test]
+fn unclean_election_picks_any_active_replica() {
+    let mut s = Sim::new(true);
+    s.active(&[1, 2]);
+    let d = s.ctl.create_topics(
+        &s.image,
+        &[CreateTopic {
+            name: "t".into(),
+            num_partitions: -1,
+            replication_factor: -1,
+            assignments: vec![(0, vec![1, 2])],
+            configs: BTreeMap::new(),
+        }],
+        false,
+    );
+    s.commit(d.records);
+    let reg = s.part("t", 0);
+    let id = s.image.topics["t"].topic_id;
+    let d = s
+        .ctl
+        .alter_partition(
+            &s.image,
+            &AlterPartition {
+                broker_id: 1,
+                broker_epoch: s.image.brokers[&1].broker_epoch,
+                topic_id: id,
+                partition: 0,
+                leader_epoch: reg.leader_epoch,
+                partition_epoch: reg.partition_epoch,
+                new_isr: vec![1],
+            },
+        )
+        .unwrap();
+    s.commit(d.records);
+    s.now = 1000;
+    s.hb(2, false, false).unwrap();
+    s.tick_at(9500);
+    let p = s.part("t", 0);
+    assert_eq!((p.leader, p.isr), (2, vec![2]));
+}
+
+#[test]
+fn controlled_shutdown_moves_leadership_then_shuts_down() {
+    let mut s = Sim::new(false);
+    s.active(&[1, 2, 3]);
+    s.create("t", 6, 2).unwrap();
+    let led_by_1 = (0..6).filter(|&p| s.part("t", p).leader == 1).count();
+    assert!(led_by_1 > 0);
+    let r = s.hb(1, false, true).unwrap();
+    assert!(!r.should_shut_down);
+    assert!(s.image.brokers[&1].in_controlled_shutdown);
+    for p in 0..6 {
+        let reg = s.part("t", p);
+        assert_ne!(reg.leader, 1);
+        assert!(!reg.isr.contains(&1));
+    }
+    // A broker in controlled shutdown is not a placement target.
+    let t2 = s.create("u", 3, 2).unwrap();
+    assert_eq!(t2.num_partitions, 3);
+    for p in 0..3 {
+        assert!(!s.part("u", p).replicas.contains(&1));
+    }
+    let r = s.hb(1, false, true).unwrap();
+    assert!(r.should_shut_down && r.is_fenced);
+    assert!(s.image.brokers[&1].fenced);
+}
+
+#[test]
+fn controlled_shutdown_with_nowhere_to_move() {
+    let mut s = Sim::new(false);
+    s.active(&[1]);
+    s.create("t", 1, 1).unwrap();
+    assert!(!s.hb(1, false, true).unwrap().should_shut_down);
+    assert_eq!(s.part("t", 0).leader, 1); // could not move: left alone
+    let r = s.hb(1, false, true).unwrap();
+    assert!(r.should_shut_down);
+    assert_eq!(s.part("t", 0).leader, NO_LEADER);
+    assert_eq!(s.part("t", 0).isr, vec![1]);
+}
+
+#[test]
+fn alter_partition_rules() {
+    let mut s = Sim::new(false);
+    s.active(&[1, 2, 3]);
+    let d = s.ctl.create_topics(
+        &s.image,
+        &[CreateTopic {
+            name: "t".into(),
+            num_partitions: -1,
+            replication_factor: -1,
+            assignments: vec![(0, vec![1, 2, 3])],
+            configs: BTreeMap::new(),
+        }],
+        false,
+    );
+    s.commit(d.records);
+    let id = s.image.topics["t"].topic_id;
+    let e1 = s.image.brokers[&1].broker_epoch;
+    let reg = s.part("t", 0);
+    let req = |isr: Vec<i32>| AlterPartition {
+        broker_id: 1,
+        broker_epoch: e1,
+        topic_id: id,
+        partition: 0,
+        leader_epoch: reg.leader_epoch,
+        partition_epoch: reg.partition_epoch,
+        new_isr: isr,
+    };
+    let code =
+        |s: &mut Sim, r: AlterPartition| s.ctl.alter_partition(&s.image, &r).unwrap_err().code;
+    assert_eq!(
+        code(
+            &mut s,
+            AlterPartition {
+                broker_epoch: 1,
+                ..req(vec![1])
+            }
+        ),
+        codes::STALE_BROKER_EPOCH
+    );
+    assert_eq!(
+        code(
+            &mut s,
+            AlterPartition {
+                leader_epoch: 9,
+                ..req(vec![1])
+            }
+        ),
+        codes::FENCED_LEADER_EPOCH
+    );
+    assert_eq!(
+        code(
+            &mut s,
+            AlterPartition {
+                partition_epoch: 9,
+                ..req(vec![1])
+            }
+        ),
+        codes::INVALID_UPDATE_VERSION
+    );
+    assert_eq!(
+        code(
+            &mut s,
+            AlterPartition {
+                topic_id: Uuid::from_u128(5),
+                ..req(vec![1])
+            }
+        ),
+        codes::UNKNOWN_TOPIC_ID
+    );
+    assert_eq!(
+        code(
+            &mut s,
+            AlterPartition {
+                partition: 4,
+                ..req(vec![1])
+            }
+        ),
+        codes::UNKNOWN_TOPIC_OR_PARTITION
+    );
+    let e2 = s.image.brokers[&2].broker_epoch;
+    assert_eq!(
+        code(
+            &mut s,
+            AlterPartition {
+                broker_id: 2,
+                broker_epoch: e2,
+                ..req(vec![2])
+            }
+        ),
+        codes::INVALID_REQUEST
+    );
+    assert_eq!(code(&mut s, req(vec![2, 3])), codes::INVALID_REQUEST);
+    assert_eq!(code(&mut s, req(vec![1, 4])), codes::INVALID_REQUEST);
+    assert_eq!(code(&mut s, req(vec![1, 1])), codes::INVALID_REQUEST);
+    // Same set: no records.
+    let same = s
+        .ctl
+        .alter_partition(&s.image, &req(vec![3, 2, 1]))
+        .unwrap();
+    assert!(same.records.is_empty());
+    // Shrink then try to re-add a fenced broker.
+    let d = s.ctl.alter_partition(&s.image, &req(vec![1, 2])).unwrap();
+    s.commit(d.records);
+    assert_eq!(s.part("t", 0).partition_epoch, reg.partition_epoch + 1);
+    s.hb(3, true, false).unwrap(); // broker 3 asks to be fenced
+    assert!(s.image.brokers[&3].fenced);
+    let reg2 = s.part("t", 0);
+    let r = AlterPartition {
+        leader_epoch: reg2.leader_epoch,
+        partition_epoch: reg2.partition_epoch,
+        ..req(vec![1, 2, 3])
+    };
+    assert_eq!(code(&mut s, r), codes::INELIGIBLE_REPLICA);
+}
+
+#[test]
+fn delete_create_partitions_configs_producer_ids() {
+    let mut s = Sim::new(false);
+    s.active(&[1, 2]);
+    let t = s.create("t", 2, 2).unwrap();
+    let recs = s
+        .ctl
+        .create_partitions(&s.image, "t", 2, false)
+        .unwrap_err();
+    assert_eq!(recs.code, codes::INVALID_PARTITIONS);
+    assert_eq!(
+        s.ctl
+            .create_partitions(&s.image, "x", 5, false)
+            .unwrap_err()
+            .code,
+        codes::UNKNOWN_TOPIC_OR_PARTITION
+    );
+    let recs = s.ctl.create_partitions(&s.image, "t", 5, false).unwrap();
+    s.commit(recs);
+    assert_eq!(s.image.topics["t"].partitions.len(), 5);
+    assert_eq!(s.part("t", 4).replicas.len(), 2);
+
+    let recs = s
+        .ctl
+        .alter_configs(
+            &s.image,
+            RESOURCE_TOPIC,
+            "t",
+            &[("retention.ms".into(), Some("10".into()))],
+            false,
+        )
+        .unwrap();
+    s.commit(recs);
+    assert_eq!(s.image.topics["t"].configs["retention.ms"], "10");
+    let recs = s
+        .ctl
+        .alter_configs(
+            &s.image,
+            RESOURCE_BROKER,
+            "",
+            &[("a".into(), Some("b".into()))],
+            false,
+        )
+        .unwrap();
+    s.commit(recs);
+    assert_eq!(s.image.broker_configs[""]["a"], "b");
+    assert_eq!(
+        s.ctl
+            .alter_configs(&s.image, RESOURCE_BROKER, "x", &[], false)
+            .unwrap_err()
+            .code,
+        codes::INVALID_REQUEST
+    );
+    assert_eq!(
+        s.ctl
+            .alter_configs(&s.image, RESOURCE_TOPIC, "nope", &[], false)
+            .unwrap_err()
+            .code,
+        codes::UNKNOWN_TOPIC_OR_PARTITION
+    );
+
+    let e1 = s.image.brokers[&1].broker_epoch;
+    let d = s.ctl.allocate_producer_ids(&s.image, 1, e1).unwrap();
+    assert_eq!(d.reply, (0, PRODUCER_ID_BLOCK_SIZE));
+    s.commit(d.records);
+    let d = s.ctl.allocate_producer_ids(&s.image, 1, e1).unwrap();
+    assert_eq!(d.reply.0, PRODUCER_ID_BLOCK_SIZE as i64);
+    assert_eq!(
+        s.ctl
+            .allocate_producer_ids(&s.image, 1, e1 + 100)
+            .unwrap_err()
+            .code,
+        codes::STALE_BROKER_EPOCH
+    );
+
+    let d = s.ctl.delete_topics(&s.image, &["t".into(), "nope".into()]);
+    assert_eq!(d.reply[0].as_ref().unwrap(), &t.topic_id);
+    assert_eq!(
+        d.reply[1].as_ref().unwrap_err().code,
+        codes::UNKNOWN_TOPIC_OR_PARTITION
+    );
+    s.commit(d.records);
+    assert!(s.image.topics.is_empty());
+}
+
+/// Invariants of every partition in `image`, plus epoch history checks against `seen`.
+fn check_invariants(
+    image: &MetadataImage,
+    seen: &mut HashMap<(Uuid, i32), i32>,
+    leaders: &mut HashMap<(Uuid, i32, i32), i32>,
+    seed: u64,
+) {
+    for t in image.topics.values() {
+        for (&pid, p) in &t.partitions {
+            let ctx = format!("seed {seed}: {}-{pid} {p:?}", t.name);
+            assert!(
+                p.isr.iter().all(|r| p.replicas.contains(r)),
+                "ISR ⊆ replicas: {ctx}"
+            );
+            if p.leader != NO_LEADER {
+                assert!(p.isr.contains(&p.leader), "leader ∈ ISR: {ctx}");
+            }
+            assert!(!p.isr.is_empty(), "ISR never empty: {ctx}");
+            let key = (t.topic_id, pid);
+            let prev = seen.insert(key, p.leader_epoch).unwrap_or(i32::MIN);
+            assert!(p.leader_epoch >= prev, "leader epoch went back: {ctx}");
+            if let Some(&l) = leaders.get(&(t.topic_id, pid, p.leader_epoch)) {
+                assert_eq!(l, p.leader, "two leaders in one epoch: {ctx}");
+            }
+            leaders.insert((t.topic_id, pid, p.leader_epoch), p.leader);
+        }
+    }
+}
+
+#[test]
+fn randomized_operations_keep_invariants() {
+    let seed: u64 = std::env::var("RUNNEL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(rand::random);
+    println!("randomized_operations_keep_invariants: RUNNEL_SEED={seed}");
+    let mut rng = StdRng::seed_from_u64(seed);
+    let unclean = rng.gen_bool(0.3);
+    let mut s = Sim::new(unclean);
+    s.ctl = QuorumControl::new(cfg(unclean), seed);
+    let mut seen = HashMap::new();
+    let mut leaders = HashMap::new();
+    let mut incarnations: BTreeMap<i32, u128> = BTreeMap::new();
+    for step in 0..2000 {
+        s.now += rng.gen_range(0..1500);
+        let broker = rng.gen_range(0..5);
+        match rng.gen_range(0..100) {
+            0..=9 => {
+                let inc = if rng.gen_bool(0.5) {
+                    *incarnations.entry(broker).or_insert(1)
+                } else {
+                    let i = rng.gen();
+                    incarnations.insert(broker, i);
+                    i
+                };
+                let _ = s.register(broker, inc);
+            }
+            10..=44 => {
+                if s.image.brokers.contains_key(&broker) {
+                    let fence = rng.gen_bool(0.05);
+                    let shutdown = rng.gen_bool(0.05);
+                    s.hb(broker, fence, shutdown).unwrap();
+                } else {
+                    assert!(s.hb(broker, false, false).is_err());
+                }
+            }
+            45..=54 => {
+                let now = s.now;
+                s.tick_at(now);
+            }
+            55..=64 => {
+                let name = format!("t{}", rng.gen_range(0..6));
+                let n = rng.gen_range(1..5);
+                let rf = rng.gen_range(1..4);
+                let _ = s.create(&name, n, rf);
+            }
+            65..=69 => {
+                let name = format!("t{}", rng.gen_range(0..6));
+                let d = s.ctl.delete_topics(&s.image, &[name]);
+                s.commit(d.records);
+            }
+            70..=74 => {
+                let name = format!("t{}", rng.gen_range(0..6));
+                let cur = s
+                    .image
+                    .topics
+                    .get(&name)
+                    .map_or(0, |t| t.partitions.len() as i32);
+                if let Ok(recs) = s.ctl.create_partitions(&s.image, &name, cur + 1, false) {
+                    s.commit(recs);
+                }
+            }
+            _ => {
+                // AlterPartition from a random partition's leader (or someone else), with a
+                // random ISR proposal and occasionally stale epochs.
+                let parts: Vec<(Uuid, i32, PartitionRegistration)> = s
+                    .image
+                    .topics
+                    .values()
+                    .flat_map(|t| {
+                        t.partitions
+                            .iter()
+                            .map(|(&p, r)| (t.topic_id, p, r.clone()))
+                    })
+                    .collect();
+                if parts.is_empty() {
+                    continue;
+                }
+                let (tid, pid, reg) = parts[rng.gen_range(0..parts.len())].clone();
+                let from = if rng.gen_bool(0.8) {
+                    reg.leader
+                } else {
+                    broker
+                };
+                let Some(b) = s.image.brokers.get(&from) else {
+                    continue;
+                };
+                let mut isr: Vec<i32> = reg
+                    .replicas
+                    .iter()
+                    .copied()
+                    .filter(|&r| r == from || rng.gen_bool(0.6))
+                    .collect();
+                if rng.gen_bool(0.05) {
+                    isr.push(rng.gen_range(0..6));
+                }
+                let req = AlterPartition {
+                    broker_id: from,
+                    broker_epoch: b.broker_epoch,
+                    topic_id: tid,
+                    partition: pid,
+                    leader_epoch: reg.leader_epoch - i32::from(rng.gen_bool(0.05)),
+                    partition_epoch: reg.partition_epoch - i32::from(rng.gen_bool(0.05)),
+                    new_isr: isr,
+                };
+                if let Ok(d) = s.ctl.alter_partition(&s.image, &req) {
+                    s.commit(d.records);
+                    assert_eq!(
+                        &d.reply,
+                        s.image.partition(tid, pid).unwrap(),
+                        "seed {seed} step {step}"
+                    );
+                }
+            }
+        }
+        check_invariants(&s.image, &mut seen, &mut leaders, seed);
+        // Every partition leader is an active broker, and fenced brokers lead nothing.
+        for t in s.image.topics.values() {
+            for p in t.partitions.values() {
+                if p.leader != NO_LEADER {
+                    let b = &s.image.brokers[&p.leader];
+                    assert!(!b.fenced, "seed {seed} step {step}: fenced leader {p:?}");
+                }
+            }
+        }
+    }
+    let changes = s
+        .log
+        .iter()
+        .filter(|(_, r)| matches!(r, MetadataRecord::PartitionChangeRecord { .. }))
+        .count();
+    println!(
+        "seed {seed}: {} records, {changes} partition changes, {} leader epochs seen",
+        s.log.len(),
+        leaders.len()
+    );
+    assert!(
+        changes > 0,
+        "seed {seed}: the run exercised no partition change"
+    );
+    // Replaying the log on a fresh image rebuilds the same image.
+    let mut replay = MetadataImage::default();
+    for (o, r) in &s.log {
+        replay.apply(*o, r);
+    }
+    assert_eq!(replay, s.image, "seed {seed}: replay differs");
+}
