@@ -1,127 +1,388 @@
-//! [`ControllerClient`]: how brokers talk to the quorum.
+//! [`ControllerClient`]: how brokers talk to the quorum (Kafka's `NodeToControllerChannelManager`
+//! reduced): find the active controller, follow `NOT_CONTROLLER` redirects, retry with bounded
+//! backoff within a deadline.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::Mutex;
+use tokio::net::TcpStream;
+use tokio::time::Instant;
 use uuid::Uuid;
 
+use crate::control::{AlterPartition, Heartbeat, RegisterBroker};
 use crate::error::{codes, ControllerError};
 use crate::metadata::PartitionRegistration;
+use crate::rpc::{read_frame, write_frame, ClientRequest, ClientResponse, RpcRequest, RpcResponse};
 use crate::types::{CreateTopic, CreatedTopic, HeartbeatReply, MetadataUpdate, QuorumInfo};
 
-/// Client of the controller quorum, used by brokers (any process). Finds the active controller,
-/// follows `NOT_CONTROLLER` redirects and retries with bounded backoff within a deadline.
+/// Default deadline of one client call (retries included).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// First retry backoff; doubles up to [`MAX_BACKOFF`].
+pub const INITIAL_BACKOFF: Duration = Duration::from_millis(25);
+/// Largest retry backoff.
+pub const MAX_BACKOFF: Duration = Duration::from_millis(500);
+/// Bound on one attempt's connect + exchange (plus any long-poll wait).
+pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(12);
+
+/// Client of the controller quorum, used by brokers (any process). Cheap to clone (shares the
+/// known-leader hint); `Send + Sync`.
+///
+/// Every call goes to the believed active controller; a `NOT_CONTROLLER` answer naming the leader
+/// is followed at once, otherwise (unknown leader, connection failure) the next voter is tried
+/// after a backoff of 25 ms doubling to 500 ms. When no active controller answers within the
+/// deadline ([`DEFAULT_REQUEST_TIMEOUT`], see [`ControllerClient::with_timeout`]) the call fails
+/// with `REQUEST_TIMED_OUT` (7). Errors decided by the controller carry Kafka codes (see
+/// [`crate::codes`]).
+///
+/// A write that timed out may still have been committed; retrying it is answered as Kafka would
+/// (e.g. `TOPIC_ALREADY_EXISTS`).
 #[derive(Clone, Debug)]
 pub struct ControllerClient {
-    voters: BTreeMap<i32, SocketAddr>,
+    voters: Arc<BTreeMap<i32, SocketAddr>>,
+    leader_hint: Arc<Mutex<Option<i32>>>,
+    timeout: Duration,
 }
 
-fn not_yet() -> ControllerError {
-    ControllerError::new(codes::UNKNOWN_SERVER_ERROR, "not yet")
+fn unexpected() -> ControllerError {
+    ControllerError::new(
+        codes::UNKNOWN_SERVER_ERROR,
+        "unexpected controller response",
+    )
 }
 
 impl ControllerClient {
     /// A client of the quorum `voters` (`controller.quorum.voters`).
     pub fn new(voters: BTreeMap<i32, SocketAddr>) -> ControllerClient {
-        ControllerClient { voters }
+        ControllerClient {
+            voters: Arc::new(voters),
+            leader_hint: Arc::new(Mutex::new(None)),
+            timeout: DEFAULT_REQUEST_TIMEOUT,
+        }
     }
 
-    /// BrokerRegistration (KIP-631): returns the new broker epoch.
+    /// The same client with another per-call deadline.
+    pub fn with_timeout(mut self, timeout: Duration) -> ControllerClient {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The controller this client currently believes active, if any.
+    pub fn leader_hint(&self) -> Option<i32> {
+        *self.leader_hint.lock()
+    }
+
+    async fn attempt(
+        addr: SocketAddr,
+        req: &RpcRequest,
+        limit: Duration,
+    ) -> std::io::Result<ClientResponse> {
+        let fut = async {
+            let mut s = TcpStream::connect(addr).await?;
+            let _ = s.set_nodelay(true);
+            write_frame(&mut s, req).await?;
+            match read_frame(&mut s).await? {
+                RpcResponse::Client(c) => Ok(c),
+                _ => Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "not a client response",
+                )),
+            }
+        };
+        tokio::time::timeout(limit, fut)
+            .await
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "attempt timed out"))?
+    }
+
+    /// Sends `req` to the active controller (see the type doc); `extra` extends the deadline (for
+    /// long polls).
+    async fn call(
+        &self,
+        req: ClientRequest,
+        extra: Duration,
+    ) -> Result<ClientResponse, ControllerError> {
+        let req = RpcRequest::Client(req);
+        let now = Instant::now();
+        let budget = self.timeout.saturating_add(extra);
+        let deadline = now
+            .checked_add(budget)
+            .unwrap_or_else(|| now + Duration::from_secs(86_400));
+        let ids: Vec<i32> = self.voters.keys().copied().collect();
+        if ids.is_empty() {
+            return Err(ControllerError::new(
+                codes::INVALID_REQUEST,
+                "no controller voters",
+            ));
+        }
+        let mut rr = 0usize;
+        let mut backoff = INITIAL_BACKOFF;
+        let mut redirects = 0usize;
+        let mut last_err = String::from("no attempt");
+        loop {
+            let hint = *self.leader_hint.lock();
+            let target = match hint {
+                Some(l) if self.voters.contains_key(&l) => l,
+                _ => {
+                    rr += 1;
+                    ids[rr % ids.len()]
+                }
+            };
+            let addr = self.voters[&target];
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            if remaining.is_zero() {
+                return Err(ControllerError::new(
+                    codes::REQUEST_TIMED_OUT,
+                    format!("no active controller answered in time: {last_err}"),
+                ));
+            }
+            let limit = remaining.min(ATTEMPT_TIMEOUT.saturating_add(extra));
+            let mut retry_now = false;
+            match Self::attempt(addr, &req, limit).await {
+                Ok(ClientResponse::NotController { leader }) => {
+                    last_err = format!("controller {target} is not active (leader {leader:?})");
+                    let follow = leader.filter(|l| *l != target && self.voters.contains_key(l));
+                    *self.leader_hint.lock() = follow;
+                    // Follow a named leader at once, but not forever around a stale loop.
+                    if follow.is_some() && redirects < ids.len() {
+                        redirects += 1;
+                        retry_now = true;
+                    }
+                }
+                Ok(resp) => {
+                    *self.leader_hint.lock() = Some(target);
+                    return Ok(resp);
+                }
+                Err(e) => {
+                    last_err = format!("controller {target} at {addr}: {e}");
+                    *self.leader_hint.lock() = None;
+                }
+            }
+            if !retry_now {
+                redirects = 0;
+                let remaining = deadline.saturating_duration_since(Instant::now());
+                tokio::time::sleep(backoff.min(remaining)).await;
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+        }
+    }
+
+    /// BrokerRegistration (KIP-631): registers `broker_id` (fenced until a heartbeat finds it
+    /// caught up) and returns its new broker epoch (the offset of the registration record).
+    ///
+    /// Errors: `DUPLICATE_BROKER_REGISTRATION` (101) while another incarnation holds a live
+    /// session, `INVALID_REQUEST` (42), `REQUEST_TIMED_OUT` (7).
     pub async fn register_broker(
         &self,
-        _broker_id: i32,
-        _incarnation_id: Uuid,
-        _host: String,
-        _port: u16,
-        _rack: Option<String>,
+        broker_id: i32,
+        incarnation_id: Uuid,
+        host: String,
+        port: u16,
+        rack: Option<String>,
     ) -> Result<i64, ControllerError> {
-        let _ = &self.voters;
-        Err(not_yet())
+        let req = ClientRequest::RegisterBroker(RegisterBroker {
+            broker_id,
+            incarnation_id,
+            host,
+            port,
+            rack,
+        });
+        match self.call(req, Duration::ZERO).await? {
+            ClientResponse::RegisterBroker(r) => r,
+            _ => Err(unexpected()),
+        }
     }
 
-    /// BrokerHeartbeat (KIP-631).
+    /// BrokerHeartbeat (KIP-631): keeps the session alive (send well within
+    /// `broker.session.timeout.ms`, Kafka sends every `broker.heartbeat.interval.ms` = 2000).
+    /// `metadata_offset` is the highest metadata offset the broker has replayed; `want_fence` asks to
+    /// be/stay fenced; `want_shutdown` starts/continues controlled shutdown (keep heartbeating
+    /// until `should_shut_down`).
+    ///
+    /// Errors: `BROKER_ID_NOT_REGISTERED` (102), `STALE_BROKER_EPOCH` (77): register again.
     pub async fn heartbeat(
         &self,
-        _broker_id: i32,
-        _broker_epoch: i64,
-        _metadata_offset: i64,
-        _want_fence: bool,
-        _want_shutdown: bool,
+        broker_id: i32,
+        broker_epoch: i64,
+        metadata_offset: i64,
+        want_fence: bool,
+        want_shutdown: bool,
     ) -> Result<HeartbeatReply, ControllerError> {
-        Err(not_yet())
+        let req = ClientRequest::Heartbeat(Heartbeat {
+            broker_id,
+            broker_epoch,
+            metadata_offset,
+            want_fence,
+            want_shutdown,
+        });
+        match self.call(req, Duration::ZERO).await? {
+            ClientResponse::Heartbeat(r) => r,
+            _ => Err(unexpected()),
+        }
     }
 
-    /// CreateTopics.
+    /// CreateTopics: one result per topic, in order. Ids are nil with `validate_only`.
+    ///
+    /// Errors per topic: see [`crate::control::QuorumControl::create_topics`]; on transport failure
+    /// every topic gets the same error.
     pub async fn create_topics(
         &self,
         topics: Vec<CreateTopic>,
-        _validate_only: bool,
+        validate_only: bool,
     ) -> Vec<Result<CreatedTopic, ControllerError>> {
-        topics.iter().map(|_| Err(not_yet())).collect()
+        let n = topics.len();
+        let req = ClientRequest::CreateTopics {
+            topics,
+            validate_only,
+        };
+        match self.call(req, Duration::ZERO).await {
+            Ok(ClientResponse::CreateTopics(r)) if r.len() == n => r,
+            Ok(_) => vec![Err(unexpected()); n],
+            Err(e) => vec![Err(e); n],
+        }
     }
 
-    /// DeleteTopics.
+    /// DeleteTopics by name: one result (the deleted topic id) per name, in order.
+    ///
+    /// Errors per name: `UNKNOWN_TOPIC_OR_PARTITION` (3), `INVALID_REQUEST` (42, name repeated).
     pub async fn delete_topics(&self, names: Vec<String>) -> Vec<Result<Uuid, ControllerError>> {
-        names.iter().map(|_| Err(not_yet())).collect()
+        let n = names.len();
+        match self
+            .call(ClientRequest::DeleteTopics { names }, Duration::ZERO)
+            .await
+        {
+            Ok(ClientResponse::DeleteTopics(r)) if r.len() == n => r,
+            Ok(_) => vec![Err(unexpected()); n],
+            Err(e) => vec![Err(e); n],
+        }
     }
 
-    /// CreatePartitions.
+    /// CreatePartitions: grows topic `name` to `count` partitions in total.
+    ///
+    /// Errors: `UNKNOWN_TOPIC_OR_PARTITION` (3), `INVALID_PARTITIONS` (37),
+    /// `INVALID_REPLICATION_FACTOR` (38, too few active brokers).
     pub async fn create_partitions(
         &self,
-        _name: String,
-        _count: i32,
-        _validate_only: bool,
+        name: String,
+        count: i32,
+        validate_only: bool,
     ) -> Result<(), ControllerError> {
-        Err(not_yet())
+        let req = ClientRequest::CreatePartitions {
+            name,
+            count,
+            validate_only,
+        };
+        match self.call(req, Duration::ZERO).await? {
+            ClientResponse::CreatePartitions(r) => r,
+            _ => Err(unexpected()),
+        }
     }
 
-    /// AlterPartition (KIP-497).
+    /// AlterPartition (KIP-497): the partition leader proposes a new ISR; returns the resulting
+    /// registration (new partition epoch). Only the current leader, with its current broker epoch,
+    /// leader epoch and partition epoch may do so.
+    ///
+    /// Errors: `STALE_BROKER_EPOCH` (77), `UNKNOWN_TOPIC_ID` (100), `UNKNOWN_TOPIC_OR_PARTITION` (3),
+    /// `FENCED_LEADER_EPOCH` (74), `INVALID_UPDATE_VERSION` (108), `INVALID_REQUEST` (42: not the
+    /// leader or malformed ISR), `INELIGIBLE_REPLICA` (107: a new member is fenced/shutting down).
     #[allow(clippy::too_many_arguments)]
     pub async fn alter_partition(
         &self,
-        _broker_id: i32,
-        _broker_epoch: i64,
-        _topic_id: Uuid,
-        _partition: i32,
-        _leader_epoch: i32,
-        _partition_epoch: i32,
-        _new_isr: Vec<i32>,
+        broker_id: i32,
+        broker_epoch: i64,
+        topic_id: Uuid,
+        partition: i32,
+        leader_epoch: i32,
+        partition_epoch: i32,
+        new_isr: Vec<i32>,
     ) -> Result<PartitionRegistration, ControllerError> {
-        Err(not_yet())
+        let req = ClientRequest::AlterPartition(AlterPartition {
+            broker_id,
+            broker_epoch,
+            topic_id,
+            partition,
+            leader_epoch,
+            partition_epoch,
+            new_isr,
+        });
+        match self.call(req, Duration::ZERO).await? {
+            ClientResponse::AlterPartition(r) => r,
+            _ => Err(unexpected()),
+        }
     }
 
-    /// IncrementalAlterConfigs.
+    /// IncrementalAlterConfigs: `resource_type` 2 (topic, by name) or 4 (broker: `""` = cluster
+    /// default, else the broker id); `ops` are `(name, Some(value))` to set, `(name, None)` to
+    /// delete. Values are stored as given (the broker validates them).
+    ///
+    /// Errors: `UNKNOWN_TOPIC_OR_PARTITION` (3), `INVALID_REQUEST` (42), `INVALID_CONFIG` (40).
     pub async fn alter_configs(
         &self,
-        _resource_type: i8,
-        _resource_name: String,
-        _ops: Vec<(String, Option<String>)>,
-        _validate_only: bool,
+        resource_type: i8,
+        resource_name: String,
+        ops: Vec<(String, Option<String>)>,
+        validate_only: bool,
     ) -> Result<(), ControllerError> {
-        Err(not_yet())
+        let req = ClientRequest::AlterConfigs {
+            resource_type,
+            resource_name,
+            ops,
+            validate_only,
+        };
+        match self.call(req, Duration::ZERO).await? {
+            ClientResponse::AlterConfigs(r) => r,
+            _ => Err(unexpected()),
+        }
     }
 
-    /// AllocateProducerIds (KIP-730).
+    /// AllocateProducerIds (KIP-730): returns `(first id, count)` of a fresh block.
+    ///
+    /// Errors: `STALE_BROKER_EPOCH` (77).
     pub async fn allocate_producer_ids(
         &self,
-        _broker_id: i32,
-        _broker_epoch: i64,
+        broker_id: i32,
+        broker_epoch: i64,
     ) -> Result<(i64, i32), ControllerError> {
-        Err(not_yet())
+        let req = ClientRequest::AllocateProducerIds {
+            broker_id,
+            broker_epoch,
+        };
+        match self.call(req, Duration::ZERO).await? {
+            ClientResponse::AllocateProducerIds(r) => r,
+            _ => Err(unexpected()),
+        }
     }
 
-    /// Long-poll for committed metadata after `since_offset`.
+    /// Long-poll (at most `max_wait`, capped at 30 s) for committed metadata after `since_offset`:
+    /// `Records` to replay in order (empty if nothing new arrived in time), or a full `Image` when
+    /// `since_offset < 0` or the records after it are no longer retained. Served by the active
+    /// controller.
     pub async fn fetch_metadata(
         &self,
-        _since_offset: i64,
-        _max_wait: Duration,
+        since_offset: i64,
+        max_wait: Duration,
     ) -> Result<MetadataUpdate, ControllerError> {
-        Err(not_yet())
+        let max_wait = max_wait.min(Duration::from_millis(crate::server::MAX_FETCH_WAIT_MS));
+        let max_wait_ms = max_wait.as_millis() as u64;
+        let req = ClientRequest::FetchMetadata {
+            since_offset,
+            max_wait_ms,
+        };
+        match self.call(req, max_wait).await? {
+            ClientResponse::FetchMetadata(r) => r,
+            _ => Err(unexpected()),
+        }
     }
 
-    /// DescribeQuorum (KIP-595).
+    /// DescribeQuorum (KIP-595): the active controller's view of the quorum.
     pub async fn describe_quorum(&self) -> Result<QuorumInfo, ControllerError> {
-        Err(not_yet())
+        match self
+            .call(ClientRequest::DescribeQuorum, Duration::ZERO)
+            .await?
+        {
+            ClientResponse::DescribeQuorum(r) => r,
+            _ => Err(unexpected()),
+        }
     }
 }

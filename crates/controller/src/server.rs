@@ -1,19 +1,195 @@
-//! [`ControllerServer`]: a running controller (openraft node + RPC listener).
+//! [`ControllerServer`]: a running controller — an openraft node (KIP-595 quorum over the static
+//! voters) plus the controller RPC listener serving raft peers and brokers.
+//!
+//! Only the raft leader is the active controller. It serializes decisions: under one lock it runs
+//! the pure [`QuorumControl`] against its applied image, proposes the resulting records as one raft
+//! entry, and waits until that entry is applied before the next decision; so each decision sees all
+//! earlier ones. On becoming leader (a new term) it first waits until everything committed by
+//! earlier leaders is applied (`ensure_linearizable`) and gives every registered broker a fresh
+//! session. Non-leaders answer broker requests with `NOT_CONTROLLER` and the leader id if known.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use openraft::{Config, Raft, SnapshotPolicy};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
 
 use crate::config::ControllerConfig;
+use crate::control::{ControlConfig, QuorumControl};
+use crate::error::{codes, ControllerError};
+use crate::log_store::LogStore;
+use crate::metadata::{MetadataImage, MetadataRecord};
+use crate::network::NetworkFactory;
+use crate::raft_types::{MetadataBatch, TypeConfig};
+use crate::rpc::{
+    read_frame, voter_nodes, write_frame, ClientRequest, ClientResponse, RpcRequest, RpcResponse,
+};
+use crate::state_machine::{SmShared, StateMachineStore};
+use crate::types::{MetadataUpdate, QuorumInfo};
 
-/// A running controller: an openraft node plus its RPC listener.
-pub struct ControllerServer {
-    local_addr: SocketAddr,
+/// Directory (under `data_dir`) of the metadata log, vote and snapshots.
+pub const METADATA_DIR: &str = "__cluster_metadata-0";
+/// Most records in one `fetch_metadata` answer (whole offsets are never split).
+pub const MAX_FETCH_RECORDS: usize = 10_000;
+/// Longest accepted `fetch_metadata` wait (ms).
+pub const MAX_FETCH_WAIT_MS: u64 = 30_000;
+/// Bound on one raft round trip for a controller decision (ms); past it the request is answered
+/// `NOT_CONTROLLER` and the client retries.
+pub const COMMIT_TIMEOUT_MS: u64 = 10_000;
+
+/// Timing knobs of a controller (defaults suit production; tests shrink them).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ControllerTuning {
+    /// Raft leader heartbeat interval, ms (default 100).
+    pub heartbeat_interval_ms: u64,
+    /// Raft election timeout range, ms (default 500..1000).
+    pub election_timeout_min_ms: u64,
+    /// Upper end of the election timeout range, ms.
+    pub election_timeout_max_ms: u64,
+    /// Build a snapshot every this many log entries (default 1000).
+    pub snapshot_every: u64,
+    /// Log entries kept behind the latest snapshot before purging (default 1000).
+    pub logs_kept_after_snapshot: u64,
+    /// Period of the session-expiry check on the active controller, ms (default 250).
+    pub tick_interval_ms: u64,
 }
 
+impl Default for ControllerTuning {
+    fn default() -> Self {
+        ControllerTuning {
+            heartbeat_interval_ms: 100,
+            election_timeout_min_ms: 500,
+            election_timeout_max_ms: 1000,
+            snapshot_every: 1000,
+            logs_kept_after_snapshot: 1000,
+            tick_interval_ms: 250,
+        }
+    }
+}
+
+/// The active-controller state guarded by the decision lock.
+struct Active {
+    control: QuorumControl,
+    /// Term in which `control` was activated (None: not active).
+    term: Option<u64>,
+}
+
+struct Inner {
+    node_id: i32,
+    voters: BTreeMap<i32, SocketAddr>,
+    raft: Raft<TypeConfig>,
+    sm: Arc<SmShared>,
+    active: tokio::sync::Mutex<Active>,
+    started: Instant,
+    shutdown_rx: watch::Receiver<bool>,
+}
+
+/// A running controller: an openraft node plus its RPC listener (see the module doc). Dropping it
+/// stops it like [`ControllerServer::shutdown`] without waiting.
+pub struct ControllerServer {
+    inner: Arc<Inner>,
+    local_addr: SocketAddr,
+    shutdown_tx: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+    stopped: bool,
+}
+
+type NotController = ClientResponse;
+
 impl ControllerServer {
-    /// Starts the controller.
+    /// Binds `config.listen` and starts the controller with default [`ControllerTuning`]: opens
+    /// (recovers) the metadata log and latest snapshot under `data_dir/__cluster_metadata-0/`,
+    /// starts the raft node, initializes the static membership from `voters` if this node's log
+    /// is empty (every voter may do so; "already initialized" is ignored), and serves RPCs.
+    ///
+    /// Errors: `node_id` not among `voters`, bind failure, unreadable/corrupt log or snapshot.
     pub async fn start(config: ControllerConfig) -> anyhow::Result<ControllerServer> {
-        let _ = config.listen;
-        anyhow::bail!("not yet")
+        let listener = TcpListener::bind(config.listen).await?;
+        Self::start_with_listener(config, listener, ControllerTuning::default()).await
+    }
+
+    /// Like [`ControllerServer::start`] but on an already bound listener (so callers can learn
+    /// ports before building the voter map) and with explicit tuning. `config.listen` is ignored.
+    pub async fn start_with_listener(
+        config: ControllerConfig,
+        listener: TcpListener,
+        tuning: ControllerTuning,
+    ) -> anyhow::Result<ControllerServer> {
+        anyhow::ensure!(
+            config.voters.contains_key(&config.node_id),
+            "node id {} is not among controller.quorum.voters {:?}",
+            config.node_id,
+            config.voters.keys().collect::<Vec<_>>()
+        );
+        anyhow::ensure!(config.node_id >= 0, "negative node id");
+        let local_addr = listener.local_addr()?;
+        let dir = config.data_dir.join(METADATA_DIR);
+        std::fs::create_dir_all(&dir)?;
+        let log_store = LogStore::open(&dir)?;
+        let sm = StateMachineStore::open(&dir, &config.cluster_id)?;
+        let shared = sm.shared.clone();
+        let raft_config = Config {
+            cluster_name: "runnel-metadata".to_string(),
+            heartbeat_interval: tuning.heartbeat_interval_ms,
+            election_timeout_min: tuning.election_timeout_min_ms,
+            election_timeout_max: tuning.election_timeout_max_ms,
+            install_snapshot_timeout: 5000,
+            snapshot_policy: SnapshotPolicy::LogsSinceLast(tuning.snapshot_every.max(1)),
+            max_in_snapshot_log_to_keep: tuning.logs_kept_after_snapshot,
+            ..Default::default()
+        }
+        .validate()?;
+        let raft = Raft::new(
+            config.node_id as u64,
+            Arc::new(raft_config),
+            NetworkFactory,
+            log_store,
+            sm,
+        )
+        .await?;
+        if !raft.is_initialized().await? {
+            if let Err(e) = raft.initialize(voter_nodes(&config.voters)).await {
+                tracing::info!("controller {}: initialize: {e}", config.node_id);
+            }
+        }
+        let control = QuorumControl::new(
+            ControlConfig {
+                session_timeout_ms: config.broker_session_timeout_ms,
+                default_num_partitions: config.default_num_partitions,
+                default_replication_factor: config.default_replication_factor,
+                unclean_leader_election: config.unclean_leader_election,
+            },
+            rand::random(),
+        );
+        let (shutdown_tx, shutdown_rx) = watch::channel(false);
+        let inner = Arc::new(Inner {
+            node_id: config.node_id,
+            voters: config.voters.clone(),
+            raft,
+            sm: shared,
+            active: tokio::sync::Mutex::new(Active {
+                control,
+                term: None,
+            }),
+            started: Instant::now(),
+            shutdown_rx,
+        });
+        let accept = tokio::spawn(accept_loop(inner.clone(), listener));
+        let tick = tokio::spawn(tick_loop(
+            inner.clone(),
+            Duration::from_millis(tuning.tick_interval_ms.max(1)),
+        ));
+        Ok(ControllerServer {
+            inner,
+            local_addr,
+            shutdown_tx,
+            tasks: vec![accept, tick],
+            stopped: false,
+        })
     }
 
     /// The bound RPC address.
@@ -21,13 +197,422 @@ impl ControllerServer {
         self.local_addr
     }
 
-    /// The current raft leader id, if known.
-    pub fn leader_id(&self) -> Option<i32> {
-        None
+    /// This controller's id.
+    pub fn node_id(&self) -> i32 {
+        self.inner.node_id
     }
 
-    /// Stops the controller.
-    pub async fn shutdown(self) -> anyhow::Result<()> {
+    /// The raft leader (active controller) id as this node currently sees it, if known.
+    pub fn leader_id(&self) -> Option<i32> {
+        self.inner
+            .raft
+            .metrics()
+            .borrow()
+            .current_leader
+            .map(|l| l as i32)
+    }
+
+    /// Waits (at most `timeout`) until this node knows a leader, and returns it.
+    pub async fn wait_for_leader(&self, timeout: Duration) -> Option<i32> {
+        let mut rx = self.inner.raft.metrics();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if let Some(l) = rx.borrow_and_update().current_leader {
+                return Some(l as i32);
+            }
+            match tokio::time::timeout_at(deadline, rx.changed()).await {
+                Ok(Ok(())) => continue,
+                _ => return None,
+            }
+        }
+    }
+
+    /// A copy of this node's applied metadata image (committed state; may lag the leader).
+    pub fn image(&self) -> MetadataImage {
+        self.inner.sm.state.read().image.clone()
+    }
+
+    /// Waits (at most `timeout`) until this node has applied `offset`; returns whether it did.
+    pub async fn wait_for_offset(&self, offset: i64, timeout: Duration) -> bool {
+        let mut rx = self.inner.sm.applied_tx.subscribe();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if *rx.borrow_and_update() >= offset {
+                return true;
+            }
+            match tokio::time::timeout_at(deadline, rx.changed()).await {
+                Ok(Ok(())) => continue,
+                _ => return false,
+            }
+        }
+    }
+
+    /// Asks openraft to build a snapshot now (normally built every `snapshot_every` entries).
+    pub async fn trigger_snapshot(&self) -> anyhow::Result<()> {
+        self.inner.raft.trigger().snapshot().await?;
         Ok(())
+    }
+
+    /// Stops serving, stops the raft node and waits for it.
+    pub async fn shutdown(mut self) -> anyhow::Result<()> {
+        self.stop_tasks();
+        self.stopped = true;
+        let res = self.inner.raft.shutdown().await;
+        for t in self.tasks.drain(..) {
+            let _ = t.await;
+        }
+        res.map_err(|e| anyhow::anyhow!("raft shutdown: {e}"))
+    }
+
+    fn stop_tasks(&mut self) {
+        let _ = self.shutdown_tx.send(true);
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+impl Drop for ControllerServer {
+    fn drop(&mut self) {
+        self.stop_tasks();
+        if !self.stopped {
+            if let Ok(h) = tokio::runtime::Handle::try_current() {
+                let raft = self.inner.raft.clone();
+                h.spawn(async move {
+                    let _ = raft.shutdown().await;
+                });
+            }
+        }
+    }
+}
+
+async fn accept_loop(inner: Arc<Inner>, listener: TcpListener) {
+    let mut shutdown = inner.shutdown_rx.clone();
+    loop {
+        tokio::select! {
+            r = listener.accept() => match r {
+                Ok((stream, _)) => {
+                    let _ = stream.set_nodelay(true);
+                    tokio::spawn(serve_connection(inner.clone(), stream));
+                }
+                Err(e) => {
+                    tracing::warn!("controller accept: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            _ = shutdown.changed() => return,
+        }
+    }
+}
+
+async fn serve_connection(inner: Arc<Inner>, mut stream: TcpStream) {
+    let mut shutdown = inner.shutdown_rx.clone();
+    if *shutdown.borrow_and_update() {
+        return;
+    }
+    loop {
+        let req: RpcRequest = tokio::select! {
+            r = read_frame(&mut stream) => match r {
+                Ok(r) => r,
+                Err(_) => return,
+            },
+            _ = shutdown.changed() => return,
+        };
+        let resp = tokio::select! {
+            r = inner.handle(req) => r,
+            _ = shutdown.changed() => return,
+        };
+        if write_frame(&mut stream, &resp).await.is_err() {
+            return;
+        }
+    }
+}
+
+async fn tick_loop(inner: Arc<Inner>, period: Duration) {
+    let mut interval = tokio::time::interval(period);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        interval.tick().await;
+        inner.tick().await;
+    }
+}
+
+impl Inner {
+    fn now_ms(&self) -> i64 {
+        self.started.elapsed().as_millis() as i64
+    }
+
+    fn current_leader(&self) -> Option<i32> {
+        self.raft
+            .metrics()
+            .borrow()
+            .current_leader
+            .map(|l| l as i32)
+    }
+
+    fn not_controller(&self) -> NotController {
+        let leader = self.current_leader().filter(|&l| l != self.node_id);
+        ClientResponse::NotController { leader }
+    }
+
+    fn require_leader(&self) -> Result<(), NotController> {
+        if self.current_leader() == Some(self.node_id) {
+            Ok(())
+        } else {
+            Err(self.not_controller())
+        }
+    }
+
+    /// Makes sure this node is the active controller for the current term.
+    async fn activate(&self, active: &mut Active) -> Result<(), NotController> {
+        let (leader, term) = {
+            let m = self.raft.metrics();
+            let m = m.borrow();
+            (m.current_leader, m.current_term)
+        };
+        if leader != Some(self.node_id as u64) {
+            active.term = None;
+            return Err(self.not_controller());
+        }
+        if active.term != Some(term) {
+            let r = tokio::time::timeout(
+                Duration::from_millis(COMMIT_TIMEOUT_MS),
+                self.raft.ensure_linearizable(),
+            )
+            .await;
+            if !matches!(r, Ok(Ok(_))) {
+                return Err(self.not_controller());
+            }
+            let now = self.now_ms();
+            let st = self.sm.state.read();
+            active.control.activate(&st.image, now);
+            active.term = Some(term);
+            tracing::info!(
+                "controller {} is active in term {term} at offset {}",
+                self.node_id,
+                st.image.offset
+            );
+        }
+        Ok(())
+    }
+
+    /// Proposes `records` as one entry and waits until it is applied; returns its offset.
+    async fn propose(
+        &self,
+        active: &mut Active,
+        records: Vec<MetadataRecord>,
+    ) -> Result<i64, NotController> {
+        let r = tokio::time::timeout(
+            Duration::from_millis(COMMIT_TIMEOUT_MS),
+            self.raft.client_write(MetadataBatch { records }),
+        )
+        .await;
+        match r {
+            Ok(Ok(resp)) => Ok(resp.log_id.index as i64),
+            Ok(Err(e)) => {
+                tracing::info!("controller {}: proposal failed: {e}", self.node_id);
+                active.term = None;
+                Err(self.not_controller())
+            }
+            Err(_) => {
+                active.term = None;
+                Err(self.not_controller())
+            }
+        }
+    }
+
+    /// One decision: activate, decide against the applied image, propose the records (if any).
+    /// Returns the reply and the offset the records were committed at (None: nothing written).
+    async fn decide<T>(
+        &self,
+        f: impl FnOnce(&mut QuorumControl, &MetadataImage, i64) -> (Vec<MetadataRecord>, T),
+    ) -> Result<(T, Option<i64>), NotController> {
+        let mut active = self.active.lock().await;
+        self.activate(&mut active).await?;
+        let now = self.now_ms();
+        let (records, reply) = {
+            let st = self.sm.state.read();
+            f(&mut active.control, &st.image, now)
+        };
+        if records.is_empty() {
+            return Ok((reply, None));
+        }
+        let offset = self.propose(&mut active, records).await?;
+        Ok((reply, Some(offset)))
+    }
+
+    async fn tick(&self) {
+        if self.current_leader() != Some(self.node_id) {
+            return;
+        }
+        let _ = self
+            .decide(|ctl, image, now| (ctl.tick(image, now), ()))
+            .await;
+    }
+
+    async fn handle(&self, req: RpcRequest) -> RpcResponse {
+        match req {
+            RpcRequest::AppendEntries(r) => {
+                RpcResponse::AppendEntries(self.raft.append_entries(r).await)
+            }
+            RpcRequest::Vote(r) => RpcResponse::Vote(self.raft.vote(r).await),
+            RpcRequest::InstallSnapshot(r) => {
+                RpcResponse::InstallSnapshot(self.raft.install_snapshot(r).await)
+            }
+            RpcRequest::Client(c) => RpcResponse::Client(
+                self.handle_client(c)
+                    .await
+                    .unwrap_or_else(|not_controller| not_controller),
+            ),
+        }
+    }
+
+    async fn handle_client(&self, req: ClientRequest) -> Result<ClientResponse, NotController> {
+        Ok(match req {
+            ClientRequest::RegisterBroker(r) => {
+                let (reply, offset) = self
+                    .decide(
+                        |ctl, image, now| match ctl.register_broker(image, &r, now) {
+                            Ok(recs) => (recs, Ok(())),
+                            Err(e) => (Vec::new(), Err(e)),
+                        },
+                    )
+                    .await?;
+                ClientResponse::RegisterBroker(reply.and_then(|()| {
+                    offset.ok_or_else(|| {
+                        ControllerError::new(codes::UNKNOWN_SERVER_ERROR, "nothing registered")
+                    })
+                }))
+            }
+            ClientRequest::Heartbeat(hb) => {
+                let (reply, _) = self
+                    .decide(|ctl, image, now| match ctl.heartbeat(image, &hb, now) {
+                        Ok(d) => (d.records, Ok(d.reply)),
+                        Err(e) => (Vec::new(), Err(e)),
+                    })
+                    .await?;
+                ClientResponse::Heartbeat(reply)
+            }
+            ClientRequest::CreateTopics {
+                topics,
+                validate_only,
+            } => {
+                let (reply, _) = self
+                    .decide(|ctl, image, _| {
+                        let d = ctl.create_topics(image, &topics, validate_only);
+                        (d.records, d.reply)
+                    })
+                    .await?;
+                ClientResponse::CreateTopics(reply)
+            }
+            ClientRequest::DeleteTopics { names } => {
+                let (reply, _) = self
+                    .decide(|ctl, image, _| {
+                        let d = ctl.delete_topics(image, &names);
+                        (d.records, d.reply)
+                    })
+                    .await?;
+                ClientResponse::DeleteTopics(reply)
+            }
+            ClientRequest::CreatePartitions {
+                name,
+                count,
+                validate_only,
+            } => {
+                let (reply, _) = self
+                    .decide(|ctl, image, _| {
+                        match ctl.create_partitions(image, &name, count, validate_only) {
+                            Ok(recs) => (recs, Ok(())),
+                            Err(e) => (Vec::new(), Err(e)),
+                        }
+                    })
+                    .await?;
+                ClientResponse::CreatePartitions(reply)
+            }
+            ClientRequest::AlterPartition(r) => {
+                let (reply, _) = self
+                    .decide(|ctl, image, _| match ctl.alter_partition(image, &r) {
+                        Ok(d) => (d.records, Ok(d.reply)),
+                        Err(e) => (Vec::new(), Err(e)),
+                    })
+                    .await?;
+                ClientResponse::AlterPartition(reply)
+            }
+            ClientRequest::AlterConfigs {
+                resource_type,
+                resource_name,
+                ops,
+                validate_only,
+            } => {
+                let (reply, _) = self
+                    .decide(|ctl, image, _| {
+                        match ctl.alter_configs(
+                            image,
+                            resource_type,
+                            &resource_name,
+                            &ops,
+                            validate_only,
+                        ) {
+                            Ok(recs) => (recs, Ok(())),
+                            Err(e) => (Vec::new(), Err(e)),
+                        }
+                    })
+                    .await?;
+                ClientResponse::AlterConfigs(reply)
+            }
+            ClientRequest::AllocateProducerIds {
+                broker_id,
+                broker_epoch,
+            } => {
+                let (reply, _) = self
+                    .decide(|ctl, image, _| {
+                        match ctl.allocate_producer_ids(image, broker_id, broker_epoch) {
+                            Ok(d) => (d.records, Ok(d.reply)),
+                            Err(e) => (Vec::new(), Err(e)),
+                        }
+                    })
+                    .await?;
+                ClientResponse::AllocateProducerIds(reply)
+            }
+            ClientRequest::FetchMetadata {
+                since_offset,
+                max_wait_ms,
+            } => {
+                self.require_leader()?;
+                ClientResponse::FetchMetadata(Ok(self
+                    .fetch_metadata(since_offset, max_wait_ms.min(MAX_FETCH_WAIT_MS))
+                    .await))
+            }
+            ClientRequest::DescribeQuorum => {
+                self.require_leader()?;
+                let m = self.raft.metrics().borrow().clone();
+                ClientResponse::DescribeQuorum(Ok(QuorumInfo {
+                    leader_id: m.current_leader.map(|l| l as i32),
+                    leader_epoch: m.current_term as i64,
+                    high_watermark: m.last_applied.map_or(-1, |l| l.index as i64),
+                    voters: self.voters.clone(),
+                }))
+            }
+        })
+    }
+
+    async fn fetch_metadata(&self, since: i64, max_wait_ms: u64) -> MetadataUpdate {
+        let mut rx = self.sm.applied_tx.subscribe();
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(max_wait_ms);
+        loop {
+            rx.borrow_and_update();
+            if since < 0 {
+                return MetadataUpdate::Image(self.sm.state.read().image.clone());
+            }
+            match self.sm.records_after(since, MAX_FETCH_RECORDS) {
+                None => return MetadataUpdate::Image(self.sm.state.read().image.clone()),
+                Some(v) if !v.is_empty() => return MetadataUpdate::Records(v),
+                Some(_) => {}
+            }
+            match tokio::time::timeout_at(deadline, rx.changed()).await {
+                Ok(Ok(())) => continue,
+                _ => return MetadataUpdate::Records(Vec::new()),
+            }
+        }
     }
 }

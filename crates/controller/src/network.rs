@@ -1,0 +1,157 @@
+//! openraft networking over the controller RPC ([`crate::rpc`]): one TCP connection per target,
+//! reused across RPCs and re-established after any error; every RPC is bounded by openraft's
+//! `hard_ttl`.
+
+use std::time::Duration;
+
+use openraft::error::{
+    InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
+};
+use openraft::network::{Backoff, RPCOption, RaftNetwork, RaftNetworkFactory};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+use openraft::BasicNode;
+use tokio::net::TcpStream;
+
+use crate::raft_types::TypeConfig;
+use crate::rpc::{read_frame, write_frame, RpcRequest, RpcResponse};
+
+/// Creates [`PeerConnection`]s for openraft.
+#[derive(Clone, Debug, Default)]
+pub struct NetworkFactory;
+
+/// The connection to one peer controller.
+#[derive(Debug)]
+pub struct PeerConnection {
+    target: u64,
+    addr: String,
+    conn: Option<TcpStream>,
+}
+
+impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
+    type Network = PeerConnection;
+
+    async fn new_client(&mut self, target: u64, node: &BasicNode) -> PeerConnection {
+        PeerConnection {
+            target,
+            addr: node.addr.clone(),
+            conn: None,
+        }
+    }
+}
+
+/// Why one exchange failed.
+enum CallError {
+    /// Could not connect: back off.
+    Unreachable(std::io::Error),
+    /// Failed mid-exchange (or timed out): retry.
+    Network(std::io::Error),
+}
+
+impl CallError {
+    fn into_rpc<E: std::error::Error>(self) -> RPCError<u64, BasicNode, E> {
+        match self {
+            CallError::Unreachable(e) => RPCError::Unreachable(Unreachable::new(&e)),
+            CallError::Network(e) => RPCError::Network(NetworkError::new(&e)),
+        }
+    }
+}
+
+fn unexpected() -> CallError {
+    CallError::Network(std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        "unexpected response kind",
+    ))
+}
+
+impl PeerConnection {
+    async fn call(&mut self, req: &RpcRequest, ttl: Duration) -> Result<RpcResponse, CallError> {
+        let res = tokio::time::timeout(ttl, self.exchange(req)).await;
+        let res = match res {
+            Ok(r) => r,
+            Err(_) => Err(CallError::Network(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("rpc to {} timed out after {ttl:?}", self.addr),
+            ))),
+        };
+        if res.is_err() {
+            self.conn = None;
+        }
+        res
+    }
+
+    async fn exchange(&mut self, req: &RpcRequest) -> Result<RpcResponse, CallError> {
+        if self.conn.is_none() {
+            let s = TcpStream::connect(&self.addr)
+                .await
+                .map_err(CallError::Unreachable)?;
+            let _ = s.set_nodelay(true);
+            self.conn = Some(s);
+        }
+        let conn = self.conn.as_mut().expect("connected above");
+        write_frame(conn, req).await.map_err(CallError::Network)?;
+        read_frame(conn).await.map_err(CallError::Network)
+    }
+}
+
+impl RaftNetwork<TypeConfig> for PeerConnection {
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<AppendEntriesResponse<u64>, RPCError<u64, BasicNode, RaftError<u64>>> {
+        match self
+            .call(&RpcRequest::AppendEntries(rpc), option.hard_ttl())
+            .await
+        {
+            Ok(RpcResponse::AppendEntries(Ok(r))) => Ok(r),
+            Ok(RpcResponse::AppendEntries(Err(e))) => {
+                Err(RPCError::RemoteError(RemoteError::new(self.target, e)))
+            }
+            Ok(_) => Err(unexpected().into_rpc()),
+            Err(e) => Err(e.into_rpc()),
+        }
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        rpc: InstallSnapshotRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<
+        InstallSnapshotResponse<u64>,
+        RPCError<u64, BasicNode, RaftError<u64, InstallSnapshotError>>,
+    > {
+        match self
+            .call(&RpcRequest::InstallSnapshot(rpc), option.hard_ttl())
+            .await
+        {
+            Ok(RpcResponse::InstallSnapshot(Ok(r))) => Ok(r),
+            Ok(RpcResponse::InstallSnapshot(Err(e))) => {
+                Err(RPCError::RemoteError(RemoteError::new(self.target, e)))
+            }
+            Ok(_) => Err(unexpected().into_rpc()),
+            Err(e) => Err(e.into_rpc()),
+        }
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<u64>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<u64>, RPCError<u64, BasicNode, RaftError<u64>>> {
+        match self.call(&RpcRequest::Vote(rpc), option.hard_ttl()).await {
+            Ok(RpcResponse::Vote(Ok(r))) => Ok(r),
+            Ok(RpcResponse::Vote(Err(e))) => {
+                Err(RPCError::RemoteError(RemoteError::new(self.target, e)))
+            }
+            Ok(_) => Err(unexpected().into_rpc()),
+            Err(e) => Err(e.into_rpc()),
+        }
+    }
+
+    fn backoff(&self) -> Backoff {
+        Backoff::new(std::iter::repeat(Duration::from_millis(200)))
+    }
+}

@@ -1,0 +1,225 @@
+//! The controller RPC wire format: length-prefixed JSON frames over TCP.
+//!
+//! A frame is `[len: u32 BE][len bytes of JSON]`, `len <= MAX_FRAME_BYTES` (64 MiB; a larger
+//! announced length is an error, never an allocation). A connection carries a sequence of
+//! request/response pairs: the peer sends one [`RpcRequest`] frame and reads one [`RpcResponse`]
+//! frame back. Requests are raft RPCs between controllers (append_entries, vote, install_snapshot)
+//! or [`ClientRequest`]s from brokers.
+
+use std::collections::BTreeMap;
+
+use openraft::error::{InstallSnapshotError, RaftError};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use uuid::Uuid;
+
+use crate::control::{AlterPartition, Heartbeat, RegisterBroker};
+use crate::error::ControllerError;
+use crate::metadata::PartitionRegistration;
+use crate::raft_types::TypeConfig;
+use crate::types::{CreateTopic, CreatedTopic, HeartbeatReply, MetadataUpdate, QuorumInfo};
+
+/// Largest frame accepted or sent (64 MiB).
+pub const MAX_FRAME_BYTES: usize = 64 << 20;
+
+/// A request frame.
+#[derive(Debug, Serialize, Deserialize)]
+#[allow(clippy::large_enum_variant)]
+pub enum RpcRequest {
+    /// Raft AppendEntries.
+    AppendEntries(AppendEntriesRequest<TypeConfig>),
+    /// Raft RequestVote.
+    Vote(VoteRequest<u64>),
+    /// Raft InstallSnapshot (one chunk).
+    InstallSnapshot(InstallSnapshotRequest<TypeConfig>),
+    /// A broker request.
+    Client(ClientRequest),
+}
+
+/// A response frame.
+#[derive(Debug, Serialize, Deserialize)]
+#[allow(clippy::large_enum_variant)]
+pub enum RpcResponse {
+    /// Raft AppendEntries answer.
+    AppendEntries(Result<AppendEntriesResponse<u64>, RaftError<u64>>),
+    /// Raft RequestVote answer.
+    Vote(Result<VoteResponse<u64>, RaftError<u64>>),
+    /// Raft InstallSnapshot answer.
+    InstallSnapshot(Result<InstallSnapshotResponse<u64>, RaftError<u64, InstallSnapshotError>>),
+    /// A broker request's answer.
+    Client(ClientResponse),
+}
+
+/// Broker requests (see [`crate::ControllerClient`] for their meaning).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum ClientRequest {
+    /// BrokerRegistration.
+    RegisterBroker(RegisterBroker),
+    /// BrokerHeartbeat.
+    Heartbeat(Heartbeat),
+    /// CreateTopics.
+    CreateTopics {
+        /// Topics.
+        topics: Vec<CreateTopic>,
+        /// Validate only.
+        validate_only: bool,
+    },
+    /// DeleteTopics.
+    DeleteTopics {
+        /// Names.
+        names: Vec<String>,
+    },
+    /// CreatePartitions.
+    CreatePartitions {
+        /// Topic.
+        name: String,
+        /// New total partition count.
+        count: i32,
+        /// Validate only.
+        validate_only: bool,
+    },
+    /// AlterPartition.
+    AlterPartition(AlterPartition),
+    /// IncrementalAlterConfigs.
+    AlterConfigs {
+        /// 2 topic, 4 broker.
+        resource_type: i8,
+        /// Topic name or broker id.
+        resource_name: String,
+        /// `(name, Some(value))` set, `(name, None)` delete.
+        ops: Vec<(String, Option<String>)>,
+        /// Validate only.
+        validate_only: bool,
+    },
+    /// AllocateProducerIds.
+    AllocateProducerIds {
+        /// Broker id.
+        broker_id: i32,
+        /// Broker epoch.
+        broker_epoch: i64,
+    },
+    /// Metadata long-poll.
+    FetchMetadata {
+        /// Last offset the caller has.
+        since_offset: i64,
+        /// Longest wait for new records, ms.
+        max_wait_ms: u64,
+    },
+    /// DescribeQuorum.
+    DescribeQuorum,
+}
+
+/// Answers to [`ClientRequest`]s.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[allow(clippy::large_enum_variant)]
+pub enum ClientResponse {
+    /// This node is not the active controller; `leader` is the active one if known.
+    NotController {
+        /// The leader's id, if known.
+        leader: Option<i32>,
+    },
+    /// BrokerRegistration answer: the broker epoch.
+    RegisterBroker(Result<i64, ControllerError>),
+    /// BrokerHeartbeat answer.
+    Heartbeat(Result<HeartbeatReply, ControllerError>),
+    /// CreateTopics answer, one per topic.
+    CreateTopics(Vec<Result<CreatedTopic, ControllerError>>),
+    /// DeleteTopics answer, one per name.
+    DeleteTopics(Vec<Result<Uuid, ControllerError>>),
+    /// CreatePartitions answer.
+    CreatePartitions(Result<(), ControllerError>),
+    /// AlterPartition answer.
+    AlterPartition(Result<PartitionRegistration, ControllerError>),
+    /// IncrementalAlterConfigs answer.
+    AlterConfigs(Result<(), ControllerError>),
+    /// AllocateProducerIds answer.
+    AllocateProducerIds(Result<(i64, i32), ControllerError>),
+    /// Metadata long-poll answer.
+    FetchMetadata(Result<MetadataUpdate, ControllerError>),
+    /// DescribeQuorum answer.
+    DescribeQuorum(Result<QuorumInfo, ControllerError>),
+}
+
+/// Writes one frame holding `value` as JSON.
+///
+/// Errors: I/O errors; `InvalidData` when the encoding exceeds [`MAX_FRAME_BYTES`].
+pub async fn write_frame<W, T>(w: &mut W, value: &T) -> std::io::Result<()>
+where
+    W: tokio::io::AsyncWrite + Unpin,
+    T: Serialize,
+{
+    let data = serde_json::to_vec(value).map_err(std::io::Error::other)?;
+    if data.len() > MAX_FRAME_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("frame of {} bytes exceeds {MAX_FRAME_BYTES}", data.len()),
+        ));
+    }
+    let mut buf = Vec::with_capacity(4 + data.len());
+    buf.extend_from_slice(&(data.len() as u32).to_be_bytes());
+    buf.extend_from_slice(&data);
+    w.write_all(&buf).await?;
+    w.flush().await
+}
+
+/// Reads one frame and decodes its JSON.
+///
+/// Errors: I/O errors (`UnexpectedEof` on a closed connection); `InvalidData` for a length over
+/// [`MAX_FRAME_BYTES`] or undecodable JSON.
+pub async fn read_frame<R, T>(r: &mut R) -> std::io::Result<T>
+where
+    R: tokio::io::AsyncRead + Unpin,
+    T: DeserializeOwned,
+{
+    let len = r.read_u32().await? as usize;
+    if len > MAX_FRAME_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("frame length {len} exceeds {MAX_FRAME_BYTES}"),
+        ));
+    }
+    let mut data = vec![0u8; len];
+    r.read_exact(&mut data).await?;
+    serde_json::from_slice(&data)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
+/// Voters as openraft nodes.
+pub(crate) fn voter_nodes(
+    voters: &BTreeMap<i32, std::net::SocketAddr>,
+) -> BTreeMap<u64, openraft::BasicNode> {
+    voters
+        .iter()
+        .map(|(&id, addr)| (id as u64, openraft::BasicNode::new(addr.to_string())))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn frames_round_trip_and_oversized_lengths_fail() {
+        let mut buf = Vec::new();
+        write_frame(&mut buf, &ClientRequest::DescribeQuorum)
+            .await
+            .unwrap();
+        let back: ClientRequest = read_frame(&mut buf.as_slice()).await.unwrap();
+        assert!(matches!(back, ClientRequest::DescribeQuorum));
+        let bad = (u32::MAX).to_be_bytes();
+        let e = read_frame::<_, ClientRequest>(&mut bad.as_slice())
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
+        let mut short = 10u32.to_be_bytes().to_vec();
+        short.extend_from_slice(b"{}");
+        assert!(read_frame::<_, ClientRequest>(&mut short.as_slice())
+            .await
+            .is_err());
+    }
+}
