@@ -1780,6 +1780,13 @@ impl GroupCoordinator {
     /// Ends loading (Kafka's `onLoaded`): every loaded member's session timer starts at `now_ms`, groups above
     /// `group.max.size` rebalance, and the offsets retention check is scheduled.
     pub fn loaded(&mut self, now_ms: i64) -> Vec<Effect> {
+        let ids: Vec<String> = self.groups.keys().cloned().collect();
+        self.on_loaded(now_ms, &ids)
+    }
+
+    /// Kafka's `onLoaded` for the groups `ids` (unknown ids are skipped), then schedules the offsets retention
+    /// check if it is not pending.
+    fn on_loaded(&mut self, now_ms: i64, ids: &[String]) -> Vec<Effect> {
         let mut fx = Vec::new();
         let max = usize::try_from(self.config.group_max_size.max(0)).unwrap_or(usize::MAX);
         let Self {
@@ -1794,7 +1801,10 @@ impl GroupCoordinator {
             fx: &mut fx,
             now: now_ms,
         };
-        for g in groups.values_mut() {
+        for id in ids {
+            let Some(g) = groups.get_mut(id) else {
+                continue;
+            };
             let sessions: Vec<(String, i32)> = g
                 .members
                 .values()
@@ -1811,6 +1821,74 @@ impl GroupCoordinator {
             self.schedule_retention(now_ms);
         }
         fx
+    }
+
+    /// Cluster mode, becoming coordinator of one `__consumer_offsets` partition: moves every group and
+    /// committed offset of `loaded` (a coordinator the partition was [`replay`](Self::replay)ed into; its
+    /// timers are dropped) into this one — replacing groups and offsets of the same group ids — and ends loading
+    /// for exactly those groups as [`loaded`](Self::loaded) does (session timers start at `now_ms`, oversized
+    /// groups rebalance). Groups already here are left untouched. Returns the effects (records to persist).
+    ///
+    /// Source: Kafka's `CoordinatorRuntime` scheduling a load of one partition on leadership
+    /// (`GroupCoordinatorService.onElection`).
+    pub fn load_groups(&mut self, now_ms: i64, loaded: GroupCoordinator) -> Vec<Effect> {
+        let GroupCoordinator {
+            groups, offsets, ..
+        } = loaded;
+        let ids: BTreeSet<String> = groups.keys().chain(offsets.keys()).cloned().collect();
+        for id in &ids {
+            self.groups.remove(id);
+            self.offsets.remove(id);
+            self.timers.cancel_group(id);
+        }
+        self.groups.extend(groups);
+        self.offsets.extend(offsets);
+        let ids: Vec<String> = ids.into_iter().collect();
+        self.on_loaded(now_ms, &ids)
+    }
+
+    /// Cluster mode, losing coordinatorship of groups (Kafka's `onUnloaded` on resignation from a
+    /// `__consumer_offsets` partition): forgets every group for which `belongs(group_id)` is true, with its
+    /// members, committed offsets and timers. Nothing is persisted (the new coordinator replays the log).
+    ///
+    /// Returns NOT_COORDINATOR (16) responses for every JoinGroup and SyncGroup still parked in a removed
+    /// group, so that the glue can answer them.
+    pub fn unload_groups(&mut self, belongs: impl Fn(&str) -> bool) -> Vec<Effect> {
+        let mut fx = Vec::new();
+        let ids: Vec<String> = self
+            .groups
+            .keys()
+            .chain(self.offsets.keys())
+            .filter(|id| belongs(id))
+            .cloned()
+            .collect();
+        for id in ids {
+            self.offsets.remove(&id);
+            self.timers.cancel_group(&id);
+            let Some(g) = self.groups.remove(&id) else {
+                continue;
+            };
+            for m in g.members.values() {
+                if let Some(request) = m.awaiting_join {
+                    fx.push(Effect::JoinResponse {
+                        request,
+                        response: JoinResult::error(&m.member_id, E::NOT_COORDINATOR),
+                    });
+                }
+                if let Some(request) = m.awaiting_sync {
+                    fx.push(Effect::SyncResponse {
+                        request,
+                        response: SyncResult::error(E::NOT_COORDINATOR),
+                    });
+                }
+            }
+        }
+        fx
+    }
+
+    /// True if the coordinator holds state (a group or committed offsets) for `group_id`.
+    pub fn has_group(&self, group_id: &str) -> bool {
+        self.groups.contains_key(group_id) || self.offsets.contains_key(group_id)
     }
 }
 

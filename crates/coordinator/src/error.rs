@@ -11,6 +11,9 @@ pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 pub const OFFSET_METADATA_TOO_LARGE: i16 = 12;
 /// The group is being unloaded / deleted; retry after finding the coordinator again.
 pub const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+/// This broker is not (or no longer) the coordinator of the group: its `__consumer_offsets` partition is
+/// led elsewhere; find the coordinator again.
+pub const NOT_COORDINATOR: i16 = 16;
 /// Generation id in the request is not the group's current generation.
 pub const ILLEGAL_GENERATION: i16 = 22;
 /// Protocol type mismatch, or none of the member's protocols is supported by every member.
