@@ -1,0 +1,220 @@
+//! Three controllers on 127.0.0.1: registration, topic creation, leader failover, long-poll
+//! metadata fetch, and restart from a snapshot.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use controller::server::ControllerTuning;
+use controller::{
+    codes, ControllerClient, ControllerConfig, ControllerServer, CreateTopic, MetadataRecord,
+    MetadataUpdate,
+};
+use tokio::net::TcpListener;
+use uuid::Uuid;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+fn tuning() -> ControllerTuning {
+    ControllerTuning {
+        heartbeat_interval_ms: 50,
+        election_timeout_min_ms: 300,
+        election_timeout_max_ms: 600,
+        snapshot_every: 20,
+        logs_kept_after_snapshot: 5,
+        tick_interval_ms: 50,
+    }
+}
+
+fn config(id: i32, voters: &BTreeMap<i32, SocketAddr>, dir: &Path) -> ControllerConfig {
+    ControllerConfig {
+        node_id: id,
+        voters: voters.clone(),
+        listen: voters[&id],
+        data_dir: dir.to_path_buf(),
+        cluster_id: "test-cluster".into(),
+        broker_session_timeout_ms: 60_000,
+        default_num_partitions: 1,
+        default_replication_factor: 3,
+        unclean_leader_election: false,
+    }
+}
+
+fn topic(name: &str, partitions: i32, rf: i16) -> CreateTopic {
+    CreateTopic {
+        name: name.into(),
+        num_partitions: partitions,
+        replication_factor: rf,
+        assignments: vec![],
+        configs: BTreeMap::new(),
+    }
+}
+
+async fn start(
+    id: i32,
+    voters: &BTreeMap<i32, SocketAddr>,
+    dir: &Path,
+    listener: Option<TcpListener>,
+) -> ControllerServer {
+    let listener = match listener {
+        Some(l) => l,
+        None => TcpListener::bind(voters[&id])
+            .await
+            .expect("rebind own port"),
+    };
+    ControllerServer::start_with_listener(config(id, voters, dir), listener, tuning())
+        .await
+        .expect("start controller")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_controllers_fail_over_and_restart_from_snapshot() {
+    // Bind first so the voter map holds real ports.
+    let mut listeners = Vec::new();
+    let mut voters = BTreeMap::new();
+    for id in 1..=3 {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        voters.insert(id, l.local_addr().unwrap());
+        listeners.push(Some(l));
+    }
+    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let mut servers: BTreeMap<i32, ControllerServer> = BTreeMap::new();
+    for id in 1..=3 {
+        let l = listeners[(id - 1) as usize].take();
+        servers.insert(
+            id,
+            start(id, &voters, dirs[(id - 1) as usize].path(), l).await,
+        );
+    }
+    let client = ControllerClient::new(voters.clone()).with_timeout(WAIT);
+
+    // Brokers register fenced, and the first caught-up heartbeat unfences them.
+    let mut epochs = BTreeMap::new();
+    for b in 1..=3 {
+        let epoch = client
+            .register_broker(
+                b,
+                Uuid::from_u128(b as u128),
+                "localhost".into(),
+                9090 + b as u16,
+                None,
+            )
+            .await
+            .expect("register");
+        let hb = client
+            .heartbeat(b, epoch, epoch, false, false)
+            .await
+            .unwrap();
+        assert!(!hb.is_fenced && hb.is_caught_up);
+        epochs.insert(b, epoch);
+    }
+    let err = client
+        .heartbeat(1, 12345, 0, false, false)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, codes::STALE_BROKER_EPOCH);
+
+    let created = client.create_topics(vec![topic("t", 6, 3)], false).await;
+    let t = created[0].as_ref().expect("create t");
+    assert_eq!((t.num_partitions, t.replication_factor), (6, 3));
+    let dup = client.create_topics(vec![topic("t", 1, 1)], false).await;
+    assert_eq!(
+        dup[0].as_ref().unwrap_err().code,
+        codes::TOPIC_ALREADY_EXISTS
+    );
+
+    // A long poll from the current offset wakes up on the next commit.
+    let quorum = client.describe_quorum().await.unwrap();
+    let leader = quorum.leader_id.expect("leader");
+    assert_eq!(quorum.voters, voters);
+    let image = match client.fetch_metadata(-1, Duration::ZERO).await.unwrap() {
+        MetadataUpdate::Image(i) => i,
+        other => panic!("expected an image, got {other:?}"),
+    };
+    assert_eq!(image.cluster_id, "test-cluster");
+    assert_eq!(image.topics["t"].partitions.len(), 6);
+    assert_eq!(image.brokers.len(), 3);
+    let poll = {
+        let c = client.clone();
+        let since = image.offset;
+        tokio::spawn(async move { c.fetch_metadata(since, Duration::from_secs(20)).await })
+    };
+    // Enough writes to build a snapshot (every 20 entries) and purge the log behind it.
+    for _ in 0..30 {
+        client.allocate_producer_ids(1, epochs[&1]).await.unwrap();
+    }
+    match poll.await.unwrap().unwrap() {
+        MetadataUpdate::Records(r) => {
+            assert!(!r.is_empty());
+            assert!(r.iter().all(|(o, _)| *o > image.offset));
+            assert!(matches!(r[0].1, MetadataRecord::ProducerIdsRecord { .. }));
+        }
+        other => panic!("expected records, got {other:?}"),
+    }
+
+    // Every controller applies the same state.
+    let leader_image = servers[&leader].image();
+    for s in servers.values() {
+        assert!(s.wait_for_offset(leader_image.offset, WAIT).await);
+        assert_eq!(s.image().topics, leader_image.topics);
+    }
+
+    // Kill the active controller; the client finds the new one and keeps working.
+    let old = servers.remove(&leader).unwrap();
+    old.shutdown().await.unwrap();
+    let created = client.create_topics(vec![topic("u", 2, 3)], false).await;
+    assert!(created[0].is_ok(), "{created:?}");
+    let quorum = client.describe_quorum().await.unwrap();
+    let new_leader = quorum.leader_id.unwrap();
+    assert_ne!(new_leader, leader);
+    assert_eq!(client.leader_hint(), Some(new_leader));
+    // Sessions and epochs survive the failover.
+    let hb = client
+        .heartbeat(2, epochs[&2], quorum.high_watermark, false, false)
+        .await
+        .unwrap();
+    assert!(!hb.is_fenced);
+    let img = servers[&new_leader].image();
+    assert_eq!(img.topics["t"], leader_image.topics["t"]);
+    assert_eq!(img.topics["u"].partitions.len(), 2);
+    assert_eq!(img.next_producer_id, leader_image.next_producer_id);
+
+    // The old leader built a snapshot and purged its log behind it.
+    let meta_dir = dirs[(leader - 1) as usize]
+        .path()
+        .join("__cluster_metadata-0");
+    assert!(meta_dir.join("snapshot.json").exists());
+    assert!(meta_dir.join("purged.json").exists());
+
+    // More commits (and snapshots) while it is down.
+    for _ in 0..30 {
+        client.allocate_producer_ids(2, epochs[&2]).await.unwrap();
+    }
+
+    // Restart it on its own port: it loads its snapshot, then catches up.
+    let restarted = start(leader, &voters, dirs[(leader - 1) as usize].path(), None).await;
+    let before_catch_up = restarted.image();
+    assert!(
+        before_catch_up.topics.contains_key("t"),
+        "the snapshot alone restores topic t"
+    );
+    let target = servers[&new_leader].image().offset;
+    assert!(restarted.wait_for_offset(target, WAIT).await);
+    assert_eq!(
+        restarted.image().topics,
+        servers[&new_leader].image().topics
+    );
+    assert_eq!(
+        restarted.image().brokers,
+        servers[&new_leader].image().brokers
+    );
+    servers.insert(leader, restarted);
+
+    // The quorum still answers after the restart.
+    let deleted = client.delete_topics(vec!["u".into()]).await;
+    assert!(deleted[0].is_ok());
+    for s in servers.into_values() {
+        s.shutdown().await.unwrap();
+    }
+}
