@@ -8,13 +8,14 @@ use std::time::Duration;
 
 use controller::server::ControllerTuning;
 use controller::{
-    codes, ControllerClient, ControllerConfig, ControllerServer, CreateTopic, MetadataRecord,
-    MetadataUpdate,
+    codes, ControllerClient, ControllerConfig, ControllerServer, CreateTopic, MetadataImage,
+    MetadataRecord, MetadataUpdate,
 };
 use tokio::net::TcpListener;
 use uuid::Uuid;
 
 const WAIT: Duration = Duration::from_secs(30);
+const SESSION_MS: i64 = 60_000;
 
 fn tuning() -> ControllerTuning {
     ControllerTuning {
@@ -27,14 +28,19 @@ fn tuning() -> ControllerTuning {
     }
 }
 
-fn config(id: i32, voters: &BTreeMap<i32, SocketAddr>, dir: &Path) -> ControllerConfig {
+fn config(
+    id: i32,
+    voters: &BTreeMap<i32, SocketAddr>,
+    dir: &Path,
+    session_ms: i64,
+) -> ControllerConfig {
     ControllerConfig {
         node_id: id,
         voters: voters.clone(),
         listen: voters[&id],
         data_dir: dir.to_path_buf(),
         cluster_id: "test-cluster".into(),
-        broker_session_timeout_ms: 60_000,
+        broker_session_timeout_ms: session_ms,
         default_num_partitions: 1,
         default_replication_factor: 3,
         unclean_leader_election: false,
@@ -63,14 +69,19 @@ async fn start(
             .await
             .expect("rebind own port"),
     };
-    ControllerServer::start_with_listener(config(id, voters, dir), listener, tuning())
+    ControllerServer::start_with_listener(config(id, voters, dir, SESSION_MS), listener, tuning())
         .await
         .expect("start controller")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn three_controllers_fail_over_and_restart_from_snapshot() {
-    // Bind first so the voter map holds real ports.
+struct Cluster {
+    voters: BTreeMap<i32, SocketAddr>,
+    dirs: Vec<tempfile::TempDir>,
+    servers: BTreeMap<i32, ControllerServer>,
+}
+
+/// Three controllers with ids 1..=3; listeners are bound first so the voter map holds real ports.
+async fn cluster(session_ms: i64) -> Cluster {
     let mut listeners = Vec::new();
     let mut voters = BTreeMap::new();
     for id in 1..=3 {
@@ -79,19 +90,25 @@ async fn three_controllers_fail_over_and_restart_from_snapshot() {
         listeners.push(Some(l));
     }
     let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
-    let mut servers: BTreeMap<i32, ControllerServer> = BTreeMap::new();
+    let mut servers = BTreeMap::new();
     for id in 1..=3 {
-        let l = listeners[(id - 1) as usize].take();
-        servers.insert(
-            id,
-            start(id, &voters, dirs[(id - 1) as usize].path(), l).await,
-        );
+        let l = listeners[(id - 1) as usize].take().unwrap();
+        let cfg = config(id, &voters, dirs[(id - 1) as usize].path(), session_ms);
+        let s = ControllerServer::start_with_listener(cfg, l, tuning())
+            .await
+            .expect("start controller");
+        servers.insert(id, s);
     }
-    let client = ControllerClient::new(voters.clone()).with_timeout(WAIT);
+    Cluster {
+        voters,
+        dirs,
+        servers,
+    }
+}
 
-    // Brokers register fenced, and the first caught-up heartbeat unfences them.
+async fn register_all(client: &ControllerClient, ids: &[i32]) -> BTreeMap<i32, i64> {
     let mut epochs = BTreeMap::new();
-    for b in 1..=3 {
+    for &b in ids {
         let epoch = client
             .register_broker(
                 b,
@@ -109,6 +126,53 @@ async fn three_controllers_fail_over_and_restart_from_snapshot() {
         assert!(!hb.is_fenced && hb.is_caught_up);
         epochs.insert(b, epoch);
     }
+    epochs
+}
+
+/// Follows committed metadata (long polls) until `cond` holds for the image; bounded by WAIT.
+async fn await_image(
+    client: &ControllerClient,
+    cond: impl Fn(&MetadataImage) -> bool,
+) -> MetadataImage {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let mut image = match client.fetch_metadata(-1, Duration::ZERO).await.unwrap() {
+        MetadataUpdate::Image(i) => i,
+        other => panic!("expected an image, got {other:?}"),
+    };
+    loop {
+        if cond(&image) {
+            return image;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "condition not reached: {image:?}"
+        );
+        match client
+            .fetch_metadata(image.offset, Duration::from_secs(2))
+            .await
+            .unwrap()
+        {
+            MetadataUpdate::Image(i) => image = i,
+            MetadataUpdate::Records(rs) => {
+                for (o, r) in &rs {
+                    image.apply(*o, r);
+                }
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_controllers_fail_over_and_restart_from_snapshot() {
+    let Cluster {
+        voters,
+        dirs,
+        mut servers,
+    } = cluster(SESSION_MS).await;
+    let client = ControllerClient::new(voters.clone()).with_timeout(WAIT);
+
+    // Brokers register fenced, and the first caught-up heartbeat unfences them.
+    let epochs = register_all(&client, &[1, 2, 3]).await;
     let err = client
         .heartbeat(1, 12345, 0, false, false)
         .await
@@ -215,6 +279,81 @@ async fn three_controllers_fail_over_and_restart_from_snapshot() {
     let deleted = client.delete_topics(vec!["u".into()]).await;
     assert!(deleted[0].is_ok());
     for s in servers.into_values() {
+        s.shutdown().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_broker_is_fenced_and_controlled_shutdown_moves_leadership() {
+    let c = cluster(1500).await;
+    let client = ControllerClient::new(c.voters.clone()).with_timeout(WAIT);
+    let epochs = register_all(&client, &[1, 2, 3]).await;
+    let mut t = topic("t", -1, -1);
+    t.assignments = vec![(0, vec![2, 1, 3]), (1, vec![3, 1, 2])];
+    let created = client.create_topics(vec![t], false).await;
+    let topic_id = created[0].as_ref().unwrap().topic_id;
+
+    // Brokers 1 and 3 heartbeat; broker 2 goes silent.
+    let beaters: Vec<_> = [1, 3]
+        .into_iter()
+        .map(|b| {
+            let c = client.clone();
+            let epoch = epochs[&b];
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(Duration::from_millis(200));
+                loop {
+                    tick.tick().await;
+                    let _ = c.heartbeat(b, epoch, i64::MAX, false, false).await;
+                }
+            })
+        })
+        .collect();
+    let img = await_image(&client, |i| i.brokers[&2].fenced).await;
+    let p0 = &img.topics["t"].partitions[&0];
+    assert_eq!(p0.leader, 1, "next ISR replica in replica order: {p0:?}");
+    assert_eq!(p0.leader_epoch, 1);
+    assert!(!p0.isr.contains(&2));
+    let p1 = &img.topics["t"].partitions[&1];
+    assert_eq!(p1.leader, 3);
+    assert!(!img.brokers[&1].fenced && !img.brokers[&3].fenced);
+
+    // Controlled shutdown of broker 3: its leadership moves to 1, then it may exit (fenced).
+    beaters[1].abort();
+    let mut done = false;
+    for _ in 0..10 {
+        let r = client
+            .heartbeat(3, epochs[&3], i64::MAX, false, true)
+            .await
+            .unwrap();
+        if r.should_shut_down {
+            assert!(r.is_fenced);
+            done = true;
+            break;
+        }
+    }
+    assert!(done, "controlled shutdown did not complete");
+    let img = await_image(&client, |i| i.brokers[&3].fenced).await;
+    assert!(img.brokers[&3].in_controlled_shutdown);
+    let p1 = &img.topics["t"].partitions[&1];
+    assert_eq!(p1.leader, 1);
+    assert_eq!(p1.isr, vec![1]);
+
+    // AlterPartition by the new leader: broker 2 is fenced, so it cannot rejoin the ISR.
+    let err = client
+        .alter_partition(
+            1,
+            epochs[&1],
+            topic_id,
+            1,
+            p1.leader_epoch,
+            p1.partition_epoch,
+            vec![1, 2],
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, codes::INELIGIBLE_REPLICA);
+    beaters[0].abort();
+    for s in c.servers.into_values() {
         s.shutdown().await.unwrap();
     }
 }
