@@ -24,6 +24,8 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 pub const INITIAL_BACKOFF: Duration = Duration::from_millis(25);
 /// Largest retry backoff.
 pub const MAX_BACKOFF: Duration = Duration::from_millis(500);
+/// Bound on connecting to one controller.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// Bound on one attempt's connect + exchange (plus any long-poll wait).
 pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(12);
 
@@ -80,7 +82,11 @@ impl ControllerClient {
         limit: Duration,
     ) -> std::io::Result<ClientResponse> {
         let fut = async {
-            let mut s = TcpStream::connect(addr).await?;
+            let mut s = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr))
+                .await
+                .map_err(|_| {
+                    std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out")
+                })??;
             let _ = s.set_nodelay(true);
             write_frame(&mut s, req).await?;
             match read_frame(&mut s).await? {

@@ -12,6 +12,8 @@
 //! [`MetadataImage::apply`] (or replacing the image on `Image`). Client calls wait for an active
 //! controller themselves (bounded by the client's deadline).
 
+#![warn(missing_docs)]
+
 pub mod client;
 pub mod config;
 pub mod control;

@@ -357,3 +357,46 @@ async fn silent_broker_is_fenced_and_controlled_shutdown_moves_leadership() {
         s.shutdown().await.unwrap();
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn single_voter_recovers_its_state_after_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let voters = BTreeMap::from([(7, l.local_addr().unwrap())]);
+    let s = ControllerServer::start_with_listener(
+        config(7, &voters, dir.path(), SESSION_MS),
+        l,
+        tuning(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(s.wait_for_leader(WAIT).await, Some(7));
+    let client = ControllerClient::new(voters.clone()).with_timeout(WAIT);
+    let epochs = register_all(&client, &[1]).await;
+    let created = client.create_topics(vec![topic("solo", 3, 1)], false).await;
+    assert!(created[0].is_ok());
+    client
+        .alter_configs(
+            2,
+            "solo".into(),
+            vec![("retention.ms".into(), Some("1000".into()))],
+            false,
+        )
+        .await
+        .unwrap();
+    let before = s.image();
+    s.shutdown().await.unwrap();
+
+    let s = start(7, &voters, dir.path(), None).await;
+    assert!(s.wait_for_offset(before.offset, WAIT).await);
+    let after = s.image();
+    assert_eq!(after.topics, before.topics);
+    assert_eq!(after.brokers, before.brokers);
+    // The registration survives: the broker's epoch is still valid after the restart.
+    let hb = client
+        .heartbeat(1, epochs[&1], after.offset, false, false)
+        .await
+        .unwrap();
+    assert!(!hb.is_fenced);
+    s.shutdown().await.unwrap();
+}
