@@ -548,7 +548,12 @@ mod tests {
             )
             .unwrap(),
         );
-        let rm = Arc::new(ReplicaManager::new(lm));
+        let rm = Arc::new(ReplicaManager::new(
+            lm,
+            config.node_id,
+            Arc::new(crate::replica_manager::StandaloneLink),
+            30_000,
+        ));
         let svc = GroupCoordinatorService::new(config, metadata, rm.clone());
         svc.topics.load_all().unwrap();
         (Arc::new(svc), rm)

@@ -7,6 +7,8 @@ pub mod config;
 pub mod group_coordinator;
 pub mod metadata;
 pub mod network;
+pub mod partition;
+mod replica_fetcher;
 pub mod replica_manager;
 pub mod topics;
 
@@ -73,7 +75,12 @@ impl Server {
         } else {
             None
         };
-        let replica_manager = Arc::new(ReplicaManager::new(log_manager.clone()));
+        let replica_manager = Arc::new(ReplicaManager::new(
+            log_manager.clone(),
+            config.node_id,
+            Arc::new(crate::replica_manager::StandaloneLink),
+            30_000,
+        ));
         let apis = Arc::new(KafkaApis::new(
             config.clone(),
             metadata.clone(),

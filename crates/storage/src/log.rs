@@ -501,6 +501,22 @@ impl Log {
             .end_offset_for(leader_epoch, self.log_end_offset)
     }
 
+    /// Records that `leader_epoch` starts at `start_offset` (Kafka's `maybeAssignEpochStartOffset`,
+    /// called when this replica becomes leader, KIP-101/KIP-279): a leader that has not yet appended
+    /// in its epoch still answers OffsetForLeaderEpoch for older epochs with the LEO at which it took
+    /// over. No-op when the epoch is not newer than the latest; an I/O error takes the log offline.
+    pub fn assign_epoch_start_offset(
+        &mut self,
+        leader_epoch: i32,
+        start_offset: i64,
+    ) -> Result<(), StorageError> {
+        self.check_online()?;
+        if let Err(e) = self.leader_epoch_cache.assign(leader_epoch, start_offset) {
+            return self.poison("leader epoch checkpoint", e);
+        }
+        Ok(())
+    }
+
     /// Leader epoch entries (epoch, start offset), ascending.
     pub fn leader_epoch_entries(&self) -> &[(i32, i64)] {
         self.leader_epoch_cache.entries()
@@ -1224,6 +1240,13 @@ impl Log {
     pub fn truncate_to(&mut self, offset: i64) -> Result<(), StorageError> {
         self.check_online()?;
         if offset >= self.log_end_offset {
+            // Still drop epoch entries starting at the LEO: this replica may have become leader and
+            // recorded an epoch start without appending before another leader took over (Kafka's
+            // `truncateTo` does the same); left in place it would diverge from the leader forever.
+            let leo = self.log_end_offset;
+            if let Err(e) = self.leader_epoch_cache.truncate_from_end(leo) {
+                return self.poison("leader epoch checkpoint", e);
+            }
             return Ok(());
         }
         let first = *self.segments.keys().next().expect("segment");

@@ -867,6 +867,29 @@ fn leader_epochs_tracked_and_truncated() {
 }
 
 #[test]
+fn epoch_start_offset_assigned_on_leadership() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(d.path(), LogConfig::default(), false);
+    log.append_as_leader(batch(3, NOW, 10), 0, NOW).unwrap();
+    log.assign_epoch_start_offset(2, 3).unwrap();
+    log.assign_epoch_start_offset(1, 3).unwrap(); // older: ignored
+    assert_eq!(log.leader_epoch_entries(), &[(0, 0), (2, 3)]);
+    assert_eq!(log.end_offset_for_epoch(0), (0, 3));
+    assert_eq!(log.end_offset_for_epoch(1), (0, 3));
+    assert_eq!(log.end_offset_for_epoch(2), (2, 3));
+    log.append_as_leader(batch(1, NOW, 10), 2, NOW).unwrap();
+    assert_eq!(log.leader_epoch_entries(), &[(0, 0), (2, 3)]);
+    assert_eq!(log.end_offset_for_epoch(2), (2, 4));
+    // A leadership that appended nothing leaves an epoch entry at the LEO; truncating to (or past) the
+    // LEO drops it.
+    log.assign_epoch_start_offset(5, 4).unwrap();
+    assert_eq!(log.latest_epoch(), Some(5));
+    log.truncate_to(4).unwrap();
+    assert_eq!(log.leader_epoch_entries(), &[(0, 0), (2, 3)]);
+    assert_eq!(log.log_end_offset(), 4);
+}
+
+#[test]
 fn inactive_segments_hold_one_descriptor() {
     fn fds() -> usize {
         std::fs::read_dir("/proc/self/fd").unwrap().count()

@@ -2,7 +2,8 @@
 //!
 //! Advances a partition's LogStartOffset to the requested offset (-1 means the HighWatermark); whole
 //! segments below it are deleted. An offset above the HighWatermark (or below -1) gets OFFSET_OUT_OF_RANGE
-//! (1). The response carries the new low watermark (LogStartOffset).
+//! (1). The response carries the new low watermark (LogStartOffset). Only the leader deletes (else
+//! NOT_LEADER_OR_FOLLOWER, 6); followers follow the leader's LogStartOffset through their fetches.
 
 use protocol::error::ErrorCode;
 use protocol::messages::delete_records_response::{
@@ -37,6 +38,10 @@ pub fn handle(
                         r.error_code = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0;
                         return r;
                     };
+                    if !part.is_leader() {
+                        r.error_code = ErrorCode::NOT_LEADER_OR_FOLLOWER.0;
+                        return r;
+                    }
                     let mut log = part.log.lock();
                     let hw = log.high_watermark();
                     let target = if p.offset == -1 { hw } else { p.offset };

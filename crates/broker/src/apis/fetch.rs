@@ -1,5 +1,13 @@
-//! Fetch (key 1), v4–17, consumer fetches. Source: Kafka protocol guide; KIP-74 (response byte limits, the
-//! first batch always whole), KIP-227 (fetch sessions), KIP-516 (topic ids, v13+), KIP-110 (zstd needs v10+).
+//! Fetch (key 1), v4–17, consumer and follower fetches. Source: Kafka protocol guide; KIP-74 (response byte
+//! limits, the first batch always whole), KIP-227 (fetch sessions), KIP-516 (topic ids, v13+), KIP-110 (zstd
+//! needs v10+), KIP-320 (leader epoch fencing), KIP-595 (diverging epoch, v12+).
+//!
+//! The replica id is `replica_id` (v<15) or `replica_state.replica_id` (v15+); ≥ 0 is a follower. Only the
+//! leader serves a partition (else NOT_LEADER_OR_FOLLOWER). `current_leader_epoch` older than ours is
+//! FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH. Consumers read up to the HighWatermark; followers read
+//! up to the LogEndOffset, their fetch offset updates the leader's follower state (HW, ISR), and a
+//! `last_fetched_epoch` that diverges from the leader's epoch cache is answered with `diverging_epoch`
+//! (epoch, end offset) and no records.
 //!
 //! Fetch sessions are not created: every response carries session id 0, which tells clients to keep sending
 //! full fetches (as a Kafka broker with no free session slots does). A request naming a session id gets
@@ -35,6 +43,8 @@ enum Slot {
     Read(usize),
     /// Answered with an error without reading.
     Error(ErrorCode),
+    /// A follower whose last fetched epoch diverges: (epoch, end offset) to truncate to.
+    Diverging(i32, i64, i64, i64),
 }
 
 /// Answers a consumer Fetch, holding it until `min_bytes` are available or `max_wait_ms` passes.
@@ -44,6 +54,11 @@ pub async fn handle(
     request: FetchRequest,
 ) -> FetchResponse {
     let version = header.request_api_version;
+    let replica_id = if version >= 15 {
+        request.replica_state.replica_id
+    } else {
+        request.replica_id
+    };
     if request.session_id != 0 {
         return FetchResponse {
             error_code: ErrorCode::FETCH_SESSION_ID_NOT_FOUND.0,
@@ -77,13 +92,28 @@ pub async fn handle(
                 None => Slot::Error(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION),
                 Some(part) => match check_epoch(&part, p.current_leader_epoch) {
                     Some(code) => Slot::Error(code),
+                    None if !part.is_leader() => Slot::Error(ErrorCode::NOT_LEADER_OR_FOLLOWER),
                     None => {
-                        reads.push(FetchPartitionRequest {
-                            partition: part,
-                            fetch_offset: p.fetch_offset,
-                            max_bytes: p.partition_max_bytes,
-                        });
-                        Slot::Read(reads.len() - 1)
+                        match diverging(&part, replica_id, p.last_fetched_epoch, p.fetch_offset) {
+                            Some(slot) => slot,
+                            None if replica_id >= 0
+                                && !apis.replica_manager.update_follower_fetch_state(
+                                    &part,
+                                    replica_id,
+                                    p.fetch_offset,
+                                ) =>
+                            {
+                                Slot::Error(ErrorCode::NOT_LEADER_OR_FOLLOWER)
+                            }
+                            None => {
+                                reads.push(FetchPartitionRequest {
+                                    partition: part,
+                                    fetch_offset: p.fetch_offset,
+                                    max_bytes: p.partition_max_bytes,
+                                });
+                                Slot::Read(reads.len() - 1)
+                            }
+                        }
                     }
                 },
             };
@@ -95,11 +125,17 @@ pub async fn handle(
     let max_wait = Duration::from_millis(request.max_wait_ms.clamp(0, MAX_WAIT_CAP_MS) as u64);
     let any_error = layout
         .iter()
-        .any(|(_, _, s)| s.iter().any(|(_, s)| matches!(s, Slot::Error(_))));
+        .any(|(_, _, s)| s.iter().any(|(_, s)| !matches!(s, Slot::Read(_))));
     let wait = if any_error { Duration::ZERO } else { max_wait };
     let results = apis
         .replica_manager
-        .fetch(&reads, request.max_bytes, request.min_bytes, wait)
+        .fetch(
+            &reads,
+            request.max_bytes,
+            request.min_bytes,
+            wait,
+            replica_id.max(-1),
+        )
         .await;
 
     let responses = layout
@@ -111,6 +147,12 @@ pub async fn handle(
                 .into_iter()
                 .map(|(index, slot)| match slot {
                     Slot::Error(code) => error_partition(index, code, -1, -1),
+                    Slot::Diverging(epoch, end_offset, hw, log_start) => {
+                        let mut d = error_partition(index, ErrorCode::NONE, hw, log_start);
+                        d.diverging_epoch.epoch = epoch;
+                        d.diverging_epoch.end_offset = end_offset;
+                        d
+                    }
                     Slot::Read(i) => {
                         let r = &results[i];
                         match &r.error {
@@ -163,16 +205,39 @@ pub async fn handle(
     }
 }
 
-/// KIP-320: a consumer's `current_leader_epoch` newer than ours is UNKNOWN_LEADER_EPOCH (75), older is
+/// KIP-320: a `current_leader_epoch` newer than ours is UNKNOWN_LEADER_EPOCH (75), older is
 /// FENCED_LEADER_EPOCH (74); -1 skips the check.
-fn check_epoch(partition: &Arc<Partition>, current_leader_epoch: i32) -> Option<ErrorCode> {
-    if current_leader_epoch < 0 || current_leader_epoch == partition.leader_epoch {
+pub(super) fn check_epoch(partition: &Partition, current_leader_epoch: i32) -> Option<ErrorCode> {
+    let ours = partition.leader_epoch();
+    if current_leader_epoch < 0 || current_leader_epoch == ours {
         None
-    } else if current_leader_epoch > partition.leader_epoch {
+    } else if current_leader_epoch > ours {
         Some(ErrorCode::UNKNOWN_LEADER_EPOCH)
     } else {
         Some(ErrorCode::FENCED_LEADER_EPOCH)
     }
+}
+
+/// KIP-595 (Kafka's `validateFetchOffsetAndMaybeGetDivergingEpoch`): a follower's `last_fetched_epoch`
+/// whose end offset in our epoch cache is below its fetch offset, or that our cache does not know, diverges;
+/// the answer names our (epoch, end offset) for it. Consumers, -1 and unknown-to-us newer epochs are not
+/// checked.
+fn diverging(
+    partition: &Arc<Partition>,
+    replica_id: i32,
+    last_fetched_epoch: i32,
+    fetch_offset: i64,
+) -> Option<Slot> {
+    if replica_id < 0 || last_fetched_epoch < 0 {
+        return None;
+    }
+    let log = partition.log.lock();
+    let (epoch, end) = log.end_offset_for_epoch(last_fetched_epoch);
+    if epoch < 0 || end < 0 {
+        return None;
+    }
+    (end < fetch_offset || epoch < last_fetched_epoch)
+        .then(|| Slot::Diverging(epoch, end, log.high_watermark(), log.log_start_offset()))
 }
 
 fn error_partition(index: i32, code: ErrorCode, hw: i64, log_start: i64) -> PartitionData {

@@ -1,8 +1,11 @@
 //! ListOffsets (key 2), v1–10. Source: Kafka protocol guide; KIP-79 (lookup by timestamp), KIP-734 (-3 max
 //! timestamp, v7+), KIP-405 (-4 earliest local, v8+), KIP-1005 (-5 earliest pending upload, v9+).
 //!
-//! Special timestamps: -2 earliest (LogStartOffset), -1 latest (HighWatermark; with one replica and no
-//! transactions also the last stable offset), -3 the record with the largest timestamp, -4 earliest local
+//! Only the leader answers (else NOT_LEADER_OR_FOLLOWER, 6), except for the debugging replica id -2;
+//! `current_leader_epoch` is checked as in Fetch (KIP-320).
+//!
+//! Special timestamps: -2 earliest (LogStartOffset), -1 latest (HighWatermark; with no transactions also the
+//! last stable offset), -3 the record with the largest timestamp, -4 earliest local
 //! (LogStartOffset, nothing is tiered), -5 earliest pending upload (-1: nothing is tiered). Any other value
 //! finds the first offset whose timestamp is at or after it, or -1 when there is none.
 
@@ -20,6 +23,8 @@ const EARLIEST: i64 = -2;
 const MAX_TIMESTAMP: i64 = -3;
 const EARLIEST_LOCAL: i64 = -4;
 const EARLIEST_PENDING_UPLOAD: i64 = -5;
+/// Kafka's `DEBUGGING_REPLICA_ID`: may read from any replica.
+const DEBUGGING_REPLICA_ID: i32 = -2;
 
 /// Answers a ListOffsets request.
 pub fn handle(
@@ -27,6 +32,7 @@ pub fn handle(
     _header: &RequestHeader,
     request: ListOffsetsRequest,
 ) -> ListOffsetsResponse {
+    let leader_only = request.replica_id != DEBUGGING_REPLICA_ID;
     let topics = request
         .topics
         .into_iter()
@@ -47,17 +53,18 @@ pub fn handle(
                         r.error_code = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0;
                         return r;
                     };
-                    if p.current_leader_epoch >= 0 && p.current_leader_epoch != part.leader_epoch {
-                        r.error_code = if p.current_leader_epoch > part.leader_epoch {
-                            ErrorCode::UNKNOWN_LEADER_EPOCH.0
-                        } else {
-                            ErrorCode::FENCED_LEADER_EPOCH.0
-                        };
+                    if let Some(code) = super::fetch::check_epoch(&part, p.current_leader_epoch) {
+                        r.error_code = code.0;
                         return r;
                     }
+                    if leader_only && !part.is_leader() {
+                        r.error_code = ErrorCode::NOT_LEADER_OR_FOLLOWER.0;
+                        return r;
+                    }
+                    let epoch = part.leader_epoch();
                     let mut log = part.log.lock();
                     let hw = log.high_watermark();
-                    r.leader_epoch = part.leader_epoch;
+                    r.leader_epoch = epoch;
                     match p.timestamp {
                         LATEST => r.offset = hw,
                         EARLIEST | EARLIEST_LOCAL => r.offset = log.log_start_offset(),

@@ -138,7 +138,7 @@ fn topic_response(apis: &KafkaApis, name: &str, topic: &TopicMetadata) -> Metada
                 let epoch = apis
                     .replica_manager
                     .partition(name, p)
-                    .map(|p| p.leader_epoch)
+                    .map(|p| p.leader_epoch())
                     .unwrap_or(0);
                 MetadataResponsePartition {
                     error_code: 0,

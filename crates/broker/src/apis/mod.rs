@@ -27,6 +27,7 @@ mod metadata;
 mod offset_commit;
 mod offset_delete;
 mod offset_fetch;
+mod offset_for_leader_epoch;
 mod produce;
 mod sync_group;
 
@@ -74,6 +75,7 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListGroups, 0, 5),
     (ApiKey::DeleteGroups, 0, 3),
     (ApiKey::OffsetDelete, 0, 0),
+    (ApiKey::OffsetForLeaderEpoch, 2, 4),
 ];
 
 /// The advertised version range of `key`, clipped to what the codec supports.
@@ -179,7 +181,7 @@ impl KafkaApis {
                 ResponseBody::ApiVersions(api_versions::handle(&header, r))
             }
             RequestBody::Metadata(r) => ResponseBody::Metadata(metadata::handle(self, &header, r)),
-            RequestBody::Produce(r) => match produce::handle(self, &header, r) {
+            RequestBody::Produce(r) => match produce::handle(self, &header, r).await {
                 produce::Outcome::Respond(resp) => ResponseBody::Produce(resp),
                 produce::Outcome::NoResponse => return RequestOutcome::NoResponse,
                 produce::Outcome::Close(reason) => return RequestOutcome::Close(reason),
@@ -252,6 +254,9 @@ impl KafkaApis {
             RequestBody::DescribeLogDirs(r) => {
                 ResponseBody::DescribeLogDirs(describe_log_dirs::handle(self, &header, r))
             }
+            RequestBody::OffsetForLeaderEpoch(r) => ResponseBody::OffsetForLeaderEpoch(
+                offset_for_leader_epoch::handle(self, &header, r),
+            ),
             _ => return RequestOutcome::Close(format!("api {} is not served", api.name())),
         };
         encode(correlation_id, api, version, &response)

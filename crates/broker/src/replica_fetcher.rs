@@ -1,0 +1,625 @@
+//! Follower replication (Kafka's `ReplicaFetcherThread`): one task per leader broker pulls the partitions
+//! this broker follows from that leader over the Kafka protocol, with our own codec.
+//!
+//! Per partition:
+//! 1. Truncation (KIP-101, KIP-279): OffsetForLeaderEpoch v4 for the follower's latest epoch, then truncate
+//!    to [`truncation_offset`] (the leader's end offset for that epoch, capped by ours and our LEO). A
+//!    follower with no epochs truncates to its HighWatermark.
+//! 2. Fetch v12 (replica_id = local id, max_wait 500 ms, min_bytes 1, 1 MiB per partition) from the LEO,
+//!    `last_fetched_epoch` = latest epoch: records are appended with `append_as_follower`, then
+//!    HW = min(leader HW, LEO) and the LogStartOffset follows the leader's. A `diverging_epoch` in the answer
+//!    truncates as in step 1. OFFSET_OUT_OF_RANGE: below the leader's LogStartOffset → the log is emptied and
+//!    restarted there; otherwise truncate to the leader's HW.
+//! 3. NOT_LEADER_OR_FOLLOWER / UNKNOWN_LEADER_EPOCH (leader not there yet) back off 200 ms,
+//!    FENCED_LEADER_EPOCH and others 1 s, until new metadata re-adds the partition.
+//!
+//! Connection errors reconnect with a bounded exponential backoff (100 ms .. 5 s). The task stops when its
+//! partition set becomes empty (the manager then stops it) or on shutdown. Records are applied only while the
+//! partition is still following this leader in the epoch the fetcher was given.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use parking_lot::Mutex;
+use protocol::error::ErrorCode;
+use protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use protocol::messages::offset_for_leader_epoch_request::{
+    OffsetForLeaderPartition, OffsetForLeaderTopic,
+};
+use protocol::messages::{FetchRequest, OffsetForLeaderEpochRequest};
+use protocol::record::Records;
+use protocol::{RequestBody, RequestHeader, ResponseBody};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+use crate::partition::{truncation_offset, Partition, Role};
+use crate::replica_manager::{now_ms, ClusterLink, TopicPartition};
+
+/// Fetch version used by followers (topic names, flexible; KIP-595 diverging epochs).
+const FETCH_VERSION: i16 = 12;
+/// OffsetForLeaderEpoch version used by followers.
+const OFFSET_FOR_LEADER_EPOCH_VERSION: i16 = 4;
+/// Fetch `max_wait_ms` (Kafka's `replica.fetch.wait.max.ms` default).
+const FETCH_MAX_WAIT_MS: i32 = 500;
+/// Per-partition fetch size (Kafka's `replica.fetch.max.bytes` default, bytes).
+const PARTITION_MAX_BYTES: i32 = 1024 * 1024;
+/// Whole-response fetch size (Kafka's `replica.fetch.response.max.bytes` default, bytes).
+const RESPONSE_MAX_BYTES: i32 = 10 * 1024 * 1024;
+/// Bound on connecting and on one request's round trip beyond its `max_wait`.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+const MIN_BACKOFF: Duration = Duration::from_millis(100);
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// One followed partition.
+struct FetchState {
+    partition: Arc<Partition>,
+    leader_epoch: i32,
+    needs_truncation: bool,
+    retry_at: Option<Instant>,
+}
+
+struct Shared {
+    local_id: i32,
+    leader_id: i32,
+    link: Arc<dyn ClusterLink>,
+    partitions: Mutex<HashMap<TopicPartition, FetchState>>,
+    wake: Notify,
+}
+
+/// The fetcher of one leader broker: a task and the partitions it follows.
+pub(crate) struct ReplicaFetcher {
+    shared: Arc<Shared>,
+    task: JoinHandle<()>,
+}
+
+impl ReplicaFetcher {
+    /// Starts the task for leader `leader_id` on `handle`.
+    pub(crate) fn start(
+        handle: &tokio::runtime::Handle,
+        local_id: i32,
+        leader_id: i32,
+        link: Arc<dyn ClusterLink>,
+    ) -> ReplicaFetcher {
+        let shared = Arc::new(Shared {
+            local_id,
+            leader_id,
+            link,
+            partitions: Mutex::new(HashMap::new()),
+            wake: Notify::new(),
+        });
+        let task = handle.spawn(run(shared.clone()));
+        ReplicaFetcher { shared, task }
+    }
+
+    /// Follows `partition` in `leader_epoch` (replacing an older entry); truncation runs first.
+    pub(crate) fn add_partition(&self, partition: Arc<Partition>, leader_epoch: i32) {
+        let key = (partition.topic.clone(), partition.partition);
+        self.shared.partitions.lock().insert(
+            key,
+            FetchState {
+                partition,
+                leader_epoch,
+                needs_truncation: true,
+                retry_at: None,
+            },
+        );
+        self.shared.wake.notify_one();
+    }
+
+    /// Stops following `key`; returns true when no partition is left.
+    pub(crate) fn remove_partition(&self, key: &TopicPartition) -> bool {
+        let mut parts = self.shared.partitions.lock();
+        parts.remove(key);
+        parts.is_empty()
+    }
+
+    /// Stops the task (it holds no lock across awaits, so aborting is safe).
+    pub(crate) fn stop(self) {
+        self.task.abort();
+    }
+}
+
+/// A Kafka-protocol connection to the leader: one request in flight.
+struct Connection {
+    stream: TcpStream,
+    next_correlation_id: i32,
+    client_id: String,
+}
+
+impl Connection {
+    async fn connect(host: &str, port: u16, local_id: i32) -> std::io::Result<Connection> {
+        let stream = tokio::time::timeout(REQUEST_TIMEOUT, TcpStream::connect((host, port)))
+            .await
+            .map_err(|_| {
+                std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out")
+            })??;
+        stream.set_nodelay(true)?;
+        Ok(Connection {
+            stream,
+            next_correlation_id: 1,
+            client_id: format!("replica-fetcher-broker-{local_id}"),
+        })
+    }
+
+    /// Sends `body` in `version` and reads the matching response, bounded by `timeout`; the response frame
+    /// is bounded by `protocol::MAX_FRAME_SIZE` bytes.
+    async fn call(
+        &mut self,
+        version: i16,
+        body: RequestBody,
+        timeout: Duration,
+    ) -> std::io::Result<ResponseBody> {
+        tokio::time::timeout(timeout, self.call_inner(version, body))
+            .await
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "request timed out"))?
+    }
+
+    async fn call_inner(
+        &mut self,
+        version: i16,
+        body: RequestBody,
+    ) -> std::io::Result<ResponseBody> {
+        let api = body.api_key();
+        let correlation_id = self.next_correlation_id;
+        self.next_correlation_id = self.next_correlation_id.wrapping_add(1);
+        let header = RequestHeader {
+            request_api_key: api as i16,
+            request_api_version: version,
+            correlation_id,
+            client_id: Some(self.client_id.clone()),
+            unknown_tagged_fields: Vec::new(),
+        };
+        let frame = protocol::encode_request(&header, &body).map_err(invalid)?;
+        self.stream.write_all(&frame).await?;
+        let size = self.stream.read_i32().await?;
+        if size < 4 || size as usize > protocol::MAX_FRAME_SIZE {
+            return Err(invalid(format!("response frame size {size}")));
+        }
+        let mut buf = BytesMut::zeroed(size as usize);
+        self.stream.read_exact(&mut buf).await?;
+        let (rh, resp) = protocol::decode_response(api, version, buf.freeze()).map_err(invalid)?;
+        if rh.correlation_id != correlation_id {
+            return Err(invalid(format!(
+                "correlation id {} for request {correlation_id}",
+                rh.correlation_id
+            )));
+        }
+        Ok(resp)
+    }
+}
+
+fn invalid(e: impl std::fmt::Display) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string())
+}
+
+/// A partition picked for this round: key, partition, epoch the fetcher follows it in.
+type Pick = (TopicPartition, Arc<Partition>, i32);
+
+async fn run(shared: Arc<Shared>) {
+    let mut conn: Option<Connection> = None;
+    let mut backoff = MIN_BACKOFF;
+    loop {
+        // What is ready this round.
+        let now = Instant::now();
+        let (truncate, fetch, next_retry) = {
+            let parts = shared.partitions.lock();
+            let mut truncate: Vec<Pick> = Vec::new();
+            let mut fetch: Vec<Pick> = Vec::new();
+            let mut next_retry: Option<Instant> = None;
+            for (k, s) in parts.iter() {
+                if let Some(at) = s.retry_at {
+                    if at > now {
+                        next_retry = Some(next_retry.map_or(at, |n: Instant| n.min(at)));
+                        continue;
+                    }
+                }
+                let pick = (k.clone(), s.partition.clone(), s.leader_epoch);
+                if s.needs_truncation {
+                    truncate.push(pick);
+                } else {
+                    fetch.push(pick);
+                }
+            }
+            (truncate, fetch, next_retry)
+        };
+        if truncate.is_empty() && fetch.is_empty() {
+            let wait = next_retry.map_or(Duration::from_secs(1), |at| {
+                at.saturating_duration_since(now)
+            });
+            let _ = tokio::time::timeout(wait, shared.wake.notified()).await;
+            continue;
+        }
+        if conn.is_none() {
+            let endpoint = shared.link.broker_endpoint(shared.leader_id);
+            let connected = match endpoint {
+                Some((host, port)) => Connection::connect(&host, port, shared.local_id)
+                    .await
+                    .map_err(|e| e.to_string()),
+                None => Err("no endpoint known".to_string()),
+            };
+            match connected {
+                Ok(c) => conn = Some(c),
+                Err(e) => {
+                    tracing::debug!(leader = shared.leader_id, error = %e, "replica fetcher cannot connect");
+                    let _ = tokio::time::timeout(backoff, shared.wake.notified()).await;
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                    continue;
+                }
+            }
+        }
+        let c = conn.as_mut().expect("connected");
+        let result = if !truncate.is_empty() {
+            truncate_round(&shared, c, truncate).await
+        } else {
+            fetch_round(&shared, c, fetch).await
+        };
+        match result {
+            Ok(()) => backoff = MIN_BACKOFF,
+            Err(e) => {
+                tracing::debug!(leader = shared.leader_id, error = %e, "replica fetcher connection lost");
+                conn = None;
+                let _ = tokio::time::timeout(backoff, shared.wake.notified()).await;
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+        }
+    }
+}
+
+/// Updates the fetch state of `key` if it is still followed in `epoch`.
+fn update_state(
+    shared: &Shared,
+    key: &TopicPartition,
+    epoch: i32,
+    f: impl FnOnce(&mut FetchState),
+) {
+    if let Some(s) = shared.partitions.lock().get_mut(key) {
+        if s.leader_epoch == epoch {
+            f(s);
+        }
+    }
+}
+
+fn backoff_for(code: ErrorCode) -> Duration {
+    if code == ErrorCode::NOT_LEADER_OR_FOLLOWER || code == ErrorCode::UNKNOWN_LEADER_EPOCH {
+        Duration::from_millis(200)
+    } else {
+        Duration::from_secs(1)
+    }
+}
+
+/// True while `partition` still follows `leader` in `epoch`.
+fn still_following(partition: &Partition, leader: i32, epoch: i32) -> bool {
+    let st = partition.state.lock();
+    matches!(st.role, Role::Follower { leader: l } if l == leader)
+        && st.registration.leader_epoch == epoch
+}
+
+/// Truncates `partition` (following `leader` in `epoch`) by the leader's (epoch, end offset) answer for
+/// `requested` (our latest epoch when asked). Returns false when the partition moved on meanwhile.
+fn truncate_by_epoch(
+    partition: &Partition,
+    leader: i32,
+    epoch: i32,
+    requested: Option<i32>,
+    answer: (i32, i64),
+) -> Result<bool, storage::StorageError> {
+    let st = partition.state.lock();
+    if !(matches!(st.role, Role::Follower { leader: l } if l == leader)
+        && st.registration.leader_epoch == epoch)
+    {
+        return Ok(false);
+    }
+    let mut log = partition.log.lock();
+    let leo = log.log_end_offset();
+    let hw = log.high_watermark();
+    let to = truncation_offset(requested, answer, |e| log.end_offset_for_epoch(e), leo, hw);
+    if to < leo {
+        tracing::info!(topic = %partition.topic, partition = partition.partition, from = leo, to, "truncating follower log");
+        log.truncate_to(to)?;
+    }
+    drop(log);
+    drop(st);
+    Ok(true)
+}
+
+async fn truncate_round(
+    shared: &Shared,
+    conn: &mut Connection,
+    picks: Vec<Pick>,
+) -> std::io::Result<()> {
+    // Partitions without epochs truncate to their HW without asking.
+    let mut ask: Vec<(Pick, i32)> = Vec::new();
+    for pick in picks {
+        let latest = pick.1.log.lock().latest_epoch();
+        match latest {
+            Some(e) => ask.push((pick, e)),
+            None => {
+                let (key, p, epoch) = pick;
+                match truncate_by_epoch(&p, shared.leader_id, epoch, None, (-1, -1)) {
+                    Ok(_) => update_state(shared, &key, epoch, |s| s.needs_truncation = false),
+                    Err(e) => {
+                        tracing::warn!(topic = %key.0, partition = key.1, error = %e, "follower truncation failed");
+                        update_state(shared, &key, epoch, |s| {
+                            s.retry_at = Some(Instant::now() + Duration::from_secs(1))
+                        });
+                    }
+                }
+            }
+        }
+    }
+    if ask.is_empty() {
+        return Ok(());
+    }
+    let mut topics: Vec<OffsetForLeaderTopic> = Vec::new();
+    for ((key, _, epoch), latest) in &ask {
+        let part = OffsetForLeaderPartition {
+            partition: key.1,
+            current_leader_epoch: *epoch,
+            leader_epoch: *latest,
+            ..Default::default()
+        };
+        match topics.iter_mut().find(|t| t.topic == key.0) {
+            Some(t) => t.partitions.push(part),
+            None => topics.push(OffsetForLeaderTopic {
+                topic: key.0.clone(),
+                partitions: vec![part],
+                ..Default::default()
+            }),
+        }
+    }
+    let request = OffsetForLeaderEpochRequest {
+        replica_id: shared.local_id,
+        topics,
+        ..Default::default()
+    };
+    let resp = conn
+        .call(
+            OFFSET_FOR_LEADER_EPOCH_VERSION,
+            RequestBody::OffsetForLeaderEpoch(request),
+            REQUEST_TIMEOUT,
+        )
+        .await?;
+    let ResponseBody::OffsetForLeaderEpoch(resp) = resp else {
+        return Err(invalid("unexpected response to OffsetForLeaderEpoch"));
+    };
+    for ((key, p, epoch), latest) in ask {
+        let answer = resp
+            .topics
+            .iter()
+            .find(|t| t.topic == key.0)
+            .and_then(|t| t.partitions.iter().find(|r| r.partition == key.1));
+        let Some(answer) = answer else {
+            update_state(shared, &key, epoch, |s| {
+                s.retry_at = Some(Instant::now() + Duration::from_secs(1))
+            });
+            continue;
+        };
+        let code = ErrorCode(answer.error_code);
+        if code != ErrorCode::NONE {
+            tracing::debug!(topic = %key.0, partition = key.1, error = code.name(), "OffsetForLeaderEpoch failed");
+            update_state(shared, &key, epoch, |s| {
+                s.retry_at = Some(Instant::now() + backoff_for(code))
+            });
+            continue;
+        }
+        match truncate_by_epoch(
+            &p,
+            shared.leader_id,
+            epoch,
+            Some(latest),
+            (answer.leader_epoch, answer.end_offset),
+        ) {
+            Ok(_) => update_state(shared, &key, epoch, |s| {
+                s.needs_truncation = false;
+                s.retry_at = None;
+            }),
+            Err(e) => {
+                tracing::warn!(topic = %key.0, partition = key.1, error = %e, "follower truncation failed");
+                update_state(shared, &key, epoch, |s| {
+                    s.retry_at = Some(Instant::now() + Duration::from_secs(1))
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn fetch_round(
+    shared: &Shared,
+    conn: &mut Connection,
+    picks: Vec<Pick>,
+) -> std::io::Result<()> {
+    let mut topics: Vec<FetchTopic> = Vec::new();
+    for (key, p, epoch) in &picks {
+        let (fetch_offset, log_start, last_epoch) = {
+            let log = p.log.lock();
+            (
+                log.log_end_offset(),
+                log.log_start_offset(),
+                log.latest_epoch().unwrap_or(-1),
+            )
+        };
+        let part = FetchPartition {
+            partition: key.1,
+            current_leader_epoch: *epoch,
+            fetch_offset,
+            last_fetched_epoch: last_epoch,
+            log_start_offset: log_start,
+            partition_max_bytes: PARTITION_MAX_BYTES,
+            ..Default::default()
+        };
+        match topics.iter_mut().find(|t| t.topic == key.0) {
+            Some(t) => t.partitions.push(part),
+            None => topics.push(FetchTopic {
+                topic: key.0.clone(),
+                partitions: vec![part],
+                ..Default::default()
+            }),
+        }
+    }
+    let request = FetchRequest {
+        replica_id: shared.local_id,
+        max_wait_ms: FETCH_MAX_WAIT_MS,
+        min_bytes: 1,
+        max_bytes: RESPONSE_MAX_BYTES,
+        isolation_level: 0,
+        session_id: 0,
+        session_epoch: -1,
+        topics,
+        ..Default::default()
+    };
+    let resp = conn
+        .call(
+            FETCH_VERSION,
+            RequestBody::Fetch(request),
+            REQUEST_TIMEOUT + Duration::from_millis(FETCH_MAX_WAIT_MS as u64),
+        )
+        .await?;
+    let ResponseBody::Fetch(resp) = resp else {
+        return Err(invalid("unexpected response to Fetch"));
+    };
+    if resp.error_code != 0 {
+        tracing::debug!(
+            error = ErrorCode(resp.error_code).name(),
+            "follower fetch failed"
+        );
+        for (key, _, epoch) in &picks {
+            update_state(shared, key, *epoch, |s| {
+                s.retry_at = Some(Instant::now() + Duration::from_secs(1))
+            });
+        }
+        return Ok(());
+    }
+    for (key, p, epoch) in picks {
+        let Some(data) = resp
+            .responses
+            .iter()
+            .find(|t| t.topic == key.0)
+            .and_then(|t| t.partitions.iter().find(|d| d.partition_index == key.1))
+        else {
+            continue;
+        };
+        if !still_following(&p, shared.leader_id, epoch) {
+            continue;
+        }
+        let code = ErrorCode(data.error_code);
+        if code == ErrorCode::NONE {
+            if data.diverging_epoch.epoch >= 0 || data.diverging_epoch.end_offset >= 0 {
+                let requested = p.log.lock().latest_epoch();
+                let answer = (data.diverging_epoch.epoch, data.diverging_epoch.end_offset);
+                if let Err(e) = truncate_by_epoch(&p, shared.leader_id, epoch, requested, answer) {
+                    tracing::warn!(topic = %key.0, partition = key.1, error = %e, "follower truncation failed");
+                }
+                continue;
+            }
+            let bytes = match &data.records {
+                Some(Records::Memory(b)) => b.clone(),
+                _ => Bytes::new(),
+            };
+            if let Err(e) = apply_fetched(
+                &p,
+                shared.leader_id,
+                epoch,
+                bytes,
+                data.high_watermark,
+                data.log_start_offset,
+            ) {
+                tracing::warn!(topic = %key.0, partition = key.1, error = %e, "follower append failed");
+                let unexpected = matches!(e, storage::StorageError::UnexpectedAppendOffset(_));
+                update_state(shared, &key, epoch, |s| {
+                    if unexpected {
+                        s.needs_truncation = true;
+                    } else {
+                        s.retry_at = Some(Instant::now() + Duration::from_secs(1));
+                    }
+                });
+            }
+        } else if code == ErrorCode::OFFSET_OUT_OF_RANGE {
+            if let Err(e) = handle_out_of_range(
+                &p,
+                shared.leader_id,
+                epoch,
+                data.log_start_offset,
+                data.high_watermark,
+            ) {
+                tracing::warn!(topic = %key.0, partition = key.1, error = %e, "follower out-of-range handling failed");
+                update_state(shared, &key, epoch, |s| {
+                    s.retry_at = Some(Instant::now() + Duration::from_secs(1))
+                });
+            }
+        } else {
+            tracing::debug!(topic = %key.0, partition = key.1, error = code.name(), "follower fetch partition error");
+            update_state(shared, &key, epoch, |s| {
+                s.retry_at = Some(Instant::now() + backoff_for(code))
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Appends fetched batches and follows the leader's HW and LogStartOffset.
+fn apply_fetched(
+    p: &Partition,
+    leader: i32,
+    epoch: i32,
+    records: Bytes,
+    leader_hw: i64,
+    leader_log_start: i64,
+) -> Result<(), storage::StorageError> {
+    let st = p.state.lock();
+    if !(matches!(st.role, Role::Follower { leader: l } if l == leader)
+        && st.registration.leader_epoch == epoch)
+    {
+        return Ok(());
+    }
+    let mut log = p.log.lock();
+    if !records.is_empty() {
+        log.append_as_follower(records, now_ms())?;
+    }
+    let leo = log.log_end_offset();
+    log.update_high_watermark(leader_hw.min(leo));
+    if leader_log_start > log.log_start_offset() {
+        let to = leader_log_start.min(log.high_watermark());
+        if to > log.log_start_offset() {
+            log.delete_records_before(to)?;
+        }
+    }
+    drop(log);
+    drop(st);
+    p.wake();
+    Ok(())
+}
+
+/// OFFSET_OUT_OF_RANGE: below the leader's LogStartOffset → start over there; else truncate to the leader's
+/// HW (our LEO is past the leader's log end).
+fn handle_out_of_range(
+    p: &Partition,
+    leader: i32,
+    epoch: i32,
+    leader_log_start: i64,
+    leader_hw: i64,
+) -> Result<(), storage::StorageError> {
+    let st = p.state.lock();
+    if !(matches!(st.role, Role::Follower { leader: l } if l == leader)
+        && st.registration.leader_epoch == epoch)
+    {
+        return Ok(());
+    }
+    let mut log = p.log.lock();
+    let leo = log.log_end_offset();
+    if leader_log_start >= 0 && leo < leader_log_start {
+        tracing::info!(topic = %p.topic, partition = p.partition, leo, leader_log_start, "follower behind the leader's log start: starting over");
+        log.truncate_fully_and_start_at(leader_log_start)?;
+    } else if leader_hw >= 0 && leader_hw < leo {
+        log.truncate_to(leader_hw)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "replication_tests.rs"]
+mod replication_tests;

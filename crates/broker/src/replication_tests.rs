@@ -1,0 +1,373 @@
+//! Two ReplicaManagers in one process, each behind its own KafkaApis and TCP listener (127.0.0.1, port 0),
+//! replicating one partition over the Kafka protocol: acks=all waits for the follower, leader changes
+//! truncate the old leader's unreplicated tail (OffsetForLeaderEpoch), a stopped follower is shrunk out of
+//! the ISR and acks=all then fails with min.insync.replicas = 2.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use parking_lot::Mutex;
+use protocol::error::ErrorCode;
+use protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use protocol::messages::offset_for_leader_epoch_request::{
+    OffsetForLeaderPartition, OffsetForLeaderTopic,
+};
+use protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use protocol::messages::{FetchRequest, OffsetForLeaderEpochRequest, ProduceRequest};
+use protocol::record::{Compression, RecordBatchBuilder, Records};
+use protocol::{RequestBody, ResponseBody};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use uuid::Uuid;
+
+use super::Connection;
+use crate::apis::KafkaApis;
+use crate::config::BrokerConfig;
+use crate::metadata::{MetadataStore, TopicMetadata};
+use crate::replica_manager::{now_ms, ClusterLink, PartitionState, ReplicaManager};
+
+const TOPIC: &str = "replicated";
+
+/// The test's controller: endpoints and the one partition's registration; AlterPartition is checked
+/// against the current epochs as KRaft does.
+#[derive(Default)]
+struct TestLink {
+    endpoints: Mutex<HashMap<i32, (String, u16)>>,
+    registration: Mutex<Option<PartitionState>>,
+}
+
+impl ClusterLink for TestLink {
+    fn broker_endpoint(&self, broker_id: i32) -> Option<(String, u16)> {
+        self.endpoints.lock().get(&broker_id).cloned()
+    }
+
+    fn alter_partition(
+        &self,
+        _topic: String,
+        _partition: i32,
+        state: PartitionState,
+    ) -> BoxFuture<'static, Result<PartitionState, i16>> {
+        let mut reg = self.registration.lock();
+        let result = match reg.as_mut() {
+            Some(r) if r.leader_epoch != state.leader_epoch => {
+                Err(ErrorCode::FENCED_LEADER_EPOCH.0)
+            }
+            Some(r) if r.partition_epoch != state.partition_epoch => {
+                Err(ErrorCode::INVALID_UPDATE_VERSION.0)
+            }
+            Some(r) => {
+                r.isr = state.isr.clone();
+                r.partition_epoch += 1;
+                Ok(r.clone())
+            }
+            None => Err(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0),
+        };
+        Box::pin(futures::future::ready(result))
+    }
+}
+
+struct TestBroker {
+    id: i32,
+    rm: Arc<ReplicaManager>,
+    port: u16,
+    config: storage::LogConfig,
+    _shutdown: watch::Sender<bool>,
+    _dir: tempfile::TempDir,
+}
+
+async fn start_broker(id: i32, link: Arc<TestLink>, topic_id: Uuid) -> TestBroker {
+    let dir = tempfile::tempdir().unwrap();
+    let pairs: Vec<(String, String)> = [
+        ("log.dirs", dir.path().to_str().unwrap()),
+        ("node.id", &id.to_string()),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let config = BrokerConfig::from_pairs(&pairs).unwrap();
+    let metadata = Arc::new(MetadataStore::open(dir.path(), id).unwrap());
+    let mut configs = BTreeMap::new();
+    configs.insert("min.insync.replicas".to_string(), "2".to_string());
+    metadata
+        .create_topic(
+            TOPIC,
+            TopicMetadata {
+                topic_id,
+                partitions: 1,
+                configs: configs.clone(),
+            },
+        )
+        .unwrap();
+    let log_config = crate::topics::log_config(&config, &configs);
+    let lc = log_config.clone();
+    let lm =
+        Arc::new(storage::LogManager::open(dir.path(), move |_| lc.clone(), now_ms()).unwrap());
+    let rm = Arc::new(ReplicaManager::new(lm, id, link.clone(), 300));
+    let apis = Arc::new(KafkaApis::new(config, metadata, rm.clone()));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    link.endpoints
+        .lock()
+        .insert(id, ("127.0.0.1".to_string(), port));
+    let (shutdown, rx) = watch::channel(false);
+    tokio::spawn(crate::network::serve(listener, apis, rx));
+    TestBroker {
+        id,
+        rm,
+        port,
+        config: log_config,
+        _shutdown: shutdown,
+        _dir: dir,
+    }
+}
+
+impl TestBroker {
+    fn apply(&self, state: &PartitionState) {
+        self.rm
+            .apply_partition_state(TOPIC, 0, self.config.clone(), state.clone())
+            .unwrap();
+    }
+
+    fn offsets(&self) -> (i64, i64, i64) {
+        self.rm.partition(TOPIC, 0).unwrap().offsets()
+    }
+
+    async fn connect(&self) -> Connection {
+        Connection::connect("127.0.0.1", self.port, -1)
+            .await
+            .unwrap()
+    }
+}
+
+fn batch(values: &[&str]) -> Bytes {
+    let mut b = RecordBatchBuilder::new(Compression::None);
+    for v in values {
+        b.append(now_ms(), None, Some(Bytes::from(v.to_string())), vec![]);
+    }
+    b.build().unwrap()
+}
+
+/// Produces `values` with `acks`; returns (error code, base offset).
+async fn produce(conn: &mut Connection, acks: i16, timeout_ms: i32, values: &[&str]) -> (i16, i64) {
+    let request = ProduceRequest {
+        acks,
+        timeout_ms,
+        topic_data: vec![TopicProduceData {
+            name: TOPIC.to_string(),
+            partition_data: vec![PartitionProduceData {
+                index: 0,
+                records: Some(Records::Memory(batch(values))),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let resp = conn
+        .call(9, RequestBody::Produce(request), Duration::from_secs(30))
+        .await
+        .unwrap();
+    let ResponseBody::Produce(resp) = resp else {
+        panic!("not a produce response")
+    };
+    let p = &resp.responses[0].partition_responses[0];
+    (p.error_code, p.base_offset)
+}
+
+/// Waits (bounded) until `cond` holds for the partition on `broker`, woken by the partition's changes.
+async fn wait_until(broker: &TestBroker, what: &str, cond: impl Fn((i64, i64, i64)) -> bool) {
+    let p = broker.rm.partition(TOPIC, 0).unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let notified = p.changed.notified();
+        let mut notified = std::pin::pin!(notified);
+        notified.as_mut().enable();
+        if cond(p.offsets()) {
+            return;
+        }
+        assert!(
+            tokio::time::timeout_at(deadline, notified).await.is_ok(),
+            "broker {}: timed out waiting for {what}; offsets {:?}",
+            broker.id,
+            p.offsets()
+        );
+    }
+}
+
+/// Every byte of the log from offset 0 to the LEO.
+fn log_bytes(broker: &TestBroker) -> Vec<u8> {
+    use std::os::unix::fs::FileExt;
+    let p = broker.rm.partition(TOPIC, 0).unwrap();
+    let mut log = p.log.lock();
+    let leo = log.log_end_offset();
+    let mut out = Vec::new();
+    let mut offset = 0;
+    while offset < leo {
+        let data = log.read(offset, 1 << 20, leo, true).unwrap();
+        let bytes = match &data.records {
+            Records::Memory(b) => b.to_vec(),
+            Records::File(f) => {
+                let mut v = vec![0u8; f.len as usize];
+                f.file.read_exact_at(&mut v, f.position).unwrap();
+                v
+            }
+        };
+        let batches: Vec<_> = protocol::record::batches(&Bytes::from(bytes.clone()))
+            .map(|b| b.unwrap())
+            .collect();
+        offset = batches.last().unwrap().next_offset();
+        out.extend_from_slice(&bytes);
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_brokers_replicate_fail_over_and_shrink_the_isr() {
+    let link = Arc::new(TestLink::default());
+    let topic_id = Uuid::new_v4();
+    let b1 = start_broker(1, link.clone(), topic_id).await;
+    let b2 = start_broker(2, link.clone(), topic_id).await;
+
+    // Epoch 1: broker 1 leads, 2 follows.
+    let mut reg = PartitionState {
+        topic_id,
+        leader: 1,
+        leader_epoch: 1,
+        partition_epoch: 1,
+        isr: vec![1, 2],
+        replicas: vec![1, 2],
+    };
+    *link.registration.lock() = Some(reg.clone());
+    b1.apply(&reg);
+    b2.apply(&reg);
+
+    let mut c1 = b1.connect().await;
+    let mut c2 = b2.connect().await;
+    // acks=all completes only once the follower has the records.
+    assert_eq!(produce(&mut c1, -1, 15_000, &["a", "b", "c"]).await, (0, 0));
+    assert!(b2.offsets().2 >= 3, "acks=all answered before replication");
+    wait_until(&b2, "follower HW 3", |(_, hw, _)| hw == 3).await;
+    // The follower refuses producers and consumers.
+    assert_eq!(
+        produce(&mut c2, 1, 1_000, &["x"]).await.0,
+        ErrorCode::NOT_LEADER_OR_FOLLOWER.0
+    );
+    let fetch = FetchRequest {
+        replica_id: -1,
+        max_wait_ms: 0,
+        min_bytes: 1,
+        max_bytes: 1 << 20,
+        session_epoch: -1,
+        topics: vec![FetchTopic {
+            topic: TOPIC.to_string(),
+            partitions: vec![FetchPartition {
+                partition: 0,
+                current_leader_epoch: -1,
+                fetch_offset: 0,
+                partition_max_bytes: 1 << 20,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let ResponseBody::Fetch(resp) = c2
+        .call(12, RequestBody::Fetch(fetch), Duration::from_secs(10))
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(
+        resp.responses[0].partitions[0].error_code,
+        ErrorCode::NOT_LEADER_OR_FOLLOWER.0
+    );
+    // OffsetForLeaderEpoch on the leader: epoch 1 ends at the LEO; a stale current epoch is fenced.
+    let ofle = |current: i32| OffsetForLeaderEpochRequest {
+        replica_id: -1,
+        topics: vec![OffsetForLeaderTopic {
+            topic: TOPIC.to_string(),
+            partitions: vec![OffsetForLeaderPartition {
+                partition: 0,
+                current_leader_epoch: current,
+                leader_epoch: 1,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let ResponseBody::OffsetForLeaderEpoch(resp) = c1
+        .call(
+            4,
+            RequestBody::OffsetForLeaderEpoch(ofle(1)),
+            Duration::from_secs(10),
+        )
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    let r = &resp.topics[0].partitions[0];
+    assert_eq!((r.error_code, r.leader_epoch, r.end_offset), (0, 1, 3));
+    let ResponseBody::OffsetForLeaderEpoch(resp) = c1
+        .call(
+            4,
+            RequestBody::OffsetForLeaderEpoch(ofle(0)),
+            Duration::from_secs(10),
+        )
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(
+        resp.topics[0].partitions[0].error_code,
+        ErrorCode::FENCED_LEADER_EPOCH.0
+    );
+
+    // The follower stops; the leader appends an unreplicated tail with acks=1.
+    b2.rm.stop_replica(TOPIC, 0, false).unwrap();
+    assert_eq!(
+        produce(&mut c1, 1, 1_000, &["lost1", "lost2"]).await,
+        (0, 3)
+    );
+    assert_eq!(b1.offsets().2, 5);
+
+    // Epoch 2: broker 2 takes over; broker 1 truncates its tail and follows.
+    reg.leader = 2;
+    reg.leader_epoch = 2;
+    reg.partition_epoch += 1;
+    reg.isr = vec![2, 1];
+    *link.registration.lock() = Some(reg.clone());
+    b2.apply(&reg);
+    b1.apply(&reg);
+    assert_eq!(
+        produce(&mut c1, -1, 1_000, &["x"]).await.0,
+        ErrorCode::NOT_LEADER_OR_FOLLOWER.0
+    );
+    assert_eq!(produce(&mut c2, -1, 15_000, &["d"]).await, (0, 3));
+    wait_until(&b1, "old leader truncated and caught up", |(_, hw, leo)| {
+        leo == 4 && hw == 4
+    })
+    .await;
+    assert_eq!(log_bytes(&b1), log_bytes(&b2), "replica logs differ");
+
+    // Broker 1 stops fetching: after replica.lag.time.max.ms the leader shrinks the ISR to itself, so
+    // the waiting acks=all produce fails with NOT_ENOUGH_REPLICAS_AFTER_APPEND and the next one is refused.
+    b1.rm.stop_replica(TOPIC, 0, false).unwrap();
+    let (code, _) = produce(&mut c2, -1, 15_000, &["e"]).await;
+    assert_eq!(code, ErrorCode::NOT_ENOUGH_REPLICAS_AFTER_APPEND.0);
+    assert_eq!(link.registration.lock().as_ref().unwrap().isr, vec![2]);
+    assert_eq!(
+        produce(&mut c2, -1, 15_000, &["f"]).await.0,
+        ErrorCode::NOT_ENOUGH_REPLICAS.0
+    );
+    // acks=1 still works.
+    assert_eq!(produce(&mut c2, 1, 1_000, &["g"]).await, (0, 5));
+    b1.rm.shutdown().unwrap();
+    b2.rm.shutdown().unwrap();
+}
