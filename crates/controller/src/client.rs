@@ -156,6 +156,10 @@ impl ControllerClient {
                         retry_now = true;
                     }
                 }
+                Ok(ClientResponse::Error(e)) => {
+                    *self.leader_hint.lock() = Some(target);
+                    return Err(e);
+                }
                 Ok(resp) => {
                     *self.leader_hint.lock() = Some(target);
                     return Ok(resp);

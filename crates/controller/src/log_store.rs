@@ -262,6 +262,13 @@ impl LogInner {
     }
 
     fn append(&mut self, entries: Vec<LogEntry>) -> io::Result<()> {
+        // openraft truncates conflicting entries first; overlapping appends are handled the same
+        // way so that the files never hold an index twice.
+        if let Some(first) = entries.first() {
+            if self.entries.contains_key(&first.log_id.index) {
+                self.truncate(first.log_id.index)?;
+            }
+        }
         let mut buf = Vec::new();
         let mut new_files = false;
         let mut pending: Vec<(LogEntry, u64)> = Vec::new();
@@ -555,6 +562,22 @@ mod tests {
         drop(store);
         let store = LogStore::open(dir.path()).unwrap();
         assert_eq!(indexes(&store), vec![3, 4]);
+    }
+
+    #[test]
+    fn overlapping_append_replaces_the_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LogStore::open(dir.path()).unwrap();
+        append(&store, 0, 5);
+        store
+            .inner
+            .lock()
+            .append((3..7).map(|i| entry(2, i)).collect())
+            .unwrap();
+        drop(store);
+        let store = LogStore::open(dir.path()).unwrap();
+        assert_eq!(indexes(&store), (0..7).collect::<Vec<_>>());
+        assert_eq!(store.inner.lock().entries[&3].0.log_id.leader_id.term, 2);
     }
 
     #[test]

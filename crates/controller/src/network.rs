@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use openraft::error::{
-    InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
+    InstallSnapshotError, NetworkError, PayloadTooLarge, RPCError, RaftError, RemoteError,
+    Unreachable,
 };
 use openraft::network::{Backoff, RPCOption, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{
@@ -13,10 +14,11 @@ use openraft::raft::{
     VoteRequest, VoteResponse,
 };
 use openraft::BasicNode;
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 use crate::raft_types::TypeConfig;
-use crate::rpc::{read_frame, write_frame, RpcRequest, RpcResponse};
+use crate::rpc::{encode_frame, read_frame, RpcRequest, RpcResponse, MAX_FRAME_BYTES};
 
 /// Creates [`PeerConnection`]s for openraft.
 #[derive(Clone, Debug, Default)]
@@ -48,6 +50,8 @@ enum CallError {
     Unreachable(std::io::Error),
     /// Failed mid-exchange (or timed out): retry.
     Network(std::io::Error),
+    /// The request does not fit in a frame.
+    TooLarge(usize),
 }
 
 impl CallError {
@@ -55,6 +59,10 @@ impl CallError {
         match self {
             CallError::Unreachable(e) => RPCError::Unreachable(Unreachable::new(&e)),
             CallError::Network(e) => RPCError::Network(NetworkError::new(&e)),
+            CallError::TooLarge(n) => RPCError::Network(NetworkError::new(&std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("request of {n} bytes exceeds the {MAX_FRAME_BYTES}-byte frame limit"),
+            ))),
         }
     }
 }
@@ -68,7 +76,11 @@ fn unexpected() -> CallError {
 
 impl PeerConnection {
     async fn call(&mut self, req: &RpcRequest, ttl: Duration) -> Result<RpcResponse, CallError> {
-        let res = tokio::time::timeout(ttl, self.exchange(req)).await;
+        let frame = encode_frame(req).map_err(CallError::Network)?;
+        if frame.len() > MAX_FRAME_BYTES + 4 {
+            return Err(CallError::TooLarge(frame.len()));
+        }
+        let res = tokio::time::timeout(ttl, self.exchange(&frame)).await;
         let res = match res {
             Ok(r) => r,
             Err(_) => Err(CallError::Network(std::io::Error::new(
@@ -82,7 +94,7 @@ impl PeerConnection {
         res
     }
 
-    async fn exchange(&mut self, req: &RpcRequest) -> Result<RpcResponse, CallError> {
+    async fn exchange(&mut self, frame: &[u8]) -> Result<RpcResponse, CallError> {
         if self.conn.is_none() {
             let s = TcpStream::connect(&self.addr)
                 .await
@@ -91,7 +103,7 @@ impl PeerConnection {
             self.conn = Some(s);
         }
         let conn = self.conn.as_mut().expect("connected above");
-        write_frame(conn, req).await.map_err(CallError::Network)?;
+        conn.write_all(frame).await.map_err(CallError::Network)?;
         read_frame(conn).await.map_err(CallError::Network)
     }
 }
@@ -102,10 +114,16 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
         rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<u64>, RPCError<u64, BasicNode, RaftError<u64>>> {
+        let entries = rpc.entries.len() as u64;
         match self
             .call(&RpcRequest::AppendEntries(rpc), option.hard_ttl())
             .await
         {
+            // Ask openraft to send fewer entries per request (one entry always fits: a controller
+            // batch is bounded well below the frame limit).
+            Err(CallError::TooLarge(_)) if entries > 1 => Err(RPCError::PayloadTooLarge(
+                PayloadTooLarge::new_entries_hint(entries / 2),
+            )),
             Ok(RpcResponse::AppendEntries(Ok(r))) => Ok(r),
             Ok(RpcResponse::AppendEntries(Err(e))) => {
                 Err(RPCError::RemoteError(RemoteError::new(self.target, e)))

@@ -26,6 +26,9 @@ use crate::types::{CreateTopic, CreatedTopic, HeartbeatReply, MetadataUpdate, Qu
 
 /// Largest frame accepted or sent (64 MiB).
 pub const MAX_FRAME_BYTES: usize = 64 << 20;
+/// Largest serialized record batch one controller decision may append (16 MiB), so that any single
+/// raft entry fits in a frame.
+pub const MAX_BATCH_BYTES: usize = 16 << 20;
 
 /// A request frame.
 #[derive(Debug, Serialize, Deserialize)]
@@ -118,6 +121,8 @@ pub enum ClientRequest {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[allow(clippy::large_enum_variant)]
 pub enum ClientResponse {
+    /// The whole request failed (e.g. its records would exceed [`MAX_BATCH_BYTES`]).
+    Error(ControllerError),
     /// This node is not the active controller; `leader` is the active one if known.
     NotController {
         /// The leader's id, if known.
@@ -145,6 +150,15 @@ pub enum ClientResponse {
     DescribeQuorum(Result<QuorumInfo, ControllerError>),
 }
 
+/// Encodes `value` as one frame (length prefix included), without the size check.
+pub fn encode_frame<T: Serialize>(value: &T) -> std::io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; 4];
+    serde_json::to_writer(&mut buf, value).map_err(std::io::Error::other)?;
+    let len = (buf.len() - 4).min(u32::MAX as usize) as u32;
+    buf[..4].copy_from_slice(&len.to_be_bytes());
+    Ok(buf)
+}
+
 /// Writes one frame holding `value` as JSON.
 ///
 /// Errors: I/O errors; `InvalidData` when the encoding exceeds [`MAX_FRAME_BYTES`].
@@ -153,16 +167,13 @@ where
     W: tokio::io::AsyncWrite + Unpin,
     T: Serialize,
 {
-    let data = serde_json::to_vec(value).map_err(std::io::Error::other)?;
-    if data.len() > MAX_FRAME_BYTES {
+    let buf = encode_frame(value)?;
+    if buf.len() - 4 > MAX_FRAME_BYTES {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
-            format!("frame of {} bytes exceeds {MAX_FRAME_BYTES}", data.len()),
+            format!("frame of {} bytes exceeds {MAX_FRAME_BYTES}", buf.len() - 4),
         ));
     }
-    let mut buf = Vec::with_capacity(4 + data.len());
-    buf.extend_from_slice(&(data.len() as u32).to_be_bytes());
-    buf.extend_from_slice(&data);
     w.write_all(&buf).await?;
     w.flush().await
 }

@@ -27,6 +27,7 @@ use crate::network::NetworkFactory;
 use crate::raft_types::{MetadataBatch, TypeConfig};
 use crate::rpc::{
     read_frame, voter_nodes, write_frame, ClientRequest, ClientResponse, RpcRequest, RpcResponse,
+    MAX_BATCH_BYTES,
 };
 use crate::state_machine::{SmShared, StateMachineStore};
 use crate::types::{MetadataUpdate, QuorumInfo};
@@ -98,6 +99,7 @@ pub struct ControllerServer {
     stopped: bool,
 }
 
+/// An early answer to a client request: `NotController`, or `Error` for the whole request.
 type NotController = ClientResponse;
 
 impl ControllerServer {
@@ -437,6 +439,13 @@ impl Inner {
         if records.is_empty() {
             return Ok((reply, None));
         }
+        let size = serde_json::to_vec(&records).map_or(usize::MAX, |v| v.len());
+        if size > MAX_BATCH_BYTES {
+            return Err(ClientResponse::Error(ControllerError::new(
+                codes::INVALID_REQUEST,
+                format!("the request would append {size} bytes of metadata; the limit is {MAX_BATCH_BYTES}"),
+            )));
+        }
         let offset = self.propose(&mut active, records).await?;
         Ok((reply, Some(offset)))
     }
@@ -462,7 +471,7 @@ impl Inner {
             RpcRequest::Client(c) => RpcResponse::Client(
                 self.handle_client(c)
                     .await
-                    .unwrap_or_else(|not_controller| not_controller),
+                    .unwrap_or_else(|early_answer| early_answer),
             ),
         }
     }
