@@ -285,7 +285,7 @@ async fn three_controllers_fail_over_and_restart_from_snapshot() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn silent_broker_is_fenced_and_controlled_shutdown_moves_leadership() {
-    let c = cluster(1500).await;
+    let c = cluster(2500).await;
     let client = ControllerClient::new(c.voters.clone()).with_timeout(WAIT);
     let epochs = register_all(&client, &[1, 2, 3]).await;
     let mut t = topic("t", -1, -1);
