@@ -346,7 +346,7 @@ impl QuorumControl {
     /// Errors per topic: `INVALID_REQUEST` (duplicate name in the request, counts given together
     /// with assignments), `INVALID_TOPIC_EXCEPTION`, `TOPIC_ALREADY_EXISTS`, `INVALID_PARTITIONS`,
     /// `INVALID_REPLICATION_FACTOR` (also: fewer active brokers than the factor),
-    /// `INVALID_REPLICA_ASSIGNMENT`.
+    /// `INVALID_REPLICA_ASSIGNMENT`, `INVALID_CONFIG` (empty config name).
     pub fn create_topics(
         &mut self,
         image: &MetadataImage,
@@ -387,6 +387,9 @@ impl QuorumControl {
         validate_only: bool,
     ) -> Result<CreatedTopic, ControllerError> {
         validate_topic_name(&t.name)?;
+        if t.configs.keys().any(|k| k.is_empty()) {
+            return Err(err(codes::INVALID_CONFIG, "empty config name"));
+        }
         if batch.view.topics.contains_key(&t.name) {
             return Err(err(
                 codes::TOPIC_ALREADY_EXISTS,

@@ -6,6 +6,9 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
+use controller::rpc::{
+    read_frame, write_frame, ClientRequest, ClientResponse, RpcRequest, RpcResponse,
+};
 use controller::server::ControllerTuning;
 use controller::{
     codes, ControllerClient, ControllerConfig, ControllerServer, CreateTopic, MetadataImage,
@@ -192,6 +195,23 @@ async fn three_controllers_fail_over_and_restart_from_snapshot() {
     let quorum = client.describe_quorum().await.unwrap();
     let leader = quorum.leader_id.expect("leader");
     assert_eq!(quorum.voters, voters);
+    // A follower answers broker requests with NOT_CONTROLLER naming the leader.
+    let follower = *voters.keys().find(|&&id| id != leader).unwrap();
+    let mut conn = tokio::net::TcpStream::connect(voters[&follower])
+        .await
+        .unwrap();
+    write_frame(
+        &mut conn,
+        &RpcRequest::Client(ClientRequest::DescribeQuorum),
+    )
+    .await
+    .unwrap();
+    match read_frame(&mut conn).await.unwrap() {
+        RpcResponse::Client(ClientResponse::NotController { leader: l }) => {
+            assert_eq!(l, Some(leader))
+        }
+        other => panic!("expected NOT_CONTROLLER, got {other:?}"),
+    }
     let image = match client.fetch_metadata(-1, Duration::ZERO).await.unwrap() {
         MetadataUpdate::Image(i) => i,
         other => panic!("expected an image, got {other:?}"),
