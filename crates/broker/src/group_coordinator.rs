@@ -1,29 +1,45 @@
 //! The runtime around the pure [`coordinator::GroupCoordinator`]: locking, parked JoinGroup/SyncGroup
-//! requests, the timer task, the internal `__consumer_offsets` topic, and loading it at startup.
+//! requests, the timer task, the internal `__consumer_offsets` topic, and loading it.
 //!
 //! Source: Kafka's `GroupCoordinatorService` / `CoordinatorRuntime` (classic groups only), KIP-345, KIP-394.
 //!
-//! - **`__consumer_offsets`** (`offsets.topic.num.partitions` partitions, default 50; replication factor 1;
+//! - **`__consumer_offsets`** (`offsets.topic.num.partitions` partitions, default 50; replication factor 1
+//!   standalone, `offsets.topic.replication.factor` capped by the live brokers in cluster mode;
 //!   `cleanup.policy=compact`, `segment.bytes=104857600` as Kafka's `offsets.topic.segment.bytes`) is created
 //!   lazily, as Kafka does, by the first FindCoordinator for a group or the first group request that writes.
 //!   The log cleaner compacts it like any compacted topic (latest record per key; tombstones kept for
 //!   `delete.retention.ms`); loading tolerates the offset gaps and emptied batches that compaction leaves.
 //! - **Records**: each effect [`Effect::Persist`] of one coordinator call is encoded with
 //!   [`coordinator::encode_record`] and appended, one uncompressed batch per `__consumer_offsets` partition
-//!   ([`coordinator::partition_for`]), through [`ReplicaManager::append`] ("acks" = appended to the leader log,
-//!   which on a single node is also the HighWatermark). Persisting happens while the coordinator mutex is held,
-//!   so records of one group reach the log in the order the coordinator produced them.
+//!   ([`coordinator::partition_for`]), through [`ReplicaManager::append_to_leader`] (appended to the leader
+//!   log; on a single node that is also the HighWatermark). Persisting happens while the coordinator mutex is
+//!   held, so records of one group reach the log in the order the coordinator produced them. An append refused
+//!   because this broker no longer leads the partition answers NOT_COORDINATOR (16); other write failures
+//!   COORDINATOR_NOT_AVAILABLE (15) (Kafka's mapping of write errors in the coordinator runtime). Commits can
+//!   additionally wait for the ISR ([`GroupCoordinatorService::with_group_replicated`], Kafka's acks=all).
+//!   A failed write is not rolled back in memory (Kafka reverts to the last committed snapshot).
 //! - **Ordering rule**: every `Persist` of a call is written before any response that call produced is sent.
-//! - **Loading**: [`GroupCoordinatorService::load`] (run on the blocking pool after the listener is up) replays
-//!   every partition of `__consumer_offsets` from its LogStartOffset to its HighWatermark into the coordinator
-//!   and then calls `loaded(now)`. Records that do not decode (other group types, garbage) are skipped with a
-//!   warning. Until loading completes every group request gets COORDINATOR_LOAD_IN_PROGRESS (14).
+//! - **Standalone loading**: [`GroupCoordinatorService::load`] (run on the blocking pool after the listener is
+//!   up) replays every partition of `__consumer_offsets` from its LogStartOffset to its HighWatermark into the
+//!   coordinator and then calls `loaded(now)`. Records that do not decode (other group types, garbage) are
+//!   skipped with a warning. Until loading completes every group request gets COORDINATOR_LOAD_IN_PROGRESS
+//!   (14).
+//! - **Cluster mode** (Kafka's `onElection` / `onResignation`): this broker coordinates exactly the groups
+//!   whose `__consumer_offsets` partition it leads. [`GroupCoordinatorService::on_partition_leadership`]
+//!   loads one partition when leadership arrives (replayed on the blocking pool from LogStartOffset to the
+//!   LogEndOffset into a fresh coordinator, then merged with
+//!   [`coordinator::GroupCoordinator::load_groups`]; its groups get COORDINATOR_LOAD_IN_PROGRESS meanwhile)
+//!   and unloads its groups when leadership leaves ([`coordinator::GroupCoordinator::unload_groups`]; parked
+//!   JoinGroup/SyncGroup requests are answered NOT_COORDINATOR). Groups of partitions not led here get
+//!   NOT_COORDINATOR ([`GroupCoordinatorService::check_coordinator`]). Ownership is re-checked under the
+//!   coordinator lock by every call that names a group, so a request racing a resignation never recreates an
+//!   unloaded group.
 //! - **Timers**: [`GroupCoordinatorService::run_timers`] sleeps until `next_deadline()` and calls `tick`; every
 //!   call that may move the deadline wakes it through a [`Notify`].
 //! - **Time**: wall-clock milliseconds, forced monotone (the coordinator requires non-decreasing `now_ms`).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,12 +51,12 @@ use coordinator::{
 use parking_lot::Mutex;
 use protocol::error::ErrorCode;
 use protocol::record::{batches, Compression, RecordBatchBuilder, Records};
-use storage::StorageError;
 use tokio::sync::{oneshot, watch, Notify};
 
 use crate::config::BrokerConfig;
 use crate::metadata::MetadataStore;
-use crate::replica_manager::{now_ms, ReplicaManager};
+use crate::partition::Partition;
+use crate::replica_manager::{now_ms, ReplicaError, ReplicaManager};
 use crate::topics::TopicManager;
 
 /// Name of the internal topic holding committed offsets and group metadata.
@@ -49,21 +65,43 @@ pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 /// `offsets.topic.segment.bytes` default (100 MiB).
 const OFFSETS_TOPIC_SEGMENT_BYTES: &str = "104857600";
 
+/// `offsets.commit.timeout.ms` default: how long a commit waits for the ISR (ms).
+const OFFSETS_COMMIT_TIMEOUT_MS: u64 = 5_000;
+
 /// Bytes read per step while loading a partition.
 const LOAD_READ_BYTES: usize = 4 * 1024 * 1024;
 
 /// A request-level failure of the group coordinator, as a Kafka error code: COORDINATOR_LOAD_IN_PROGRESS (14)
-/// while loading, COORDINATOR_NOT_AVAILABLE (15) when `__consumer_offsets` cannot be created.
+/// while loading, NOT_COORDINATOR (16) for a group coordinated elsewhere (cluster mode),
+/// COORDINATOR_NOT_AVAILABLE (15) when `__consumer_offsets` cannot be created or written.
 pub type CoordinatorError = ErrorCode;
+
+/// Whether the records of one call were written: `Ok` when every record reached the leader log (or there were
+/// none), else NOT_COORDINATOR (16, leadership lost) or COORDINATOR_NOT_AVAILABLE (15).
+pub type Written = Result<(), CoordinatorError>;
 
 enum Pending {
     Join(oneshot::Sender<JoinResult>),
     Sync(oneshot::Sender<SyncResult>),
 }
 
+/// One batch appended to a `__consumer_offsets` leader: the partition, the offset the HighWatermark must reach
+/// (last offset + 1) and the LeaderEpoch it was appended in.
+type Appended = (Arc<Partition>, i64, i32);
+
+/// Cluster mode: this broker's role for one `__consumer_offsets` partition it leads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Coordination {
+    /// Being replayed by the load with this id; its groups get COORDINATOR_LOAD_IN_PROGRESS.
+    Loading(u64),
+    /// Replayed; its groups are served here.
+    Loaded,
+}
+
 struct State {
     coordinator: GroupCoordinator,
-    pending: HashMap<RequestId, Pending>,
+    /// Parked JoinGroup/SyncGroup requests with their group id.
+    pending: HashMap<RequestId, (String, Pending)>,
     next_request: RequestId,
     last_now: i64,
 }
@@ -75,15 +113,16 @@ impl State {
         self.last_now
     }
 
-    fn park(&mut self, p: Pending) -> RequestId {
+    fn park(&mut self, group: &str, p: Pending) -> RequestId {
         let id = self.next_request;
         self.next_request += 1;
-        self.pending.insert(id, p);
+        self.pending.insert(id, (group.to_string(), p));
         id
     }
 }
 
-/// The broker's group coordinator service (one per broker; it owns every group on a single node).
+/// The broker's group coordinator service (one per broker). Standalone it owns every group; in cluster mode
+/// the groups of the `__consumer_offsets` partitions this broker leads.
 pub struct GroupCoordinatorService {
     config: BrokerConfig,
     metadata: Arc<MetadataStore>,
@@ -95,6 +134,16 @@ pub struct GroupCoordinatorService {
     loaded: AtomicBool,
     timer: Notify,
     create_lock: Mutex<()>,
+    /// Cluster mode: `__consumer_offsets` is replicated and each group's coordinator is the leader of its
+    /// partition.
+    cluster: Option<Arc<crate::cluster::BrokerCluster>>,
+    /// Coordinate only the partitions given by [`GroupCoordinatorService::on_partition_leadership`] (true with
+    /// a cluster, or after [`GroupCoordinatorService::with_cluster_mode`]).
+    cluster_mode: bool,
+    /// Cluster mode: the `__consumer_offsets` partitions led here. Lock order: `state` before `partitions`.
+    partitions: Mutex<HashMap<i32, Coordination>>,
+    /// Id source of partition loads (a load whose id is no longer current is discarded).
+    load_ids: AtomicU64,
 }
 
 impl std::fmt::Debug for GroupCoordinatorService {
@@ -105,6 +154,7 @@ impl std::fmt::Debug for GroupCoordinatorService {
                 "num_partitions",
                 &self.num_partitions.load(Ordering::Relaxed),
             )
+            .field("cluster_mode", &self.cluster_mode)
             .finish()
     }
 }
@@ -124,14 +174,35 @@ pub fn group_config(config: &BrokerConfig) -> GroupConfig {
     }
 }
 
+/// Maps a failed `__consumer_offsets` append to the coordinator error a client sees (Kafka's coordinator
+/// runtime): leadership lost → NOT_COORDINATOR; anything else (storage, ISR, timeout) →
+/// COORDINATOR_NOT_AVAILABLE.
+fn write_error(e: &ReplicaError) -> CoordinatorError {
+    match e {
+        ReplicaError::NotLeaderOrFollower => ErrorCode::NOT_COORDINATOR,
+        _ => ErrorCode::COORDINATOR_NOT_AVAILABLE,
+    }
+}
+
+/// How far a partition is replayed.
+#[derive(Clone, Copy, Debug)]
+enum ReplayTo {
+    /// Up to the HighWatermark (standalone startup).
+    HighWatermark,
+    /// Up to the LogEndOffset (a new leader: everything in its log is its own history).
+    LogEnd,
+}
+
 impl GroupCoordinatorService {
-    /// A service with an empty, not yet loaded coordinator.
+    /// A service with an empty, not yet loaded coordinator. With `cluster`, it runs in cluster mode.
     pub fn new(
         config: BrokerConfig,
         metadata: Arc<MetadataStore>,
         replica_manager: Arc<ReplicaManager>,
+        cluster: Option<Arc<crate::cluster::BrokerCluster>>,
     ) -> GroupCoordinatorService {
-        let topics = TopicManager::new(config.clone(), metadata.clone(), replica_manager.clone());
+        let topics = TopicManager::new(config.clone(), metadata.clone(), replica_manager.clone())
+            .with_cluster(cluster.clone());
         let n = metadata
             .topic(OFFSETS_TOPIC)
             .map_or(config.offsets_topic_num_partitions.max(1), |t| t.partitions);
@@ -149,13 +220,31 @@ impl GroupCoordinatorService {
             num_partitions: AtomicI32::new(n),
             loaded: AtomicBool::new(false),
             timer: Notify::new(),
+            cluster_mode: cluster.is_some(),
+            cluster,
             create_lock: Mutex::new(()),
+            partitions: Mutex::new(HashMap::new()),
+            load_ids: AtomicU64::new(0),
         }
     }
 
-    /// True once [`GroupCoordinatorService::load`] has finished.
+    /// Cluster-mode coordination without a [`crate::cluster::BrokerCluster`]: the service coordinates only
+    /// the `__consumer_offsets` partitions given by [`GroupCoordinatorService::on_partition_leadership`]
+    /// (tests, and brokers whose leadership comes from elsewhere).
+    pub fn with_cluster_mode(mut self) -> GroupCoordinatorService {
+        self.cluster_mode = true;
+        self
+    }
+
+    /// True in cluster mode (the service coordinates only partitions it leads).
+    pub fn is_cluster_mode(&self) -> bool {
+        self.cluster_mode
+    }
+
+    /// True once [`GroupCoordinatorService::load`] has finished (always in cluster mode, where partitions
+    /// load one by one).
     pub fn is_loaded(&self) -> bool {
-        self.loaded.load(Ordering::Acquire)
+        self.cluster_mode || self.loaded.load(Ordering::Acquire)
     }
 
     /// Fails with COORDINATOR_LOAD_IN_PROGRESS until loading has finished.
@@ -165,6 +254,35 @@ impl GroupCoordinatorService {
         } else {
             Err(ErrorCode::COORDINATOR_LOAD_IN_PROGRESS)
         }
+    }
+
+    /// Whether this broker is the coordinator of `group_id` now. Standalone: COORDINATOR_LOAD_IN_PROGRESS (14)
+    /// until [`load`](Self::load) has finished, then always Ok. Cluster mode: Ok when the group's
+    /// `__consumer_offsets` partition ([`coordinator::partition_for`]) is led and loaded here,
+    /// COORDINATOR_LOAD_IN_PROGRESS (14) while it loads, NOT_COORDINATOR (16) when it is not led here.
+    pub fn check_coordinator(&self, group_id: &str) -> Result<(), CoordinatorError> {
+        if !self.cluster_mode {
+            return self.check_loaded();
+        }
+        let p = partition_for(group_id, self.num_partitions.load(Ordering::Acquire));
+        match self.partitions.lock().get(&p) {
+            Some(Coordination::Loaded) => Ok(()),
+            Some(Coordination::Loading(_)) => Err(ErrorCode::COORDINATOR_LOAD_IN_PROGRESS),
+            None => Err(ErrorCode::NOT_COORDINATOR),
+        }
+    }
+
+    /// Cluster mode: the `__consumer_offsets` partitions this broker coordinates (loaded or loading), sorted,
+    /// with `true` for loaded.
+    pub fn coordinated_partitions(&self) -> Vec<(i32, bool)> {
+        let mut v: Vec<(i32, bool)> = self
+            .partitions
+            .lock()
+            .iter()
+            .map(|(p, c)| (*p, *c == Coordination::Loaded))
+            .collect();
+        v.sort_unstable();
+        v
     }
 
     /// Creates `__consumer_offsets` if it does not exist yet. Error: COORDINATOR_NOT_AVAILABLE.
@@ -185,9 +303,23 @@ impl GroupCoordinatorService {
             ),
         ]);
         let started = std::time::Instant::now();
+        // Cluster mode: `offsets.topic.replication.factor`, capped by the live brokers so that a small
+        // cluster still gets a coordinator.
+        let rf = match &self.cluster {
+            Some(c) => {
+                let want: i16 = self
+                    .config
+                    .value("offsets.topic.replication.factor")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(3);
+                let live = c.image().brokers.values().filter(|b| !b.fenced).count() as i16;
+                want.min(live).max(1)
+            }
+            None => 1,
+        };
         match self
             .topics
-            .create_topic(OFFSETS_TOPIC, n, 1, configs, false)
+            .create_topic(OFFSETS_TOPIC, n, rf, configs, false)
         {
             Ok(t) => {
                 self.num_partitions.store(t.partitions, Ordering::Release);
@@ -212,108 +344,42 @@ impl GroupCoordinatorService {
         self.ensure_offsets_topic()
     }
 
-    /// Replays `__consumer_offsets` into the coordinator, then marks it loaded (blocking; call from the
-    /// blocking pool). Returns the number of records replayed.
+    /// [`check_coordinator`](Self::check_coordinator) for `group_id`, then `__consumer_offsets` exists.
+    fn ready_for(&self, group_id: &str) -> Result<(), CoordinatorError> {
+        self.check_coordinator(group_id)?;
+        self.ensure_offsets_topic()
+    }
+
+    /// Standalone: replays `__consumer_offsets` into the coordinator, then marks it loaded (blocking; call from
+    /// the blocking pool). Returns the number of records replayed. Cluster mode: nothing to do (partitions
+    /// load on leadership, [`on_partition_leadership`](Self::on_partition_leadership)); returns 0.
     pub fn load(&self) -> usize {
+        if self.cluster_mode {
+            self.loaded.store(true, Ordering::Release);
+            self.timer.notify_one();
+            tracing::info!(
+                "group coordinator started (cluster mode: partitions load on leadership)"
+            );
+            return 0;
+        }
         let started = std::time::Instant::now();
         let mut replayed = 0usize;
         let mut skipped = 0usize;
-        if let Some(topic) = self.metadata.topic(OFFSETS_TOPIC) {
-            self.num_partitions
-                .store(topic.partitions, Ordering::Release);
+        {
             let mut st = self.state.lock();
-            for p in 0..topic.partitions {
-                let Some(partition) = self.replica_manager.partition(OFFSETS_TOPIC, p) else {
-                    tracing::warn!(partition = p, "{OFFSETS_TOPIC} partition is not hosted");
-                    continue;
-                };
-                let (start, hw) = {
-                    let log = partition.log.lock();
-                    (log.log_start_offset(), log.high_watermark())
-                };
-                let mut offset = start;
-                while offset < hw {
-                    let read = partition.log.lock().read(offset, LOAD_READ_BYTES, hw, true);
-                    let bytes = match read {
-                        Ok(info) => match read_records(&info.records) {
-                            Ok(b) => b,
-                            Err(e) => {
-                                tracing::warn!(partition = p, offset, error = %e, "cannot read {OFFSETS_TOPIC}");
-                                break;
-                            }
-                        },
-                        Err(e) => {
-                            tracing::warn!(partition = p, offset, error = %e, "cannot read {OFFSETS_TOPIC}");
-                            break;
-                        }
-                    };
-                    if bytes.is_empty() {
-                        break;
-                    }
-                    let before = offset;
-                    for batch in batches(&bytes) {
-                        let batch = match batch {
-                            Ok(b) => b,
-                            Err(e) => {
-                                // A short read at the end of the slice: continue from the last whole batch.
-                                tracing::debug!(partition = p, offset, error = %e, "partial batch");
-                                break;
-                            }
-                        };
-                        let next = batch.next_offset();
-                        if next <= offset {
-                            continue;
-                        }
-                        if !batch.is_control() {
-                            match batch.records() {
-                                Ok(records) => {
-                                    for r in records {
-                                        if r.offset < offset {
-                                            continue;
-                                        }
-                                        let Some(key) = r.key.as_deref() else {
-                                            skipped += 1;
-                                            continue;
-                                        };
-                                        match decode_record(key, r.value.as_deref()) {
-                                            Ok(rec) => {
-                                                st.coordinator.replay(rec);
-                                                replayed += 1;
-                                            }
-                                            Err(e) => {
-                                                skipped += 1;
-                                                tracing::warn!(partition = p, offset = r.offset, error = %e,
-                                                    "skipping undecodable {OFFSETS_TOPIC} record");
-                                            }
-                                        }
-                                    }
-                                }
-                                Err(e) => {
-                                    tracing::warn!(partition = p, offset, error = %e,
-                                        "skipping unreadable {OFFSETS_TOPIC} batch");
-                                }
-                            }
-                        }
-                        offset = next;
-                    }
-                    if offset == before {
-                        tracing::warn!(
-                            partition = p,
-                            offset,
-                            "no progress loading {OFFSETS_TOPIC}; stopping"
-                        );
-                        break;
-                    }
+            if let Some(topic) = self.metadata.topic(OFFSETS_TOPIC) {
+                self.num_partitions
+                    .store(topic.partitions, Ordering::Release);
+                for p in 0..topic.partitions {
+                    let (r, s) =
+                        self.replay_partition(p, &mut st.coordinator, ReplayTo::HighWatermark);
+                    replayed += r;
+                    skipped += s;
                 }
             }
             let now = st.now();
             let fx = st.coordinator.loaded(now);
-            self.apply(&mut st, fx);
-        } else {
-            let mut st = self.state.lock();
-            let now = st.now();
-            let fx = st.coordinator.loaded(now);
-            self.apply(&mut st, fx);
+            let _ = self.apply(&mut st, fx);
         }
         self.loaded.store(true, Ordering::Release);
         self.timer.notify_one();
@@ -324,6 +390,231 @@ impl GroupCoordinatorService {
             "group coordinator loaded"
         );
         replayed
+    }
+
+    /// Cluster mode hook (Kafka's `onElection` / `onResignation`): this broker became (`is_leader`) or stopped
+    /// being the leader of `__consumer_offsets` partition `partition`. Call it after the ReplicaManager has
+    /// applied the new partition state, and without holding ReplicaManager or partition locks.
+    ///
+    /// Becoming leader: the partition is marked loading (its groups get COORDINATOR_LOAD_IN_PROGRESS) and
+    /// replayed from its LogStartOffset to its LogEndOffset — on the blocking pool when called inside a tokio
+    /// runtime, else inline — then its groups are served here. Repeated calls for a partition already led are
+    /// no-ops. Losing leadership: its groups, offsets and timers are dropped at once (parked JoinGroup/SyncGroup
+    /// requests are answered NOT_COORDINATOR) and they get NOT_COORDINATOR from then on; a load still running
+    /// for it is discarded. Standalone (not cluster mode) this does nothing.
+    pub fn on_partition_leadership(self: &Arc<Self>, partition: i32, is_leader: bool) {
+        if !self.cluster_mode {
+            return;
+        }
+        if let Some(t) = self.metadata.topic(OFFSETS_TOPIC) {
+            self.num_partitions.store(t.partitions, Ordering::Release);
+        }
+        if is_leader {
+            let id = self.load_ids.fetch_add(1, Ordering::Relaxed) + 1;
+            {
+                let mut parts = self.partitions.lock();
+                if parts.contains_key(&partition) {
+                    return;
+                }
+                parts.insert(partition, Coordination::Loading(id));
+            }
+            tracing::info!(
+                partition,
+                "loading {OFFSETS_TOPIC} partition (became its leader)"
+            );
+            match tokio::runtime::Handle::try_current() {
+                Ok(handle) => {
+                    let this = self.clone();
+                    handle.spawn_blocking(move || this.load_partition(partition, id));
+                }
+                Err(_) => self.load_partition(partition, id),
+            }
+        } else {
+            self.unload_partition(partition);
+        }
+    }
+
+    /// Replays one partition into a fresh coordinator and, if load `id` is still current, merges it.
+    fn load_partition(&self, partition: i32, id: u64) {
+        let started = std::time::Instant::now();
+        let mut scratch = GroupCoordinator::new(group_config(&self.config));
+        let (replayed, skipped) = self.replay_partition(partition, &mut scratch, ReplayTo::LogEnd);
+        {
+            let mut st = self.state.lock();
+            {
+                let mut parts = self.partitions.lock();
+                if parts.get(&partition) != Some(&Coordination::Loading(id)) {
+                    tracing::info!(
+                        partition,
+                        "{OFFSETS_TOPIC} partition load superseded; discarded"
+                    );
+                    return;
+                }
+                parts.insert(partition, Coordination::Loaded);
+            }
+            let now = st.now();
+            let fx = st.coordinator.load_groups(now, scratch);
+            let _ = self.apply(&mut st, fx);
+        }
+        self.timer.notify_one();
+        tracing::info!(
+            partition,
+            records = replayed,
+            skipped,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "{OFFSETS_TOPIC} partition loaded"
+        );
+    }
+
+    /// Drops the groups of a partition no longer led here and answers their parked requests.
+    fn unload_partition(&self, partition: i32) {
+        let mut st = self.state.lock();
+        if self.partitions.lock().remove(&partition).is_none() {
+            return;
+        }
+        let n = self.num_partitions.load(Ordering::Acquire);
+        let belongs = |g: &str| partition_for(g, n) == partition;
+        let fx = st.coordinator.unload_groups(belongs);
+        let _ = self.apply(&mut st, fx);
+        let stale: Vec<RequestId> = st
+            .pending
+            .iter()
+            .filter(|(_, (g, _))| belongs(g))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in stale {
+            match st.pending.remove(&id) {
+                Some((_, Pending::Join(tx))) => {
+                    let _ = tx.send(JoinResult {
+                        error_code: ErrorCode::NOT_COORDINATOR.0,
+                        generation_id: -1,
+                        protocol_type: None,
+                        protocol_name: None,
+                        leader: String::new(),
+                        skip_assignment: false,
+                        member_id: String::new(),
+                        members: Vec::new(),
+                    });
+                }
+                Some((_, Pending::Sync(tx))) => {
+                    let _ = tx.send(SyncResult {
+                        error_code: ErrorCode::NOT_COORDINATOR.0,
+                        protocol_type: None,
+                        protocol_name: None,
+                        assignment: Bytes::new(),
+                    });
+                }
+                None => {}
+            }
+        }
+        drop(st);
+        self.timer.notify_one();
+        tracing::info!(
+            partition,
+            "unloaded {OFFSETS_TOPIC} partition (no longer its leader)"
+        );
+    }
+
+    /// Replays partition `p` of `__consumer_offsets` from its LogStartOffset to `to` into `into`. Returns
+    /// (records replayed, records skipped).
+    fn replay_partition(
+        &self,
+        p: i32,
+        into: &mut GroupCoordinator,
+        to: ReplayTo,
+    ) -> (usize, usize) {
+        let mut replayed = 0usize;
+        let mut skipped = 0usize;
+        let Some(partition) = self.replica_manager.partition(OFFSETS_TOPIC, p) else {
+            tracing::warn!(partition = p, "{OFFSETS_TOPIC} partition is not hosted");
+            return (0, 0);
+        };
+        let (start, end) = {
+            let log = partition.log.lock();
+            let end = match to {
+                ReplayTo::HighWatermark => log.high_watermark(),
+                ReplayTo::LogEnd => log.log_end_offset(),
+            };
+            (log.log_start_offset(), end)
+        };
+        let mut offset = start;
+        while offset < end {
+            let read = partition
+                .log
+                .lock()
+                .read(offset, LOAD_READ_BYTES, end, true);
+            let bytes = match read {
+                Ok(info) => match read_records(&info.records) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        tracing::warn!(partition = p, offset, error = %e, "cannot read {OFFSETS_TOPIC}");
+                        break;
+                    }
+                },
+                Err(e) => {
+                    tracing::warn!(partition = p, offset, error = %e, "cannot read {OFFSETS_TOPIC}");
+                    break;
+                }
+            };
+            if bytes.is_empty() {
+                break;
+            }
+            let before = offset;
+            for batch in batches(&bytes) {
+                let batch = match batch {
+                    Ok(b) => b,
+                    Err(e) => {
+                        // A short read at the end of the slice: continue from the last whole batch.
+                        tracing::debug!(partition = p, offset, error = %e, "partial batch");
+                        break;
+                    }
+                };
+                let next = batch.next_offset();
+                if next <= offset {
+                    continue;
+                }
+                if !batch.is_control() {
+                    match batch.records() {
+                        Ok(records) => {
+                            for r in records {
+                                if r.offset < offset {
+                                    continue;
+                                }
+                                let Some(key) = r.key.as_deref() else {
+                                    skipped += 1;
+                                    continue;
+                                };
+                                match decode_record(key, r.value.as_deref()) {
+                                    Ok(rec) => {
+                                        into.replay(rec);
+                                        replayed += 1;
+                                    }
+                                    Err(e) => {
+                                        skipped += 1;
+                                        tracing::warn!(partition = p, offset = r.offset, error = %e,
+                                            "skipping undecodable {OFFSETS_TOPIC} record");
+                                    }
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            tracing::warn!(partition = p, offset, error = %e,
+                                "skipping unreadable {OFFSETS_TOPIC} batch");
+                        }
+                    }
+                }
+                offset = next;
+            }
+            if offset == before {
+                tracing::warn!(
+                    partition = p,
+                    offset,
+                    "no progress loading {OFFSETS_TOPIC}; stopping"
+                );
+                break;
+            }
+        }
+        (replayed, skipped)
     }
 
     /// Fires the coordinator's timers at their deadlines until `shutdown` flips.
@@ -349,27 +640,39 @@ impl GroupCoordinatorService {
             let mut st = self.state.lock();
             let now = st.now();
             let fx = st.coordinator.tick(now);
-            self.apply(&mut st, fx);
+            let _ = self.apply(&mut st, fx);
         }
     }
 
-    /// Runs `f` on the coordinator under the lock, persists the effects it returns, completes parked requests,
-    /// and wakes the timer task. Returns `f`'s value and whether persisting succeeded.
-    fn call<T>(&self, f: impl FnOnce(&mut State, i64) -> (T, Vec<Effect>)) -> (T, bool) {
+    /// Runs `f` on the coordinator under the lock — after re-checking, under the lock, that `group` (if any)
+    /// is coordinated here — persists the effects it returns, completes parked requests, and wakes the timer
+    /// task. Returns `f`'s value and the appends (or the write error).
+    fn call<T>(
+        &self,
+        group: Option<&str>,
+        f: impl FnOnce(&mut State, i64) -> (T, Vec<Effect>),
+    ) -> Result<(T, Result<Vec<Appended>, CoordinatorError>), CoordinatorError> {
         let out = {
             let mut st = self.state.lock();
+            if let Some(g) = group {
+                self.check_coordinator(g)?;
+            }
             let now = st.now();
             let (value, fx) = f(&mut st, now);
-            let ok = self.apply(&mut st, fx);
-            (value, ok)
+            let written = self.apply(&mut st, fx);
+            (value, written)
         };
         self.timer.notify_one();
-        out
+        Ok(out)
     }
 
     /// Persists every `Persist` effect (in order), then completes the parked requests the effects answer.
-    /// Returns false if a record could not be written.
-    fn apply(&self, st: &mut State, effects: Vec<Effect>) -> bool {
+    /// Returns the appends, or the error of the first failed write.
+    fn apply(
+        &self,
+        st: &mut State,
+        effects: Vec<Effect>,
+    ) -> Result<Vec<Appended>, CoordinatorError> {
         let records: Vec<&GroupRecord> = effects
             .iter()
             .filter_map(|e| match e {
@@ -377,33 +680,31 @@ impl GroupCoordinatorService {
                 _ => None,
             })
             .collect();
-        let ok = self.persist(&records);
+        let written = self.persist(&records);
         for e in effects {
             match e {
                 Effect::JoinResponse { request, response } => {
-                    if let Some(Pending::Join(tx)) = st.pending.remove(&request) {
+                    if let Some((_, Pending::Join(tx))) = st.pending.remove(&request) {
                         let _ = tx.send(response);
                     }
                 }
                 Effect::SyncResponse { request, response } => {
-                    if let Some(Pending::Sync(tx)) = st.pending.remove(&request) {
+                    if let Some((_, Pending::Sync(tx))) = st.pending.remove(&request) {
                         let _ = tx.send(response);
                     }
                 }
                 Effect::Persist(_) => {}
             }
         }
-        ok
+        written
     }
 
     /// Appends `records` to `__consumer_offsets`: one batch per partition, records in call order.
-    fn persist(&self, records: &[&GroupRecord]) -> bool {
+    fn persist(&self, records: &[&GroupRecord]) -> Result<Vec<Appended>, CoordinatorError> {
         if records.is_empty() {
-            return true;
+            return Ok(Vec::new());
         }
-        if self.ensure_offsets_topic().is_err() {
-            return false;
-        }
+        self.ensure_offsets_topic()?;
         let n = self.num_partitions.load(Ordering::Acquire);
         let mut by_partition: BTreeMap<i32, Vec<&GroupRecord>> = BTreeMap::new();
         for r in records {
@@ -413,39 +714,60 @@ impl GroupCoordinatorService {
                 .push(r);
         }
         let now = now_ms();
-        let mut ok = true;
+        let mut result = Ok(Vec::with_capacity(by_partition.len()));
         for (p, recs) in by_partition {
             let mut builder = RecordBatchBuilder::new(Compression::None);
             for r in recs {
                 let (key, value) = encode_record(r);
                 builder.append(now, Some(key), value, Vec::new());
             }
-            let result = builder
-                .build()
-                .map_err(|e| StorageError::CorruptMessage(e.to_string()))
-                .and_then(
-                    |bytes| match self.replica_manager.partition(OFFSETS_TOPIC, p) {
-                        Some(partition) => self.replica_manager.append(&partition, bytes),
-                        None => Err(StorageError::LogOffline(format!("{OFFSETS_TOPIC}-{p}"))),
-                    },
-                );
-            if let Err(e) = result {
-                tracing::error!(partition = p, error = %e, "cannot write group records");
-                ok = false;
+            let appended = match builder.build() {
+                Err(e) => {
+                    tracing::error!(partition = p, error = %e, "cannot encode group records");
+                    Err(ErrorCode::COORDINATOR_NOT_AVAILABLE)
+                }
+                Ok(bytes) => match self.replica_manager.partition(OFFSETS_TOPIC, p) {
+                    None => {
+                        tracing::error!(partition = p, "{OFFSETS_TOPIC} partition is not hosted");
+                        Err(if self.cluster_mode {
+                            ErrorCode::NOT_COORDINATOR
+                        } else {
+                            ErrorCode::COORDINATOR_NOT_AVAILABLE
+                        })
+                    }
+                    Some(partition) => {
+                        match self.replica_manager.append_to_leader(&partition, bytes, 0) {
+                            Ok((info, epoch)) => Ok((partition, info.last_offset + 1, epoch)),
+                            Err(e) => {
+                                tracing::error!(partition = p, error = %e, "cannot write group records");
+                                Err(write_error(&e))
+                            }
+                        }
+                    }
+                },
+            };
+            match (&mut result, appended) {
+                (Ok(v), Ok(a)) => v.push(a),
+                (Ok(_), Err(e)) => result = Err(e),
+                (Err(_), _) => {}
             }
         }
-        ok
+        result
     }
 
     /// JoinGroup: parks until the coordinator answers (the rebalance completes, or at once on errors).
+    /// Errors: see [`check_coordinator`](Self::check_coordinator), COORDINATOR_NOT_AVAILABLE.
     pub async fn join_group(&self, req: JoinGroupRequest) -> Result<JoinResult, CoordinatorError> {
-        self.ready()?;
+        self.ready_for(&req.group_id)?;
         let member_id = req.member_id.clone();
+        let group = req.group_id.clone();
         let (tx, rx) = oneshot::channel();
-        self.call(|st, now| {
-            let id = st.park(Pending::Join(tx));
+        // A failed write of the group's records is not reported to the parked members (the group is
+        // unloaded, and they are answered NOT_COORDINATOR, when leadership is lost).
+        let _ = self.call(Some(&group), |st, now| {
+            let id = st.park(&group, Pending::Join(tx));
             ((), st.coordinator.join_group(now, id, req))
-        });
+        })?;
         Ok(rx.await.unwrap_or_else(|_| JoinResult {
             error_code: ErrorCode::UNKNOWN_SERVER_ERROR.0,
             generation_id: -1,
@@ -459,13 +781,17 @@ impl GroupCoordinatorService {
     }
 
     /// SyncGroup: parks until the leader's assignment arrives (or at once on errors / for the leader).
+    /// Errors: see [`check_coordinator`](Self::check_coordinator), COORDINATOR_NOT_AVAILABLE.
     pub async fn sync_group(&self, req: SyncGroupRequest) -> Result<SyncResult, CoordinatorError> {
-        self.ready()?;
+        self.ready_for(&req.group_id)?;
+        let group = req.group_id.clone();
         let (tx, rx) = oneshot::channel();
-        self.call(|st, now| {
-            let id = st.park(Pending::Sync(tx));
+        // A failed write of the group's records is not reported to the parked members (the group is
+        // unloaded, and they are answered NOT_COORDINATOR, when leadership is lost).
+        let _ = self.call(Some(&group), |st, now| {
+            let id = st.park(&group, Pending::Sync(tx));
             ((), st.coordinator.sync_group(now, id, req))
-        });
+        })?;
         Ok(rx.await.unwrap_or_else(|_| SyncResult {
             error_code: ErrorCode::UNKNOWN_SERVER_ERROR.0,
             protocol_type: None,
@@ -474,23 +800,111 @@ impl GroupCoordinatorService {
         }))
     }
 
-    /// Runs a call that answers at once (`Outcome`-returning coordinator methods). Returns the response and
-    /// whether its records were written.
+    /// Runs a call that names no group and answers at once (`Outcome`-returning coordinator methods).
+    /// Returns the response and whether its records were written. Calls about one group use
+    /// [`with_group`](Self::with_group).
     pub fn with<T>(
         &self,
         f: impl FnOnce(&mut GroupCoordinator, i64) -> coordinator::Outcome<T>,
     ) -> Result<(T, bool), CoordinatorError> {
         self.ready()?;
-        Ok(self.call(|st, now| {
+        let (value, written) = self.call(None, |st, now| {
             let o = f(&mut st.coordinator, now);
             (o.response, o.effects)
-        }))
+        })?;
+        Ok((value, written.is_ok()))
     }
 
-    /// Runs a read-only query on the coordinator (after loading).
+    /// Runs a call about `group_id` that answers at once, if this broker coordinates the group (checked again
+    /// under the coordinator lock). Returns the response and whether its records reached the leader log
+    /// ([`Written`]). Errors: see [`check_coordinator`](Self::check_coordinator), COORDINATOR_NOT_AVAILABLE
+    /// (`__consumer_offsets` cannot be created).
+    pub fn with_group<T>(
+        &self,
+        group_id: &str,
+        f: impl FnOnce(&mut GroupCoordinator, i64) -> coordinator::Outcome<T>,
+    ) -> Result<(T, Written), CoordinatorError> {
+        self.ready_for(group_id)?;
+        let (value, written) = self.call(Some(group_id), |st, now| {
+            let o = f(&mut st.coordinator, now);
+            (o.response, o.effects)
+        })?;
+        Ok((value, written.map(|_| ())))
+    }
+
+    /// [`with_group`](Self::with_group), then waits (up to `offsets.commit.timeout.ms`, default 5000 ms) until
+    /// every record written has reached the HighWatermark, i.e. every ISR member has it (Kafka writes
+    /// commits with acks=all). `min.insync.replicas` of `__consumer_offsets` applies when the wait ends.
+    /// Write errors: leadership lost meanwhile → NOT_COORDINATOR; ISR too small or timeout →
+    /// COORDINATOR_NOT_AVAILABLE.
+    pub async fn with_group_replicated<T>(
+        &self,
+        group_id: &str,
+        f: impl FnOnce(&mut GroupCoordinator, i64) -> coordinator::Outcome<T>,
+    ) -> Result<(T, Written), CoordinatorError> {
+        self.ready_for(group_id)?;
+        let (value, written) = self.call(Some(group_id), |st, now| {
+            let o = f(&mut st.coordinator, now);
+            (o.response, o.effects)
+        })?;
+        let appended = match written {
+            Ok(a) => a,
+            Err(e) => return Ok((value, Err(e))),
+        };
+        Ok((value, self.wait_replicated(&appended).await))
+    }
+
+    /// Waits until each append reached the HighWatermark in its LeaderEpoch.
+    async fn wait_replicated(&self, appended: &[Appended]) -> Written {
+        if appended.is_empty() {
+            return Ok(());
+        }
+        let timeout = self
+            .config
+            .value("offsets.commit.timeout.ms")
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(OFFSETS_COMMIT_TIMEOUT_MS);
+        let deadline = std::time::Instant::now() + Duration::from_millis(timeout);
+        let min_isr = self
+            .metadata
+            .topic(OFFSETS_TOPIC)
+            .and_then(|t| {
+                self.topics
+                    .topic_config_value(&t.configs, "min.insync.replicas")
+            })
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(1)
+            .max(1);
+        for (partition, required, epoch) in appended {
+            if let Err(e) = self
+                .replica_manager
+                .wait_for_replication(partition, *required, *epoch, min_isr, deadline)
+                .await
+            {
+                tracing::warn!(partition = partition.partition, error = %e,
+                    "group records not replicated");
+                return Err(write_error(&e));
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs a read-only query on the coordinator that names no group (after loading).
     pub fn read<T>(&self, f: impl FnOnce(&GroupCoordinator) -> T) -> Result<T, CoordinatorError> {
         self.check_loaded()?;
         let st = self.state.lock();
+        Ok(f(&st.coordinator))
+    }
+
+    /// Runs a read-only query about `group_id`, if this broker coordinates the group (checked under the
+    /// coordinator lock). Errors: see [`check_coordinator`](Self::check_coordinator).
+    pub fn read_group<T>(
+        &self,
+        group_id: &str,
+        f: impl FnOnce(&GroupCoordinator) -> T,
+    ) -> Result<T, CoordinatorError> {
+        let st = self.state.lock();
+        self.check_coordinator(group_id)?;
         Ok(f(&st.coordinator))
     }
 }
@@ -554,7 +968,7 @@ mod tests {
             Arc::new(crate::replica_manager::StandaloneLink),
             30_000,
         ));
-        let svc = GroupCoordinatorService::new(config, metadata, rm.clone());
+        let svc = GroupCoordinatorService::new(config, metadata, rm.clone(), None);
         svc.topics.load_all().unwrap();
         (Arc::new(svc), rm)
     }
@@ -673,5 +1087,197 @@ mod tests {
         .unwrap();
         assert_eq!((synced.error_code, &synced.assignment[..]), (0, &b"a"[..]));
         timers.abort();
+    }
+
+    /// Group ids whose `__consumer_offsets` partition (of 3) is 0 and 1.
+    fn groups_on_0_and_1() -> (String, String) {
+        let find = |p: i32| {
+            (0..)
+                .map(|i| format!("group-{i}"))
+                .find(|g| partition_for(g, 3) == p)
+                .unwrap()
+        };
+        (find(0), find(1))
+    }
+
+    /// A cluster-mode service whose `__consumer_offsets` (3 partitions) exists and of which it leads nothing.
+    fn open_cluster_mode(
+        dir: &std::path::Path,
+    ) -> (Arc<GroupCoordinatorService>, Arc<ReplicaManager>) {
+        let (svc, rm) = open(dir);
+        let svc = Arc::new(
+            Arc::try_unwrap(svc)
+                .expect("sole owner")
+                .with_cluster_mode(),
+        );
+        svc.ensure_offsets_topic().unwrap();
+        assert_eq!(svc.load(), 0, "cluster mode loads partitions on leadership");
+        (svc, rm)
+    }
+
+    fn committed(svc: &GroupCoordinatorService, group: &str) -> Result<i64, CoordinatorError> {
+        svc.read_group(group, |c| {
+            c.fetch_offsets(group, Some(&[("t".to_string(), vec![0])]))
+                .topics[0]
+                .1[0]
+                .committed_offset
+        })
+    }
+
+    #[test]
+    fn cluster_mode_coordinates_only_led_partitions_and_reloads_on_leadership() {
+        let dir = tempfile::tempdir().unwrap();
+        let (svc, _rm) = open_cluster_mode(dir.path());
+        let (a, b) = groups_on_0_and_1();
+        // Nothing led yet: every group is coordinated elsewhere.
+        assert_eq!(svc.check_coordinator(&a), Err(ErrorCode::NOT_COORDINATOR));
+        assert_eq!(
+            svc.with_group(&a, |c, now| c.commit_offsets(now, &commit(&a, 1)))
+                .unwrap_err(),
+            ErrorCode::NOT_COORDINATOR
+        );
+        assert_eq!(committed(&svc, &a), Err(ErrorCode::NOT_COORDINATOR));
+
+        // Leader of partitions 0 and 1 (outside a runtime the replay runs inline).
+        svc.on_partition_leadership(0, true);
+        svc.on_partition_leadership(1, true);
+        assert_eq!(svc.coordinated_partitions(), vec![(0, true), (1, true)]);
+        assert_eq!(svc.check_coordinator(&a), Ok(()));
+        for (g, offset) in [(&a, 10), (&b, 20)] {
+            let (r, written) = svc
+                .with_group(g, |c, now| c.commit_offsets(now, &commit(g, offset)))
+                .unwrap();
+            assert_eq!(
+                (r, written),
+                (vec![("t".to_string(), vec![(0, 0)])], Ok(()))
+            );
+        }
+        let (_, written) = svc
+            .with_group(&a, |c, now| c.commit_offsets(now, &commit(&a, 11)))
+            .unwrap();
+        assert_eq!(written, Ok(()));
+
+        // Losing partition 0: its group is gone and coordinated elsewhere; partition 1 is untouched.
+        svc.on_partition_leadership(0, false);
+        assert_eq!(svc.coordinated_partitions(), vec![(1, true)]);
+        assert_eq!(svc.check_coordinator(&a), Err(ErrorCode::NOT_COORDINATOR));
+        assert_eq!(committed(&svc, &a), Err(ErrorCode::NOT_COORDINATOR));
+        assert!(!svc.read(|c| c.has_group(&a)).unwrap());
+        let listed: Vec<String> = svc
+            .read(|c| c.list_groups(&[]))
+            .unwrap()
+            .into_iter()
+            .map(|g| g.group_id)
+            .collect();
+        assert_eq!(listed, vec![b.clone()]);
+        assert_eq!(committed(&svc, &b), Ok(20));
+        // Losing it again is a no-op.
+        svc.on_partition_leadership(0, false);
+
+        // Regaining it replays the partition's log.
+        svc.on_partition_leadership(0, true);
+        assert_eq!(committed(&svc, &a), Ok(11));
+        assert_eq!(committed(&svc, &b), Ok(20));
+        // A second "became leader" for a partition already led changes nothing.
+        svc.on_partition_leadership(0, true);
+        assert_eq!(committed(&svc, &a), Ok(11));
+    }
+
+    #[test]
+    fn cluster_mode_loading_state_superseded_loads_and_lost_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let (svc, rm) = open_cluster_mode(dir.path());
+        let (a, b) = groups_on_0_and_1();
+        svc.on_partition_leadership(0, true);
+        let (_, written) = svc
+            .with_group(&a, |c, now| c.commit_offsets(now, &commit(&a, 5)))
+            .unwrap();
+        assert_eq!(written, Ok(()));
+        svc.on_partition_leadership(0, false);
+
+        // While a partition loads its groups get COORDINATOR_LOAD_IN_PROGRESS; a load that was superseded
+        // (leadership lost and regained meanwhile) is discarded.
+        svc.partitions
+            .lock()
+            .insert(0, Coordination::Loading(1_000));
+        assert_eq!(
+            svc.check_coordinator(&a),
+            Err(ErrorCode::COORDINATOR_LOAD_IN_PROGRESS)
+        );
+        assert_eq!(
+            svc.with_group(&a, |c, now| c.heartbeat(now, &a, "m", None, 1))
+                .unwrap_err(),
+            ErrorCode::COORDINATOR_LOAD_IN_PROGRESS
+        );
+        svc.load_partition(0, 999);
+        assert_eq!(
+            svc.check_coordinator(&a),
+            Err(ErrorCode::COORDINATOR_LOAD_IN_PROGRESS)
+        );
+        assert!(!svc.read(|c| c.has_group(&a)).unwrap());
+        svc.load_partition(0, 1_000);
+        assert_eq!(committed(&svc, &a), Ok(5));
+
+        // The log of a led partition went away (leadership moved before the resignation call arrived): the
+        // write fails with NOT_COORDINATOR.
+        svc.on_partition_leadership(1, true);
+        rm.stop_replica(OFFSETS_TOPIC, 1, false).unwrap();
+        let (r, written) = svc
+            .with_group(&b, |c, now| c.commit_offsets(now, &commit(&b, 1)))
+            .unwrap();
+        assert_eq!(r, vec![("t".to_string(), vec![(0, 0)])]);
+        assert_eq!(written, Err(ErrorCode::NOT_COORDINATOR));
+    }
+
+    #[test]
+    fn cluster_mode_unload_answers_parked_joins_not_coordinator() {
+        let dir = tempfile::tempdir().unwrap();
+        let (svc, _rm) = open_cluster_mode(dir.path());
+        let (a, _) = groups_on_0_and_1();
+        svc.on_partition_leadership(0, true);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let join = |member: &str| coordinator::JoinGroupRequest {
+                api_version: 5,
+                group_id: a.clone(),
+                session_timeout_ms: 10_000,
+                rebalance_timeout_ms: 10_000,
+                member_id: member.into(),
+                group_instance_id: None,
+                protocol_type: "consumer".into(),
+                protocols: vec![JoinProtocol {
+                    name: "range".into(),
+                    metadata: Bytes::from_static(b"m"),
+                }],
+                client_id: "c".into(),
+                client_host: "/127.0.0.1".into(),
+            };
+            let first = svc.join_group(join("")).await.unwrap();
+            assert_eq!(first.error_code, coordinator::error::MEMBER_ID_REQUIRED);
+            // No timer task runs: the rejoin stays parked in the initial rebalance.
+            let parked = tokio::spawn({
+                let svc = svc.clone();
+                let req = join(&first.member_id);
+                async move { svc.join_group(req).await }
+            });
+            while svc.state.lock().pending.is_empty() {
+                tokio::task::yield_now().await;
+            }
+            svc.on_partition_leadership(0, false);
+            let r = tokio::time::timeout(Duration::from_secs(10), parked)
+                .await
+                .expect("answered at once")
+                .unwrap()
+                .unwrap();
+            assert_eq!(r.error_code, ErrorCode::NOT_COORDINATOR.0);
+            assert!(svc.state.lock().pending.is_empty());
+            assert_eq!(
+                svc.join_group(join(&first.member_id)).await.unwrap_err(),
+                ErrorCode::NOT_COORDINATOR
+            );
+        });
     }
 }

@@ -2,8 +2,10 @@
 //! null.
 //!
 //! Deletes Empty groups with all their committed offsets (tombstones are written to `__consumer_offsets`).
-//! Per group: 0, INVALID_GROUP_ID (24, empty id), NON_EMPTY_GROUP (68), GROUP_ID_NOT_FOUND (69), or
-//! COORDINATOR_LOAD_IN_PROGRESS (14) / COORDINATOR_NOT_AVAILABLE (15).
+//! Per group: 0, INVALID_GROUP_ID (24, empty id), NON_EMPTY_GROUP (68), GROUP_ID_NOT_FOUND (69),
+//! COORDINATOR_LOAD_IN_PROGRESS (14), COORDINATOR_NOT_AVAILABLE (15) (tombstones not written), or
+//! NOT_COORDINATOR (16) (cluster mode: the group is coordinated by another broker, or leadership was lost
+//! while writing).
 
 use protocol::error::ErrorCode;
 use protocol::messages::delete_groups_response::DeletableGroupResult;
@@ -12,39 +14,14 @@ use protocol::RequestHeader;
 
 use super::KafkaApis;
 
-/// Deletes each group; one result per requested group, in request order.
+/// Deletes each group; one result per requested group, in request order. Each group is checked and deleted
+/// on its own (in cluster mode groups of one request may have different coordinators: a group coordinated
+/// elsewhere gets NOT_COORDINATOR (16), one whose partition is loading COORDINATOR_LOAD_IN_PROGRESS (14)).
 pub fn handle(
     apis: &KafkaApis,
     _header: &RequestHeader,
     request: DeleteGroupsRequest,
 ) -> DeleteGroupsResponse {
-    let valid: Vec<String> = request
-        .groups_names
-        .iter()
-        .filter(|g| !g.is_empty())
-        .cloned()
-        .collect();
-    let outcome = if valid.is_empty() {
-        Ok(Vec::new())
-    } else {
-        match apis.groups.with(|c, now| c.delete_groups(now, &valid)) {
-            Ok((mut r, persisted)) => {
-                if !persisted {
-                    for (_, code) in r.iter_mut() {
-                        if *code == 0 {
-                            *code = ErrorCode::COORDINATOR_NOT_AVAILABLE.0;
-                        }
-                    }
-                }
-                Ok(r)
-            }
-            Err(code) => Err(code.0),
-        }
-    };
-    let mut results = match &outcome {
-        Ok(r) => r.iter().map(|(_, c)| *c).collect::<Vec<_>>().into_iter(),
-        Err(_) => Vec::new().into_iter(),
-    };
     DeleteGroupsResponse {
         results: request
             .groups_names
@@ -53,9 +30,21 @@ pub fn handle(
                 let error_code = if group_id.is_empty() {
                     coordinator::error::INVALID_GROUP_ID
                 } else {
-                    match &outcome {
-                        Ok(_) => results.next().unwrap_or(ErrorCode::UNKNOWN_SERVER_ERROR.0),
-                        Err(code) => *code,
+                    let one = std::slice::from_ref(&group_id);
+                    match apis
+                        .groups
+                        .with_group(&group_id, |c, now| c.delete_groups(now, one))
+                    {
+                        Ok((r, written)) => {
+                            let code = r
+                                .first()
+                                .map_or(ErrorCode::UNKNOWN_SERVER_ERROR.0, |(_, c)| *c);
+                            match written {
+                                Err(e) if code == 0 => e.0,
+                                _ => code,
+                            }
+                        }
+                        Err(code) => code.0,
                     }
                 };
                 DeletableGroupResult {

@@ -44,7 +44,10 @@ pub fn handle(
             if group_id.is_empty() {
                 return error(coordinator::error::INVALID_GROUP_ID, None);
             }
-            let d = match apis.groups.read(|c| c.describe_group(&group_id)) {
+            let d = match apis
+                .groups
+                .read_group(&group_id, |c| c.describe_group(&group_id))
+            {
                 Ok(d) => d,
                 Err(code) => return error(code.0, None),
             };

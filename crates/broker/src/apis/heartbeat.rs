@@ -17,7 +17,7 @@ pub fn handle(
     let error_code = if request.group_id.is_empty() {
         coordinator::error::INVALID_GROUP_ID
     } else {
-        match apis.groups.with(|c, now| {
+        match apis.groups.with_group(&request.group_id, |c, now| {
             c.heartbeat(
                 now,
                 &request.group_id,

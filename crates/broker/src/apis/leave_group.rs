@@ -35,10 +35,9 @@ pub fn handle(
     let result = if request.group_id.is_empty() {
         Err(coordinator::error::INVALID_GROUP_ID)
     } else {
-        match apis
-            .groups
-            .with(|c, now| c.leave_group(now, &request.group_id, &members))
-        {
+        match apis.groups.with_group(&request.group_id, |c, now| {
+            c.leave_group(now, &request.group_id, &members)
+        }) {
             Ok((r, _)) => Ok(r),
             Err(code) => Err(code.0),
         }

@@ -5,7 +5,11 @@
 //! Topics this broker does not know get UNKNOWN_TOPIC_OR_PARTITION (3) without reaching the coordinator, as
 //! in Kafka. Commits from outside group management (generation -1, empty member id) are stored for an Empty
 //! (or new) group and refused for an active one. If the records cannot be written, the partitions that would
-//! have succeeded get COORDINATOR_NOT_AVAILABLE (15) (the commit stays in memory until restart).
+//! have succeeded get the write error: NOT_COORDINATOR (16) when this broker no longer leads the group's
+//! `__consumer_offsets` partition, else COORDINATOR_NOT_AVAILABLE (15) (the commit stays in memory).
+//! In cluster mode a group coordinated elsewhere gets NOT_COORDINATOR on every partition.
+//! [`handle`] answers once the records are in the leader log (acks=1); [`handle_async`] also waits for the
+//! ISR (Kafka's acks=all for commits) and is the one to dispatch to.
 //! v10 (topic ids) is not served.
 
 use protocol::error::ErrorCode;
@@ -16,15 +20,61 @@ use protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
 use protocol::RequestHeader;
 
 use super::KafkaApis;
+use crate::group_coordinator::Written;
 
-/// Commits the offsets; one result per requested partition, in request order.
+/// The coordinator's per-topic, per-partition commit results.
+type CommitResult = coordinator::OffsetCommitResult;
+
+/// What remains to answer after the request has been checked.
+enum Prepared {
+    /// Answered without the coordinator.
+    Done(OffsetCommitResponse),
+    /// Ask the coordinator: the coordinator request, and per request topic whether it is known.
+    Commit(coordinator::OffsetCommitRequest, Vec<bool>),
+}
+
+/// Commits the offsets; one result per requested partition, in request order. Answers once the records
+/// are in the leader log.
 pub fn handle(
     apis: &KafkaApis,
     header: &RequestHeader,
     request: OffsetCommitRequest,
 ) -> OffsetCommitResponse {
-    let version = header.request_api_version;
-    let all_with = |code: i16| OffsetCommitResponse {
+    match prepare(apis, header, &request) {
+        Prepared::Done(r) => r,
+        Prepared::Commit(req, known) => {
+            let outcome = apis
+                .groups
+                .with_group(&req.group_id, |c, now| c.commit_offsets(now, &req));
+            finish(&request, known, outcome)
+        }
+    }
+}
+
+/// [`handle`], answering once the records have reached the `__consumer_offsets` HighWatermark (every ISR
+/// member has them), as Kafka's coordinator writes commits with acks=all.
+// Not dispatched yet: apis/mod.rs calls `handle`; switching it to `handle_async(..).await` enables acks=all.
+#[allow(dead_code)]
+pub async fn handle_async(
+    apis: &KafkaApis,
+    header: &RequestHeader,
+    request: OffsetCommitRequest,
+) -> OffsetCommitResponse {
+    match prepare(apis, header, &request) {
+        Prepared::Done(r) => r,
+        Prepared::Commit(req, known) => {
+            let outcome = apis
+                .groups
+                .with_group_replicated(&req.group_id, |c, now| c.commit_offsets(now, &req))
+                .await;
+            finish(&request, known, outcome)
+        }
+    }
+}
+
+/// Every requested partition with `code`.
+fn all_with(request: &OffsetCommitRequest, code: i16) -> OffsetCommitResponse {
+    OffsetCommitResponse {
         topics: request
             .topics
             .iter()
@@ -43,15 +93,26 @@ pub fn handle(
             })
             .collect(),
         ..Default::default()
-    };
+    }
+}
+
+/// Validates the group id, splits off unknown topics and builds the coordinator request.
+fn prepare(apis: &KafkaApis, header: &RequestHeader, request: &OffsetCommitRequest) -> Prepared {
+    let version = header.request_api_version;
     if request.group_id.is_empty() {
-        return all_with(coordinator::error::INVALID_GROUP_ID);
+        return Prepared::Done(all_with(request, coordinator::error::INVALID_GROUP_ID));
+    }
+    if let Err(code) = apis.groups.check_coordinator(&request.group_id) {
+        return Prepared::Done(all_with(request, code.0));
     }
     let known: Vec<bool> = request
         .topics
         .iter()
         .map(|t| apis.metadata.topic(&t.name).is_some())
         .collect();
+    if !known.iter().any(|k| *k) {
+        return Prepared::Done(all_with(request, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0));
+    }
     let req = coordinator::OffsetCommitRequest {
         api_version: version,
         group_id: request.group_id.clone(),
@@ -84,24 +145,29 @@ pub fn handle(
             })
             .collect(),
     };
-    let mut results = if req.topics.is_empty() {
-        Vec::new().into_iter()
-    } else {
-        match apis.groups.with(|c, now| c.commit_offsets(now, &req)) {
-            Ok((mut r, persisted)) => {
-                if !persisted {
-                    for (_, parts) in r.iter_mut() {
-                        for (_, code) in parts.iter_mut() {
-                            if *code == 0 {
-                                *code = ErrorCode::COORDINATOR_NOT_AVAILABLE.0;
-                            }
+    Prepared::Commit(req, known)
+}
+
+/// Builds the response from the coordinator's outcome (requests without a known topic never reach it).
+fn finish(
+    request: &OffsetCommitRequest,
+    known: Vec<bool>,
+    outcome: Result<(CommitResult, Written), ErrorCode>,
+) -> OffsetCommitResponse {
+    let mut results = match outcome {
+        Ok((mut r, written)) => {
+            if let Err(e) = written {
+                for (_, parts) in r.iter_mut() {
+                    for (_, code) in parts.iter_mut() {
+                        if *code == 0 {
+                            *code = e.0;
                         }
                     }
                 }
-                r.into_iter()
             }
-            Err(code) => return all_with(code.0),
+            r.into_iter()
         }
+        Err(code) => return all_with(request, code.0),
     };
     let unknown = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0;
     OffsetCommitResponse {

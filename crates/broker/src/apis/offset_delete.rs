@@ -44,11 +44,13 @@ pub fn handle(
             )
         })
         .collect();
-    let result = match apis
-        .groups
-        .with(|c, now| c.delete_offsets(now, &request.group_id, &wanted))
-    {
-        Ok((r, _)) => r,
+    let result = match apis.groups.with_group(&request.group_id, |c, now| {
+        c.delete_offsets(now, &request.group_id, &wanted)
+    }) {
+        Ok((r, Ok(()))) => r,
+        // The tombstones were not written (NOT_COORDINATOR when leadership was lost).
+        Ok((r, Err(code))) if r.error_code == 0 => return group_error(code.0),
+        Ok((r, Err(_))) => r,
         Err(code) => return group_error(code.0),
     };
     if result.error_code != 0 {

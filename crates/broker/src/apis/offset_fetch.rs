@@ -31,7 +31,7 @@ fn fetch(
         return error(coordinator::error::INVALID_GROUP_ID);
     }
     apis.groups
-        .read(|c| c.fetch_offsets(group_id, topics.as_deref()))
+        .read_group(group_id, |c| c.fetch_offsets(group_id, topics.as_deref()))
         .unwrap_or_else(|code| error(code.0))
 }
 
