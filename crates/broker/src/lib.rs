@@ -4,6 +4,7 @@
 
 pub mod apis;
 pub mod config;
+pub mod dynamic_config;
 pub mod group_coordinator;
 pub mod metadata;
 pub mod network;
@@ -55,12 +56,16 @@ impl Server {
             MetadataStore::open(&dir, config.node_id)
                 .with_context(|| format!("opening metadata in {}", dir.display()))?,
         );
+        let dynamic_config = Arc::new(
+            dynamic_config::DynamicBrokerConfig::load(config.clone())
+                .context("loading dynamic broker configs")?,
+        );
         let log_manager = Arc::new(
             storage::LogManager::open(
                 &dir,
                 |topic| {
                     let overrides = metadata.topic(topic).map(|t| t.configs).unwrap_or_default();
-                    topics::log_config(&config, &overrides)
+                    topics::log_config(&dynamic_config.effective(), &overrides)
                 },
                 now_ms(),
             )
@@ -69,8 +74,11 @@ impl Server {
         // `log.cleaner.enable=false` leaves compacted topics uncompacted, as in Kafka.
         let log_cleaner = if config.value("log.cleaner.enable").as_deref() == Some("true") {
             Some(
-                storage::LogCleaner::start(log_manager.clone(), topics::cleaner_config(&config))
-                    .context("starting the log cleaner")?,
+                storage::LogCleaner::start(
+                    log_manager.clone(),
+                    topics::cleaner_config(&dynamic_config.effective()),
+                )
+                .context("starting the log cleaner")?,
             )
         } else {
             None
@@ -81,11 +89,10 @@ impl Server {
             Arc::new(crate::replica_manager::StandaloneLink),
             30_000,
         ));
-        let apis = Arc::new(KafkaApis::new(
-            config.clone(),
-            metadata.clone(),
-            replica_manager.clone(),
-        ));
+        let apis = Arc::new(
+            KafkaApis::new(config.clone(), metadata.clone(), replica_manager.clone())
+                .with_dynamic_config(dynamic_config),
+        );
         apis.load_topics().context("opening topic partitions")?;
 
         let (shutdown, shutdown_rx) = watch::channel(false);

@@ -10,6 +10,7 @@ use storage::LogConfig;
 use uuid::Uuid;
 
 use crate::config::{topic_value, validate_topic_config, BrokerConfig, ConfigError};
+use crate::dynamic_config::DynamicBrokerConfig;
 use crate::metadata::{MetadataStore, TopicMetadata, UpdateError};
 use crate::replica_manager::ReplicaManager;
 
@@ -76,6 +77,8 @@ pub struct TopicManager {
     config: BrokerConfig,
     metadata: Arc<MetadataStore>,
     replica_manager: Arc<ReplicaManager>,
+    /// Dynamic broker configs (KIP-226): topic `LogConfig`s resolve broker defaults through it.
+    dynamic: Arc<DynamicBrokerConfig>,
 }
 
 impl TopicManager {
@@ -86,10 +89,17 @@ impl TopicManager {
         replica_manager: Arc<ReplicaManager>,
     ) -> TopicManager {
         TopicManager {
+            dynamic: Arc::new(DynamicBrokerConfig::in_memory(config.clone())),
             config,
             metadata,
             replica_manager,
         }
+    }
+
+    /// Shares `dynamic` (see [`crate::dynamic_config`]): topic `LogConfig`s then follow dynamic broker configs.
+    pub fn with_dynamic_config(mut self, dynamic: Arc<DynamicBrokerConfig>) -> TopicManager {
+        self.dynamic = dynamic;
+        self
     }
 
     /// Opens every partition of every known topic (startup).
@@ -300,12 +310,25 @@ impl TopicManager {
         overrides: &BTreeMap<String, String>,
         key: &str,
     ) -> Option<String> {
-        topic_value(&self.config, overrides, key)
+        topic_value(&self.dynamic.effective(), overrides, key)
     }
 
     /// Builds the storage config of a topic from its overrides and the broker defaults.
     pub fn log_config(&self, overrides: &BTreeMap<String, String>) -> LogConfig {
-        log_config(&self.config, overrides)
+        log_config(&self.dynamic.effective(), overrides)
+    }
+
+    /// Recomputes every topic's `LogConfig` from its overrides and the current broker defaults and applies it
+    /// to the live partitions (after a dynamic broker config change).
+    pub fn reapply_log_configs(&self) {
+        for (name, topic) in self.metadata.topics() {
+            let config = self.log_config(&topic.configs);
+            for p in 0..topic.partitions {
+                if let Some(part) = self.replica_manager.partition(&name, p) {
+                    part.log.lock().set_config(config.clone());
+                }
+            }
+        }
     }
 }
 

@@ -1,33 +1,28 @@
-//! AlterConfigs (key 33), v0–2, and IncrementalAlterConfigs (key 44), v0–1. Source: Kafka protocol guide;
-//! KIP-133 (AlterConfigs), KIP-339 (IncrementalAlterConfigs: SET 0, DELETE 1, APPEND 2, SUBTRACT 3).
+//! AlterConfigs (key 33), v0–2. Source: Kafka protocol guide; KIP-133 (AlterConfigs), KIP-226 (dynamic broker
+//! configs).
 //!
-//! Topic configs only: AlterConfigs replaces a topic's whole override set, IncrementalAlterConfigs edits
-//! it key by key. Changes are validated (unknown key or bad value → INVALID_CONFIG naming it), persisted
-//! with the topic, and applied to the live logs at once. `validate_only` changes nothing. Broker resources
-//! are refused with INVALID_REQUEST: no broker config is dynamic yet.
+//! Each resource's config set is replaced by exactly the given entries (keys not given are removed):
+//! - TOPIC: the topic's overrides. Unknown key or bad value → INVALID_CONFIG (40) naming it. Persisted with the
+//!   topic and applied to its live logs at once.
+//! - BROKER named by this broker's id (per-broker level) or `""` (cluster-default level): the dynamic broker
+//!   configs of that level (see [`crate::dynamic_config`]); read-only keys and bad values → INVALID_REQUEST
+//!   (42), unknown keys → INVALID_CONFIG (40), another broker's id or a non-numeric name → INVALID_REQUEST, all
+//!   with Kafka's messages. Persisted in the data directory; every topic's `LogConfig` is recomputed at once.
+//!
+//! `validate_only` checks everything and changes nothing.
 
 use std::collections::BTreeMap;
 
 use protocol::error::ErrorCode;
 use protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
-use protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse as IncrementalResult;
-use protocol::messages::{
-    AlterConfigsRequest, AlterConfigsResponse, IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsResponse,
-};
+use protocol::messages::{AlterConfigsRequest, AlterConfigsResponse};
 use protocol::RequestHeader;
 
 use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use super::KafkaApis;
-use crate::config::topic_def;
 use crate::topics::ApiError;
 
-const OP_SET: i8 = 0;
-const OP_DELETE: i8 = 1;
-const OP_APPEND: i8 = 2;
-const OP_SUBTRACT: i8 = 3;
-
-/// Answers AlterConfigs: each topic's overrides become exactly the given set.
+/// Answers AlterConfigs: each resource's config set becomes exactly the given set.
 pub fn handle(
     apis: &KafkaApis,
     _header: &RequestHeader,
@@ -37,20 +32,17 @@ pub fn handle(
         .resources
         .into_iter()
         .map(|res| {
-            let result = check_resource(res.resource_type).and_then(|()| {
-                let mut configs = BTreeMap::new();
-                for c in res.configs {
-                    let value = c.value.ok_or_else(|| {
-                        ApiError::new(
-                            ErrorCode::INVALID_CONFIG,
-                            format!("Null value not supported for {}", c.name),
-                        )
-                    })?;
-                    configs.insert(c.name, value);
+            let entries: Vec<(String, Option<String>)> =
+                res.configs.into_iter().map(|c| (c.name, c.value)).collect();
+            let result = match res.resource_type {
+                RESOURCE_TOPIC => {
+                    alter_topic(apis, &res.resource_name, entries, request.validate_only)
                 }
-                apis.topics
-                    .set_topic_configs(&res.resource_name, configs, request.validate_only)
-            });
+                RESOURCE_BROKER => {
+                    alter_broker(apis, &res.resource_name, entries, request.validate_only)
+                }
+                other => Err(unsupported_resource(other)),
+            };
             let (code, message) = split(result);
             AlterConfigsResourceResponse {
                 error_code: code,
@@ -67,124 +59,79 @@ pub fn handle(
     }
 }
 
-/// Answers IncrementalAlterConfigs: SET, DELETE, APPEND and SUBTRACT per key (APPEND/SUBTRACT only on list
-/// keys, e.g. `cleanup.policy`).
-pub fn handle_incremental(
+fn alter_topic(
     apis: &KafkaApis,
-    _header: &RequestHeader,
-    request: IncrementalAlterConfigsRequest,
-) -> IncrementalAlterConfigsResponse {
-    let responses = request
-        .resources
+    topic: &str,
+    entries: Vec<(String, Option<String>)>,
+    validate_only: bool,
+) -> Result<(), ApiError> {
+    let mut configs = BTreeMap::new();
+    for (name, value) in entries {
+        let value = value.ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::INVALID_CONFIG,
+                format!("Null value not supported for {name}"),
+            )
+        })?;
+        configs.insert(name, value);
+    }
+    apis.topics.set_topic_configs(topic, configs, validate_only)
+}
+
+fn alter_broker(
+    apis: &KafkaApis,
+    name: &str,
+    entries: Vec<(String, Option<String>)>,
+    validate_only: bool,
+) -> Result<(), ApiError> {
+    let level = apis.dynamic_config.resolve(name, false)?;
+    check_duplicates(entries.iter().map(|(k, _)| k.as_str()))?;
+    let entries = entries
         .into_iter()
-        .map(|res| {
-            let result = check_resource(res.resource_type).and_then(|()| {
-                let topic = apis.metadata.topic(&res.resource_name).ok_or_else(|| {
-                    ApiError::new(
-                        ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
-                        format!("Topic {} does not exist.", res.resource_name),
-                    )
-                })?;
-                let mut configs = topic.configs.clone();
-                for c in res.configs {
-                    let def = topic_def(&c.name).ok_or_else(|| {
-                        ApiError::new(
-                            ErrorCode::INVALID_CONFIG,
-                            format!("Unknown topic config name: {}", c.name),
-                        )
-                    })?;
-                    let is_list = def.ty == crate::config::ConfigType::List;
-                    match c.config_operation {
-                        OP_SET => {
-                            let v = c.value.ok_or_else(|| {
-                                ApiError::new(
-                                    ErrorCode::INVALID_CONFIG,
-                                    format!("Null value not supported for {}", c.name),
-                                )
-                            })?;
-                            configs.insert(c.name, v);
-                        }
-                        OP_DELETE => {
-                            configs.remove(&c.name);
-                        }
-                        OP_APPEND | OP_SUBTRACT if is_list => {
-                            let current = apis
-                                .topics
-                                .topic_config_value(&configs, &c.name)
-                                .unwrap_or_default();
-                            let mut items: Vec<String> = current
-                                .split(',')
-                                .map(|s| s.trim().to_string())
-                                .filter(|s| !s.is_empty())
-                                .collect();
-                            for v in c
-                                .value
-                                .unwrap_or_default()
-                                .split(',')
-                                .map(str::trim)
-                                .filter(|s| !s.is_empty())
-                            {
-                                if c.config_operation == OP_APPEND {
-                                    if !items.iter().any(|i| i == v) {
-                                        items.push(v.to_string());
-                                    }
-                                } else {
-                                    items.retain(|i| i != v);
-                                }
-                            }
-                            configs.insert(c.name, items.join(","));
-                        }
-                        OP_APPEND | OP_SUBTRACT => {
-                            return Err(ApiError::new(
-                                ErrorCode::INVALID_CONFIG,
-                                format!(
-                                    "Config value append/subtract is not allowed for config key {}",
-                                    c.name
-                                ),
-                            ))
-                        }
-                        other => {
-                            return Err(ApiError::new(
-                                ErrorCode::INVALID_REQUEST,
-                                format!("Unknown config operation {other}"),
-                            ))
-                        }
-                    }
-                }
-                apis.topics
-                    .set_topic_configs(&res.resource_name, configs, request.validate_only)
-            });
-            let (code, message) = split(result);
-            IncrementalResult {
-                error_code: code,
-                error_message: message,
-                resource_type: res.resource_type,
-                resource_name: res.resource_name,
-                ..Default::default()
-            }
+        .map(|(k, v)| match v {
+            Some(v) => Ok((k, v)),
+            None => Err(null_value(&k)),
         })
-        .collect();
-    IncrementalAlterConfigsResponse {
-        responses,
-        ..Default::default()
+        .collect::<Result<Vec<_>, _>>()?;
+    apis.dynamic_config.set(level, entries, validate_only)?;
+    if !validate_only {
+        apis.topics.reapply_log_configs();
     }
+    Ok(())
 }
 
-fn check_resource(resource_type: i8) -> Result<(), ApiError> {
-    match resource_type {
-        RESOURCE_TOPIC => Ok(()),
-        RESOURCE_BROKER => Err(ApiError::new(
-            ErrorCode::INVALID_REQUEST,
-            "Broker configs are static in Runnel: set them in the properties file or with --set",
-        )),
-        other => Err(ApiError::new(
-            ErrorCode::INVALID_REQUEST,
-            format!("Unsupported resource type {other}"),
-        )),
+/// INVALID_REQUEST "Error due to duplicate config keys" when a key appears twice (Kafka's check).
+pub(super) fn check_duplicates<'a>(keys: impl Iterator<Item = &'a str>) -> Result<(), ApiError> {
+    let mut seen = std::collections::BTreeSet::new();
+    for k in keys {
+        if !seen.insert(k) {
+            return Err(ApiError::new(
+                ErrorCode::INVALID_REQUEST,
+                "Error due to duplicate config keys",
+            ));
+        }
     }
+    Ok(())
 }
 
-fn split(result: Result<(), ApiError>) -> (i16, Option<String>) {
+/// INVALID_REQUEST for a null value where one is needed (Kafka's wording).
+pub(super) fn null_value(key: &str) -> ApiError {
+    ApiError::new(
+        ErrorCode::INVALID_REQUEST,
+        format!("Null value not supported for : {key}"),
+    )
+}
+
+/// INVALID_REQUEST for a resource type other than TOPIC and BROKER.
+pub(super) fn unsupported_resource(resource_type: i8) -> ApiError {
+    ApiError::new(
+        ErrorCode::INVALID_REQUEST,
+        format!("Unsupported resource type {resource_type}"),
+    )
+}
+
+/// The response's (error code, message) for a result.
+pub(super) fn split(result: Result<(), ApiError>) -> (i16, Option<String>) {
     match result {
         Ok(()) => (0, None),
         Err(e) => (e.code.0, Some(e.message)),

@@ -1,10 +1,16 @@
-//! DescribeConfigs (key 32), v1–4, read-only. Source: Kafka protocol guide; KIP-226 (synonyms, v1+),
-//! KIP-569 (config types and documentation, v3+).
+//! DescribeConfigs (key 32), v1–4, read-only. Source: Kafka protocol guide; KIP-226 (synonyms, v1+; dynamic
+//! broker configs), KIP-569 (config types and documentation, v3+).
 //!
-//! Topic configs report each topic key's effective value with its source: DYNAMIC_TOPIC_CONFIG (1) for a
-//! topic override, STATIC_BROKER_CONFIG (4) when the broker synonym was set in the broker's config, else
-//! DEFAULT_CONFIG (5); synonyms list those layers, most specific first. Broker configs report every known
-//! broker key (read-only: nothing is dynamic yet).
+//! Each value reports its source — DYNAMIC_TOPIC_CONFIG (1), DYNAMIC_BROKER_CONFIG (2),
+//! DYNAMIC_DEFAULT_BROKER_CONFIG (3), STATIC_BROKER_CONFIG (4), DEFAULT_CONFIG (5) — and, when asked, the
+//! synonyms list of every level that sets it, most specific first, built as Kafka builds it (see
+//! [`DynamicBrokerConfig::synonyms`](crate::dynamic_config::DynamicBrokerConfig::synonyms)).
+//! - TOPIC: every topic key, its effective value (override > per-broker > cluster default > static > default).
+//! - BROKER named by this broker's id: every known broker key with its effective value; `read_only` is false
+//!   exactly for the keys AlterConfigs may change.
+//! - BROKER named `""`: only the keys set at the cluster-default level, with their synonyms at that level.
+//!
+//! Another broker's id or a non-numeric name is INVALID_REQUEST with Kafka's message.
 
 use std::collections::BTreeMap;
 
@@ -17,15 +23,12 @@ use protocol::RequestHeader;
 
 use super::KafkaApis;
 use crate::config::{broker_def, topic_def, ConfigType, BROKER_CONFIGS, TOPIC_CONFIGS};
+use crate::dynamic_config::{is_dynamic, source, ConfigLevel, ConfigSynonym};
 
 /// Resource type TOPIC.
 pub const RESOURCE_TOPIC: i8 = 2;
 /// Resource type BROKER.
 pub const RESOURCE_BROKER: i8 = 4;
-
-const SOURCE_DYNAMIC_TOPIC: i8 = 1;
-const SOURCE_STATIC_BROKER: i8 = 4;
-const SOURCE_DEFAULT: i8 = 5;
 
 /// Names of all topic config keys, sorted.
 pub fn topic_config_names() -> impl Iterator<Item = &'static str> {
@@ -37,19 +40,36 @@ pub fn is_sensitive(name: &str) -> bool {
     broker_def(name).is_some_and(|d| d.ty == ConfigType::Password)
 }
 
-/// The source of a topic key's effective value.
+/// The source of a topic key's effective value: DYNAMIC_TOPIC_CONFIG (1) for an override, else the source
+/// of the broker synonym's most specific level (2..=5).
 pub fn config_source_for_topic(
     apis: &KafkaApis,
     overrides: &BTreeMap<String, String>,
     name: &str,
 ) -> i8 {
-    if overrides.contains_key(name) {
-        SOURCE_DYNAMIC_TOPIC
-    } else if topic_def(name).is_some_and(|d| apis.config().is_explicit(d.broker_synonym)) {
-        SOURCE_STATIC_BROKER
-    } else {
-        SOURCE_DEFAULT
+    topic_synonyms(apis, overrides, name)
+        .first()
+        .map_or(source::DEFAULT_CONFIG, |s| s.source)
+}
+
+/// The synonyms of topic key `name`: its override (source 1), then its broker synonym's levels.
+fn topic_synonyms(
+    apis: &KafkaApis,
+    overrides: &BTreeMap<String, String>,
+    name: &str,
+) -> Vec<ConfigSynonym> {
+    let mut out = Vec::new();
+    if let Some(v) = overrides.get(name) {
+        out.push(ConfigSynonym {
+            name: name.to_string(),
+            value: Some(v.clone()),
+            source: source::DYNAMIC_TOPIC_CONFIG,
+        });
     }
+    if let Some(d) = topic_def(name) {
+        out.extend(apis.dynamic_config.synonyms(d.broker_synonym));
+    }
+    out
 }
 
 /// Answers DescribeConfigs for topics and this broker.
@@ -78,31 +98,33 @@ pub fn handle(
                 RESOURCE_TOPIC => {
                     let Some(topic) = apis.metadata.topic(&res.resource_name) else {
                         out.error_code = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0;
-                        out.error_message = Some(format!("Topic {} does not exist.", res.resource_name));
+                        out.error_message =
+                            Some(format!("Topic {} does not exist.", res.resource_name));
                         return out;
                     };
                     out.configs = TOPIC_CONFIGS
                         .iter()
                         .filter(|d| wanted(d.name))
                         .map(|d| {
-                            let mut synonyms = Vec::new();
-                            if let Some(v) = topic.configs.get(d.name) {
-                                synonyms.push(synonym(d.name, Some(v.clone()), SOURCE_DYNAMIC_TOPIC));
-                            }
-                            if let Some(v) = apis.config().explicit.get(d.broker_synonym) {
-                                synonyms.push(synonym(d.broker_synonym, Some(v.clone()), SOURCE_STATIC_BROKER));
-                            }
-                            if let Some(def) = broker_def(d.broker_synonym).and_then(|b| b.default) {
-                                synonyms.push(synonym(d.broker_synonym, Some(def.to_string()), SOURCE_DEFAULT));
-                            }
+                            let synonyms = topic_synonyms(apis, &topic.configs, d.name);
                             DescribeConfigsResourceResult {
                                 name: d.name.to_string(),
                                 value: apis.topics.topic_config_value(&topic.configs, d.name),
                                 read_only: false,
-                                config_source: config_source_for_topic(apis, &topic.configs, d.name),
+                                config_source: synonyms
+                                    .first()
+                                    .map_or(source::DEFAULT_CONFIG, |s| s.source),
                                 is_sensitive: false,
-                                synonyms: if synonyms_wanted { synonyms } else { vec![] },
-                                config_type: if version >= 3 { d.ty.describe_code() } else { 0 },
+                                synonyms: if synonyms_wanted {
+                                    wire(synonyms)
+                                } else {
+                                    vec![]
+                                },
+                                config_type: if version >= 3 {
+                                    d.ty.describe_code()
+                                } else {
+                                    0
+                                },
                                 documentation: None,
                                 ..Default::default()
                             }
@@ -110,45 +132,15 @@ pub fn handle(
                         .collect();
                 }
                 RESOURCE_BROKER => {
-                    let node = apis.config().node_id.to_string();
-                    if !res.resource_name.is_empty() && res.resource_name != node {
-                        out.error_code = ErrorCode::INVALID_REQUEST.0;
-                        out.error_message = Some(format!(
-                            "Unexpected broker id, expected {node} or empty string, but received {}",
-                            res.resource_name
-                        ));
-                        return out;
-                    }
-                    out.configs = BROKER_CONFIGS
-                        .iter()
-                        .filter(|d| wanted(d.name))
-                        .map(|d| {
-                            let explicit = apis.config().is_explicit(d.name);
-                            let sensitive = d.ty == ConfigType::Password;
-                            let value = if sensitive { None } else { apis.config().value(d.name) };
-                            let source = if explicit { SOURCE_STATIC_BROKER } else { SOURCE_DEFAULT };
-                            let mut synonyms = Vec::new();
-                            if synonyms_wanted {
-                                if explicit {
-                                    synonyms.push(synonym(d.name, value.clone(), SOURCE_STATIC_BROKER));
-                                }
-                                if let Some(def) = d.default {
-                                    synonyms.push(synonym(d.name, Some(def.to_string()), SOURCE_DEFAULT));
-                                }
-                            }
-                            DescribeConfigsResourceResult {
-                                name: d.name.to_string(),
-                                value,
-                                read_only: true,
-                                config_source: source,
-                                is_sensitive: sensitive,
-                                synonyms,
-                                config_type: if version >= 3 { d.ty.describe_code() } else { 0 },
-                                documentation: None,
-                                ..Default::default()
-                            }
-                        })
-                        .collect();
+                    let level = match apis.dynamic_config.resolve(&res.resource_name, true) {
+                        Ok(level) => level,
+                        Err(e) => {
+                            out.error_code = e.code.0;
+                            out.error_message = Some(e.message);
+                            return out;
+                        }
+                    };
+                    out.configs = broker_entries(apis, level, &wanted, synonyms_wanted, version);
                 }
                 other => {
                     out.error_code = ErrorCode::INVALID_REQUEST.0;
@@ -164,11 +156,65 @@ pub fn handle(
     }
 }
 
-fn synonym(name: &str, value: Option<String>, source: i8) -> DescribeConfigsSynonym {
-    DescribeConfigsSynonym {
-        name: name.to_string(),
-        value,
-        source,
-        ..Default::default()
-    }
+/// The BROKER resource's entries: every known key for this broker's id, only the cluster-default keys for "".
+fn broker_entries(
+    apis: &KafkaApis,
+    level: ConfigLevel,
+    wanted: &dyn Fn(&str) -> bool,
+    synonyms_wanted: bool,
+    version: i16,
+) -> Vec<DescribeConfigsResourceResult> {
+    let effective = apis.dynamic_config.effective();
+    let defaults = apis
+        .dynamic_config
+        .level_configs(ConfigLevel::ClusterDefault);
+    BROKER_CONFIGS
+        .iter()
+        .filter(|d| wanted(d.name))
+        .filter(|d| level == ConfigLevel::PerBroker || defaults.contains_key(d.name))
+        .map(|d| {
+            let sensitive = d.ty == ConfigType::Password;
+            let mut synonyms = apis.dynamic_config.synonyms(d.name);
+            let value = match level {
+                ConfigLevel::PerBroker => effective.value(d.name),
+                ConfigLevel::ClusterDefault => {
+                    synonyms.retain(|s| s.source == source::DYNAMIC_DEFAULT_BROKER_CONFIG);
+                    defaults.get(d.name).cloned()
+                }
+            };
+            DescribeConfigsResourceResult {
+                name: d.name.to_string(),
+                value: if sensitive { None } else { value },
+                read_only: !is_dynamic(d.name),
+                config_source: synonyms
+                    .first()
+                    .map_or(source::DEFAULT_CONFIG, |s| s.source),
+                is_sensitive: sensitive,
+                synonyms: if synonyms_wanted {
+                    wire(synonyms)
+                } else {
+                    vec![]
+                },
+                config_type: if version >= 3 {
+                    d.ty.describe_code()
+                } else {
+                    0
+                },
+                documentation: None,
+                ..Default::default()
+            }
+        })
+        .collect()
+}
+
+fn wire(synonyms: Vec<ConfigSynonym>) -> Vec<DescribeConfigsSynonym> {
+    synonyms
+        .into_iter()
+        .map(|s| DescribeConfigsSynonym {
+            name: s.name,
+            value: s.value,
+            source: s.source,
+            ..Default::default()
+        })
+        .collect()
 }

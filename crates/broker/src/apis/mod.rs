@@ -18,6 +18,7 @@ mod describe_log_dirs;
 mod fetch;
 mod find_coordinator;
 mod heartbeat;
+mod incremental_alter_configs;
 mod init_producer_id;
 mod join_group;
 mod leave_group;
@@ -40,6 +41,7 @@ use protocol::{ApiKey, Chunk, RequestBody, RequestHeader, ResponseBody};
 use storage::StorageError;
 
 use crate::config::BrokerConfig;
+use crate::dynamic_config::DynamicBrokerConfig;
 use crate::group_coordinator::GroupCoordinatorService;
 use crate::metadata::MetadataStore;
 use crate::replica_manager::ReplicaManager;
@@ -105,6 +107,8 @@ pub struct KafkaApis {
     replica_manager: Arc<ReplicaManager>,
     topics: TopicManager,
     groups: Arc<GroupCoordinatorService>,
+    /// Dynamic broker configs (KIP-226), shared with the topic manager.
+    dynamic_config: Arc<DynamicBrokerConfig>,
 }
 
 impl KafkaApis {
@@ -115,6 +119,8 @@ impl KafkaApis {
         replica_manager: Arc<ReplicaManager>,
     ) -> KafkaApis {
         let topics = TopicManager::new(config.clone(), metadata.clone(), replica_manager.clone());
+        let dynamic_config = Arc::new(DynamicBrokerConfig::in_memory(config.clone()));
+        let topics = topics.with_dynamic_config(dynamic_config.clone());
         let groups = Arc::new(GroupCoordinatorService::new(
             config.clone(),
             metadata.clone(),
@@ -126,6 +132,17 @@ impl KafkaApis {
             replica_manager,
             topics,
             groups,
+            dynamic_config,
+        }
+    }
+
+    /// Uses `dynamic` as the dynamic broker configs (the server loads them from the data directory; `new`
+    /// starts with none).
+    pub fn with_dynamic_config(self, dynamic: Arc<DynamicBrokerConfig>) -> KafkaApis {
+        KafkaApis {
+            topics: self.topics.with_dynamic_config(dynamic.clone()),
+            dynamic_config: dynamic,
+            ..self
         }
     }
 
@@ -240,7 +257,7 @@ impl KafkaApis {
                 ResponseBody::AlterConfigs(alter_configs::handle(self, &header, r))
             }
             RequestBody::IncrementalAlterConfigs(r) => ResponseBody::IncrementalAlterConfigs(
-                alter_configs::handle_incremental(self, &header, r),
+                incremental_alter_configs::handle(self, &header, r),
             ),
             RequestBody::CreatePartitions(r) => {
                 ResponseBody::CreatePartitions(create_partitions::handle(self, &header, r))

@@ -1,0 +1,202 @@
+//! IncrementalAlterConfigs (key 44), v0–1. Source: Kafka protocol guide; KIP-339 (operations SET 0, DELETE 1,
+//! APPEND 2, SUBTRACT 3), KIP-226 (dynamic broker configs).
+//!
+//! Edits a resource's config set key by key; APPEND / SUBTRACT only apply to list keys (`cleanup.policy`,
+//! `log.cleanup.policy`) and edit the current effective list (INVALID_CONFIG otherwise). DELETE of a key that
+//! is not set is a no-op.
+//! - TOPIC: the topic's overrides (unknown key or bad value → INVALID_CONFIG naming it), applied live.
+//! - BROKER named by this broker's id or `""`: that dynamic level (see [`crate::dynamic_config`] for which keys
+//!   may change and the errors); every topic's `LogConfig` is recomputed at once.
+//!
+//! Before any change: a key given twice or an unknown operation → INVALID_REQUEST; SET without a value →
+//! INVALID_REQUEST (Kafka's messages). `validate_only` checks everything and changes nothing.
+
+use protocol::error::ErrorCode;
+use protocol::messages::incremental_alter_configs_request::AlterableConfig;
+use protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
+use protocol::messages::{IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse};
+use protocol::RequestHeader;
+
+use super::alter_configs::{check_duplicates, null_value, split, unsupported_resource};
+use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
+use super::KafkaApis;
+use crate::config::{broker_def, topic_def, ConfigType};
+use crate::dynamic_config::ConfigLevel;
+use crate::topics::ApiError;
+
+const OP_SET: i8 = 0;
+const OP_DELETE: i8 = 1;
+const OP_APPEND: i8 = 2;
+const OP_SUBTRACT: i8 = 3;
+
+/// Answers IncrementalAlterConfigs.
+pub fn handle(
+    apis: &KafkaApis,
+    _header: &RequestHeader,
+    request: IncrementalAlterConfigsRequest,
+) -> IncrementalAlterConfigsResponse {
+    let responses = request
+        .resources
+        .into_iter()
+        .map(|res| {
+            let result = check_ops(&res.configs).and_then(|()| match res.resource_type {
+                RESOURCE_TOPIC => {
+                    alter_topic(apis, &res.resource_name, res.configs, request.validate_only)
+                }
+                RESOURCE_BROKER => {
+                    alter_broker(apis, &res.resource_name, res.configs, request.validate_only)
+                }
+                other => Err(unsupported_resource(other)),
+            });
+            let (code, message) = split(result);
+            AlterConfigsResourceResponse {
+                error_code: code,
+                error_message: message,
+                resource_type: res.resource_type,
+                resource_name: res.resource_name,
+                ..Default::default()
+            }
+        })
+        .collect();
+    IncrementalAlterConfigsResponse {
+        responses,
+        ..Default::default()
+    }
+}
+
+/// Duplicate keys, unknown operations and SET without a value are refused before anything else.
+fn check_ops(configs: &[AlterableConfig]) -> Result<(), ApiError> {
+    check_duplicates(configs.iter().map(|c| c.name.as_str()))?;
+    for c in configs {
+        match c.config_operation {
+            OP_SET if c.value.is_none() => return Err(null_value(&c.name)),
+            OP_SET | OP_DELETE | OP_APPEND | OP_SUBTRACT => {}
+            other => {
+                return Err(ApiError::new(
+                    ErrorCode::INVALID_REQUEST,
+                    format!("Unknown operations type {other}"),
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `current` (comma-separated) with `value`'s items appended (if absent) or removed.
+fn edit_list(current: Option<String>, value: Option<&str>, op: i8) -> String {
+    let mut items: Vec<String> = current
+        .unwrap_or_default()
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
+    for v in value
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
+        if op == OP_APPEND {
+            if !items.iter().any(|i| i == v) {
+                items.push(v.to_string());
+            }
+        } else {
+            items.retain(|i| i != v);
+        }
+    }
+    items.join(",")
+}
+
+fn list_op_not_allowed(op: i8, key: &str) -> ApiError {
+    let what = if op == OP_APPEND {
+        "append"
+    } else {
+        "subtract"
+    };
+    ApiError::new(
+        ErrorCode::INVALID_CONFIG,
+        format!("Config value {what} is not allowed for config key: {key}"),
+    )
+}
+
+fn alter_topic(
+    apis: &KafkaApis,
+    name: &str,
+    configs: Vec<AlterableConfig>,
+    validate_only: bool,
+) -> Result<(), ApiError> {
+    let topic = apis.metadata.topic(name).ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+            format!("Topic {name} does not exist."),
+        )
+    })?;
+    let mut overrides = topic.configs.clone();
+    for c in configs {
+        let def = topic_def(&c.name).ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::INVALID_CONFIG,
+                format!("Unknown topic config name: {}", c.name),
+            )
+        })?;
+        match c.config_operation {
+            OP_SET => {
+                overrides.insert(c.name, c.value.unwrap_or_default());
+            }
+            OP_DELETE => {
+                overrides.remove(&c.name);
+            }
+            op if def.ty == ConfigType::List => {
+                let current = apis.topics.topic_config_value(&overrides, &c.name);
+                let edited = edit_list(current, c.value.as_deref(), op);
+                overrides.insert(c.name, edited);
+            }
+            op => return Err(list_op_not_allowed(op, &c.name)),
+        }
+    }
+    apis.topics
+        .set_topic_configs(name, overrides, validate_only)
+}
+
+fn alter_broker(
+    apis: &KafkaApis,
+    name: &str,
+    configs: Vec<AlterableConfig>,
+    validate_only: bool,
+) -> Result<(), ApiError> {
+    let dynamic = &apis.dynamic_config;
+    let level: ConfigLevel = dynamic.resolve(name, false)?;
+    let mut changed = Vec::new();
+    let mut deleted = Vec::new();
+    for c in &configs {
+        match c.config_operation {
+            OP_SET => changed.push((c.name.clone(), c.value.clone().unwrap_or_default())),
+            OP_DELETE => deleted.push(c.name.clone()),
+            op => {
+                let def = broker_def(&c.name).ok_or_else(|| {
+                    ApiError::new(
+                        ErrorCode::INVALID_CONFIG,
+                        format!("Unknown broker config name: {}", c.name),
+                    )
+                })?;
+                if def.ty != ConfigType::List {
+                    return Err(list_op_not_allowed(op, &c.name));
+                }
+                let current = dynamic.value_or_inherited(level, &c.name);
+                changed.push((c.name.clone(), edit_list(current, c.value.as_deref(), op)));
+            }
+        }
+    }
+    // The request's keys first, in request order, so errors name them as Kafka does.
+    dynamic.validate(level, &changed)?;
+    let mut next = dynamic.level_configs(level);
+    for k in &deleted {
+        next.remove(k);
+    }
+    next.extend(changed);
+    dynamic.set(level, next.into_iter().collect(), validate_only)?;
+    if !validate_only {
+        apis.topics.reapply_log_configs();
+    }
+    Ok(())
+}

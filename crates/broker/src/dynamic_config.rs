@@ -1,0 +1,803 @@
+//! Dynamic broker configs (KIP-226): broker keys changed at runtime with AlterConfigs /
+//! IncrementalAlterConfigs on a BROKER resource (resource type 4), without a restart.
+//!
+//! Two dynamic levels sit above the static config (properties file and `--set`):
+//! - **per-broker** (resource name = this broker's `node.id`, DescribeConfigs source DYNAMIC_BROKER_CONFIG = 2),
+//! - **cluster default** (resource name `""`, source DYNAMIC_DEFAULT_BROKER_CONFIG = 3).
+//!
+//! Precedence, most specific first, as Kafka: topic override (1) > per-broker (2) > cluster default (3) >
+//! static (STATIC_BROKER_CONFIG = 4) > built-in default (DEFAULT_CONFIG = 5). [`DynamicBrokerConfig::effective`]
+//! is the static [`BrokerConfig`] with both dynamic levels laid over its explicit keys, so every reader that
+//! resolves keys through it (topic `LogConfig`s, DescribeConfigs values) sees the live values.
+//!
+//! Which keys are dynamic follows Kafka's `DynamicBrokerConfig` lists (checked against Kafka 4.4 for every key
+//! Runnel knows): the broker synonyms of topic configs (`log.retention.ms`, `log.segment.bytes`,
+//! `log.cleanup.policy`, `message.max.bytes`, `compression.type`, `min.insync.replicas`, ...), the cleaner's
+//! `log.cleaner.*` settings, `producer.id.expiration.ms`, and the thread counts. Everything else (`node.id`,
+//! `log.dirs`, `num.partitions`, `log.retention.hours`, ...) is read-only: INVALID_REQUEST (42)
+//! "Cannot update these configs dynamically: [k1, k2]". Bad values are INVALID_REQUEST with Kafka's
+//! "Invalid value V for configuration K: REASON". Unknown keys are INVALID_CONFIG (40) naming the key (Kafka
+//! stores unknown broker keys as custom configs; Runnel refuses them, as it refuses them at startup).
+//!
+//! Storage: `<log.dirs>/dynamic-broker-configs.json`, rewritten whole and atomically (temp file, fsync, rename,
+//! fsync dir) on every change:
+//! `{"version":1,"default":{KEY:VALUE,...},"brokers":{"NODE_ID":{KEY:VALUE,...},...}}`. Recovery rule: a missing
+//! file means no dynamic configs; a file that does not parse is a startup error naming it; entries that are no
+//! longer valid (unknown or read-only key, bad value) are logged and skipped. The levels are kept behind this
+//! type's `get` / `set` / `synonyms` so that cluster mode can later move their storage to the controller's
+//! ConfigRecords.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+use protocol::error::ErrorCode;
+use serde::{Deserialize, Serialize};
+
+use crate::config::{broker_def, BrokerConfig, ConfigType};
+use crate::metadata::write_atomically;
+use crate::topics::ApiError;
+
+/// File name of the persisted dynamic configs inside the data directory.
+pub const DYNAMIC_CONFIG_FILE: &str = "dynamic-broker-configs.json";
+
+/// DescribeConfigs `config_source` codes (Kafka's `DescribeConfigsResponse.ConfigSource`).
+pub mod source {
+    /// A topic override.
+    pub const DYNAMIC_TOPIC_CONFIG: i8 = 1;
+    /// A dynamic config of this broker.
+    pub const DYNAMIC_BROKER_CONFIG: i8 = 2;
+    /// A dynamic cluster-wide default.
+    pub const DYNAMIC_DEFAULT_BROKER_CONFIG: i8 = 3;
+    /// The broker's properties file or `--set`.
+    pub const STATIC_BROKER_CONFIG: i8 = 4;
+    /// The built-in default.
+    pub const DEFAULT_CONFIG: i8 = 5;
+}
+
+/// Which dynamic level a BROKER resource addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigLevel {
+    /// Resource name = this broker's node id.
+    PerBroker,
+    /// Resource name `""`: the cluster-wide default.
+    ClusterDefault,
+}
+
+/// One entry of a DescribeConfigs synonyms list: a key, its value at one level (`None` for secrets) and the
+/// level's source code (see [`source`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigSynonym {
+    /// Broker key, e.g. `log.retention.hours`.
+    pub name: String,
+    /// Value at that level.
+    pub value: Option<String>,
+    /// Source code (2..=5).
+    pub source: i8,
+}
+
+/// How a dynamic key's value is checked beyond its type.
+#[derive(Debug, Clone, Copy)]
+enum Check {
+    Any,
+    AtLeast(i64),
+    Ratio,
+    OneOf(&'static [&'static str]),
+    ListOf(&'static [&'static str]),
+    DedupeBuffer,
+}
+
+const COMPRESSION_TYPES: &[&str] = &["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"];
+
+/// The keys Runnel knows that Kafka lets change dynamically (per broker and cluster-wide), with their checks.
+const DYNAMIC_KEYS: &[(&str, Check)] = &[
+    ("log.segment.bytes", Check::AtLeast(1_048_576)),
+    ("log.roll.ms", Check::AtLeast(1)),
+    ("log.roll.jitter.ms", Check::AtLeast(0)),
+    ("log.retention.ms", Check::Any),
+    ("log.retention.bytes", Check::Any),
+    ("log.index.interval.bytes", Check::AtLeast(0)),
+    ("log.index.size.max.bytes", Check::AtLeast(4)),
+    ("log.flush.interval.messages", Check::AtLeast(1)),
+    ("log.flush.interval.ms", Check::Any),
+    (
+        "log.message.timestamp.type",
+        Check::OneOf(&["CreateTime", "LogAppendTime"]),
+    ),
+    ("log.message.timestamp.before.max.ms", Check::AtLeast(0)),
+    ("log.message.timestamp.after.max.ms", Check::AtLeast(0)),
+    ("log.cleanup.policy", Check::ListOf(&["compact", "delete"])),
+    ("log.cleaner.delete.retention.ms", Check::AtLeast(0)),
+    ("log.cleaner.min.compaction.lag.ms", Check::AtLeast(0)),
+    ("log.cleaner.max.compaction.lag.ms", Check::AtLeast(1)),
+    ("log.cleaner.min.cleanable.ratio", Check::Ratio),
+    ("log.segment.delete.delay.ms", Check::AtLeast(0)),
+    ("log.cleaner.dedupe.buffer.size", Check::DedupeBuffer),
+    ("log.cleaner.io.max.bytes.per.second", Check::Any),
+    ("log.cleaner.backoff.ms", Check::AtLeast(0)),
+    ("log.cleaner.threads", Check::AtLeast(0)),
+    ("log.preallocate", Check::Any),
+    ("message.max.bytes", Check::AtLeast(0)),
+    ("compression.type", Check::OneOf(COMPRESSION_TYPES)),
+    ("min.insync.replicas", Check::AtLeast(1)),
+    ("unclean.leader.election.enable", Check::Any),
+    ("producer.id.expiration.ms", Check::AtLeast(1)),
+    ("num.network.threads", Check::AtLeast(1)),
+    ("num.io.threads", Check::AtLeast(1)),
+    ("num.recovery.threads.per.data.dir", Check::AtLeast(1)),
+];
+
+/// Keys Kafka updates only per broker, never at the cluster-default level. Runnel cannot rebind its listener
+/// live, so they are read-only at both levels here; the cluster-default level answers with Kafka's message.
+const PER_BROKER_ONLY_KEYS: &[&str] = &["listeners", "listener.security.protocol.map"];
+
+/// True when `key` can be changed with AlterConfigs on a BROKER resource.
+pub fn is_dynamic(key: &str) -> bool {
+    DYNAMIC_KEYS.iter().any(|(k, _)| *k == key)
+}
+
+/// The broker keys that name the same setting, most specific first, as Kafka's
+/// `DynamicBrokerConfig.brokerConfigSynonyms` (e.g. `log.retention.ms`, `.minutes`, `.hours`).
+pub fn broker_synonyms(key: &str) -> &'static [&'static str] {
+    match key {
+        "log.retention.ms" | "log.retention.minutes" | "log.retention.hours" => &[
+            "log.retention.ms",
+            "log.retention.minutes",
+            "log.retention.hours",
+        ],
+        "log.roll.ms" | "log.roll.hours" => &["log.roll.ms", "log.roll.hours"],
+        "log.flush.interval.ms" => &["log.flush.interval.ms", "log.flush.scheduler.interval.ms"],
+        _ => &[],
+    }
+}
+
+/// Errors opening the persisted dynamic configs.
+#[derive(Debug, thiserror::Error)]
+pub enum DynamicConfigError {
+    /// The file exists but cannot be read.
+    #[error("reading {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file does not parse.
+    #[error("{path} is not a valid dynamic broker config file: {reason}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Persisted {
+    version: u32,
+    #[serde(default)]
+    default: BTreeMap<String, String>,
+    #[serde(default)]
+    brokers: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+#[derive(Debug, Default)]
+struct Levels {
+    /// Per-broker configs of every node id seen in the file (only this node's apply).
+    brokers: BTreeMap<String, BTreeMap<String, String>>,
+    /// Cluster-wide defaults.
+    default: BTreeMap<String, String>,
+}
+
+/// The dynamic broker config levels of this broker, their persistence, and the resulting effective config.
+#[derive(Debug)]
+pub struct DynamicBrokerConfig {
+    static_config: BrokerConfig,
+    path: Option<PathBuf>,
+    levels: Mutex<Levels>,
+    effective: RwLock<Arc<BrokerConfig>>,
+}
+
+impl DynamicBrokerConfig {
+    /// Loads `<log_dir>/dynamic-broker-configs.json` (if present) over `static_config`. Errors: the file cannot
+    /// be read or does not parse. Invalid entries are skipped with a warning.
+    pub fn load(static_config: BrokerConfig) -> Result<DynamicBrokerConfig, DynamicConfigError> {
+        let path = static_config.log_dir.join(DYNAMIC_CONFIG_FILE);
+        let mut levels = Levels::default();
+        match std::fs::read(&path) {
+            Ok(bytes) => {
+                let p: Persisted =
+                    serde_json::from_slice(&bytes).map_err(|e| DynamicConfigError::Corrupt {
+                        path: path.clone(),
+                        reason: e.to_string(),
+                    })?;
+                if p.version != 1 {
+                    return Err(DynamicConfigError::Corrupt {
+                        path,
+                        reason: format!("unsupported version {}", p.version),
+                    });
+                }
+                levels.default = keep_valid(p.default, ConfigLevel::ClusterDefault, &static_config);
+                levels.brokers = p
+                    .brokers
+                    .into_iter()
+                    .map(|(id, m)| (id, keep_valid(m, ConfigLevel::PerBroker, &static_config)))
+                    .collect();
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => return Err(DynamicConfigError::Io { path, source }),
+        }
+        let me = DynamicBrokerConfig {
+            effective: RwLock::new(Arc::new(static_config.clone())),
+            static_config,
+            path: Some(path),
+            levels: Mutex::new(levels),
+        };
+        me.recompute(&me.levels.lock());
+        Ok(me)
+    }
+
+    /// No dynamic configs and no persistence: the effective config is `static_config` (tests, and components
+    /// that only need the static view).
+    pub fn in_memory(static_config: BrokerConfig) -> DynamicBrokerConfig {
+        DynamicBrokerConfig {
+            effective: RwLock::new(Arc::new(static_config.clone())),
+            static_config,
+            path: None,
+            levels: Mutex::new(Levels::default()),
+        }
+    }
+
+    /// The static config (file and `--set`), without dynamic values.
+    pub fn static_config(&self) -> &BrokerConfig {
+        &self.static_config
+    }
+
+    /// The static config with the cluster-default level, then this broker's level, laid over its explicit keys.
+    pub fn effective(&self) -> Arc<BrokerConfig> {
+        self.effective.read().clone()
+    }
+
+    /// Maps a BROKER resource name to a level: `""` is the cluster default, this broker's node id is
+    /// per-broker. Errors (INVALID_REQUEST, Kafka's messages): a name that is not an integer or is another
+    /// broker's id. `for_describe` picks DescribeConfigs' wording over AlterConfigs'.
+    pub fn resolve(
+        &self,
+        resource_name: &str,
+        for_describe: bool,
+    ) -> Result<ConfigLevel, ApiError> {
+        if resource_name.is_empty() {
+            return Ok(ConfigLevel::ClusterDefault);
+        }
+        let node = self.static_config.node_id;
+        let Ok(id) = resource_name.parse::<i32>() else {
+            let what = if for_describe { "Broker" } else { "Node" };
+            return Err(ApiError::new(
+                ErrorCode::INVALID_REQUEST,
+                format!("{what} id must be an integer, but it is: {resource_name}"),
+            ));
+        };
+        if id != node {
+            let or_empty = if for_describe { " or empty string" } else { "" };
+            return Err(ApiError::new(
+                ErrorCode::INVALID_REQUEST,
+                format!(
+                    "Unexpected broker id, expected {node}{or_empty}, but received {resource_name}"
+                ),
+            ));
+        }
+        Ok(ConfigLevel::PerBroker)
+    }
+
+    /// The dynamic value of `key` at `level`, if set there.
+    pub fn get(&self, level: ConfigLevel, key: &str) -> Option<String> {
+        let levels = self.levels.lock();
+        self.level_map(&levels, level)
+            .and_then(|m| m.get(key).cloned())
+    }
+
+    /// Every key set at `level`.
+    pub fn level_configs(&self, level: ConfigLevel) -> BTreeMap<String, String> {
+        let levels = self.levels.lock();
+        self.level_map(&levels, level).cloned().unwrap_or_default()
+    }
+
+    /// The value `key` has at `level` when `level` itself does not set it: for the per-broker level the
+    /// cluster default, else the static/default value; for the cluster default the static/default value.
+    /// This is the base that IncrementalAlterConfigs APPEND / SUBTRACT edit.
+    pub fn value_or_inherited(&self, level: ConfigLevel, key: &str) -> Option<String> {
+        let levels = self.levels.lock();
+        if let Some(v) = self.level_map(&levels, level).and_then(|m| m.get(key)) {
+            return Some(v.clone());
+        }
+        if level == ConfigLevel::PerBroker {
+            if let Some(v) = levels.default.get(key) {
+                return Some(v.clone());
+            }
+        }
+        self.static_config.value(key)
+    }
+
+    /// Checks `entries` (in request order) as the new values of `level`: every key must be known and dynamic
+    /// (read-only keys are listed together, as Kafka does), every value valid. Errors: INVALID_CONFIG (40) for
+    /// an unknown key; INVALID_REQUEST (42) for read-only keys and bad values.
+    pub fn validate(
+        &self,
+        level: ConfigLevel,
+        entries: &[(String, String)],
+    ) -> Result<(), ApiError> {
+        if let Some((k, _)) = entries.iter().find(|(k, _)| broker_def(k).is_none()) {
+            return Err(ApiError::new(
+                ErrorCode::INVALID_CONFIG,
+                format!("Unknown broker config name: {k}"),
+            ));
+        }
+        if level == ConfigLevel::ClusterDefault {
+            let per_broker: Vec<&str> = entries
+                .iter()
+                .map(|(k, _)| k.as_str())
+                .filter(|k| PER_BROKER_ONLY_KEYS.contains(k))
+                .collect();
+            if !per_broker.is_empty() {
+                return Err(ApiError::new(
+                    ErrorCode::INVALID_REQUEST,
+                    format!(
+                        "Cannot update these configs at default cluster level, broker id must be specified: [{}]",
+                        per_broker.join(", ")
+                    ),
+                ));
+            }
+        }
+        let read_only: Vec<&str> = entries
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .filter(|k| !is_dynamic(k))
+            .collect();
+        if !read_only.is_empty() {
+            return Err(ApiError::new(
+                ErrorCode::INVALID_REQUEST,
+                format!(
+                    "Cannot update these configs dynamically: [{}]",
+                    read_only.join(", ")
+                ),
+            ));
+        }
+        let threads = entries
+            .iter()
+            .find(|(k, _)| k == "log.cleaner.threads")
+            .map(|(_, v)| v.clone())
+            .or_else(|| self.value_or_inherited(level, "log.cleaner.threads"))
+            .and_then(|v| v.trim().parse::<i64>().ok())
+            .unwrap_or(1)
+            .max(1);
+        for (k, v) in entries {
+            validate_value(k, v, threads)?;
+        }
+        Ok(())
+    }
+
+    /// Replaces every key of `level` with `entries` (AlterConfigs semantics; IncrementalAlterConfigs computes
+    /// the whole new set first; a key given twice keeps its last value), persists the result and recomputes
+    /// [`DynamicBrokerConfig::effective`]. `validate_only` checks and changes nothing. Errors: as
+    /// [`DynamicBrokerConfig::validate`]; KAFKA_STORAGE_ERROR (56) when the file cannot be written (nothing
+    /// changes then).
+    pub fn set(
+        &self,
+        level: ConfigLevel,
+        entries: Vec<(String, String)>,
+        validate_only: bool,
+    ) -> Result<(), ApiError> {
+        self.validate(level, &entries)?;
+        if validate_only {
+            return Ok(());
+        }
+        let mut levels = self.levels.lock();
+        let mut next = Levels {
+            brokers: levels.brokers.clone(),
+            default: levels.default.clone(),
+        };
+        let map: BTreeMap<String, String> = entries.into_iter().collect();
+        match level {
+            ConfigLevel::ClusterDefault => next.default = map,
+            ConfigLevel::PerBroker => {
+                let id = self.static_config.node_id.to_string();
+                if map.is_empty() {
+                    next.brokers.remove(&id);
+                } else {
+                    next.brokers.insert(id, map);
+                }
+            }
+        }
+        self.persist(&next)
+            .map_err(|e| ApiError::new(ErrorCode::KAFKA_STORAGE_ERROR, e))?;
+        *levels = next;
+        self.recompute(&levels);
+        tracing::info!(?level, "dynamic broker configs changed");
+        Ok(())
+    }
+
+    /// The synonyms of broker key `name` across the levels, as Kafka lists them: for each of `name`'s
+    /// [`broker_synonyms`] the per-broker values, then the cluster defaults, then static values, then built-in
+    /// defaults; leading entries for other names are dropped (so `log.retention.ms` unset everywhere lists
+    /// nothing, even though `log.retention.hours` has a default). Secrets have `None` values.
+    pub fn synonyms(&self, name: &str) -> Vec<ConfigSynonym> {
+        let own = [name];
+        let names: &[&str] = match broker_synonyms(name) {
+            [] => &own,
+            s => s,
+        };
+        let sensitive = broker_def(name).is_some_and(|d| d.ty == ConfigType::Password);
+        let levels = self.levels.lock();
+        let per_broker = self.level_map(&levels, ConfigLevel::PerBroker);
+        let mut out = Vec::new();
+        let mut add = |n: &str, v: Option<&String>, src: i8| {
+            if let Some(v) = v {
+                out.push(ConfigSynonym {
+                    name: n.to_string(),
+                    value: (!sensitive).then(|| v.clone()),
+                    source: src,
+                });
+            }
+        };
+        for n in names {
+            add(
+                n,
+                per_broker.and_then(|m| m.get(*n)),
+                source::DYNAMIC_BROKER_CONFIG,
+            );
+        }
+        for n in names {
+            add(
+                n,
+                levels.default.get(*n),
+                source::DYNAMIC_DEFAULT_BROKER_CONFIG,
+            );
+        }
+        for n in names {
+            add(
+                n,
+                self.static_config.explicit.get(*n),
+                source::STATIC_BROKER_CONFIG,
+            );
+        }
+        for n in names {
+            let d = broker_def(n).and_then(|d| d.default).map(str::to_string);
+            add(n, d.as_ref(), source::DEFAULT_CONFIG);
+        }
+        let start = out.iter().position(|s| s.name == name).unwrap_or(out.len());
+        out.split_off(start)
+    }
+
+    fn level_map<'a>(
+        &self,
+        levels: &'a Levels,
+        level: ConfigLevel,
+    ) -> Option<&'a BTreeMap<String, String>> {
+        match level {
+            ConfigLevel::ClusterDefault => Some(&levels.default),
+            ConfigLevel::PerBroker => levels.brokers.get(&self.static_config.node_id.to_string()),
+        }
+    }
+
+    fn recompute(&self, levels: &Levels) {
+        let mut c = self.static_config.clone();
+        let per_broker = self.level_map(levels, ConfigLevel::PerBroker);
+        for (k, v) in levels
+            .default
+            .iter()
+            .chain(per_broker.into_iter().flatten())
+        {
+            c.explicit.insert(k.clone(), v.clone());
+        }
+        if let Some(v) = c
+            .explicit
+            .get("producer.id.expiration.ms")
+            .and_then(|v| v.trim().parse().ok())
+        {
+            c.producer_id_expiration_ms = v;
+        }
+        *self.effective.write() = Arc::new(c);
+    }
+
+    fn persist(&self, levels: &Levels) -> Result<(), String> {
+        let Some(path) = &self.path else {
+            return Ok(());
+        };
+        let p = Persisted {
+            version: 1,
+            default: levels.default.clone(),
+            brokers: levels.brokers.clone(),
+        };
+        let bytes = serde_json::to_vec_pretty(&p).map_err(|e| e.to_string())?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        write_atomically(dir, DYNAMIC_CONFIG_FILE, &bytes).map_err(|e| e.to_string())
+    }
+}
+
+/// Drops (with a warning) persisted entries that are no longer valid for `level`.
+fn keep_valid(
+    map: BTreeMap<String, String>,
+    level: ConfigLevel,
+    static_config: &BrokerConfig,
+) -> BTreeMap<String, String> {
+    let checker = DynamicBrokerConfig::in_memory(static_config.clone());
+    map.into_iter()
+        .filter(|(k, v)| {
+            match checker.validate(level, &[(k.clone(), v.clone())]) {
+                Ok(()) => true,
+                Err(e) => {
+                    tracing::warn!(key = %k, value = %v, error = %e.message, "ignoring persisted dynamic broker config");
+                    false
+                }
+            }
+        })
+        .collect()
+}
+
+/// Checks one dynamic key's value: its type, then its range or allowed values. Errors are INVALID_REQUEST
+/// "Invalid value V for configuration K: REASON" (Kafka's wording).
+fn validate_value(key: &str, value: &str, cleaner_threads: i64) -> Result<(), ApiError> {
+    let bad = |why: String| {
+        ApiError::new(
+            ErrorCode::INVALID_REQUEST,
+            format!("Invalid value {value} for configuration {key}: {why}"),
+        )
+    };
+    let ty = broker_def(key).map_or(ConfigType::String, |d| d.ty);
+    let v = value.trim();
+    let mut number: Option<f64> = None;
+    match ty {
+        ConfigType::Int => {
+            let n: i32 = v
+                .parse()
+                .map_err(|_| bad("Not a number of type INT".into()))?;
+            number = Some(f64::from(n));
+        }
+        ConfigType::Long => {
+            let n: i64 = v
+                .parse()
+                .map_err(|_| bad("Not a number of type LONG".into()))?;
+            number = Some(n as f64);
+        }
+        ConfigType::Double => {
+            let n: f64 = v
+                .parse()
+                .map_err(|_| bad("Not a number of type DOUBLE".into()))?;
+            number = Some(n);
+        }
+        ConfigType::Boolean => {
+            if !v.eq_ignore_ascii_case("true") && !v.eq_ignore_ascii_case("false") {
+                return Err(bad("Expected value to be either true or false".into()));
+            }
+        }
+        ConfigType::String | ConfigType::List | ConfigType::Password => {}
+    }
+    let check = DYNAMIC_KEYS
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map_or(Check::Any, |(_, c)| *c);
+    match check {
+        Check::Any => {}
+        Check::AtLeast(min) => {
+            if number.is_some_and(|n| n < min as f64) {
+                return Err(bad(format!("Value must be at least {min}")));
+            }
+        }
+        Check::Ratio => {
+            let n = number.unwrap_or(0.0);
+            if n < 0.0 {
+                return Err(bad("Value must be at least 0".into()));
+            }
+            if n > 1.0 || n.is_nan() {
+                return Err(bad("Value must be no more than 1".into()));
+            }
+        }
+        Check::OneOf(allowed) => {
+            if !allowed.contains(&v) {
+                return Err(bad(format!(
+                    "String must be one of: {}",
+                    allowed.join(", ")
+                )));
+            }
+        }
+        Check::ListOf(allowed) => {
+            for item in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                if !allowed.contains(&item) {
+                    return Err(ApiError::new(
+                        ErrorCode::INVALID_REQUEST,
+                        format!(
+                            "Invalid value {item} for configuration {key}: String must be one of: {}",
+                            allowed.join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+        Check::DedupeBuffer => {
+            if number.is_some_and(|n| n < (1_048_576 * cleaner_threads) as f64) {
+                return Err(ApiError::new(
+                    ErrorCode::INVALID_REQUEST,
+                    format!("requirement failed: {key} must be at least 1MB per cleaner thread."),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn static_config(dir: &Path, pairs: &[(&str, &str)]) -> BrokerConfig {
+        let mut p: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        p.push(("log.dirs".into(), dir.display().to_string()));
+        BrokerConfig::from_pairs(&p).unwrap()
+    }
+
+    fn map(p: &[(&str, &str)]) -> BTreeMap<String, String> {
+        entries(p).into_iter().collect()
+    }
+
+    fn entries(p: &[(&str, &str)]) -> Vec<(String, String)> {
+        p.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn precedence_per_broker_over_default_over_static() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = DynamicBrokerConfig::load(static_config(
+            dir.path(),
+            &[
+                ("log.retention.ms", "1000"),
+                ("log.segment.bytes", "2097152"),
+            ],
+        ))
+        .unwrap();
+        assert_eq!(
+            d.effective().value("log.retention.ms").as_deref(),
+            Some("1000")
+        );
+        d.set(
+            ConfigLevel::ClusterDefault,
+            entries(&[("log.retention.ms", "2000")]),
+            false,
+        )
+        .unwrap();
+        assert_eq!(
+            d.effective().value("log.retention.ms").as_deref(),
+            Some("2000")
+        );
+        d.set(
+            ConfigLevel::PerBroker,
+            entries(&[("log.retention.ms", "3000")]),
+            false,
+        )
+        .unwrap();
+        assert_eq!(
+            d.effective().value("log.retention.ms").as_deref(),
+            Some("3000")
+        );
+        let syn: Vec<(String, i8)> = d
+            .synonyms("log.retention.ms")
+            .into_iter()
+            .map(|s| (s.value.unwrap(), s.source))
+            .collect();
+        assert_eq!(
+            syn,
+            vec![
+                ("3000".to_string(), 2),
+                ("2000".to_string(), 3),
+                ("1000".to_string(), 4),
+                ("168".to_string(), 5)
+            ]
+        );
+        d.set(ConfigLevel::PerBroker, Vec::new(), false).unwrap();
+        assert_eq!(
+            d.effective().value("log.retention.ms").as_deref(),
+            Some("2000")
+        );
+    }
+
+    #[test]
+    fn unset_retention_ms_has_no_synonyms_like_kafka() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = DynamicBrokerConfig::load(static_config(dir.path(), &[])).unwrap();
+        assert!(d.synonyms("log.retention.ms").is_empty());
+        assert_eq!(d.synonyms("log.segment.bytes").len(), 1);
+    }
+
+    #[test]
+    fn survives_reload_and_validate_only_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = static_config(dir.path(), &[]);
+        let d = DynamicBrokerConfig::load(cfg.clone()).unwrap();
+        d.set(
+            ConfigLevel::ClusterDefault,
+            entries(&[("log.retention.bytes", "5")]),
+            false,
+        )
+        .unwrap();
+        d.set(
+            ConfigLevel::PerBroker,
+            entries(&[("message.max.bytes", "7")]),
+            true,
+        )
+        .unwrap();
+        drop(d);
+        let d = DynamicBrokerConfig::load(cfg).unwrap();
+        assert_eq!(
+            d.get(ConfigLevel::ClusterDefault, "log.retention.bytes")
+                .as_deref(),
+            Some("5")
+        );
+        assert_eq!(d.get(ConfigLevel::PerBroker, "message.max.bytes"), None);
+    }
+
+    #[test]
+    fn corrupt_file_is_an_error_and_bad_entries_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = static_config(dir.path(), &[]);
+        std::fs::write(dir.path().join(DYNAMIC_CONFIG_FILE), b"{nope").unwrap();
+        assert!(DynamicBrokerConfig::load(cfg.clone()).is_err());
+        std::fs::write(
+            dir.path().join(DYNAMIC_CONFIG_FILE),
+            br#"{"version":1,"default":{"node.id":"4","log.retention.ms":"x","log.retention.bytes":"9"}}"#,
+        )
+        .unwrap();
+        let d = DynamicBrokerConfig::load(cfg).unwrap();
+        assert_eq!(
+            d.level_configs(ConfigLevel::ClusterDefault),
+            map(&[("log.retention.bytes", "9")])
+        );
+    }
+
+    #[test]
+    fn errors_match_kafka() {
+        let d = DynamicBrokerConfig::in_memory(BrokerConfig::from_pairs(&[]).unwrap());
+        let err = |l, p: &[(&str, &str)]| d.set(l, entries(p), false).unwrap_err();
+        let e = err(
+            ConfigLevel::PerBroker,
+            &[("num.partitions", "3"), ("log.dirs", "/x")],
+        );
+        assert_eq!(e.code, ErrorCode::INVALID_REQUEST);
+        assert_eq!(
+            e.message,
+            "Cannot update these configs dynamically: [num.partitions, log.dirs]"
+        );
+        let e = err(ConfigLevel::PerBroker, &[("log.retention.ms", "soon")]);
+        assert_eq!(
+            e.message,
+            "Invalid value soon for configuration log.retention.ms: Not a number of type LONG"
+        );
+        let e = err(ConfigLevel::PerBroker, &[("log.segment.bytes", "10")]);
+        assert_eq!(
+            e.message,
+            "Invalid value 10 for configuration log.segment.bytes: Value must be at least 1048576"
+        );
+        let e = err(
+            ConfigLevel::ClusterDefault,
+            &[("listeners", "PLAINTEXT://:1")],
+        );
+        assert!(e.message.contains("default cluster level"));
+        let e = err(ConfigLevel::PerBroker, &[("no.such.key", "1")]);
+        assert_eq!(e.code, ErrorCode::INVALID_CONFIG);
+        assert!(e.message.contains("no.such.key"));
+        assert_eq!(d.resolve("", false), Ok(ConfigLevel::ClusterDefault));
+        assert_eq!(d.resolve("1", false), Ok(ConfigLevel::PerBroker));
+        assert_eq!(
+            d.resolve("2", false).unwrap_err().message,
+            "Unexpected broker id, expected 1, but received 2"
+        );
+        assert_eq!(
+            d.resolve("x", true).unwrap_err().message,
+            "Broker id must be an integer, but it is: x"
+        );
+    }
+}
