@@ -254,5 +254,6 @@ def pytest_configure(config):
                       ("api", "raw-socket checks of issue 2's APIs against Kafka's behaviour"),
                       ("roundtrip", "100k-record round trips per client and codec"),
                       ("durability", "restart / kill -9 tests (need a broker started by the fixtures)"),
-                      ("kafka_tools", "Apache Kafka's own command-line tools as clients (JVM start-up heavy)")]:
+                      ("kafka_tools", "Apache Kafka's own command-line tools as clients (JVM start-up heavy)"),
+                      ("cluster", "three runnel processes forming one cluster (issue 5)")]:
         config.addinivalue_line("markers", f"{name}: {doc}")

@@ -3,6 +3,7 @@
 //! cleanly (stop accepting, flush and close every log, write the clean-shutdown marker).
 
 pub mod apis;
+pub mod cluster;
 pub mod config;
 pub mod dynamic_config;
 pub mod group_coordinator;
@@ -21,19 +22,33 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use controller::{ControllerConfig, ControllerServer};
+
 use crate::apis::KafkaApis;
+use crate::cluster::{BrokerCluster, ControllerLink};
 use crate::config::{bind_addr, BrokerConfig};
 use crate::metadata::MetadataStore;
-use crate::replica_manager::{now_ms, ReplicaManager};
+use crate::replica_manager::{now_ms, ClusterLink, ReplicaManager, StandaloneLink};
 
-/// A running broker.
-#[derive(Debug)]
+/// A running broker (and, in cluster mode, possibly a controller).
 pub struct Server {
-    replica_manager: Arc<ReplicaManager>,
+    replica_manager: Option<Arc<ReplicaManager>>,
+    controller: Option<ControllerServer>,
+    cluster: Option<Arc<BrokerCluster>>,
     log_cleaner: Option<storage::LogCleaner>,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
     local_addr: std::net::SocketAddr,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("local_addr", &self.local_addr)
+            .field("controller", &self.controller.is_some())
+            .field("cluster", &self.cluster)
+            .finish()
+    }
 }
 
 impl Server {
@@ -52,9 +67,54 @@ impl Server {
             config.advertised_listener.port = local_addr.port();
         }
         let dir = config.log_dir.clone();
+        let voters = resolve_voters(&config)?;
+        let cluster_id = cluster_id(&config);
+        // A controller runs first: a broker of the same process registers with the quorum it is part of.
+        let controller = if config.is_cluster() && config.process_roles.controller {
+            let listen = match &config.controller_listener {
+                Some(l) => bind_addr(l)?,
+                None => voters[&config.node_id],
+            };
+            let controller = ControllerServer::start(ControllerConfig {
+                node_id: config.node_id,
+                voters: voters.clone(),
+                listen,
+                data_dir: dir.clone(),
+                cluster_id: cluster_id.clone().unwrap_or_default(),
+                broker_session_timeout_ms: config.broker_session_timeout_ms,
+                default_num_partitions: config.num_partitions,
+                default_replication_factor: config.default_replication_factor,
+                unclean_leader_election: config.unclean_leader_election_enable,
+            })
+            .await
+            .context("starting the controller")?;
+            tracing::info!(controller_listen = %controller.local_addr(), "controller started");
+            Some(controller)
+        } else {
+            None
+        };
+        if !config.process_roles.broker {
+            drop(listener);
+            let (shutdown, _) = watch::channel(false);
+            return Ok(Server {
+                replica_manager: None,
+                log_cleaner: None,
+                shutdown,
+                tasks: Vec::new(),
+                local_addr: controller
+                    .as_ref()
+                    .map(|c| c.local_addr())
+                    .unwrap_or(local_addr),
+                controller,
+                cluster: None,
+            });
+        }
         let metadata = Arc::new(
-            MetadataStore::open(&dir, config.node_id)
-                .with_context(|| format!("opening metadata in {}", dir.display()))?,
+            match &cluster_id {
+                Some(id) => MetadataStore::open_for_cluster(&dir, config.node_id, id),
+                None => MetadataStore::open(&dir, config.node_id),
+            }
+            .with_context(|| format!("opening metadata in {}", dir.display()))?,
         );
         let dynamic_config = Arc::new(
             dynamic_config::DynamicBrokerConfig::load(config.clone())
@@ -83,17 +143,36 @@ impl Server {
         } else {
             None
         };
+        let cluster = config
+            .is_cluster()
+            .then(|| Arc::new(BrokerCluster::new(&config, voters.clone())));
+        let link: Arc<dyn ClusterLink> = match &cluster {
+            Some(c) => Arc::new(ControllerLink(c.clone())),
+            None => Arc::new(StandaloneLink),
+        };
         let replica_manager = Arc::new(ReplicaManager::new(
             log_manager.clone(),
             config.node_id,
-            Arc::new(crate::replica_manager::StandaloneLink),
-            30_000,
+            link,
+            config.replica_lag_time_max_ms,
         ));
         let apis = Arc::new(
-            KafkaApis::new(config.clone(), metadata.clone(), replica_manager.clone())
-                .with_dynamic_config(dynamic_config),
+            KafkaApis::new(
+                config.clone(),
+                metadata.clone(),
+                replica_manager.clone(),
+                cluster.clone(),
+            )
+            .with_dynamic_config(dynamic_config),
         );
-        apis.load_topics().context("opening topic partitions")?;
+        if let Some(c) = &cluster {
+            let c = c.clone();
+            metadata.set_producer_id_source(Box::new(move || {
+                cluster::block_on(c.allocate_producer_ids()).map_err(|e| e.message)
+            }));
+        } else {
+            apis.load_topics().context("opening topic partitions")?;
+        }
 
         let (shutdown, shutdown_rx) = watch::channel(false);
         let mut tasks = vec![tokio::spawn(network::serve(
@@ -109,8 +188,35 @@ impl Server {
         tasks.push(tokio::spawn(log_maintenance(
             config.clone(),
             log_manager,
-            shutdown_rx,
+            shutdown_rx.clone(),
         )));
+        if let Some(c) = &cluster {
+            tasks.push(tokio::spawn(c.clone().run_metadata_listener(
+                config.clone(),
+                metadata.clone(),
+                replica_manager.clone(),
+                shutdown_rx.clone(),
+            )));
+            // Registration waits for the quorum to elect a leader, which needs the other voters: it runs in
+            // the background so that a cluster's processes can start in any order.
+            let c = c.clone();
+            let host = config.advertised_listener.host.clone();
+            let port = config.advertised_listener.port;
+            let interval =
+                Duration::from_millis(config.broker_heartbeat_interval_ms.max(50) as u64);
+            let shutdown_rx = shutdown_rx.clone();
+            tasks.push(tokio::spawn(async move {
+                let registered = tokio::select! {
+                    r = c.register(&host, port, Duration::from_secs(3600)) => r,
+                    _ = wait_true(shutdown_rx.clone()) => return,
+                };
+                if let Err(e) = registered {
+                    tracing::error!(error = %e, "broker registration failed");
+                    return;
+                }
+                c.run_heartbeats(interval, host, port, shutdown_rx).await;
+            }));
+        }
         tracing::info!(
             listen = %local_addr,
             advertised = %config.advertised_listener,
@@ -121,11 +227,13 @@ impl Server {
             "runnel broker started"
         );
         Ok(Server {
-            replica_manager,
+            replica_manager: Some(replica_manager),
             log_cleaner,
             shutdown,
             tasks,
             local_addr,
+            controller,
+            cluster,
         })
     }
 
@@ -135,7 +243,13 @@ impl Server {
     }
 
     /// Stops accepting and serving, then flushes and closes every log and writes the clean-shutdown marker.
+    ///
+    /// In cluster mode the broker first asks for controlled shutdown (its leaderships move to other ISR
+    /// members, bounded by 30 s), and the controller stops last.
     pub async fn shutdown(self) -> anyhow::Result<()> {
+        if let Some(c) = &self.cluster {
+            c.controlled_shutdown(Duration::from_secs(30)).await;
+        }
         let _ = self.shutdown.send(true);
         for t in self.tasks {
             let _ = t.await;
@@ -143,12 +257,68 @@ impl Server {
         if let Some(cleaner) = self.log_cleaner {
             tokio::task::spawn_blocking(move || cleaner.shutdown()).await?;
         }
-        let rm = self.replica_manager.clone();
-        tokio::task::spawn_blocking(move || rm.shutdown())
-            .await?
-            .context("closing logs")?;
+        if let Some(rm) = self.replica_manager {
+            tokio::task::spawn_blocking(move || rm.shutdown())
+                .await?
+                .context("closing logs")?;
+        }
+        if let Some(controller) = self.controller {
+            controller
+                .shutdown()
+                .await
+                .context("stopping the controller")?;
+        }
         tracing::info!("runnel broker stopped cleanly");
         Ok(())
+    }
+
+    /// The broker's cluster membership (cluster mode only).
+    pub fn cluster(&self) -> Option<&Arc<BrokerCluster>> {
+        self.cluster.as_ref()
+    }
+}
+
+/// Resolves `controller.quorum.voters` to socket addresses (empty in standalone mode).
+fn resolve_voters(
+    config: &BrokerConfig,
+) -> anyhow::Result<std::collections::BTreeMap<i32, std::net::SocketAddr>> {
+    config
+        .controller_quorum_voters
+        .iter()
+        .map(|(id, e)| Ok((*id, bind_addr(e)?)))
+        .collect()
+}
+
+/// The cluster id of a cluster member: `cluster.id` if set, else derived from the voter set so that every
+/// member of one quorum agrees without a formatting step (22-character base64url, as Kafka's). `None` in
+/// standalone mode (the data dir keeps a random one).
+fn cluster_id(config: &BrokerConfig) -> Option<String> {
+    if !config.is_cluster() {
+        return None;
+    }
+    if let Some(id) = &config.cluster_id {
+        return Some(id.clone());
+    }
+    let voters: Vec<String> = config
+        .controller_quorum_voters
+        .iter()
+        .map(|(id, e)| format!("{id}@{e}"))
+        .collect();
+    let text = voters.join(",");
+    let mut bytes = [0u8; 16];
+    for (i, chunk) in bytes.chunks_mut(4).enumerate() {
+        let crc = crc32c::crc32c_append(i as u32, text.as_bytes());
+        chunk.copy_from_slice(&crc.to_be_bytes());
+    }
+    Some(metadata::base64url_uuid(uuid::Uuid::from_bytes(bytes)))
+}
+
+/// Resolves once `rx` holds `true`.
+async fn wait_true(mut rx: watch::Receiver<bool>) {
+    while !*rx.borrow() {
+        if rx.changed().await.is_err() {
+            return;
+        }
     }
 }
 

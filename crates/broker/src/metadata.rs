@@ -72,13 +72,28 @@ pub enum UpdateError<E> {
 }
 
 /// The persistent topic registry and id allocator. Thread-safe.
-#[derive(Debug)]
 pub struct MetadataStore {
     dir: PathBuf,
     cluster_id: String,
     state: RwLock<State>,
     /// Producer ids handed out from the reserved block: (next, end exclusive).
     producer_ids: parking_lot::Mutex<(i64, i64)>,
+    /// Cluster mode: the topic registry mirrors the controller's metadata image (set by
+    /// [`MetadataStore::replace_topics`], not persisted here) and producer-id blocks come from the controller.
+    producer_id_source: RwLock<Option<ProducerIdSource>>,
+}
+
+/// Fetches a block of producer ids `(first, count)` from elsewhere (the controller, in cluster mode).
+pub type ProducerIdSource = Box<dyn Fn() -> Result<(i64, i32), String> + Send + Sync>;
+
+impl std::fmt::Debug for MetadataStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetadataStore")
+            .field("dir", &self.dir)
+            .field("cluster_id", &self.cluster_id)
+            .field("topics", &self.state.read().topics.len())
+            .finish()
+    }
 }
 
 impl MetadataStore {
@@ -137,7 +152,49 @@ impl MetadataStore {
             cluster_id,
             state: RwLock::new(state),
             producer_ids: parking_lot::Mutex::new((next, next)),
+            producer_id_source: RwLock::new(None),
         })
+    }
+
+    /// Like [`MetadataStore::open`], but a cluster member: the cluster id is the quorum's `cluster_id`
+    /// (written to `meta.properties` on first start; a data dir formatted for another cluster is an error).
+    pub fn open_for_cluster(
+        dir: &Path,
+        node_id: i32,
+        cluster_id: &str,
+    ) -> Result<MetadataStore, MetadataError> {
+        let meta = dir.join("meta.properties");
+        if !meta.exists() {
+            fs::create_dir_all(dir).map_err(|source| MetadataError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+            let text = format!("#Runnel\nversion=1\ncluster.id={cluster_id}\nnode.id={node_id}\n");
+            write_atomically(dir, "meta.properties", text.as_bytes())?;
+        }
+        let store = MetadataStore::open(dir, node_id)?;
+        if store.cluster_id != cluster_id {
+            return Err(MetadataError::Invalid {
+                path: meta,
+                reason: format!(
+                    "formatted for cluster {}, but this node joins cluster {cluster_id}",
+                    store.cluster_id
+                ),
+            });
+        }
+        Ok(store)
+    }
+
+    /// Cluster mode: replaces the in-memory topic registry with the controller's view (the metadata image);
+    /// nothing is written to disk, the quorum's log is the record.
+    pub fn replace_topics(&self, topics: BTreeMap<String, TopicMetadata>) {
+        self.state.write().topics = topics;
+    }
+
+    /// Cluster mode: producer-id blocks come from `source` (the controller's AllocateProducerIds) instead of
+    /// the local file.
+    pub fn set_producer_id_source(&self, source: ProducerIdSource) {
+        *self.producer_id_source.write() = Some(source);
     }
 
     /// The cluster id (22-character base64url UUID, as Kafka's `kafka-storage random-uuid`).
@@ -227,6 +284,16 @@ impl MetadataStore {
     pub fn allocate_producer_id(&self) -> Result<i64, MetadataError> {
         let mut ids = self.producer_ids.lock();
         if ids.0 >= ids.1 {
+            if let Some(source) = self.producer_id_source.read().as_ref() {
+                let (first, count) = source().map_err(|reason| MetadataError::Invalid {
+                    path: self.dir.clone(),
+                    reason: format!("allocating producer ids from the controller: {reason}"),
+                })?;
+                *ids = (first, first + i64::from(count.max(1)));
+                let id = ids.0;
+                ids.0 += 1;
+                return Ok(id);
+            }
             let mut state = self.state.write();
             let mut next = state.clone();
             let start = next.next_producer_id;

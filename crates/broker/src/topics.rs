@@ -9,6 +9,9 @@ use protocol::record::{Compression, TimestampType};
 use storage::LogConfig;
 use uuid::Uuid;
 
+use controller::CreateTopic;
+
+use crate::cluster::{block_on, BrokerCluster};
 use crate::config::{topic_value, validate_topic_config, BrokerConfig, ConfigError};
 use crate::dynamic_config::DynamicBrokerConfig;
 use crate::metadata::{MetadataStore, TopicMetadata, UpdateError};
@@ -79,6 +82,8 @@ pub struct TopicManager {
     replica_manager: Arc<ReplicaManager>,
     /// Dynamic broker configs (KIP-226): topic `LogConfig`s resolve broker defaults through it.
     dynamic: Arc<DynamicBrokerConfig>,
+    /// Cluster mode: topic changes go to the controller (see [`crate::cluster`]).
+    cluster: Option<Arc<BrokerCluster>>,
 }
 
 impl TopicManager {
@@ -93,7 +98,14 @@ impl TopicManager {
             config,
             metadata,
             replica_manager,
+            cluster: None,
         }
+    }
+
+    /// Cluster mode: sends topic changes to the controller through `cluster`.
+    pub fn with_cluster(mut self, cluster: Option<Arc<BrokerCluster>>) -> TopicManager {
+        self.cluster = cluster;
+        self
     }
 
     /// Shares `dynamic` (see [`crate::dynamic_config`]): topic `LogConfig`s then follow dynamic broker configs.
@@ -162,7 +174,7 @@ impl TopicManager {
                 format!("Replication factor must be larger than 0, got {rf}."),
             ));
         }
-        if rf > 1 {
+        if rf > 1 && self.cluster.is_none() {
             return Err(ApiError::new(
                 ErrorCode::INVALID_REPLICATION_FACTOR,
                 format!("Replication factor: {rf} larger than available brokers: 1."),
@@ -170,6 +182,19 @@ impl TopicManager {
         }
         for (k, v) in &configs {
             validate_topic_config(k, v)?;
+        }
+        if let Some(cluster) = &self.cluster {
+            // Placement and the replication-factor check against live brokers are the controller's.
+            return block_on(cluster.create_topic(
+                CreateTopic {
+                    name: name.to_string(),
+                    num_partitions: partitions,
+                    replication_factor: rf,
+                    assignments: Vec::new(),
+                    configs,
+                },
+                validate_only,
+            ));
         }
         let topic = TopicMetadata {
             topic_id: Uuid::new_v4(),
@@ -207,6 +232,9 @@ impl TopicManager {
                 "delete.topic.enable is false",
             ));
         }
+        if let Some(cluster) = &self.cluster {
+            return block_on(cluster.delete_topic(name));
+        }
         let removed = self
             .metadata
             .delete_topic(name)
@@ -234,6 +262,9 @@ impl TopicManager {
     ) -> Result<(), ApiError> {
         for (k, v) in &configs {
             validate_topic_config(k, v)?;
+        }
+        if let Some(cluster) = &self.cluster {
+            return block_on(cluster.set_topic_configs(name, configs, validate_only));
         }
         if validate_only {
             return self
@@ -285,6 +316,11 @@ impl TopicManager {
                 ..t.clone()
             })
         };
+        if let Some(cluster) = &self.cluster {
+            let t = self.metadata.topic(name).ok_or_else(unknown_topic)?;
+            check(&t)?;
+            return block_on(cluster.create_partitions(name, count, validate_only));
+        }
         if validate_only {
             let t = self.metadata.topic(name).ok_or_else(unknown_topic)?;
             return check(&t).map(|_| ());

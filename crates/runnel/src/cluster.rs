@@ -1,4 +1,5 @@
-//! `runnel cluster info`: cluster id, controller and brokers (Metadata v1+ with no topics) and the
+//! `runnel cluster info`: cluster id, controller, brokers and under-replicated partitions (Metadata v12 for all
+//! topics) and the
 //! API versions of the broker answering (ApiVersions), both with our own codec: librdkafka exposes
 //! neither the controller id nor the broker's version ranges.
 
@@ -38,7 +39,7 @@ fn info(conn: &ConnArgs) -> anyhow::Result<()> {
     let mut wire = Wire::connect_any(&conn.bootstrap, conn.timeout())?;
     let (_, resp) = wire.call(
         RequestBody::Metadata(MetadataRequest {
-            topics: Some(vec![]),
+            topics: None,
             allow_auto_topic_creation: false,
             ..Default::default()
         }),
@@ -60,6 +61,24 @@ fn info(conn: &ConnArgs) -> anyhow::Result<()> {
         })
         .collect();
     let cluster_id = md.cluster_id.clone().unwrap_or_default();
+    // Under-replicated: fewer in-sync replicas than replicas (Kafka's UnderReplicatedPartitions);
+    // offline: no leader.
+    let mut under_replicated = Vec::new();
+    for t in &md.topics {
+        let name = t.name.clone().unwrap_or_default();
+        for p in &t.partitions {
+            if p.isr_nodes.len() < p.replica_nodes.len() || p.leader_id < 0 {
+                under_replicated.push((
+                    name.clone(),
+                    p.partition_index,
+                    p.leader_id,
+                    p.replica_nodes.clone(),
+                    p.isr_nodes.clone(),
+                ));
+            }
+        }
+    }
+    under_replicated.sort();
     if conn.json {
         let bs: Vec<_> = brokers
             .iter()
@@ -73,6 +92,10 @@ fn info(conn: &ConnArgs) -> anyhow::Result<()> {
             "cluster_id": md.cluster_id,
             "controller_id": md.controller_id,
             "brokers": bs,
+            "under_replicated_partitions": under_replicated
+                .iter()
+                .map(|(t, p, l, r, i)| json!({"topic": t, "partition": p, "leader": l, "replicas": r, "isr": i}))
+                .collect::<Vec<_>>(),
             "api_versions_of": wire.addr(),
             "api_versions": av,
         }));
@@ -99,6 +122,25 @@ fn info(conn: &ConnArgs) -> anyhow::Result<()> {
             })
             .collect();
         print_table(&["BROKER", "HOST", "PORT", "RACK"], &rows);
+        println!();
+        if under_replicated.is_empty() {
+            println!("Under-replicated partitions: none");
+        } else {
+            println!("Under-replicated partitions: {}", under_replicated.len());
+            let rows: Vec<Vec<String>> = under_replicated
+                .iter()
+                .map(|(t, p, l, r, i)| {
+                    let list = |v: &[i32]| {
+                        v.iter()
+                            .map(|x| x.to_string())
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    };
+                    vec![t.clone(), p.to_string(), l.to_string(), list(r), list(i)]
+                })
+                .collect();
+            print_table(&["TOPIC", "PARTITION", "LEADER", "REPLICAS", "ISR"], &rows);
+        }
         println!();
         println!("API versions of {}:", wire.addr());
         let rows: Vec<Vec<String>> = apis

@@ -51,6 +51,10 @@ struct ServerArgs {
     /// Address to listen on (the `listeners` key), e.g. 127.0.0.1:9092.
     #[arg(long, value_name = "HOST:PORT")]
     listen: Option<String>,
+    /// Address this process's controller (metadata quorum voter) binds: a `CONTROLLER://HOST:PORT` entry
+    /// added to `listeners`. Must match this node's entry in `controller.quorum.voters`.
+    #[arg(long, value_name = "HOST:PORT")]
+    controller_listen: Option<String>,
     /// Address clients are told to connect to (the `advertised.listeners` key).
     #[arg(long, value_name = "HOST:PORT")]
     advertised_listener: Option<String>,
@@ -89,6 +93,15 @@ impl ServerArgs {
         }
         for s in &self.set {
             pairs.push(parse_override(s).with_context(|| format!("--set {s}"))?);
+        }
+        if let Some(c) = &self.controller_listen {
+            let listeners = pairs
+                .iter()
+                .rev()
+                .find(|(k, _)| k == "listeners")
+                .map(|(_, v)| v.clone())
+                .unwrap_or_else(|| "PLAINTEXT://127.0.0.1:9092".into());
+            pairs.push(("listeners".into(), format!("{listeners},CONTROLLER://{c}")));
         }
         Ok(BrokerConfig::from_pairs(&pairs)?)
     }

@@ -47,7 +47,9 @@ pub use error::StorageError;
 pub use index::{OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
 pub use leader_epoch::{LeaderEpochFileCache, LEADER_EPOCH_CHECKPOINT};
 pub use log::{FetchDataInfo, FlushJob, Log, LogAppendInfo, LogOffsetMetadata};
-pub use manager::{validate_topic_name, LogManager, TopicPartition, CLEAN_SHUTDOWN_FILE};
+pub use manager::{
+    validate_topic_name, LogManager, TopicPartition, CLEAN_SHUTDOWN_FILE, METADATA_LOG_DIR,
+};
 pub use producer_state::{BatchMetadata, ProducerStateEntry, ProducerStateManager};
 pub use segment::LogSegment;
 

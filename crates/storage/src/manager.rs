@@ -13,6 +13,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// The directory of the metadata quorum's Raft log inside a data dir (Kafka's `__cluster_metadata-0`);
+/// never opened as a partition.
+pub const METADATA_LOG_DIR: &str = "__cluster_metadata-0";
+
 /// Marker file written after a clean shutdown, removed at startup (Kafka's name).
 pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
 const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
@@ -123,6 +127,10 @@ impl LogManager {
             let name = entry.file_name().to_string_lossy().into_owned();
             if name.ends_with("-delete") {
                 fs::remove_dir_all(entry.path())?;
+                continue;
+            }
+            // The metadata quorum's own Raft log (cluster mode) lives beside the partitions, as in Kafka.
+            if name == METADATA_LOG_DIR {
                 continue;
             }
             let Some(tp) = TopicPartition::from_dir_name(&name) else {

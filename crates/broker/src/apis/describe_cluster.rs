@@ -11,7 +11,8 @@ use super::KafkaApis;
 /// Endpoint type "brokers" (1); "controllers" (2) is not served.
 const ENDPOINT_TYPE_BROKERS: i8 = 1;
 
-/// Answers with this broker as the whole cluster and its controller.
+/// Standalone: this broker is the whole cluster and its controller. Cluster mode: the brokers of the metadata
+/// image and the active controller when it is also a live broker (else this broker).
 pub fn handle(
     apis: &KafkaApis,
     _header: &RequestHeader,
@@ -24,6 +25,34 @@ pub fn handle(
             error_message: Some("Only broker endpoints are served".into()),
             endpoint_type: request.endpoint_type,
             cluster_id: apis.metadata.cluster_id().to_string(),
+            ..Default::default()
+        };
+    }
+    if let Some(cluster) = apis.cluster() {
+        // v2+ (KIP-1073) may ask for fenced brokers too; below v2 only unfenced ones are listed.
+        let image = cluster.image();
+        let brokers: Vec<DescribeClusterBroker> = image
+            .brokers
+            .values()
+            .filter(|b| !b.fenced || request.include_fenced_brokers)
+            .map(|b| DescribeClusterBroker {
+                broker_id: b.broker_id,
+                host: b.host.clone(),
+                port: i32::from(b.port),
+                rack: b.rack.clone(),
+                is_fenced: b.fenced,
+                ..Default::default()
+            })
+            .collect();
+        let controller_id = cluster
+            .controller_id()
+            .filter(|c| brokers.iter().any(|b| b.broker_id == *c && !b.is_fenced))
+            .unwrap_or(config.node_id);
+        return DescribeClusterResponse {
+            endpoint_type: ENDPOINT_TYPE_BROKERS,
+            cluster_id: apis.metadata.cluster_id().to_string(),
+            controller_id,
+            brokers,
             ..Default::default()
         };
     }

@@ -1,6 +1,7 @@
 //! FindCoordinator (key 10), v0–6. Source: Kafka protocol guide; KIP-699 (batched keys, v4+).
 //!
-//! On a single node this broker is the coordinator of every group. The first group lookup creates
+//! On a single node this broker is the coordinator of every group; in cluster mode it is the leader of the
+//! group's `__consumer_offsets` partition (`partition_for(group, partitions)`, Kafka's hashing). The first group lookup creates
 //! `__consumer_offsets` (as Kafka does); if that fails, group keys get COORDINATOR_NOT_AVAILABLE (15).
 //! Transaction coordinators (key type 1) are not implemented yet: those keys get COORDINATOR_NOT_AVAILABLE (15).
 
@@ -10,6 +11,7 @@ use protocol::messages::{FindCoordinatorRequest, FindCoordinatorResponse};
 use protocol::RequestHeader;
 
 use super::KafkaApis;
+use crate::group_coordinator::OFFSETS_TOPIC;
 
 /// Key type of a consumer group.
 const KEY_TYPE_GROUP: i8 = 0;
@@ -38,6 +40,34 @@ pub fn handle(
                 error_code: code.0,
                 error_message: Some("the group coordinator is not available".into()),
                 ..Default::default()
+            }
+        } else if let (Some(cluster), KEY_TYPE_GROUP) = (apis.cluster(), request.key_type) {
+            // Cluster mode: the coordinator of a group is the leader of its `__consumer_offsets` partition.
+            let image = cluster.image();
+            let leader = image.topics.get(OFFSETS_TOPIC).and_then(|t| {
+                let p = coordinator::partition_for(&key, t.partitions.len() as i32);
+                let leader = t.partitions.get(&p)?.leader;
+                image.brokers.get(&leader).filter(|b| !b.fenced)
+            });
+            match leader {
+                Some(b) => Coordinator {
+                    key,
+                    node_id: b.broker_id,
+                    host: b.host.clone(),
+                    port: i32::from(b.port),
+                    error_code: 0,
+                    error_message: None,
+                    ..Default::default()
+                },
+                None => Coordinator {
+                    key,
+                    node_id: -1,
+                    host: String::new(),
+                    port: -1,
+                    error_code: ErrorCode::COORDINATOR_NOT_AVAILABLE.0,
+                    error_message: Some("the group's coordinator has no leader yet".into()),
+                    ..Default::default()
+                },
             }
         } else if request.key_type == KEY_TYPE_GROUP {
             Coordinator {

@@ -60,16 +60,46 @@ pub fn handle(
     for t in topics.iter_mut() {
         t.topic_authorized_operations = authorized_ops;
     }
-    MetadataResponse {
-        brokers: vec![MetadataResponseBroker {
+    let (brokers, controller_id) = match apis.cluster() {
+        Some(cluster) => {
+            let image = cluster.image();
+            let brokers: Vec<MetadataResponseBroker> = image
+                .brokers
+                .values()
+                .filter(|b| !b.fenced)
+                .map(|b| MetadataResponseBroker {
+                    node_id: b.broker_id,
+                    host: b.host.clone(),
+                    port: i32::from(b.port),
+                    rack: b.rack.clone(),
+                    ..Default::default()
+                })
+                .collect();
+            // Clients cannot reach controllers: answer the active controller when it is also a live broker
+            // (combined mode), else this broker, as Kafka answers a live broker in KRaft mode.
+            let controller = cluster
+                .controller_id()
+                .filter(|c| brokers.iter().any(|b| b.node_id == *c))
+                .unwrap_or(node);
+            (brokers, controller)
+        }
+        None => (Vec::new(), node),
+    };
+    let brokers = if brokers.is_empty() {
+        vec![MetadataResponseBroker {
             node_id: node,
             host: config.advertised_listener.host.clone(),
             port: i32::from(config.advertised_listener.port),
             rack: None,
             ..Default::default()
-        }],
+        }]
+    } else {
+        brokers
+    };
+    MetadataResponse {
+        brokers,
         cluster_id: Some(apis.metadata.cluster_id().to_string()),
-        controller_id: node,
+        controller_id,
         topics,
         ..Default::default()
     }
@@ -127,6 +157,9 @@ fn describe_by_id(apis: &KafkaApis, id: Uuid) -> MetadataResponseTopic {
 }
 
 fn topic_response(apis: &KafkaApis, name: &str, topic: &TopicMetadata) -> MetadataResponseTopic {
+    if let Some(cluster) = apis.cluster() {
+        return cluster_topic_response(&cluster.image(), name, topic);
+    }
     let node = apis.config().node_id;
     MetadataResponseTopic {
         error_code: 0,
@@ -152,6 +185,51 @@ fn topic_response(apis: &KafkaApis, name: &str, topic: &TopicMetadata) -> Metada
                 }
             })
             .collect(),
+        ..Default::default()
+    }
+}
+
+/// A topic as the cluster's metadata image has it: leader (LEADER_NOT_AVAILABLE while there is none), leader
+/// epoch, replicas, ISR, and replicas on brokers that are fenced or gone as offline.
+fn cluster_topic_response(
+    image: &controller::MetadataImage,
+    name: &str,
+    topic: &TopicMetadata,
+) -> MetadataResponseTopic {
+    let partitions = image
+        .topics
+        .get(name)
+        .map(|t| {
+            t.partitions
+                .iter()
+                .map(|(p, reg)| MetadataResponsePartition {
+                    error_code: if reg.leader < 0 {
+                        ErrorCode::LEADER_NOT_AVAILABLE.0
+                    } else {
+                        0
+                    },
+                    partition_index: *p,
+                    leader_id: reg.leader,
+                    leader_epoch: reg.leader_epoch,
+                    replica_nodes: reg.replicas.clone(),
+                    isr_nodes: reg.isr.clone(),
+                    offline_replicas: reg
+                        .replicas
+                        .iter()
+                        .copied()
+                        .filter(|r| image.brokers.get(r).is_none_or(|b| b.fenced))
+                        .collect(),
+                    ..Default::default()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    MetadataResponseTopic {
+        error_code: 0,
+        name: Some(name.to_string()),
+        topic_id: topic.topic_id,
+        is_internal: name.starts_with("__"),
+        partitions,
         ..Default::default()
     }
 }

@@ -40,6 +40,7 @@ use protocol::error::ErrorCode;
 use protocol::{ApiKey, Chunk, RequestBody, RequestHeader, ResponseBody};
 use storage::StorageError;
 
+use crate::cluster::BrokerCluster;
 use crate::config::BrokerConfig;
 use crate::dynamic_config::DynamicBrokerConfig;
 use crate::group_coordinator::GroupCoordinatorService;
@@ -109,6 +110,8 @@ pub struct KafkaApis {
     groups: Arc<GroupCoordinatorService>,
     /// Dynamic broker configs (KIP-226), shared with the topic manager.
     dynamic_config: Arc<DynamicBrokerConfig>,
+    /// Cluster mode: the broker's quorum membership and metadata image (`None` standalone).
+    cluster: Option<Arc<BrokerCluster>>,
 }
 
 impl KafkaApis {
@@ -117,14 +120,17 @@ impl KafkaApis {
         config: BrokerConfig,
         metadata: Arc<MetadataStore>,
         replica_manager: Arc<ReplicaManager>,
+        cluster: Option<Arc<BrokerCluster>>,
     ) -> KafkaApis {
-        let topics = TopicManager::new(config.clone(), metadata.clone(), replica_manager.clone());
+        let topics = TopicManager::new(config.clone(), metadata.clone(), replica_manager.clone())
+            .with_cluster(cluster.clone());
         let dynamic_config = Arc::new(DynamicBrokerConfig::in_memory(config.clone()));
         let topics = topics.with_dynamic_config(dynamic_config.clone());
         let groups = Arc::new(GroupCoordinatorService::new(
             config.clone(),
             metadata.clone(),
             replica_manager.clone(),
+            cluster.clone(),
         ));
         KafkaApis {
             config,
@@ -133,7 +139,13 @@ impl KafkaApis {
             topics,
             groups,
             dynamic_config,
+            cluster,
         }
+    }
+
+    /// The broker's cluster membership (cluster mode only).
+    pub fn cluster(&self) -> Option<&Arc<BrokerCluster>> {
+        self.cluster.as_ref()
     }
 
     /// Uses `dynamic` as the dynamic broker configs (the server loads them from the data directory; `new`

@@ -1,0 +1,504 @@
+//! Cluster mode: a broker that is a member of a Raft-replicated metadata quorum (KIP-500, KIP-631).
+//!
+//! Active when `controller.quorum.voters` is set. The broker
+//! - registers with the active controller (a new incarnation id per process; the reply is its broker
+//!   epoch) and heartbeats every `broker.heartbeat.interval.ms`; the controller fences it after
+//!   `broker.session.timeout.ms` of silence and moves its leaderships to other ISR members;
+//! - follows the committed metadata log (`fetch_metadata` long-polls) and replays it into a local
+//!   [`MetadataImage`]; every new image is *published*: the topic registry the request handlers read is
+//!   replaced, and every partition this broker is a replica of is handed to the [`ReplicaManager`] as
+//!   leader or follower with its leader epoch and ISR (partitions no longer assigned here are stopped and
+//!   deleted);
+//! - sends topic changes (CreateTopics, DeleteTopics, CreatePartitions, configs), producer-id block requests
+//!   and ISR changes (AlterPartition, KIP-497) to the controller, and waits until its own image shows the
+//!   committed change before answering the client (read-your-writes across the broker's handlers);
+//! - on SIGTERM, asks for controlled shutdown (heartbeats with `want_shutdown`) so that its leaderships
+//!   move before it exits.
+//!
+//! Invariant: the ReplicaManager only ever sees partition states from a published image, in image order,
+//! so a leader epoch it is given never goes backwards.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use controller::{
+    ControllerClient, ControllerError, CreateTopic, MetadataImage, MetadataUpdate,
+    PartitionRegistration,
+};
+use futures::future::BoxFuture;
+use parking_lot::RwLock;
+use protocol::error::ErrorCode;
+use tokio::sync::watch;
+use uuid::Uuid;
+
+use crate::config::BrokerConfig;
+use crate::metadata::{MetadataStore, TopicMetadata};
+use crate::replica_manager::{ClusterLink, PartitionState, ReplicaManager};
+use crate::topics::{log_config, ApiError};
+
+/// How long a broker waits for its own image to show a change it asked the controller for.
+const READ_YOUR_WRITES_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// A broker's membership in the cluster: controller client, registration, and the replayed metadata image.
+pub struct BrokerCluster {
+    node_id: i32,
+    client: ControllerClient,
+    incarnation_id: Uuid,
+    broker_epoch: AtomicI64,
+    /// The active controller as last learned (-1 unknown).
+    controller_id: std::sync::atomic::AtomicI32,
+    image: RwLock<Arc<MetadataImage>>,
+    /// The offset of the last published image.
+    published: watch::Sender<i64>,
+}
+
+impl std::fmt::Debug for BrokerCluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BrokerCluster")
+            .field("node_id", &self.node_id)
+            .field("broker_epoch", &self.broker_epoch.load(Ordering::Relaxed))
+            .field("image_offset", &self.image.read().offset)
+            .finish()
+    }
+}
+
+/// Maps a controller error to the API error a client sees.
+pub fn api_error(e: ControllerError) -> ApiError {
+    ApiError::new(ErrorCode(e.code), e.message)
+}
+
+impl BrokerCluster {
+    /// A member for `config` (cluster mode) whose controller client knows `voters`.
+    pub fn new(
+        config: &BrokerConfig,
+        voters: BTreeMap<i32, std::net::SocketAddr>,
+    ) -> BrokerCluster {
+        BrokerCluster {
+            node_id: config.node_id,
+            client: ControllerClient::new(voters),
+            incarnation_id: Uuid::new_v4(),
+            broker_epoch: AtomicI64::new(-1),
+            controller_id: std::sync::atomic::AtomicI32::new(-1),
+            image: RwLock::new(Arc::new(MetadataImage::default())),
+            published: watch::channel(-1).0,
+        }
+    }
+
+    /// The controller client.
+    pub fn client(&self) -> &ControllerClient {
+        &self.client
+    }
+
+    /// The active controller (Raft leader of the metadata quorum) as last learned, if known.
+    pub fn controller_id(&self) -> Option<i32> {
+        let id = self.controller_id.load(Ordering::Relaxed);
+        (id >= 0).then_some(id)
+    }
+
+    /// Remembers the active controller the client last talked to.
+    fn refresh_controller_id(&self) {
+        if let Some(id) = self.client.leader_hint() {
+            self.controller_id.store(id, Ordering::Relaxed);
+        }
+    }
+
+    /// This broker's epoch from its last registration (-1 before it registered).
+    pub fn broker_epoch(&self) -> i64 {
+        self.broker_epoch.load(Ordering::Relaxed)
+    }
+
+    /// The last published metadata image.
+    pub fn image(&self) -> Arc<MetadataImage> {
+        self.image.read().clone()
+    }
+
+    /// Registers this broker (retrying while the quorum has no leader, up to `timeout`).
+    pub async fn register(&self, host: &str, port: u16, timeout: Duration) -> anyhow::Result<()> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            match self
+                .client
+                .register_broker(
+                    self.node_id,
+                    self.incarnation_id,
+                    host.to_string(),
+                    port,
+                    None,
+                )
+                .await
+            {
+                Ok(epoch) => {
+                    self.broker_epoch.store(epoch, Ordering::Relaxed);
+                    tracing::info!(broker_epoch = epoch, "registered with the controller");
+                    return Ok(());
+                }
+                Err(e) if Instant::now() < deadline => {
+                    tracing::debug!(error = %e, "broker registration failed; retrying");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Err(e) => anyhow::bail!("registering broker {} failed: {e}", self.node_id),
+            }
+        }
+    }
+
+    /// Heartbeats until `shutdown` turns true; re-registers when the controller no longer knows this
+    /// broker's epoch (e.g. it was fenced and a newer registration is needed).
+    pub async fn run_heartbeats(
+        self: Arc<Self>,
+        interval: Duration,
+        host: String,
+        port: u16,
+        mut shutdown: watch::Receiver<bool>,
+    ) {
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(interval) => {}
+                _ = shutdown.changed() => return,
+            }
+            if *shutdown.borrow() {
+                return;
+            }
+            let offset = self.image.read().offset;
+            match self
+                .client
+                .heartbeat(self.node_id, self.broker_epoch(), offset, false, false)
+                .await
+            {
+                Ok(_) => self.refresh_controller_id(),
+                Err(e)
+                    if e.code == ErrorCode::STALE_BROKER_EPOCH.0
+                        || e.code == ErrorCode::BROKER_ID_NOT_REGISTERED.0 =>
+                {
+                    tracing::warn!(error = %e, "heartbeat refused; registering again");
+                    let _ = self.register(&host, port, interval * 5).await;
+                }
+                Err(e) => tracing::debug!(error = %e, "heartbeat failed"),
+            }
+        }
+    }
+
+    /// Controlled shutdown (KIP-631): heartbeats with `want_shutdown` until the controller says every
+    /// leadership has moved, or `timeout` passes.
+    pub async fn controlled_shutdown(&self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            let offset = self.image.read().offset;
+            match self
+                .client
+                .heartbeat(self.node_id, self.broker_epoch(), offset, false, true)
+                .await
+            {
+                Ok(reply) if reply.should_shut_down => {
+                    tracing::info!("controlled shutdown complete");
+                    return;
+                }
+                Ok(_) => {}
+                Err(e) => tracing::debug!(error = %e, "controlled shutdown heartbeat failed"),
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        tracing::warn!("controlled shutdown did not complete in {timeout:?}");
+    }
+
+    /// Follows the committed metadata log and publishes every new image until `shutdown` turns true.
+    pub async fn run_metadata_listener(
+        self: Arc<Self>,
+        config: BrokerConfig,
+        metadata: Arc<MetadataStore>,
+        replica_manager: Arc<ReplicaManager>,
+        mut shutdown: watch::Receiver<bool>,
+    ) {
+        loop {
+            if *shutdown.borrow() {
+                return;
+            }
+            let since = self.image.read().offset;
+            let update = tokio::select! {
+                u = self.client.fetch_metadata(since, Duration::from_millis(500)) => u,
+                _ = shutdown.changed() => return,
+            };
+            let next = match update {
+                Ok(MetadataUpdate::Image(image)) => image,
+                Ok(MetadataUpdate::Records(records)) if records.is_empty() => continue,
+                Ok(MetadataUpdate::Records(records)) => {
+                    let mut image = (*self.image.read().as_ref()).clone();
+                    for (offset, record) in &records {
+                        image.apply(*offset, record);
+                    }
+                    image
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "fetching metadata failed");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    continue;
+                }
+            };
+            let previous = self.image.read().clone();
+            self.publish(&config, &metadata, &replica_manager, &previous, next);
+        }
+    }
+
+    /// Makes `next` the current image: topic registry, partition states, then the published offset.
+    fn publish(
+        &self,
+        config: &BrokerConfig,
+        metadata: &MetadataStore,
+        replica_manager: &ReplicaManager,
+        previous: &MetadataImage,
+        next: MetadataImage,
+    ) {
+        let topics: BTreeMap<String, TopicMetadata> = next
+            .topics
+            .iter()
+            .map(|(name, t)| {
+                (
+                    name.clone(),
+                    TopicMetadata {
+                        topic_id: t.topic_id,
+                        partitions: t.partitions.len() as i32,
+                        configs: t.configs.clone(),
+                    },
+                )
+            })
+            .collect();
+        metadata.replace_topics(topics);
+        let node = self.node_id;
+        // Partitions that left this broker (topic deleted or replica moved): stop and delete.
+        for (name, old) in &previous.topics {
+            for (p, reg) in &old.partitions {
+                if !reg.replicas.contains(&node) {
+                    continue;
+                }
+                let still_here = next.topics.get(name).is_some_and(|t| {
+                    t.topic_id == old.topic_id
+                        && t.partitions
+                            .get(p)
+                            .is_some_and(|r| r.replicas.contains(&node))
+                });
+                if !still_here {
+                    if let Err(e) = replica_manager.stop_replica(name, *p, true) {
+                        tracing::error!(topic = %name, partition = p, error = %e, "stopping replica failed");
+                    }
+                }
+            }
+        }
+        for (name, t) in &next.topics {
+            let old = previous
+                .topics
+                .get(name)
+                .filter(|o| o.topic_id == t.topic_id);
+            let configs_changed = old.is_none_or(|o| o.configs != t.configs);
+            for (p, reg) in &t.partitions {
+                if !reg.replicas.contains(&node) {
+                    continue;
+                }
+                let unchanged = old.and_then(|o| o.partitions.get(p)) == Some(reg);
+                if unchanged && !configs_changed {
+                    continue;
+                }
+                let state = partition_state(t.topic_id, reg);
+                if let Err(e) = replica_manager.apply_partition_state(
+                    name,
+                    *p,
+                    log_config(config, &t.configs),
+                    state,
+                ) {
+                    tracing::error!(topic = %name, partition = p, error = %e, "applying partition state failed");
+                }
+            }
+        }
+        let offset = next.offset;
+        *self.image.write() = Arc::new(next);
+        self.published.send_replace(offset);
+    }
+
+    /// Waits (bounded) until the published image satisfies `done`.
+    pub async fn wait_for_image(
+        &self,
+        done: impl Fn(&MetadataImage) -> bool,
+    ) -> Result<(), ApiError> {
+        let mut rx = self.published.subscribe();
+        let deadline = tokio::time::Instant::now() + READ_YOUR_WRITES_TIMEOUT;
+        loop {
+            if done(&self.image.read()) {
+                return Ok(());
+            }
+            match tokio::time::timeout_at(deadline, rx.changed()).await {
+                Ok(Ok(())) => {}
+                _ => return Err(ApiError::new(
+                    ErrorCode::REQUEST_TIMED_OUT,
+                    "the change was committed but this broker's metadata did not show it in time",
+                )),
+            }
+        }
+    }
+
+    /// CreateTopics through the controller; answers once this broker's image has the topic.
+    pub async fn create_topic(
+        &self,
+        topic: CreateTopic,
+        validate_only: bool,
+    ) -> Result<TopicMetadata, ApiError> {
+        let name = topic.name.clone();
+        let configs = topic.configs.clone();
+        let created = self
+            .client
+            .create_topics(vec![topic], validate_only)
+            .await
+            .pop()
+            .unwrap_or_else(|| Err(ControllerError::new(-1, "no result")))
+            .map_err(api_error)?;
+        if !validate_only {
+            let id = created.topic_id;
+            self.wait_for_image(|i| i.topics.get(&name).is_some_and(|t| t.topic_id == id))
+                .await?;
+        }
+        Ok(TopicMetadata {
+            topic_id: created.topic_id,
+            partitions: created.num_partitions,
+            configs,
+        })
+    }
+
+    /// DeleteTopics through the controller; answers once this broker's image no longer has the topic.
+    pub async fn delete_topic(&self, name: &str) -> Result<Uuid, ApiError> {
+        let id = self
+            .client
+            .delete_topics(vec![name.to_string()])
+            .await
+            .pop()
+            .unwrap_or_else(|| Err(ControllerError::new(-1, "no result")))
+            .map_err(api_error)?;
+        self.wait_for_image(|i| i.topics.get(name).is_none_or(|t| t.topic_id != id))
+            .await?;
+        Ok(id)
+    }
+
+    /// CreatePartitions through the controller; answers once this broker's image shows `count` partitions.
+    pub async fn create_partitions(
+        &self,
+        name: &str,
+        count: i32,
+        validate_only: bool,
+    ) -> Result<(), ApiError> {
+        self.client
+            .create_partitions(name.to_string(), count, validate_only)
+            .await
+            .map_err(api_error)?;
+        if !validate_only {
+            self.wait_for_image(|i| {
+                i.topics
+                    .get(name)
+                    .is_some_and(|t| t.partitions.len() as i32 >= count)
+            })
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Replaces a topic's config overrides through the controller (keys not in `configs` are deleted);
+    /// answers once this broker's image shows them.
+    pub async fn set_topic_configs(
+        &self,
+        name: &str,
+        configs: BTreeMap<String, String>,
+        validate_only: bool,
+    ) -> Result<(), ApiError> {
+        let current = self
+            .image()
+            .topics
+            .get(name)
+            .map(|t| t.configs.clone())
+            .ok_or_else(|| {
+                ApiError::new(
+                    ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+                    "This server does not host this topic-partition.",
+                )
+            })?;
+        let mut ops: Vec<(String, Option<String>)> = current
+            .keys()
+            .filter(|k| !configs.contains_key(*k))
+            .map(|k| (k.clone(), None))
+            .collect();
+        ops.extend(configs.iter().map(|(k, v)| (k.clone(), Some(v.clone()))));
+        self.client
+            .alter_configs(2, name.to_string(), ops, validate_only)
+            .await
+            .map_err(api_error)?;
+        if !validate_only {
+            self.wait_for_image(|i| i.topics.get(name).is_some_and(|t| t.configs == configs))
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// A block of producer ids from the controller (KIP-730 AllocateProducerIds).
+    pub async fn allocate_producer_ids(&self) -> Result<(i64, i32), ApiError> {
+        self.client
+            .allocate_producer_ids(self.node_id, self.broker_epoch())
+            .await
+            .map_err(api_error)
+    }
+}
+
+/// The ReplicaManager's view of a partition registration.
+pub fn partition_state(topic_id: Uuid, reg: &PartitionRegistration) -> PartitionState {
+    PartitionState {
+        topic_id,
+        leader: reg.leader,
+        leader_epoch: reg.leader_epoch,
+        partition_epoch: reg.partition_epoch,
+        isr: reg.isr.clone(),
+        replicas: reg.replicas.clone(),
+    }
+}
+
+/// Runs `future` to completion from synchronous handler code on the multi-threaded runtime (admin requests
+/// in cluster mode wait for the controller; the worker thread is handed over while it blocks).
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(future))
+}
+
+/// The [`ClusterLink`] of a cluster member: endpoints from the image, ISR changes through the controller.
+#[derive(Debug)]
+pub struct ControllerLink(pub Arc<BrokerCluster>);
+
+impl ClusterLink for ControllerLink {
+    fn broker_endpoint(&self, broker_id: i32) -> Option<(String, u16)> {
+        self.0
+            .image()
+            .brokers
+            .get(&broker_id)
+            .map(|b| (b.host.clone(), b.port))
+    }
+
+    fn alter_partition(
+        &self,
+        topic: String,
+        partition: i32,
+        state: PartitionState,
+    ) -> BoxFuture<'static, Result<PartitionState, i16>> {
+        let cluster = self.0.clone();
+        Box::pin(async move {
+            let reg = cluster
+                .client
+                .alter_partition(
+                    cluster.node_id,
+                    cluster.broker_epoch(),
+                    state.topic_id,
+                    partition,
+                    state.leader_epoch,
+                    state.partition_epoch,
+                    state.isr.clone(),
+                )
+                .await
+                .map_err(|e| {
+                    tracing::debug!(topic = %topic, partition, error = %e, "AlterPartition refused");
+                    e.code
+                })?;
+            Ok(partition_state(state.topic_id, &reg))
+        })
+    }
+}

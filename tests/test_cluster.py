@@ -1,0 +1,269 @@
+"""Three real `runnel` processes on 127.0.0.1 forming one cluster (issue 5).
+
+Each process runs a broker and a controller (`process.roles=broker,controller`, the default): its own client
+port, its own controller port, its own data dir, the same `controller.quorum.voters`. Clients bootstrap from
+all three. Checked with confluent-kafka (librdkafka):
+- a topic with replication factor 3 and min.insync.replicas=2 keeps every record an idempotent acks=all
+  producer had acknowledged when the partition leader is `kill -9`'d mid-stream; the client fails over; each
+  acknowledged record is read back exactly once and in order; the killed broker restarts, catches up and
+  rejoins the ISR;
+- the active controller is killed while producing continues; a new one is elected;
+- a broker stopped with SIGTERM moves its leaderships away before it exits (controlled shutdown).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from conftest import MODE, BrokerProcess, free_port
+
+pytestmark = [pytest.mark.cluster,
+              pytest.mark.skipif(MODE != "runnel", reason="starts its own three runnel processes")]
+
+NODES = (1, 2, 3)
+
+
+class ClusterNode(BrokerProcess):
+    """One `runnel server` of the three: broker + controller."""
+
+    def __init__(self, node_id: int, controller_port: int, voters: str, sets: dict):
+        super().__init__(sets)
+        self.node_id = node_id
+        self.controller_port = controller_port
+        self.sets.update({"controller.quorum.voters": voters})
+
+    def argv(self) -> list[str]:
+        argv = super().argv()
+        return argv + ["--node-id", str(self.node_id),
+                       "--controller-listen", f"127.0.0.1:{self.controller_port}"]
+
+
+class Cluster:
+    def __init__(self, sets: dict | None = None):
+        cports = {n: free_port() for n in NODES}
+        voters = ",".join(f"{n}@127.0.0.1:{cports[n]}" for n in NODES)
+        base = {"num.partitions": "1", "default.replication.factor": "3", "min.insync.replicas": "2",
+                "broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "300",
+                "replica.lag.time.max.ms": "5000", "offsets.topic.replication.factor": "3",
+                "offsets.topic.num.partitions": "3"}
+        base.update(sets or {})
+        self.nodes = {n: ClusterNode(n, cports[n], voters, base) for n in NODES}
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(n.bootstrap for n in self.nodes.values())
+
+    def start(self):
+        for n in self.nodes.values():
+            n.start()
+        self.wait(lambda md: len(md.brokers) == 3, "three brokers registered")
+        return self
+
+    def close(self):
+        for n in self.nodes.values():
+            n.close()
+
+    def alive_bootstrap(self) -> str:
+        return ",".join(n.bootstrap for n in self.nodes.values() if n.proc and n.proc.poll() is None)
+
+    def metadata(self, topic: str | None = None):
+        from confluent_kafka.admin import AdminClient
+        a = AdminClient({"bootstrap.servers": self.alive_bootstrap()})
+        return a.list_topics(topic=topic, timeout=10)
+
+    def wait(self, cond, what: str, timeout: float = 60.0):
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            try:
+                md = self.metadata()
+                if cond(md):
+                    return md
+                last = md
+            except Exception as e:  # noqa: BLE001 - a broker may be restarting
+                last = e
+            time.sleep(0.2)
+        tails = "\n".join(f"--- node {i}:\n{n.log_tail(30)}" for i, n in self.nodes.items())
+        pytest.fail(f"timed out waiting for {what}; last: {last}\n{tails}")
+
+    def partition(self, topic: str, p: int = 0):
+        md = self.metadata(topic)
+        return md.topics[topic].partitions[p]
+
+
+@pytest.fixture
+def cluster():
+    c = Cluster()
+    try:
+        yield c.start()
+    finally:
+        c.close()
+
+
+def create_topic(c: Cluster, topic: str, partitions: int = 1, rf: int = 3, configs: dict | None = None):
+    from confluent_kafka.admin import AdminClient, NewTopic
+    a = AdminClient({"bootstrap.servers": c.alive_bootstrap()})
+    fs = a.create_topics([NewTopic(topic, partitions, rf, config=configs or {})], operation_timeout=30)
+    fs[topic].result(60)
+    c.wait(lambda md: topic in md.topics and len(md.topics[topic].partitions) == partitions
+           and all(pm.leader >= 0 and len(pm.isrs) == rf for pm in md.topics[topic].partitions.values()),
+           f"{topic} led with a full ISR")
+
+
+def consume_all(bootstrap: str, topic: str, expect: int, timeout: float = 120.0) -> list[tuple[int, bytes]]:
+    from confluent_kafka import Consumer, TopicPartition
+    cons = Consumer({"bootstrap.servers": bootstrap, "group.id": f"verify-{time.monotonic_ns()}",
+                     "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    cons.assign([TopicPartition(topic, 0, 0)])
+    out = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(out) < expect and time.monotonic() < deadline:
+            m = cons.poll(0.5)
+            if m is None or m.error():
+                continue
+            out.append((m.offset(), m.value()))
+    finally:
+        cons.close()
+    return out
+
+
+class Stream:
+    """An idempotent acks=all producer writing rec-00000000, rec-00000001, ... to partition 0."""
+
+    def __init__(self, bootstrap: str, topic: str):
+        from confluent_kafka import Producer
+        self.topic = topic
+        self.p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
+                           "linger.ms": 2, "message.timeout.ms": 120000, "request.timeout.ms": 10000,
+                           "reconnect.backoff.max.ms": 500, "retry.backoff.max.ms": 500,
+                           "topic.metadata.refresh.interval.ms": 1000})
+        self.acked: dict[bytes, int] = {}
+        self.failed: list = []
+        self.sent = 0
+        self.first_ack_after: dict[str, float] = {}
+
+    def _cb(self, err, msg):
+        if err is None:
+            self.acked[msg.value()] = msg.offset()
+        else:
+            self.failed.append((msg.value(), str(err)))
+
+    def send(self, n: int):
+        for _ in range(n):
+            try:
+                self.p.produce(self.topic, value=b"rec-%08d" % self.sent, partition=0, on_delivery=self._cb)
+                self.sent += 1
+            except BufferError:
+                self.p.poll(0.05)
+        self.p.poll(0)
+
+    def until_acked(self, n: int, timeout: float = 120.0):
+        deadline = time.monotonic() + timeout
+        while len(self.acked) < n and time.monotonic() < deadline:
+            self.send(200)
+            self.p.poll(0.01)
+        assert len(self.acked) >= n, f"only {len(self.acked)} acknowledged; failures: {self.failed[:3]}"
+
+    def finish(self):
+        left = self.p.flush(120)
+        assert left == 0, f"{left} records undelivered"
+
+
+def check_exactly_once_in_order(c: Cluster, s: Stream):
+    got = consume_all(c.alive_bootstrap(), s.topic, len(s.acked))
+    values = [v for _, v in got]
+    offsets = [o for o, _ in got]
+    assert offsets == list(range(len(got))), "offsets are not contiguous from 0"
+    assert len(values) == len(set(values)), "a record is stored twice"
+    stored = {v: o for o, v in got}
+    missing = [v for v in s.acked if v not in stored]
+    assert not missing, f"{len(missing)} acknowledged records lost, e.g. {missing[:3]}"
+    moved = [(v, o, stored[v]) for v, o in s.acked.items() if stored[v] != o]
+    assert not moved, f"acknowledged records not at their acknowledged offsets: {moved[:3]}"
+    seqs = [int(v[4:]) for v in values]
+    assert seqs == sorted(seqs), "records stored out of production order"
+
+
+def test_three_brokers_are_listed_and_a_replicated_topic_round_trips(cluster, topic):
+    md = cluster.metadata()
+    assert sorted(md.brokers) == [1, 2, 3]
+    create_topic(cluster, topic, partitions=3)
+    pm = cluster.metadata(topic).topics[topic].partitions
+    assert sorted(p.leader for p in pm.values()) == [1, 2, 3], "leaders are spread over the brokers"
+    for p in pm.values():
+        assert sorted(p.replicas) == [1, 2, 3] and sorted(p.isrs) == [1, 2, 3]
+    s = Stream(cluster.bootstrap, topic)
+    s.until_acked(2000)
+    s.finish()
+    check_exactly_once_in_order(cluster, s)
+
+
+def test_leader_kill9_loses_no_acknowledged_record_and_the_broker_rejoins(cluster, topic):
+    create_topic(cluster, topic, configs={"min.insync.replicas": "2"})
+    s = Stream(cluster.bootstrap, topic)
+    s.until_acked(5000)
+    leader = cluster.partition(topic).leader
+    acked_before = dict(s.acked)
+    cluster.nodes[leader].kill9()
+    killed = time.monotonic()
+    cluster.wait(lambda md: md.topics[topic].partitions[0].leader not in (-1, leader),
+                 "a new leader after kill -9")
+    s.until_acked(len(s.acked) + 5000)
+    failover_s = time.monotonic() - killed
+    s.finish()
+    assert not s.failed, f"produce failures: {s.failed[:3]}"
+    lost = [v for v in acked_before if v not in s.acked]
+    assert not lost
+    check_exactly_once_in_order(cluster, s)
+    # the killed broker restarts, catches up and rejoins the ISR
+    cluster.nodes[leader].start()
+    cluster.wait(lambda md: sorted(md.topics[topic].partitions[0].isrs) == [1, 2, 3],
+                 f"broker {leader} back in the ISR")
+    print(f"failover (kill -9 to 5000 more acks): {failover_s:.2f}s")
+
+
+def test_controller_leader_kill_elects_a_new_one_while_producing(cluster, topic):
+    import json
+    import subprocess
+    from conftest import RUNNEL_BIN
+    create_topic(cluster, topic)
+
+    def active_controller() -> int:
+        out = subprocess.run([str(RUNNEL_BIN), "cluster", "info", "--json", "-b", cluster.alive_bootstrap()],
+                             capture_output=True, text=True, timeout=30)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)["controller_id"]
+
+    s = Stream(cluster.bootstrap, topic)
+    s.until_acked(2000)
+    old = active_controller()
+    cluster.nodes[old].kill9()
+    deadline = time.monotonic() + 60
+    new = None
+    while time.monotonic() < deadline:
+        try:
+            new = active_controller()
+            if new not in (-1, old):
+                break
+        except (AssertionError, ValueError, KeyError, subprocess.TimeoutExpired):
+            pass
+        time.sleep(0.2)
+    assert new not in (None, -1, old), f"no new active controller (last answer {new})"
+    s.until_acked(len(s.acked) + 3000)
+    s.finish()
+    check_exactly_once_in_order(cluster, s)
+
+
+def test_sigterm_moves_leaderships_before_exit(cluster, topic):
+    create_topic(cluster, topic, partitions=3)
+    pm = cluster.partition(topic, 0)
+    victim = pm.leader
+    rc = cluster.nodes[victim].stop()
+    assert rc == 0
+    md = cluster.metadata(topic)
+    for p in md.topics[topic].partitions.values():
+        assert p.leader not in (-1, victim), f"partition {p.id} still led by {p.leader} after SIGTERM"
+    assert "controlled shutdown complete" in cluster.nodes[victim].log_tail(200)
