@@ -468,6 +468,9 @@ impl GroupCoordinatorService {
 
     /// Drops the groups of a partition no longer led here and answers their parked requests.
     fn unload_partition(&self, partition: i32) {
+        if !self.partitions.lock().contains_key(&partition) {
+            return; // not led here: nothing to unload (cheap check before the coordinator lock)
+        }
         let mut st = self.state.lock();
         if self.partitions.lock().remove(&partition).is_none() {
             return;
@@ -1233,7 +1236,7 @@ mod tests {
     fn cluster_mode_unload_answers_parked_joins_not_coordinator() {
         let dir = tempfile::tempdir().unwrap();
         let (svc, _rm) = open_cluster_mode(dir.path());
-        let (a, _) = groups_on_0_and_1();
+        let (a, b) = groups_on_0_and_1();
         svc.on_partition_leadership(0, true);
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -1274,6 +1277,33 @@ mod tests {
                 .unwrap();
             assert_eq!(r.error_code, ErrorCode::NOT_COORDINATOR.0);
             assert!(svc.state.lock().pending.is_empty());
+            assert_eq!(
+                svc.with_group_replicated(&a, |c, now| c.commit_offsets(now, &commit(&a, 1)))
+                    .await
+                    .unwrap_err(),
+                ErrorCode::NOT_COORDINATOR
+            );
+            // acks=all commit on a partition whose ISR is this broker alone: answered at once.
+            // From a thread outside the runtime the load runs inline.
+            std::thread::spawn({
+                let svc = svc.clone();
+                move || svc.on_partition_leadership(1, true)
+            })
+            .join()
+            .unwrap();
+            assert_eq!(svc.check_coordinator(&b), Ok(()));
+            let (r, written) = tokio::time::timeout(
+                Duration::from_secs(10),
+                svc.with_group_replicated(&b, |c, now| c.commit_offsets(now, &commit(&b, 3))),
+            )
+            .await
+            .expect("the HighWatermark is the LogEndOffset with ISR = [self]")
+            .unwrap();
+            assert_eq!(
+                (r, written),
+                (vec![("t".to_string(), vec![(0, 0)])], Ok(()))
+            );
+            assert_eq!(committed(&svc, &b), Ok(3));
             assert_eq!(
                 svc.join_group(join(&first.member_id)).await.unwrap_err(),
                 ErrorCode::NOT_COORDINATOR
