@@ -207,7 +207,8 @@ impl ReplicaStates {
     /// below its previous value. Returns `Some(new)` when it advanced.
     pub fn maybe_increment_high_watermark(&mut self, leader_leo: i64) -> Option<i64> {
         let mut hw = leader_leo;
-        for id in self.maximal_isr() {
+        // The maximal ISR without allocating (duplicates do not change a minimum).
+        for &id in self.isr.iter().chain(self.pending_isr.iter().flatten()) {
             if id == self.local_id {
                 continue;
             }

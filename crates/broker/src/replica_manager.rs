@@ -287,7 +287,6 @@ impl ReplicaManager {
         let me = inner.local_id;
         // None: fetcher membership unchanged; Some(None): fetch from nobody; Some(Some(l)): fetch from l.
         let mut fetch_from: Option<Option<i32>> = None;
-        let mut became_leader_multi = false;
         {
             let mut st = p.state.lock();
             let cur = &st.registration;
@@ -318,7 +317,6 @@ impl ReplicaManager {
                 if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
                     log.update_high_watermark(hw);
                 }
-                became_leader_multi = state.replicas.len() > 1;
                 fetch_from = Some(None);
                 st.role = Role::Leader(rs);
                 st.registration = state.clone();
@@ -338,6 +336,10 @@ impl ReplicaManager {
                 );
             }
         }
+        let leads_with_followers = {
+            let st = p.state.lock();
+            matches!(&st.role, Role::Leader(rs) if rs.replicas().len() > 1)
+        };
         p.wake();
         // Fetcher membership follows the role.
         if let Some(target) = fetch_from {
@@ -346,7 +348,7 @@ impl ReplicaManager {
                 inner.add_to_fetcher(leader, p.clone(), state.leader_epoch);
             }
         }
-        if became_leader_multi {
+        if leads_with_followers {
             inner.ensure_isr_task();
         }
         Ok(p)
@@ -506,9 +508,15 @@ impl ReplicaManager {
             };
             let mut log = partition.log.lock();
             let leo = log.log_end_offset();
-            if !rs.update_follower_fetch(replica_id, fetch_offset.min(leo), leo, now_ms()) {
+            if !rs.replicas().contains(&replica_id) || replica_id == self.inner.local_id {
                 return false;
             }
+            // A fetch offset past our LEO is answered OFFSET_OUT_OF_RANGE by the read; it says nothing
+            // about which of our records the follower holds, so it is not recorded (Kafka reads first).
+            if fetch_offset > leo {
+                return true;
+            }
+            rs.update_follower_fetch(replica_id, fetch_offset, leo, now_ms());
             if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
                 log.update_high_watermark(hw);
                 advanced = true;
