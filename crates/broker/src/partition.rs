@@ -125,6 +125,14 @@ impl ReplicaStates {
         self.pending_isr = None;
     }
 
+    /// Forgets the in-flight proposal when it is still `proposed_isr` (a failed AlterPartition whose
+    /// proposal was not replaced meanwhile).
+    pub fn clear_pending_if(&mut self, proposed_isr: &[i32]) {
+        if self.pending_isr.as_deref() == Some(proposed_isr) {
+            self.pending_isr = None;
+        }
+    }
+
     /// The committed ISR.
     pub fn isr(&self) -> &[i32] {
         &self.isr

@@ -539,17 +539,25 @@ async fn fetch_round(
                 });
             }
         } else if code == ErrorCode::OFFSET_OUT_OF_RANGE {
-            if let Err(e) = handle_out_of_range(
+            match handle_out_of_range(
                 &p,
                 shared.leader_id,
                 epoch,
                 data.log_start_offset,
                 data.high_watermark,
             ) {
-                tracing::warn!(topic = %key.0, partition = key.1, error = %e, "follower out-of-range handling failed");
-                update_state(shared, &key, epoch, |s| {
-                    s.retry_at = Some(Instant::now() + Duration::from_secs(1))
-                });
+                Ok(true) => {}
+                Ok(false) => update_state(shared, &key, epoch, |s| {
+                    // Nothing to cut here: ask the leader's epoch cache again, not too often.
+                    s.needs_truncation = true;
+                    s.retry_at = Some(Instant::now() + Duration::from_secs(1));
+                }),
+                Err(e) => {
+                    tracing::warn!(topic = %key.0, partition = key.1, error = %e, "follower out-of-range handling failed");
+                    update_state(shared, &key, epoch, |s| {
+                        s.retry_at = Some(Instant::now() + Duration::from_secs(1))
+                    });
+                }
             }
         } else {
             tracing::debug!(topic = %key.0, partition = key.1, error = code.name(), "follower fetch partition error");
@@ -595,29 +603,32 @@ fn apply_fetched(
 }
 
 /// OFFSET_OUT_OF_RANGE: below the leader's LogStartOffset → start over there; else truncate to the leader's
-/// HW (our LEO is past the leader's log end).
+/// HW (our LEO is past the leader's log end). Returns false when neither applies.
 fn handle_out_of_range(
     p: &Partition,
     leader: i32,
     epoch: i32,
     leader_log_start: i64,
     leader_hw: i64,
-) -> Result<(), storage::StorageError> {
+) -> Result<bool, storage::StorageError> {
     let st = p.state.lock();
     if !(matches!(st.role, Role::Follower { leader: l } if l == leader)
         && st.registration.leader_epoch == epoch)
     {
-        return Ok(());
+        return Ok(true);
     }
     let mut log = p.log.lock();
     let leo = log.log_end_offset();
     if leader_log_start >= 0 && leo < leader_log_start {
         tracing::info!(topic = %p.topic, partition = p.partition, leo, leader_log_start, "follower behind the leader's log start: starting over");
         log.truncate_fully_and_start_at(leader_log_start)?;
+        Ok(true)
     } else if leader_hw >= 0 && leader_hw < leo {
         log.truncate_to(leader_hw)?;
+        Ok(true)
+    } else {
+        Ok(false)
     }
-    Ok(())
 }
 
 #[cfg(test)]

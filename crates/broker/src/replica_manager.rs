@@ -34,6 +34,9 @@ pub use crate::partition::{Partition, PartitionState, ReplicaStates};
 use crate::partition::{PartitionInner, Role};
 use crate::replica_fetcher::ReplicaFetcher;
 
+/// How long a leader waits after a failed AlterPartition before proposing again.
+const ALTER_PARTITION_RETRY_BACKOFF: Duration = Duration::from_millis(500);
+
 /// A topic-partition: (topic name, partition index).
 pub type TopicPartition = (String, i32);
 
@@ -714,6 +717,7 @@ impl Inner {
         );
         handle.spawn(async move {
             let result = fut.await;
+            let mut failed = false;
             {
                 let mut st = partition.state.lock();
                 let PartitionInner { registration, role } = &mut *st;
@@ -735,12 +739,20 @@ impl Inner {
                     }
                     Ok(other) => {
                         tracing::info!(topic = %partition.topic, partition = partition.partition, leader_epoch = other.leader_epoch, "AlterPartition answered with another leader epoch");
-                        rs.clear_pending();
+                        failed = true;
                     }
                     Err(code) => {
                         tracing::warn!(topic = %partition.topic, partition = partition.partition, error = protocol::error::ErrorCode(code).name(), "AlterPartition failed");
-                        rs.clear_pending();
+                        failed = true;
                     }
+                }
+            }
+            if failed {
+                // Back off before the next proposal (the metadata image usually brings the newer state
+                // meanwhile, which clears the proposal by itself); then allow proposals again.
+                tokio::time::sleep(ALTER_PARTITION_RETRY_BACKOFF).await;
+                if let Role::Leader(rs) = &mut partition.state.lock().role {
+                    rs.clear_pending_if(&proposal.isr);
                 }
             }
             partition.wake();
