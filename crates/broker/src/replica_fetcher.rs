@@ -10,8 +10,9 @@
 //!    HW = min(leader HW, LEO) and the LogStartOffset follows the leader's. A `diverging_epoch` in the answer
 //!    truncates as in step 1. OFFSET_OUT_OF_RANGE: below the leader's LogStartOffset → the log is emptied and
 //!    restarted there; otherwise truncate to the leader's HW.
-//! 3. NOT_LEADER_OR_FOLLOWER / UNKNOWN_LEADER_EPOCH (leader not there yet) back off 200 ms,
-//!    FENCED_LEADER_EPOCH and others 1 s, until new metadata re-adds the partition.
+//! 3. NOT_LEADER_OR_FOLLOWER / UNKNOWN_LEADER_EPOCH / UNKNOWN_TOPIC_OR_PARTITION (the leader has not applied
+//!    the metadata yet) back off 100 ms, FENCED_LEADER_EPOCH and others 1 s; new metadata re-adds the
+//!    partition at once.
 //!
 //! Connection errors reconnect with a bounded exponential backoff (100 ms .. 5 s). The task stops when its
 //! partition set becomes empty (the manager then stops it) or on shutdown. Records are applied only while the
@@ -283,9 +284,14 @@ fn update_state(
     }
 }
 
+/// Backoff after a partition error: short when the leader has probably not applied the newest metadata
+/// yet (NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH, UNKNOWN_TOPIC_OR_PARTITION), longer otherwise.
 fn backoff_for(code: ErrorCode) -> Duration {
-    if code == ErrorCode::NOT_LEADER_OR_FOLLOWER || code == ErrorCode::UNKNOWN_LEADER_EPOCH {
-        Duration::from_millis(200)
+    if code == ErrorCode::NOT_LEADER_OR_FOLLOWER
+        || code == ErrorCode::UNKNOWN_LEADER_EPOCH
+        || code == ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
+    {
+        Duration::from_millis(100)
     } else {
         Duration::from_secs(1)
     }
