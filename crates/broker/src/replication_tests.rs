@@ -106,7 +106,7 @@ async fn start_broker(id: i32, link: Arc<TestLink>, topic_id: Uuid) -> TestBroke
     let lm =
         Arc::new(storage::LogManager::open(dir.path(), move |_| lc.clone(), now_ms()).unwrap());
     let rm = Arc::new(ReplicaManager::new(lm, id, link.clone(), 300));
-    let apis = Arc::new(KafkaApis::new(config, metadata, rm.clone()));
+    let apis = Arc::new(KafkaApis::new(config, metadata, rm.clone(), None));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     link.endpoints
