@@ -2,7 +2,9 @@
 //! KIP-345 (group instance id, v4+), KIP-1043 (GROUP_ID_NOT_FOUND for unknown groups, v6+).
 //!
 //! An unknown group is state "Dead": with error GROUP_ID_NOT_FOUND (69) from v6, error 0 below v6, as Kafka.
-//! Member metadata and assignments are filled only while the group is Stable.
+//! Member metadata and assignments are filled only while the group is Stable. Each group is checked on its own
+//! (cluster mode: NOT_COORDINATOR (16) for a group coordinated elsewhere, COORDINATOR_LOAD_IN_PROGRESS (14)
+//! while its partition loads).
 
 use protocol::error::ErrorCode;
 use protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};

@@ -1,7 +1,8 @@
 //! Heartbeat (key 12), v0–4. Source: Kafka protocol guide; KIP-345 (group instance id, v3+).
 //!
 //! Keeps a member's session alive. During a rebalance the answer is REBALANCE_IN_PROGRESS (27), telling the
-//! member to rejoin (pitfall 10).
+//! member to rejoin (pitfall 10). In cluster mode: NOT_COORDINATOR (16) for a group coordinated by another
+//! broker, COORDINATOR_LOAD_IN_PROGRESS (14) while its `__consumer_offsets` partition loads.
 
 use protocol::messages::{HeartbeatRequest, HeartbeatResponse};
 use protocol::RequestHeader;

@@ -5,6 +5,10 @@
 //! The request is held until the group's join phase completes (clients wait; the connection serves one
 //! request at a time, as Kafka mutes the channel). JoinGroup v0 has no rebalance timeout: the session timeout
 //! is used (pitfall 10). Below v7 the protocol name is a non-nullable string: none → "".
+//! In cluster mode a group coordinated by another broker gets NOT_COORDINATOR (16), one whose
+//! `__consumer_offsets` partition is loading COORDINATOR_LOAD_IN_PROGRESS (14); a join parked when this broker
+//! stops coordinating the group is answered NOT_COORDINATOR (checked by
+//! `GroupCoordinatorService::join_group`).
 
 use protocol::messages::join_group_response::JoinGroupResponseMember;
 use protocol::messages::{JoinGroupRequest, JoinGroupResponse};

@@ -2,7 +2,8 @@
 //! group instance id, v3+), KIP-800 (reason, v5+).
 //!
 //! v0–v2 remove one member and carry a single top-level error: the group-level error if any, else that
-//! member's. v3+ answer per member, with a top-level error only for group-level failures.
+//! member's. v3+ answer per member, with a top-level error only for group-level failures (including
+//! NOT_COORDINATOR (16) / COORDINATOR_LOAD_IN_PROGRESS (14) in cluster mode).
 
 use protocol::messages::leave_group_response::MemberResponse;
 use protocol::messages::{LeaveGroupRequest, LeaveGroupResponse};

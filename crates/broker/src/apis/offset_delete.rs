@@ -1,7 +1,8 @@
 //! OffsetDelete (key 47), v0. Source: Kafka protocol guide; KIP-496.
 //!
 //! Deletes committed offsets of partitions the group is not subscribed to. Group-level errors:
-//! INVALID_GROUP_ID (24), GROUP_ID_NOT_FOUND (69), NON_EMPTY_GROUP (68), COORDINATOR_LOAD_IN_PROGRESS (14);
+//! INVALID_GROUP_ID (24), GROUP_ID_NOT_FOUND (69), NON_EMPTY_GROUP (68), COORDINATOR_LOAD_IN_PROGRESS (14),
+//! NOT_COORDINATOR (16) (cluster mode: coordinated elsewhere, or leadership lost while writing);
 //! per partition: GROUP_SUBSCRIBED_TO_TOPIC (86), or UNKNOWN_TOPIC_OR_PARTITION (3) for topics this broker
 //! does not know (checked before the coordinator, as in Kafka).
 

@@ -4,7 +4,9 @@
 //!
 //! Partitions without a committed offset get offset -1, leader epoch -1 and metadata "" with no error; an
 //! unknown group is answered the same way. v1–v7 carry one group (v1 has no top-level error field: errors go
-//! to every partition); v8+ a list. There are no transactional offsets yet, so `require_stable` never waits.
+//! to every partition); v8+ a list, each group checked on its own (cluster mode: NOT_COORDINATOR (16) for a
+//! group coordinated elsewhere, COORDINATOR_LOAD_IN_PROGRESS (14) while its partition loads). There are no
+//! transactional offsets yet, so `require_stable` never waits.
 //! v10 (topic ids) is not served.
 
 use protocol::messages::offset_fetch_response::{

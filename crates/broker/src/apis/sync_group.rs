@@ -3,6 +3,10 @@
 //!
 //! The leader sends every member's assignment; followers wait for it. Each member gets its own bytes, empty
 //! (never null) when the leader gave it none (pitfall 9).
+//! In cluster mode a group coordinated by another broker gets NOT_COORDINATOR (16), one whose
+//! `__consumer_offsets` partition is loading COORDINATOR_LOAD_IN_PROGRESS (14); a sync parked when this broker
+//! stops coordinating the group is answered NOT_COORDINATOR (checked by
+//! `GroupCoordinatorService::sync_group`).
 
 use protocol::messages::{SyncGroupRequest, SyncGroupResponse};
 use protocol::RequestHeader;
