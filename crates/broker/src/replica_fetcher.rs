@@ -592,6 +592,17 @@ fn apply_fetched(
     }
     let mut log = p.log.lock();
     if !records.is_empty() {
+        // An empty log restarted inside a batch (the leader's LogStartOffset fell mid-batch, e.g. after
+        // DeleteRecords): start it at the batch's base offset instead (as Kafka's
+        // `appendRecordsToFollowerOrFutureReplica` does); the LogStartOffset follows the leader's below.
+        let leo = log.log_end_offset();
+        if leo == log.log_start_offset() {
+            if let Some(Ok(first)) = protocol::record::batches(&records).next() {
+                if first.base_offset() < leo && first.last_offset() >= leo {
+                    log.truncate_fully_and_start_at(first.base_offset())?;
+                }
+            }
+        }
         log.append_as_follower(records, now_ms())?;
     }
     let leo = log.log_end_offset();

@@ -114,6 +114,8 @@ pub enum ReplicaError {
 /// The result of reading one partition for a Fetch.
 #[derive(Debug)]
 pub struct PartitionRead {
+    /// This broker no longer leads the partition (NOT_LEADER_OR_FOLLOWER; `records` is empty).
+    pub not_leader: bool,
     /// Error, if any (then `records` is empty).
     pub error: Option<StorageError>,
     /// HighWatermark at the time of the read.
@@ -554,6 +556,7 @@ impl ReplicaManager {
             .iter()
             .map(|r| {
                 let limit = budget.min(r.max_bytes.max(0) as i64) as usize;
+                let leads = r.partition.is_leader();
                 let mut log = r.partition.log.lock();
                 let hw = log.high_watermark();
                 let lso = log.log_start_offset();
@@ -562,6 +565,15 @@ impl ReplicaManager {
                 } else {
                     hw
                 };
+                if !leads {
+                    return PartitionRead {
+                        not_leader: true,
+                        error: None,
+                        high_watermark: hw,
+                        log_start_offset: lso,
+                        records: Records::default(),
+                    };
+                }
                 match log.read(r.fetch_offset, limit, upto, first) {
                     Ok(data) => {
                         let n = data.records.len() as i64;
@@ -570,6 +582,7 @@ impl ReplicaManager {
                         }
                         budget = (budget - n).max(0);
                         PartitionRead {
+                            not_leader: false,
                             error: None,
                             high_watermark: hw,
                             log_start_offset: lso,
@@ -577,6 +590,7 @@ impl ReplicaManager {
                         }
                     }
                     Err(e) => PartitionRead {
+                        not_leader: false,
                         error: Some(e),
                         high_watermark: hw,
                         log_start_offset: lso,
@@ -590,7 +604,7 @@ impl ReplicaManager {
     /// The delayed fetch: reads, and while fewer than `min_bytes` are available and `max_wait` has not
     /// passed, waits for a change of any of the partitions (append, HighWatermark advance, role change)
     /// and reads again. Never holds past `max_wait` (pitfall 3); answers as soon as `min_bytes` are there,
-    /// or at once on an error. A follower's fetch (`replica_id` ≥ 0) also answers when a HighWatermark
+    /// or at once on an error or when this broker stopped leading one of the partitions. A follower's fetch (`replica_id` ≥ 0) also answers when a HighWatermark
     /// moved, so followers learn it promptly.
     pub async fn fetch(
         &self,
@@ -613,7 +627,7 @@ impl ReplicaManager {
             }
             let reads = self.read(requests, max_bytes, replica_id);
             let bytes: i64 = reads.iter().map(|r| r.records.len() as i64).sum();
-            let errored = reads.iter().any(|r| r.error.is_some());
+            let errored = reads.iter().any(|r| r.error.is_some() || r.not_leader);
             let hws: Vec<i64> = reads.iter().map(|r| r.high_watermark).collect();
             let hw_moved = replica_id >= 0 && first_hws.as_ref().is_some_and(|f| *f != hws);
             if first_hws.is_none() {

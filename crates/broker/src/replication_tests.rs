@@ -371,3 +371,50 @@ async fn two_brokers_replicate_fail_over_and_shrink_the_isr() {
     b1.rm.shutdown().unwrap();
     b2.rm.shutdown().unwrap();
 }
+
+/// A follower that fell behind the leader's LogStartOffset (records deleted while it was away) gets
+/// OFFSET_OUT_OF_RANGE, restarts its log at the leader's LogStartOffset, catches up and rejoins the ISR.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn follower_behind_the_log_start_restarts_there_and_rejoins() {
+    let link = Arc::new(TestLink::default());
+    let topic_id = Uuid::new_v4();
+    let b1 = start_broker(1, link.clone(), topic_id).await;
+    let b2 = start_broker(2, link.clone(), topic_id).await;
+    let reg = PartitionState {
+        topic_id,
+        leader: 1,
+        leader_epoch: 1,
+        partition_epoch: 1,
+        isr: vec![1, 2],
+        replicas: vec![1, 2],
+    };
+    *link.registration.lock() = Some(reg.clone());
+    b1.apply(&reg);
+    b2.apply(&reg);
+    let mut c1 = b1.connect().await;
+    assert_eq!(produce(&mut c1, 1, 1_000, &["a", "b"]).await, (0, 0));
+    wait_until(&b2, "follower LEO 2", |(_, _, leo)| leo == 2).await;
+
+    // The follower goes away; the leader shrinks the ISR, so its HW reaches its LEO, and deletes records.
+    b2.rm.stop_replica(TOPIC, 0, false).unwrap();
+    assert_eq!(produce(&mut c1, 1, 1_000, &["c", "d", "e"]).await, (0, 2));
+    wait_until(&b1, "ISR shrink lets the HW reach 5", |(_, hw, _)| hw == 5).await;
+    assert_eq!(link.registration.lock().as_ref().unwrap().isr, vec![1]);
+    let p1 = b1.rm.partition(TOPIC, 0).unwrap();
+    assert_eq!(p1.log.lock().delete_records_before(4).unwrap(), 4);
+
+    // It comes back: its fetch offset 2 is below the leader's log start 4.
+    let reg = link.registration.lock().clone().unwrap();
+    b2.apply(&reg);
+    wait_until(&b2, "follower restarted at 4 and caught up", |o| {
+        o == (4, 5, 5)
+    })
+    .await;
+    wait_until(&b1, "follower back in the ISR", |_| {
+        link.registration.lock().as_ref().unwrap().isr == vec![1, 2]
+    })
+    .await;
+    assert_eq!(p1.registration().isr, vec![1, 2]);
+    b1.rm.shutdown().unwrap();
+    b2.rm.shutdown().unwrap();
+}

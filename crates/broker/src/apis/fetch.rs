@@ -155,6 +155,14 @@ pub async fn handle(
                     }
                     Slot::Read(i) => {
                         let r = &results[i];
+                        if r.not_leader {
+                            return error_partition(
+                                index,
+                                ErrorCode::NOT_LEADER_OR_FOLLOWER,
+                                -1,
+                                -1,
+                            );
+                        }
                         match &r.error {
                             Some(e) => {
                                 let code = match e {
