@@ -418,3 +418,85 @@ async fn follower_behind_the_log_start_restarts_there_and_rejoins() {
     b1.rm.shutdown().unwrap();
     b2.rm.shutdown().unwrap();
 }
+
+/// A consumer long-polling the leader at its HW is answered as soon as the follower's fetch advances the HW
+/// (not when its max_wait runs out, and not at the append, when the records are not yet committed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumer_fetch_wakes_when_the_hw_advances() {
+    let link = Arc::new(TestLink::default());
+    let topic_id = Uuid::new_v4();
+    let b1 = start_broker(1, link.clone(), topic_id).await;
+    let b2 = start_broker(2, link.clone(), topic_id).await;
+    let reg = PartitionState {
+        topic_id,
+        leader: 1,
+        leader_epoch: 1,
+        partition_epoch: 1,
+        isr: vec![1, 2],
+        replicas: vec![1, 2],
+    };
+    *link.registration.lock() = Some(reg.clone());
+    b1.apply(&reg);
+    b2.apply(&reg);
+    let mut producer = b1.connect().await;
+    let mut consumer = b1.connect().await;
+    let fetch = FetchRequest {
+        replica_id: -1,
+        max_wait_ms: 20_000,
+        min_bytes: 1,
+        max_bytes: 1 << 20,
+        session_epoch: -1,
+        topics: vec![FetchTopic {
+            topic: TOPIC.to_string(),
+            partitions: vec![FetchPartition {
+                partition: 0,
+                current_leader_epoch: 1,
+                fetch_offset: 0,
+                partition_max_bytes: 1 << 20,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    // The follower is away: the append does not move the HW, so nothing is visible yet.
+    b2.rm.stop_replica(TOPIC, 0, false).unwrap();
+    assert_eq!(produce(&mut producer, 1, 1_000, &["a", "b"]).await, (0, 0));
+    let mut quick = fetch.clone();
+    quick.max_wait_ms = 0;
+    let ResponseBody::Fetch(resp) = consumer
+        .call(12, RequestBody::Fetch(quick), Duration::from_secs(30))
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    let p = &resp.responses[0].partitions[0];
+    assert_eq!((p.error_code, p.high_watermark), (0, 0));
+    assert!(p.records.as_ref().is_none_or(|r| r.is_empty()));
+    // The consumer long-polls; the follower returns and its fetch advances the HW.
+    let started = std::time::Instant::now();
+    let poll = tokio::spawn(async move {
+        consumer
+            .call(12, RequestBody::Fetch(fetch), Duration::from_secs(30))
+            .await
+            .unwrap()
+    });
+    b2.apply(&reg);
+    let ResponseBody::Fetch(resp) = poll.await.unwrap() else {
+        panic!()
+    };
+    let p = &resp.responses[0].partitions[0];
+    assert_eq!(p.error_code, 0);
+    assert_eq!(p.high_watermark, 2);
+    assert!(
+        p.records.as_ref().is_some_and(|r| !r.is_empty()),
+        "no records"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the consumer waited for its max_wait"
+    );
+    b1.rm.shutdown().unwrap();
+    b2.rm.shutdown().unwrap();
+}
