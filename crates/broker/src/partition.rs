@@ -349,6 +349,10 @@ pub struct PartitionInner {
     pub registration: PartitionState,
     /// Leader or follower.
     pub role: Role,
+    /// The leader epoch of the latest switch to follower (i32::MAX once stopped; -1 never): an acks=all
+    /// append made in epoch E is still valid under a later leader epoch only if this is below E (this
+    /// replica led without interruption, so its log was not truncated).
+    pub last_follower_epoch: i32,
 }
 
 /// One hosted partition.

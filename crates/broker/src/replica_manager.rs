@@ -278,6 +278,7 @@ impl ReplicaManager {
                             replicas: Vec::new(),
                         },
                         role: Role::Follower { leader: -1 },
+                        last_follower_epoch: -1,
                     },
                 ));
                 inner
@@ -302,7 +303,9 @@ impl ReplicaManager {
                 // Older or already applied.
             } else if state.leader_epoch == cur.leader_epoch {
                 // Same leadership: ISR / replicas / partition epoch only.
-                let PartitionInner { registration, role } = &mut *st;
+                let PartitionInner {
+                    registration, role, ..
+                } = &mut *st;
                 *registration = state.clone();
                 if let Role::Leader(rs) = role {
                     rs.apply_committed(&state, now);
@@ -330,6 +333,7 @@ impl ReplicaManager {
                 st.role = Role::Follower {
                     leader: state.leader,
                 };
+                st.last_follower_epoch = state.leader_epoch;
                 st.registration = state.clone();
                 fetch_from = Some((state.leader >= 0).then_some(state.leader));
                 tracing::info!(
@@ -371,7 +375,11 @@ impl ReplicaManager {
         let removed = self.inner.partitions.write().remove(&key);
         self.inner.remove_from_fetchers(&key, None);
         if let Some(p) = removed {
-            p.state.lock().role = Role::Follower { leader: -1 };
+            {
+                let mut st = p.state.lock();
+                st.role = Role::Follower { leader: -1 };
+                st.last_follower_epoch = i32::MAX;
+            }
             p.wake();
         }
         if delete {
@@ -450,7 +458,8 @@ impl ReplicaManager {
     }
 
     /// The delayed produce (acks=all): waits until the HighWatermark reaches `required_offset` (the
-    /// append's last offset + 1) while this broker still leads in `leader_epoch`, or until `deadline`.
+    /// append's last offset + 1) while this broker leads in `leader_epoch` (or in a later epoch without
+    /// having been a follower since, so the append cannot have been truncated), or until `deadline`.
     /// Woken by HW advances, ISR and role changes (no polling). Errors: NotLeaderOrFollower (leadership
     /// lost or moved to another epoch), NotEnoughReplicasAfterAppend (HW reached with the ISR below
     /// `min_isr`), RequestTimedOut.
@@ -469,7 +478,12 @@ impl ReplicaManager {
             {
                 let st = partition.state.lock();
                 match &st.role {
-                    Role::Leader(rs) if rs.leader_epoch() == leader_epoch => {
+                    // Still leading, in the append's epoch or without interruption since.
+                    Role::Leader(rs)
+                        if rs.leader_epoch() == leader_epoch
+                            || (rs.leader_epoch() > leader_epoch
+                                && st.last_follower_epoch < leader_epoch) =>
+                    {
                         let hw = partition.log.lock().high_watermark();
                         if hw >= required_offset {
                             let isr = rs.isr().len();
@@ -734,7 +748,9 @@ impl Inner {
             let mut failed = false;
             {
                 let mut st = partition.state.lock();
-                let PartitionInner { registration, role } = &mut *st;
+                let PartitionInner {
+                    registration, role, ..
+                } = &mut *st;
                 let Role::Leader(rs) = role else { return };
                 if rs.leader_epoch() != proposal.leader_epoch {
                     return;
@@ -810,4 +826,93 @@ pub fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(n: usize) -> Bytes {
+        let mut b = protocol::record::RecordBatchBuilder::new(protocol::record::Compression::None);
+        for _ in 0..n {
+            b.append(now_ms(), None, Some(Bytes::from_static(b"v")), vec![]);
+        }
+        b.build().unwrap()
+    }
+
+    fn state(leader: i32, leader_epoch: i32, isr: &[i32]) -> PartitionState {
+        PartitionState {
+            topic_id: Uuid::nil(),
+            leader,
+            leader_epoch,
+            partition_epoch: leader_epoch,
+            isr: isr.to_vec(),
+            replicas: vec![1, 2],
+        }
+    }
+
+    /// An acks=all wait survives a leader-epoch bump that keeps this broker leader, but not a period as
+    /// follower (the append may have been truncated); a follower fetch completes it.
+    #[tokio::test]
+    async fn acks_all_wait_across_leader_epochs() {
+        let dir = tempfile::tempdir().unwrap();
+        let lm =
+            Arc::new(LogManager::open(dir.path(), |_| LogConfig::default(), now_ms()).unwrap());
+        let rm = Arc::new(ReplicaManager::new(lm, 1, Arc::new(StandaloneLink), 30_000));
+        let cfg = LogConfig::default();
+        let p = rm
+            .apply_partition_state("t", 0, cfg.clone(), state(1, 1, &[1, 2]))
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let (info, epoch) = rm.append_to_leader(&p, batch(2), 2).unwrap();
+        assert_eq!((info.last_offset, epoch), (1, 1));
+        // Nobody fetched: the HW waits for broker 2.
+        assert!(matches!(
+            rm.wait_for_replication(&p, 2, 1, 2, Instant::now()).await,
+            Err(ReplicaError::RequestTimedOut)
+        ));
+        let waiter = {
+            let (rm, p) = (rm.clone(), p.clone());
+            tokio::spawn(async move { rm.wait_for_replication(&p, 2, 1, 2, deadline).await })
+        };
+        // Same leader, new epoch: still valid; the follower's fetch at 2 completes it.
+        rm.apply_partition_state("t", 0, cfg.clone(), state(1, 2, &[1, 2]))
+            .unwrap();
+        assert!(rm.update_follower_fetch_state(&p, 2, 2));
+        assert!(waiter.await.unwrap().is_ok());
+        assert_eq!(p.offsets().1, 2);
+
+        // An append in epoch 2, then a follower period (epoch 3), then leader again (epoch 4): refused.
+        let (_, epoch) = rm.append_to_leader(&p, batch(1), 2).unwrap();
+        assert_eq!(epoch, 2);
+        let waiter = {
+            let (rm, p) = (rm.clone(), p.clone());
+            tokio::spawn(async move { rm.wait_for_replication(&p, 3, 2, 2, deadline).await })
+        };
+        rm.apply_partition_state("t", 0, cfg.clone(), state(2, 3, &[2, 1]))
+            .unwrap();
+        assert!(matches!(
+            waiter.await.unwrap(),
+            Err(ReplicaError::NotLeaderOrFollower)
+        ));
+        assert!(matches!(
+            rm.append_to_leader(&p, batch(1), 0),
+            Err(ReplicaError::NotLeaderOrFollower)
+        ));
+        rm.apply_partition_state("t", 0, cfg.clone(), state(1, 4, &[1, 2]))
+            .unwrap();
+        assert!(matches!(
+            rm.wait_for_replication(&p, 3, 2, 1, deadline).await,
+            Err(ReplicaError::NotLeaderOrFollower)
+        ));
+        // Stale states are ignored; min.insync.replicas is checked before appending.
+        rm.apply_partition_state("t", 0, cfg.clone(), state(2, 3, &[2]))
+            .unwrap();
+        assert!(p.is_leader());
+        assert!(matches!(
+            rm.append_to_leader(&p, batch(1), 3),
+            Err(ReplicaError::NotEnoughReplicas { isr: 2, min_isr: 3 })
+        ));
+        rm.shutdown().unwrap();
+    }
 }
