@@ -34,6 +34,7 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use crate::config::BrokerConfig;
+use crate::group_coordinator::{GroupCoordinatorService, OFFSETS_TOPIC};
 use crate::metadata::{MetadataStore, TopicMetadata};
 use crate::replica_manager::{ClusterLink, PartitionState, ReplicaManager};
 use crate::topics::{log_config, ApiError};
@@ -208,6 +209,7 @@ impl BrokerCluster {
         config: BrokerConfig,
         metadata: Arc<MetadataStore>,
         replica_manager: Arc<ReplicaManager>,
+        groups: Arc<GroupCoordinatorService>,
         mut shutdown: watch::Receiver<bool>,
     ) {
         loop {
@@ -237,6 +239,29 @@ impl BrokerCluster {
             };
             let previous = self.image.read().clone();
             self.publish(&config, &metadata, &replica_manager, &previous, next);
+            // The group coordinator owns the groups of the `__consumer_offsets` partitions led here: it loads
+            // a partition it now leads and unloads one it no longer leads (after the ReplicaManager has the
+            // new role).
+            let current = self.image.read().clone();
+            let leads = |image: &MetadataImage, p: i32| {
+                image
+                    .topics
+                    .get(OFFSETS_TOPIC)
+                    .and_then(|t| t.partitions.get(&p))
+                    .is_some_and(|r| r.leader == self.node_id)
+            };
+            let count = |image: &MetadataImage| {
+                image
+                    .topics
+                    .get(OFFSETS_TOPIC)
+                    .map_or(0, |t| t.partitions.len() as i32)
+            };
+            for p in 0..count(&previous).max(count(&current)) {
+                let (was, is) = (leads(&previous, p), leads(&current, p));
+                if was != is {
+                    groups.on_partition_leadership(p, is);
+                }
+            }
         }
     }
 

@@ -195,6 +195,7 @@ impl Server {
                 config.clone(),
                 metadata.clone(),
                 replica_manager.clone(),
+                apis.group_coordinator().clone(),
                 shutdown_rx.clone(),
             )));
             // Registration waits for the quorum to elect a leader, which needs the other voters: it runs in

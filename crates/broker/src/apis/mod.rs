@@ -248,7 +248,7 @@ impl KafkaApis {
                 ResponseBody::LeaveGroup(leave_group::handle(self, &header, r))
             }
             RequestBody::OffsetCommit(r) => {
-                ResponseBody::OffsetCommit(offset_commit::handle(self, &header, r))
+                ResponseBody::OffsetCommit(offset_commit::handle_async(self, &header, r).await)
             }
             RequestBody::OffsetFetch(r) => {
                 ResponseBody::OffsetFetch(offset_fetch::handle(self, &header, r))

@@ -33,30 +33,9 @@ enum Prepared {
     Commit(coordinator::OffsetCommitRequest, Vec<bool>),
 }
 
-/// Commits the offsets; one result per requested partition, in request order. Answers once the records
-/// are in the leader log.
-// Dispatched from apis/mod.rs until it switches to `handle_async` (then this one can go).
-#[allow(dead_code)]
-pub fn handle(
-    apis: &KafkaApis,
-    header: &RequestHeader,
-    request: OffsetCommitRequest,
-) -> OffsetCommitResponse {
-    match prepare(apis, header, &request) {
-        Prepared::Done(r) => r,
-        Prepared::Commit(req, known) => {
-            let outcome = apis
-                .groups
-                .with_group(&req.group_id, |c, now| c.commit_offsets(now, &req));
-            finish(&request, known, outcome)
-        }
-    }
-}
-
-/// [`handle`], answering once the records have reached the `__consumer_offsets` HighWatermark (every ISR
-/// member has them), as Kafka's coordinator writes commits with acks=all.
-// Not dispatched yet: apis/mod.rs calls `handle`; switching it to `handle_async(..).await` enables acks=all.
-#[allow(dead_code)]
+/// Commits the offsets; one result per requested partition, in request order. Answers once the records have
+/// reached the `__consumer_offsets` HighWatermark (every ISR member has them), as Kafka's coordinator writes
+/// commits with acks=all.
 pub async fn handle_async(
     apis: &KafkaApis,
     header: &RequestHeader,
