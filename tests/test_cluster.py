@@ -174,6 +174,7 @@ class Stream:
 
 def check_exactly_once_in_order(c: Cluster, s: Stream):
     got = consume_all(c.alive_bootstrap(), s.topic, len(s.acked))
+    assert len(got) >= len(s.acked), f"read back only {len(got)} of {len(s.acked)} acknowledged records"
     values = [v for _, v in got]
     offsets = [o for o, _ in got]
     assert offsets == list(range(len(got))), "offsets are not contiguous from 0"

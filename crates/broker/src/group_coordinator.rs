@@ -290,7 +290,12 @@ impl GroupCoordinatorService {
         if self.metadata.topic(OFFSETS_TOPIC).is_some() {
             return Ok(());
         }
-        let _guard = self.create_lock.lock();
+        // Never wait for the lock: in cluster mode the holder blocks on the controller (on a runtime
+        // worker), and a second waiter would pin another worker. Concurrent callers get the retriable
+        // COORDINATOR_NOT_AVAILABLE and ask again.
+        let Some(_guard) = self.create_lock.try_lock() else {
+            return Err(ErrorCode::COORDINATOR_NOT_AVAILABLE);
+        };
         if self.metadata.topic(OFFSETS_TOPIC).is_some() {
             return Ok(());
         }

@@ -282,18 +282,30 @@ impl MetadataStore {
     /// Allocates a new producer id (KIP-98). Ids are reserved on disk in blocks so that a restart never
     /// hands out an id twice.
     pub fn allocate_producer_id(&self) -> Result<i64, MetadataError> {
-        let mut ids = self.producer_ids.lock();
-        if ids.0 >= ids.1 {
-            if let Some(source) = self.producer_id_source.read().as_ref() {
+        if let Some(source) = self.producer_id_source.read().as_ref() {
+            // Cluster mode: the block comes from the controller; no lock is held while asking for it
+            // (the call blocks this thread), and a block fetched concurrently by another caller is kept.
+            loop {
+                {
+                    let mut ids = self.producer_ids.lock();
+                    if ids.0 < ids.1 {
+                        let id = ids.0;
+                        ids.0 += 1;
+                        return Ok(id);
+                    }
+                }
                 let (first, count) = source().map_err(|reason| MetadataError::Invalid {
                     path: self.dir.clone(),
                     reason: format!("allocating producer ids from the controller: {reason}"),
                 })?;
-                *ids = (first, first + i64::from(count.max(1)));
-                let id = ids.0;
-                ids.0 += 1;
-                return Ok(id);
+                let mut ids = self.producer_ids.lock();
+                if ids.0 >= ids.1 {
+                    *ids = (first, first + i64::from(count.max(1)));
+                }
             }
+        }
+        let mut ids = self.producer_ids.lock();
+        if ids.0 >= ids.1 {
             let mut state = self.state.write();
             let mut next = state.clone();
             let start = next.next_producer_id;
