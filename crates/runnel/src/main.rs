@@ -110,8 +110,10 @@ impl ServerArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // The operator commands speak through their output; only the server logs at info by default.
+    // openraft reports every failed RPC to a down voter (every 200 ms) at warn/error: off by default
+    // (`RUNNEL_LOG=info,openraft=info` shows it); the controller logs its own leadership changes.
     let default_level = match cli.command {
-        Command::Server(_) => "info",
+        Command::Server(_) => "info,openraft=off",
         _ => "warn,rdkafka=off",
     };
     tracing_subscriber::fmt()
