@@ -16,20 +16,11 @@ import time
 
 import pytest
 
-from test_cluster import Cluster, create_topic  # noqa: F401 - fixture module
+from test_cluster import Cluster, cluster, create_topic  # noqa: F401 - `cluster` is the shared fixture
 from conftest import MODE
 
 pytestmark = [pytest.mark.cluster,
               pytest.mark.skipif(MODE != "runnel", reason="starts its own three runnel processes")]
-
-
-@pytest.fixture
-def cluster():
-    c = Cluster()
-    try:
-        yield c.start()
-    finally:
-        c.close()
 
 
 def coordinator_of(c: Cluster, group: str) -> int:
