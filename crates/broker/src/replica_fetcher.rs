@@ -52,8 +52,11 @@ const PARTITION_MAX_BYTES: i32 = 1024 * 1024;
 const RESPONSE_MAX_BYTES: i32 = 10 * 1024 * 1024;
 /// Bound on connecting and on one request's round trip beyond its `max_wait`.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// Reconnect backoff of a fetcher: doubles from 100 ms up to 1 s (Kafka's `replica.fetch.backoff.ms` default), so a
+/// restarted leader is fetched from again within a second.
 const MIN_BACKOFF: Duration = Duration::from_millis(100);
-const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// Upper bound of the reconnect backoff.
+const MAX_BACKOFF: Duration = Duration::from_secs(1);
 
 /// One followed partition.
 struct FetchState {
