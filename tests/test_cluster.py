@@ -268,3 +268,25 @@ def test_sigterm_moves_leaderships_before_exit(cluster, topic):
     for p in md.topics[topic].partitions.values():
         assert p.leader not in (-1, victim), f"partition {p.id} still led by {p.leader} after SIGTERM"
     assert "controlled shutdown complete" in cluster.nodes[victim].log_tail(200)
+
+
+def test_topic_deleted_while_a_broker_is_down_can_be_recreated(cluster, topic):
+    """The returning broker deletes its stray log of the old topic (another topic id), as Kafka does."""
+    from confluent_kafka.admin import AdminClient
+    create_topic(cluster, topic)
+    s = Stream(cluster.bootstrap, topic)
+    s.until_acked(50)
+    s.finish()
+    away = cluster.partition(topic).replicas[-1]
+    cluster.nodes[away].kill9()
+    a = AdminClient({"bootstrap.servers": cluster.alive_bootstrap()})
+    a.delete_topics([topic], operation_timeout=30)[topic].result(60)
+    cluster.wait(lambda md: topic not in md.topics, f"{topic} deleted")
+    cluster.nodes[away].start()
+    cluster.wait(lambda md: len(md.brokers) == 3, "the broker back")
+    create_topic(cluster, topic)
+    assert "deleting stray log" in cluster.nodes[away].log_tail(400)
+    s = Stream(cluster.bootstrap, topic)
+    s.until_acked(20)
+    s.finish()
+    check_exactly_once_in_order(cluster, s)

@@ -30,6 +30,7 @@ use controller::{
 use futures::future::BoxFuture;
 use parking_lot::RwLock;
 use protocol::error::ErrorCode;
+use storage::StorageError;
 use tokio::sync::watch;
 use uuid::Uuid;
 
@@ -118,6 +119,7 @@ impl BrokerCluster {
     /// Registers this broker (retrying while the quorum has no leader, up to `timeout`).
     pub async fn register(&self, host: &str, port: u16, timeout: Duration) -> anyhow::Result<()> {
         let deadline = Instant::now() + timeout;
+        let mut attempts = 0u64;
         loop {
             match self
                 .client
@@ -136,7 +138,12 @@ impl BrokerCluster {
                     return Ok(());
                 }
                 Err(e) if Instant::now() < deadline => {
-                    tracing::debug!(error = %e, "broker registration failed; retrying");
+                    // Said at warn now and then: a quorum without a leader, or this node id registered by
+                    // another live process (DUPLICATE_BROKER_REGISTRATION until its session expires).
+                    attempts += 1;
+                    if attempts % 25 == 1 {
+                        tracing::warn!(error = %e, attempts, "broker registration failed; retrying");
+                    }
                     tokio::time::sleep(Duration::from_millis(200)).await;
                 }
                 Err(e) => anyhow::bail!("registering broker {} failed: {e}", self.node_id),
@@ -183,6 +190,10 @@ impl BrokerCluster {
     /// Controlled shutdown (KIP-631): heartbeats with `want_shutdown` until the controller says every
     /// leadership has moved, or `timeout` passes.
     pub async fn controlled_shutdown(&self, timeout: Duration) {
+        if self.broker_epoch() < 0 {
+            tracing::info!("not registered with the controller: no controlled shutdown");
+            return;
+        }
         let deadline = Instant::now() + timeout;
         while Instant::now() < deadline {
             let offset = self.image.read().offset;
@@ -290,6 +301,27 @@ impl BrokerCluster {
             .collect();
         metadata.replace_topics(topics);
         let node = self.node_id;
+        // Stray logs (Kafka's KAFKA-14616 handling): on the first image, logs in the data dir of topics that
+        // no longer exist, were re-created with another id, or moved off this broker while it was down are
+        // deleted, so a re-created topic of the same name is not blocked by the old log.
+        if previous.offset < 0 {
+            for (tp, log) in replica_manager.log_manager().all_logs() {
+                let (topic, p) = (tp.topic, tp.partition);
+                let id = log.lock().topic_id();
+                let assigned = next.topics.get(&topic).is_some_and(|t| {
+                    (id.is_nil() || t.topic_id == id)
+                        && t.partitions
+                            .get(&p)
+                            .is_some_and(|r| r.replicas.contains(&node))
+                });
+                if !assigned {
+                    tracing::info!(topic = %topic, partition = p, topic_id = %id, "deleting stray log");
+                    if let Err(e) = replica_manager.stop_replica(&topic, p, true) {
+                        tracing::error!(topic = %topic, partition = p, error = %e, "deleting stray log failed");
+                    }
+                }
+            }
+        }
         // Partitions that left this broker (topic deleted or replica moved): stop and delete.
         for (name, old) in &previous.topics {
             for (p, reg) in &old.partitions {
@@ -324,12 +356,17 @@ impl BrokerCluster {
                     continue;
                 }
                 let state = partition_state(t.topic_id, reg);
-                if let Err(e) = replica_manager.apply_partition_state(
-                    name,
-                    *p,
-                    log_config(config, &t.configs),
-                    state,
-                ) {
+                let config = log_config(config, &t.configs);
+                let mut result =
+                    replica_manager.apply_partition_state(name, *p, config.clone(), state.clone());
+                if let Err(StorageError::InconsistentTopicId(_)) = &result {
+                    // A log of an older topic of the same name (deleted while this broker was away).
+                    tracing::info!(topic = %name, partition = p, "replacing the log of a deleted topic of the same name");
+                    result = replica_manager.stop_replica(name, *p, true).and_then(|()| {
+                        replica_manager.apply_partition_state(name, *p, config, state)
+                    });
+                }
+                if let Err(e) = result {
                     tracing::error!(topic = %name, partition = p, error = %e, "applying partition state failed");
                 }
             }

@@ -588,6 +588,21 @@ impl BrokerConfig {
                     .into(),
             });
         }
+        if let (Some(listen), Some(voter)) = (
+            controller_listener.as_ref(),
+            controller_quorum_voters.get(&node_id),
+        ) {
+            if process_roles.controller && (listen.port != voter.port || listen.host != voter.host)
+            {
+                return Err(ConfigError::InvalidValue {
+                    key: "listeners".into(),
+                    value: format!("CONTROLLER://{listen}"),
+                    reason: format!(
+                        "the controller listener must be this node's voter address {voter} from controller.quorum.voters"
+                    ),
+                });
+            }
+        }
         if process_roles.controller
             && !controller_quorum_voters.is_empty()
             && !controller_quorum_voters.contains_key(&node_id)
@@ -808,6 +823,14 @@ mod tests {
             vec![("controller.quorum.voters", "2@127.0.0.1:1")],
             vec![("process.roles", "broker")],
             vec![("process.roles", "nothing")],
+            vec![
+                ("node.id", "2"),
+                (
+                    "listeners",
+                    "PLAINTEXT://127.0.0.1:9093,CONTROLLER://127.0.0.1:19099",
+                ),
+                ("controller.quorum.voters", "2@127.0.0.1:19093"),
+            ],
         ] {
             assert!(BrokerConfig::from_pairs(&pairs(&bad)).is_err(), "{bad:?}");
         }

@@ -523,6 +523,12 @@ async fn fetch_round(
                 if let Err(e) = truncate_by_epoch(&p, shared.leader_id, epoch, requested, answer) {
                     tracing::warn!(topic = %key.0, partition = key.1, error = %e, "follower truncation failed");
                 }
+                // A diverging answer makes the leader answer the whole request at once; pausing this
+                // partition briefly keeps a divergence the truncation did not settle from turning the
+                // fetcher into a busy loop (the other partitions' fetches wait for data again).
+                update_state(shared, &key, epoch, |s| {
+                    s.retry_at = Some(Instant::now() + MIN_BACKOFF)
+                });
                 continue;
             }
             let bytes = match &data.records {

@@ -588,6 +588,18 @@ impl Inner {
                 max_wait_ms,
             } => {
                 self.require_leader()?;
+                if since_offset < 0 {
+                    // A full image may be acted on as the whole truth (a broker deletes stray logs from
+                    // it): a newly elected leader answers only once it has applied everything committed.
+                    let r = tokio::time::timeout(
+                        Duration::from_millis(COMMIT_TIMEOUT_MS),
+                        self.raft.ensure_linearizable(),
+                    )
+                    .await;
+                    if !matches!(r, Ok(Ok(_))) {
+                        return Err(self.not_controller());
+                    }
+                }
                 ClientResponse::FetchMetadata(Ok(self
                     .fetch_metadata(since_offset, max_wait_ms.min(MAX_FETCH_WAIT_MS))
                     .await))

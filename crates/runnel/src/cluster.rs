@@ -5,7 +5,7 @@
 
 use anyhow::bail;
 use clap::Subcommand;
-use protocol::messages::MetadataRequest;
+use protocol::messages::{DescribeClusterRequest, MetadataRequest};
 use protocol::{ApiKey, RequestBody, ResponseBody};
 use serde_json::json;
 
@@ -47,6 +47,18 @@ fn info(conn: &ConnArgs) -> anyhow::Result<()> {
     )?;
     let ResponseBody::Metadata(md) = resp else {
         bail!("unexpected response to Metadata");
+    };
+    // The active controller: KIP-919's DescribeCluster for controller endpoints where the broker serves it
+    // (a Runnel cluster member), else Metadata's controller id (Kafka brokers name a live broker there).
+    let controller_id = match wire.call(
+        RequestBody::DescribeCluster(DescribeClusterRequest {
+            endpoint_type: 2,
+            ..Default::default()
+        }),
+        1,
+    ) {
+        Ok((_, ResponseBody::DescribeCluster(d))) if d.error_code == 0 => d.controller_id,
+        _ => md.controller_id,
     };
     let mut brokers: Vec<_> = md.brokers.iter().collect();
     brokers.sort_by_key(|b| b.node_id);
@@ -90,7 +102,7 @@ fn info(conn: &ConnArgs) -> anyhow::Result<()> {
             .collect();
         print_json(&json!({
             "cluster_id": md.cluster_id,
-            "controller_id": md.controller_id,
+            "controller_id": controller_id,
             "brokers": bs,
             "under_replicated_partitions": under_replicated
                 .iter()
@@ -108,7 +120,7 @@ fn info(conn: &ConnArgs) -> anyhow::Result<()> {
                 &cluster_id
             }
         );
-        println!("Controller: {}", md.controller_id);
+        println!("Controller: {controller_id}");
         println!();
         let rows: Vec<Vec<String>> = brokers
             .iter()

@@ -93,7 +93,23 @@ pub fn handle(
                 Ok(topic) => {
                     result.topic_id = topic.topic_id;
                     result.num_partitions = topic.partitions;
-                    result.replication_factor = 1;
+                    // Cluster mode: the replica count the controller placed (validate_only: what was asked).
+                    result.replication_factor = match apis.cluster() {
+                        Some(c) => c
+                            .image()
+                            .topics
+                            .get(&t.name)
+                            .and_then(|topic| topic.partitions.values().next())
+                            .map_or(
+                                if t.replication_factor > 0 {
+                                    t.replication_factor
+                                } else {
+                                    apis.config().default_replication_factor
+                                },
+                                |r| r.replicas.len() as i16,
+                            ),
+                        None => 1,
+                    };
                     if version >= 5 {
                         result.configs = Some(
                             topic_config_names()

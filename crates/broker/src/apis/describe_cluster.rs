@@ -8,17 +8,42 @@ use protocol::RequestHeader;
 
 use super::KafkaApis;
 
-/// Endpoint type "brokers" (1); "controllers" (2) is not served.
+/// Endpoint type "brokers" (1).
 const ENDPOINT_TYPE_BROKERS: i8 = 1;
+/// Endpoint type "controllers" (2, KIP-919): served in cluster mode only.
+const ENDPOINT_TYPE_CONTROLLERS: i8 = 2;
 
 /// Standalone: this broker is the whole cluster and its controller. Cluster mode: the brokers of the metadata
-/// image and the active controller when it is also a live broker (else this broker).
+/// image with this broker as the controller id (it forwards admin requests); endpoint type 2 lists the
+/// controller quorum's voters and the active controller.
 pub fn handle(
     apis: &KafkaApis,
     _header: &RequestHeader,
     request: DescribeClusterRequest,
 ) -> DescribeClusterResponse {
     let config = apis.config();
+    if let (Some(cluster), ENDPOINT_TYPE_CONTROLLERS) = (apis.cluster(), request.endpoint_type) {
+        // KIP-919's controller endpoints (which Kafka serves from controllers only): the voters and the
+        // active controller as this broker last learned it (-1 unknown). `runnel cluster info` uses it.
+        return DescribeClusterResponse {
+            endpoint_type: ENDPOINT_TYPE_CONTROLLERS,
+            cluster_id: apis.metadata.cluster_id().to_string(),
+            controller_id: cluster.controller_id().unwrap_or(-1),
+            brokers: config
+                .controller_quorum_voters
+                .iter()
+                .map(|(id, e)| DescribeClusterBroker {
+                    broker_id: *id,
+                    host: e.host.clone(),
+                    port: i32::from(e.port),
+                    rack: None,
+                    is_fenced: false,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        };
+    }
     if request.endpoint_type != ENDPOINT_TYPE_BROKERS {
         return DescribeClusterResponse {
             error_code: ErrorCode::UNSUPPORTED_ENDPOINT_TYPE.0,
@@ -44,10 +69,10 @@ pub fn handle(
                 ..Default::default()
             })
             .collect();
-        let controller_id = cluster
-            .controller_id()
-            .filter(|c| brokers.iter().any(|b| b.broker_id == *c && !b.is_fenced))
-            .unwrap_or(config.node_id);
+        // Clients send admin requests to this id: this broker (alive, since the client reached it), which
+        // forwards to the active controller — as Kafka answers a live broker in KRaft mode. A dead
+        // controller named here would stall clients that cache it.
+        let controller_id = config.node_id;
         return DescribeClusterResponse {
             endpoint_type: ENDPOINT_TYPE_BROKERS,
             cluster_id: apis.metadata.cluster_id().to_string(),

@@ -38,6 +38,12 @@ pub fn handle(
             response.producer_id = id;
             response.producer_epoch = 0;
         }
+        // Cluster mode: no block from the controller yet (e.g. this broker is not registered yet): the
+        // retriable COORDINATOR_LOAD_IN_PROGRESS, as Kafka's ProducerIdManager answers (KIP-730).
+        Err(e) if apis.cluster().is_some() => {
+            tracing::warn!(error = %e, "no producer id block from the controller yet");
+            response.error_code = ErrorCode::COORDINATOR_LOAD_IN_PROGRESS.0;
+        }
         Err(e) => {
             tracing::error!(error = %e, "cannot allocate producer id");
             response.error_code = ErrorCode::KAFKA_STORAGE_ERROR.0;

@@ -75,13 +75,10 @@ pub fn handle(
                     ..Default::default()
                 })
                 .collect();
-            // Clients cannot reach controllers: answer the active controller when it is also a live broker
-            // (combined mode), else this broker, as Kafka answers a live broker in KRaft mode.
-            let controller = cluster
-                .controller_id()
-                .filter(|c| brokers.iter().any(|b| b.node_id == *c))
-                .unwrap_or(node);
-            (brokers, controller)
+            // Clients send admin requests to the controller id: answer this broker (alive, since the client
+            // reached it; it forwards to the active controller), as Kafka answers a live broker in KRaft
+            // mode. Naming the active controller would stall clients that cache it after it dies.
+            (brokers, node)
         }
         None => (Vec::new(), node),
     };
