@@ -513,6 +513,11 @@ async fn fetch_round(
             continue;
         };
         if !still_following(&p, shared.leader_id, epoch) {
+            // The partition moved on (new epoch or leader) but this entry is still listed: do not ask for
+            // it again at once, or an erroring answer would make every round return immediately.
+            update_state(shared, &key, epoch, |s| {
+                s.retry_at = Some(Instant::now() + MIN_BACKOFF)
+            });
             continue;
         }
         let code = ErrorCode(data.error_code);
