@@ -1047,14 +1047,11 @@ mod tests {
         );
     }
 
-    #[tokio::test(flavor = "current_thread")]
-    async fn join_and_sync_park_until_answered() {
-        let dir = tempfile::tempdir().unwrap();
-        let (svc, _rm) = open(dir.path());
-        svc.load();
-        let join = |member: &str| coordinator::JoinGroupRequest {
+    /// A consumer-protocol JoinGroup v5 for `group` with one "range" protocol.
+    fn join_request(group: &str, member: &str) -> coordinator::JoinGroupRequest {
+        coordinator::JoinGroupRequest {
             api_version: 5,
-            group_id: "g".into(),
+            group_id: group.into(),
             session_timeout_ms: 10_000,
             rebalance_timeout_ms: 10_000,
             member_id: member.into(),
@@ -1066,7 +1063,15 @@ mod tests {
             }],
             client_id: "c".into(),
             client_host: "/127.0.0.1".into(),
-        };
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn join_and_sync_park_until_answered() {
+        let dir = tempfile::tempdir().unwrap();
+        let (svc, _rm) = open(dir.path());
+        svc.load();
+        let join = |member: &str| join_request("g", member);
         let first = svc.join_group(join("")).await.unwrap();
         assert_eq!(first.error_code, coordinator::error::MEMBER_ID_REQUIRED);
         let (_shutdown, shutdown_rx) = watch::channel(false);
@@ -1248,21 +1253,7 @@ mod tests {
             .build()
             .unwrap();
         rt.block_on(async {
-            let join = |member: &str| coordinator::JoinGroupRequest {
-                api_version: 5,
-                group_id: a.clone(),
-                session_timeout_ms: 10_000,
-                rebalance_timeout_ms: 10_000,
-                member_id: member.into(),
-                group_instance_id: None,
-                protocol_type: "consumer".into(),
-                protocols: vec![JoinProtocol {
-                    name: "range".into(),
-                    metadata: Bytes::from_static(b"m"),
-                }],
-                client_id: "c".into(),
-                client_host: "/127.0.0.1".into(),
-            };
+            let join = |member: &str| join_request(&a, member);
             let first = svc.join_group(join("")).await.unwrap();
             assert_eq!(first.error_code, coordinator::error::MEMBER_ID_REQUIRED);
             // No timer task runs: the rejoin stays parked in the initial rebalance.
