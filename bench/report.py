@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Turns bench/run.sh's raw JSON lines into bench/results/<date>.md.
 
-usage: report.py RESULTS.jsonl OUT.md QUICK REPS
+usage: report.py RESULTS.jsonl OUT.md QUICK REPS [NOTE]
+
+NOTE (optional) is printed under the title, e.g. why the run was aborted (the report is then partial).
 
 Figures are medians over the repetitions; every ratio is computed from figures of the same run.
 """
@@ -14,6 +16,7 @@ import time
 
 rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
 out_path, quick, reps = sys.argv[2], sys.argv[3] == "1", int(sys.argv[4])
+note = sys.argv[5] if len(sys.argv) > 5 else ""
 
 
 def med(values):
@@ -64,7 +67,19 @@ for r in rows:
 disk = one("ref_disk", flush="fdatasync").get("mb_per_sec")
 disk_cache = one("ref_disk", flush="none").get("mb_per_sec")
 tcp = one("ref_tcp").get("mb_per_sec")
+# The client's ceiling per record size: `runnel bench sink` (a separate process) when the run had it,
+# else librdkafka's in-process mock broker (produce only).
+sink_ok = one("sink").get("available", False)
 ceiling = {t.split(":")[1]: figure("mock", t, "records_per_sec") for t in tags if t.startswith("produce:") and bench("mock", t)}
+ceiling_src = "mock"
+sink_produce = {t.split(":")[1]: figure("sink", t, "records_per_sec") for t in tags if t.startswith("produce:") and bench("sink", t)}
+if any(v is not None for v in sink_produce.values()):
+    ceiling, ceiling_src = {k: v for k, v in sink_produce.items() if v is not None}, "sink"
+# Consume ceiling per (size, partitions); a partition count without a sink row uses the same size's row.
+consume_ceiling = {tuple(t.split(":")[1:3]): figure("sink", t, "records_per_sec")
+                   for t in tags if t.startswith("consume-cached:") and bench("sink", t)}
+for (s_, p_), v in list(consume_ceiling.items()):
+    consume_ceiling.setdefault((s_, "*"), v)
 try:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
 except OSError:
@@ -73,6 +88,9 @@ except OSError:
 L = []
 L.append(f"# Benchmark: Runnel vs Apache Kafka 4.4.0 — {time.strftime('%Y-%m-%d', time.gmtime())}")
 L.append("")
+if note:
+    L.append(f"**Partial report — {note}.** Rows after the abort are missing.")
+    L.append("")
 L.append(
     f"`bench/run.sh{' --quick' if quick else ''}` on the working tree at commit `{commit}`, {reps} repetition(s), Runnel and Kafka "
     "alternating run by run (order flipped each run); figures are medians over the repetitions. Load generator: "
@@ -101,17 +119,43 @@ for t in tags:
             f"| client ceiling: `runnel bench produce` against librdkafka's in-process mock broker, {s} B, {p} partition(s) | "
             f"{fmt_n(figure('mock', t, 'records_per_sec'))} records/s ({fmt_f(figure('mock', t, 'mb_per_sec'))} MB/s) |"
         )
+for t in tags:
+    if (t.startswith("produce:") or t.startswith("consume-cached:")) and bench("sink", t):
+        what = "produce" if t.startswith("produce:") else "consume"
+        s, p = t.split(":")[1:3]
+        e = errors("sink", t)
+        fig = f"{fmt_n(figure('sink', t, 'records_per_sec'))} records/s ({fmt_f(figure('sink', t, 'mb_per_sec'))} MB/s)"
+        L.append(f"| client ceiling: `runnel bench {what}` against `runnel bench sink` (own process), {s} B, {p} partition(s) | "
+                 f"{fig if not e else 'failed: ' + e[0]} |")
 for b in ("runnel", "kafka"):
-    st = one("startup", broker=b).get("ms")
-    L.append(f"| {b}: start to accepting connections, empty data dir | {st} ms |")
+    st = one("startup", broker=b)
+    L.append(f"| {b}: spawn to first accepted TCP connection (polled every ~50 ms), empty data dir | {st.get('ms')} ms |")
+    if st.get("log_ms") is not None:
+        L.append(f"| {b}: `startup_ms` from its log (process start to listening), empty data dir | {st['log_ms']} ms |")
+rs = one("startup_restart", broker="runnel")
+if rs:
+    if "error" in rs:
+        L.append(f"| runnel: restart after a clean shutdown (SIGTERM) | failed: {rs['error']} |")
+    else:
+        L.append(f"| runnel: `startup_ms` after a clean shutdown (SIGTERM{'' if rs.get('clean_shutdown') else ', needed SIGKILL'}), "
+                 f"{rs.get('log_dirs')} partition dirs incl. the 1,000-partition topic | {rs.get('log_ms')} ms "
+                 f"(spawn to first accept {rs.get('ms')} ms) |")
 L.append("")
 L.append("MB = 10^6 bytes of record values. Ratios: R/K = Runnel ÷ Kafka; /disk = MB/s ÷ the fdatasync write "
-         "bandwidth; /tcp = MB/s ÷ loopback TCP; /ceil = records/s ÷ the client ceiling for that record size.")
+         "bandwidth; /tcp = MB/s ÷ loopback TCP; /ceil = records/s ÷ the client ceiling for that record size "
+         f"({'`runnel bench sink`' if ceiling_src == 'sink' else 'the in-process mock broker'}).")
 L.append("")
-L.append("The mock-broker ceiling runs librdkafka's mock broker inside the client process, so it shares the "
-         "client's CPU: it is a lower bound of the client's ceiling, not the ceiling itself (a /ceil above 1× "
-         "means exactly that). The consume side has no sink reference yet; the rdkafka_performance cross-check "
-         "below shows the load generator's consumer is not slower than librdkafka's own tool.")
+if ceiling_src == "sink":
+    L.append("`runnel bench sink` acknowledges produce requests without storing them and serves consumers a "
+             "synthetic log of the matrix's record count per partition; it runs in its own process on the same "
+             "two cores, so it is the client's ceiling on this machine with a broker that does no work (consume "
+             "rows whose partition count has no sink row use the same record size's sink row). The mock-broker row runs librdkafka's mock broker inside the client process (sharing its CPU).")
+else:
+    L.append("The mock-broker ceiling runs librdkafka's mock broker inside the client process, so it shares the "
+             "client's CPU: it is a lower bound of the client's ceiling, not the ceiling itself (a /ceil above 1× "
+             "means exactly that). " + ("`runnel bench sink` was not available in this build, so " if not sink_ok else "")
+             + "the consume side has no sink reference; the cross-checks below compare the load generator with "
+             "librdkafka's and Kafka's own tools.")
 L.append("")
 
 L.append("## Produce")
@@ -133,8 +177,8 @@ L.append("")
 
 L.append("## Consume (one consumer, all partitions, from the beginning)")
 L.append("")
-L.append("| size B | parts | cache | Runnel records/s (MB/s) | Kafka records/s (MB/s) | R/K | Runnel /tcp | Kafka /tcp |")
-L.append("|---|---|---|---|---|---|---|---|")
+L.append("| size B | parts | cache | Runnel records/s (MB/s) | Kafka records/s (MB/s) | R/K | Runnel /tcp | Kafka /tcp | Runnel /ceil |")
+L.append("|---|---|---|---|---|---|---|---|---|")
 for t in tags:
     if not t.startswith("consume-"):
         continue
@@ -143,7 +187,8 @@ for t in tags:
     rr, rm = figure("runnel", t, "records_per_sec"), figure("runnel", t, "mb_per_sec")
     kr, km = figure("kafka", t, "records_per_sec"), figure("kafka", t, "mb_per_sec")
     what = "page cache" if mode == "cached" else "after fadvise(DONTNEED)"
-    L.append(f"| {s} | {p} | {what} | {fmt_n(rr)} ({fmt_f(rm)}) | {fmt_n(kr)} ({fmt_f(km)}) | {ratio(rr, kr)} | {ratio(rm, tcp)} | {ratio(km, tcp)} |")
+    L.append(f"| {s} | {p} | {what} | {fmt_n(rr)} ({fmt_f(rm)}) | {fmt_n(kr)} ({fmt_f(km)}) | {ratio(rr, kr)} | {ratio(rm, tcp)} | "
+             f"{ratio(km, tcp)} | {ratio(rr, consume_ceiling.get((s, p), consume_ceiling.get((s, '*'))))} |")
 L.append("")
 
 L.append("## End-to-end latency (produce → consume, acks=1, linger.ms=1, at 50% of the lower peak produce rate)")
@@ -168,12 +213,38 @@ L.append("|---|---|---|")
 peaks = {}
 for b in ("runnel", "kafka"):
     idle = one("rss_idle", broker=b).get("rss_kib")
-    peak = max([r.get("rss_peak_kib", 0) for r in rows if r.get("kind") == "bench" and r.get("broker") == b] or [0])
+    peak = max([r.get("rss_peak_kib", 0) for r in rows if r.get("kind") == "bench" and r.get("broker") == b
+                and not r.get("tag", "").startswith("rss1000")] or [0])
     peaks[b] = (idle, peak)
     L.append(f"| {b} | {fmt_f(idle / 1024 if idle else None)} | {fmt_f(peak / 1024 if peak else None)} |")
 (ri, rp), (ki, kp) = peaks["runnel"], peaks["kafka"]
 L.append(f"| Runnel ÷ Kafka | {ratio(ri, ki)} | {ratio(rp, kp)} |")
 L.append("")
+
+if any(t.startswith("rss1000:") for t in tags):
+    L.append("### One topic with 1,000 partitions (100 B records, acks=1), produced then consumed")
+    L.append("")
+    L.append("| broker | peak MiB while producing | peak MiB while consuming | produce records/s | consume records/s |")
+    L.append("|---|---|---|---|---|")
+    pk = {}
+    for b in ("runnel", "kafka"):
+        cells = []
+        for mode in ("produce", "consume"):
+            rr = bench(b, f"rss1000:{mode}")
+            cells.append(max([r.get("rss_peak_kib", 0) for r in rr] or [0]) or None)
+        pk[b] = max([c for c in cells if c] or [0]) or None
+        e = errors(b, "rss1000:produce") + errors(b, "rss1000:consume")
+        L.append(f"| {b} | {fmt_f(cells[0] / 1024 if cells[0] else None)} | {fmt_f(cells[1] / 1024 if cells[1] else None)} | "
+                 f"{fmt_n(figure(b, 'rss1000:produce', 'records_per_sec'))} | {fmt_n(figure(b, 'rss1000:consume', 'records_per_sec'))}"
+                 f"{' (failed: ' + e[0] + ')' if e else ''} |")
+    r1, k1 = pk["runnel"], pk["kafka"]
+    verdict = "—" if not r1 or not k1 else (
+        f"Runnel peak {r1 / 1024:.1f} MiB {'≤' if r1 <= 256 * 1024 else '>'} 256 MiB; "
+        f"{r1 / k1:.2f}× Kafka ({'≤' if r1 <= 0.1 * k1 else '>'} 0.1×)")
+    L.append(f"| Runnel ÷ Kafka (peak) | {ratio(r1, k1)} | | | |")
+    L.append("")
+    L.append(f"Target: Runnel ≤ 256 MiB and ≤ 0.1× Kafka. {verdict}.")
+    L.append("")
 
 rd = [r for r in rows if r.get("kind") == "rdperf"]
 for r in rd:  # rdkafka_performance prints "N msgs/s and M MB/s" (produce) or "N msgs/s (M MB/s)" (consume)
@@ -194,12 +265,39 @@ if rd:
         )
     L.append("")
 
-errs = [(b, t, e) for t in tags for b in ("runnel", "kafka", "mock", "peer") for e in errors(b, t)]
-if errs:
+kp = [r for r in rows if r.get("kind") == "kperf"]
+if kp:
+    L.append("## Cross-check: Kafka's ProducerPerformance (kafka-producer-perf-test), 100 B, 1 partition, acks=1, linger.ms=5")
+    L.append("")
+    L.append("| broker | records/s (MB/s) | avg / max ms | p50 / p95 / p99 / p99.9 ms | runnel bench records/s |")
+    L.append("|---|---|---|---|---|")
+    for r in kp:
+        pc = r.get("percentiles_ms") or {}
+        if "error" in r:
+            L.append(f"| {r['broker']} | failed: {r['error']} | | | |")
+            continue
+        L.append(
+            f"| {r['broker']} | {fmt_n(r.get('records_per_sec'))} ({fmt_f(r.get('mb_per_sec'))}) | "
+            f"{fmt_f(r.get('avg_ms'))} / {fmt_f(r.get('max_ms'), 0)} | "
+            f"{' / '.join(fmt_f(pc.get(q), 0) for q in ('50', '95', '99', '99.9'))} | "
+            f"{fmt_n(figure(r['broker'], 'produce:100:1:1:none', 'records_per_sec'))} |"
+        )
+    L.append("")
+    L.append("ProducerPerformance is Kafka's Java producer (one thread, batch.size 16 KiB default, "
+             f"{kp[0].get('records', 0):,} records); its own MB/sec figure is MiB/s, the table's MB/s is records/s × 100 B / 10^6.")
+    L.append("")
+
+errs = [(b, t, e) for t in tags for b in ("runnel", "kafka", "mock", "sink", "peer") for e in errors(b, t)]
+retried = [r for r in rows if r.get("kind") == "bench_retried"]
+if errs or retried:
     L.append("## Failed runs")
     L.append("")
     for b, t, e in errs:
         L.append(f"- {b} `{t}`: {e}")
+    for r in retried:
+        e = r.get("error", "").strip().splitlines()
+        L.append(f"- {r.get('broker')} `{r.get('tag')}` failed once and was retried after 10 s (the table has the retry): "
+                 f"{e[-1] if e else 'failed'}")
     L.append("")
 
 open(out_path, "w").write("\n".join(L))

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runnel vs Apache Kafka 4.4.0 benchmark: one command, same client (`runnel bench`, librdkafka), same run.
 #
-#   bench/run.sh [--quick] [--reps N] [--peer HOST:PORT] [--out FILE]
+#   bench/run.sh [--quick] [--reps N] [--peer HOST:PORT|tansu] [--out FILE]
 #
 # Builds target/release/runnel, starts a fresh `runnel server` (temp data dir) and Apache Kafka 4.4.0
 # (scripts/kafka-reference.sh: KRaft combined mode, its own temp data dir on the same filesystem), then
@@ -10,13 +10,26 @@
 # consume-only from the page cache and after posix_fadvise(DONTNEED) of the segment files, end-to-end
 # latency at 50% of the lower measured peak. Same-run references: sequential write bandwidth (dd,
 # conv=fdatasync, same byte count, same filesystem), loopback TCP throughput between two processes,
-# the client's produce ceiling against librdkafka's in-process mock broker, and rdkafka_performance
-# as a cross-check of the load generator. Broker RSS (VmRSS from /proc) idle and peak under load.
-# Writes bench/results/<YYYY-MM-DD>.md (or --out) with figures and ratios; raw JSON lines beside it
-# in the temp dir (printed at the end).
+# the client's produce and consume ceiling against `runnel bench sink` (a separate process that acks
+# without storing and serves a synthetic log; when the binary has no `bench sink`, only librdkafka's
+# in-process mock broker gives a produce figure), and as cross-checks of the load generator librdkafka's
+# rdkafka_performance and Kafka's own ProducerPerformance (kafka-producer-perf-test). Broker RSS (VmRSS
+# from /proc) idle, peak under load, and peak with one 1,000-partition topic produced and consumed.
+# Startup: Runnel's own `startup_ms` log figure (empty data dir, and after a clean SIGTERM shutdown
+# with the 1,000-partition topic present) beside spawn-to-first-accept for both brokers.
+# Writes bench/results/<YYYY-MM-DD>.md (or --out) with figures and ratios, raw JSON lines beside it.
+#
+# Disk: every topic is deleted from both brokers as soon as no later run reads it (Kafka deletes the
+# files file.delete.delay.ms = 60 s later). Before each write the script waits (BENCH_DISK_WAIT,
+# default 180 s, for Kafka's deletions) until the free space minus the bytes about to be written is
+# above BENCH_MIN_FREE_GB (default 5); otherwise it aborts with a message and writes a partial report.
 #
 # --quick: a reduced matrix (a few minutes). --peer adds another Kafka-protocol broker to the
-# produce/consume runs. BENCH_TMP (default target/bench-run) holds all data dirs; it is deleted first.
+# produce/consume runs; `--peer tansu` starts tansu in memory via bench/peer-tansu.sh.
+# Environment: BENCH_TMP (default target/bench-run) holds all data dirs; it is deleted first.
+# BENCH_COUNT_SCALE (default 1) multiplies every record count (e.g. 0.05 for a smoke test);
+# BENCH_NO_BUILD=1 uses the existing target/release/runnel; BENCH_RUN_LIMIT (default 1800) bounds
+# each client run in seconds; BENCH_MIN_FREE_GB as above.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -30,7 +43,7 @@ while [[ $# -gt 0 ]]; do
         --reps) REPS="$2"; shift ;;
         --peer) PEER="$2"; shift ;;
         --out) OUT="$2"; shift ;;
-        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
     shift
@@ -40,7 +53,11 @@ OUT="${OUT:-$ROOT/bench/results/$(date -u +%Y-%m-%d).md}"
 TMP="${BENCH_TMP:-$ROOT/target/bench-run}"
 BIN="$ROOT/target/release/runnel"
 RESULTS="$TMP/results.jsonl"
-log() { printf '==> %s\n' "$*" >&2; }
+SCALE="${BENCH_COUNT_SCALE:-1}"
+MIN_FREE_GB="${BENCH_MIN_FREE_GB:-5}"
+RUN_LIMIT="${BENCH_RUN_LIMIT:-1800}"
+KLIBS="$ROOT/.test-deps/kafka/libs"
+log() { printf '==> %s [%s]\n' "$*" "$(date -u +%H:%M:%S)" >&2; }
 
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
@@ -54,21 +71,76 @@ wait_port() {   # bounded: $2 seconds
     return 1
 }
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+# stop_pid PID SECS: SIGTERM, wait up to SECS for it to exit, then SIGKILL. Returns 0 if it exited on SIGTERM.
+stop_pid() {
+    local pid="$1" secs="$2" i
+    [[ -n "$pid" ]] || return 0
+    kill "$pid" 2>/dev/null || return 0
+    for i in $(seq 1 $((secs * 10))); do
+        kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
+        sleep 0.1
+    done
+    kill -9 "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    return 1
+}
+# startup_ms LOGFILE: the startup_ms field of the broker's "runnel broker started" line (waits up to 10 s).
+startup_ms() {
+    local i v
+    for i in $(seq 1 100); do
+        v=$(sed -n 's/.*runnel broker started.* startup_ms=\([0-9][0-9]*\).*/\1/p' "$1" 2>/dev/null | tail -1)
+        [[ -n "$v" ]] && { echo "$v"; return 0; }
+        sleep 0.1
+    done
+    echo null
+}
 
-log "building target/release/runnel"
-(cd "$ROOT" && cargo build --release -q -p runnel)
+if [[ "${BENCH_NO_BUILD:-0}" == 1 && -x "$BIN" ]]; then
+    log "using the existing target/release/runnel (BENCH_NO_BUILD=1)"
+else
+    log "building target/release/runnel"
+    (cd "$ROOT" && cargo build --release -q -p runnel)
+fi
 bash "$ROOT/scripts/kafka-reference.sh" fetch
 
 rm -rf "$TMP"
 mkdir -p "$TMP" "$(dirname "$OUT")"
 : > "$RESULTS"
-RUNNEL_PID="" KAFKA_PID=""
+RUNNEL_PID="" KAFKA_PID="" SINK_PID="" SAMPLER="" PEER_PID=""
 cleanup() {
-    [[ -n "$RUNNEL_PID" ]] && kill "$RUNNEL_PID" 2>/dev/null || true
-    [[ -n "$KAFKA_PID" ]] && kill "$KAFKA_PID" 2>/dev/null || true
+    [[ -n "$SAMPLER" ]] && kill "$SAMPLER" 2>/dev/null
+    [[ -n "$SINK_PID" ]] && kill "$SINK_PID" 2>/dev/null
+    stop_pid "$RUNNEL_PID" 30 || true
+    stop_pid "$KAFKA_PID" 60 || true
+    stop_pid "$PEER_PID" 30 || true
     wait 2>/dev/null || true
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# --- disk ----------------------------------------------------------------------------------------
+free_kib() { df -Pk "$TMP" | awk 'NR == 2 {print $4}'; }
+# ensure_disk BYTES: wait (bounded) until BYTES can be written leaving MIN_FREE_GB free; else abort.
+ensure_disk() {
+    local need_kib=$(( $1 / 1024 + MIN_FREE_GB * 1048576 )) i free
+    for i in $(seq 1 $(( ${BENCH_DISK_WAIT:-180} / 2 + 1 ))); do
+        free=$(free_kib)
+        (( free >= need_kib )) && return 0
+        (( i == 1 )) && log "free disk $(( free / 1048576 )) GiB < $(( need_kib / 1048576 )) GiB needed; waiting for Kafka's async topic deletions"
+        sleep 2
+    done
+    log "ABORT: only $(( free / 1048576 )) GiB free on $TMP, the next run needs $(( $1 >> 30 )) GiB plus a ${MIN_FREE_GB} GiB reserve (BENCH_MIN_FREE_GB); writing a partial report"
+    finish "aborted: free disk space fell to $(( free / 1048576 )) GiB"
+    exit 3
+}
+# delete_topic BROKER TOPIC: delete (no error if missing); brokers without an address of their own are skipped.
+delete_topic() {
+    local b="$1" topic="$2"
+    [[ $b == runnel || $b == kafka || $b == peer ]] || return 0
+    timeout -k 5 90 "$BIN" topic delete "$topic" --if-exists -b "${ADDR[$b]}" --timeout 60 > /dev/null 2> "$TMP/delete.err" \
+        || log "warning: deleting $topic on $b failed: $(tail -1 "$TMP/delete.err")"
+}
+delete_everywhere() { local b; for b in "${BROKERS[@]}"; do delete_topic "$b" "$1"; done; }
 
 # --- brokers -------------------------------------------------------------------------------------
 RPORT="$(free_port)"
@@ -78,7 +150,8 @@ t0=$(date +%s%N)
 RUNNEL_PID=$!
 wait_port "$RPORT" 30 || { tail -20 "$TMP/runnel.log" >&2; exit 1; }
 RUNNEL_STARTUP_MS=$(( ($(date +%s%N) - t0) / 1000000 ))
-log "runnel on 127.0.0.1:$RPORT (pid $RUNNEL_PID, accepting after ${RUNNEL_STARTUP_MS} ms)"
+RUNNEL_LOG_MS=$(startup_ms "$TMP/runnel.log")
+log "runnel on 127.0.0.1:$RPORT (pid $RUNNEL_PID, accepting after ${RUNNEL_STARTUP_MS} ms, startup_ms=$RUNNEL_LOG_MS)"
 
 KPORT="$(free_port)"
 bash "$ROOT/scripts/kafka-reference.sh" prepare "$TMP/kafka" "$KPORT"
@@ -89,17 +162,26 @@ KAFKA_PID=$!
 wait_port "$KPORT" 120 || { tail -20 "$TMP/kafka.log" >&2; exit 1; }
 KAFKA_STARTUP_MS=$(( ($(date +%s%N) - t0) / 1000000 ))
 log "kafka on 127.0.0.1:$KPORT (pid $KAFKA_PID, accepting after ${KAFKA_STARTUP_MS} ms)"
+
+if [[ $PEER == tansu ]]; then
+    TPORT="$(free_port)"
+    bash "$ROOT/bench/peer-tansu.sh" "$TPORT" > "$TMP/tansu.log" 2>&1 &
+    PEER_PID=$!
+    wait_port "$TPORT" 120 || { tail -20 "$TMP/tansu.log" >&2; exit 1; }
+    PEER="127.0.0.1:$TPORT"
+    log "tansu on $PEER (pid $PEER_PID)"
+fi
 sleep 5   # let both settle before the idle RSS sample
 declare -A ADDR=([runnel]="127.0.0.1:$RPORT" [kafka]="127.0.0.1:$KPORT")
 declare -A PID=([runnel]="$RUNNEL_PID" [kafka]="$KAFKA_PID")
 declare -A DATA=([runnel]="$TMP/runnel" [kafka]="$TMP/kafka/data")
 BROKERS=(runnel kafka)
-if [[ -n "$PEER" ]]; then ADDR[peer]="$PEER"; PID[peer]=""; DATA[peer]=""; BROKERS+=(peer); fi
+if [[ -n "$PEER" ]]; then ADDR[peer]="$PEER"; PID[peer]="$PEER_PID"; DATA[peer]=""; BROKERS+=(peer); fi
 for b in runnel kafka; do
     printf '{"kind":"rss_idle","broker":"%s","rss_kib":%s}\n' "$b" "$(rss_kib "${PID[$b]}")" >> "$RESULTS"
 done
-printf '{"kind":"startup","broker":"runnel","ms":%s}\n{"kind":"startup","broker":"kafka","ms":%s}\n' \
-    "$RUNNEL_STARTUP_MS" "$KAFKA_STARTUP_MS" >> "$RESULTS"
+printf '{"kind":"startup","broker":"runnel","ms":%s,"log_ms":%s}\n{"kind":"startup","broker":"kafka","ms":%s}\n' \
+    "$RUNNEL_STARTUP_MS" "$RUNNEL_LOG_MS" "$KAFKA_STARTUP_MS" >> "$RESULTS"
 
 # --- helpers -------------------------------------------------------------------------------------
 # Peak VmRSS of a pid while a command runs; appends {"kind":"rss_load",...}.
@@ -111,21 +193,48 @@ sample_rss() {   # pid; writes the peak to $PEAK_FILE until killed
         sleep 0.2
     done
 }
-# run_bench BROKER TAG ARGS... : one `runnel bench` run, its JSON line tagged and appended.
+# run_bench BROKER TAG ARGS... : one `runnel bench` run (bounded by RUN_LIMIT seconds), its JSON line
+# tagged and appended; a failed run appends {"error": ...} and the script goes on.
 run_bench() {
     local broker="$1" tag="$2"; shift 2
-    local pid="${PID[$broker]}" sampler="" out
+    local pid="${PID[$broker]:-}" out
     echo 0 > "$PEAK_FILE"
-    if [[ -n "$pid" ]]; then sample_rss "$pid" & sampler=$!; fi
-    if out=$("$BIN" bench "$@" -b "${ADDR[$broker]}" --timeout 60 --json 2> "$TMP/last.err"); then
-        :
-    else
-        out='{"error":'"$(python3 -c 'import json,sys; print(json.dumps(open(sys.argv[1]).read()[-300:]))' "$TMP/last.err")"'}'
+    if [[ -n "$pid" ]]; then sample_rss "$pid" & SAMPLER=$!; fi
+    out=$(timeout -k 10 "$RUN_LIMIT" "$BIN" bench "$@" -b "${ADDR[$broker]}" --timeout 60 --json 2> "$TMP/last.err") || true
+    if [[ -n "$SAMPLER" ]]; then kill "$SAMPLER" 2>/dev/null; wait "$SAMPLER" 2>/dev/null || true; SAMPLER=""; fi
+    python3 - "$out" "$broker" "$tag" "$PEAK_FILE" "$TMP/last.err" >> "$RESULTS" <<'EOF'
+import json, sys
+out, broker, tag, peak_file, err_file = sys.argv[1:6]
+try:
+    d = json.loads(out)
+    if not isinstance(d, dict) or "records_per_sec" not in d:
+        raise ValueError("no records_per_sec")
+except ValueError:
+    err = open(err_file, errors="replace").read()[-300:] or out[-300:] or "failed (no output; timed out?)"
+    d = {"error": err}
+try:
+    peak = int(open(peak_file).read().strip() or 0)
+except (OSError, ValueError):
+    peak = 0
+d.update(kind="bench", broker=broker, tag=tag, rss_peak_kib=peak)
+print(json.dumps(d))
+EOF
+    log "$broker $tag: $(tail -1 "$RESULTS" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("error") or "%.0f rec/s %.1f MB/s p99 %s ms RSS %.1f MiB" % (d["records_per_sec"], d.get("mb_per_sec") or 0, (d.get("latency_ms") or {}).get("p99"), d["rss_peak_kib"] / 1024))')"
+}
+# run_bench_retry BROKER TAG ARGS...: run_bench; a failed run (e.g. Kafka answering NOT_LEADER for a
+# moment after creating many partitions) is logged and retried once after 10 s, its row replaced.
+# Only for runs that do not write (consume), so a retry measures the same thing.
+run_bench_retry() {
+    run_bench "$@"
+    if [[ $(tail -1 "$RESULTS") == *'"error"'* ]]; then
+        log "retrying $1 $2 once in 10 s"
+        local failed
+        failed=$(tail -1 "$RESULTS")
+        sed -i '$ d' "$RESULTS"
+        echo "${failed/\"kind\": \"bench\"/\"kind\": \"bench_retried\"}" >> "$RESULTS"
+        sleep 10
+        run_bench "$@"
     fi
-    [[ -n "$sampler" ]] && { kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null || true; }
-    python3 -c 'import json,sys; d=json.loads(sys.argv[1]); d.update(kind="bench", broker=sys.argv[2], tag=sys.argv[3], rss_peak_kib=int(open(sys.argv[4]).read() or 0)); print(json.dumps(d))' \
-        "$out" "$broker" "$tag" "$PEAK_FILE" >> "$RESULTS"
-    log "$broker $tag: $(tail -1 "$RESULTS" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("error") or "%.0f rec/s %.1f MB/s p99 %s ms" % (d["records_per_sec"], d["mb_per_sec"], (d.get("latency_ms") or {}).get("p99")))')"
 }
 # drop_cache DIR: fsync then posix_fadvise(DONTNEED) every file under DIR.
 drop_cache() {
@@ -151,15 +260,24 @@ order() {
     if (( $1 % 2 == 0 )); then echo "${BROKERS[@]}"; else printf '%s\n' "${BROKERS[@]}" | tac | tr '\n' ' '; fi
 }
 RUN=0
+# finish [NOTE]: the report from whatever results exist (also used when aborting).
+finish() {
+    python3 "$ROOT/bench/report.py" "$RESULTS" "$OUT" "$QUICK" "$REPS" "${1:-}" > /dev/null || log "report.py failed"
+    cp "$RESULTS" "${OUT%.md}.jsonl"
+    log "wrote $OUT (raw results: ${OUT%.md}.jsonl)"
+}
 
 # --- matrix --------------------------------------------------------------------------------------
-count_for() {   # record size -> record count per run
+count_for() {   # record size -> record count per run (times BENCH_COUNT_SCALE, at least 1000)
+    local n
     if [[ $QUICK == 1 ]]; then
-        [[ $1 -le 100 ]] && echo 2000000 || echo 300000
+        n=$([[ $1 -le 100 ]] && echo 2000000 || echo 300000)
     else
-        [[ $1 -le 100 ]] && echo 10000000 || echo 2000000
+        n=$([[ $1 -le 100 ]] && echo 10000000 || echo 2000000)
     fi
+    awk -v n="$n" -v s="$SCALE" 'BEGIN { v = int(n * s); if (v < 1000) v = 1000; print v }'
 }
+bytes_for() { echo $(( $2 * ($1 + 16) )); }   # size count -> bytes on disk, upper estimate (uncompressed)
 if [[ $QUICK == 1 ]]; then
     # size:partitions:acks:compression
     PRODUCE=(100:1:1:none 100:1:all:none 100:1:1:lz4 1024:8:1:none)
@@ -175,14 +293,20 @@ else
     E2E=(100:1 100:8 1024:1 1024:8)
     E2E_SECS=30
 fi
+consumed() {   # size parts acks comp -> is this produce topic read by a consume row?
+    [[ $3 == 1 && $4 == none && " ${CONSUME[*]} " == *" $1:$2 "* ]]
+}
 
 for rep in $(seq 1 "$REPS"); do
     for cfg in "${PRODUCE[@]}"; do
         IFS=: read -r size parts acks comp <<< "$cfg"
         n=$(count_for "$size")
+        topic="p-$size-$parts-$acks-$comp-$rep"
         for b in $(order $RUN); do
-            run_bench "$b" "produce:$cfg" produce -t "p-$size-$parts-$acks-$comp-$rep" --partitions "$parts" \
+            ensure_disk "$(bytes_for "$size" "$n")"
+            run_bench "$b" "produce:$cfg" produce -t "$topic" --partitions "$parts" \
                 -s "$size" -n "$n" --acks "$acks" -z "$comp"
+            consumed "$size" "$parts" "$acks" "$comp" || delete_topic "$b" "$topic"
         done
         RUN=$((RUN + 1))
     done
@@ -193,10 +317,11 @@ for rep in $(seq 1 "$REPS"); do
             for b in $(order $RUN); do
                 if [[ $mode == dropped && -n "${DATA[$b]}" ]]; then drop_cache "${DATA[$b]}"; fi
                 [[ $mode == dropped && -z "${DATA[$b]}" ]] && continue
-                run_bench "$b" "consume-$mode:$cfg" consume -t "$topic" --partitions "$parts"
+                run_bench_retry "$b" "consume-$mode:$cfg" consume -t "$topic" --partitions "$parts"
             done
             RUN=$((RUN + 1))
         done
+        delete_everywhere "$topic"
     done
 done
 
@@ -212,22 +337,25 @@ for b in ("runnel", "kafka"):
          and r.get("tag") == sys.argv[2] and "records_per_sec" in r]
     if v:
         peaks.append(statistics.median(v))
-print(int(0.5 * min(peaks)) if peaks else 10000)
+print(max(1000, int(0.5 * min(peaks))) if peaks else 10000)
 EOF
 )
     for rep in $(seq 1 "$REPS"); do
         for b in $(order $RUN); do
+            ensure_disk $(( $(bytes_for "$size" "$rate") * E2E_SECS ))
             run_bench "$b" "e2e:$size:$parts:1:none" end-to-end -t "e-$size-$parts-$rep" --partitions "$parts" \
                 -s "$size" -d "$E2E_SECS" --acks 1 --linger-ms 1 --rate "$rate"
+            delete_topic "$b" "e-$size-$parts-$rep"
         done
         RUN=$((RUN + 1))
     done
 done
 
 # --- same-run references -------------------------------------------------------------------------
-REF_BYTES=$(( $(count_for 1024) * 1024 ))
+REF_BYTES=$(( $(count_for 1024) * 1024 / 1048576 * 1048576 ))
 log "reference: sequential write of $REF_BYTES bytes (dd conv=fdatasync, and into the page cache)"
 for flush in fdatasync none; do
+    ensure_disk "$REF_BYTES"
     f="$TMP/ddfile"
     args=(if=/dev/zero of="$f" bs=1M count=$(( REF_BYTES / 1048576 )))
     [[ $flush == fdatasync ]] && args+=(conv=fdatasync)
@@ -235,7 +363,7 @@ for flush in fdatasync none; do
     dd "${args[@]}" status=none
     ns=$(( $(date +%s%N) - t0 ))
     rm -f "$f"
-    python3 -c 'import sys; b=int(sys.argv[1]) // 1048576 * 1048576; ns=int(sys.argv[2]); print("{\"kind\":\"ref_disk\",\"flush\":\"%s\",\"bytes\":%d,\"mb_per_sec\":%.1f}" % (sys.argv[3], b, b/1e6/(ns/1e9)))' \
+    python3 -c 'import sys; b=int(sys.argv[1]); ns=int(sys.argv[2]); print("{\"kind\":\"ref_disk\",\"flush\":\"%s\",\"bytes\":%d,\"mb_per_sec\":%.1f}" % (sys.argv[3], b, b/1e6/(ns/1e9)))' \
         "$REF_BYTES" "$ns" "$flush" >> "$RESULTS"
 done
 log "reference: loopback TCP between two processes"
@@ -259,40 +387,154 @@ secs = time.perf_counter() - t0
 os.wait()
 print(json.dumps({"kind": "ref_tcp", "bytes": got, "mb_per_sec": got / 1e6 / secs}))
 EOF
+
+# Client ceiling, 1: librdkafka's in-process mock broker (produce only; shares the client's CPU).
 log "reference: client ceiling (librdkafka's in-process mock broker)"
+PID[mock]=""; ADDR[mock]="${ADDR[runnel]}"
 for cfg in 100:1:1:none 1024:8:1:none; do
     IFS=: read -r size parts acks comp <<< "$cfg"
-    PID[mock]=""; ADDR[mock]="${ADDR[runnel]}"
     run_bench mock "produce:$cfg" produce -t "mock-$size" --partitions "$parts" -s "$size" \
         -n "$(count_for "$size")" --acks "$acks" -z "$comp" -X test.mock.num.brokers=1
 done
+# Client ceiling, 2: `runnel bench sink` in its own process: acks produce without storing, serves
+# consumers a synthetic log of --fetch-records records per partition (the matrix's count).
+# start_sink PARTS SIZE RECORDS_PER_PARTITION: sets SINK_PID and ADDR[sink]; returns 1 if it did not start.
+start_sink() {
+    local i a
+    "$BIN" bench sink --listen 127.0.0.1:0 --partitions "$1" --record-size "$2" --fetch-records "$3" \
+        > "$TMP/sink.out" 2> "$TMP/sink.err" &
+    SINK_PID=$!
+    for i in $(seq 1 200); do
+        a=$(sed -n 's/^runnel bench sink listening on \([^ ]*\).*/\1/p' "$TMP/sink.out" | head -1)
+        if [[ -n "$a" ]]; then ADDR[sink]="$a"; return 0; fi
+        kill -0 "$SINK_PID" 2>/dev/null || break
+        sleep 0.05
+    done
+    log "warning: runnel bench sink did not start: $(tail -3 "$TMP/sink.err" "$TMP/sink.out" | tr '\n' ' ')"
+    stop_pid "$SINK_PID" 5 || true
+    SINK_PID=""
+    return 1
+}
+PID[sink]=""
+if "$BIN" bench sink --help > /dev/null 2>&1; then
+    log "reference: client ceiling (runnel bench sink, a separate process)"
+    printf '{"kind":"sink","available":true}\n' >> "$RESULTS"
+    for cfg in 100:1:1:none 1024:8:1:none; do
+        IFS=: read -r size parts acks comp <<< "$cfg"
+        n=$(count_for "$size")
+        if start_sink "$parts" "$size" $(( n / parts )); then
+            run_bench sink "produce:$cfg" produce -t "sink-$size-$parts" --partitions "$parts" -s "$size" \
+                -n "$n" --acks "$acks" -z "$comp"
+            run_bench_retry sink "consume-cached:$size:$parts" consume -t "sink-$size-$parts" --partitions "$parts"
+            stop_pid "$SINK_PID" 10 || true
+            SINK_PID=""
+        fi
+    done
+else
+    log "target/release/runnel has no 'bench sink': client ceiling from the in-process mock broker only"
+    printf '{"kind":"sink","available":false}\n' >> "$RESULTS"
+fi
 
 # rdkafka_performance cross-check: 100 B, 1 partition, acks=1.
 PERF="$ROOT/.test-deps/librdkafka/examples/rdkafka_performance"
 if [[ -x "$PERF" ]]; then
-    export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:$ROOT/.test-deps/librdkafka/src"
     n=$(count_for 100)
     for b in $(order $RUN); do
         topic="rdperf-$b"
+        ensure_disk "$(bytes_for 100 "$n")"
         "$BIN" topic create "$topic" --partitions 1 -b "${ADDR[$b]}" > /dev/null 2>&1 || true
         for mode in produce consume; do
             if [[ $mode == produce ]]; then
-                line=$("$PERF" -P -t "$topic" -p 0 -s 100 -c "$n" -b "${ADDR[$b]}" -a 1 -q \
+                line=$(LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:$ROOT/.test-deps/librdkafka/src" timeout -k 10 "$RUN_LIMIT" \
+                    "$PERF" -P -t "$topic" -p 0 -s 100 -c "$n" -b "${ADDR[$b]}" -a 1 -q \
                     -X linger.ms=5 2>&1 | grep -E 'msgs/s' | tail -1 || true)
             else
-                line=$("$PERF" -C -t "$topic" -p 0 -o beginning -c "$n" -b "${ADDR[$b]}" -q 2>&1 \
+                line=$(LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:$ROOT/.test-deps/librdkafka/src" timeout -k 10 "$RUN_LIMIT" \
+                    "$PERF" -C -t "$topic" -p 0 -o beginning -c "$n" -b "${ADDR[$b]}" -q 2>&1 \
                     | grep -E 'msgs/s' | tail -1 || true)
             fi
             python3 -c 'import json,re,sys; l=sys.argv[3]; m=re.search(r"([\d.]+) msgs/s(?: and|) \(?([\d.]+) MB/s", l); print(json.dumps({"kind":"rdperf","broker":sys.argv[1],"mode":sys.argv[2],"records_per_sec":float(m.group(1)) if m else None,"mb_per_sec":float(m.group(2)) if m else None,"line":l.strip()}))' \
                 "$b" "$mode" "$line" >> "$RESULTS"
             log "rdkafka_performance $b $mode: $line"
         done
+        delete_topic "$b" "$topic"
     done
     RUN=$((RUN + 1))
 else
     log "rdkafka_performance not built (PERF=1 scripts/librdkafka-tests.sh builds it); cross-check skipped"
 fi
 
-python3 "$ROOT/bench/report.py" "$RESULTS" "$OUT" "$QUICK" "$REPS"
-cp "$RESULTS" "${OUT%.md}.jsonl"
-log "wrote $OUT (raw results: ${OUT%.md}.jsonl)"
+# Kafka's ProducerPerformance (kafka-producer-perf-test) cross-check: 100 B, 1 partition, acks=1.
+if [[ -f "$KLIBS/.complete-4.4.0" ]]; then
+    printf '%s\n' 'log4j.rootLogger=ERROR, stderr' 'log4j.appender.stderr=org.apache.log4j.ConsoleAppender' \
+        'log4j.appender.stderr.Target=System.err' 'log4j.appender.stderr.layout=org.apache.log4j.PatternLayout' \
+        'log4j.appender.stderr.layout.ConversionPattern=%p %m (%c)%n' > "$TMP/tools-log4j.properties"
+    n=$(( $(count_for 100) / 5 ))   # 2,000,000 in the full run
+    for b in $(order $RUN); do
+        topic="kperf-$b"
+        ensure_disk "$(bytes_for 100 "$n")"
+        "$BIN" topic create "$topic" --partitions 1 -b "${ADDR[$b]}" > /dev/null 2>&1 || true
+        timeout -k 10 "$RUN_LIMIT" java -Xmx512m "-Dlog4j.configuration=file:$TMP/tools-log4j.properties" \
+            -cp "$KLIBS/*" org.apache.kafka.tools.ProducerPerformance --topic "$topic" --num-records "$n" \
+            --record-size 100 --throughput -1 --producer-props "bootstrap.servers=${ADDR[$b]}" acks=1 linger.ms=5 \
+            > "$TMP/kperf.out" 2>&1 < /dev/null || true
+        python3 - "$b" "$n" "$TMP/kperf.out" >> "$RESULTS" <<'EOF'
+import json, re, sys
+b, n, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+text = open(path, errors="replace").read()
+final = [l for l in text.splitlines() if re.match(r"\d+ records sent, ", l)]
+d = {"kind": "kperf", "broker": b, "records": n, "record_size": 100}
+# "N records sent, R records/sec (M MB/sec), A ms avg latency, X ms max latency, P ms 50th, ... ms 99.9th."
+m = re.match(r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "
+             r"([\d.]+) ms max latency(.*)", final[-1]) if final else None
+if m:
+    d.update(sent=int(m.group(1)), records_per_sec=float(m.group(2)), mib_per_sec=float(m.group(3)),
+             mb_per_sec=float(m.group(2)) * 100 / 1e6, avg_ms=float(m.group(4)), max_ms=float(m.group(5)),
+             percentiles_ms={q: float(v) for v, q in re.findall(r"([\d.]+) ms ([\d.]+)th", m.group(6))},
+             line=final[-1].strip())
+else:
+    d["error"] = (text.strip().splitlines() or ["no output"])[-1][-300:]
+print(json.dumps(d))
+EOF
+        log "ProducerPerformance $b: $(tail -1 "$RESULTS" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("line") or d.get("error"))')"
+        delete_topic "$b" "$topic"
+    done
+    RUN=$((RUN + 1))
+else
+    log "Kafka jars missing: ProducerPerformance cross-check skipped"
+fi
+
+# --- 1,000 partitions: peak RSS while producing then consuming one 1,000-partition topic ---------
+n=$(count_for 100)
+for b in $(order $RUN); do
+    [[ $b == runnel || $b == kafka ]] || continue
+    ensure_disk "$(bytes_for 100 "$n")"
+    run_bench "$b" "rss1000:produce" produce -t rss1000 --partitions 1000 -s 100 -n "$n" --acks 1
+    run_bench_retry "$b" "rss1000:consume" consume -t rss1000 --partitions 1000
+    [[ $b == runnel ]] || delete_topic "$b" rss1000   # runnel keeps it for the restart below
+done
+RUN=$((RUN + 1))
+
+# --- Runnel startup after a clean shutdown (SIGTERM), with the topics present now ----------------
+log "runnel: clean shutdown and restart with the topics present"
+dirs=$(find "$TMP/runnel" -mindepth 1 -maxdepth 1 -type d | wc -l)
+if stop_pid "$RUNNEL_PID" 60; then clean=true; else clean=false; fi
+RUNNEL_PID=""
+t0=$(date +%s%N)
+"$BIN" server --listen "127.0.0.1:$RPORT" --data-dir "$TMP/runnel" > "$TMP/runnel-restart.log" 2>&1 &
+RUNNEL_PID=$!
+if wait_port "$RPORT" 120; then
+    ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    lms=$(startup_ms "$TMP/runnel-restart.log")
+    printf '{"kind":"startup_restart","broker":"runnel","ms":%s,"log_ms":%s,"log_dirs":%s,"clean_shutdown":%s}\n' \
+        "$ms" "$lms" "$dirs" "$clean" >> "$RESULTS"
+    log "runnel restarted: accepting after $ms ms, startup_ms=$lms ($dirs partition dirs, clean shutdown: $clean)"
+    PID[runnel]="$RUNNEL_PID"
+    delete_topic runnel rss1000
+else
+    printf '{"kind":"startup_restart","broker":"runnel","error":"not accepting after 120 s","clean_shutdown":%s}\n' \
+        "$clean" >> "$RESULTS"
+    log "runnel did not restart: $(tail -3 "$TMP/runnel-restart.log" | tr '\n' ' ')"
+fi
+
+finish
