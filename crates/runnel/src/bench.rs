@@ -52,6 +52,8 @@ enum BenchCommand {
     Consume(ConsumeOpts),
     /// Produce at --rate while consuming; reports the produce-to-consume (delivery) latency.
     EndToEnd(ProduceOpts),
+    /// A Kafka-protocol sink broker (acknowledges produce, serves a synthetic log): the client ceiling.
+    Sink(crate::bench_sink::SinkOpts),
 }
 
 /// Options shared by every bench mode.
@@ -118,6 +120,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Produce(o) => produce(&o, false),
         BenchCommand::EndToEnd(o) => produce(&o, true),
         BenchCommand::Consume(o) => consume(&o),
+        BenchCommand::Sink(o) => crate::bench_sink::run(&o),
     }
 }
 

@@ -2,6 +2,7 @@
 //! `consume`, `group` and `cluster` are operator commands for any Kafka-protocol broker.
 
 mod bench;
+mod bench_sink;
 mod client;
 mod cluster;
 mod consume;
