@@ -263,8 +263,11 @@ fn append_log(
     limit: usize,
     at_least_one: bool,
 ) -> usize {
-    let mut offset = fetch_offset - fetch_offset.rem_euclid(SINK_BATCH_RECORDS);
     let mut written = 0usize;
+    if fetch_offset >= log_end {
+        return written;
+    }
+    let mut offset = fetch_offset - fetch_offset.rem_euclid(SINK_BATCH_RECORDS);
     while offset < log_end {
         let batch = if log_end - offset >= SINK_BATCH_RECORDS {
             full
@@ -805,6 +808,11 @@ mod tests {
         let mut out = BytesMut::new();
         assert_eq!(
             append_log(&mut out, &full, None, 3000, 3000, usize::MAX, true),
+            0
+        );
+        // The end inside the tail batch's range is still the end.
+        assert_eq!(
+            append_log(&mut out, &full, Some(&tail), 3500, 3500, usize::MAX, true),
             0
         );
     }
