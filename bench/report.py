@@ -131,7 +131,7 @@ for b in ("runnel", "kafka"):
     st = one("startup", broker=b)
     L.append(f"| {b}: spawn to first accepted TCP connection (polled every ~50 ms), empty data dir | {st.get('ms')} ms |")
     if st.get("log_ms") is not None:
-        L.append(f"| {b}: `startup_ms` from its log (process start to listening), empty data dir | {st['log_ms']} ms |")
+        L.append(f"| {b}: `startup_ms` from its log (Server::start: open/recover the data dir, bind, serve; excludes process exec and runtime setup), empty data dir | {st['log_ms']} ms |")
 rs = one("startup_restart", broker="runnel")
 if rs:
     if "error" in rs:
