@@ -439,7 +439,7 @@ impl RecordBatch {
         let mut last_delta: i64 = -1;
         let data = self.records_section(max_decompressed)?;
         summary.records_bytes = data.len();
-        parse_records(&data, h, |r| {
+        parse_records::<false>(&data, h, |r| {
             if r.offset_delta as i64 <= last_delta {
                 return Err(RecordError::InvalidRecord(format!(
                     "offset delta {} not increasing (previous {})",
@@ -489,7 +489,7 @@ impl RecordBatch {
         let mut out =
             Vec::with_capacity((h.records_count as usize).min(data.len() / MIN_RECORD_SIZE));
         let log_append = h.timestamp_type() == TimestampType::LogAppendTime;
-        parse_records(&data, h, |r| {
+        parse_records::<true>(&data, h, |r| {
             out.push(Record {
                 offset: h.base_offset.wrapping_add(r.offset_delta as i64),
                 timestamp: if log_append {
@@ -516,7 +516,8 @@ impl RecordBatch {
     }
 }
 
-/// One parsed record, referring to byte ranges of the records section.
+/// One parsed record, referring to byte ranges of the records section (`headers` is empty unless the
+/// walk keeps them).
 struct RawRecord {
     offset_delta: i32,
     timestamp: i64,
@@ -525,6 +526,7 @@ struct RawRecord {
     headers: Vec<(std::ops::Range<usize>, Option<std::ops::Range<usize>>)>,
 }
 
+#[inline]
 fn read_bytes_field(
     data: &[u8],
     pos: &mut usize,
@@ -552,8 +554,10 @@ fn read_bytes_field(
 }
 
 /// Parses exactly `h.records_count` records from `data`, calling `f` for each; errors on any
-/// overrun, length mismatch, or trailing bytes.
-fn parse_records(
+/// overrun, length mismatch, or trailing bytes. Header ranges are collected only with
+/// `KEEP_HEADERS` (validation checks them without allocating).
+#[inline]
+fn parse_records<const KEEP_HEADERS: bool>(
     data: &[u8],
     h: &RecordBatchHeader,
     mut f: impl FnMut(RawRecord) -> Result<(), RecordError>,
@@ -588,13 +592,18 @@ fn parse_records(
                 "invalid header count {header_count}"
             )));
         }
-        let mut headers = Vec::with_capacity(header_count as usize);
+        let mut headers = Vec::new();
+        if KEEP_HEADERS {
+            headers.reserve_exact(header_count as usize);
+        }
         for _ in 0..header_count {
             let Some(hk) = read_bytes_field(data, &mut pos, end, "header key")? else {
                 return Err(RecordError::InvalidRecord("null header key".into()));
             };
             let hv = read_bytes_field(data, &mut pos, end, "header value")?;
-            headers.push((hk, hv));
+            if KEEP_HEADERS {
+                headers.push((hk, hv));
+            }
         }
         if pos != end {
             return Err(RecordError::InvalidRecord(format!(

@@ -5,6 +5,7 @@ use super::RecordError;
 
 /// Reads a zig-zag varint (at most 5 bytes) from `buf` at `*pos`, advancing `*pos`.
 /// Errors with [`RecordError::InvalidRecord`] when the bytes run out or the encoding is too long.
+#[inline]
 pub fn read_varint(buf: &[u8], pos: &mut usize) -> Result<i32, RecordError> {
     let raw = read_unsigned(buf, pos, 5)?;
     if raw > u32::MAX as u64 {
@@ -15,12 +16,27 @@ pub fn read_varint(buf: &[u8], pos: &mut usize) -> Result<i32, RecordError> {
 }
 
 /// Reads a zig-zag varlong (at most 10 bytes) from `buf` at `*pos`, advancing `*pos`.
+#[inline]
 pub fn read_varlong(buf: &[u8], pos: &mut usize) -> Result<i64, RecordError> {
     let raw = read_unsigned(buf, pos, 10)?;
     Ok(((raw >> 1) as i64) ^ -((raw & 1) as i64))
 }
 
+/// One-byte encodings (values below 128: most lengths, deltas and counts in a batch of small records)
+/// take the inlined fast path; longer ones the out-of-line loop.
+#[inline(always)]
 fn read_unsigned(buf: &[u8], pos: &mut usize, max_len: usize) -> Result<u64, RecordError> {
+    if let Some(&b) = buf.get(*pos) {
+        if b & 0x80 == 0 {
+            *pos += 1;
+            return Ok(b as u64);
+        }
+    }
+    read_unsigned_multi(buf, pos, max_len)
+}
+
+#[inline(never)]
+fn read_unsigned_multi(buf: &[u8], pos: &mut usize, max_len: usize) -> Result<u64, RecordError> {
     let mut value: u64 = 0;
     let mut shift = 0u32;
     for i in 0..max_len {
