@@ -191,6 +191,29 @@ for t in tags:
              f"{ratio(km, tcp)} | {ratio(rr, consume_ceiling.get((s, p), consume_ceiling.get((s, '*'))))} |")
 L.append("")
 
+def cpu_per_m(broker, tag, key):
+    """Median CPU seconds per million records (`key`: broker_cpu_s or client_cpu_s) over a tag's runs."""
+    return med([r[key] / r["records"] * 1e6 for r in bench(broker, tag)
+                if "error" not in r and r.get(key) is not None and r.get("records")])
+
+
+cpu_tags = [t for t in tags if t.startswith(("produce:", "consume-"))
+            and any(r.get("broker_cpu_s") is not None for b in ("runnel", "kafka") for r in bench(b, t))]
+if cpu_tags:
+    L.append("## CPU per million records (which side bounds the figure)")
+    L.append("")
+    L.append("Broker CPU is the broker process's utime + stime over the run (/proc/PID/stat); client CPU is the "
+             "load generator's own (getrusage). With two cores shared by client and broker, a side that uses "
+             "close to a core per second of run is the bound.")
+    L.append("")
+    L.append("| run | Runnel broker s/M | Kafka broker s/M | Kafka ÷ Runnel (broker) | client s/M vs Runnel / vs Kafka |")
+    L.append("|---|---|---|---|---|")
+    for t in cpu_tags:
+        rb, kb = cpu_per_m("runnel", t, "broker_cpu_s"), cpu_per_m("kafka", t, "broker_cpu_s")
+        rc, kc = cpu_per_m("runnel", t, "client_cpu_s"), cpu_per_m("kafka", t, "client_cpu_s")
+        L.append(f"| {t} | {fmt_f(rb, 2)} | {fmt_f(kb, 2)} | {ratio(kb, rb)} | {fmt_f(rc, 2)} / {fmt_f(kc, 2)} |")
+    L.append("")
+
 L.append("## End-to-end latency (produce → consume, acks=1, linger.ms=1, at 50% of the lower peak produce rate)")
 L.append("")
 L.append("| size B | parts | rate records/s | Runnel p50 / p99 / p99.9 / max ms | Kafka p50 / p99 / p99.9 / max ms | p99 R/K |")

@@ -193,6 +193,11 @@ printf '{"kind":"startup","broker":"runnel","ms":%s,"log_ms":%s}\n{"kind":"start
 # --- helpers -------------------------------------------------------------------------------------
 # Peak VmRSS of a pid while a command runs; appends {"kind":"rss_load",...}.
 PEAK_FILE="$TMP/peak"
+cpu_ticks() {    # pid -> utime + stime in clock ticks (empty for a broker not started here)
+    [[ -n "$1" && -r "/proc/$1/stat" ]] || return 0
+    # Fields after the ")" that ends the command name: utime and stime are the 12th and 13th.
+    sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'
+}
 sample_rss() {   # pid; writes the peak to $PEAK_FILE until killed
     local pid="$1" peak=0 r
     while true; do
@@ -206,12 +211,16 @@ run_bench() {
     local broker="$1" tag="$2"; shift 2
     local pid="${PID[$broker]:-}" out
     echo 0 > "$PEAK_FILE"
+    local cpu0 cpu1
+    cpu0=$(cpu_ticks "$pid")
     if [[ -n "$pid" ]]; then sample_rss "$pid" & SAMPLER=$!; fi
     out=$(timeout -k 10 "$RUN_LIMIT" "$BIN" bench "$@" -b "${ADDR[$broker]}" --timeout 60 --json 2> "$TMP/last.err") || true
     if [[ -n "$SAMPLER" ]]; then kill "$SAMPLER" 2>/dev/null; wait "$SAMPLER" 2>/dev/null || true; SAMPLER=""; fi
-    python3 - "$out" "$broker" "$tag" "$PEAK_FILE" "$TMP/last.err" >> "$RESULTS" <<'EOF'
+    cpu1=$(cpu_ticks "$pid")
+    python3 - "$out" "$broker" "$tag" "$PEAK_FILE" "$TMP/last.err" "$cpu0" "$cpu1" "$(getconf CLK_TCK)" >> "$RESULTS" <<'EOF'
 import json, sys
 out, broker, tag, peak_file, err_file = sys.argv[1:6]
+cpu0, cpu1, hz = (int(x or 0) for x in sys.argv[6:9])
 try:
     d = json.loads(out)
     if not isinstance(d, dict) or "records_per_sec" not in d:
@@ -224,6 +233,8 @@ try:
 except (OSError, ValueError):
     peak = 0
 d.update(kind="bench", broker=broker, tag=tag, rss_peak_kib=peak)
+if cpu1 > cpu0 and hz:
+    d["broker_cpu_s"] = (cpu1 - cpu0) / hz
 print(json.dumps(d))
 EOF
     log "$broker $tag: $(tail -1 "$RESULTS" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("error") or "%.0f rec/s %.1f MB/s p99 %s ms RSS %.1f MiB" % (d["records_per_sec"], d.get("mb_per_sec") or 0, (d.get("latency_ms") or {}).get("p99"), d["rss_peak_kib"] / 1024))')"

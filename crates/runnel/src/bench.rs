@@ -162,6 +162,8 @@ fn report(
     v["records_per_sec"] = json!(rps);
     v["mb_per_sec"] = json!(mbps);
     v["latency_ms"] = latency_json(lat);
+    // The load generator's own CPU time, so a report can show which side is the bottleneck.
+    v["client_cpu_s"] = json!(process_cpu_seconds());
     if conn.json {
         print_json(&v);
         return;
@@ -186,6 +188,17 @@ fn report(
         ));
     }
     println!("{line}");
+}
+
+/// User + system CPU time of this process so far, in seconds (getrusage(RUSAGE_SELF)); 0 if unavailable.
+fn process_cpu_seconds() -> f64 {
+    // SAFETY: getrusage writes into the zeroed struct we pass and reads nothing else.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return 0.0;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
 /// Live counters shared by the workers and the rate line.
