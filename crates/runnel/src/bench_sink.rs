@@ -40,7 +40,6 @@ use anyhow::{anyhow, Context};
 use broker::apis::advertised_range;
 use bytes::{Bytes, BytesMut};
 use protocol::error::ErrorCode;
-use protocol::messages::api_versions_response::ApiVersion;
 use protocol::messages::create_topics_response::CreatableTopicResult;
 use protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use protocol::messages::list_offsets_response::{
@@ -434,23 +433,7 @@ fn served_range(api: ApiKey) -> Option<(i16, i16)> {
 
 /// The ApiVersions response listing [`SINK_APIS`].
 fn api_versions(error: ErrorCode) -> ApiVersionsResponse {
-    ApiVersionsResponse {
-        error_code: error.0,
-        api_keys: SINK_APIS
-            .iter()
-            .filter_map(|key| {
-                let (lo, hi) = served_range(*key)?;
-                let lo = if *key == ApiKey::Produce { 0 } else { lo };
-                Some(ApiVersion {
-                    api_key: *key as i16,
-                    min_version: lo,
-                    max_version: hi,
-                    ..Default::default()
-                })
-            })
-            .collect(),
-        ..Default::default()
-    }
+    broker::apis::api_versions_response_for(error, SINK_APIS.iter().copied())
 }
 
 fn encode(

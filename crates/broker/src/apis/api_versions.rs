@@ -28,18 +28,22 @@ pub fn handle(_header: &RequestHeader, request: ApiVersionsRequest) -> ApiVersio
 
 /// The ApiVersions response body with `error`, listing our served ranges.
 pub fn response(error: ErrorCode) -> ApiVersionsResponse {
+    response_for(error, SUPPORTED_APIS.iter().map(|(key, _, _)| *key))
+}
+
+/// The ApiVersions response body with `error`, listing `keys` with their advertised ranges
+/// ([`advertised_range`]; keys we do not serve are left out). As Kafka 4 does (KIP-896), Produce is
+/// advertised from v0 because librdkafka decides whether the broker supports gzip/snappy by checking
+/// for Produce v0; v0–2 requests are still refused (the connection is closed).
+pub fn response_for(error: ErrorCode, keys: impl Iterator<Item = ApiKey>) -> ApiVersionsResponse {
     ApiVersionsResponse {
         error_code: error.0,
-        api_keys: SUPPORTED_APIS
-            .iter()
-            .filter_map(|(key, _, _)| {
-                let (lo, hi) = advertised_range(*key)?;
-                // As Kafka 4 does (KIP-896): Produce is advertised from v0 because librdkafka decides
-                // whether the broker supports gzip/snappy by checking for Produce v0; v0–2 requests are
-                // still refused (the connection is closed).
-                let lo = if *key == ApiKey::Produce { 0 } else { lo };
+        api_keys: keys
+            .filter_map(|key| {
+                let (lo, hi) = advertised_range(key)?;
+                let lo = if key == ApiKey::Produce { 0 } else { lo };
                 Some(ApiVersion {
-                    api_key: *key as i16,
+                    api_key: key as i16,
                     min_version: lo,
                     max_version: hi,
                     ..Default::default()

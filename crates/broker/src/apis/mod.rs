@@ -6,6 +6,7 @@
 
 mod alter_configs;
 mod api_versions;
+pub use api_versions::response_for as api_versions_response_for;
 mod create_partitions;
 mod create_topics;
 mod delete_groups;
