@@ -109,6 +109,11 @@ else
     (cd "$ROOT" && cargo build --release -q -p runnel)
 fi
 bash "$ROOT/scripts/kafka-reference.sh" fetch
+# librdkafka's rdkafka_performance for the cross-check, built once from rdkafka-sys's bundled source.
+if [[ ! -x "$ROOT/.test-deps/librdkafka/examples/rdkafka_performance" ]]; then
+    log "building librdkafka's rdkafka_performance (once; a few minutes)"
+    bash "$ROOT/scripts/librdkafka-tests.sh" --build-perf || log "building rdkafka_performance failed; its cross-check is skipped"
+fi
 
 rm -rf "$TMP"
 mkdir -p "$TMP" "$(dirname "$OUT")"
@@ -482,7 +487,7 @@ if [[ -x "$PERF" ]]; then
     done
     RUN=$((RUN + 1))
 else
-    log "rdkafka_performance not built (PERF=1 scripts/librdkafka-tests.sh builds it); cross-check skipped"
+    log "rdkafka_performance not built (scripts/librdkafka-tests.sh --build-perf builds it); cross-check skipped"
 fi
 
 # Kafka's ProducerPerformance (kafka-producer-perf-test) cross-check: 100 B, 1 partition, acks=1.

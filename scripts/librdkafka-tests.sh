@@ -9,6 +9,8 @@
 #   PERF=1 scripts/librdkafka-tests.sh --runnel      instead: librdkafka's rdkafka_performance producer, then
 #                                                    consumer, 100-byte records to one partition (PERF_COUNT,
 #                                                    default 2000000); prints records/s and MB/s
+#   scripts/librdkafka-tests.sh --build-perf         only build librdkafka and examples/rdkafka_performance
+#                                                    (bench/run.sh's cross-check), then exit
 #
 # librdkafka's source (with tests/) comes from the rdkafka-sys crate on crates.io: a scratch crate under
 # .test-deps/ depends on it and `cargo fetch` unpacks it into the cargo registry; it is copied to
@@ -98,6 +100,13 @@ target="${1:-${RUNNEL_TEST_BOOTSTRAP:-}}"
 
 fetch_source
 build
+
+if [[ "$target" == --build-perf ]]; then
+    (cd "$SRC/examples" && make -s rdkafka_performance > "$DEPS/librdkafka-make-perf.txt" 2>&1) \
+        || { tail -30 "$DEPS/librdkafka-make-perf.txt" >&2; exit 1; }
+    log "built $SRC/examples/rdkafka_performance"
+    exit 0
+fi
 
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
 case "$target" in
