@@ -205,6 +205,24 @@ def test_create_topics_errors(broker, topic):
         assert create_topic_err(c, topic + "-rf", 1, replication=3) == INVALID_REPLICATION_FACTOR
 
 
+def test_partition_count_beyond_the_open_file_budget_is_refused(broker, topic):
+    """Runnel refuses a topic (or growth) that would need more partitions than its open-file limit allows,
+    with INVALID_PARTITIONS, instead of running out of file handles half-way (Kafka has no such check and
+    would try), and stays healthy. Runnel only."""
+    if broker.kind != "runnel":
+        pytest.skip("runnel's partition budget; Kafka has none")
+    with k.Connection(broker.bootstrap) as c:
+        assert create_topic_err(c, topic + "-huge", 10_000_000) == INVALID_PARTITIONS
+        assert create_topic_err(c, topic, 2) == 0
+    names = [t for t in _metadata_topic_names(broker.bootstrap)]
+    assert topic in names and topic + "-huge" not in names
+
+
+def _metadata_topic_names(bootstrap):
+    from confluent_kafka.admin import AdminClient
+    return list(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics)
+
+
 def test_delete_topics(broker, topic):
     make_topic(broker.bootstrap, topic, 2)
     with k.Connection(broker.bootstrap) as c:

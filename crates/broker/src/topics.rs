@@ -183,6 +183,7 @@ impl TopicManager {
         for (k, v) in &configs {
             validate_topic_config(k, v)?;
         }
+        self.check_partition_budget(i64::from(partitions))?;
         if let Some(cluster) = &self.cluster {
             // Placement and the replication-factor check against live brokers are the controller's.
             return block_on(cluster.create_topic(
@@ -316,6 +317,9 @@ impl TopicManager {
                 ..t.clone()
             })
         };
+        if let Some(t) = self.metadata.topic(name) {
+            self.check_partition_budget(i64::from(count) - i64::from(t.partitions))?;
+        }
         if let Some(cluster) = &self.cluster {
             let t = self.metadata.topic(name).ok_or_else(unknown_topic)?;
             check(&t)?;
@@ -366,6 +370,47 @@ impl TopicManager {
             }
         }
     }
+}
+
+impl TopicManager {
+    /// Refuses `more` new partitions when this broker would then hold more than [`partition_budget`]
+    /// partitions in all (every topic's count, as if all were local): each partition keeps at least one
+    /// file open, and running out of file handles mid-creation leaves a half-created topic and a broker
+    /// that cannot accept connections. Error: INVALID_PARTITIONS (37), naming the limit.
+    fn check_partition_budget(&self, more: i64) -> Result<(), ApiError> {
+        let existing: i64 = self
+            .metadata
+            .topics()
+            .values()
+            .map(|t| i64::from(t.partitions))
+            .sum();
+        let budget = partition_budget();
+        if more > 0 && existing + more > budget {
+            return Err(ApiError::new(
+                ErrorCode::INVALID_PARTITIONS,
+                format!(
+                    "{more} more partitions would make {} on this broker, over its limit of {budget} \
+                     (derived from the open-file limit RLIMIT_NOFILE; raise it with `ulimit -n`).",
+                    existing + more
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// How many partitions this broker may hold: the soft open-file limit (RLIMIT_NOFILE) less a reserve
+/// for connections and other files (a quarter of it, at most 1,024). Unlimited when the limit is unknown.
+pub fn partition_budget() -> i64 {
+    // SAFETY: getrlimit writes into the zeroed struct we pass and reads nothing else.
+    let mut rl: libc::rlimit = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) } != 0
+        || rl.rlim_cur == libc::RLIM_INFINITY
+    {
+        return i64::MAX;
+    }
+    let soft = i64::try_from(rl.rlim_cur).unwrap_or(i64::MAX);
+    soft - (soft / 4).min(1024)
 }
 
 fn unknown_topic() -> ApiError {

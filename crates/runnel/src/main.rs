@@ -145,6 +145,7 @@ fn main() -> ExitCode {
 
 fn run_server(args: ServerArgs) -> anyhow::Result<()> {
     let config = args.config()?;
+    raise_open_file_limit();
     // At least 4 workers: cluster-mode admin requests block a worker while the controller answers
     // (`block_in_place`), and replication adds fetcher tasks; 2-core machines must not starve.
     let workers = std::thread::available_parallelism().map_or(4, |n| n.get().max(4));
@@ -163,4 +164,18 @@ fn run_server(args: ServerArgs) -> anyhow::Result<()> {
         }
         server.shutdown().await
     })
+}
+
+/// Raises the soft open-file limit (RLIMIT_NOFILE) to the hard limit, as servers holding a file per
+/// log segment must (the soft default is often 1,024); the partition budget follows from it
+/// (`broker::topics::partition_budget`). Failure leaves the limit as it was.
+fn raise_open_file_limit() {
+    // SAFETY: getrlimit/setrlimit read and write only the struct we pass.
+    unsafe {
+        let mut rl: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) == 0 && rl.rlim_cur < rl.rlim_max {
+            rl.rlim_cur = rl.rlim_max;
+            let _ = libc::setrlimit(libc::RLIMIT_NOFILE, &rl);
+        }
+    }
 }
