@@ -56,6 +56,12 @@ enum BenchCommand {
     Sink(crate::bench_sink::SinkOpts),
 }
 
+/// Longest `--duration` accepted (seconds; about 116 days).
+const MAX_DURATION_SECS: f64 = 1e7;
+
+/// Most `--producers` / `--consumers` threads accepted.
+const MAX_THREADS: usize = 1024;
+
 /// Records a producer sends to one partition before moving to the next (the load generator picks
 /// partitions itself, round-robin in runs, instead of paying librdkafka's partitioner per record).
 const PARTITION_RUN: u64 = 4096;
@@ -74,7 +80,7 @@ struct Common {
     /// Stop after this many records (produce: in total over all producers).
     #[arg(long, short = 'n')]
     count: Option<u64>,
-    /// Stop after this many seconds.
+    /// Stop after this many seconds (finite, > 0, at most 1e7).
     #[arg(long, short = 'd', value_name = "SECS")]
     duration: Option<f64>,
 }
@@ -87,7 +93,7 @@ struct ProduceOpts {
     /// Value size in bytes (no key). end-to-end needs at least 8 (the embedded send time).
     #[arg(long, short = 's', default_value_t = 100)]
     record_size: usize,
-    /// Producer threads, each with its own client.
+    /// Producer threads, each with its own client (1 to 1024).
     #[arg(long, default_value_t = 1)]
     producers: usize,
     /// Acknowledgements: all (= -1), 1 or 0.
@@ -113,7 +119,7 @@ struct ProduceOpts {
 struct ConsumeOpts {
     #[command(flatten)]
     common: Common,
-    /// Consumer threads; partitions are dealt round-robin.
+    /// Consumer threads (1 to 1024); partitions are dealt round-robin.
     #[arg(long, default_value_t = 1)]
     consumers: usize,
 }
@@ -438,6 +444,16 @@ fn producer_config(o: &ProduceOpts) -> anyhow::Result<rdkafka::config::ClientCon
     Ok(c)
 }
 
+/// Checks `--duration`: when given, finite, above 0 and at most [`MAX_DURATION_SECS`].
+fn check_duration(common: &Common) -> anyhow::Result<()> {
+    match common.duration {
+        Some(d) if !(d.is_finite() && d > 0.0 && d <= MAX_DURATION_SECS) => {
+            bail!("--duration must be a number of seconds above 0 and at most {MAX_DURATION_SECS}, got {d}")
+        }
+        _ => Ok(()),
+    }
+}
+
 /// `produce` and `end-to-end`.
 fn produce(o: &ProduceOpts, e2e: bool) -> anyhow::Result<()> {
     let common = &o.common;
@@ -445,6 +461,10 @@ fn produce(o: &ProduceOpts, e2e: bool) -> anyhow::Result<()> {
     if o.producers == 0 {
         bail!("--producers must be at least 1");
     }
+    if o.producers > MAX_THREADS {
+        bail!("--producers is at most {MAX_THREADS}, got {}", o.producers);
+    }
+    check_duration(common)?;
     if e2e && o.record_size < 8 {
         bail!("end-to-end needs --record-size of at least 8 (the embedded send time)");
     }
@@ -782,6 +802,10 @@ fn consume(o: &ConsumeOpts) -> anyhow::Result<()> {
     if o.consumers == 0 {
         bail!("--consumers must be at least 1");
     }
+    if o.consumers > MAX_THREADS {
+        bail!("--consumers is at most {MAX_THREADS}, got {}", o.consumers);
+    }
+    check_duration(common)?;
     conn.preflight()?;
     let partitions = ensure_topic(common)?;
     // What there is to read: the sum over partitions of high - low at start.
@@ -805,7 +829,11 @@ fn consume(o: &ConsumeOpts) -> anyhow::Result<()> {
         .map(|ps| assigned_consumer(conn, &common.topic, ps, false))
         .collect::<Result<_, _>>()?;
     let progress = Progress::default();
-    let deadline = common.duration.map(Duration::from_secs_f64);
+    let deadline = common
+        .duration
+        .map(Duration::try_from_secs_f64)
+        .transpose()
+        .map_err(|e| anyhow!("--duration: {e}"))?;
     let start = Instant::now();
     let total = AtomicU64::new(0);
     let total_bytes = AtomicU64::new(0);

@@ -9,11 +9,16 @@
 //! - Metadata: this node (id 1, the connection's local address) is the only broker and the
 //!   controller; any requested topic exists, with `--partitions` partitions (or the count given to
 //!   CreateTopics), leader 1, leader epoch 0. A request for all topics lists the topics seen so far.
-//! - CreateTopics: success; a partition count given is remembered.
+//!   The sink remembers at most [`MAX_TOPICS`] topics and [`MAX_TOTAL_PARTITIONS`] partitions in
+//!   all; a new topic beyond either gets UNKNOWN_TOPIC_OR_PARTITION (in every API).
+//! - CreateTopics: success; a partition count given is remembered. More than
+//!   [`MAX_PARTITIONS_PER_TOPIC`] partitions, or growing past [`MAX_TOTAL_PARTITIONS`], gets
+//!   INVALID_PARTITIONS.
 //! - InitProducerId: increasing producer ids from 1, epoch 0.
 //! - Produce: acks=0 gets no response; otherwise each partition's `base_offset` is a running
 //!   per-(topic, partition) counter advanced by the record count of every batch in the request
-//!   (read from each RecordBatch header; CRCs are not checked), `log_append_time_ms` -1.
+//!   (read from each RecordBatch header; CRCs are not checked; saturating at `i64::MAX`),
+//!   `log_append_time_ms` -1.
 //! - ListOffsets: earliest → 0, latest → `--fetch-records`, anything else (max timestamp, by
 //!   timestamp) → 0.
 //! - Fetch: copies of one pre-built uncompressed RecordBatch v2 of [`SINK_BATCH_RECORDS`] records
@@ -25,14 +30,17 @@
 //!   OFFSET_OUT_OF_RANGE.
 //!
 //! Connections are served by one task each; requests are answered in order, and responses of
-//! pipelined requests already in the read buffer are written together. A frame size outside
+//! pipelined requests already in the read buffer are written together, but written out as soon as
+//! more than [`MAX_QUEUED_RESPONSE_BYTES`] are queued (a Fetch answer is at most
+//! [`MAX_FETCH_RESPONSE_BYTES`] of records), so a client that pipelines big Fetches without
+//! reading holds at most a few tens of MiB of the sink's memory. A frame size outside
 //! `8..=`[`protocol::MAX_FRAME_SIZE`] (100 MiB) closes the connection before anything is
 //! allocated for it; the read buffer grows only as bytes arrive.
 
 use std::collections::HashMap;
 use std::io::Write;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -78,7 +86,20 @@ const BATCH_HEADER_SIZE: usize = 61;
 const READ_CHUNK: usize = 64 * 1024;
 
 /// Cap on a Fetch response's record bytes, whatever the request's max_bytes says (bytes).
-const MAX_FETCH_RESPONSE_BYTES: usize = 64 << 20;
+pub const MAX_FETCH_RESPONSE_BYTES: usize = 16 << 20;
+
+/// Response bytes a connection queues before writing them out (bytes).
+pub const MAX_QUEUED_RESPONSE_BYTES: usize = 8 << 20;
+
+/// Most partitions one topic may have (CreateTopics above it: INVALID_PARTITIONS).
+pub const MAX_PARTITIONS_PER_TOPIC: i32 = 100_000;
+
+/// Most topics the sink remembers; a new name beyond it gets UNKNOWN_TOPIC_OR_PARTITION.
+pub const MAX_TOPICS: usize = 10_000;
+
+/// Most partitions the sink remembers over all topics; a new topic past it gets
+/// UNKNOWN_TOPIC_OR_PARTITION, a CreateTopics growing an existing one past it INVALID_PARTITIONS.
+pub const MAX_TOTAL_PARTITIONS: usize = 1_000_000;
 
 /// Cap on a Fetch's wait when it has nothing to return (ms).
 const MAX_WAIT_CAP_MS: i32 = 30_000;
@@ -100,7 +121,7 @@ pub struct SinkOpts {
     /// Address to listen on; port 0 picks a free port (printed on stdout).
     #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:0")]
     listen: String,
-    /// Partition count of every topic not created with an explicit count.
+    /// Partition count of every topic not created with an explicit count (1 to 100000).
     #[arg(long, default_value_t = 8)]
     partitions: i32,
     /// Records per partition in the synthetic log served to consumers (its high watermark).
@@ -128,6 +149,8 @@ struct Sink {
     /// The last, shorter batch when `fetch_records` is not a multiple of [`SINK_BATCH_RECORDS`].
     tail_batch: Option<Bytes>,
     topics: Mutex<HashMap<String, Topic>>,
+    /// Sum of the partition counts in `topics` (changed only with `topics` locked).
+    total_partitions: AtomicUsize,
     next_producer_id: AtomicI64,
 }
 
@@ -135,6 +158,9 @@ struct Sink {
 pub fn run(opts: &SinkOpts) -> anyhow::Result<()> {
     if opts.partitions < 1 {
         anyhow::bail!("--partitions must be at least 1");
+    }
+    if opts.partitions > MAX_PARTITIONS_PER_TOPIC {
+        anyhow::bail!("--partitions is at most {MAX_PARTITIONS_PER_TOPIC}");
     }
     if opts.fetch_records < 0 {
         anyhow::bail!("--fetch-records must not be negative");
@@ -158,6 +184,7 @@ pub fn run(opts: &SinkOpts) -> anyhow::Result<()> {
         full_batch,
         tail_batch,
         topics: Mutex::new(HashMap::new()),
+        total_partitions: AtomicUsize::new(0),
         next_producer_id: AtomicI64::new(1),
     });
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -283,7 +310,10 @@ fn append_log(
         out.extend_from_slice(batch);
         out[start..start + 8].copy_from_slice(&offset.to_be_bytes());
         written += batch.len();
-        offset += SINK_BATCH_RECORDS;
+        offset = match offset.checked_add(SINK_BATCH_RECORDS) {
+            Some(next) => next,
+            None => break,
+        };
     }
     written
 }
@@ -294,22 +324,33 @@ async fn serve_connection(mut stream: TcpStream, sink: Arc<Sink>) -> anyhow::Res
     let max = protocol::MAX_FRAME_SIZE;
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     let mut out: Vec<Bytes> = Vec::new();
+    let mut queued = 0usize;
     loop {
-        // Answer every whole frame already read, then write the answers together.
+        // Answer every whole frame already read, then write the answers together; write out
+        // early once more than MAX_QUEUED_RESPONSE_BYTES are queued.
         while let Some(frame) = split_frame(&mut buf, max)? {
             match handle(&sink, local, frame).await {
-                Ok(Some(chunks)) => out.extend(chunks.into_iter().filter_map(|c| match c {
-                    Chunk::Bytes(b) => Some(b),
-                    Chunk::File(_) => None,
-                })),
+                Ok(Some(chunks)) => {
+                    for c in chunks {
+                        if let Chunk::Bytes(b) = c {
+                            queued += b.len();
+                            out.push(b);
+                        }
+                    }
+                }
                 Ok(None) => {}
                 Err(reason) => {
                     write_all(&mut stream, &mut out).await?;
                     return Err(anyhow!(reason));
                 }
             }
+            if queued > MAX_QUEUED_RESPONSE_BYTES {
+                write_all(&mut stream, &mut out).await?;
+                queued = 0;
+            }
         }
         write_all(&mut stream, &mut out).await?;
+        queued = 0;
         // Read more: grow by at most what a pending frame still needs (bounded by the frame cap).
         let want = match frame_size(&buf) {
             Some(size) => (4 + size - buf.len()).clamp(1, READ_CHUNK.max(buf.len())),
@@ -456,24 +497,43 @@ macro_rules! uuid {
 
 impl Sink {
     /// Runs `f` on topic `name`, registering it (with `partitions` or the default count) if new.
+    /// `f` also gets the partition total of all *other* topics, to check a resize against
+    /// [`MAX_TOTAL_PARTITIONS`]. Errors with UNKNOWN_TOPIC_OR_PARTITION when `name` is new and
+    /// the sink already has [`MAX_TOPICS`] topics or the new partitions would pass
+    /// [`MAX_TOTAL_PARTITIONS`]; the caller bounds `partitions` by [`MAX_PARTITIONS_PER_TOPIC`].
     fn with_topic<R>(
         &self,
         name: &str,
         partitions: Option<i32>,
-        f: impl FnOnce(&mut Topic) -> R,
-    ) -> R {
+        f: impl FnOnce(&mut Topic, usize) -> R,
+    ) -> Result<R, ErrorCode> {
         let mut topics = self.topics.lock().unwrap_or_else(|e| e.into_inner());
         let n = topics.len();
-        let topic = topics.entry(name.to_string()).or_insert_with(|| {
-            let mut id = [0u8; 16];
-            id[0] = 0x5e;
-            id[8..].copy_from_slice(&(n as u64 + 1).to_be_bytes());
-            Topic {
-                id,
-                next_offsets: vec![0; partitions.unwrap_or(self.partitions).max(1) as usize],
+        let mut total = self.total_partitions.load(Ordering::Relaxed);
+        let topic = match topics.entry(name.to_string()) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let count = partitions
+                    .unwrap_or(self.partitions)
+                    .clamp(1, MAX_PARTITIONS_PER_TOPIC) as usize;
+                if n >= MAX_TOPICS || total.saturating_add(count) > MAX_TOTAL_PARTITIONS {
+                    return Err(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
+                }
+                total += count;
+                let mut id = [0u8; 16];
+                id[0] = 0x5e;
+                id[8..].copy_from_slice(&(n as u64 + 1).to_be_bytes());
+                e.insert(Topic {
+                    id,
+                    next_offsets: vec![0; count],
+                })
             }
-        });
-        f(topic)
+        };
+        let others = total.saturating_sub(topic.next_offsets.len());
+        let r = f(topic, others);
+        self.total_partitions
+            .store(others + topic.next_offsets.len(), Ordering::Relaxed);
+        Ok(r)
     }
 
     /// The name of the topic with id `id`, if seen.
@@ -486,7 +546,18 @@ impl Sink {
     }
 
     fn topic_metadata(&self, name: &str) -> MetadataResponseTopic {
-        let (id, count) = self.with_topic(name, None, |t| (t.id, t.next_offsets.len() as i32));
+        let (id, count) =
+            match self.with_topic(name, None, |t, _| (t.id, t.next_offsets.len() as i32)) {
+                Ok(found) => found,
+                Err(e) => {
+                    return MetadataResponseTopic {
+                        error_code: e.0,
+                        name: Some(name.to_string()),
+                        partitions: vec![],
+                        ..Default::default()
+                    }
+                }
+            };
         MetadataResponseTopic {
             error_code: 0,
             name: Some(name.to_string()),
@@ -546,16 +617,28 @@ impl Sink {
                 .into_iter()
                 .map(|t| {
                     let given = (t.num_partitions > 0).then_some(t.num_partitions);
-                    let (id, count) = self.with_topic(&t.name, given, |topic| {
-                        if let Some(n) = given {
-                            topic.next_offsets.resize(n as usize, 0);
-                        }
-                        (topic.id, topic.next_offsets.len() as i32)
-                    });
+                    let result = if given.is_some_and(|n| n > MAX_PARTITIONS_PER_TOPIC) {
+                        Err(ErrorCode::INVALID_PARTITIONS)
+                    } else {
+                        self.with_topic(&t.name, given, |topic, others| {
+                            if let Some(n) = given {
+                                if others.saturating_add(n as usize) > MAX_TOTAL_PARTITIONS {
+                                    return Err(ErrorCode::INVALID_PARTITIONS);
+                                }
+                                topic.next_offsets.resize(n as usize, 0);
+                            }
+                            Ok((topic.id, topic.next_offsets.len() as i32))
+                        })
+                        .and_then(|r| r)
+                    };
+                    let (id, count, error) = match result {
+                        Ok((id, count)) => (id, count, ErrorCode::NONE),
+                        Err(e) => ([0u8; 16], -1, e),
+                    };
                     CreatableTopicResult {
                         name: t.name,
                         topic_id: uuid!(id),
-                        error_code: 0,
+                        error_code: error.0,
                         num_partitions: count,
                         replication_factor: 1,
                         configs: Some(vec![]),
@@ -588,16 +671,18 @@ impl Sink {
                             };
                             let (error, base) = match counted {
                                 Err(_) => (ErrorCode::CORRUPT_MESSAGE, -1),
-                                Ok(n) => self.with_topic(&name, None, |topic| {
-                                    match topic.next_offsets.get_mut(p.index as usize) {
-                                        Some(next) if p.index >= 0 => {
-                                            let base = *next;
-                                            *next += n;
-                                            (ErrorCode::NONE, base)
+                                Ok(n) => self
+                                    .with_topic(&name, None, |topic, _| {
+                                        match topic.next_offsets.get_mut(p.index as usize) {
+                                            Some(next) if p.index >= 0 => {
+                                                let base = *next;
+                                                *next = next.saturating_add(n);
+                                                (ErrorCode::NONE, base)
+                                            }
+                                            _ => (ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, -1),
                                         }
-                                        _ => (ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, -1),
-                                    }
-                                }),
+                                    })
+                                    .unwrap_or_else(|e| (e, -1)),
                             };
                             PartitionProduceResponse {
                                 index: p.index,
@@ -627,7 +712,9 @@ impl Sink {
                 .topics
                 .into_iter()
                 .map(|t| {
-                    let count = self.with_topic(&t.name, None, |topic| topic.next_offsets.len());
+                    let count = self
+                        .with_topic(&t.name, None, |topic, _| topic.next_offsets.len())
+                        .unwrap_or(0);
                     ListOffsetsTopicResponse {
                         partitions: t
                             .partitions
@@ -678,9 +765,10 @@ impl Sink {
                 } else {
                     Some(t.topic.clone())
                 };
-                let count = name
-                    .as_deref()
-                    .map(|n| self.with_topic(n, None, |topic| topic.next_offsets.len()));
+                let count = name.as_deref().and_then(|n| {
+                    self.with_topic(n, None, |topic, _| topic.next_offsets.len())
+                        .ok()
+                });
                 let partitions = t
                     .partitions
                     .iter()
