@@ -352,6 +352,21 @@ impl Inner {
             .map(|l| l as i32)
     }
 
+    /// Waits (at most COMMIT_TIMEOUT_MS) until this node, as leader, has applied everything committed;
+    /// NOT_CONTROLLER when it cannot confirm its leadership in time.
+    async fn ensure_linearizable(&self) -> Result<(), NotController> {
+        let r = tokio::time::timeout(
+            Duration::from_millis(COMMIT_TIMEOUT_MS),
+            self.raft.ensure_linearizable(),
+        )
+        .await;
+        if matches!(r, Ok(Ok(_))) {
+            Ok(())
+        } else {
+            Err(self.not_controller())
+        }
+    }
+
     fn not_controller(&self) -> NotController {
         let leader = self.current_leader().filter(|&l| l != self.node_id);
         ClientResponse::NotController { leader }
@@ -377,14 +392,7 @@ impl Inner {
             return Err(self.not_controller());
         }
         if active.term != Some(term) {
-            let r = tokio::time::timeout(
-                Duration::from_millis(COMMIT_TIMEOUT_MS),
-                self.raft.ensure_linearizable(),
-            )
-            .await;
-            if !matches!(r, Ok(Ok(_))) {
-                return Err(self.not_controller());
-            }
+            self.ensure_linearizable().await?;
             let now = self.now_ms();
             let st = self.sm.state.read();
             active.control.activate(&st.image, now);
@@ -591,14 +599,7 @@ impl Inner {
                 if since_offset < 0 {
                     // A full image may be acted on as the whole truth (a broker deletes stray logs from
                     // it): a newly elected leader answers only once it has applied everything committed.
-                    let r = tokio::time::timeout(
-                        Duration::from_millis(COMMIT_TIMEOUT_MS),
-                        self.raft.ensure_linearizable(),
-                    )
-                    .await;
-                    if !matches!(r, Ok(Ok(_))) {
-                        return Err(self.not_controller());
-                    }
+                    self.ensure_linearizable().await?;
                 }
                 ClientResponse::FetchMetadata(Ok(self
                     .fetch_metadata(since_offset, max_wait_ms.min(MAX_FETCH_WAIT_MS))
