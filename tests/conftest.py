@@ -6,6 +6,11 @@ Which broker:
   RUNNEL_TEST_BROKER=kafka     Apache Kafka 4.4.0 (scripts/kafka-reference.sh), started and killed by the
                                fixtures exactly like runnel, so restart/kill tests run against Kafka too
 
+Debugging:
+  RUNNEL_TEST_KEEP=1           keep each broker's temp dir (data and broker.log) instead of deleting it; the
+                               path is printed (use -s). With RUNNEL_LOG=info,broker=debug the log has every
+                               JoinGroup/SyncGroup/Heartbeat/LeaveGroup and its answer.
+
 Fixtures:
   broker        session-scoped shared broker (tests use unique topic names)
   fresh_broker  a broker of its own with its own data dir (restart / kill -9 tests)
@@ -189,7 +194,10 @@ class BrokerProcess:
 
     def close(self):
         self.kill9()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if os.environ.get("RUNNEL_TEST_KEEP"):
+            print(f"kept {self.dir}")
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class ExternalBroker:

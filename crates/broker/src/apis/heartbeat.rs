@@ -31,6 +31,8 @@ pub fn handle(
             Err(code) => code.0,
         }
     };
+    tracing::debug!(group = %request.group_id, member = %request.member_id, generation = request.generation_id,
+        error = error_code, "Heartbeat");
     HeartbeatResponse {
         error_code,
         ..Default::default()

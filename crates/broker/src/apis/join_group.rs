@@ -25,6 +25,9 @@ pub async fn handle(
 ) -> JoinGroupResponse {
     let version = header.request_api_version;
     let member_id = request.member_id.clone();
+    let group_id = request.group_id.clone();
+    tracing::debug!(group = %group_id, member = %member_id, version, instance = ?request.group_instance_id,
+        client = ?header.client_id, "JoinGroup");
     let req = coordinator::JoinGroupRequest {
         api_version: version,
         group_id: request.group_id,
@@ -51,15 +54,19 @@ pub async fn handle(
     let result = match apis.groups.join_group(req).await {
         Ok(r) => r,
         Err(code) => {
+            tracing::debug!(group = %group_id, member = %member_id, error = code.0, "JoinGroup answered");
             return JoinGroupResponse {
                 error_code: code.0,
                 generation_id: -1,
                 protocol_name: (version < 7).then(String::new),
                 member_id,
                 ..Default::default()
-            }
+            };
         }
     };
+    tracing::debug!(group = %group_id, member = %result.member_id, error = result.error_code,
+        generation = result.generation_id, leader = %result.leader,
+        members = ?result.members.iter().map(|m| m.member_id.as_str()).collect::<Vec<_>>(), "JoinGroup answered");
     JoinGroupResponse {
         error_code: result.error_code,
         generation_id: result.generation_id,

@@ -33,6 +33,8 @@ pub fn handle(
             })
             .collect()
     };
+    tracing::debug!(group = %request.group_id,
+        members = ?members.iter().map(|m| m.member_id.as_str()).collect::<Vec<_>>(), "LeaveGroup");
     let result = if request.group_id.is_empty() {
         Err(coordinator::error::INVALID_GROUP_ID)
     } else {

@@ -20,6 +20,10 @@ pub async fn handle(
     request: SyncGroupRequest,
 ) -> SyncGroupResponse {
     let version = header.request_api_version;
+    let (group_id, member_id) = (request.group_id.clone(), request.member_id.clone());
+    tracing::debug!(group = %group_id, member = %member_id, generation = request.generation_id,
+        assignments = ?request.assignments.iter().map(|a| (a.member_id.as_str(), a.assignment.len())).collect::<Vec<_>>(),
+        "SyncGroup");
     let req = coordinator::SyncGroupRequest {
         group_id: request.group_id,
         generation_id: request.generation_id,
@@ -33,7 +37,10 @@ pub async fn handle(
             .map(|a| (a.member_id, a.assignment))
             .collect(),
     };
-    match apis.groups.sync_group(req).await {
+    let result = apis.groups.sync_group(req).await;
+    tracing::debug!(group = %group_id, member = %member_id,
+        result = ?result.as_ref().map(|r| (r.error_code, r.assignment.len())).map_err(|e| e.0), "SyncGroup answered");
+    match result {
         Ok(r) => SyncGroupResponse {
             error_code: r.error_code,
             protocol_type: if version >= 5 { r.protocol_type } else { None },
