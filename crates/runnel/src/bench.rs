@@ -388,6 +388,11 @@ struct ProduceCtx {
 
 impl ClientContext for ProduceCtx {}
 
+/// Records whose delivery report arrived so far (acknowledged or failed).
+fn delivered(ctx: &ProduceCtx) -> u64 {
+    ctx.acked.load(Ordering::Relaxed) + ctx.failed.load(Ordering::Relaxed)
+}
+
 impl ProducerContext for ProduceCtx {
     /// Send time in nanoseconds since `start`.
     type DeliveryOpaque = usize;
@@ -649,11 +654,28 @@ fn produce(o: &ProduceOpts, e2e: bool) -> anyhow::Result<()> {
                     } else {
                         -1
                     };
+                    let mut full_since: Option<(Instant, u64)> = None;
                     loop {
                         match handle.produce(value, sent_ns, partition) {
                             Ok(()) => break,
                             Err(RDKafkaErrorCode::QueueFull) => {
                                 producer.poll(Duration::from_millis(1));
+                                // A full queue that drains no further for --timeout: the broker stopped
+                                // acknowledging (librdkafka alone would wait out message.timeout.ms).
+                                let done = delivered(producer.context());
+                                match full_since {
+                                    Some((t, d)) if d == done => {
+                                        if t.elapsed() > conn.timeout() {
+                                            bail!(
+                                                "the broker stopped acknowledging: no record delivered within {:?} ({} of {} sent so far)",
+                                                conn.timeout(),
+                                                done,
+                                                i
+                                            );
+                                        }
+                                    }
+                                    _ => full_since = Some((Instant::now(), done)),
+                                }
                             }
                             Err(e) => bail!("producing: {}", code_words(e)),
                         }
@@ -670,10 +692,22 @@ fn produce(o: &ProduceOpts, e2e: bool) -> anyhow::Result<()> {
                 }
                 report_sent(unreported);
                 drop(handle);
-                let flush_limit = Duration::from_secs(120);
-                producer
-                    .flush(flush_limit)
-                    .map_err(|e| anyhow!("flushing the producer: {}", kafka_error(&e)))?;
+                // Flush in steps; give up when nothing more is delivered for --timeout (a stalled broker),
+                // not after librdkafka's message.timeout.ms.
+                let mut last = (Instant::now(), delivered(producer.context()));
+                while producer.in_flight_count() > 0 {
+                    let _ = producer.flush(Duration::from_millis(200));
+                    let done = delivered(producer.context());
+                    if done != last.1 {
+                        last = (Instant::now(), done);
+                    } else if last.0.elapsed() > conn.timeout() {
+                        bail!(
+                            "the broker stopped acknowledging: {} records outstanding, none delivered within {:?}",
+                            producer.in_flight_count(),
+                            conn.timeout()
+                        );
+                    }
+                }
                 // Run the last delivery callbacks.
                 producer.poll(Duration::ZERO);
                 let ctx = producer.context();
@@ -857,9 +891,14 @@ fn consume(o: &ConsumeOpts) -> anyhow::Result<()> {
                         if deadline.is_some_and(|d| start.elapsed() >= d) {
                             break;
                         }
-                        let mut bytes = 0u64;
+                        // Count no more than is left of the target (-n N): a batch may run past it.
+                        let budget = target.saturating_sub(total.load(Ordering::Relaxed));
+                        let (mut bytes, mut taken) = (0u64, 0u64);
                         let got = batches.next(100, &mut |v, key_len| {
-                            bytes += (v.len() + key_len) as u64;
+                            if taken < budget {
+                                taken += 1;
+                                bytes += (v.len() + key_len) as u64;
+                            }
                         });
                         match got {
                             Ok(0) => {
@@ -871,7 +910,7 @@ fn consume(o: &ConsumeOpts) -> anyhow::Result<()> {
                                     );
                                 }
                             }
-                            Ok(k) => {
+                            Ok(_) => {
                                 last_data = Instant::now();
                                 if n == 0 {
                                     first_ns.fetch_min(
@@ -879,10 +918,10 @@ fn consume(o: &ConsumeOpts) -> anyhow::Result<()> {
                                         Ordering::Relaxed,
                                     );
                                 }
-                                n += k as u64;
+                                n += taken;
                                 b += bytes;
-                                total.fetch_add(k as u64, Ordering::Relaxed);
-                                progress.records.fetch_add(k as u64, Ordering::Relaxed);
+                                total.fetch_add(taken, Ordering::Relaxed);
+                                progress.records.fetch_add(taken, Ordering::Relaxed);
                                 progress.bytes.fetch_add(bytes, Ordering::Relaxed);
                             }
                             Err(e) => bail!("consuming: {}", code_words(e)),
@@ -918,7 +957,8 @@ fn consume(o: &ConsumeOpts) -> anyhow::Result<()> {
     report(
         conn,
         v,
-        total.load(Ordering::Relaxed),
+        // Several consumers may each take the last of the budget at once.
+        total.load(Ordering::Relaxed).min(target),
         total_bytes.load(Ordering::Relaxed),
         secs,
         &new_histogram()?,
