@@ -503,6 +503,8 @@ fn produce(o: &ProduceOpts, e2e: bool) -> anyhow::Result<()> {
         None
     };
 
+    // Ctrl-C / SIGTERM end the run early with a report of what was done.
+    let stop = crate::consume::stop_flag();
     let clock = Clock::new();
     let start = Instant::now();
     let barrier = std::sync::Barrier::new(o.producers + 1);
@@ -574,6 +576,7 @@ fn produce(o: &ProduceOpts, e2e: bool) -> anyhow::Result<()> {
             let barrier = &barrier;
             let progress = &progress;
             let sent_total = &sent_total;
+            let stop = &stop;
             workers.push(s.spawn(move || -> anyhow::Result<WorkerResult> {
                 let ctx = ProduceCtx {
                     clock,
@@ -621,6 +624,9 @@ fn produce(o: &ProduceOpts, e2e: bool) -> anyhow::Result<()> {
                 let mut unreported = 0u64;
                 let mut off = (id * 7919) % 65_536;
                 while i < my_count {
+                    if i & 255 == 0 && stop.load(Ordering::Relaxed) {
+                        break;
+                    }
                     let now_ns = clock.now_ns();
                     let elapsed = Duration::from_nanos(now_ns.saturating_sub(begin_ns));
                     if let Some(d) = deadline_secs {
@@ -868,6 +874,8 @@ fn consume(o: &ConsumeOpts) -> anyhow::Result<()> {
         .map(Duration::try_from_secs_f64)
         .transpose()
         .map_err(|e| anyhow!("--duration: {e}"))?;
+    // Ctrl-C / SIGTERM end the run early with a report of what was done.
+    let stop = crate::consume::stop_flag();
     let start = Instant::now();
     let total = AtomicU64::new(0);
     let total_bytes = AtomicU64::new(0);
@@ -878,8 +886,8 @@ fn consume(o: &ConsumeOpts) -> anyhow::Result<()> {
         let workers: Vec<_> = clients
             .iter()
             .map(|c| {
-                let (progress, total, total_bytes, first_ns) =
-                    (&progress, &total, &total_bytes, &first_ns);
+                let (progress, total, total_bytes, first_ns, stop) =
+                    (&progress, &total, &total_bytes, &first_ns, &stop);
                 s.spawn(move || -> anyhow::Result<()> {
                     let mut batches = fast::Batches::new(c);
                     let mut last_data = Instant::now();
@@ -888,7 +896,9 @@ fn consume(o: &ConsumeOpts) -> anyhow::Result<()> {
                         if total.load(Ordering::Relaxed) >= target {
                             break;
                         }
-                        if deadline.is_some_and(|d| start.elapsed() >= d) {
+                        if deadline.is_some_and(|d| start.elapsed() >= d)
+                            || stop.load(Ordering::Relaxed)
+                        {
                             break;
                         }
                         // Count no more than is left of the target (-n N): a batch may run past it.

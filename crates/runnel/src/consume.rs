@@ -159,10 +159,13 @@ fn format_text(a: &ConsumeArgs, m: &BorrowedMessage<'_>) -> Vec<u8> {
     out
 }
 
-/// Sets the returned flag on SIGINT/SIGTERM so the consumer can commit and leave its group.
-fn stop_flag() -> Arc<AtomicBool> {
+/// Sets the returned flag on SIGINT/SIGTERM so the consumer can commit and leave its group (and `bench`
+/// can report what it did). The handlers are installed before this returns (bounded wait of 1 s).
+pub(crate) fn stop_flag() -> Arc<AtomicBool> {
+    use tokio::signal::unix::{signal, SignalKind};
     let flag = Arc::new(AtomicBool::new(false));
     let f = flag.clone();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
     std::thread::spawn(move || {
         let Ok(rt) = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -171,18 +174,21 @@ fn stop_flag() -> Arc<AtomicBool> {
             return;
         };
         rt.block_on(async {
-            let Ok(mut term) =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            else {
+            let (Ok(mut int), Ok(mut term)) = (
+                signal(SignalKind::interrupt()),
+                signal(SignalKind::terminate()),
+            ) else {
                 return;
             };
+            let _ = ready_tx.send(());
             tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
+                _ = int.recv() => {}
                 _ = term.recv() => {}
             }
+            f.store(true, Ordering::SeqCst);
         });
-        f.store(true, Ordering::SeqCst);
     });
+    let _ = ready_rx.recv_timeout(std::time::Duration::from_secs(1));
     flag
 }
 

@@ -1,6 +1,6 @@
 //! `runnel bench produce|consume` as processes against a real `runnel server` on 127.0.0.1: a count is
-//! reported exactly, and a broker that stops answering mid-run ends the run within `--timeout` instead of
-//! librdkafka's message timeout.
+//! reported exactly, a broker that stops answering mid-run ends the run within `--timeout` instead of
+//! librdkafka's message timeout, and Ctrl-C ends a run with a report of what was done.
 
 mod common;
 
@@ -82,28 +82,7 @@ fn produce_gives_up_within_the_timeout_when_the_broker_stops_answering() {
         .spawn()
         .expect("spawn runnel bench");
     // Wait (bounded) until records reach the log, then freeze the broker.
-    let segment_dir = b.data_dir().join("stall-0");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let bytes: u64 = std::fs::read_dir(&segment_dir)
-            .map(|d| {
-                d.filter_map(|e| e.ok())
-                    .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
-                    .filter_map(|e| e.metadata().ok())
-                    .map(|m| m.len())
-                    .sum()
-            })
-            .unwrap_or(0);
-        if bytes > 0 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no record reached {} within 60 s",
-            segment_dir.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_log_bytes(&b, "stall-0");
     // SAFETY: kill(2) on our own child's PID.
     unsafe { libc::kill(b.child.id() as i32, libc::SIGSTOP) };
     let stopped = Instant::now();
@@ -135,4 +114,83 @@ fn produce_gives_up_within_the_timeout_when_the_broker_stops_answering() {
         err.contains("stopped acknowledging"),
         "expected a stall error, got ({took:?}): {err}"
     );
+}
+
+/// Waits (bounded, 60 s) until partition directory `dir` of the broker holds log bytes.
+fn wait_for_log_bytes(b: &Broker, dir: &str) {
+    let segment_dir = b.data_dir().join(dir);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let bytes: u64 = std::fs::read_dir(&segment_dir)
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
+                    .filter_map(|e| e.metadata().ok())
+                    .map(|m| m.len())
+                    .sum()
+            })
+            .unwrap_or(0);
+        if bytes > 0 {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no record reached {} within 60 s",
+            segment_dir.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn ctrl_c_ends_a_produce_run_with_a_report() {
+    let b = Broker::start(&[]);
+    let addr = b.addr();
+    let bench = Command::new(env!("CARGO_BIN_EXE_runnel"))
+        .args([
+            "bench",
+            "produce",
+            "-t",
+            "intr",
+            "--partitions",
+            "1",
+            "-d",
+            "600",
+            "-s",
+            "100",
+            "--json",
+            "-b",
+            &addr,
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn runnel bench");
+    wait_for_log_bytes(&b, "intr-0");
+    // SAFETY: kill(2) on our own child's PID.
+    unsafe { libc::kill(bench.id() as i32, libc::SIGINT) };
+    let pid = bench.id() as i32;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(bench.wait_with_output());
+    });
+    let out = match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            // SAFETY: as above.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("bench produce still running 60 s after SIGINT");
+        }
+    };
+    assert!(
+        out.status.success(),
+        "interrupted run failed with {}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)));
+    assert!(v["records"].as_u64().unwrap_or(0) > 0, "{v}");
+    assert!(v["seconds"].as_f64().unwrap_or(600.0) < 600.0, "{v}");
 }
