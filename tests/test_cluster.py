@@ -226,6 +226,41 @@ def test_leader_kill9_loses_no_acknowledged_record_and_the_broker_rejoins(cluste
     print(f"failover (kill -9 to 5000 more acks): {failover_s:.2f}s")
 
 
+def test_restarted_preferred_replica_gets_its_leadership_back_while_producing(topic):
+    """auto.leader.rebalance.enable (on by default; the check runs every second here instead of every 300):
+    once the killed leader is back in the ISR, the controller makes it leader again — a live leader hands
+    over to a follower under an idempotent acks=all stream, and nothing acknowledged is lost, duplicated or
+    reordered."""
+    c = Cluster({"leader.imbalance.check.interval.seconds": "1"}).start()
+    try:
+        create_topic(c, topic, configs={"min.insync.replicas": "2"})
+        preferred = c.partition(topic).replicas[0]
+        assert c.partition(topic).leader == preferred
+        s = Stream(c.bootstrap, topic)
+        s.until_acked(3000)
+        c.nodes[preferred].kill9()
+        c.wait(lambda md: md.topics[topic].partitions[0].leader not in (-1, preferred),
+               "a new leader after kill -9")
+        s.until_acked(len(s.acked) + 3000)
+        c.nodes[preferred].start()
+        # Keep producing while the broker catches up, rejoins the ISR and is elected again.
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            s.until_acked(len(s.acked) + 500)
+            pm = c.partition(topic)
+            if pm.leader == preferred and sorted(pm.isrs) == [1, 2, 3]:
+                break
+        pm = c.partition(topic)
+        assert pm.leader == preferred, f"leadership not back on the preferred replica {preferred}: {pm}"
+        s.until_acked(len(s.acked) + 3000)
+        s.finish()
+        assert not s.failed, f"produce failures: {s.failed[:3]}"
+        check_exactly_once_in_order(c, s)
+        assert "became leader" in c.nodes[preferred].log_tail(400)
+    finally:
+        c.close()
+
+
 def test_controller_leader_kill_elects_a_new_one_while_producing(cluster, topic):
     import json
     import subprocess

@@ -190,6 +190,12 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("compression.type", T::String, Some("producer")),
     def("min.insync.replicas", T::Int, Some("1")),
     def("unclean.leader.election.enable", T::Boolean, Some("false")),
+    def("auto.leader.rebalance.enable", T::Boolean, Some("true")),
+    def(
+        "leader.imbalance.check.interval.seconds",
+        T::Long,
+        Some("300"),
+    ),
     def("producer.id.expiration.ms", T::Int, Some("86400000")),
     def("offsets.topic.num.partitions", T::Int, Some("50")),
     def("offsets.topic.replication.factor", T::Int, Some("3")),
@@ -468,6 +474,10 @@ pub struct BrokerConfig {
     pub replica_lag_time_max_ms: i64,
     /// `unclean.leader.election.enable`.
     pub unclean_leader_election_enable: bool,
+    /// `auto.leader.rebalance.enable`: the active controller moves leaderships back to preferred replicas.
+    pub auto_leader_rebalance_enable: bool,
+    /// `leader.imbalance.check.interval.seconds` in ms: how often it checks.
+    pub leader_imbalance_check_interval_ms: i64,
     /// `cluster.id`, if set; otherwise derived (standalone: random at first start; cluster: from the voters).
     pub cluster_id: Option<String>,
 }
@@ -665,6 +675,9 @@ impl BrokerConfig {
             broker_heartbeat_interval_ms: int("broker.heartbeat.interval.ms"),
             replica_lag_time_max_ms: int("replica.lag.time.max.ms"),
             unclean_leader_election_enable: boolean("unclean.leader.election.enable"),
+            auto_leader_rebalance_enable: boolean("auto.leader.rebalance.enable"),
+            leader_imbalance_check_interval_ms: int("leader.imbalance.check.interval.seconds")
+                .saturating_mul(1000),
             cluster_id: get("cluster.id").filter(|c| !c.trim().is_empty()),
             explicit,
         })

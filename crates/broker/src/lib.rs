@@ -85,6 +85,8 @@ impl Server {
                 default_num_partitions: config.num_partitions,
                 default_replication_factor: config.default_replication_factor,
                 unclean_leader_election: config.unclean_leader_election_enable,
+                auto_leader_rebalance: config.auto_leader_rebalance_enable,
+                leader_imbalance_check_interval_ms: config.leader_imbalance_check_interval_ms,
             })
             .await
             .context("starting the controller")?;

@@ -25,6 +25,10 @@ pub struct ControllerConfig {
     pub default_replication_factor: i16,
     /// `unclean.leader.election.enable`: elect an out-of-sync replica when no ISR member is usable.
     pub unclean_leader_election: bool,
+    /// `auto.leader.rebalance.enable` (default true): move leaderships back to preferred replicas.
+    pub auto_leader_rebalance: bool,
+    /// `leader.imbalance.check.interval.seconds` in ms (default 300,000): how often that runs.
+    pub leader_imbalance_check_interval_ms: i64,
 }
 
 /// Parses `controller.quorum.voters` (`id@host:port,id@host:port`); hosts must resolve (names are

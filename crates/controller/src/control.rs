@@ -54,7 +54,17 @@ pub struct ControlConfig {
     pub default_replication_factor: i16,
     /// `unclean.leader.election.enable`.
     pub unclean_leader_election: bool,
+    /// `auto.leader.rebalance.enable` (Kafka default true): the periodic check moves each partition's
+    /// leadership back to its preferred replica (the first of its replicas) when that replica is in the ISR
+    /// and active.
+    pub auto_leader_rebalance: bool,
+    /// `leader.imbalance.check.interval.seconds` in ms (Kafka default 300 s): the period of that check.
+    pub leader_imbalance_check_interval_ms: i64,
 }
+
+/// At most this many preferred-leader elections per check; more wait for the next tick (as Kafka's
+/// controller bounds each balancing step).
+const MAX_PREFERRED_ELECTIONS_PER_TICK: usize = 1000;
 
 /// Records to append plus the reply to send once they are committed.
 #[derive(Clone, Debug, PartialEq)]
@@ -119,6 +129,8 @@ pub struct AlterPartition {
 pub struct QuorumControl {
     config: ControlConfig,
     last_contact_ms: BTreeMap<i32, i64>,
+    /// When the next preferred-leader check is due (set on activation and after each check).
+    next_balance_ms: Option<i64>,
     rng: StdRng,
 }
 
@@ -174,6 +186,7 @@ impl QuorumControl {
         QuorumControl {
             config,
             last_contact_ms: BTreeMap::new(),
+            next_balance_ms: None,
             rng: StdRng::seed_from_u64(seed),
         }
     }
@@ -187,6 +200,8 @@ impl QuorumControl {
     /// session starting at `now_ms` (KIP-631: sessions live only in the active controller's memory).
     pub fn activate(&mut self, image: &MetadataImage, now_ms: i64) {
         self.last_contact_ms = image.brokers.keys().map(|&id| (id, now_ms)).collect();
+        self.next_balance_ms =
+            Some(now_ms.saturating_add(self.config.leader_imbalance_check_interval_ms.max(0)));
     }
 
     /// True when `broker_id` heartbeated within the session timeout.
@@ -320,7 +335,9 @@ impl QuorumControl {
     }
 
     /// The periodic check (Kafka's `maybeFenceOneStaleBroker`): fences every unfenced broker whose
-    /// session expired at `now_ms`, moving its leaderships and ISR memberships away.
+    /// session expired at `now_ms`, moving its leaderships and ISR memberships away. Then, with
+    /// `auto_leader_rebalance` and once per `leader_imbalance_check_interval_ms`, elects preferred
+    /// leaders (Kafka's `maybeBalancePartitionLeaders`, see [`elect_preferred_leaders`](Self::elect_preferred_leaders)).
     pub fn tick(&mut self, image: &MetadataImage, now_ms: i64) -> Vec<MetadataRecord> {
         let mut batch = Batch::new(image);
         for (&id, reg) in &image.brokers {
@@ -337,7 +354,59 @@ impl QuorumControl {
                 broker_epoch: reg.broker_epoch,
             });
         }
+        if self.config.auto_leader_rebalance {
+            let interval = self.config.leader_imbalance_check_interval_ms.max(0);
+            let due = *self
+                .next_balance_ms
+                .get_or_insert(now_ms.saturating_add(interval));
+            if now_ms >= due {
+                let more =
+                    Self::elect_preferred_leaders(&mut batch, MAX_PREFERRED_ELECTIONS_PER_TICK);
+                // More imbalanced partitions than one step elects: continue on the next tick.
+                self.next_balance_ms = Some(if more {
+                    now_ms
+                } else {
+                    now_ms.saturating_add(interval)
+                });
+            }
+        }
         batch.records
+    }
+
+    /// Preferred-leader election (KIP-183's PREFERRED election type): for each partition whose leader is not its preferred replica — the first of its replicas — while that
+    /// replica is in the ISR and active (unfenced, not shutting down), a `PartitionChangeRecord` makes it
+    /// the leader (new LeaderEpoch; the ISR is unchanged, so no acknowledged record can be lost). At most
+    /// `limit` elections; returns whether more partitions were eligible.
+    fn elect_preferred_leaders(batch: &mut Batch<'_>, limit: usize) -> bool {
+        let mut changes = Vec::new();
+        let mut more = false;
+        'topics: for t in batch.view.topics.values() {
+            for (&pid, p) in &t.partitions {
+                let Some(&preferred) = p.replicas.first() else {
+                    continue;
+                };
+                if p.leader == preferred
+                    || !p.isr.contains(&preferred)
+                    || !batch.view.is_active_broker(preferred)
+                {
+                    continue;
+                }
+                if changes.len() == limit {
+                    more = true;
+                    break 'topics;
+                }
+                changes.push(MetadataRecord::PartitionChangeRecord {
+                    topic_id: t.topic_id,
+                    partition_id: pid,
+                    isr: None,
+                    leader: Some(preferred),
+                });
+            }
+        }
+        for c in changes {
+            batch.push(c);
+        }
+        more
     }
 
     /// CreateTopics: one result per requested topic, in request order. With `validate_only` no

@@ -164,6 +164,8 @@ impl ControllerServer {
                 default_num_partitions: config.default_num_partitions,
                 default_replication_factor: config.default_replication_factor,
                 unclean_leader_election: config.unclean_leader_election,
+                auto_leader_rebalance: config.auto_leader_rebalance,
+                leader_imbalance_check_interval_ms: config.leader_imbalance_check_interval_ms,
             },
             rand::random(),
         );

@@ -47,6 +47,8 @@ fn config(
         default_num_partitions: 1,
         default_replication_factor: 3,
         unclean_leader_election: false,
+        auto_leader_rebalance: false,
+        leader_imbalance_check_interval_ms: 300_000,
     }
 }
 

@@ -8,6 +8,8 @@ fn cfg(unclean: bool) -> ControlConfig {
         default_num_partitions: 3,
         default_replication_factor: 3,
         unclean_leader_election: unclean,
+        auto_leader_rebalance: false,
+        leader_imbalance_check_interval_ms: 300_000,
     }
 }
 
@@ -299,6 +301,154 @@ fn session_expiry_fences_and_moves_leadership_within_isr() {
             assert_eq!(now.leader_epoch, old.leader_epoch);
         }
         assert_eq!(now.partition_epoch, old.partition_epoch + 1);
+    }
+}
+
+#[test]
+fn preferred_leaders_are_elected_back_once_per_check_interval() {
+    let mut s = Sim::new(false);
+    let mut config = cfg(false);
+    config.auto_leader_rebalance = true;
+    config.leader_imbalance_check_interval_ms = 10_000;
+    s.ctl = QuorumControl::new(config, 1);
+    s.ctl.activate(&s.image, 0);
+    s.active(&[1, 2, 3]);
+    s.create("t", 3, 3).unwrap();
+    let preferred: Vec<i32> = (0..3).map(|p| s.part("t", p).replicas[0]).collect();
+    for p in 0..3 {
+        assert_eq!(
+            s.part("t", p).leader,
+            preferred[p as usize],
+            "placement leads on the preferred replica"
+        );
+    }
+    // Broker 1 goes silent and is fenced: its leaderships move away.
+    s.now = 5000;
+    s.hb(2, false, false).unwrap();
+    s.hb(3, false, false).unwrap();
+    s.tick_at(9000);
+    assert!(s.image.brokers[&1].fenced);
+    let moved: Vec<i32> = (0..3).filter(|&p| preferred[p as usize] == 1).collect();
+    assert!(!moved.is_empty());
+    for &p in &moved {
+        assert_ne!(s.part("t", p).leader, 1);
+    }
+    // It comes back (new incarnation) and is unfenced, but is not in the ISR yet: no election.
+    s.now = 9500;
+    s.register(1, 99).unwrap();
+    s.hb(1, false, false).unwrap();
+    s.hb(2, false, false).unwrap();
+    s.hb(3, false, false).unwrap();
+    s.tick_at(10_000);
+    for &p in &moved {
+        assert_ne!(
+            s.part("t", p).leader,
+            1,
+            "preferred replica not in the ISR must not lead"
+        );
+    }
+    // It catches up: the leaders add it to the ISR.
+    for &p in &moved {
+        let reg = s.part("t", p);
+        let leader = reg.leader;
+        let mut isr = reg.isr.clone();
+        isr.push(1);
+        let d = s
+            .ctl
+            .alter_partition(
+                &s.image,
+                &AlterPartition {
+                    broker_id: leader,
+                    broker_epoch: s.image.brokers[&leader].broker_epoch,
+                    topic_id: s.image.topics["t"].topic_id,
+                    partition: p,
+                    leader_epoch: reg.leader_epoch,
+                    partition_epoch: reg.partition_epoch,
+                    new_isr: isr,
+                },
+            )
+            .unwrap();
+        s.commit(d.records);
+        assert!(s.part("t", p).isr.contains(&1));
+    }
+    // Not before the check interval has passed since the last check (at 10,000).
+    s.now = 15_000;
+    for b in 1..=3 {
+        s.hb(b, false, false).unwrap();
+    }
+    s.tick_at(19_999);
+    for &p in &moved {
+        assert_ne!(s.part("t", p).leader, 1);
+    }
+    let before: Vec<PartitionRegistration> = (0..3).map(|p| s.part("t", p)).collect();
+    s.tick_at(20_000);
+    for p in 0..3 {
+        let (old, now) = (&before[p as usize], s.part("t", p));
+        assert_eq!(now.leader, preferred[p as usize]);
+        assert_eq!(
+            now.isr, old.isr,
+            "a preferred election leaves the ISR alone"
+        );
+        if moved.contains(&p) {
+            assert_eq!(now.leader_epoch, old.leader_epoch + 1);
+        } else {
+            assert_eq!(
+                now.leader_epoch, old.leader_epoch,
+                "balanced partitions are untouched"
+            );
+        }
+    }
+}
+
+#[test]
+fn preferred_leader_election_skips_a_shutting_down_replica_and_can_be_disabled() {
+    for enabled in [true, false] {
+        let mut s = Sim::new(false);
+        let mut config = cfg(false);
+        config.auto_leader_rebalance = enabled;
+        config.leader_imbalance_check_interval_ms = 0;
+        s.ctl = QuorumControl::new(config, 1);
+        s.active(&[1, 2]);
+        s.create("t", 1, 2).unwrap();
+        let preferred = s.part("t", 0).replicas[0];
+        let other = s.part("t", 0).replicas[1];
+        // Controlled shutdown of the preferred replica moves leadership to the other one.
+        s.hb(preferred, false, true).unwrap();
+        assert_eq!(s.part("t", 0).leader, other);
+        s.tick_at(1);
+        assert_eq!(
+            s.part("t", 0).leader,
+            other,
+            "a replica shutting down is never elected"
+        );
+        // It restarts, is unfenced and rejoins the ISR.
+        s.register(preferred, preferred as u128).unwrap();
+        s.hb(preferred, false, false).unwrap();
+        s.hb(other, false, false).unwrap();
+        let reg = s.part("t", 0);
+        let d = s
+            .ctl
+            .alter_partition(
+                &s.image,
+                &AlterPartition {
+                    broker_id: other,
+                    broker_epoch: s.image.brokers[&other].broker_epoch,
+                    topic_id: s.image.topics["t"].topic_id,
+                    partition: 0,
+                    leader_epoch: reg.leader_epoch,
+                    partition_epoch: reg.partition_epoch,
+                    new_isr: vec![other, preferred],
+                },
+            )
+            .unwrap();
+        s.commit(d.records);
+        s.tick_at(2);
+        let want = if enabled { preferred } else { other };
+        assert_eq!(
+            s.part("t", 0).leader,
+            want,
+            "auto_leader_rebalance={enabled}"
+        );
     }
 }
 
@@ -676,7 +826,11 @@ fn randomized_operations_keep_invariants() {
     let mut rng = StdRng::seed_from_u64(seed);
     let unclean = rng.gen_bool(0.3);
     let mut s = Sim::new(unclean);
-    s.ctl = QuorumControl::new(cfg(unclean), seed);
+    let mut config = cfg(unclean);
+    // Preferred-leader elections on most seeds, at intervals the steps below cross often.
+    config.auto_leader_rebalance = rng.gen_bool(0.7);
+    config.leader_imbalance_check_interval_ms = rng.gen_range(0..5000);
+    s.ctl = QuorumControl::new(config, seed);
     let mut seen = HashMap::new();
     let mut leaders = HashMap::new();
     let mut incarnations: BTreeMap<i32, u128> = BTreeMap::new();
