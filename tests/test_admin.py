@@ -135,6 +135,24 @@ def test_delete_records_advances_log_start(broker, topic):
     assert e.value.args[0].code() == 1
 
 
+def test_elect_leaders_single_replica_needs_no_election(broker, topic):
+    """ElectLeaders (KIP-460) on one broker: every partition is led by its only replica. Kafka answers
+    ELECTION_NOT_NEEDED per partition asked for, UNKNOWN_TOPIC_OR_PARTITION for a missing one, and leaves
+    partitions that needed nothing out of an all-partitions answer."""
+    from confluent_kafka import ElectionType
+    a = admin(broker.bootstrap)
+    make_topic(broker.bootstrap, topic, 2)
+    tps = [TopicPartition(topic, 0), TopicPartition(topic, 1), TopicPartition(topic, 7)]
+    res = a.elect_leaders(ElectionType.PREFERRED, tps).result(TIMEOUT_S)
+    codes = {tp.partition: (err.code() if err is not None else 0) for tp, err in res.items()}
+    assert codes == {0: 84, 1: 84, 7: 3}, codes  # ELECTION_NOT_NEEDED, UNKNOWN_TOPIC_OR_PARTITION
+    assert a.elect_leaders(ElectionType.PREFERRED, None).result(TIMEOUT_S) == {}
+    # The tool operators use: it reports the partitions that already have their preferred leader.
+    out = tool("org.apache.kafka.tools.LeaderElectionCommand", "--bootstrap-server", broker.bootstrap,
+               "--election-type", "PREFERRED", "--topic", topic, "--partition", "0")
+    assert "Valid replica already elected for partitions" in out, out
+
+
 def test_describe_cluster(broker):
     a = admin(broker.bootstrap)
     desc = a.describe_cluster().result(TIMEOUT_S)

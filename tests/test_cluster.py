@@ -261,6 +261,53 @@ def test_restarted_preferred_replica_gets_its_leadership_back_while_producing(to
         c.close()
 
 
+def test_elect_leaders_moves_leadership_to_the_preferred_replica_on_request(topic):
+    """ElectLeaders (KIP-460) with automatic rebalancing off: a restarted preferred replica back in the ISR
+    becomes leader when asked (confluent-kafka's AdminClient and Kafka's own kafka-leader-election tool),
+    not before; asking again is ELECTION_NOT_NEEDED; a preferred replica outside the ISR is
+    PREFERRED_LEADER_NOT_AVAILABLE."""
+    from confluent_kafka import ElectionType, TopicPartition
+    from confluent_kafka.admin import AdminClient
+    from test_kafka_tools import tool
+    c = Cluster({"auto.leader.rebalance.enable": "false"}).start()
+    try:
+        create_topic(c, topic, partitions=2)
+        preferred = {p: c.partition(topic, p).replicas[0] for p in (0, 1)}
+        victim = preferred[0]
+        s = Stream(c.bootstrap, topic)
+        s.until_acked(1000)
+        c.nodes[victim].kill9()
+        c.wait(lambda md: md.topics[topic].partitions[0].leader not in (-1, victim), "a new leader")
+        a = AdminClient({"bootstrap.servers": c.alive_bootstrap()})
+
+        def elect(partitions):
+            res = a.elect_leaders(ElectionType.PREFERRED, partitions).result(60)
+            return {tp.partition: (e.code() if e is not None else 0) for tp, e in res.items()}
+
+        # While the preferred replica is down it is not in the ISR.
+        assert elect([TopicPartition(topic, 0)]) == {0: 80}  # PREFERRED_LEADER_NOT_AVAILABLE
+        s.until_acked(len(s.acked) + 1000)
+        c.nodes[victim].start()
+        c.wait(lambda md: all(sorted(pm.isrs) == [1, 2, 3] for pm in md.topics[topic].partitions.values()),
+               f"broker {victim} back in every ISR")
+        assert c.partition(topic, 0).leader != victim, "moved back although auto.leader.rebalance.enable=false"
+        assert elect([TopicPartition(topic, 0)]) == {0: 0}
+        assert c.partition(topic, 0).leader == victim
+        assert elect([TopicPartition(topic, 0)]) == {0: 84}  # ELECTION_NOT_NEEDED
+        # Kafka's tool, all partitions: whatever is left unbalanced gets its preferred leader.
+        tool("org.apache.kafka.tools.LeaderElectionCommand", "--bootstrap-server", c.alive_bootstrap(),
+             "--election-type", "PREFERRED", "--all-topic-partitions")
+        md = c.metadata(topic)
+        for p, pm in md.topics[topic].partitions.items():
+            assert pm.leader == preferred[p], f"partition {p}: leader {pm.leader}, preferred {preferred[p]}"
+        s.until_acked(len(s.acked) + 1000)
+        s.finish()
+        assert not s.failed, f"produce failures: {s.failed[:3]}"
+        check_exactly_once_in_order(c, s)
+    finally:
+        c.close()
+
+
 def test_controller_leader_kill_elects_a_new_one_while_producing(cluster, topic):
     import json
     import subprocess

@@ -24,8 +24,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use controller::{
-    ControllerClient, ControllerError, CreateTopic, MetadataImage, MetadataUpdate,
-    PartitionRegistration,
+    ControllerClient, ControllerError, CreateTopic, ElectionResult, ElectionType, MetadataImage,
+    MetadataUpdate, PartitionRegistration,
 };
 use futures::future::BoxFuture;
 use parking_lot::RwLock;
@@ -436,6 +436,38 @@ impl BrokerCluster {
         self.wait_for_image(|i| i.topics.get(name).is_none_or(|t| t.topic_id != id))
             .await?;
         Ok(id)
+    }
+
+    /// ElectLeaders through the controller (KIP-460); answers once this broker's image shows a leader of
+    /// the kind asked for on every partition elected (bounded wait: REQUEST_TIMED_OUT).
+    pub async fn elect_leaders(
+        &self,
+        election: ElectionType,
+        partitions: Option<Vec<(String, i32)>>,
+    ) -> Result<Vec<ElectionResult>, ApiError> {
+        let results = self
+            .client
+            .elect_leaders(election, partitions)
+            .await
+            .map_err(api_error)?;
+        let elected: Vec<(String, i32)> = results
+            .iter()
+            .filter(|r| r.error_code == 0)
+            .map(|r| (r.topic.clone(), r.partition))
+            .collect();
+        self.wait_for_image(|i| {
+            elected.iter().all(|(t, p)| {
+                i.topics
+                    .get(t)
+                    .and_then(|t| t.partitions.get(p))
+                    .is_none_or(|p| match election {
+                        ElectionType::Preferred => p.replicas.first() == Some(&p.leader),
+                        ElectionType::Unclean => p.leader >= 0,
+                    })
+            })
+        })
+        .await?;
+        Ok(results)
     }
 
     /// CreatePartitions through the controller; answers once this broker's image shows `count` partitions.

@@ -16,7 +16,10 @@ use crate::control::{AlterPartition, Heartbeat, RegisterBroker};
 use crate::error::{codes, ControllerError};
 use crate::metadata::PartitionRegistration;
 use crate::rpc::{read_frame, write_frame, ClientRequest, ClientResponse, RpcRequest, RpcResponse};
-use crate::types::{CreateTopic, CreatedTopic, HeartbeatReply, MetadataUpdate, QuorumInfo};
+use crate::types::{
+    CreateTopic, CreatedTopic, ElectionResult, ElectionType, HeartbeatReply, MetadataUpdate,
+    QuorumInfo,
+};
 
 /// Default deadline of one client call (retries included).
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -285,6 +288,24 @@ impl ControllerClient {
         };
         match self.call(req, Duration::ZERO).await? {
             ClientResponse::CreatePartitions(r) => r,
+            _ => Err(unexpected()),
+        }
+    }
+
+    /// ElectLeaders (KIP-460): elects leaders of `partitions` (`None`: every partition); answers once the
+    /// records are committed. Per-partition errors are in the results (see
+    /// `QuorumControl::elect_leaders`); the call fails as a whole only when no controller answers.
+    pub async fn elect_leaders(
+        &self,
+        election: ElectionType,
+        partitions: Option<Vec<(String, i32)>>,
+    ) -> Result<Vec<ElectionResult>, ControllerError> {
+        let req = ClientRequest::ElectLeaders {
+            election,
+            partitions,
+        };
+        match self.call(req, Duration::ZERO).await? {
+            ClientResponse::ElectLeaders(r) => Ok(r),
             _ => Err(unexpected()),
         }
     }

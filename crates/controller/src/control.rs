@@ -34,7 +34,7 @@ use crate::metadata::{
     MetadataImage, MetadataRecord, PartitionRegistration, NO_LEADER, RESOURCE_BROKER,
     RESOURCE_TOPIC,
 };
-use crate::types::{CreateTopic, CreatedTopic, HeartbeatReply};
+use crate::types::{CreateTopic, CreatedTopic, ElectionResult, ElectionType, HeartbeatReply};
 
 /// Most partitions one topic may have (bounds allocation on bad input).
 pub const MAX_PARTITIONS: i32 = 100_000;
@@ -373,40 +373,141 @@ impl QuorumControl {
         batch.records
     }
 
-    /// Preferred-leader election (KIP-183's PREFERRED election type): for each partition whose leader is not its preferred replica — the first of its replicas — while that
-    /// replica is in the ISR and active (unfenced, not shutting down), a `PartitionChangeRecord` makes it
-    /// the leader (new LeaderEpoch; the ISR is unchanged, so no acknowledged record can be lost). At most
-    /// `limit` elections; returns whether more partitions were eligible.
+    /// ElectLeaders (KIP-460): elects leaders of `partitions` (topic name, index), or of every partition when
+    /// `None` — then only partitions where an election happened or failed are reported, not those that
+    /// needed none (as Kafka's controller does). Results come in request order.
+    ///
+    /// Preferred: the first replica becomes leader when it is in the ISR and active, else
+    /// `PREFERRED_LEADER_NOT_AVAILABLE`; `ELECTION_NOT_NEEDED` when it already leads. Unclean: a
+    /// partition without a leader gets its first active ISR member, else its first active replica (the
+    /// ISR becomes just that replica: records only the old ISR had are lost, which is what an unclean
+    /// election means), else `ELIGIBLE_LEADERS_NOT_AVAILABLE`; `ELECTION_NOT_NEEDED` when it has a
+    /// leader. Unknown partitions: `UNKNOWN_TOPIC_OR_PARTITION`.
+    pub fn elect_leaders(
+        &self,
+        image: &MetadataImage,
+        election: ElectionType,
+        partitions: Option<&[(String, i32)]>,
+    ) -> Decision<Vec<ElectionResult>> {
+        let mut batch = Batch::new(image);
+        let wanted: Vec<(String, i32)> = match partitions {
+            Some(p) => p.to_vec(),
+            None => image
+                .topics
+                .values()
+                .flat_map(|t| t.partitions.keys().map(|&p| (t.name.clone(), p)))
+                .collect(),
+        };
+        let mut results = Vec::with_capacity(wanted.len());
+        for (topic, partition) in wanted {
+            let outcome = Self::elect_one(&mut batch, election, &topic, partition);
+            let (error_code, message) = match outcome {
+                Ok(()) => (0, None),
+                Err((code, msg)) => (code, Some(msg)),
+            };
+            if partitions.is_none() && error_code == codes::ELECTION_NOT_NEEDED {
+                continue;
+            }
+            results.push(ElectionResult {
+                topic,
+                partition,
+                error_code,
+                message,
+            });
+        }
+        Decision {
+            records: batch.records,
+            reply: results,
+        }
+    }
+
+    fn elect_one(
+        batch: &mut Batch<'_>,
+        election: ElectionType,
+        topic: &str,
+        partition: i32,
+    ) -> Result<(), (i16, String)> {
+        let unknown = || {
+            (
+                codes::UNKNOWN_TOPIC_OR_PARTITION,
+                format!("{topic}-{partition} does not exist"),
+            )
+        };
+        let t = batch.view.topics.get(topic).ok_or_else(unknown)?;
+        let p = t.partitions.get(&partition).ok_or_else(unknown)?;
+        let topic_id = t.topic_id;
+        let (leader, isr) = match election {
+            ElectionType::Preferred => {
+                let preferred = p.replicas.first().copied().ok_or_else(unknown)?;
+                if p.leader == preferred {
+                    return Err((
+                        codes::ELECTION_NOT_NEEDED,
+                        "the preferred replica is the leader".into(),
+                    ));
+                }
+                if !p.isr.contains(&preferred) || !batch.view.is_active_broker(preferred) {
+                    return Err((
+                        codes::PREFERRED_LEADER_NOT_AVAILABLE,
+                        format!("preferred replica {preferred} is not in the ISR or not active"),
+                    ));
+                }
+                (preferred, None)
+            }
+            ElectionType::Unclean => {
+                if p.leader != NO_LEADER {
+                    return Err((
+                        codes::ELECTION_NOT_NEEDED,
+                        format!("partition has leader {}", p.leader),
+                    ));
+                }
+                let active = |r: &i32| batch.view.is_active_broker(*r);
+                if let Some(&r) = p.isr.iter().find(|r| active(r)) {
+                    (r, None)
+                } else if let Some(&r) = p.replicas.iter().find(|r| active(r)) {
+                    (r, Some(vec![r]))
+                } else {
+                    return Err((
+                        codes::ELIGIBLE_LEADERS_NOT_AVAILABLE,
+                        "no replica is active".into(),
+                    ));
+                }
+            }
+        };
+        batch.push(MetadataRecord::PartitionChangeRecord {
+            topic_id,
+            partition_id: partition,
+            isr,
+            leader: Some(leader),
+        });
+        Ok(())
+    }
+
+    /// The periodic preferred-leader election (KIP-183's PREFERRED type, as [`elect_leaders`](Self::elect_leaders)
+    /// does it): every partition not led by its first replica, while that replica is in the ISR and active,
+    /// gets it as leader (new LeaderEpoch; the ISR is unchanged, so no acknowledged record can be lost). At
+    /// most `limit` elections; returns whether candidates were left over.
     fn elect_preferred_leaders(batch: &mut Batch<'_>, limit: usize) -> bool {
-        let mut changes = Vec::new();
-        let mut more = false;
-        'topics: for t in batch.view.topics.values() {
-            for (&pid, p) in &t.partitions {
-                let Some(&preferred) = p.replicas.first() else {
-                    continue;
-                };
-                if p.leader == preferred
-                    || !p.isr.contains(&preferred)
-                    || !batch.view.is_active_broker(preferred)
-                {
-                    continue;
-                }
-                if changes.len() == limit {
-                    more = true;
-                    break 'topics;
-                }
-                changes.push(MetadataRecord::PartitionChangeRecord {
-                    topic_id: t.topic_id,
-                    partition_id: pid,
-                    isr: None,
-                    leader: Some(preferred),
-                });
+        let candidates: Vec<(String, i32)> = batch
+            .view
+            .topics
+            .values()
+            .flat_map(|t| {
+                t.partitions
+                    .iter()
+                    .filter(|(_, p)| p.replicas.first().is_some_and(|&r| r != p.leader))
+                    .map(|(&pid, _)| (t.name.clone(), pid))
+            })
+            .collect();
+        let mut elected = 0;
+        for (topic, partition) in candidates {
+            if elected == limit {
+                return true;
+            }
+            if Self::elect_one(batch, ElectionType::Preferred, &topic, partition).is_ok() {
+                elected += 1;
             }
         }
-        for c in changes {
-            batch.push(c);
-        }
-        more
+        false
     }
 
     /// CreateTopics: one result per requested topic, in request order. With `validate_only` no

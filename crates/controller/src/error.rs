@@ -22,6 +22,12 @@ pub mod codes {
     pub const INVALID_CONFIG: i16 = 40;
     /// `NOT_CONTROLLER`: this node is not the active controller.
     pub const NOT_CONTROLLER: i16 = 41;
+    /// `PREFERRED_LEADER_NOT_AVAILABLE`: the preferred replica is not in the ISR or not active (KIP-183).
+    pub const PREFERRED_LEADER_NOT_AVAILABLE: i16 = 80;
+    /// `ELIGIBLE_LEADERS_NOT_AVAILABLE`: no replica can become leader (KIP-460).
+    pub const ELIGIBLE_LEADERS_NOT_AVAILABLE: i16 = 83;
+    /// `ELECTION_NOT_NEEDED`: the partition already has the leader the election would pick (KIP-460).
+    pub const ELECTION_NOT_NEEDED: i16 = 84;
     /// `INVALID_REQUEST`.
     pub const INVALID_REQUEST: i16 = 42;
     /// `FENCED_LEADER_EPOCH`.

@@ -35,4 +35,7 @@ pub use metadata::{
     NO_LEADER, RESOURCE_BROKER, RESOURCE_TOPIC,
 };
 pub use server::{ControllerServer, ControllerTuning};
-pub use types::{CreateTopic, CreatedTopic, HeartbeatReply, MetadataUpdate, QuorumInfo};
+pub use types::{
+    CreateTopic, CreatedTopic, ElectionResult, ElectionType, HeartbeatReply, MetadataUpdate,
+    QuorumInfo,
+};

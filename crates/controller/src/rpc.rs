@@ -22,7 +22,10 @@ use crate::control::{AlterPartition, Heartbeat, RegisterBroker};
 use crate::error::ControllerError;
 use crate::metadata::PartitionRegistration;
 use crate::raft_types::TypeConfig;
-use crate::types::{CreateTopic, CreatedTopic, HeartbeatReply, MetadataUpdate, QuorumInfo};
+use crate::types::{
+    CreateTopic, CreatedTopic, ElectionResult, ElectionType, HeartbeatReply, MetadataUpdate,
+    QuorumInfo,
+};
 
 /// Largest frame accepted or sent (64 MiB).
 pub const MAX_FRAME_BYTES: usize = 64 << 20;
@@ -115,6 +118,13 @@ pub enum ClientRequest {
     },
     /// DescribeQuorum.
     DescribeQuorum,
+    /// ElectLeaders.
+    ElectLeaders {
+        /// Preferred or unclean.
+        election: ElectionType,
+        /// (topic, partition) pairs; `None` = every partition.
+        partitions: Option<Vec<(String, i32)>>,
+    },
 }
 
 /// Answers to [`ClientRequest`]s.
@@ -148,6 +158,8 @@ pub enum ClientResponse {
     FetchMetadata(Result<MetadataUpdate, ControllerError>),
     /// DescribeQuorum answer.
     DescribeQuorum(Result<QuorumInfo, ControllerError>),
+    /// ElectLeaders answer, one result per partition (see `QuorumControl::elect_leaders`).
+    ElectLeaders(Vec<ElectionResult>),
 }
 
 /// Encodes `value` as one frame (length prefix included), without the size check.

@@ -548,6 +548,18 @@ impl Inner {
                     .await?;
                 ClientResponse::CreatePartitions(reply)
             }
+            ClientRequest::ElectLeaders {
+                election,
+                partitions,
+            } => {
+                let (reply, _) = self
+                    .decide(|ctl, image, _| {
+                        let d = ctl.elect_leaders(image, election, partitions.as_deref());
+                        (d.records, d.reply)
+                    })
+                    .await?;
+                ClientResponse::ElectLeaders(reply)
+            }
             ClientRequest::AlterPartition(r) => {
                 let (reply, _) = self
                     .decide(|ctl, image, _| match ctl.alter_partition(image, &r) {

@@ -70,3 +70,26 @@ pub struct QuorumInfo {
     /// The static voters.
     pub voters: BTreeMap<i32, SocketAddr>,
 }
+
+/// ElectLeaders election type (KIP-460): 0 preferred, 1 unclean.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ElectionType {
+    /// Make the preferred (first) replica leader when it is in the ISR and active.
+    Preferred,
+    /// Give a leaderless partition a leader, from outside the ISR if no ISR member is active.
+    Unclean,
+}
+
+/// One partition's ElectLeaders outcome.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ElectionResult {
+    /// Topic name.
+    pub topic: String,
+    /// Partition index.
+    pub partition: i32,
+    /// 0, `UNKNOWN_TOPIC_OR_PARTITION` (3), `PREFERRED_LEADER_NOT_AVAILABLE` (80),
+    /// `ELIGIBLE_LEADERS_NOT_AVAILABLE` (83) or `ELECTION_NOT_NEEDED` (84).
+    pub error_code: i16,
+    /// Why, for errors.
+    pub message: Option<String>,
+}

@@ -16,6 +16,7 @@ mod describe_cluster;
 mod describe_configs;
 mod describe_groups;
 mod describe_log_dirs;
+mod elect_leaders;
 mod fetch;
 mod find_coordinator;
 mod heartbeat;
@@ -80,6 +81,7 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteGroups, 0, 3),
     (ApiKey::OffsetDelete, 0, 0),
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
+    (ApiKey::ElectLeaders, 0, 2),
 ];
 
 /// The advertised version range of `key`, clipped to what the codec supports.
@@ -283,6 +285,9 @@ impl KafkaApis {
             }
             RequestBody::DescribeLogDirs(r) => {
                 ResponseBody::DescribeLogDirs(describe_log_dirs::handle(self, &header, r))
+            }
+            RequestBody::ElectLeaders(r) => {
+                ResponseBody::ElectLeaders(elect_leaders::handle(self, &header, r).await)
             }
             RequestBody::OffsetForLeaderEpoch(r) => ResponseBody::OffsetForLeaderEpoch(
                 offset_for_leader_epoch::handle(self, &header, r),

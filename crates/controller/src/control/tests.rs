@@ -453,6 +453,158 @@ fn preferred_leader_election_skips_a_shutting_down_replica_and_can_be_disabled()
 }
 
 #[test]
+fn elect_leaders_preferred_and_unclean() {
+    let mut s = Sim::new(false);
+    s.active(&[1, 2, 3]);
+    s.create("t", 2, 3).unwrap();
+    let pref0 = s.part("t", 0).replicas[0];
+    let ask = |v: &[(&str, i32)]| -> Vec<(String, i32)> {
+        v.iter().map(|(t, p)| (t.to_string(), *p)).collect()
+    };
+    let codes = |r: &[ElectionResult]| -> Vec<(i32, i16)> {
+        r.iter().map(|r| (r.partition, r.error_code)).collect()
+    };
+    // Everything is balanced: asked-for partitions say so, the all-partitions form says nothing.
+    let d = s.ctl.elect_leaders(
+        &s.image,
+        ElectionType::Preferred,
+        Some(&ask(&[("t", 0), ("t", 9), ("u", 0)])),
+    );
+    assert!(d.records.is_empty());
+    assert_eq!(
+        codes(&d.reply),
+        vec![
+            (0, codes::ELECTION_NOT_NEEDED),
+            (9, codes::UNKNOWN_TOPIC_OR_PARTITION),
+            (0, codes::UNKNOWN_TOPIC_OR_PARTITION)
+        ]
+    );
+    let d = s.ctl.elect_leaders(&s.image, ElectionType::Preferred, None);
+    assert!(d.records.is_empty() && d.reply.is_empty());
+    // The preferred replica of partition 0 shuts down: leadership moves, and it cannot be elected back.
+    s.hb(pref0, false, true).unwrap();
+    assert_ne!(s.part("t", 0).leader, pref0);
+    let d = s
+        .ctl
+        .elect_leaders(&s.image, ElectionType::Preferred, Some(&ask(&[("t", 0)])));
+    assert_eq!(
+        codes(&d.reply),
+        vec![(0, codes::PREFERRED_LEADER_NOT_AVAILABLE)]
+    );
+    // Unclean election has nothing to do for a partition that has a leader.
+    let d = s
+        .ctl
+        .elect_leaders(&s.image, ElectionType::Unclean, Some(&ask(&[("t", 0)])));
+    assert_eq!(codes(&d.reply), vec![(0, codes::ELECTION_NOT_NEEDED)]);
+
+    // Unclean: partition of replicas [a, b] whose ISR shrank to [a]; a is fenced, so it has no leader.
+    // No active ISR member: b (outside the ISR) is elected and the ISR becomes [b].
+    let mut s = Sim::new(false);
+    s.active(&[1, 2]);
+    s.create("t", 1, 2).unwrap();
+    let reg = s.part("t", 0);
+    let (a, b) = (
+        reg.leader,
+        *reg.replicas.iter().find(|&&r| r != reg.leader).unwrap(),
+    );
+    let d = s
+        .ctl
+        .alter_partition(
+            &s.image,
+            &AlterPartition {
+                broker_id: a,
+                broker_epoch: s.image.brokers[&a].broker_epoch,
+                topic_id: s.image.topics["t"].topic_id,
+                partition: 0,
+                leader_epoch: reg.leader_epoch,
+                partition_epoch: reg.partition_epoch,
+                new_isr: vec![a],
+            },
+        )
+        .unwrap();
+    s.commit(d.records);
+    let d = s
+        .ctl
+        .elect_leaders(&s.image, ElectionType::Unclean, Some(&ask(&[("t", 0)])));
+    assert_eq!(
+        codes(&d.reply),
+        vec![(0, codes::ELECTION_NOT_NEEDED)],
+        "it has a leader"
+    );
+    s.now = 5000;
+    s.hb(b, false, false).unwrap();
+    s.tick_at(9000);
+    assert!(s.image.brokers[&a].fenced);
+    assert_eq!(s.part("t", 0).leader, NO_LEADER);
+    let d = s
+        .ctl
+        .elect_leaders(&s.image, ElectionType::Preferred, Some(&ask(&[("t", 0)])));
+    assert_eq!(
+        codes(&d.reply),
+        vec![(0, codes::PREFERRED_LEADER_NOT_AVAILABLE)]
+    );
+    let d = s
+        .ctl
+        .elect_leaders(&s.image, ElectionType::Unclean, Some(&ask(&[("t", 0)])));
+    assert_eq!(codes(&d.reply), vec![(0, 0)]);
+    s.commit(d.records);
+    assert_eq!(s.part("t", 0).leader, b);
+    assert_eq!(s.part("t", 0).isr, vec![b]);
+    // Nobody active at all: ELIGIBLE_LEADERS_NOT_AVAILABLE.
+    s.now = 14_000;
+    s.tick_at(18_000);
+    assert!(s.image.brokers[&b].fenced);
+    let d = s
+        .ctl
+        .elect_leaders(&s.image, ElectionType::Unclean, Some(&ask(&[("t", 0)])));
+    assert_eq!(
+        codes(&d.reply),
+        vec![(0, codes::ELIGIBLE_LEADERS_NOT_AVAILABLE)]
+    );
+}
+
+#[test]
+fn elect_leaders_preferred_moves_leadership_and_bumps_the_epoch() {
+    let mut s = Sim::new(false);
+    s.active(&[1, 2]);
+    s.create("t", 1, 2).unwrap();
+    let pref = s.part("t", 0).replicas[0];
+    let other = s.part("t", 0).replicas[1];
+    // Leadership moves to the other replica (controlled shutdown of the preferred one), then the preferred
+    // one is back in the ISR without automatic rebalancing.
+    s.hb(pref, false, true).unwrap();
+    s.register(pref, pref as u128).unwrap();
+    s.hb(pref, false, false).unwrap();
+    let reg = s.part("t", 0);
+    assert_eq!(reg.leader, other);
+    let d = s
+        .ctl
+        .alter_partition(
+            &s.image,
+            &AlterPartition {
+                broker_id: other,
+                broker_epoch: s.image.brokers[&other].broker_epoch,
+                topic_id: s.image.topics["t"].topic_id,
+                partition: 0,
+                leader_epoch: reg.leader_epoch,
+                partition_epoch: reg.partition_epoch,
+                new_isr: vec![other, pref],
+            },
+        )
+        .unwrap();
+    s.commit(d.records);
+    let before = s.part("t", 0);
+    let d = s.ctl.elect_leaders(&s.image, ElectionType::Preferred, None);
+    assert_eq!(d.reply.len(), 1);
+    assert_eq!(d.reply[0].error_code, 0);
+    s.commit(d.records);
+    let after = s.part("t", 0);
+    assert_eq!(after.leader, pref);
+    assert_eq!(after.leader_epoch, before.leader_epoch + 1);
+    assert_eq!(after.isr, before.isr);
+}
+
+#[test]
 fn last_isr_member_stays_and_comes_back_as_leader() {
     let mut s = Sim::new(false);
     s.active(&[1, 2]);

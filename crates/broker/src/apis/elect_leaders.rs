@@ -1,0 +1,150 @@
+//! ElectLeaders (key 43), v0–2. Source: Kafka protocol guide; KIP-183 (preferred replica election through
+//! the admin API), KIP-460 (election type: 0 preferred, 1 unclean; top-level error code, v1+).
+//!
+//! In cluster mode the active controller decides (`QuorumControl::elect_leaders`) and the answer comes once
+//! this broker's metadata shows the new leaders. Per partition: 0, UNKNOWN_TOPIC_OR_PARTITION (3),
+//! PREFERRED_LEADER_NOT_AVAILABLE (80), ELIGIBLE_LEADERS_NOT_AVAILABLE (83), ELECTION_NOT_NEEDED (84). A
+//! null partition list means every partition, and then partitions that needed no election are left out of
+//! the answer, as Kafka does. An unknown election type is INVALID_REQUEST (42) — top-level from v1, per
+//! partition in v0. A standalone broker is the only replica and leader of each of its partitions, so every
+//! election there is ELECTION_NOT_NEEDED.
+
+use std::collections::BTreeMap;
+
+use controller::{ElectionResult, ElectionType};
+use protocol::error::ErrorCode;
+use protocol::messages::elect_leaders_response::{PartitionResult, ReplicaElectionResult};
+use protocol::messages::{ElectLeadersRequest, ElectLeadersResponse};
+use protocol::RequestHeader;
+
+use super::KafkaApis;
+
+/// Runs the election and answers per partition, grouped by topic in request (or name) order.
+pub async fn handle(
+    apis: &KafkaApis,
+    header: &RequestHeader,
+    request: ElectLeadersRequest,
+) -> ElectLeadersResponse {
+    let version = header.request_api_version;
+    let partitions: Option<Vec<(String, i32)>> = request.topic_partitions.map(|tps| {
+        tps.into_iter()
+            .flat_map(|t| {
+                let topic = t.topic;
+                t.partitions.into_iter().map(move |p| (topic.clone(), p))
+            })
+            .collect()
+    });
+    let election = match request.election_type {
+        0 => Some(ElectionType::Preferred),
+        1 => Some(ElectionType::Unclean),
+        _ => None,
+    };
+    let Some(election) = election else {
+        let message = format!("unknown election type {}", request.election_type);
+        if version >= 1 {
+            return ElectLeadersResponse {
+                error_code: ErrorCode::INVALID_REQUEST.0,
+                ..Default::default()
+            };
+        }
+        let all = partitions.unwrap_or_default();
+        return response(
+            all.into_iter()
+                .map(|(topic, partition)| ElectionResult {
+                    topic,
+                    partition,
+                    error_code: ErrorCode::INVALID_REQUEST.0,
+                    message: Some(message.clone()),
+                })
+                .collect(),
+        );
+    };
+    let results = match &apis.cluster {
+        Some(cluster) => match cluster.elect_leaders(election, partitions.clone()).await {
+            Ok(r) => r,
+            Err(e) => {
+                // The controller could not be reached or did not answer in time: every partition asked
+                // for gets that error (v0 has no top-level code).
+                if version >= 1 && partitions.is_none() {
+                    return ElectLeadersResponse {
+                        error_code: e.code.0,
+                        ..Default::default()
+                    };
+                }
+                partitions
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(topic, partition)| ElectionResult {
+                        topic,
+                        partition,
+                        error_code: e.code.0,
+                        message: Some(e.message.clone()),
+                    })
+                    .collect()
+            }
+        },
+        None => standalone(apis, partitions),
+    };
+    response(results)
+}
+
+/// One broker: each existing partition already has the only possible leader.
+fn standalone(apis: &KafkaApis, partitions: Option<Vec<(String, i32)>>) -> Vec<ElectionResult> {
+    let Some(partitions) = partitions else {
+        return Vec::new();
+    };
+    partitions
+        .into_iter()
+        .map(|(topic, partition)| {
+            let exists = apis
+                .metadata
+                .topic(&topic)
+                .is_some_and(|t| (0..t.partitions).contains(&partition));
+            let (error_code, message) = if exists {
+                (
+                    ErrorCode::ELECTION_NOT_NEEDED.0,
+                    "the only replica is the leader".to_string(),
+                )
+            } else {
+                (
+                    ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0,
+                    format!("{topic}-{partition} does not exist"),
+                )
+            };
+            ElectionResult {
+                topic,
+                partition,
+                error_code,
+                message: Some(message),
+            }
+        })
+        .collect()
+}
+
+fn response(results: Vec<ElectionResult>) -> ElectLeadersResponse {
+    // Group by topic, keeping the first appearance order of topics.
+    let mut order: Vec<String> = Vec::new();
+    let mut by_topic: BTreeMap<String, Vec<PartitionResult>> = BTreeMap::new();
+    for r in results {
+        if !by_topic.contains_key(&r.topic) {
+            order.push(r.topic.clone());
+        }
+        by_topic.entry(r.topic).or_default().push(PartitionResult {
+            partition_id: r.partition,
+            error_code: r.error_code,
+            error_message: r.message,
+            ..Default::default()
+        });
+    }
+    ElectLeadersResponse {
+        replica_election_results: order
+            .into_iter()
+            .map(|topic| ReplicaElectionResult {
+                partition_result: by_topic.remove(&topic).unwrap_or_default(),
+                topic,
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
