@@ -19,7 +19,7 @@ from confluent_kafka.admin import (
 )
 
 import kproto as k
-from conftest import make_topic
+from conftest import MODE, make_topic
 from test_kafka_tools import tool
 
 TIMEOUT_S = 30
@@ -151,6 +151,36 @@ def test_elect_leaders_single_replica_needs_no_election(broker, topic):
     out = tool("org.apache.kafka.tools.LeaderElectionCommand", "--bootstrap-server", broker.bootstrap,
                "--election-type", "PREFERRED", "--topic", topic, "--partition", "0")
     assert "Valid replica already elected for partitions" in out, out
+
+
+def _elect_v1(bootstrap: str, election_type: int, topic: str, partitions) -> tuple[int, list]:
+    w = k.Writer().i8(election_type).i32(1).string(topic).i32(len(partitions))
+    for p in partitions:
+        w.i32(p)
+    w.i32(30000)
+    with k.Connection(bootstrap) as c:
+        r = c.request(43, 1, bytes(w.buf))
+    r.i32()  # throttle
+    top = r.i16()
+    results = r.array(lambda r: (r.string(), r.array(lambda r: (r.i32(), r.i16(), r.string()))))
+    return top, results
+
+
+def test_elect_leaders_bad_requests(broker, topic):
+    """An unknown election type is INVALID_REQUEST at the top (v1+)."""
+    make_topic(broker.bootstrap, topic, 1)
+    top, results = _elect_v1(broker.bootstrap, 0, topic, [0])
+    assert top == 0 and results == [(topic, [(0, 84, results[0][1][0][2])])], results
+    top, _ = _elect_v1(broker.bootstrap, 5, topic, [0])
+    assert top == 42, top
+
+
+@pytest.mark.skipif(MODE != "runnel", reason="runnel's own bound (Kafka has none)")
+def test_elect_leaders_bounds_the_partitions_per_request(broker, topic):
+    """Work per request is bounded: more than 100,000 partitions is INVALID_REQUEST, not a huge answer."""
+    make_topic(broker.bootstrap, topic, 1)
+    top, results = _elect_v1(broker.bootstrap, 0, topic, range(100_001))
+    assert top == 42 and results == [], (top, len(results))
 
 
 def test_describe_cluster(broker):

@@ -6,7 +6,7 @@
 //! PREFERRED_LEADER_NOT_AVAILABLE (80), ELIGIBLE_LEADERS_NOT_AVAILABLE (83), ELECTION_NOT_NEEDED (84). A
 //! null partition list means every partition, and then partitions that needed no election are left out of
 //! the answer, as Kafka does. An unknown election type is INVALID_REQUEST (42) — top-level from v1, per
-//! partition in v0. A standalone broker is the only replica and leader of each of its partitions, so every
+//! partition in v0; so is a request naming more than 100,000 partitions. A standalone broker is the only replica and leader of each of its partitions, so every
 //! election there is ELECTION_NOT_NEEDED.
 
 use std::collections::BTreeMap;
@@ -19,6 +19,9 @@ use protocol::RequestHeader;
 
 use super::KafkaApis;
 
+/// Most partitions one request may name (the answer and the controller call grow with it).
+const MAX_PARTITIONS: usize = 100_000;
+
 /// Runs the election and answers per partition, grouped by topic in request (or name) order.
 pub async fn handle(
     apis: &KafkaApis,
@@ -26,6 +29,35 @@ pub async fn handle(
     request: ElectLeadersRequest,
 ) -> ElectLeadersResponse {
     let version = header.request_api_version;
+    let asked: usize = request
+        .topic_partitions
+        .as_ref()
+        .map_or(0, |tps| tps.iter().map(|t| t.partitions.len()).sum());
+    if asked > MAX_PARTITIONS {
+        // Bounded work per request: v1+ say so at the top; v0 has only per-partition codes, so each topic
+        // gets one INVALID_REQUEST entry (partition −1).
+        let message =
+            format!("{asked} partitions in one ElectLeaders request; at most {MAX_PARTITIONS}");
+        if version >= 1 {
+            return ElectLeadersResponse {
+                error_code: ErrorCode::INVALID_REQUEST.0,
+                ..Default::default()
+            };
+        }
+        return response(
+            request
+                .topic_partitions
+                .unwrap_or_default()
+                .into_iter()
+                .map(|t| ElectionResult {
+                    topic: t.topic,
+                    partition: -1,
+                    error_code: ErrorCode::INVALID_REQUEST.0,
+                    message: Some(message.clone()),
+                })
+                .collect(),
+        );
+    }
     let partitions: Option<Vec<(String, i32)>> = request.topic_partitions.map(|tps| {
         tps.into_iter()
             .flat_map(|t| {
