@@ -5,11 +5,13 @@
 
 use anyhow::bail;
 use clap::Subcommand;
-use protocol::messages::{DescribeClusterRequest, MetadataRequest};
+use protocol::messages::elect_leaders_request::TopicPartitions as ElectLeadersTopicPartitions;
+use protocol::messages::metadata_request::MetadataRequestTopic;
+use protocol::messages::{DescribeClusterRequest, ElectLeadersRequest, MetadataRequest};
 use protocol::{ApiKey, RequestBody, ResponseBody};
 use serde_json::json;
 
-use crate::client::{print_json, print_table, ConnArgs};
+use crate::client::{print_json, print_table, protocol_words, ConnArgs};
 use crate::wire::Wire;
 
 /// `runnel cluster ...`
@@ -25,13 +27,137 @@ pub struct ClusterArgs {
 enum ClusterCommand {
     /// Cluster id, controller, brokers and the API versions the broker supports.
     Info,
+    /// Move leaderships back to preferred replicas (ElectLeaders, KIP-460), or with --unclean give
+    /// leaderless partitions a leader from outside the ISR. Without --topic: every partition.
+    ElectLeaders {
+        /// Only this topic's partitions.
+        #[arg(long, short = 't')]
+        topic: Option<String>,
+        /// Only these partitions of --topic (repeatable).
+        #[arg(long, short = 'p', requires = "topic")]
+        partition: Vec<i32>,
+        /// Unclean election: may lose records only the old ISR had.
+        #[arg(long)]
+        unclean: bool,
+    },
 }
 
 /// Runs a `cluster` subcommand.
 pub fn run(args: ClusterArgs) -> anyhow::Result<()> {
     match args.command {
         ClusterCommand::Info => info(&args.conn),
+        ClusterCommand::ElectLeaders {
+            topic,
+            partition,
+            unclean,
+        } => elect_leaders(&args.conn, topic, partition, unclean),
     }
+}
+
+/// `cluster elect-leaders`: one line per partition elected or failed (partitions that needed no election
+/// are listed only when named). Fails (exit 1) when any partition failed other than ELECTION_NOT_NEEDED.
+fn elect_leaders(
+    conn: &ConnArgs,
+    topic: Option<String>,
+    partitions: Vec<i32>,
+    unclean: bool,
+) -> anyhow::Result<()> {
+    conn.preflight()?;
+    let mut wire = Wire::connect_any(&conn.bootstrap, conn.timeout())?;
+    let topic_partitions = match topic {
+        None => None,
+        Some(t) => {
+            let partitions = if partitions.is_empty() {
+                // Every partition of the topic, from Metadata.
+                let (_, resp) = wire.call(
+                    RequestBody::Metadata(MetadataRequest {
+                        topics: Some(vec![MetadataRequestTopic {
+                            name: Some(t.clone()),
+                            ..Default::default()
+                        }]),
+                        allow_auto_topic_creation: false,
+                        ..Default::default()
+                    }),
+                    12,
+                )?;
+                let ResponseBody::Metadata(md) = resp else {
+                    bail!("unexpected response to Metadata");
+                };
+                let Some(mt) = md.topics.first() else {
+                    bail!("topic '{t}': no metadata");
+                };
+                if mt.error_code != 0 {
+                    bail!("topic '{t}': {}", protocol_words(mt.error_code, None));
+                }
+                mt.partitions.iter().map(|p| p.partition_index).collect()
+            } else {
+                partitions
+            };
+            Some(vec![ElectLeadersTopicPartitions {
+                topic: t,
+                partitions,
+                ..Default::default()
+            }])
+        }
+    };
+    let (_, resp) = wire.call(
+        RequestBody::ElectLeaders(ElectLeadersRequest {
+            election_type: i8::from(unclean),
+            topic_partitions,
+            timeout_ms: conn.timeout().as_millis().min(i32::MAX as u128) as i32,
+            ..Default::default()
+        }),
+        2,
+    )?;
+    let ResponseBody::ElectLeaders(r) = resp else {
+        bail!("unexpected response to ElectLeaders");
+    };
+    if r.error_code != 0 {
+        bail!(
+            "ElectLeaders failed: {}",
+            protocol_words(r.error_code, None)
+        );
+    }
+    let mut rows = Vec::new();
+    let mut failed = Vec::new();
+    for t in &r.replica_election_results {
+        for p in &t.partition_result {
+            let outcome = match p.error_code {
+                0 => "elected".to_string(),
+                84 => "not needed".to_string(),
+                code => {
+                    let words = protocol_words(code, p.error_message.as_deref());
+                    failed.push(format!("{}-{}: {words}", t.topic, p.partition_id));
+                    words
+                }
+            };
+            rows.push((t.topic.clone(), p.partition_id, p.error_code, outcome));
+        }
+    }
+    rows.sort();
+    if conn.json {
+        print_json(&json!(rows
+            .iter()
+            .map(|(t, p, code, o)| json!({"topic": t, "partition": p, "error_code": code, "result": o}))
+            .collect::<Vec<_>>()));
+    } else if rows.is_empty() {
+        println!("No partition needed an election.");
+    } else {
+        let table: Vec<Vec<String>> = rows
+            .iter()
+            .map(|(t, p, _, o)| vec![t.clone(), p.to_string(), o.clone()])
+            .collect();
+        print_table(&["TOPIC", "PARTITION", "RESULT"], &table);
+    }
+    if !failed.is_empty() {
+        failed.sort();
+        bail!(
+            "no leader elected for {} partition(s): {}",
+            failed.len(),
+            failed.join("; ")
+        );
+    }
+    Ok(())
 }
 
 fn info(conn: &ConnArgs) -> anyhow::Result<()> {

@@ -499,6 +499,39 @@ fn cluster_info_shows_brokers_and_api_versions() {
 }
 
 #[test]
+fn cluster_elect_leaders_on_one_broker_needs_no_election() {
+    let t = Target::start(&[]);
+    let name = unique("elect");
+    t.ok(&["topic", "create", &name, "--partitions", "2"], b"");
+    let v = t.json(&["cluster", "elect-leaders", "--topic", &name]);
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{v}");
+    for r in rows {
+        assert_eq!(r["error_code"], json!(84), "{v}");
+        assert_eq!(r["result"], json!("not needed"), "{v}");
+    }
+    let human = String::from_utf8(t.ok(&["cluster", "elect-leaders"], b"")).unwrap();
+    assert!(human.contains("No partition needed an election"), "{human}");
+    let err = t.fails(
+        &[
+            "cluster",
+            "elect-leaders",
+            "--topic",
+            &name,
+            "--partition",
+            "9",
+        ],
+        b"",
+    );
+    assert!(err.contains("UNKNOWN_TOPIC_OR_PARTITION"), "{err}");
+    let err = t.fails(
+        &["cluster", "elect-leaders", "--topic", "no-such-topic-x"],
+        b"",
+    );
+    assert!(err.contains("no-such-topic-x"), "{err}");
+}
+
+#[test]
 fn consume_with_a_group_then_inspect_lag_reset_and_delete() {
     let t = Target::start(&[]);
     let name = unique("grouped");
