@@ -151,3 +151,51 @@ def test_subscribed_consumer_survives_coordinator_failover(cluster, topic):
     cons.close()
     assert coordinator_of(cluster, group) != victim
     assert committed(cluster, group, topic) == 300
+
+
+def test_group_does_not_form_while_its_records_cannot_reach_the_isr(cluster):
+    """As Kafka, JoinGroup/SyncGroup answers that come with group records wait until the ISR of the group's
+    `__consumer_offsets` partition has them: with both followers frozen (SIGSTOP) the coordinator answers
+    COORDINATOR_NOT_AVAILABLE within `offsets.commit.timeout.ms` (5 s) instead of admitting a member whose
+    assignment a failover would lose; once the followers run again the group forms."""
+    import os
+    import signal
+    import kproto
+    from test_groups import join, sync
+    group = f"g-isr-{time.monotonic_ns()}"
+    coord = coordinator_of(cluster, group)
+    cluster.wait(lambda md: "__consumer_offsets" in md.topics and all(
+        sorted(p.isrs) == [1, 2, 3] for p in md.topics["__consumer_offsets"].partitions.values()),
+        "__consumer_offsets fully in sync")
+    others = [n for i, n in cluster.nodes.items() if i != coord]
+    protocols = [("range", b"\x00\x00\x00\x00\x00\x01\x00\x01t\x00\x00\x00\x00")]
+    addr = cluster.nodes[coord].bootstrap
+    try:
+        for n in others:
+            os.kill(n.proc.pid, signal.SIGSTOP)
+        t0 = time.monotonic()
+        with kproto.Connection(addr, timeout=30) as c:
+            first = join(c, 5, group, "", protocols)
+        took = time.monotonic() - t0
+        assert first["error"] == 15, f"COORDINATOR_NOT_AVAILABLE expected while the ISR is frozen: {first}"
+        assert took < 20, f"answered after {took:.1f}s (offsets.commit.timeout.ms is 5 s)"
+        print(f"\nJoinGroup with the ISR frozen: error {first['error']} after {took:.2f}s")
+    finally:
+        for n in others:
+            os.kill(n.proc.pid, signal.SIGCONT)
+    deadline = time.monotonic() + 60
+    last = None
+    while time.monotonic() < deadline:
+        with kproto.Connection(addr, timeout=30) as c:
+            j = join(c, 5, group, "", protocols)
+            if j["error"] == 79:  # MEMBER_ID_REQUIRED
+                j = join(c, 5, group, j["member_id"], protocols)
+            if j["error"] == 0 and j["leader"] == j["member_id"]:
+                err, _ = sync(c, group, j["generation"], j["member_id"], [(j["member_id"], b"")])
+                if err == 0:
+                    return
+                last = ("sync", err)
+            else:
+                last = ("join", j["error"])
+        time.sleep(0.5)
+    pytest.fail(f"the group did not form after the followers resumed: {last}")

@@ -85,6 +85,37 @@ enum Pending {
     Sync(oneshot::Sender<SyncResult>),
 }
 
+/// A parked request with its answer, held back until the group records written with it are replicated.
+enum Reply {
+    Join(oneshot::Sender<JoinResult>, JoinResult),
+    Sync(oneshot::Sender<SyncResult>, SyncResult),
+}
+
+impl Reply {
+    fn send(self) {
+        match self {
+            Reply::Join(tx, r) => {
+                let _ = tx.send(r);
+            }
+            Reply::Sync(tx, r) => {
+                let _ = tx.send(r);
+            }
+        }
+    }
+
+    /// Sends `code` instead (the records could not be replicated).
+    fn fail(self, code: CoordinatorError) {
+        match self {
+            Reply::Join(tx, r) => {
+                let _ = tx.send(JoinResult::error(&r.member_id, code.0));
+            }
+            Reply::Sync(tx, _) => {
+                let _ = tx.send(SyncResult::error(code.0));
+            }
+        }
+    }
+}
+
 /// One batch appended to a `__consumer_offsets` leader: the partition, the offset the HighWatermark must reach
 /// (last offset + 1) and the LeaderEpoch it was appended in.
 type Appended = (Arc<Partition>, i64, i32);
@@ -177,6 +208,28 @@ pub fn group_config(config: &BrokerConfig) -> GroupConfig {
 /// Maps a failed `__consumer_offsets` append to the coordinator error a client sees (Kafka's coordinator
 /// runtime): leadership lost → NOT_COORDINATOR; anything else (storage, ISR, timeout) →
 /// COORDINATOR_NOT_AVAILABLE.
+/// Waits until each append reached the HighWatermark in its LeaderEpoch with at least `min_isr` in-sync
+/// replicas. Errors: leadership lost → NOT_COORDINATOR; ISR too small or `deadline` passed →
+/// COORDINATOR_NOT_AVAILABLE.
+async fn wait_appended(
+    rm: &ReplicaManager,
+    appended: &[Appended],
+    min_isr: usize,
+    deadline: std::time::Instant,
+) -> Written {
+    for (partition, required, epoch) in appended {
+        if let Err(e) = rm
+            .wait_for_replication(partition, *required, *epoch, min_isr, deadline)
+            .await
+        {
+            tracing::warn!(partition = partition.partition, error = %e,
+                "group records not replicated");
+            return Err(write_error(&e));
+        }
+    }
+    Ok(())
+}
+
 fn write_error(e: &ReplicaError) -> CoordinatorError {
     match e {
         ReplicaError::NotLeaderOrFollower => ErrorCode::NOT_COORDINATOR,
@@ -689,22 +742,49 @@ impl GroupCoordinatorService {
             })
             .collect();
         let written = self.persist(&records);
+        let mut replies = Vec::new();
         for e in effects {
             match e {
                 Effect::JoinResponse { request, response } => {
                     if let Some((_, Pending::Join(tx))) = st.pending.remove(&request) {
-                        let _ = tx.send(response);
+                        replies.push(Reply::Join(tx, response));
                     }
                 }
                 Effect::SyncResponse { request, response } => {
                     if let Some((_, Pending::Sync(tx))) = st.pending.remove(&request) {
-                        let _ = tx.send(response);
+                        replies.push(Reply::Sync(tx, response));
                     }
                 }
                 Effect::Persist(_) => {}
             }
         }
+        match &written {
+            // Cluster mode: answers of a call that wrote group records (e.g. the leader's SyncGroup
+            // storing the assignment) wait until the ISR has the records, as Kafka answers after the
+            // write commits; if it cannot, the members get the write's error and rejoin.
+            Ok(appended) if self.cluster_mode && !appended.is_empty() && !replies.is_empty() => {
+                self.reply_when_replicated(appended.clone(), replies);
+            }
+            _ => replies.into_iter().for_each(Reply::send),
+        }
         written
+    }
+
+    /// Sends `replies` once every append in `appended` is replicated (or their error when that fails or
+    /// `offsets.commit.timeout.ms` passes). Without a tokio runtime they are sent at once.
+    fn reply_when_replicated(&self, appended: Vec<Appended>, replies: Vec<Reply>) {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            replies.into_iter().for_each(Reply::send);
+            return;
+        };
+        let (min_isr, deadline) = self.replication_bounds();
+        let rm = self.replica_manager.clone();
+        handle.spawn(async move {
+            match wait_appended(&rm, &appended, min_isr, deadline).await {
+                Ok(()) => replies.into_iter().for_each(Reply::send),
+                Err(code) => replies.into_iter().for_each(|r| r.fail(code)),
+            }
+        });
     }
 
     /// Appends `records` to `__consumer_offsets`: one batch per partition, records in call order.
@@ -867,6 +947,13 @@ impl GroupCoordinatorService {
         if appended.is_empty() {
             return Ok(());
         }
+        let (min_isr, deadline) = self.replication_bounds();
+        wait_appended(&self.replica_manager, appended, min_isr, deadline).await
+    }
+
+    /// `min.insync.replicas` of `__consumer_offsets` and the deadline of a replication wait started now
+    /// (`offsets.commit.timeout.ms`, default 5000 ms).
+    fn replication_bounds(&self) -> (usize, std::time::Instant) {
         let timeout = self
             .config
             .value("offsets.commit.timeout.ms")
@@ -883,18 +970,7 @@ impl GroupCoordinatorService {
             .and_then(|v| v.parse::<usize>().ok())
             .unwrap_or(1)
             .max(1);
-        for (partition, required, epoch) in appended {
-            if let Err(e) = self
-                .replica_manager
-                .wait_for_replication(partition, *required, *epoch, min_isr, deadline)
-                .await
-            {
-                tracing::warn!(partition = partition.partition, error = %e,
-                    "group records not replicated");
-                return Err(write_error(&e));
-            }
-        }
-        Ok(())
+        (min_isr, deadline)
     }
 
     /// Runs a read-only query on the coordinator that names no group (after loading).

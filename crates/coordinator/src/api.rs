@@ -114,7 +114,8 @@ pub struct JoinResult {
 }
 
 impl JoinResult {
-    pub(crate) fn error(member_id: &str, error_code: i16) -> Self {
+    /// An error answer for `member_id`: generation −1, no leader, no members.
+    pub fn error(member_id: &str, error_code: i16) -> Self {
         JoinResult {
             error_code,
             generation_id: -1,
@@ -161,7 +162,8 @@ pub struct SyncResult {
 }
 
 impl SyncResult {
-    pub(crate) fn error(error_code: i16) -> Self {
+    /// An error answer: no protocol, empty assignment.
+    pub fn error(error_code: i16) -> Self {
         SyncResult {
             error_code,
             protocol_type: None,
