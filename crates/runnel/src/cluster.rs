@@ -7,7 +7,9 @@ use anyhow::bail;
 use clap::Subcommand;
 use protocol::messages::elect_leaders_request::TopicPartitions as ElectLeadersTopicPartitions;
 use protocol::messages::metadata_request::MetadataRequestTopic;
-use protocol::messages::{DescribeClusterRequest, ElectLeadersRequest, MetadataRequest};
+use protocol::messages::{
+    DescribeClusterRequest, ElectLeadersRequest, MetadataRequest, MetadataResponse,
+};
 use protocol::{ApiKey, RequestBody, ResponseBody};
 use serde_json::json;
 
@@ -69,20 +71,13 @@ fn elect_leaders(
         Some(t) => {
             let partitions = if partitions.is_empty() {
                 // Every partition of the topic, from Metadata.
-                let (_, resp) = wire.call(
-                    RequestBody::Metadata(MetadataRequest {
-                        topics: Some(vec![MetadataRequestTopic {
-                            name: Some(t.clone()),
-                            ..Default::default()
-                        }]),
-                        allow_auto_topic_creation: false,
+                let md = metadata(
+                    &mut wire,
+                    Some(vec![MetadataRequestTopic {
+                        name: Some(t.clone()),
                         ..Default::default()
-                    }),
-                    12,
+                    }]),
                 )?;
-                let ResponseBody::Metadata(md) = resp else {
-                    bail!("unexpected response to Metadata");
-                };
                 let Some(mt) = md.topics.first() else {
                     bail!("topic '{t}': no metadata");
                 };
@@ -160,12 +155,14 @@ fn elect_leaders(
     Ok(())
 }
 
-fn info(conn: &ConnArgs) -> anyhow::Result<()> {
-    conn.preflight()?;
-    let mut wire = Wire::connect_any(&conn.bootstrap, conn.timeout())?;
+/// Metadata v12 for `topics` (`None`: all), never creating topics.
+fn metadata(
+    wire: &mut Wire,
+    topics: Option<Vec<MetadataRequestTopic>>,
+) -> anyhow::Result<MetadataResponse> {
     let (_, resp) = wire.call(
         RequestBody::Metadata(MetadataRequest {
-            topics: None,
+            topics,
             allow_auto_topic_creation: false,
             ..Default::default()
         }),
@@ -174,6 +171,13 @@ fn info(conn: &ConnArgs) -> anyhow::Result<()> {
     let ResponseBody::Metadata(md) = resp else {
         bail!("unexpected response to Metadata");
     };
+    Ok(md)
+}
+
+fn info(conn: &ConnArgs) -> anyhow::Result<()> {
+    conn.preflight()?;
+    let mut wire = Wire::connect_any(&conn.bootstrap, conn.timeout())?;
+    let md = metadata(&mut wire, None)?;
     // The active controller: KIP-919's DescribeCluster for controller endpoints where the broker serves it
     // (a Runnel cluster member), else Metadata's controller id (Kafka brokers name a live broker there).
     let controller_id = match wire.call(

@@ -59,28 +59,7 @@ fn consume_count_is_reported_exactly_even_when_a_batch_runs_past_it() {
 fn produce_gives_up_within_the_timeout_when_the_broker_stops_answering() {
     let b = Broker::start(&[]);
     let addr = b.addr();
-    let mut bench = Command::new(env!("CARGO_BIN_EXE_runnel"))
-        .args([
-            "bench",
-            "produce",
-            "-t",
-            "stall",
-            "--partitions",
-            "1",
-            "-d",
-            "600",
-            "-s",
-            "100",
-            "--timeout",
-            "2",
-            "-b",
-            &addr,
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn runnel bench");
+    let mut bench = spawn_endless_produce(&addr, "stall", &["--timeout", "2"]);
     // Wait (bounded) until records reach the log, then freeze the broker.
     wait_for_log_bytes(&b, "stall-0");
     // SAFETY: kill(2) on our own child's PID.
@@ -116,6 +95,32 @@ fn produce_gives_up_within_the_timeout_when_the_broker_stops_answering() {
     );
 }
 
+/// Starts `runnel bench produce` of 100-byte records for 600 s into one-partition `topic`, with `extra`
+/// arguments; stdout and stderr piped.
+fn spawn_endless_produce(addr: &str, topic: &str, extra: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_runnel"))
+        .args([
+            "bench",
+            "produce",
+            "-t",
+            topic,
+            "--partitions",
+            "1",
+            "-d",
+            "600",
+            "-s",
+            "100",
+            "-b",
+            addr,
+        ])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn runnel bench")
+}
+
 /// Waits (bounded, 60 s) until partition directory `dir` of the broker holds log bytes.
 fn wait_for_log_bytes(b: &Broker, dir: &str) {
     let segment_dir = b.data_dir().join(dir);
@@ -146,27 +151,7 @@ fn wait_for_log_bytes(b: &Broker, dir: &str) {
 fn ctrl_c_ends_a_produce_run_with_a_report() {
     let b = Broker::start(&[]);
     let addr = b.addr();
-    let bench = Command::new(env!("CARGO_BIN_EXE_runnel"))
-        .args([
-            "bench",
-            "produce",
-            "-t",
-            "intr",
-            "--partitions",
-            "1",
-            "-d",
-            "600",
-            "-s",
-            "100",
-            "--json",
-            "-b",
-            &addr,
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn runnel bench");
+    let bench = spawn_endless_produce(&addr, "intr", &["--json"]);
     wait_for_log_bytes(&b, "intr-0");
     // SAFETY: kill(2) on our own child's PID.
     unsafe { libc::kill(bench.id() as i32, libc::SIGINT) };

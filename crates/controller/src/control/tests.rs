@@ -107,6 +107,28 @@ impl Sim {
         self.image.topics[topic].partitions[&p].clone()
     }
 
+    /// AlterPartition from the current leader of `topic`-`p` setting its ISR to `isr`; must succeed.
+    fn set_isr(&mut self, topic: &str, p: i32, isr: Vec<i32>) {
+        let reg = self.part(topic, p);
+        let leader = reg.leader;
+        let d = self
+            .ctl
+            .alter_partition(
+                &self.image,
+                &AlterPartition {
+                    broker_id: leader,
+                    broker_epoch: self.image.brokers[&leader].broker_epoch,
+                    topic_id: self.image.topics[topic].topic_id,
+                    partition: p,
+                    leader_epoch: reg.leader_epoch,
+                    partition_epoch: reg.partition_epoch,
+                    new_isr: isr,
+                },
+            )
+            .unwrap();
+        self.commit(d.records);
+    }
+
     fn tick_at(&mut self, now: i64) {
         self.now = now;
         let recs = self.ctl.tick(&self.image, now);
@@ -349,26 +371,9 @@ fn preferred_leaders_are_elected_back_once_per_check_interval() {
     }
     // It catches up: the leaders add it to the ISR.
     for &p in &moved {
-        let reg = s.part("t", p);
-        let leader = reg.leader;
-        let mut isr = reg.isr.clone();
+        let mut isr = s.part("t", p).isr;
         isr.push(1);
-        let d = s
-            .ctl
-            .alter_partition(
-                &s.image,
-                &AlterPartition {
-                    broker_id: leader,
-                    broker_epoch: s.image.brokers[&leader].broker_epoch,
-                    topic_id: s.image.topics["t"].topic_id,
-                    partition: p,
-                    leader_epoch: reg.leader_epoch,
-                    partition_epoch: reg.partition_epoch,
-                    new_isr: isr,
-                },
-            )
-            .unwrap();
-        s.commit(d.records);
+        s.set_isr("t", p, isr);
         assert!(s.part("t", p).isr.contains(&1));
     }
     // Not before the check interval has passed since the last check (at 10,000).
@@ -425,23 +430,7 @@ fn preferred_leader_election_skips_a_shutting_down_replica_and_can_be_disabled()
         s.register(preferred, preferred as u128).unwrap();
         s.hb(preferred, false, false).unwrap();
         s.hb(other, false, false).unwrap();
-        let reg = s.part("t", 0);
-        let d = s
-            .ctl
-            .alter_partition(
-                &s.image,
-                &AlterPartition {
-                    broker_id: other,
-                    broker_epoch: s.image.brokers[&other].broker_epoch,
-                    topic_id: s.image.topics["t"].topic_id,
-                    partition: 0,
-                    leader_epoch: reg.leader_epoch,
-                    partition_epoch: reg.partition_epoch,
-                    new_isr: vec![other, preferred],
-                },
-            )
-            .unwrap();
-        s.commit(d.records);
+        s.set_isr("t", 0, vec![other, preferred]);
         s.tick_at(2);
         let want = if enabled { preferred } else { other };
         assert_eq!(
@@ -507,22 +496,7 @@ fn elect_leaders_preferred_and_unclean() {
         reg.leader,
         *reg.replicas.iter().find(|&&r| r != reg.leader).unwrap(),
     );
-    let d = s
-        .ctl
-        .alter_partition(
-            &s.image,
-            &AlterPartition {
-                broker_id: a,
-                broker_epoch: s.image.brokers[&a].broker_epoch,
-                topic_id: s.image.topics["t"].topic_id,
-                partition: 0,
-                leader_epoch: reg.leader_epoch,
-                partition_epoch: reg.partition_epoch,
-                new_isr: vec![a],
-            },
-        )
-        .unwrap();
-    s.commit(d.records);
+    s.set_isr("t", 0, vec![a]);
     let d = s
         .ctl
         .elect_leaders(&s.image, ElectionType::Unclean, Some(&ask(&[("t", 0)])));
@@ -577,22 +551,7 @@ fn elect_leaders_preferred_moves_leadership_and_bumps_the_epoch() {
     s.hb(pref, false, false).unwrap();
     let reg = s.part("t", 0);
     assert_eq!(reg.leader, other);
-    let d = s
-        .ctl
-        .alter_partition(
-            &s.image,
-            &AlterPartition {
-                broker_id: other,
-                broker_epoch: s.image.brokers[&other].broker_epoch,
-                topic_id: s.image.topics["t"].topic_id,
-                partition: 0,
-                leader_epoch: reg.leader_epoch,
-                partition_epoch: reg.partition_epoch,
-                new_isr: vec![other, pref],
-            },
-        )
-        .unwrap();
-    s.commit(d.records);
+    s.set_isr("t", 0, vec![other, pref]);
     let before = s.part("t", 0);
     let d = s.ctl.elect_leaders(&s.image, ElectionType::Preferred, None);
     assert_eq!(d.reply.len(), 1);
