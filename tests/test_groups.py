@@ -898,3 +898,109 @@ def test_admin_apis_and_commits_outside_group_management(gbroker, tmp_path):
     assert group not in listed(set())
     with kproto.Connection(bs) as c:
         assert describe_v0(c, group) == (0, group, "Dead")
+
+
+# ---------------------------------------------------------------------------------------------- break-test fixes
+def commit_ready(bootstrap, group, topic, partition, offset, metadata=None) -> int:
+    """commit_raw, retrying while the coordinator is still coming up (14/15/16: Kafka creates and loads
+    `__consumer_offsets` on first use); bounded."""
+    deadline = time.monotonic() + 60
+    while True:
+        with kproto.Connection(bootstrap) as c:
+            find_coordinators_v4(c, [group])  # Kafka creates `__consumer_offsets` on FindCoordinator
+            code = commit_raw(c, group, topic, partition, offset, metadata)
+        if code not in (14, 15, 16) or time.monotonic() > deadline:
+            return code
+        time.sleep(0.2)
+
+
+def committed_offsets(bootstrap, group, topic, partitions):
+    from confluent_kafka import TopicPartition
+    from confluent_kafka import ConsumerGroupTopicPartitions
+    from confluent_kafka.admin import AdminClient
+    a = AdminClient({"bootstrap.servers": bootstrap})
+    req = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in range(partitions)])
+    got = a.list_consumer_group_offsets([req])[group].result(30)
+    return {tp.partition: tp.offset for tp in got.topic_partitions}
+
+
+def test_deleted_topic_takes_its_committed_offsets_along(gbroker, tmp_path):
+    """A topic deleted and re-created under the same name is read from its start by a group that had
+    committed offsets for the old one (Kafka's onPartitionsDeleted): nothing of the new log is skipped."""
+    from confluent_kafka.admin import AdminClient
+    topic, group = unique("grpdel"), unique("g")
+    make_topic(gbroker.bootstrap, topic, 2)
+    assert commit_ready(gbroker.bootstrap, group, topic, 0, 500, "m") == 0
+    assert commit_ready(gbroker.bootstrap, group, topic, 1, 7) == 0
+    assert committed_offsets(gbroker.bootstrap, group, topic, 2) == {0: 500, 1: 7}
+    a = AdminClient({"bootstrap.servers": gbroker.bootstrap})
+    a.delete_topics([topic], operation_timeout=30)[topic].result(60)
+    deadline = time.monotonic() + 30
+    while topic in a.list_topics(timeout=10).topics:
+        assert time.monotonic() < deadline, "topic still listed 30 s after deletion"
+        time.sleep(0.1)
+    make_topic(gbroker.bootstrap, topic, 2)
+    assert committed_offsets(gbroker.bootstrap, group, topic, 2) == {0: -1001, 1: -1001}  # OFFSET_INVALID
+    produced = produce(gbroker.bootstrap, topic, 2, 20)
+    g = Group(gbroker.bootstrap, topic, group, tmp_path)
+    try:
+        m = g.add("confluent", "range")
+        g.wait(lambda: set(m.records) >= produced, WAIT_S, "every record of the re-created topic")
+    finally:
+        g.close()
+
+
+def test_commits_to_partitions_a_topic_does_not_have_are_refused(gbroker):
+    """OffsetCommit for partition 7 of a 2-partition topic (or −1) is UNKNOWN_TOPIC_OR_PARTITION and nothing
+    is stored, as in Kafka; the topic's real partitions in the same request are committed."""
+    topic, group = unique("grpnp"), unique("g")
+    make_topic(gbroker.bootstrap, topic, 2)
+    assert commit_ready(gbroker.bootstrap, group, topic, 1, 9) == 0
+    assert commit_ready(gbroker.bootstrap, group, topic, 7, 5) == 3
+    assert commit_ready(gbroker.bootstrap, group, topic, -1, 5) == 3
+    assert committed_offsets(gbroker.bootstrap, group, topic, 8) == {
+        0: -1001, 1: 9, 2: -1001, 3: -1001, 4: -1001, 5: -1001, 6: -1001, 7: -1001}
+
+
+def test_a_commit_too_large_to_store_is_refused_and_not_visible(gbroker):
+    """A commit whose records exceed `__consumer_offsets`' max.message.bytes (400 partitions × 4,000-byte
+    metadata ≈ 1.6 MB) gets UNKNOWN_SERVER_ERROR (−1, not retriable), as Kafka answers, and OffsetFetch keeps
+    the previous commit — it never shows an offset that is not in the log."""
+    topic, group = unique("grpbig"), unique("g")
+    make_topic(gbroker.bootstrap, topic, 400)
+    assert commit_ready(gbroker.bootstrap, group, topic, 0, 10) == 0
+    with kproto.Connection(gbroker.bootstrap) as c:
+        w = kproto.Writer().string(group).i32(-1).string("").string(None).i32(1).string(topic).i32(400)
+        for p in range(400):
+            w.i32(p).i64(20).i32(-1).string("x" * 4000)
+        r = c.request(OFFSET_COMMIT, 7, bytes(w.buf))
+        r.i32()
+        assert r.i32() == 1
+        r.string()
+        codes = {r.i32(): r.i16() for _ in range(r.i32())}
+    assert set(codes.values()) == {-1}, sorted(set(codes.values()))
+    got = committed_offsets(gbroker.bootstrap, group, topic, 2)
+    assert got == {0: 10, 1: -1001}, got
+
+
+@pytest.mark.skipif(MODE != "runnel", reason="starts its own broker with group settings")
+def test_group_settings_kafka_names_are_accepted_and_enforced():
+    """`group.max.size`, `offset.metadata.max.bytes`, `offsets.retention.check.interval.ms` are Kafka broker
+    keys: accepted at startup and applied (a second member of a group limited to one gets
+    GROUP_MAX_SIZE_REACHED, 81; metadata over the limit is OFFSET_METADATA_TOO_LARGE, 12)."""
+    b = BrokerProcess({**GROUP_SETS, "group.max.size": "1", "offset.metadata.max.bytes": "10",
+                       "offsets.retention.check.interval.ms": "60000"}).start()
+    try:
+        topic, group = unique("grpmax"), unique("g")
+        make_topic(b.bootstrap, topic, 1)
+        protocols = [("range", b"\x00\x00\x00\x00\x00\x00\x00\x00")]  # consumer subscription v0, no topics
+        with kproto.Connection(b.bootstrap) as c1, kproto.Connection(b.bootstrap) as c2:
+            j = join(c1, 5, group, "", protocols)
+            assert j["error"] == MEMBER_ID_REQUIRED, j
+            j = join(c1, 5, group, j["member_id"], protocols)
+            assert j["error"] == 0, j
+            assert join(c2, 5, group, "", protocols)["error"] == 81  # GROUP_MAX_SIZE_REACHED
+            assert commit_raw(c2, unique("g"), topic, 0, 1, "x" * 11) == 12
+            assert commit_raw(c2, unique("g"), topic, 0, 1, "x" * 10) == 0
+    finally:
+        b.close()

@@ -249,7 +249,19 @@ impl BrokerCluster {
                 }
             };
             let previous = self.image.read().clone();
+            // Topics gone (deleted, or re-created with another id): their committed offsets go too.
+            let deleted: Vec<String> = previous
+                .topics
+                .iter()
+                .filter(|(name, t)| {
+                    next.topics
+                        .get(*name)
+                        .is_none_or(|n| n.topic_id != t.topic_id)
+                })
+                .map(|(name, _)| name.clone())
+                .collect();
             self.publish(&config, &metadata, &replica_manager, &previous, next);
+            groups.on_topics_deleted(&deleted);
             // The group coordinator owns the groups of the `__consumer_offsets` partitions led here: it loads
             // a partition it now leads and unloads one it no longer leads (after the ReplicaManager has the
             // new role).

@@ -203,6 +203,13 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("group.initial.rebalance.delay.ms", T::Int, Some("3000")),
     def("group.min.session.timeout.ms", T::Int, Some("6000")),
     def("group.max.session.timeout.ms", T::Int, Some("1800000")),
+    def("group.max.size", T::Int, Some("2147483647")),
+    def("offset.metadata.max.bytes", T::Int, Some("4096")),
+    def(
+        "offsets.retention.check.interval.ms",
+        T::Long,
+        Some("600000"),
+    ),
     def("controller.quorum.voters", T::List, None),
     def("controller.listener.names", T::List, None),
     def("replica.lag.time.max.ms", T::Long, Some("30000")),

@@ -193,6 +193,12 @@ impl std::fmt::Debug for GroupCoordinatorService {
 /// The coordinator settings taken from the broker config (`group.*`, `offsets.*`).
 pub fn group_config(config: &BrokerConfig) -> GroupConfig {
     let d = GroupConfig::default();
+    let int = |key: &str, default: i64| -> i64 {
+        config
+            .value(key)
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(default)
+    };
     GroupConfig {
         group_min_session_timeout_ms: config.group_min_session_timeout_ms,
         group_max_session_timeout_ms: config.group_max_session_timeout_ms,
@@ -201,6 +207,18 @@ pub fn group_config(config: &BrokerConfig) -> GroupConfig {
             .clamp(0, i64::from(i32::MAX)) as i32,
         offsets_retention_ms: config.offsets_retention_ms,
         offsets_topic_num_partitions: config.offsets_topic_num_partitions.max(1),
+        group_max_size: int("group.max.size", i64::from(d.group_max_size))
+            .clamp(1, i64::from(i32::MAX)) as i32,
+        offset_metadata_max_bytes: int(
+            "offset.metadata.max.bytes",
+            d.offset_metadata_max_bytes as i64,
+        )
+        .max(0) as usize,
+        offsets_retention_check_interval_ms: int(
+            "offsets.retention.check.interval.ms",
+            d.offsets_retention_check_interval_ms,
+        )
+        .max(1),
         ..d
     }
 }
@@ -233,6 +251,12 @@ async fn wait_appended(
 fn write_error(e: &ReplicaError) -> CoordinatorError {
     match e {
         ReplicaError::NotLeaderOrFollower => ErrorCode::NOT_COORDINATOR,
+        // Kafka's coordinator answers records that can never fit with UNKNOWN_SERVER_ERROR (not a retriable
+        // code, so clients do not retry a commit that cannot succeed).
+        ReplicaError::Storage(
+            storage::StorageError::MessageTooLarge { .. }
+            | storage::StorageError::RecordListTooLarge { .. },
+        ) => ErrorCode::UNKNOWN_SERVER_ERROR,
         _ => ErrorCode::COORDINATOR_NOT_AVAILABLE,
     }
 }
@@ -492,6 +516,25 @@ impl GroupCoordinatorService {
         }
     }
 
+    /// Topics were deleted: every group coordinated here forgets its committed offsets for them (tombstones
+    /// written), and Empty groups left without offsets are deleted (Kafka's `onPartitionsDeleted`). A write
+    /// failure is logged; the offsets are gone from memory either way, as the topic is.
+    pub fn on_topics_deleted(&self, topics: &[String]) {
+        if topics.is_empty() || !self.is_loaded() {
+            return;
+        }
+        let mut st = self.state.lock();
+        let now = st.now();
+        let fx = st.coordinator.delete_topics_offsets(now, topics);
+        if let Err(e) = self.apply(&mut st, fx) {
+            tracing::warn!(
+                ?topics,
+                error = e.0,
+                "writing offset tombstones of deleted topics failed"
+            );
+        }
+    }
+
     /// Replays one partition into a fresh coordinator and, if load `id` is still current, merges it.
     fn load_partition(&self, partition: i32, id: u64) {
         let started = std::time::Instant::now();
@@ -713,18 +756,69 @@ impl GroupCoordinatorService {
         group: Option<&str>,
         f: impl FnOnce(&mut State, i64) -> (T, Vec<Effect>),
     ) -> Result<(T, Result<Vec<Appended>, CoordinatorError>), CoordinatorError> {
+        self.call_with_undo(
+            group,
+            |st, now| {
+                let (value, fx) = f(st, now);
+                (value, fx, ())
+            },
+            |_, ()| {},
+        )
+    }
+
+    /// [`call`](Self::call), and when the call's records cannot be appended, `undo` runs with what `f`
+    /// returned for it, still under the lock (so no other call sees state the log does not have).
+    fn call_with_undo<T, U>(
+        &self,
+        group: Option<&str>,
+        f: impl FnOnce(&mut State, i64) -> (T, Vec<Effect>, U),
+        undo: impl FnOnce(&mut State, U),
+    ) -> Result<(T, Result<Vec<Appended>, CoordinatorError>), CoordinatorError> {
         let out = {
             let mut st = self.state.lock();
             if let Some(g) = group {
                 self.check_coordinator(g)?;
             }
             let now = st.now();
-            let (value, fx) = f(&mut st, now);
+            let (value, fx, u) = f(&mut st, now);
             let written = self.apply(&mut st, fx);
+            if written.is_err() {
+                undo(&mut st, u);
+            }
             (value, written)
         };
         self.timer.notify_one();
         Ok(out)
+    }
+
+    /// OffsetCommit: [`with_group_replicated`](Self::with_group_replicated) for `commit_offsets`, except that
+    /// when the commit's records cannot be appended the committed offsets return to what they were (Kafka
+    /// reverts a failed coordinator write), so OffsetFetch never shows a commit a restart would lose.
+    pub async fn commit_offsets(
+        &self,
+        req: &coordinator::OffsetCommitRequest,
+    ) -> Result<(coordinator::OffsetCommitResult, Written), CoordinatorError> {
+        self.ready_for(&req.group_id)?;
+        let partitions: Vec<(String, i32)> = req
+            .topics
+            .iter()
+            .flat_map(|(t, ps)| ps.iter().map(move |p| (t.clone(), p.partition_index)))
+            .collect();
+        let group = req.group_id.clone();
+        let (value, written) = self.call_with_undo(
+            Some(&req.group_id),
+            |st, now| {
+                let before = st.coordinator.offsets_snapshot(&req.group_id, &partitions);
+                let o = st.coordinator.commit_offsets(now, req);
+                (o.response, o.effects, before)
+            },
+            |st, before| st.coordinator.restore_offsets(&group, before),
+        )?;
+        let appended = match written {
+            Ok(a) => a,
+            Err(e) => return Ok((value, Err(e))),
+        };
+        Ok((value, self.wait_replicated(&appended).await))
     }
 
     /// Persists every `Persist` effect (in order), then completes the parked requests the effects answer.
@@ -765,7 +859,10 @@ impl GroupCoordinatorService {
             Ok(appended) if self.cluster_mode && !appended.is_empty() && !replies.is_empty() => {
                 self.reply_when_replicated(appended.clone(), replies);
             }
-            _ => replies.into_iter().for_each(Reply::send),
+            // The records were not written (e.g. a group record larger than max.message.bytes): the
+            // answers carry the error, so no member goes on from state the log does not have.
+            Err(code) => replies.into_iter().for_each(|r| r.fail(*code)),
+            Ok(_) => replies.into_iter().for_each(Reply::send),
         }
         written
     }

@@ -1487,6 +1487,98 @@ impl GroupCoordinator {
     /// for an Empty group counted from when it became empty (else from the commit), for offsets-only groups from
     /// the commit, for Stable "consumer" groups only offsets of topics no member subscribes to; explicit v2–v4
     /// expire timestamps win. Empty groups left without offsets are deleted (tombstone).
+    /// The committed values of `partitions` ((topic, partition) pairs) of `group_id` now, `None` where
+    /// nothing is committed: what [`restore_offsets`](Self::restore_offsets) puts back when the records of
+    /// a commit could not be written.
+    pub fn offsets_snapshot(
+        &self,
+        group_id: &str,
+        partitions: &[(String, i32)],
+    ) -> Vec<(String, i32, Option<OffsetCommitValue>)> {
+        let by_topic = self.offsets.get(group_id);
+        partitions
+            .iter()
+            .map(|(t, p)| {
+                let v = by_topic
+                    .and_then(|b| b.get(t))
+                    .and_then(|ps| ps.get(p))
+                    .cloned();
+                (t.clone(), *p, v)
+            })
+            .collect()
+    }
+
+    /// Puts back what [`offsets_snapshot`](Self::offsets_snapshot) took (no records: the state returns to
+    /// what the log already has, as Kafka reverts a coordinator write that failed).
+    pub fn restore_offsets(
+        &mut self,
+        group_id: &str,
+        snapshot: Vec<(String, i32, Option<OffsetCommitValue>)>,
+    ) {
+        for (topic, p, v) in snapshot {
+            match v {
+                Some(v) => {
+                    self.offsets
+                        .entry(group_id.to_string())
+                        .or_default()
+                        .entry(topic)
+                        .or_default()
+                        .insert(p, v);
+                }
+                None => {
+                    remove_offset(&mut self.offsets, group_id, &topic, p);
+                }
+            }
+        }
+    }
+
+    /// The topics were deleted (Kafka's `onPartitionsDeleted`): every group's committed offsets for them are
+    /// removed (tombstones written), and a group left with no offsets that is Empty (or was only offsets)
+    /// is deleted too. So a topic re-created under the same name is read from its start (or by
+    /// `auto.offset.reset`), not from an offset of the old log.
+    pub fn delete_topics_offsets(&mut self, now_ms: i64, topics: &[String]) -> Vec<Effect> {
+        let mut fx = Vec::new();
+        self.fire_due(now_ms, &mut fx);
+        let gids: Vec<String> = self.offsets.keys().cloned().collect();
+        for gid in gids {
+            let Some(by_topic) = self.offsets.get_mut(&gid) else {
+                continue;
+            };
+            let mut touched = false;
+            for topic in topics {
+                let Some(parts) = by_topic.remove(topic) else {
+                    continue;
+                };
+                touched = true;
+                for p in parts.into_keys() {
+                    fx.push(Effect::Persist(GroupRecord::OffsetCommit {
+                        group: gid.clone(),
+                        topic: topic.clone(),
+                        partition: p,
+                        value: None,
+                    }));
+                }
+            }
+            if !touched || !by_topic.is_empty() {
+                continue;
+            }
+            self.offsets.remove(&gid);
+            match self.groups.get(&gid) {
+                Some(g) if !g.is(GroupState::Empty) => {}
+                Some(_) => {
+                    self.groups.remove(&gid);
+                    self.timers.cancel_group(&gid);
+                    fx.push(Effect::Persist(GroupRecord::GroupMetadata {
+                        group: gid,
+                        value: None,
+                    }));
+                }
+                None => {}
+            }
+        }
+        fx
+    }
+
     fn cleanup_expired_offsets(&mut self, now: i64, fx: &mut Vec<Effect>) {
         let retention = self.config.offsets_retention_ms;
         let ids: BTreeSet<String> = self

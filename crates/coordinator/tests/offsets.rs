@@ -440,3 +440,44 @@ fn partition_for_matches_kafka() {
     assert_eq!(partition_for("my-group", 50), h.abs() % 50);
     assert_eq!(partition_for("polygenelubricants", 50), 0);
 }
+
+#[test]
+fn deleted_topics_lose_their_offsets_and_empty_groups_go() {
+    let mut h = H::new();
+    // An offsets-only group on TOPIC, an active group committing TOPIC and "other".
+    h.c.commit_offsets(h.now, &commit_req("simple", -1, "", 8));
+    let ids = stable_group(&mut h, G, 1);
+    let mut req = commit_req(G, 1, &ids[0], 8);
+    req.topics.push((
+        "other".into(),
+        vec![OffsetCommitPartition {
+            partition_index: 0,
+            committed_offset: 5,
+            committed_leader_epoch: -1,
+            committed_metadata: None,
+        }],
+    ));
+    h.c.commit_offsets(h.now, &req);
+    let fx = h.c.delete_topics_offsets(h.now, &[TOPIC.to_string()]);
+    let recs = persisted(&fx);
+    for (group, p) in [("simple", 0), ("simple", 1), (G, 0), (G, 1)] {
+        assert!(
+            recs.contains(&GroupRecord::OffsetCommit {
+                group: group.into(),
+                topic: TOPIC.into(),
+                partition: p,
+                value: None
+            }),
+            "tombstone for {group} {TOPIC}-{p}: {recs:?}"
+        );
+    }
+    // The offsets-only group had nothing else: gone. G is active and keeps "other".
+    assert!(h.c.group_state("simple").is_none());
+    assert_eq!(h.committed("simple"), -1);
+    assert_eq!(h.committed(G), -1);
+    let f = h.c.fetch_offsets(G, Some(&[("other".into(), vec![0])]));
+    assert_eq!(f.topics[0].1[0].committed_offset, 5);
+    assert!(h.c.group_state(G).is_some());
+    // Nothing to do for a topic nobody committed.
+    assert!(persisted(&h.c.delete_topics_offsets(h.now, &["nobody".to_string()])).is_empty());
+}

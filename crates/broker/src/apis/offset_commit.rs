@@ -2,11 +2,13 @@
 //! (committed leader epoch, v6+), KIP-345 (group instance id, v7+), KIP-447 (GROUP_ID_NOT_FOUND for unknown
 //! groups with a generation, v9+).
 //!
-//! Topics this broker does not know get UNKNOWN_TOPIC_OR_PARTITION (3) without reaching the coordinator, as
-//! in Kafka. Commits from outside group management (generation -1, empty member id) are stored for an Empty
+//! Topics this broker does not know, and partitions a known topic does not have, get UNKNOWN_TOPIC_OR_PARTITION
+//! (3) without reaching the coordinator, as in Kafka. Commits from outside group management (generation -1, empty member id) are stored for an Empty
 //! (or new) group and refused for an active one. If the records cannot be written, the partitions that would
 //! have succeeded get the write error: NOT_COORDINATOR (16) when this broker no longer leads the group's
-//! `__consumer_offsets` partition, else COORDINATOR_NOT_AVAILABLE (15) (the commit stays in memory).
+//! `__consumer_offsets` partition, UNKNOWN_SERVER_ERROR (-1) when they can never fit (larger than the
+//! partition's max.message.bytes), else COORDINATOR_NOT_AVAILABLE (15); the committed offsets then stay what
+//! they were, as Kafka reverts a failed coordinator write.
 //! In cluster mode a group coordinated elsewhere gets NOT_COORDINATOR on every partition.
 //! [`handle`] answers once the records are in the leader log (acks=1); [`handle_async`] also waits for the
 //! ISR (Kafka's acks=all for commits) and is the one to dispatch to.
@@ -29,8 +31,9 @@ type CommitResult = coordinator::OffsetCommitResult;
 enum Prepared {
     /// Answered without the coordinator.
     Done(OffsetCommitResponse),
-    /// Ask the coordinator: the coordinator request, and per request topic whether it is known.
-    Commit(coordinator::OffsetCommitRequest, Vec<bool>),
+    /// Ask the coordinator: the coordinator request, and per request topic its partition count (`None`:
+    /// unknown topic). Partitions outside `0..count` are answered UNKNOWN_TOPIC_OR_PARTITION here.
+    Commit(coordinator::OffsetCommitRequest, Vec<Option<i32>>),
 }
 
 /// Commits the offsets; one result per requested partition, in request order. Answers once the records have
@@ -44,10 +47,7 @@ pub async fn handle_async(
     match prepare(apis, header, &request) {
         Prepared::Done(r) => r,
         Prepared::Commit(req, known) => {
-            let outcome = apis
-                .groups
-                .with_group_replicated(&req.group_id, |c, now| c.commit_offsets(now, &req))
-                .await;
+            let outcome = apis.groups.commit_offsets(&req).await;
             finish(&request, known, outcome)
         }
     }
@@ -86,12 +86,18 @@ fn prepare(apis: &KafkaApis, header: &RequestHeader, request: &OffsetCommitReque
     if let Err(code) = apis.groups.check_coordinator(&request.group_id) {
         return Prepared::Done(all_with(request, code.0));
     }
-    let known: Vec<bool> = request
+    let known: Vec<Option<i32>> = request
         .topics
         .iter()
-        .map(|t| apis.metadata.topic(&t.name).is_some())
+        .map(|t| apis.metadata.topic(&t.name).map(|m| m.partitions))
         .collect();
-    if !known.iter().any(|k| *k) {
+    let exists = |count: Option<i32>, p: i32| count.is_some_and(|n| (0..n).contains(&p));
+    let any = request
+        .topics
+        .iter()
+        .zip(&known)
+        .any(|(t, k)| t.partitions.iter().any(|p| exists(*k, p.partition_index)));
+    if !any {
         return Prepared::Done(all_with(request, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0));
     }
     let req = coordinator::OffsetCommitRequest {
@@ -109,12 +115,13 @@ fn prepare(apis: &KafkaApis, header: &RequestHeader, request: &OffsetCommitReque
             .topics
             .iter()
             .zip(&known)
-            .filter(|(_, k)| **k)
-            .map(|(t, _)| {
+            .filter(|(_, k)| k.is_some())
+            .map(|(t, k)| {
                 (
                     t.name.clone(),
                     t.partitions
                         .iter()
+                        .filter(|p| exists(*k, p.partition_index))
                         .map(|p| coordinator::OffsetCommitPartition {
                             partition_index: p.partition_index,
                             committed_offset: p.committed_offset,
@@ -132,7 +139,7 @@ fn prepare(apis: &KafkaApis, header: &RequestHeader, request: &OffsetCommitReque
 /// Builds the response from the coordinator's outcome (requests without a known topic never reach it).
 fn finish(
     request: &OffsetCommitRequest,
-    known: Vec<bool>,
+    known: Vec<Option<i32>>,
     outcome: Result<(CommitResult, Written), ErrorCode>,
 ) -> OffsetCommitResponse {
     let mut results = match outcome {
@@ -157,16 +164,26 @@ fn finish(
             .iter()
             .zip(known)
             .map(|(t, known)| {
-                let partitions = if known {
-                    results
+                let partitions = if let Some(count) = known {
+                    // The coordinator answered the partitions that exist, in request order.
+                    let mut answered = results
                         .next()
                         .map(|(_, ps)| ps)
                         .unwrap_or_default()
-                        .into_iter()
-                        .map(|(p, code)| OffsetCommitResponsePartition {
-                            partition_index: p,
-                            error_code: code,
-                            ..Default::default()
+                        .into_iter();
+                    t.partitions
+                        .iter()
+                        .map(|p| {
+                            let error_code = if (0..count).contains(&p.partition_index) {
+                                answered.next().map_or(unknown, |(_, code)| code)
+                            } else {
+                                unknown
+                            };
+                            OffsetCommitResponsePartition {
+                                partition_index: p.partition_index,
+                                error_code,
+                                ..Default::default()
+                            }
                         })
                         .collect()
                 } else {
