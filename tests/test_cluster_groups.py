@@ -199,3 +199,19 @@ def test_group_does_not_form_while_its_records_cannot_reach_the_isr(cluster):
                 last = ("join", j["error"])
         time.sleep(0.5)
     pytest.fail(f"the group did not form after the followers resumed: {last}")
+
+
+def test_deleting_a_topic_deletes_its_committed_offsets_on_every_coordinator(cluster, topic):
+    """In a cluster each coordinator drops its groups' offsets for a topic when its metadata image loses the
+    topic, so the re-created topic starts with nothing committed."""
+    from confluent_kafka.admin import AdminClient
+    create_topic(cluster, topic)
+    groups = [f"g-del-{i}-{time.monotonic_ns()}" for i in range(6)]
+    for i, g in enumerate(groups):
+        commit(cluster, g, topic, 10 + i)
+    assert [committed(cluster, g, topic) for g in groups] == [10 + i for i in range(6)]
+    a = AdminClient({"bootstrap.servers": cluster.alive_bootstrap()})
+    a.delete_topics([topic], operation_timeout=30)[topic].result(60)
+    cluster.wait(lambda md: topic not in md.topics, f"{topic} deleted")
+    create_topic(cluster, topic)
+    assert [committed(cluster, g, topic) for g in groups] == [-1001] * 6
