@@ -1004,3 +1004,25 @@ def test_group_settings_kafka_names_are_accepted_and_enforced():
             assert commit_raw(c2, unique("g"), topic, 0, 1, "x" * 10) == 0
     finally:
         b.close()
+
+
+def test_empty_and_unknown_group_ids_get_kafkas_answers(gbroker):
+    """Kafka 4.4.0's answers for a group id nobody uses, the empty one included: OffsetFetch gives −1 offsets,
+    DescribeGroups says Dead, DeleteGroups GROUP_ID_NOT_FOUND (69), and LeaveGroup v3+ answers each member
+    UNKNOWN_MEMBER_ID (25) rather than failing the request (but the empty id there is INVALID_GROUP_ID, 24)."""
+    topic = unique("grpempty")
+    make_topic(gbroker.bootstrap, topic, 1)
+    for group in ["", unique("nobody")]:
+        assert fetch_offsets_raw(gbroker.bootstrap, group, topic, 1) == {0: -1}, repr(group)
+        state, members = describe_group_raw(gbroker.bootstrap, group)
+        assert (state, members) == ("Dead", []), repr(group)
+        with kproto.Connection(gbroker.bootstrap) as c:
+            r = c.request(42, 1, bytes(kproto.Writer().i32(1).string(group).buf))  # DeleteGroups v1
+            r.i32()
+            assert r.array(lambda r: (r.string(), r.i16())) == [(group, 69)], repr(group)
+            w = kproto.Writer().string(group).i32(1).string("m-1").string(None)  # LeaveGroup v3
+            r = c.request(LEAVE_GROUP, 3, bytes(w.buf))
+            r.i32()
+            top = r.i16()
+            want = (24, []) if group == "" else (0, [("m-1", None, 25)])  # INVALID_GROUP_ID for "" here
+            assert (top, r.array(lambda r: (r.string(), r.string(), r.i16()))) == want, repr(group)

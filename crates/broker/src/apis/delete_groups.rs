@@ -2,7 +2,7 @@
 //! null.
 //!
 //! Deletes Empty groups with all their committed offsets (tombstones are written to `__consumer_offsets`).
-//! Per group: 0, INVALID_GROUP_ID (24, empty id), NON_EMPTY_GROUP (68), GROUP_ID_NOT_FOUND (69),
+//! Per group: 0, NON_EMPTY_GROUP (68), GROUP_ID_NOT_FOUND (69, also for an empty id, as Kafka 4),
 //! COORDINATOR_LOAD_IN_PROGRESS (14), COORDINATOR_NOT_AVAILABLE (15) (tombstones not written), or
 //! NOT_COORDINATOR (16) (cluster mode: the group is coordinated by another broker, or leadership was lost
 //! while writing).
@@ -27,9 +27,8 @@ pub fn handle(
             .groups_names
             .into_iter()
             .map(|group_id| {
-                let error_code = if group_id.is_empty() {
-                    coordinator::error::INVALID_GROUP_ID
-                } else {
+                // An empty group id is looked up like any other (Kafka 4: GROUP_ID_NOT_FOUND).
+                let error_code = {
                     let one = std::slice::from_ref(&group_id);
                     match apis
                         .groups

@@ -43,9 +43,6 @@ pub fn handle(
                 authorized_operations: ops,
                 ..Default::default()
             };
-            if group_id.is_empty() {
-                return error(coordinator::error::INVALID_GROUP_ID, None);
-            }
             let d = match apis
                 .groups
                 .read_group(&group_id, |c| c.describe_group(&group_id))
