@@ -1026,3 +1026,21 @@ def test_empty_and_unknown_group_ids_get_kafkas_answers(gbroker):
             top = r.i16()
             want = (24, []) if group == "" else (0, [("m-1", None, 25)])  # INVALID_GROUP_ID for "" here
             assert (top, r.array(lambda r: (r.string(), r.string(), r.i16()))) == want, repr(group)
+
+
+def test_deleting_consumer_offsets_forgets_every_group(fresh_gbroker):
+    """Deleting `__consumer_offsets` (Kafka allows it) forgets every group and offset at once, as Kafka does;
+    the next group request creates it again and commits work."""
+    from confluent_kafka.admin import AdminClient
+    b = fresh_gbroker
+    topic, group = unique("grpco"), unique("g")
+    make_topic(b.bootstrap, topic, 1)
+    assert commit_ready(b.bootstrap, group, topic, 0, 42) == 0
+    assert fetch_offsets_raw(b.bootstrap, group, topic, 1) == {0: 42}
+    a = AdminClient({"bootstrap.servers": b.bootstrap})
+    a.delete_topics(["__consumer_offsets"], operation_timeout=30)["__consumer_offsets"].result(60)
+    assert fetch_offsets_raw(b.bootstrap, group, topic, 1) == {0: -1}
+    assert commit_ready(b.bootstrap, group, topic, 0, 7) == 0
+    assert fetch_offsets_raw(b.bootstrap, group, topic, 1) == {0: 7}
+    b.restart()
+    assert fetch_offsets_raw(b.bootstrap, group, topic, 1) == {0: 7}

@@ -524,8 +524,20 @@ impl GroupCoordinatorService {
             return;
         }
         let mut st = self.state.lock();
+        if topics.iter().any(|t| t == OFFSETS_TOPIC) && !self.cluster_mode {
+            // `__consumer_offsets` itself is gone: every group and offset with it (parked joins and syncs
+            // get NOT_COORDINATOR); it is created again on the next group request. (In a cluster the
+            // partitions' leadership ends, which unloads them.)
+            let fx = st.coordinator.unload_groups(|_| true);
+            let _ = self.apply(&mut st, fx);
+        }
+        let topics: Vec<String> = topics
+            .iter()
+            .filter(|t| *t != OFFSETS_TOPIC)
+            .cloned()
+            .collect();
         let now = st.now();
-        let fx = st.coordinator.delete_topics_offsets(now, topics);
+        let fx = st.coordinator.delete_topics_offsets(now, &topics);
         if let Err(e) = self.apply(&mut st, fx) {
             tracing::warn!(
                 ?topics,
