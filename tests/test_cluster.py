@@ -366,7 +366,18 @@ def test_topic_deleted_while_a_broker_is_down_can_be_recreated(cluster, topic):
     cluster.wait(lambda md: topic not in md.topics, f"{topic} deleted")
     cluster.nodes[away].start()
     cluster.wait(lambda md: len(md.brokers) == 3, "the broker back")
-    create_topic(cluster, topic)
+    from confluent_kafka import KafkaException
+    try:
+        create_topic(cluster, topic)
+    except KafkaException as e:
+        # The returning voter may force a Raft election (no pre-vote) just as the CreateTopics commits; the
+        # broker's controller client then retries on the new leader and gets TOPIC_ALREADY_EXISTS for the topic
+        # its first attempt created — as a retried CreateTopics can against Kafka. The topic is new either way
+        # (the old one was gone above).
+        assert e.args[0].code() == 36, e
+        cluster.wait(lambda md: topic in md.topics and all(
+            pm.leader >= 0 and len(pm.isrs) == 3 for pm in md.topics[topic].partitions.values()),
+            f"{topic} led with a full ISR")
     assert "deleting stray log" in cluster.nodes[away].log_tail(400)
     s = Stream(cluster.bootstrap, topic)
     s.until_acked(20)
