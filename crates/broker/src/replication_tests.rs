@@ -414,7 +414,17 @@ async fn follower_behind_the_log_start_restarts_there_and_rejoins() {
         link.registration.lock().as_ref().unwrap().isr == vec![1, 2]
     })
     .await;
-    assert_eq!(p1.registration().isr, vec![1, 2]);
+    // The controller (the test link) has the expanded ISR; the leader applies the AlterPartition answer just
+    // after, without a notification to await: poll, bounded.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while p1.registration().isr != vec![1, 2] {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the leader's partition state never showed ISR [1, 2]: {:?}",
+            p1.registration().isr
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     b1.rm.shutdown().unwrap();
     b2.rm.shutdown().unwrap();
 }
