@@ -50,19 +50,17 @@ pub fn handle(
         // An unknown group in v3+ (batched members): Kafka answers each member UNKNOWN_MEMBER_ID, not the
         // whole request.
         Ok(r) if version >= 3 && r.error_code == coordinator::error::UNKNOWN_MEMBER_ID => {
-            return LeaveGroupResponse {
+            coordinator::LeaveResult {
                 error_code: 0,
                 members: members
                     .into_iter()
-                    .map(|m| MemberResponse {
+                    .map(|m| coordinator::LeaveMemberResult {
                         member_id: m.member_id,
                         group_instance_id: m.group_instance_id,
                         error_code: r.error_code,
-                        ..Default::default()
                     })
                     .collect(),
-                ..Default::default()
-            };
+            }
         }
         Ok(r) => {
             return LeaveGroupResponse {
