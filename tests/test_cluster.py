@@ -383,3 +383,46 @@ def test_topic_deleted_while_a_broker_is_down_can_be_recreated(cluster, topic):
     s.until_acked(20)
     s.finish()
     check_exactly_once_in_order(cluster, s)
+
+
+def produce_one(bootstrap: str, topic: str, size: int):
+    """Produces one record of `size` bytes with acks=all to partition 0; returns the KafkaError or None."""
+    from confluent_kafka import Producer
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "message.timeout.ms": 30000,
+                  "message.max.bytes": 10_000_000, "topic.metadata.refresh.interval.ms": 1000})
+    result = []
+    p.produce(topic, value=b"x" * size, partition=0, on_delivery=lambda err, msg: result.append(err))
+    assert p.flush(60) == 0, "the record was neither acknowledged nor refused in time"
+    return result[0]
+
+
+def test_dynamic_broker_config_survives_topic_config_and_leader_changes(cluster, topic):
+    """B1 (issue 12): a dynamic broker config (here `message.max.bytes`, set per broker with
+    IncrementalAlterConfigs as `kafka-configs --entity-type brokers` does) stays in force for a partition
+    across a change of its topic configs and a change of its leader. Each of those publishes a new partition
+    state, which used to rebuild the partition's LogConfig from the static config and so silently undo it."""
+    from confluent_kafka import KafkaError
+    from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
+                                       ResourceType)
+    create_topic(cluster, topic)
+    a = AdminClient({"bootstrap.servers": cluster.alive_bootstrap()})
+    for n in NODES:
+        res = ConfigResource(ResourceType.BROKER, str(n), incremental_configs=[
+            ConfigEntry("message.max.bytes", "2000", incremental_operation=AlterConfigOpType.SET)])
+        a.incremental_alter_configs([res])[res].result(60)
+    assert produce_one(cluster.bootstrap, topic, 500) is None
+
+    def refused(what: str):
+        err = produce_one(cluster.alive_bootstrap(), topic, 5000)
+        assert err is not None and err.code() == KafkaError.MSG_SIZE_TOO_LARGE, f"{what}: {err}"
+
+    refused("after the dynamic change")
+    res = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
+        ConfigEntry("retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET)])
+    a.incremental_alter_configs([res])[res].result(60)
+    refused("after a topic config change")
+    leader = cluster.partition(topic).leader
+    cluster.nodes[leader].kill9()
+    cluster.wait(lambda md: md.topics[topic].partitions[0].leader not in (-1, leader), "a new leader")
+    refused("after a leader change")
+    assert produce_one(cluster.alive_bootstrap(), topic, 500) is None

@@ -35,10 +35,13 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use crate::config::BrokerConfig;
-use crate::group_coordinator::{GroupCoordinatorService, OFFSETS_TOPIC};
+use crate::dynamic_config::DynamicBrokerConfig;
+use crate::error::ApiError;
 use crate::metadata::{MetadataStore, TopicMetadata};
+use crate::publisher::MetadataPublisher;
 use crate::replica_manager::{ClusterLink, PartitionState, ReplicaManager};
-use crate::topics::{log_config, ApiError};
+use crate::topic_admin::{NewTopic, TopicAdmin};
+use crate::topic_config::log_config;
 
 /// How long a broker waits for its own image to show a change it asked the controller for.
 const READ_YOUR_WRITES_TIMEOUT: Duration = Duration::from_secs(15);
@@ -214,13 +217,15 @@ impl BrokerCluster {
         tracing::warn!("controlled shutdown did not complete in {timeout:?}");
     }
 
-    /// Follows the committed metadata log and publishes every new image until `shutdown` turns true.
+    /// Follows the committed metadata log and publishes every new image until `shutdown` turns true: this
+    /// broker's topic registry and partitions first ([`BrokerCluster::publish`]), then each of `publishers`
+    /// in order (Kafka's `MetadataPublisher`s), with the previous and the new image.
     pub async fn run_metadata_listener(
         self: Arc<Self>,
-        config: BrokerConfig,
+        dynamic: Arc<DynamicBrokerConfig>,
         metadata: Arc<MetadataStore>,
         replica_manager: Arc<ReplicaManager>,
-        groups: Arc<GroupCoordinatorService>,
+        publishers: Vec<Arc<dyn MetadataPublisher>>,
         mut shutdown: watch::Receiver<bool>,
     ) {
         loop {
@@ -249,41 +254,10 @@ impl BrokerCluster {
                 }
             };
             let previous = self.image.read().clone();
-            // Topics gone (deleted, or re-created with another id): their committed offsets go too.
-            let deleted: Vec<String> = previous
-                .topics
-                .iter()
-                .filter(|(name, t)| {
-                    next.topics
-                        .get(*name)
-                        .is_none_or(|n| n.topic_id != t.topic_id)
-                })
-                .map(|(name, _)| name.clone())
-                .collect();
-            self.publish(&config, &metadata, &replica_manager, &previous, next);
-            groups.on_topics_deleted(&deleted);
-            // The group coordinator owns the groups of the `__consumer_offsets` partitions led here: it loads
-            // a partition it now leads and unloads one it no longer leads (after the ReplicaManager has the
-            // new role).
+            self.publish(&dynamic, &metadata, &replica_manager, &previous, next);
             let current = self.image.read().clone();
-            let leads = |image: &MetadataImage, p: i32| {
-                image
-                    .topics
-                    .get(OFFSETS_TOPIC)
-                    .and_then(|t| t.partitions.get(&p))
-                    .is_some_and(|r| r.leader == self.node_id)
-            };
-            let count = |image: &MetadataImage| {
-                image
-                    .topics
-                    .get(OFFSETS_TOPIC)
-                    .map_or(0, |t| t.partitions.len() as i32)
-            };
-            for p in 0..count(&previous).max(count(&current)) {
-                let (was, is) = (leads(&previous, p), leads(&current, p));
-                if was != is {
-                    groups.on_partition_leadership(p, is);
-                }
+            for p in &publishers {
+                p.on_image(&previous, &current);
             }
         }
     }
@@ -291,7 +265,7 @@ impl BrokerCluster {
     /// Makes `next` the current image: topic registry, partition states, then the published offset.
     fn publish(
         &self,
-        config: &BrokerConfig,
+        dynamic: &DynamicBrokerConfig,
         metadata: &MetadataStore,
         replica_manager: &ReplicaManager,
         previous: &MetadataImage,
@@ -368,7 +342,8 @@ impl BrokerCluster {
                     continue;
                 }
                 let state = partition_state(t.topic_id, reg);
-                let config = log_config(config, &t.configs);
+                // The effective config: dynamic broker values (KIP-226) hold across leader and ISR changes.
+                let config = log_config(&dynamic.effective(), &t.configs);
                 let mut result =
                     replica_manager.apply_partition_state(name, *p, config.clone(), state.clone());
                 if let Err(StorageError::InconsistentTopicId(_)) = &result {
@@ -561,12 +536,6 @@ pub fn partition_state(topic_id: Uuid, reg: &PartitionRegistration) -> Partition
     }
 }
 
-/// Runs `future` to completion from synchronous handler code on the multi-threaded runtime (admin requests
-/// in cluster mode wait for the controller; the worker thread is handed over while it blocks).
-pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(future))
-}
-
 /// The [`ClusterLink`] of a cluster member: endpoints from the image, ISR changes through the controller.
 #[derive(Debug)]
 pub struct ControllerLink(pub Arc<BrokerCluster>);
@@ -606,5 +575,62 @@ impl ClusterLink for ControllerLink {
                 })?;
             Ok(partition_state(state.topic_id, &reg))
         })
+    }
+}
+
+/// The cluster-mode [`TopicAdmin`]: the active controller decides (placement, the replication factor against
+/// live brokers, configs), and each answer comes once this broker's image shows the change.
+#[derive(Debug)]
+pub struct QuorumTopicAdmin(pub Arc<BrokerCluster>);
+
+impl TopicAdmin for QuorumTopicAdmin {
+    fn create_topic(
+        &self,
+        topic: NewTopic,
+        validate_only: bool,
+    ) -> BoxFuture<'_, Result<TopicMetadata, ApiError>> {
+        let create = CreateTopic {
+            name: topic.name,
+            num_partitions: topic.partitions,
+            replication_factor: topic.replication_factor,
+            assignments: Vec::new(),
+            configs: topic.configs,
+        };
+        Box::pin(self.0.create_topic(create, validate_only))
+    }
+
+    fn delete_topic(&self, name: String) -> BoxFuture<'_, Result<Uuid, ApiError>> {
+        Box::pin(async move { self.0.delete_topic(&name).await })
+    }
+
+    fn set_topic_configs(
+        &self,
+        name: String,
+        configs: BTreeMap<String, String>,
+        validate_only: bool,
+    ) -> BoxFuture<'_, Result<(), ApiError>> {
+        Box::pin(async move {
+            self.0
+                .set_topic_configs(&name, configs, validate_only)
+                .await
+        })
+    }
+
+    fn create_partitions(
+        &self,
+        name: String,
+        count: i32,
+        validate_only: bool,
+    ) -> BoxFuture<'_, Result<(), ApiError>> {
+        Box::pin(async move { self.0.create_partitions(&name, count, validate_only).await })
+    }
+
+    fn live_brokers(&self) -> usize {
+        self.0
+            .image()
+            .brokers
+            .values()
+            .filter(|b| !b.fenced)
+            .count()
     }
 }

@@ -36,8 +36,8 @@ use protocol::error::ErrorCode;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{broker_def, BrokerConfig, ConfigType};
+use crate::error::ApiError;
 use crate::metadata::write_atomically;
-use crate::topics::ApiError;
 
 /// File name of the persisted dynamic configs inside the data directory.
 pub const DYNAMIC_CONFIG_FILE: &str = "dynamic-broker-configs.json";

@@ -53,9 +53,10 @@ use protocol::error::ErrorCode;
 use protocol::record::{batches, Compression, RecordBatchBuilder, Records};
 use tokio::sync::{oneshot, watch, Notify};
 
-use crate::config::BrokerConfig;
+use crate::config::{keys, BrokerConfig};
 use crate::metadata::MetadataStore;
 use crate::partition::Partition;
+use crate::publisher::MetadataPublisher;
 use crate::replica_manager::{now_ms, ReplicaError, ReplicaManager};
 use crate::topics::TopicManager;
 
@@ -64,9 +65,6 @@ pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 
 /// `offsets.topic.segment.bytes` default (100 MiB).
 const OFFSETS_TOPIC_SEGMENT_BYTES: &str = "104857600";
-
-/// `offsets.commit.timeout.ms` default: how long a commit waits for the ISR (ms).
-const OFFSETS_COMMIT_TIMEOUT_MS: u64 = 5_000;
 
 /// Bytes read per step while loading a partition.
 const LOAD_READ_BYTES: usize = 4 * 1024 * 1024;
@@ -158,16 +156,16 @@ pub struct GroupCoordinatorService {
     config: BrokerConfig,
     metadata: Arc<MetadataStore>,
     replica_manager: Arc<ReplicaManager>,
-    topics: TopicManager,
+    /// The broker's topic manager (creates `__consumer_offsets`; resolves its configs with dynamic values).
+    topics: Arc<TopicManager>,
     /// Partition count of `__consumer_offsets` used for placement: the existing topic's, else the config's.
     num_partitions: AtomicI32,
     state: Mutex<State>,
     loaded: AtomicBool,
     timer: Notify,
-    create_lock: Mutex<()>,
-    /// Cluster mode: `__consumer_offsets` is replicated and each group's coordinator is the leader of its
-    /// partition.
-    cluster: Option<Arc<crate::cluster::BrokerCluster>>,
+    /// Serializes the creation of `__consumer_offsets` (held across the controller round trip in a cluster;
+    /// never held with `state`).
+    create_lock: tokio::sync::Mutex<()>,
     /// Coordinate only the partitions given by [`GroupCoordinatorService::on_partition_leadership`] (true with
     /// a cluster, or after [`GroupCoordinatorService::with_cluster_mode`]).
     cluster_mode: bool,
@@ -193,12 +191,6 @@ impl std::fmt::Debug for GroupCoordinatorService {
 /// The coordinator settings taken from the broker config (`group.*`, `offsets.*`).
 pub fn group_config(config: &BrokerConfig) -> GroupConfig {
     let d = GroupConfig::default();
-    let int = |key: &str, default: i64| -> i64 {
-        config
-            .value(key)
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(default)
-    };
     GroupConfig {
         group_min_session_timeout_ms: config.group_min_session_timeout_ms,
         group_max_session_timeout_ms: config.group_max_session_timeout_ms,
@@ -207,25 +199,15 @@ pub fn group_config(config: &BrokerConfig) -> GroupConfig {
             .clamp(0, i64::from(i32::MAX)) as i32,
         offsets_retention_ms: config.offsets_retention_ms,
         offsets_topic_num_partitions: config.offsets_topic_num_partitions.max(1),
-        group_max_size: int("group.max.size", i64::from(d.group_max_size))
-            .clamp(1, i64::from(i32::MAX)) as i32,
-        offset_metadata_max_bytes: int(
-            "offset.metadata.max.bytes",
-            d.offset_metadata_max_bytes as i64,
-        )
-        .max(0) as usize,
-        offsets_retention_check_interval_ms: int(
-            "offsets.retention.check.interval.ms",
-            d.offsets_retention_check_interval_ms,
-        )
-        .max(1),
+        group_max_size: config.get(keys::GROUP_MAX_SIZE).max(1),
+        offset_metadata_max_bytes: config.get(keys::OFFSET_METADATA_MAX_BYTES).max(0) as usize,
+        offsets_retention_check_interval_ms: config
+            .get(keys::OFFSETS_RETENTION_CHECK_INTERVAL_MS)
+            .max(1),
         ..d
     }
 }
 
-/// Maps a failed `__consumer_offsets` append to the coordinator error a client sees (Kafka's coordinator
-/// runtime): leadership lost → NOT_COORDINATOR; anything else (storage, ISR, timeout) →
-/// COORDINATOR_NOT_AVAILABLE.
 /// Waits until each append reached the HighWatermark in its LeaderEpoch with at least `min_isr` in-sync
 /// replicas. Errors: leadership lost → NOT_COORDINATOR; ISR too small or `deadline` passed →
 /// COORDINATOR_NOT_AVAILABLE.
@@ -248,6 +230,9 @@ async fn wait_appended(
     Ok(())
 }
 
+/// Maps a failed `__consumer_offsets` append to the coordinator error a client sees (Kafka's coordinator
+/// runtime): leadership lost → NOT_COORDINATOR; records that can never fit → UNKNOWN_SERVER_ERROR; anything
+/// else (storage, ISR, timeout) → COORDINATOR_NOT_AVAILABLE.
 fn write_error(e: &ReplicaError) -> CoordinatorError {
     match e {
         ReplicaError::NotLeaderOrFollower => ErrorCode::NOT_COORDINATOR,
@@ -271,15 +256,16 @@ enum ReplayTo {
 }
 
 impl GroupCoordinatorService {
-    /// A service with an empty, not yet loaded coordinator. With `cluster`, it runs in cluster mode.
+    /// A service with an empty, not yet loaded coordinator for a broker with static config `config`. With
+    /// `cluster_mode` it coordinates only the `__consumer_offsets` partitions led here (see
+    /// [`on_partition_leadership`](Self::on_partition_leadership)). `topics` is the broker's one topic manager.
     pub fn new(
         config: BrokerConfig,
         metadata: Arc<MetadataStore>,
         replica_manager: Arc<ReplicaManager>,
-        cluster: Option<Arc<crate::cluster::BrokerCluster>>,
+        topics: Arc<TopicManager>,
+        cluster_mode: bool,
     ) -> GroupCoordinatorService {
-        let topics = TopicManager::new(config.clone(), metadata.clone(), replica_manager.clone())
-            .with_cluster(cluster.clone());
         let n = metadata
             .topic(OFFSETS_TOPIC)
             .map_or(config.offsets_topic_num_partitions.max(1), |t| t.partitions);
@@ -297,15 +283,14 @@ impl GroupCoordinatorService {
             num_partitions: AtomicI32::new(n),
             loaded: AtomicBool::new(false),
             timer: Notify::new(),
-            cluster_mode: cluster.is_some(),
-            cluster,
-            create_lock: Mutex::new(()),
+            cluster_mode,
+            create_lock: tokio::sync::Mutex::new(()),
             partitions: Mutex::new(HashMap::new()),
             load_ids: AtomicU64::new(0),
         }
     }
 
-    /// Cluster-mode coordination without a [`crate::cluster::BrokerCluster`]: the service coordinates only
+    /// Cluster-mode coordination: the service coordinates only
     /// the `__consumer_offsets` partitions given by [`GroupCoordinatorService::on_partition_leadership`]
     /// (tests, and brokers whose leadership comes from elsewhere).
     pub fn with_cluster_mode(mut self) -> GroupCoordinatorService {
@@ -362,17 +347,14 @@ impl GroupCoordinatorService {
         v
     }
 
-    /// Creates `__consumer_offsets` if it does not exist yet. Error: COORDINATOR_NOT_AVAILABLE.
-    pub fn ensure_offsets_topic(&self) -> Result<(), CoordinatorError> {
+    /// Creates `__consumer_offsets` if it does not exist yet (`offsets.topic.num.partitions` partitions;
+    /// `offsets.topic.replication.factor` capped by the live brokers, so a small cluster still gets a
+    /// coordinator). Concurrent callers wait for the one creation. Error: COORDINATOR_NOT_AVAILABLE.
+    pub async fn ensure_offsets_topic(&self) -> Result<(), CoordinatorError> {
         if self.metadata.topic(OFFSETS_TOPIC).is_some() {
             return Ok(());
         }
-        // Never wait for the lock: in cluster mode the holder blocks on the controller (on a runtime
-        // worker), and a second waiter would pin another worker. Concurrent callers get the retriable
-        // COORDINATOR_NOT_AVAILABLE and ask again.
-        let Some(_guard) = self.create_lock.try_lock() else {
-            return Err(ErrorCode::COORDINATOR_NOT_AVAILABLE);
-        };
+        let _guard = self.create_lock.lock().await;
         if self.metadata.topic(OFFSETS_TOPIC).is_some() {
             return Ok(());
         }
@@ -385,23 +367,13 @@ impl GroupCoordinatorService {
             ),
         ]);
         let started = std::time::Instant::now();
-        // Cluster mode: `offsets.topic.replication.factor`, capped by the live brokers so that a small
-        // cluster still gets a coordinator.
-        let rf = match &self.cluster {
-            Some(c) => {
-                let want: i16 = self
-                    .config
-                    .value("offsets.topic.replication.factor")
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(3);
-                let live = c.image().brokers.values().filter(|b| !b.fenced).count() as i16;
-                want.min(live).max(1)
-            }
-            None => 1,
-        };
+        let want = self.config.get(keys::OFFSETS_TOPIC_REPLICATION_FACTOR);
+        let live = i32::try_from(self.topics.live_brokers()).unwrap_or(i32::MAX);
+        let rf = want.min(live).clamp(1, i32::from(i16::MAX)) as i16;
         match self
             .topics
             .create_topic(OFFSETS_TOPIC, n, rf, configs, false)
+            .await
         {
             Ok(t) => {
                 self.num_partitions.store(t.partitions, Ordering::Release);
@@ -421,15 +393,15 @@ impl GroupCoordinatorService {
     }
 
     /// Loaded and `__consumer_offsets` exists: the precondition of every request that may write.
-    pub fn ready(&self) -> Result<(), CoordinatorError> {
+    pub async fn ready(&self) -> Result<(), CoordinatorError> {
         self.check_loaded()?;
-        self.ensure_offsets_topic()
+        self.ensure_offsets_topic().await
     }
 
     /// [`check_coordinator`](Self::check_coordinator) for `group_id`, then `__consumer_offsets` exists.
-    fn ready_for(&self, group_id: &str) -> Result<(), CoordinatorError> {
+    async fn ready_for(&self, group_id: &str) -> Result<(), CoordinatorError> {
         self.check_coordinator(group_id)?;
-        self.ensure_offsets_topic()
+        self.ensure_offsets_topic().await
     }
 
     /// Standalone: replays `__consumer_offsets` into the coordinator, then marks it loaded (blocking; call from
@@ -810,7 +782,7 @@ impl GroupCoordinatorService {
         &self,
         req: &coordinator::OffsetCommitRequest,
     ) -> Result<(coordinator::OffsetCommitResult, Written), CoordinatorError> {
-        self.ready_for(&req.group_id)?;
+        self.ready_for(&req.group_id).await?;
         let partitions: Vec<(String, i32)> = req
             .topics
             .iter()
@@ -901,7 +873,10 @@ impl GroupCoordinatorService {
         if records.is_empty() {
             return Ok(Vec::new());
         }
-        self.ensure_offsets_topic()?;
+        // Created by `ready`/`ready_for` before any call that writes; never created under the state lock.
+        if self.metadata.topic(OFFSETS_TOPIC).is_none() {
+            return Err(ErrorCode::COORDINATOR_NOT_AVAILABLE);
+        }
         let n = self.num_partitions.load(Ordering::Acquire);
         let mut by_partition: BTreeMap<i32, Vec<&GroupRecord>> = BTreeMap::new();
         for r in records {
@@ -955,7 +930,7 @@ impl GroupCoordinatorService {
     /// JoinGroup: parks until the coordinator answers (the rebalance completes, or at once on errors).
     /// Errors: see [`check_coordinator`](Self::check_coordinator), COORDINATOR_NOT_AVAILABLE.
     pub async fn join_group(&self, req: JoinGroupRequest) -> Result<JoinResult, CoordinatorError> {
-        self.ready_for(&req.group_id)?;
+        self.ready_for(&req.group_id).await?;
         let member_id = req.member_id.clone();
         let group = req.group_id.clone();
         let (tx, rx) = oneshot::channel();
@@ -980,7 +955,7 @@ impl GroupCoordinatorService {
     /// SyncGroup: parks until the leader's assignment arrives (or at once on errors / for the leader).
     /// Errors: see [`check_coordinator`](Self::check_coordinator), COORDINATOR_NOT_AVAILABLE.
     pub async fn sync_group(&self, req: SyncGroupRequest) -> Result<SyncResult, CoordinatorError> {
-        self.ready_for(&req.group_id)?;
+        self.ready_for(&req.group_id).await?;
         let group = req.group_id.clone();
         let (tx, rx) = oneshot::channel();
         // A failed write of the group's records is not reported to the parked members (the group is
@@ -1000,11 +975,11 @@ impl GroupCoordinatorService {
     /// Runs a call that names no group and answers at once (`Outcome`-returning coordinator methods).
     /// Returns the response and whether its records were written. Calls about one group use
     /// [`with_group`](Self::with_group).
-    pub fn with<T>(
+    pub async fn with<T>(
         &self,
         f: impl FnOnce(&mut GroupCoordinator, i64) -> coordinator::Outcome<T>,
     ) -> Result<(T, bool), CoordinatorError> {
-        self.ready()?;
+        self.ready().await?;
         let (value, written) = self.call(None, |st, now| {
             let o = f(&mut st.coordinator, now);
             (o.response, o.effects)
@@ -1016,12 +991,12 @@ impl GroupCoordinatorService {
     /// under the coordinator lock). Returns the response and whether its records reached the leader log
     /// ([`Written`]). Errors: see [`check_coordinator`](Self::check_coordinator), COORDINATOR_NOT_AVAILABLE
     /// (`__consumer_offsets` cannot be created).
-    pub fn with_group<T>(
+    pub async fn with_group<T>(
         &self,
         group_id: &str,
         f: impl FnOnce(&mut GroupCoordinator, i64) -> coordinator::Outcome<T>,
     ) -> Result<(T, Written), CoordinatorError> {
-        self.ready_for(group_id)?;
+        self.ready_for(group_id).await?;
         let (value, written) = self.call(Some(group_id), |st, now| {
             let o = f(&mut st.coordinator, now);
             (o.response, o.effects)
@@ -1039,7 +1014,7 @@ impl GroupCoordinatorService {
         group_id: &str,
         f: impl FnOnce(&mut GroupCoordinator, i64) -> coordinator::Outcome<T>,
     ) -> Result<(T, Written), CoordinatorError> {
-        self.ready_for(group_id)?;
+        self.ready_for(group_id).await?;
         let (value, written) = self.call(Some(group_id), |st, now| {
             let o = f(&mut st.coordinator, now);
             (o.response, o.effects)
@@ -1063,11 +1038,7 @@ impl GroupCoordinatorService {
     /// `min.insync.replicas` of `__consumer_offsets` and the deadline of a replication wait started now
     /// (`offsets.commit.timeout.ms`, default 5000 ms).
     fn replication_bounds(&self) -> (usize, std::time::Instant) {
-        let timeout = self
-            .config
-            .value("offsets.commit.timeout.ms")
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .unwrap_or(OFFSETS_COMMIT_TIMEOUT_MS);
+        let timeout = self.config.get(keys::OFFSETS_COMMIT_TIMEOUT_MS).max(0) as u64;
         let deadline = std::time::Instant::now() + Duration::from_millis(timeout);
         let min_isr = self
             .metadata
@@ -1102,6 +1073,54 @@ impl GroupCoordinatorService {
     }
 }
 
+/// The group coordinator's [`MetadataPublisher`] (Kafka's `onElection` / `onResignation` and
+/// `onPartitionsDeleted`): each image tells it which topics are gone and which `__consumer_offsets`
+/// partitions this broker (`node_id`) now leads or no longer leads.
+#[derive(Debug)]
+pub struct GroupCoordinatorPublisher {
+    /// The coordinator told of each image.
+    pub groups: Arc<GroupCoordinatorService>,
+    /// This broker's id.
+    pub node_id: i32,
+}
+
+impl MetadataPublisher for GroupCoordinatorPublisher {
+    fn on_image(&self, previous: &controller::MetadataImage, current: &controller::MetadataImage) {
+        // Topics gone (deleted, or re-created with another id): their committed offsets go too.
+        let deleted: Vec<String> = previous
+            .topics
+            .iter()
+            .filter(|(name, t)| {
+                current
+                    .topics
+                    .get(*name)
+                    .is_none_or(|n| n.topic_id != t.topic_id)
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        self.groups.on_topics_deleted(&deleted);
+        let leads = |image: &controller::MetadataImage, p: i32| {
+            image
+                .topics
+                .get(OFFSETS_TOPIC)
+                .and_then(|t| t.partitions.get(&p))
+                .is_some_and(|r| r.leader == self.node_id)
+        };
+        let count = |image: &controller::MetadataImage| {
+            image
+                .topics
+                .get(OFFSETS_TOPIC)
+                .map_or(0, |t| t.partitions.len() as i32)
+        };
+        for p in 0..count(previous).max(count(current)) {
+            let (was, is) = (leads(previous, p), leads(current, p));
+            if was != is {
+                self.groups.on_partition_leadership(p, is);
+            }
+        }
+    }
+}
+
 /// The bytes of a read result (file slices are read with `pread`; a short read returns what is there).
 fn read_records(records: &Records) -> std::io::Result<Bytes> {
     match records {
@@ -1130,8 +1149,29 @@ mod tests {
     use super::*;
     use coordinator::{JoinProtocol, OffsetCommitPartition, OffsetCommitRequest};
 
+    use crate::dynamic_config::{ConfigLevel, DynamicBrokerConfig};
+    use crate::topic_admin::LocalTopicAdmin;
+
+    /// Runs a coordinator call to completion from a synchronous test (no tokio runtime: partition loads then
+    /// run inline).
+    fn block<F: std::future::Future>(f: F) -> F::Output {
+        futures::executor::block_on(f)
+    }
+
     /// A service over `dir` with the topics it finds there opened (as `Server::start` does).
     fn open(dir: &std::path::Path) -> (Arc<GroupCoordinatorService>, Arc<ReplicaManager>) {
+        let (svc, rm, _) = open_with_dynamic(dir);
+        (svc, rm)
+    }
+
+    /// [`open`], also returning the broker's dynamic configs (shared with the service's topic manager).
+    fn open_with_dynamic(
+        dir: &std::path::Path,
+    ) -> (
+        Arc<GroupCoordinatorService>,
+        Arc<ReplicaManager>,
+        Arc<DynamicBrokerConfig>,
+    ) {
         let pairs: Vec<(String, String)> = [
             ("log.dirs", dir.to_str().unwrap()),
             ("offsets.topic.num.partitions", "3"),
@@ -1149,7 +1189,7 @@ mod tests {
                 dir,
                 move |t| {
                     let o = md.topic(t).map(|t| t.configs).unwrap_or_default();
-                    crate::topics::log_config(&cfg, &o)
+                    crate::topic_config::log_config(&cfg, &o)
                 },
                 now_ms(),
             )
@@ -1161,9 +1201,41 @@ mod tests {
             Arc::new(crate::replica_manager::StandaloneLink),
             30_000,
         ));
-        let svc = GroupCoordinatorService::new(config, metadata, rm.clone(), None);
-        svc.topics.load_all().unwrap();
-        (Arc::new(svc), rm)
+        let dynamic = Arc::new(DynamicBrokerConfig::in_memory(config.clone()));
+        let admin = Arc::new(LocalTopicAdmin::new(
+            metadata.clone(),
+            rm.clone(),
+            dynamic.clone(),
+        ));
+        let topics = Arc::new(TopicManager::new(
+            metadata.clone(),
+            rm.clone(),
+            dynamic.clone(),
+            admin,
+        ));
+        topics.load_all().unwrap();
+        let svc = GroupCoordinatorService::new(config, metadata, rm.clone(), topics, false);
+        (Arc::new(svc), rm, dynamic)
+    }
+
+    /// B2: the coordinator resolves `__consumer_offsets` settings through the broker's dynamic configs (it had
+    /// a topic manager of its own with static configs only, so a dynamic `min.insync.replicas` never applied
+    /// to commits).
+    #[test]
+    fn commit_min_isr_follows_dynamic_broker_configs() {
+        let dir = tempfile::tempdir().unwrap();
+        let (svc, _rm, dynamic) = open_with_dynamic(dir.path());
+        svc.load();
+        block(svc.ensure_offsets_topic()).unwrap();
+        assert_eq!(svc.replication_bounds().0, 1);
+        dynamic
+            .set(
+                ConfigLevel::ClusterDefault,
+                vec![("min.insync.replicas".into(), "2".into())],
+                false,
+            )
+            .unwrap();
+        assert_eq!(svc.replication_bounds().0, 2);
     }
 
     fn commit(group: &str, offset: i64) -> OffsetCommitRequest {
@@ -1200,14 +1272,12 @@ mod tests {
                 svc.metadata.topic(OFFSETS_TOPIC).is_none(),
                 "created lazily"
             );
-            let (r, persisted) = svc
-                .with(|c, now| c.commit_offsets(now, &commit("g", 41)))
-                .unwrap();
+            let (r, persisted) =
+                block(svc.with(|c, now| c.commit_offsets(now, &commit("g", 41)))).unwrap();
             assert!(persisted);
             assert_eq!(r, vec![("t".to_string(), vec![(0, 0)])]);
-            let (_, persisted) = svc
-                .with(|c, now| c.commit_offsets(now, &commit("g", 42)))
-                .unwrap();
+            let (_, persisted) =
+                block(svc.with(|c, now| c.commit_offsets(now, &commit("g", 42)))).unwrap();
             assert!(persisted);
             assert_eq!(svc.metadata.topic(OFFSETS_TOPIC).unwrap().partitions, 3);
             // A record no coordinator wrote (key version 99) is skipped at load.
@@ -1308,7 +1378,7 @@ mod tests {
                 .expect("sole owner")
                 .with_cluster_mode(),
         );
-        svc.ensure_offsets_topic().unwrap();
+        block(svc.ensure_offsets_topic()).unwrap();
         assert_eq!(svc.load(), 0, "cluster mode loads partitions on leadership");
         (svc, rm)
     }
@@ -1330,8 +1400,7 @@ mod tests {
         // Nothing led yet: every group is coordinated elsewhere.
         assert_eq!(svc.check_coordinator(&a), Err(ErrorCode::NOT_COORDINATOR));
         assert_eq!(
-            svc.with_group(&a, |c, now| c.commit_offsets(now, &commit(&a, 1)))
-                .unwrap_err(),
+            block(svc.with_group(&a, |c, now| c.commit_offsets(now, &commit(&a, 1)))).unwrap_err(),
             ErrorCode::NOT_COORDINATOR
         );
         assert_eq!(committed(&svc, &a), Err(ErrorCode::NOT_COORDINATOR));
@@ -1342,17 +1411,16 @@ mod tests {
         assert_eq!(svc.coordinated_partitions(), vec![(0, true), (1, true)]);
         assert_eq!(svc.check_coordinator(&a), Ok(()));
         for (g, offset) in [(&a, 10), (&b, 20)] {
-            let (r, written) = svc
-                .with_group(g, |c, now| c.commit_offsets(now, &commit(g, offset)))
-                .unwrap();
+            let (r, written) =
+                block(svc.with_group(g, |c, now| c.commit_offsets(now, &commit(g, offset))))
+                    .unwrap();
             assert_eq!(
                 (r, written),
                 (vec![("t".to_string(), vec![(0, 0)])], Ok(()))
             );
         }
-        let (_, written) = svc
-            .with_group(&a, |c, now| c.commit_offsets(now, &commit(&a, 11)))
-            .unwrap();
+        let (_, written) =
+            block(svc.with_group(&a, |c, now| c.commit_offsets(now, &commit(&a, 11)))).unwrap();
         assert_eq!(written, Ok(()));
 
         // Losing partition 0: its group is gone and coordinated elsewhere; partition 1 is untouched.
@@ -1387,9 +1455,8 @@ mod tests {
         let (svc, rm) = open_cluster_mode(dir.path());
         let (a, b) = groups_on_0_and_1();
         svc.on_partition_leadership(0, true);
-        let (_, written) = svc
-            .with_group(&a, |c, now| c.commit_offsets(now, &commit(&a, 5)))
-            .unwrap();
+        let (_, written) =
+            block(svc.with_group(&a, |c, now| c.commit_offsets(now, &commit(&a, 5)))).unwrap();
         assert_eq!(written, Ok(()));
         svc.on_partition_leadership(0, false);
 
@@ -1403,8 +1470,7 @@ mod tests {
             Err(ErrorCode::COORDINATOR_LOAD_IN_PROGRESS)
         );
         assert_eq!(
-            svc.with_group(&a, |c, now| c.heartbeat(now, &a, "m", None, 1))
-                .unwrap_err(),
+            block(svc.with_group(&a, |c, now| c.heartbeat(now, &a, "m", None, 1))).unwrap_err(),
             ErrorCode::COORDINATOR_LOAD_IN_PROGRESS
         );
         svc.load_partition(0, 999);
@@ -1420,9 +1486,8 @@ mod tests {
         // write fails with NOT_COORDINATOR.
         svc.on_partition_leadership(1, true);
         rm.stop_replica(OFFSETS_TOPIC, 1, false).unwrap();
-        let (r, written) = svc
-            .with_group(&b, |c, now| c.commit_offsets(now, &commit(&b, 1)))
-            .unwrap();
+        let (r, written) =
+            block(svc.with_group(&b, |c, now| c.commit_offsets(now, &commit(&b, 1)))).unwrap();
         assert_eq!(r, vec![("t".to_string(), vec![(0, 0)])]);
         assert_eq!(written, Err(ErrorCode::NOT_COORDINATOR));
     }

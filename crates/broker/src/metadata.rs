@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
@@ -83,8 +84,10 @@ pub struct MetadataStore {
     producer_id_source: RwLock<Option<ProducerIdSource>>,
 }
 
-/// Fetches a block of producer ids `(first, count)` from elsewhere (the controller, in cluster mode).
-pub type ProducerIdSource = Box<dyn Fn() -> Result<(i64, i32), String> + Send + Sync>;
+/// Fetches a block of producer ids `(first, count)` from elsewhere (the controller's AllocateProducerIds,
+/// KIP-730, in cluster mode). Errors are a reason for the log.
+pub type ProducerIdSource =
+    Arc<dyn Fn() -> futures::future::BoxFuture<'static, Result<(i64, i32), String>> + Send + Sync>;
 
 impl std::fmt::Debug for MetadataStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -281,10 +284,11 @@ impl MetadataStore {
 
     /// Allocates a new producer id (KIP-98). Ids are reserved on disk in blocks so that a restart never
     /// hands out an id twice.
-    pub fn allocate_producer_id(&self) -> Result<i64, MetadataError> {
-        if let Some(source) = self.producer_id_source.read().as_ref() {
-            // Cluster mode: the block comes from the controller; no lock is held while asking for it
-            // (the call blocks this thread), and a block fetched concurrently by another caller is kept.
+    pub async fn allocate_producer_id(&self) -> Result<i64, MetadataError> {
+        let source = self.producer_id_source.read().clone();
+        if let Some(source) = source {
+            // Cluster mode: the block comes from the controller; no lock is held while waiting for it, and a
+            // block fetched concurrently by another caller is kept.
             loop {
                 {
                     let mut ids = self.producer_ids.lock();
@@ -294,7 +298,7 @@ impl MetadataStore {
                         return Ok(id);
                     }
                 }
-                let (first, count) = source().map_err(|reason| MetadataError::Invalid {
+                let (first, count) = source().await.map_err(|reason| MetadataError::Invalid {
                     path: self.dir.clone(),
                     reason: format!("allocating producer ids from the controller: {reason}"),
                 })?;
@@ -402,16 +406,16 @@ mod tests {
         assert!(s.topic("a.b").is_none());
     }
 
-    #[test]
-    fn producer_ids_never_repeat_across_restart() {
+    #[tokio::test]
+    async fn producer_ids_never_repeat_across_restart() {
         let dir = tempfile::tempdir().unwrap();
         let s = MetadataStore::open(dir.path(), 1).unwrap();
-        let a = s.allocate_producer_id().unwrap();
-        let b = s.allocate_producer_id().unwrap();
+        let a = s.allocate_producer_id().await.unwrap();
+        let b = s.allocate_producer_id().await.unwrap();
         assert_eq!(b, a + 1);
         drop(s);
         let s = MetadataStore::open(dir.path(), 1).unwrap();
-        assert!(s.allocate_producer_id().unwrap() > b);
+        assert!(s.allocate_producer_id().await.unwrap() > b);
     }
 
     #[test]

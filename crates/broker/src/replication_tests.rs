@@ -24,7 +24,6 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use super::Connection;
-use crate::apis::KafkaApis;
 use crate::config::BrokerConfig;
 use crate::metadata::{MetadataStore, TopicMetadata};
 use crate::replica_manager::{now_ms, ClusterLink, PartitionState, ReplicaManager};
@@ -101,12 +100,15 @@ async fn start_broker(id: i32, link: Arc<TestLink>, topic_id: Uuid) -> TestBroke
             },
         )
         .unwrap();
-    let log_config = crate::topics::log_config(&config, &configs);
+    let log_config = crate::topic_config::log_config(&config, &configs);
     let lc = log_config.clone();
     let lm =
         Arc::new(storage::LogManager::open(dir.path(), move |_| lc.clone(), now_ms()).unwrap());
     let rm = Arc::new(ReplicaManager::new(lm, id, link.clone(), 300));
-    let apis = Arc::new(KafkaApis::new(config, metadata, rm.clone(), None));
+    let dynamic = Arc::new(crate::dynamic_config::DynamicBrokerConfig::in_memory(
+        config.clone(),
+    ));
+    let apis = crate::lifecycle::wire(&config, metadata, dynamic, rm.clone(), None);
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     link.endpoints

@@ -146,11 +146,9 @@ fn main() -> ExitCode {
 fn run_server(args: ServerArgs) -> anyhow::Result<()> {
     let config = args.config()?;
     raise_open_file_limit();
-    // At least 4 workers: cluster-mode admin requests block a worker while the controller answers
-    // (`block_in_place`), and replication adds fetcher tasks; 2-core machines must not starve.
-    let workers = std::thread::available_parallelism().map_or(4, |n| n.get().max(4));
+    // One worker per core (tokio's default; `TOKIO_WORKER_THREADS` overrides it). No request handler
+    // blocks a worker: controller round trips are awaited.
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
         .enable_all()
         .thread_name("runnel")
         .build()?;

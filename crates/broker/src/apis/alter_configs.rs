@@ -20,46 +20,43 @@ use protocol::RequestHeader;
 
 use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use super::KafkaApis;
-use crate::topics::ApiError;
+use crate::error::ApiError;
 
 /// Answers AlterConfigs: each resource's config set becomes exactly the given set.
-pub fn handle(
+pub async fn handle(
     apis: &KafkaApis,
     _header: &RequestHeader,
     request: AlterConfigsRequest,
 ) -> AlterConfigsResponse {
-    let responses = request
-        .resources
-        .into_iter()
-        .map(|res| {
-            let entries: Vec<(String, Option<String>)> =
-                res.configs.into_iter().map(|c| (c.name, c.value)).collect();
-            let result = match res.resource_type {
-                RESOURCE_TOPIC => {
-                    alter_topic(apis, &res.resource_name, entries, request.validate_only)
-                }
-                RESOURCE_BROKER => {
-                    alter_broker(apis, &res.resource_name, entries, request.validate_only)
-                }
-                other => Err(unsupported_resource(other)),
-            };
-            let (code, message) = split(result);
-            AlterConfigsResourceResponse {
-                error_code: code,
-                error_message: message,
-                resource_type: res.resource_type,
-                resource_name: res.resource_name,
-                ..Default::default()
+    let mut responses = Vec::with_capacity(request.resources.len());
+    for res in request.resources {
+        let entries: Vec<(String, Option<String>)> =
+            res.configs.into_iter().map(|c| (c.name, c.value)).collect();
+        let result = match res.resource_type {
+            RESOURCE_TOPIC => {
+                alter_topic(apis, &res.resource_name, entries, request.validate_only).await
             }
-        })
-        .collect();
+            RESOURCE_BROKER => {
+                alter_broker(apis, &res.resource_name, entries, request.validate_only)
+            }
+            other => Err(unsupported_resource(other)),
+        };
+        let (code, message) = split(result);
+        responses.push(AlterConfigsResourceResponse {
+            error_code: code,
+            error_message: message,
+            resource_type: res.resource_type,
+            resource_name: res.resource_name,
+            ..Default::default()
+        });
+    }
     AlterConfigsResponse {
         responses,
         ..Default::default()
     }
 }
 
-fn alter_topic(
+async fn alter_topic(
     apis: &KafkaApis,
     topic: &str,
     entries: Vec<(String, Option<String>)>,
@@ -75,7 +72,9 @@ fn alter_topic(
         })?;
         configs.insert(name, value);
     }
-    apis.topics.set_topic_configs(topic, configs, validate_only)
+    apis.topics
+        .set_topic_configs(topic, configs, validate_only)
+        .await
 }
 
 fn alter_broker(

@@ -6,16 +6,18 @@
 use std::collections::BTreeMap;
 
 use protocol::error::ErrorCode;
+use protocol::messages::create_topics_request::CreatableTopic;
 use protocol::messages::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult};
 use protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 use protocol::RequestHeader;
 
 use super::describe_configs::{config_source_for_topic, is_sensitive, topic_config_names};
 use super::KafkaApis;
-use crate::topics::ApiError;
+use crate::error::ApiError;
+use crate::metadata::TopicMetadata;
 
 /// Creates each topic; one result per requested topic, in order. A name given twice gets INVALID_REQUEST.
-pub fn handle(
+pub async fn handle(
     apis: &KafkaApis,
     header: &RequestHeader,
     request: CreateTopicsRequest,
@@ -25,116 +27,137 @@ pub fn handle(
     for t in &request.topics {
         *seen.entry(t.name.clone()).or_insert(0) += 1;
     }
-    let topics = request
-        .topics
-        .into_iter()
-        .map(|t| {
-            let mut result = CreatableTopicResult {
-                name: t.name.clone(),
-                num_partitions: -1,
-                replication_factor: -1,
-                configs: None,
-                ..Default::default()
-            };
-            let created = (|| -> Result<_, ApiError> {
-                if seen.get(&t.name).copied().unwrap_or(0) > 1 {
-                    return Err(ApiError::new(
-                        ErrorCode::INVALID_REQUEST,
-                        format!("Create topics request from client contains topic '{}' more than once.", t.name),
-                    ));
-                }
-                let mut partitions = t.num_partitions;
-                let mut rf = t.replication_factor;
-                if !t.assignments.is_empty() {
-                    if partitions != -1 || rf != -1 {
-                        return Err(ApiError::new(
-                            ErrorCode::INVALID_REQUEST,
-                            "Both numPartitions or replicationFactor and replicasAssignments were set.",
-                        ));
-                    }
-                    let mut indexes: Vec<i32> = t.assignments.iter().map(|a| a.partition_index).collect();
-                    indexes.sort_unstable();
-                    if indexes.iter().enumerate().any(|(i, p)| *p != i as i32) {
-                        return Err(ApiError::new(
-                            ErrorCode::INVALID_REPLICA_ASSIGNMENT,
-                            "Partitions must be numbered consecutively from 0.",
-                        ));
-                    }
-                    let node = apis.config().node_id;
-                    for a in &t.assignments {
-                        if a.broker_ids.is_empty() || a.broker_ids.iter().any(|b| *b != node) || a.broker_ids.len() > 1 {
-                            return Err(ApiError::new(
-                                ErrorCode::INVALID_REPLICA_ASSIGNMENT,
-                                format!("Replica assignment {:?} names brokers that do not exist or repeats one.", a.broker_ids),
-                            ));
-                        }
-                    }
-                    partitions = indexes.len() as i32;
-                    rf = 1;
-                }
-                let mut configs = BTreeMap::new();
-                for c in &t.configs {
-                    match &c.value {
-                        Some(v) => {
-                            configs.insert(c.name.clone(), v.clone());
-                        }
-                        None => {
-                            return Err(ApiError::new(
-                                ErrorCode::INVALID_CONFIG,
-                                format!("Null value not supported for topic configs: {}", c.name),
-                            ))
-                        }
-                    }
-                }
-                apis.topics
-                    .create_topic(&t.name, partitions, rf, configs, request.validate_only)
-            })();
-            match created {
-                Ok(topic) => {
-                    result.topic_id = topic.topic_id;
-                    result.num_partitions = topic.partitions;
-                    // Cluster mode: the replica count the controller placed (validate_only: what was asked).
-                    result.replication_factor = match apis.cluster() {
-                        Some(c) => c
-                            .image()
-                            .topics
-                            .get(&t.name)
-                            .and_then(|topic| topic.partitions.values().next())
-                            .map_or(
-                                if t.replication_factor > 0 {
-                                    t.replication_factor
-                                } else {
-                                    apis.config().default_replication_factor
-                                },
-                                |r| r.replicas.len() as i16,
-                            ),
-                        None => 1,
-                    };
-                    if version >= 5 {
-                        result.configs = Some(
-                            topic_config_names()
-                                .map(|name| CreatableTopicConfigs {
-                                    name: name.to_string(),
-                                    value: apis.topics.topic_config_value(&topic.configs, name),
-                                    read_only: false,
-                                    config_source: config_source_for_topic(apis, &topic.configs, name),
-                                    is_sensitive: is_sensitive(name),
-                                    ..Default::default()
-                                })
-                                .collect(),
-                        );
-                    }
-                }
-                Err(e) => {
-                    result.error_code = e.code.0;
-                    result.error_message = Some(e.message);
-                }
+    let mut topics = Vec::with_capacity(request.topics.len());
+    for t in request.topics {
+        let mut result = CreatableTopicResult {
+            name: t.name.clone(),
+            num_partitions: -1,
+            replication_factor: -1,
+            configs: None,
+            ..Default::default()
+        };
+        let created = if seen.get(&t.name).copied().unwrap_or(0) > 1 {
+            Err(ApiError::new(
+                ErrorCode::INVALID_REQUEST,
+                format!(
+                    "Create topics request from client contains topic '{}' more than once.",
+                    t.name
+                ),
+            ))
+        } else {
+            create_one(apis, &t, request.validate_only).await
+        };
+        match created {
+            Ok(topic) => fill_created(apis, version, &t, &topic, &mut result),
+            Err(e) => {
+                result.error_code = e.code.0;
+                result.error_message = Some(e.message);
             }
-            result
-        })
-        .collect();
+        }
+        topics.push(result);
+    }
     CreateTopicsResponse {
         topics,
         ..Default::default()
+    }
+}
+
+/// Checks one entry's assignments and configs, then creates it.
+async fn create_one(
+    apis: &KafkaApis,
+    t: &CreatableTopic,
+    validate_only: bool,
+) -> Result<TopicMetadata, ApiError> {
+    let (mut partitions, mut rf) = (t.num_partitions, t.replication_factor);
+    if !t.assignments.is_empty() {
+        partitions = check_assignments(apis, t)?;
+        rf = 1;
+    }
+    let mut configs = BTreeMap::new();
+    for c in &t.configs {
+        let Some(v) = &c.value else {
+            return Err(ApiError::new(
+                ErrorCode::INVALID_CONFIG,
+                format!("Null value not supported for topic configs: {}", c.name),
+            ));
+        };
+        configs.insert(c.name.clone(), v.clone());
+    }
+    apis.topics
+        .create_topic(&t.name, partitions, rf, configs, validate_only)
+        .await
+}
+
+/// Explicit replica assignments: partitions numbered 0..n, each naming only this broker. Returns n.
+fn check_assignments(apis: &KafkaApis, t: &CreatableTopic) -> Result<i32, ApiError> {
+    if t.num_partitions != -1 || t.replication_factor != -1 {
+        return Err(ApiError::new(
+            ErrorCode::INVALID_REQUEST,
+            "Both numPartitions or replicationFactor and replicasAssignments were set.",
+        ));
+    }
+    let mut indexes: Vec<i32> = t.assignments.iter().map(|a| a.partition_index).collect();
+    indexes.sort_unstable();
+    if indexes.iter().enumerate().any(|(i, p)| *p != i as i32) {
+        return Err(ApiError::new(
+            ErrorCode::INVALID_REPLICA_ASSIGNMENT,
+            "Partitions must be numbered consecutively from 0.",
+        ));
+    }
+    let node = apis.config().node_id;
+    for a in &t.assignments {
+        if a.broker_ids.len() != 1 || a.broker_ids[0] != node {
+            return Err(ApiError::new(
+                ErrorCode::INVALID_REPLICA_ASSIGNMENT,
+                format!(
+                    "Replica assignment {:?} names brokers that do not exist or repeats one.",
+                    a.broker_ids
+                ),
+            ));
+        }
+    }
+    Ok(indexes.len() as i32)
+}
+
+/// The result of a created (or validated) topic: id, counts, and from v5 its configs.
+fn fill_created(
+    apis: &KafkaApis,
+    version: i16,
+    t: &CreatableTopic,
+    topic: &TopicMetadata,
+    result: &mut CreatableTopicResult,
+) {
+    result.topic_id = topic.topic_id;
+    result.num_partitions = topic.partitions;
+    // Cluster mode: the replica count the controller placed (validate_only: what was asked).
+    result.replication_factor = match apis.cluster() {
+        Some(c) => c
+            .image()
+            .topics
+            .get(&t.name)
+            .and_then(|topic| topic.partitions.values().next())
+            .map_or(
+                if t.replication_factor > 0 {
+                    t.replication_factor
+                } else {
+                    apis.config().default_replication_factor
+                },
+                |r| r.replicas.len() as i16,
+            ),
+        None => 1,
+    };
+    if version >= 5 {
+        result.configs = Some(
+            topic_config_names()
+                .map(|name| CreatableTopicConfigs {
+                    name: name.to_string(),
+                    value: apis.topics.topic_config_value(&topic.configs, name),
+                    read_only: false,
+                    config_source: config_source_for_topic(apis, &topic.configs, name),
+                    is_sensitive: is_sensitive(name),
+                    ..Default::default()
+                })
+                .collect(),
+        );
     }
 }

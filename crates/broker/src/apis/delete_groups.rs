@@ -17,42 +17,39 @@ use super::KafkaApis;
 /// Deletes each group; one result per requested group, in request order. Each group is checked and deleted
 /// on its own (in cluster mode groups of one request may have different coordinators: a group coordinated
 /// elsewhere gets NOT_COORDINATOR (16), one whose partition is loading COORDINATOR_LOAD_IN_PROGRESS (14)).
-pub fn handle(
+pub async fn handle(
     apis: &KafkaApis,
     _header: &RequestHeader,
     request: DeleteGroupsRequest,
 ) -> DeleteGroupsResponse {
-    DeleteGroupsResponse {
-        results: request
-            .groups_names
-            .into_iter()
-            .map(|group_id| {
-                // An empty group id is looked up like any other (Kafka 4: GROUP_ID_NOT_FOUND).
-                let error_code = {
-                    let one = std::slice::from_ref(&group_id);
-                    match apis
-                        .groups
-                        .with_group(&group_id, |c, now| c.delete_groups(now, one))
-                    {
-                        Ok((r, written)) => {
-                            let code = r
-                                .first()
-                                .map_or(ErrorCode::UNKNOWN_SERVER_ERROR.0, |(_, c)| *c);
-                            match written {
-                                Err(e) if code == 0 => e.0,
-                                _ => code,
-                            }
-                        }
-                        Err(code) => code.0,
-                    }
-                };
-                DeletableGroupResult {
-                    group_id,
-                    error_code,
-                    ..Default::default()
+    let mut results = Vec::with_capacity(request.groups_names.len());
+    for group_id in request.groups_names {
+        // An empty group id is looked up like any other (Kafka 4: GROUP_ID_NOT_FOUND).
+        let one = std::slice::from_ref(&group_id);
+        let error_code = match apis
+            .groups
+            .with_group(&group_id, |c, now| c.delete_groups(now, one))
+            .await
+        {
+            Ok((r, written)) => {
+                let code = r
+                    .first()
+                    .map_or(ErrorCode::UNKNOWN_SERVER_ERROR.0, |(_, c)| *c);
+                match written {
+                    Err(e) if code == 0 => e.0,
+                    _ => code,
                 }
-            })
-            .collect(),
+            }
+            Err(code) => code.0,
+        };
+        results.push(DeletableGroupResult {
+            group_id,
+            error_code,
+            ..Default::default()
+        });
+    }
+    DeleteGroupsResponse {
+        results,
         ..Default::default()
     }
 }

@@ -9,7 +9,7 @@ use uuid::Uuid;
 use super::KafkaApis;
 
 /// Deletes each named topic (by name below v6, by name or id from v6).
-pub fn handle(
+pub async fn handle(
     apis: &KafkaApis,
     header: &RequestHeader,
     request: DeleteTopicsRequest,
@@ -27,9 +27,9 @@ pub fn handle(
             .map(|n| (Some(n), Uuid::nil()))
             .collect()
     };
-    let responses = targets
-        .into_iter()
-        .map(|(name, id)| {
+    let mut responses = Vec::with_capacity(targets.len());
+    for (name, id) in targets {
+        responses.push({
             let name = match name {
                 Some(n) => Some(n),
                 None => apis.metadata.topic_by_id(id).map(|(n, _)| n),
@@ -41,7 +41,7 @@ pub fn handle(
             };
             match name {
                 None => r.error_code = ErrorCode::UNKNOWN_TOPIC_ID.0,
-                Some(n) => match apis.topics.delete_topic(&n) {
+                Some(n) => match apis.topics.delete_topic(&n).await {
                     Ok(topic_id) => {
                         r.topic_id = topic_id;
                         // Standalone: the groups' offsets for it go now (in a cluster every coordinator
@@ -57,8 +57,8 @@ pub fn handle(
                 },
             }
             r
-        })
-        .collect();
+        });
+    }
     DeleteTopicsResponse {
         responses,
         ..Default::default()

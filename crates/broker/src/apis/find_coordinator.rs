@@ -17,7 +17,7 @@ use crate::group_coordinator::OFFSETS_TOPIC;
 const KEY_TYPE_GROUP: i8 = 0;
 
 /// Returns this node for group keys.
-pub fn handle(
+pub async fn handle(
     apis: &KafkaApis,
     header: &RequestHeader,
     request: FindCoordinatorRequest,
@@ -26,7 +26,7 @@ pub fn handle(
     let host = apis.config().advertised_listener.host.clone();
     let port = i32::from(apis.config().advertised_listener.port);
     let group_error = if request.key_type == KEY_TYPE_GROUP {
-        apis.groups.ensure_offsets_topic().err()
+        apis.groups.ensure_offsets_topic().await.err()
     } else {
         None
     };

@@ -10,7 +10,7 @@ use protocol::RequestHeader;
 use super::KafkaApis;
 
 /// Records the heartbeat; returns the member's error code.
-pub fn handle(
+pub async fn handle(
     apis: &KafkaApis,
     _header: &RequestHeader,
     request: HeartbeatRequest,
@@ -18,15 +18,19 @@ pub fn handle(
     let error_code = if request.group_id.is_empty() {
         coordinator::error::INVALID_GROUP_ID
     } else {
-        match apis.groups.with_group(&request.group_id, |c, now| {
-            c.heartbeat(
-                now,
-                &request.group_id,
-                &request.member_id,
-                request.group_instance_id.as_deref(),
-                request.generation_id,
-            )
-        }) {
+        match apis
+            .groups
+            .with_group(&request.group_id, |c, now| {
+                c.heartbeat(
+                    now,
+                    &request.group_id,
+                    &request.member_id,
+                    request.group_instance_id.as_deref(),
+                    request.generation_id,
+                )
+            })
+            .await
+        {
             Ok((code, _)) => code,
             Err(code) => code.0,
         }

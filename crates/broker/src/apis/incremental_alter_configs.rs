@@ -22,7 +22,7 @@ use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use super::KafkaApis;
 use crate::config::{broker_def, topic_def, ConfigType};
 use crate::dynamic_config::ConfigLevel;
-use crate::topics::ApiError;
+use crate::error::ApiError;
 
 const OP_SET: i8 = 0;
 const OP_DELETE: i8 = 1;
@@ -30,34 +30,32 @@ const OP_APPEND: i8 = 2;
 const OP_SUBTRACT: i8 = 3;
 
 /// Answers IncrementalAlterConfigs.
-pub fn handle(
+pub async fn handle(
     apis: &KafkaApis,
     _header: &RequestHeader,
     request: IncrementalAlterConfigsRequest,
 ) -> IncrementalAlterConfigsResponse {
-    let responses = request
-        .resources
-        .into_iter()
-        .map(|res| {
-            let result = check_ops(&res.configs).and_then(|()| match res.resource_type {
-                RESOURCE_TOPIC => {
-                    alter_topic(apis, &res.resource_name, res.configs, request.validate_only)
-                }
-                RESOURCE_BROKER => {
-                    alter_broker(apis, &res.resource_name, res.configs, request.validate_only)
-                }
-                other => Err(unsupported_resource(other)),
-            });
-            let (code, message) = split(result);
-            AlterConfigsResourceResponse {
-                error_code: code,
-                error_message: message,
-                resource_type: res.resource_type,
-                resource_name: res.resource_name,
-                ..Default::default()
+    let mut responses = Vec::with_capacity(request.resources.len());
+    for res in request.resources {
+        let result = match (check_ops(&res.configs), res.resource_type) {
+            (Err(e), _) => Err(e),
+            (Ok(()), RESOURCE_TOPIC) => {
+                alter_topic(apis, &res.resource_name, res.configs, request.validate_only).await
             }
-        })
-        .collect();
+            (Ok(()), RESOURCE_BROKER) => {
+                alter_broker(apis, &res.resource_name, res.configs, request.validate_only)
+            }
+            (Ok(()), other) => Err(unsupported_resource(other)),
+        };
+        let (code, message) = split(result);
+        responses.push(AlterConfigsResourceResponse {
+            error_code: code,
+            error_message: message,
+            resource_type: res.resource_type,
+            resource_name: res.resource_name,
+            ..Default::default()
+        });
+    }
     IncrementalAlterConfigsResponse {
         responses,
         ..Default::default()
@@ -119,7 +117,7 @@ fn list_op_not_allowed(op: i8, key: &str) -> ApiError {
     )
 }
 
-fn alter_topic(
+async fn alter_topic(
     apis: &KafkaApis,
     name: &str,
     configs: Vec<AlterableConfig>,
@@ -156,6 +154,7 @@ fn alter_topic(
     }
     apis.topics
         .set_topic_configs(name, overrides, validate_only)
+        .await
 }
 
 fn alter_broker(

@@ -11,7 +11,7 @@ use protocol::RequestHeader;
 use super::KafkaApis;
 
 /// Allocates a producer id with epoch 0, or bumps the epoch of the given id (a new id when it would overflow).
-pub fn handle(
+pub async fn handle(
     apis: &KafkaApis,
     _header: &RequestHeader,
     request: InitProducerIdRequest,
@@ -33,7 +33,7 @@ pub fn handle(
         response.producer_epoch = request.producer_epoch + 1;
         return response;
     }
-    match apis.metadata.allocate_producer_id() {
+    match apis.metadata.allocate_producer_id().await {
         Ok(id) => {
             response.producer_id = id;
             response.producer_epoch = 0;

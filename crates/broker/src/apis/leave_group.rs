@@ -12,7 +12,7 @@ use protocol::RequestHeader;
 use super::KafkaApis;
 
 /// Removes the members from the group (a rebalance follows if the group had others).
-pub fn handle(
+pub async fn handle(
     apis: &KafkaApis,
     header: &RequestHeader,
     request: LeaveGroupRequest,
@@ -38,9 +38,13 @@ pub fn handle(
     let result = if request.group_id.is_empty() {
         Err(coordinator::error::INVALID_GROUP_ID)
     } else {
-        match apis.groups.with_group(&request.group_id, |c, now| {
-            c.leave_group(now, &request.group_id, &members)
-        }) {
+        match apis
+            .groups
+            .with_group(&request.group_id, |c, now| {
+                c.leave_group(now, &request.group_id, &members)
+            })
+            .await
+        {
             Ok((r, _)) => Ok(r),
             Err(code) => Err(code.0),
         }

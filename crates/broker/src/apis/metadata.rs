@@ -26,7 +26,7 @@ const ALL_TOPIC_OPERATIONS: i32 =
     (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11);
 
 /// Answers a Metadata request.
-pub fn handle(
+pub async fn handle(
     apis: &KafkaApis,
     header: &RequestHeader,
     request: MetadataRequest,
@@ -50,7 +50,7 @@ pub fn handle(
         Some(requested) => {
             for t in requested {
                 let topic = match t.name {
-                    Some(name) => describe_by_name(apis, &name, allow_auto_create),
+                    Some(name) => describe_by_name(apis, &name, allow_auto_create).await,
                     None => describe_by_id(apis, t.topic_id),
                 };
                 topics.push(topic);
@@ -108,7 +108,7 @@ fn list_all(apis: &KafkaApis, out: &mut Vec<MetadataResponseTopic>) {
     }
 }
 
-fn describe_by_name(
+async fn describe_by_name(
     apis: &KafkaApis,
     name: &str,
     allow_auto_create: bool,
@@ -130,6 +130,7 @@ fn describe_by_name(
     match apis
         .topics
         .create_topic(name, -1, -1, Default::default(), false)
+        .await
     {
         Ok(topic) => topic_response(apis, name, &topic),
         // A concurrent Metadata request created it first.

@@ -109,7 +109,7 @@ pub struct KafkaApis {
     config: BrokerConfig,
     metadata: Arc<MetadataStore>,
     replica_manager: Arc<ReplicaManager>,
-    topics: TopicManager,
+    topics: Arc<TopicManager>,
     groups: Arc<GroupCoordinatorService>,
     /// Dynamic broker configs (KIP-226), shared with the topic manager.
     dynamic_config: Arc<DynamicBrokerConfig>,
@@ -118,23 +118,16 @@ pub struct KafkaApis {
 }
 
 impl KafkaApis {
-    /// Creates the dispatcher.
+    /// The dispatcher over the broker's services (built once, by [`crate::Server::start`]).
     pub fn new(
         config: BrokerConfig,
         metadata: Arc<MetadataStore>,
         replica_manager: Arc<ReplicaManager>,
+        topics: Arc<TopicManager>,
+        groups: Arc<GroupCoordinatorService>,
+        dynamic_config: Arc<DynamicBrokerConfig>,
         cluster: Option<Arc<BrokerCluster>>,
     ) -> KafkaApis {
-        let topics = TopicManager::new(config.clone(), metadata.clone(), replica_manager.clone())
-            .with_cluster(cluster.clone());
-        let dynamic_config = Arc::new(DynamicBrokerConfig::in_memory(config.clone()));
-        let topics = topics.with_dynamic_config(dynamic_config.clone());
-        let groups = Arc::new(GroupCoordinatorService::new(
-            config.clone(),
-            metadata.clone(),
-            replica_manager.clone(),
-            cluster.clone(),
-        ));
         KafkaApis {
             config,
             metadata,
@@ -151,24 +144,14 @@ impl KafkaApis {
         self.cluster.as_ref()
     }
 
-    /// Uses `dynamic` as the dynamic broker configs (the server loads them from the data directory; `new`
-    /// starts with none).
-    pub fn with_dynamic_config(self, dynamic: Arc<DynamicBrokerConfig>) -> KafkaApis {
-        KafkaApis {
-            topics: self.topics.with_dynamic_config(dynamic.clone()),
-            dynamic_config: dynamic,
-            ..self
-        }
+    /// The broker's topic manager.
+    pub fn topics(&self) -> &Arc<TopicManager> {
+        &self.topics
     }
 
     /// The group coordinator (the caller starts its loader and timer task).
     pub fn group_coordinator(&self) -> &Arc<GroupCoordinatorService> {
         &self.groups
-    }
-
-    /// Opens every partition of every known topic (startup).
-    pub fn load_topics(&self) -> Result<(), StorageError> {
-        self.topics.load_all()
     }
 
     /// The broker configuration.
@@ -212,7 +195,9 @@ impl KafkaApis {
             RequestBody::ApiVersions(r) => {
                 ResponseBody::ApiVersions(api_versions::handle(&header, r))
             }
-            RequestBody::Metadata(r) => ResponseBody::Metadata(metadata::handle(self, &header, r)),
+            RequestBody::Metadata(r) => {
+                ResponseBody::Metadata(metadata::handle(self, &header, r).await)
+            }
             RequestBody::Produce(r) => match produce::handle(self, &header, r).await {
                 produce::Outcome::Respond(resp) => ResponseBody::Produce(resp),
                 produce::Outcome::NoResponse => return RequestOutcome::NoResponse,
@@ -223,19 +208,19 @@ impl KafkaApis {
                 ResponseBody::ListOffsets(list_offsets::handle(self, &header, r))
             }
             RequestBody::CreateTopics(r) => {
-                ResponseBody::CreateTopics(create_topics::handle(self, &header, r))
+                ResponseBody::CreateTopics(create_topics::handle(self, &header, r).await)
             }
             RequestBody::DeleteTopics(r) => {
-                ResponseBody::DeleteTopics(delete_topics::handle(self, &header, r))
+                ResponseBody::DeleteTopics(delete_topics::handle(self, &header, r).await)
             }
             RequestBody::InitProducerId(r) => {
-                ResponseBody::InitProducerId(init_producer_id::handle(self, &header, r))
+                ResponseBody::InitProducerId(init_producer_id::handle(self, &header, r).await)
             }
             RequestBody::DescribeConfigs(r) => {
                 ResponseBody::DescribeConfigs(describe_configs::handle(self, &header, r))
             }
             RequestBody::FindCoordinator(r) => {
-                ResponseBody::FindCoordinator(find_coordinator::handle(self, &header, r))
+                ResponseBody::FindCoordinator(find_coordinator::handle(self, &header, r).await)
             }
             RequestBody::JoinGroup(r) => {
                 let host = peer.map_or_else(|| "/unknown".to_string(), |p| format!("/{}", p.ip()));
@@ -245,10 +230,10 @@ impl KafkaApis {
                 ResponseBody::SyncGroup(sync_group::handle(self, &header, r).await)
             }
             RequestBody::Heartbeat(r) => {
-                ResponseBody::Heartbeat(heartbeat::handle(self, &header, r))
+                ResponseBody::Heartbeat(heartbeat::handle(self, &header, r).await)
             }
             RequestBody::LeaveGroup(r) => {
-                ResponseBody::LeaveGroup(leave_group::handle(self, &header, r))
+                ResponseBody::LeaveGroup(leave_group::handle(self, &header, r).await)
             }
             RequestBody::OffsetCommit(r) => {
                 ResponseBody::OffsetCommit(offset_commit::handle_async(self, &header, r).await)
@@ -263,19 +248,19 @@ impl KafkaApis {
                 ResponseBody::ListGroups(list_groups::handle(self, &header, r))
             }
             RequestBody::DeleteGroups(r) => {
-                ResponseBody::DeleteGroups(delete_groups::handle(self, &header, r))
+                ResponseBody::DeleteGroups(delete_groups::handle(self, &header, r).await)
             }
             RequestBody::OffsetDelete(r) => {
-                ResponseBody::OffsetDelete(offset_delete::handle(self, &header, r))
+                ResponseBody::OffsetDelete(offset_delete::handle(self, &header, r).await)
             }
             RequestBody::AlterConfigs(r) => {
-                ResponseBody::AlterConfigs(alter_configs::handle(self, &header, r))
+                ResponseBody::AlterConfigs(alter_configs::handle(self, &header, r).await)
             }
             RequestBody::IncrementalAlterConfigs(r) => ResponseBody::IncrementalAlterConfigs(
-                incremental_alter_configs::handle(self, &header, r),
+                incremental_alter_configs::handle(self, &header, r).await,
             ),
             RequestBody::CreatePartitions(r) => {
-                ResponseBody::CreatePartitions(create_partitions::handle(self, &header, r))
+                ResponseBody::CreatePartitions(create_partitions::handle(self, &header, r).await)
             }
             RequestBody::DeleteRecords(r) => {
                 ResponseBody::DeleteRecords(delete_records::handle(self, &header, r))

@@ -16,7 +16,7 @@ use protocol::RequestHeader;
 use super::KafkaApis;
 
 /// Deletes the offsets; per-partition results in request order.
-pub fn handle(
+pub async fn handle(
     apis: &KafkaApis,
     _header: &RequestHeader,
     request: OffsetDeleteRequest,
@@ -45,9 +45,13 @@ pub fn handle(
             )
         })
         .collect();
-    let result = match apis.groups.with_group(&request.group_id, |c, now| {
-        c.delete_offsets(now, &request.group_id, &wanted)
-    }) {
+    let result = match apis
+        .groups
+        .with_group(&request.group_id, |c, now| {
+            c.delete_offsets(now, &request.group_id, &wanted)
+        })
+        .await
+    {
         Ok((r, Ok(()))) => r,
         // The tombstones were not written (NOT_COORDINATOR when leadership was lost).
         Ok((r, Err(code))) if r.error_code == 0 => return group_error(code.0),

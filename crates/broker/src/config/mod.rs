@@ -6,6 +6,8 @@
 //! topic-level keys (`retention.ms`, ...); each topic key has a broker-level synonym that supplies its default
 //! (`log.retention.ms`, ...), as Kafka's DescribeConfigs synonyms report.
 
+pub mod keys;
+
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -51,10 +53,9 @@ impl ConfigType {
             reason: why.to_string(),
         };
         match self {
-            ConfigType::Boolean => match value.trim().to_ascii_lowercase().as_str() {
-                "true" | "false" => Ok(()),
-                _ => Err(bad("expected true or false")),
-            },
+            ConfigType::Boolean => parse_bool(value)
+                .map(|_| ())
+                .ok_or_else(|| bad("expected true or false")),
             ConfigType::Int => value
                 .trim()
                 .parse::<i32>()
@@ -200,6 +201,7 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("offsets.topic.num.partitions", T::Int, Some("50")),
     def("offsets.topic.replication.factor", T::Int, Some("3")),
     def("offsets.retention.minutes", T::Int, Some("10080")),
+    def("offsets.commit.timeout.ms", T::Int, Some("5000")),
     def("group.initial.rebalance.delay.ms", T::Int, Some("3000")),
     def("group.min.session.timeout.ms", T::Int, Some("6000")),
     def("group.max.session.timeout.ms", T::Int, Some("1800000")),
@@ -541,7 +543,7 @@ impl BrokerConfig {
                 .or_else(|| broker_def(k).and_then(|d| d.default.map(str::to_string)))
         };
         let int = |k: &str| -> i64 { get(k).and_then(|v| v.trim().parse().ok()).unwrap_or(0) };
-        let boolean = |k: &str| get(k).is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+        let boolean = |k: &str| get(k).and_then(|v| parse_bool(&v)).unwrap_or(false);
 
         let node_id = explicit
             .get("node.id")
@@ -725,9 +727,30 @@ impl BrokerConfig {
         }
     }
 
-    /// True when `key` was set explicitly.
-    pub fn is_explicit(&self, key: &str) -> bool {
-        self.explicit.contains_key(key)
+    /// The typed value of `key` (explicit, else derived, else the key table's default), parsed by the same
+    /// rules that validated it. Keys are declared in [`keys`]; a test checks each against the key table.
+    ///
+    /// Panics when a non-nullable key has no value or its value does not parse: the config was validated at
+    /// load time, so that is a bug (a key missing from the table or declared with the wrong type).
+    pub fn get<T: keys::ConfigValue>(&self, key: keys::Key<T>) -> T {
+        let text = self.value(key.name());
+        T::from_text(text.as_deref()).unwrap_or_else(|| {
+            panic!(
+                "broker config {} = {text:?} does not read as {}",
+                key.name(),
+                std::any::type_name::<T>()
+            )
+        })
+    }
+}
+
+/// Parses a Kafka boolean as Kafka's `ConfigDef` does: `true` or `false`, any case, surrounding blanks
+/// ignored. The one parser for validation and use (a value that validates is read the same way).
+pub fn parse_bool(text: &str) -> Option<bool> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "true" => Some(true),
+        "false" => Some(false),
+        _ => None,
     }
 }
 

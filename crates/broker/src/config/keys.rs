@@ -1,0 +1,188 @@
+//! Typed broker config keys: each constant names a key of the key table ([`super::BROKER_CONFIGS`]) with the
+//! Rust type it is read as, so code reads `config.get(keys::LOG_CLEANER_ENABLE)` (a `bool`) instead of parsing
+//! a string at the point of use. A unit test checks every key here against the table: the key exists, its
+//! table type fits the Rust type, and a non-nullable key has a default.
+//!
+//! Read dynamic keys from the effective config ([`crate::dynamic_config::DynamicBrokerConfig::effective`]) so
+//! that dynamic values (KIP-226) apply.
+
+use std::marker::PhantomData;
+
+use super::{parse_bool, ConfigType};
+
+/// A broker config key read as `T`.
+#[derive(Debug)]
+pub struct Key<T> {
+    name: &'static str,
+    _ty: PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for Key<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Key<T> {}
+
+impl<T> Key<T> {
+    /// The key named `name` (Kafka's name, e.g. `log.cleaner.enable`).
+    pub const fn new(name: &'static str) -> Key<T> {
+        Key {
+            name,
+            _ty: PhantomData,
+        }
+    }
+
+    /// Kafka's name of the key.
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+/// A Rust type a config value is read as.
+pub trait ConfigValue: Sized {
+    /// The key-table types this Rust type can read.
+    const TYPES: &'static [ConfigType];
+    /// True when a missing value (a null default) reads as a value (`Option<_>`).
+    const NULLABLE: bool = false;
+    /// Reads the text of a value (`None`: the key has no value). `None` when it does not read.
+    fn from_text(text: Option<&str>) -> Option<Self>;
+}
+
+impl ConfigValue for bool {
+    const TYPES: &'static [ConfigType] = &[ConfigType::Boolean];
+    fn from_text(text: Option<&str>) -> Option<bool> {
+        parse_bool(text?)
+    }
+}
+
+impl ConfigValue for i32 {
+    const TYPES: &'static [ConfigType] = &[ConfigType::Int];
+    fn from_text(text: Option<&str>) -> Option<i32> {
+        text?.trim().parse().ok()
+    }
+}
+
+impl ConfigValue for i64 {
+    const TYPES: &'static [ConfigType] = &[ConfigType::Int, ConfigType::Long];
+    fn from_text(text: Option<&str>) -> Option<i64> {
+        text?.trim().parse().ok()
+    }
+}
+
+impl ConfigValue for f64 {
+    const TYPES: &'static [ConfigType] = &[ConfigType::Double];
+    fn from_text(text: Option<&str>) -> Option<f64> {
+        text?.trim().parse().ok().filter(|v: &f64| !v.is_nan())
+    }
+}
+
+impl ConfigValue for String {
+    const TYPES: &'static [ConfigType] = &[ConfigType::String, ConfigType::List];
+    fn from_text(text: Option<&str>) -> Option<String> {
+        text.map(str::to_string)
+    }
+}
+
+impl<T: ConfigValue> ConfigValue for Option<T> {
+    const TYPES: &'static [ConfigType] = T::TYPES;
+    const NULLABLE: bool = true;
+    fn from_text(text: Option<&str>) -> Option<Option<T>> {
+        match text {
+            None => Some(None),
+            Some(t) => T::from_text(Some(t)).map(Some),
+        }
+    }
+}
+
+macro_rules! keys {
+    ($($(#[$doc:meta])* $id:ident: $ty:ty = $name:literal;)*) => {
+        $($(#[$doc])* pub const $id: Key<$ty> = Key::new($name);)*
+
+        /// Every typed key: (name, accepted table types, nullable), checked against the key table by a test.
+        #[cfg(test)]
+        pub(crate) const ALL: &[(&str, &[ConfigType], bool)] =
+            &[$(($name, <$ty as ConfigValue>::TYPES, <$ty as ConfigValue>::NULLABLE)),*];
+    };
+}
+
+keys! {
+    /// `log.cleaner.enable`: run the log cleaner (compaction of `cleanup.policy=compact` topics).
+    LOG_CLEANER_ENABLE: bool = "log.cleaner.enable";
+    /// `log.cleaner.dedupe.buffer.size` (bytes): the cleaner's key-to-offset map.
+    LOG_CLEANER_DEDUPE_BUFFER_SIZE: i64 = "log.cleaner.dedupe.buffer.size";
+    /// `log.cleaner.io.max.bytes.per.second`: the cleaner's read+write throttle.
+    LOG_CLEANER_IO_MAX_BYTES_PER_SECOND: f64 = "log.cleaner.io.max.bytes.per.second";
+    /// `log.cleaner.backoff.ms`: sleep when there is nothing to clean (ms).
+    LOG_CLEANER_BACKOFF_MS: i64 = "log.cleaner.backoff.ms";
+    /// `min.insync.replicas`: replicas that must have a write for acks=all (and for group commits).
+    MIN_INSYNC_REPLICAS: i32 = "min.insync.replicas";
+    /// `offsets.topic.replication.factor`: replication factor of `__consumer_offsets` (capped by the live
+    /// brokers when the topic is created).
+    OFFSETS_TOPIC_REPLICATION_FACTOR: i32 = "offsets.topic.replication.factor";
+    /// `offsets.commit.timeout.ms`: how long a group write waits for the ISR before it fails (ms).
+    OFFSETS_COMMIT_TIMEOUT_MS: i32 = "offsets.commit.timeout.ms";
+    /// `group.max.size`: members per group (GROUP_MAX_SIZE_REACHED past it).
+    GROUP_MAX_SIZE: i32 = "group.max.size";
+    /// `offset.metadata.max.bytes`: longest commit metadata string (OFFSET_METADATA_TOO_LARGE past it).
+    OFFSET_METADATA_MAX_BYTES: i32 = "offset.metadata.max.bytes";
+    /// `offsets.retention.check.interval.ms`: how often expired offsets are removed (ms).
+    OFFSETS_RETENTION_CHECK_INTERVAL_MS: i64 = "offsets.retention.check.interval.ms";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{broker_def, BrokerConfig};
+
+    #[test]
+    fn every_typed_key_is_in_the_key_table_with_a_fitting_type() {
+        for (name, types, nullable) in ALL {
+            let def = broker_def(name).unwrap_or_else(|| panic!("{name} is not in BROKER_CONFIGS"));
+            assert!(
+                types.contains(&def.ty),
+                "{name} is {:?} in the table",
+                def.ty
+            );
+            assert!(def.used, "{name} is read but marked accepted-only");
+            assert!(
+                *nullable || def.default.is_some(),
+                "{name} has no default but is read as non-nullable"
+            );
+        }
+    }
+
+    #[test]
+    fn every_typed_key_reads_from_the_defaults() {
+        let c = BrokerConfig::from_pairs(&[]).unwrap();
+        assert!(c.get(LOG_CLEANER_ENABLE));
+        assert_eq!(c.get(OFFSETS_COMMIT_TIMEOUT_MS), 5000);
+        assert_eq!(c.get(LOG_CLEANER_BACKOFF_MS), 15_000);
+        assert!(c.get(LOG_CLEANER_IO_MAX_BYTES_PER_SECOND) > 1e300);
+    }
+
+    /// B4: a value that passes validation is read the same way (` True ` enabled the cleaner in validation
+    /// and disabled it at use).
+    #[test]
+    fn booleans_read_as_validated() {
+        for (text, want) in [
+            (" True ", true),
+            ("TRUE", true),
+            ("false", false),
+            ("False ", false),
+        ] {
+            let c =
+                BrokerConfig::from_pairs(&[("log.cleaner.enable".into(), text.into())]).unwrap();
+            assert_eq!(c.get(LOG_CLEANER_ENABLE), want, "{text:?}");
+        }
+    }
+
+    /// B3: `offsets.commit.timeout.ms` is a known key and is read.
+    #[test]
+    fn offsets_commit_timeout_can_be_set() {
+        let c = BrokerConfig::from_pairs(&[("offsets.commit.timeout.ms".into(), "1234".into())])
+            .unwrap();
+        assert_eq!(c.get(OFFSETS_COMMIT_TIMEOUT_MS), 1234);
+    }
+}

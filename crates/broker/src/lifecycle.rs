@@ -1,0 +1,474 @@
+//! The broker's lifecycle: [`Server::start`] is the one composition root (every service is built once, in
+//! [`Services::build`], and shared), and [`Server::shutdown`] stops it cleanly.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use controller::{ControllerConfig, ControllerServer};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::apis::KafkaApis;
+use crate::cluster::{BrokerCluster, ControllerLink, QuorumTopicAdmin};
+use crate::config::{bind_addr, keys, BrokerConfig};
+use crate::dynamic_config::DynamicBrokerConfig;
+use crate::group_coordinator::{GroupCoordinatorPublisher, GroupCoordinatorService};
+use crate::metadata::MetadataStore;
+use crate::network;
+use crate::publisher::MetadataPublisher;
+use crate::replica_manager::{now_ms, ClusterLink, ReplicaManager, StandaloneLink};
+use crate::topic_admin::{LocalTopicAdmin, TopicAdmin};
+use crate::topic_config::{cleaner_config, log_config};
+use crate::topics::TopicManager;
+
+/// A running broker (and, in cluster mode, possibly a controller).
+pub struct Server {
+    replica_manager: Option<Arc<ReplicaManager>>,
+    controller: Option<ControllerServer>,
+    cluster: Option<Arc<BrokerCluster>>,
+    log_cleaner: Option<storage::LogCleaner>,
+    shutdown: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+    local_addr: std::net::SocketAddr,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("local_addr", &self.local_addr)
+            .field("controller", &self.controller.is_some())
+            .field("cluster", &self.cluster)
+            .finish()
+    }
+}
+
+impl Server {
+    /// Opens the data directory (recovering logs as needed), binds the listener, and starts serving.
+    ///
+    /// With `listeners` on port 0 the kernel picks a free port; an advertised listener on port 0 then
+    /// advertises that bound port (see [`Server::local_addr`]).
+    ///
+    /// This is the one composition root: every service (dynamic configs, logs, ReplicaManager, the topic
+    /// admin of the mode, TopicManager, group coordinator, request handlers) is built once, here, and shared.
+    pub async fn start(mut config: BrokerConfig) -> anyhow::Result<Server> {
+        let started = std::time::Instant::now();
+        let addr = bind_addr(&config.listener)?;
+        let listener = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("binding {addr}"))?;
+        let local_addr = listener.local_addr()?;
+        if config.advertised_listener.port == 0 {
+            config.advertised_listener.port = local_addr.port();
+        }
+        let voters = resolve_voters(&config)?;
+        let cluster_id = cluster_id(&config);
+        // A controller runs first: a broker of the same process registers with the quorum it is part of.
+        let controller = start_controller(&config, &voters, cluster_id.as_deref()).await?;
+        if !config.process_roles.broker {
+            drop(listener);
+            let (shutdown, _) = watch::channel(false);
+            return Ok(Server {
+                replica_manager: None,
+                log_cleaner: None,
+                shutdown,
+                tasks: Vec::new(),
+                local_addr: controller
+                    .as_ref()
+                    .map(|c| c.local_addr())
+                    .unwrap_or(local_addr),
+                controller,
+                cluster: None,
+            });
+        }
+        let services = Services::build(&config, voters, cluster_id.as_deref())?;
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let tasks = services.spawn(listener, &config, shutdown_rx);
+        tracing::info!(
+            listen = %local_addr,
+            advertised = %config.advertised_listener,
+            node_id = config.node_id,
+            cluster_id = services.metadata.cluster_id(),
+            data_dir = %config.log_dir.display(),
+            startup_ms = started.elapsed().as_millis() as u64,
+            "runnel broker started"
+        );
+        Ok(Server {
+            replica_manager: Some(services.replica_manager),
+            log_cleaner: services.log_cleaner,
+            shutdown,
+            tasks,
+            local_addr,
+            controller,
+            cluster: services.cluster,
+        })
+    }
+
+    /// The bound listener address (useful with port 0).
+    pub fn local_addr(&self) -> std::net::SocketAddr {
+        self.local_addr
+    }
+
+    /// Stops accepting and serving, then flushes and closes every log and writes the clean-shutdown marker.
+    ///
+    /// In cluster mode the broker first asks for controlled shutdown (its leaderships move to other ISR
+    /// members, bounded by 30 s), and the controller stops last.
+    pub async fn shutdown(self) -> anyhow::Result<()> {
+        if let Some(c) = &self.cluster {
+            c.controlled_shutdown(Duration::from_secs(30)).await;
+        }
+        let _ = self.shutdown.send(true);
+        for t in self.tasks {
+            let _ = t.await;
+        }
+        if let Some(cleaner) = self.log_cleaner {
+            tokio::task::spawn_blocking(move || cleaner.shutdown()).await?;
+        }
+        if let Some(rm) = self.replica_manager {
+            tokio::task::spawn_blocking(move || rm.shutdown())
+                .await?
+                .context("closing logs")?;
+        }
+        if let Some(controller) = self.controller {
+            controller
+                .shutdown()
+                .await
+                .context("stopping the controller")?;
+        }
+        tracing::info!("runnel broker stopped cleanly");
+        Ok(())
+    }
+
+    /// The broker's cluster membership (cluster mode only).
+    pub fn cluster(&self) -> Option<&Arc<BrokerCluster>> {
+        self.cluster.as_ref()
+    }
+}
+
+/// Starts this process's controller (a quorum voter) when it has the controller role in a cluster.
+async fn start_controller(
+    config: &BrokerConfig,
+    voters: &BTreeMap<i32, SocketAddr>,
+    cluster_id: Option<&str>,
+) -> anyhow::Result<Option<ControllerServer>> {
+    if !(config.is_cluster() && config.process_roles.controller) {
+        return Ok(None);
+    }
+    let listen = match &config.controller_listener {
+        Some(l) => bind_addr(l)?,
+        None => voters[&config.node_id],
+    };
+    let controller = ControllerServer::start(ControllerConfig {
+        node_id: config.node_id,
+        voters: voters.clone(),
+        listen,
+        data_dir: config.log_dir.clone(),
+        cluster_id: cluster_id.unwrap_or_default().to_string(),
+        broker_session_timeout_ms: config.broker_session_timeout_ms,
+        default_num_partitions: config.num_partitions,
+        default_replication_factor: config.default_replication_factor,
+        unclean_leader_election: config.unclean_leader_election_enable,
+        auto_leader_rebalance: config.auto_leader_rebalance_enable,
+        leader_imbalance_check_interval_ms: config.leader_imbalance_check_interval_ms,
+    })
+    .await
+    .context("starting the controller")?;
+    tracing::info!(controller_listen = %controller.local_addr(), "controller started");
+    Ok(Some(controller))
+}
+
+/// The broker's services, each built once and shared by `Arc`.
+struct Services {
+    metadata: Arc<MetadataStore>,
+    log_manager: Arc<storage::LogManager>,
+    log_cleaner: Option<storage::LogCleaner>,
+    replica_manager: Arc<ReplicaManager>,
+    dynamic: Arc<DynamicBrokerConfig>,
+    groups: Arc<GroupCoordinatorService>,
+    apis: Arc<KafkaApis>,
+    cluster: Option<Arc<BrokerCluster>>,
+}
+
+impl Services {
+    /// Opens the metadata, the dynamic configs and the logs in the data directory, and wires the services
+    /// of the mode: standalone (a [`LocalTopicAdmin`], every local partition opened as leader) or cluster
+    /// member (a [`QuorumTopicAdmin`]; partitions arrive with metadata images).
+    fn build(
+        config: &BrokerConfig,
+        voters: BTreeMap<i32, SocketAddr>,
+        cluster_id: Option<&str>,
+    ) -> anyhow::Result<Services> {
+        let dir = &config.log_dir;
+        let metadata = Arc::new(
+            match cluster_id {
+                Some(id) => MetadataStore::open_for_cluster(dir, config.node_id, id),
+                None => MetadataStore::open(dir, config.node_id),
+            }
+            .with_context(|| format!("opening metadata in {}", dir.display()))?,
+        );
+        let dynamic = Arc::new(
+            DynamicBrokerConfig::load(config.clone()).context("loading dynamic broker configs")?,
+        );
+        let log_manager = Arc::new(
+            storage::LogManager::open(
+                dir,
+                |topic| {
+                    let overrides = metadata.topic(topic).map(|t| t.configs).unwrap_or_default();
+                    log_config(&dynamic.effective(), &overrides)
+                },
+                now_ms(),
+            )
+            .with_context(|| format!("opening logs in {}", dir.display()))?,
+        );
+        // `log.cleaner.enable=false` leaves compacted topics uncompacted, as in Kafka.
+        let effective = dynamic.effective();
+        let log_cleaner = if effective.get(keys::LOG_CLEANER_ENABLE) {
+            Some(
+                storage::LogCleaner::start(log_manager.clone(), cleaner_config(&effective))
+                    .context("starting the log cleaner")?,
+            )
+        } else {
+            None
+        };
+        let cluster = config
+            .is_cluster()
+            .then(|| Arc::new(BrokerCluster::new(config, voters)));
+        let link: Arc<dyn ClusterLink> = match &cluster {
+            Some(c) => Arc::new(ControllerLink(c.clone())),
+            None => Arc::new(StandaloneLink),
+        };
+        let replica_manager = Arc::new(ReplicaManager::new(
+            log_manager.clone(),
+            config.node_id,
+            link,
+            config.replica_lag_time_max_ms,
+        ));
+        let apis = wire(
+            config,
+            metadata.clone(),
+            dynamic.clone(),
+            replica_manager.clone(),
+            cluster.clone(),
+        );
+        if cluster.is_none() {
+            // Standalone: every local partition is led here. (A cluster member's arrive with images.)
+            apis.topics()
+                .load_all()
+                .context("opening topic partitions")?;
+        }
+        let groups = apis.group_coordinator().clone();
+        Ok(Services {
+            metadata,
+            log_manager,
+            log_cleaner,
+            replica_manager,
+            dynamic,
+            groups,
+            apis,
+            cluster,
+        })
+    }
+
+    /// Starts serving `listener` and the background tasks: group timers and loading, log maintenance, and
+    /// in a cluster the metadata listener with its publishers, registration and heartbeats.
+    fn spawn(
+        &self,
+        listener: TcpListener,
+        config: &BrokerConfig,
+        shutdown_rx: watch::Receiver<bool>,
+    ) -> Vec<JoinHandle<()>> {
+        let mut tasks = vec![tokio::spawn(network::serve(
+            listener,
+            self.apis.clone(),
+            shutdown_rx.clone(),
+        ))];
+        let groups = self.groups.clone();
+        tasks.push(tokio::spawn(groups.clone().run_timers(shutdown_rx.clone())));
+        // Replays __consumer_offsets off the async workers; group requests get COORDINATOR_LOAD_IN_PROGRESS
+        // until it is done.
+        tokio::task::spawn_blocking(move || groups.load());
+        tasks.push(tokio::spawn(log_maintenance(
+            config.clone(),
+            self.log_manager.clone(),
+            shutdown_rx.clone(),
+        )));
+        let Some(c) = &self.cluster else {
+            return tasks;
+        };
+        let publishers: Vec<Arc<dyn MetadataPublisher>> =
+            vec![Arc::new(GroupCoordinatorPublisher {
+                groups: self.groups.clone(),
+                node_id: config.node_id,
+            })];
+        tasks.push(tokio::spawn(c.clone().run_metadata_listener(
+            self.dynamic.clone(),
+            self.metadata.clone(),
+            self.replica_manager.clone(),
+            publishers,
+            shutdown_rx.clone(),
+        )));
+        // Registration waits for the quorum to elect a leader, which needs the other voters: it runs in
+        // the background so that a cluster's processes can start in any order.
+        let c = c.clone();
+        let host = config.advertised_listener.host.clone();
+        let port = config.advertised_listener.port;
+        let interval = Duration::from_millis(config.broker_heartbeat_interval_ms.max(50) as u64);
+        tasks.push(tokio::spawn(async move {
+            let registered = tokio::select! {
+                r = c.register(&host, port, Duration::from_secs(3600)) => r,
+                _ = wait_true(shutdown_rx.clone()) => return,
+            };
+            if let Err(e) = registered {
+                tracing::error!(error = %e, "broker registration failed");
+                return;
+            }
+            c.run_heartbeats(interval, host, port, shutdown_rx).await;
+        }));
+        tasks
+    }
+}
+
+/// Wires the request-serving services over opened storage: the topic admin of the mode, the one
+/// TopicManager, the group coordinator and the request handlers. In a cluster, producer-id blocks come from
+/// the controller.
+pub(crate) fn wire(
+    config: &BrokerConfig,
+    metadata: Arc<MetadataStore>,
+    dynamic: Arc<DynamicBrokerConfig>,
+    replica_manager: Arc<ReplicaManager>,
+    cluster: Option<Arc<BrokerCluster>>,
+) -> Arc<KafkaApis> {
+    let admin: Arc<dyn TopicAdmin> = match &cluster {
+        Some(c) => Arc::new(QuorumTopicAdmin(c.clone())),
+        None => Arc::new(LocalTopicAdmin::new(
+            metadata.clone(),
+            replica_manager.clone(),
+            dynamic.clone(),
+        )),
+    };
+    let topics = Arc::new(TopicManager::new(
+        metadata.clone(),
+        replica_manager.clone(),
+        dynamic.clone(),
+        admin,
+    ));
+    let groups = Arc::new(GroupCoordinatorService::new(
+        config.clone(),
+        metadata.clone(),
+        replica_manager.clone(),
+        topics.clone(),
+        cluster.is_some(),
+    ));
+    if let Some(c) = &cluster {
+        let c = c.clone();
+        metadata.set_producer_id_source(Arc::new(move || {
+            let c = c.clone();
+            Box::pin(async move { c.allocate_producer_ids().await.map_err(|e| e.message) })
+        }));
+    }
+    Arc::new(KafkaApis::new(
+        config.clone(),
+        metadata,
+        replica_manager,
+        topics,
+        groups,
+        dynamic,
+        cluster,
+    ))
+}
+
+/// Resolves `controller.quorum.voters` to socket addresses (empty in standalone mode).
+fn resolve_voters(
+    config: &BrokerConfig,
+) -> anyhow::Result<std::collections::BTreeMap<i32, std::net::SocketAddr>> {
+    config
+        .controller_quorum_voters
+        .iter()
+        .map(|(id, e)| Ok((*id, bind_addr(e)?)))
+        .collect()
+}
+
+/// The cluster id of a cluster member: `cluster.id` if set, else derived from the voter set so that every
+/// member of one quorum agrees without a formatting step (22-character base64url, as Kafka's). `None` in
+/// standalone mode (the data dir keeps a random one).
+fn cluster_id(config: &BrokerConfig) -> Option<String> {
+    if !config.is_cluster() {
+        return None;
+    }
+    if let Some(id) = &config.cluster_id {
+        return Some(id.clone());
+    }
+    let voters: Vec<String> = config
+        .controller_quorum_voters
+        .iter()
+        .map(|(id, e)| format!("{id}@{e}"))
+        .collect();
+    let text = voters.join(",");
+    let mut bytes = [0u8; 16];
+    for (i, chunk) in bytes.chunks_mut(4).enumerate() {
+        let crc = crc32c::crc32c_append(i as u32, text.as_bytes());
+        chunk.copy_from_slice(&crc.to_be_bytes());
+    }
+    Some(crate::metadata::base64url_uuid(uuid::Uuid::from_bytes(
+        bytes,
+    )))
+}
+
+/// Resolves once `rx` holds `true`.
+async fn wait_true(mut rx: watch::Receiver<bool>) {
+    while !*rx.borrow() {
+        if rx.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Periodic log work: retention every `log.retention.check.interval.ms`, the flush policy every
+/// `log.flush.scheduler.interval.ms` (and at least every second for `flush.ms` topics), and recovery-point /
+/// log-start checkpoints every `log.flush.offset.checkpoint.interval.ms`. Runs on the blocking pool since
+/// it does file I/O.
+async fn log_maintenance(
+    config: BrokerConfig,
+    log_manager: Arc<storage::LogManager>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let tick =
+        Duration::from_millis(config.log_flush_scheduler_interval_ms.clamp(100, 1000) as u64);
+    let mut next_retention = now_ms() + config.log_retention_check_interval_ms.max(100);
+    let mut next_checkpoint = now_ms() + config.log_flush_offset_checkpoint_interval_ms.max(100);
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(tick) => {}
+            _ = shutdown.changed() => return,
+        }
+        let now = now_ms();
+        let lm = log_manager.clone();
+        let do_retention = now >= next_retention;
+        let do_checkpoint = now >= next_checkpoint;
+        if do_retention {
+            next_retention = now + config.log_retention_check_interval_ms.max(100);
+        }
+        if do_checkpoint {
+            next_checkpoint = now + config.log_flush_offset_checkpoint_interval_ms.max(100);
+        }
+        let result = tokio::task::spawn_blocking(move || -> Result<(), storage::StorageError> {
+            lm.flush_dirty(now);
+            if do_retention {
+                lm.run_retention(now);
+            }
+            if do_checkpoint {
+                lm.checkpoint()?;
+            }
+            Ok(())
+        })
+        .await;
+        match result {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::error!(error = %e, "log maintenance failed"),
+            Err(e) => tracing::error!(error = %e, "log maintenance task panicked"),
+        }
+    }
+}

@@ -1,0 +1,292 @@
+//! Where topic changes are decided: [`TopicAdmin`], one async trait with two implementations — this module's
+//! [`LocalTopicAdmin`] for a standalone broker (its own metadata file and logs) and
+//! [`crate::cluster::QuorumTopicAdmin`] for a cluster member (the active controller decides, and the answer
+//! comes once this broker's metadata image shows the change).
+//!
+//! [`crate::topics::TopicManager`] validates a request the same way in both modes and then calls the admin;
+//! no request handler knows which mode it runs in. Every method is async and never blocks a runtime worker.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use protocol::error::ErrorCode;
+use uuid::Uuid;
+
+use crate::dynamic_config::DynamicBrokerConfig;
+use crate::error::ApiError;
+use crate::metadata::{MetadataStore, TopicMetadata, UpdateError};
+use crate::replica_manager::ReplicaManager;
+use crate::topic_config::log_config;
+
+/// A validated CreateTopics entry: name legal and free, counts resolved (no -1), configs valid.
+#[derive(Debug, Clone)]
+pub struct NewTopic {
+    /// Topic name.
+    pub name: String,
+    /// Partition count (≥ 1).
+    pub partitions: i32,
+    /// Replication factor (≥ 1).
+    pub replication_factor: i16,
+    /// Topic config overrides.
+    pub configs: BTreeMap<String, String>,
+}
+
+/// The place topic changes are made. Errors are the Kafka codes a client sees (see each method).
+pub trait TopicAdmin: Send + Sync + std::fmt::Debug {
+    /// Creates `topic` (or only checks it, `validate_only`). Errors: TOPIC_ALREADY_EXISTS (36),
+    /// INVALID_REPLICATION_FACTOR (38, more replicas than brokers), KAFKA_STORAGE_ERROR (56), controller errors
+    /// in a cluster (NOT_CONTROLLER, REQUEST_TIMED_OUT, ...).
+    fn create_topic(
+        &self,
+        topic: NewTopic,
+        validate_only: bool,
+    ) -> BoxFuture<'_, Result<TopicMetadata, ApiError>>;
+
+    /// Deletes topic `name` and its logs; returns its id. Errors: UNKNOWN_TOPIC_OR_PARTITION (3),
+    /// KAFKA_STORAGE_ERROR (56), controller errors.
+    fn delete_topic(&self, name: String) -> BoxFuture<'_, Result<Uuid, ApiError>>;
+
+    /// Replaces the config overrides of topic `name` (keys absent from `configs` are removed) and applies them
+    /// to its live partitions. Errors: UNKNOWN_TOPIC_OR_PARTITION (3), KAFKA_STORAGE_ERROR (56), controller
+    /// errors.
+    fn set_topic_configs(
+        &self,
+        name: String,
+        configs: BTreeMap<String, String>,
+        validate_only: bool,
+    ) -> BoxFuture<'_, Result<(), ApiError>>;
+
+    /// Grows topic `name` to `count` partitions (the caller checked that `count` is larger). Errors:
+    /// UNKNOWN_TOPIC_OR_PARTITION (3), INVALID_PARTITIONS (37), KAFKA_STORAGE_ERROR (56), controller errors.
+    fn create_partitions(
+        &self,
+        name: String,
+        count: i32,
+        validate_only: bool,
+    ) -> BoxFuture<'_, Result<(), ApiError>>;
+
+    /// Brokers that can host replicas now (registered and not fenced; 1 standalone).
+    fn live_brokers(&self) -> usize;
+}
+
+/// The standalone [`TopicAdmin`]: one broker, topics in its metadata file, every partition led here.
+#[derive(Debug)]
+pub struct LocalTopicAdmin {
+    metadata: Arc<MetadataStore>,
+    replica_manager: Arc<ReplicaManager>,
+    dynamic: Arc<DynamicBrokerConfig>,
+}
+
+impl LocalTopicAdmin {
+    /// The admin of a standalone broker: topics go to `metadata`, partitions to `replica_manager`, and their
+    /// `LogConfig` resolves broker defaults through `dynamic`.
+    pub fn new(
+        metadata: Arc<MetadataStore>,
+        replica_manager: Arc<ReplicaManager>,
+        dynamic: Arc<DynamicBrokerConfig>,
+    ) -> LocalTopicAdmin {
+        LocalTopicAdmin {
+            metadata,
+            replica_manager,
+            dynamic,
+        }
+    }
+
+    fn create(&self, t: NewTopic, validate_only: bool) -> Result<TopicMetadata, ApiError> {
+        if t.replication_factor > 1 {
+            return Err(ApiError::new(
+                ErrorCode::INVALID_REPLICATION_FACTOR,
+                format!(
+                    "Replication factor: {} larger than available brokers: 1.",
+                    t.replication_factor
+                ),
+            ));
+        }
+        let topic = TopicMetadata {
+            topic_id: Uuid::new_v4(),
+            partitions: t.partitions,
+            configs: t.configs,
+        };
+        if validate_only {
+            return Ok(topic);
+        }
+        let created = self
+            .metadata
+            .create_topic(&t.name, topic.clone())
+            .map_err(storage_error)?;
+        if !created {
+            return Err(already_exists(&t.name));
+        }
+        let config = log_config(&self.dynamic.effective(), &topic.configs);
+        for p in 0..topic.partitions {
+            self.replica_manager
+                .make_leader(&t.name, p, topic.topic_id, config.clone())
+                .map_err(storage_error)?;
+        }
+        tracing::info!(
+            topic = t.name,
+            partitions = topic.partitions,
+            "created topic"
+        );
+        Ok(topic)
+    }
+
+    fn delete(&self, name: &str) -> Result<Uuid, ApiError> {
+        let removed = self.metadata.delete_topic(name).map_err(storage_error)?;
+        let Some(topic) = removed else {
+            return Err(unknown_topic());
+        };
+        self.replica_manager
+            .delete_topic(name)
+            .map_err(storage_error)?;
+        tracing::info!(topic = name, "deleted topic");
+        Ok(topic.topic_id)
+    }
+
+    fn set_configs(
+        &self,
+        name: &str,
+        configs: BTreeMap<String, String>,
+        validate_only: bool,
+    ) -> Result<(), ApiError> {
+        if validate_only {
+            return self
+                .metadata
+                .topic(name)
+                .map(|_| ())
+                .ok_or_else(unknown_topic);
+        }
+        let updated = self
+            .metadata
+            .update_topic(name, |t| -> Result<_, ApiError> {
+                Ok(TopicMetadata {
+                    configs: configs.clone(),
+                    ..t.clone()
+                })
+            })
+            .map_err(update_error)?
+            .ok_or_else(unknown_topic)?;
+        let config = log_config(&self.dynamic.effective(), &updated.configs);
+        for p in 0..updated.partitions {
+            if let Some(part) = self.replica_manager.partition(name, p) {
+                part.log.lock().set_config(config.clone());
+            }
+        }
+        tracing::info!(topic = name, ?configs, "topic configs changed");
+        Ok(())
+    }
+
+    fn add_partitions(&self, name: &str, count: i32, validate_only: bool) -> Result<(), ApiError> {
+        let grow = |t: &TopicMetadata| -> Result<TopicMetadata, ApiError> {
+            check_partition_count(t, count)?;
+            Ok(TopicMetadata {
+                partitions: count,
+                ..t.clone()
+            })
+        };
+        if validate_only {
+            let t = self.metadata.topic(name).ok_or_else(unknown_topic)?;
+            return grow(&t).map(|_| ());
+        }
+        let updated = self
+            .metadata
+            .update_topic(name, grow)
+            .map_err(update_error)?
+            .ok_or_else(unknown_topic)?;
+        let config = log_config(&self.dynamic.effective(), &updated.configs);
+        for p in 0..updated.partitions {
+            self.replica_manager
+                .make_leader(name, p, updated.topic_id, config.clone())
+                .map_err(storage_error)?;
+        }
+        tracing::info!(topic = name, partitions = count, "partitions added");
+        Ok(())
+    }
+}
+
+impl TopicAdmin for LocalTopicAdmin {
+    fn create_topic(
+        &self,
+        topic: NewTopic,
+        validate_only: bool,
+    ) -> BoxFuture<'_, Result<TopicMetadata, ApiError>> {
+        // Local file and log work is short and bounded (one metadata rewrite, a few files per partition).
+        Box::pin(std::future::ready(self.create(topic, validate_only)))
+    }
+
+    fn delete_topic(&self, name: String) -> BoxFuture<'_, Result<Uuid, ApiError>> {
+        Box::pin(std::future::ready(self.delete(&name)))
+    }
+
+    fn set_topic_configs(
+        &self,
+        name: String,
+        configs: BTreeMap<String, String>,
+        validate_only: bool,
+    ) -> BoxFuture<'_, Result<(), ApiError>> {
+        Box::pin(std::future::ready(self.set_configs(
+            &name,
+            configs,
+            validate_only,
+        )))
+    }
+
+    fn create_partitions(
+        &self,
+        name: String,
+        count: i32,
+        validate_only: bool,
+    ) -> BoxFuture<'_, Result<(), ApiError>> {
+        Box::pin(std::future::ready(self.add_partitions(
+            &name,
+            count,
+            validate_only,
+        )))
+    }
+
+    fn live_brokers(&self) -> usize {
+        1
+    }
+}
+
+/// INVALID_PARTITIONS (37) unless `count` is larger than the topic's partition count (Kafka's message).
+pub fn check_partition_count(t: &TopicMetadata, count: i32) -> Result<(), ApiError> {
+    if count <= t.partitions {
+        return Err(ApiError::new(
+            ErrorCode::INVALID_PARTITIONS,
+            format!(
+                "Topic currently has {} partitions, which is higher than or equal to the requested {count}.",
+                t.partitions
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// TOPIC_ALREADY_EXISTS (36) for `name`, with Kafka's message.
+pub fn already_exists(name: &str) -> ApiError {
+    ApiError::new(
+        ErrorCode::TOPIC_ALREADY_EXISTS,
+        format!("Topic '{name}' already exists."),
+    )
+}
+
+/// UNKNOWN_TOPIC_OR_PARTITION (3), with Kafka's message.
+pub fn unknown_topic() -> ApiError {
+    ApiError::new(
+        ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+        "This server does not host this topic-partition.",
+    )
+}
+
+fn storage_error(e: impl std::fmt::Display) -> ApiError {
+    ApiError::new(ErrorCode::KAFKA_STORAGE_ERROR, e.to_string())
+}
+
+fn update_error(e: UpdateError<ApiError>) -> ApiError {
+    match e {
+        UpdateError::Rejected(e) => e,
+        UpdateError::Metadata(e) => storage_error(e),
+    }
+}
