@@ -3,6 +3,8 @@
 //! up; [`Server::shutdown`] takes it down cleanly (stop accepting, flush and close every log, write the
 //! clean-shutdown marker).
 
+#![warn(missing_docs)]
+
 pub mod apis;
 pub mod cluster;
 pub mod config;
