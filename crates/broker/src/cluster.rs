@@ -38,7 +38,8 @@ use crate::config::BrokerConfig;
 use crate::dynamic_config::DynamicBrokerConfig;
 use crate::error::ApiError;
 use crate::metadata::{MetadataStore, TopicMetadata};
-use crate::publisher::MetadataPublisher;
+use crate::metadata_cache::{ControllerEndpoint, MetadataCache};
+use crate::publisher::Publishers;
 use crate::replica_manager::{ClusterLink, PartitionState, ReplicaManager};
 use crate::topic_admin::{NewTopic, TopicAdmin};
 use crate::topic_config::log_config;
@@ -57,6 +58,8 @@ pub struct BrokerCluster {
     image: RwLock<Arc<MetadataImage>>,
     /// The offset of the last published image.
     published: watch::Sender<i64>,
+    /// The controller quorum's voters as configured.
+    controllers: Vec<ControllerEndpoint>,
 }
 
 impl std::fmt::Debug for BrokerCluster {
@@ -88,6 +91,11 @@ impl BrokerCluster {
             controller_id: std::sync::atomic::AtomicI32::new(-1),
             image: RwLock::new(Arc::new(MetadataImage::default())),
             published: watch::channel(-1).0,
+            controllers: config
+                .controller_quorum_voters
+                .iter()
+                .map(|(id, e)| (*id, e.host.clone(), e.port))
+                .collect(),
         }
     }
 
@@ -225,7 +233,7 @@ impl BrokerCluster {
         dynamic: Arc<DynamicBrokerConfig>,
         metadata: Arc<MetadataStore>,
         replica_manager: Arc<ReplicaManager>,
-        publishers: Vec<Arc<dyn MetadataPublisher>>,
+        publishers: Arc<Publishers>,
         mut shutdown: watch::Receiver<bool>,
     ) {
         loop {
@@ -256,9 +264,7 @@ impl BrokerCluster {
             let previous = self.image.read().clone();
             self.publish(&dynamic, &metadata, &replica_manager, &previous, next);
             let current = self.image.read().clone();
-            for p in &publishers {
-                p.on_image(&previous, &current);
-            }
+            publishers.publish(&previous, &current);
         }
     }
 
@@ -625,6 +631,14 @@ impl TopicAdmin for QuorumTopicAdmin {
         Box::pin(async move { self.0.create_partitions(&name, count, validate_only).await })
     }
 
+    fn elect_leaders(
+        &self,
+        election: ElectionType,
+        partitions: Option<Vec<(String, i32)>>,
+    ) -> BoxFuture<'_, Result<Vec<ElectionResult>, ApiError>> {
+        Box::pin(self.0.elect_leaders(election, partitions))
+    }
+
     fn live_brokers(&self) -> usize {
         self.0
             .image()
@@ -632,5 +646,19 @@ impl TopicAdmin for QuorumTopicAdmin {
             .values()
             .filter(|b| !b.fenced)
             .count()
+    }
+}
+
+impl MetadataCache for BrokerCluster {
+    fn image(&self) -> Arc<MetadataImage> {
+        BrokerCluster::image(self)
+    }
+
+    fn controller_id(&self) -> i32 {
+        BrokerCluster::controller_id(self).unwrap_or(-1)
+    }
+
+    fn controllers(&self) -> Vec<ControllerEndpoint> {
+        self.controllers.clone()
     }
 }

@@ -1202,10 +1202,16 @@ mod tests {
             30_000,
         ));
         let dynamic = Arc::new(DynamicBrokerConfig::in_memory(config.clone()));
+        let cache = Arc::new(crate::metadata_cache::LocalMetadataCache::new(
+            &config,
+            metadata.clone(),
+        ));
         let admin = Arc::new(LocalTopicAdmin::new(
             metadata.clone(),
             rm.clone(),
             dynamic.clone(),
+            cache,
+            Default::default(),
         ));
         let topics = Arc::new(TopicManager::new(
             metadata.clone(),

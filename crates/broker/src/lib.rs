@@ -13,6 +13,7 @@ pub mod error;
 pub mod group_coordinator;
 pub mod lifecycle;
 pub mod metadata;
+pub mod metadata_cache;
 pub mod network;
 pub mod partition;
 pub mod publisher;

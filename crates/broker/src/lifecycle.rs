@@ -18,8 +18,9 @@ use crate::config::{bind_addr, keys, BrokerConfig};
 use crate::dynamic_config::DynamicBrokerConfig;
 use crate::group_coordinator::{GroupCoordinatorPublisher, GroupCoordinatorService};
 use crate::metadata::MetadataStore;
+use crate::metadata_cache::{LocalMetadataCache, MetadataCache};
 use crate::network;
-use crate::publisher::MetadataPublisher;
+use crate::publisher::Publishers;
 use crate::replica_manager::{now_ms, ClusterLink, ReplicaManager, StandaloneLink};
 use crate::topic_admin::{LocalTopicAdmin, TopicAdmin};
 use crate::topic_config::{cleaner_config, log_config};
@@ -190,6 +191,7 @@ struct Services {
     groups: Arc<GroupCoordinatorService>,
     apis: Arc<KafkaApis>,
     cluster: Option<Arc<BrokerCluster>>,
+    publishers: Arc<Publishers>,
 }
 
 impl Services {
@@ -246,12 +248,14 @@ impl Services {
             link,
             config.replica_lag_time_max_ms,
         ));
+        let publishers = Arc::new(Publishers::default());
         let apis = wire(
             config,
             metadata.clone(),
             dynamic.clone(),
             replica_manager.clone(),
             cluster.clone(),
+            &publishers,
         );
         if cluster.is_none() {
             // Standalone: every local partition is led here. (A cluster member's arrive with images.)
@@ -269,6 +273,7 @@ impl Services {
             groups,
             apis,
             cluster,
+            publishers,
         })
     }
 
@@ -298,16 +303,11 @@ impl Services {
         let Some(c) = &self.cluster else {
             return tasks;
         };
-        let publishers: Vec<Arc<dyn MetadataPublisher>> =
-            vec![Arc::new(GroupCoordinatorPublisher {
-                groups: self.groups.clone(),
-                node_id: config.node_id,
-            })];
         tasks.push(tokio::spawn(c.clone().run_metadata_listener(
             self.dynamic.clone(),
             self.metadata.clone(),
             self.replica_manager.clone(),
-            publishers,
+            self.publishers.clone(),
             shutdown_rx.clone(),
         )));
         // Registration waits for the quorum to elect a leader, which needs the other voters: it runs in
@@ -340,14 +340,21 @@ pub(crate) fn wire(
     dynamic: Arc<DynamicBrokerConfig>,
     replica_manager: Arc<ReplicaManager>,
     cluster: Option<Arc<BrokerCluster>>,
+    publishers: &Arc<Publishers>,
 ) -> Arc<KafkaApis> {
-    let admin: Arc<dyn TopicAdmin> = match &cluster {
-        Some(c) => Arc::new(QuorumTopicAdmin(c.clone())),
-        None => Arc::new(LocalTopicAdmin::new(
-            metadata.clone(),
-            replica_manager.clone(),
-            dynamic.clone(),
-        )),
+    let (admin, cache): (Arc<dyn TopicAdmin>, Arc<dyn MetadataCache>) = match &cluster {
+        Some(c) => (Arc::new(QuorumTopicAdmin(c.clone())), c.clone()),
+        None => {
+            let cache = Arc::new(LocalMetadataCache::new(config, metadata.clone()));
+            let admin = LocalTopicAdmin::new(
+                metadata.clone(),
+                replica_manager.clone(),
+                dynamic.clone(),
+                cache.clone(),
+                publishers.clone(),
+            );
+            (Arc::new(admin), cache)
+        }
     };
     let topics = Arc::new(TopicManager::new(
         metadata.clone(),
@@ -362,6 +369,10 @@ pub(crate) fn wire(
         topics.clone(),
         cluster.is_some(),
     ));
+    publishers.install(Arc::new(GroupCoordinatorPublisher {
+        groups: groups.clone(),
+        node_id: config.node_id,
+    }));
     if let Some(c) = &cluster {
         let c = c.clone();
         metadata.set_producer_id_source(Arc::new(move || {
@@ -376,7 +387,7 @@ pub(crate) fn wire(
         topics,
         groups,
         dynamic,
-        cluster,
+        cache,
     ))
 }
 

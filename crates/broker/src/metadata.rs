@@ -61,6 +61,10 @@ pub enum MetadataError {
         /// Why.
         reason: String,
     },
+    /// No producer-id block could be had from the controller (not registered yet, no active controller):
+    /// retriable.
+    #[error("no producer id block from the controller: {0}")]
+    ProducerIdsUnavailable(String),
 }
 
 /// Why [`MetadataStore::update_topic`] changed nothing.
@@ -82,6 +86,8 @@ pub struct MetadataStore {
     /// Cluster mode: the topic registry mirrors the controller's metadata image (set by
     /// [`MetadataStore::replace_topics`], not persisted here) and producer-id blocks come from the controller.
     producer_id_source: RwLock<Option<ProducerIdSource>>,
+    /// See [`MetadataStore::generation`].
+    generation: std::sync::atomic::AtomicU64,
 }
 
 /// Fetches a block of producer ids `(first, count)` from elsewhere (the controller's AllocateProducerIds,
@@ -156,6 +162,7 @@ impl MetadataStore {
             state: RwLock::new(state),
             producer_ids: parking_lot::Mutex::new((next, next)),
             producer_id_source: RwLock::new(None),
+            generation: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -191,7 +198,20 @@ impl MetadataStore {
     /// Cluster mode: replaces the in-memory topic registry with the controller's view (the metadata image);
     /// nothing is written to disk, the quorum's log is the record.
     pub fn replace_topics(&self, topics: BTreeMap<String, TopicMetadata>) {
-        self.state.write().topics = topics;
+        let mut state = self.state.write();
+        state.topics = topics;
+        self.bump();
+    }
+
+    /// A counter that changes with every change of the topic registry (to cache what is derived from it).
+    pub fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Marks a change; called with the state write lock held, after the change.
+    fn bump(&self) {
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
     }
 
     /// Cluster mode: producer-id blocks come from `source` (the controller's AllocateProducerIds) instead of
@@ -248,6 +268,7 @@ impl MetadataStore {
         next.topics.insert(name.to_string(), topic);
         self.persist(&next)?;
         *state = next;
+        self.bump();
         Ok(true)
     }
 
@@ -259,6 +280,7 @@ impl MetadataStore {
         if removed.is_some() {
             self.persist(&next)?;
             *state = next;
+            self.bump();
         }
         Ok(removed)
     }
@@ -279,6 +301,7 @@ impl MetadataStore {
         next.topics.insert(name.to_string(), updated.clone());
         self.persist(&next).map_err(UpdateError::Metadata)?;
         *state = next;
+        self.bump();
         Ok(Some(updated))
     }
 
@@ -298,10 +321,9 @@ impl MetadataStore {
                         return Ok(id);
                     }
                 }
-                let (first, count) = source().await.map_err(|reason| MetadataError::Invalid {
-                    path: self.dir.clone(),
-                    reason: format!("allocating producer ids from the controller: {reason}"),
-                })?;
+                let (first, count) = source()
+                    .await
+                    .map_err(MetadataError::ProducerIdsUnavailable)?;
                 let mut ids = self.producer_ids.lock();
                 if ids.0 >= ids.1 {
                     *ids = (first, first + i64::from(count.max(1)));

@@ -108,7 +108,14 @@ async fn start_broker(id: i32, link: Arc<TestLink>, topic_id: Uuid) -> TestBroke
     let dynamic = Arc::new(crate::dynamic_config::DynamicBrokerConfig::in_memory(
         config.clone(),
     ));
-    let apis = crate::lifecycle::wire(&config, metadata, dynamic, rm.clone(), None);
+    let apis = crate::lifecycle::wire(
+        &config,
+        metadata,
+        dynamic,
+        rm.clone(),
+        None,
+        &Default::default(),
+    );
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     link.endpoints

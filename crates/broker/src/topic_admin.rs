@@ -9,13 +9,17 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use controller::{ElectionResult, ElectionType};
 use futures::future::BoxFuture;
+use parking_lot::Mutex;
 use protocol::error::ErrorCode;
 use uuid::Uuid;
 
 use crate::dynamic_config::DynamicBrokerConfig;
 use crate::error::ApiError;
 use crate::metadata::{MetadataStore, TopicMetadata, UpdateError};
+use crate::metadata_cache::{LocalMetadataCache, MetadataCache};
+use crate::publisher::Publishers;
 use crate::replica_manager::ReplicaManager;
 use crate::topic_config::log_config;
 
@@ -66,31 +70,65 @@ pub trait TopicAdmin: Send + Sync + std::fmt::Debug {
         validate_only: bool,
     ) -> BoxFuture<'_, Result<(), ApiError>>;
 
+    /// Runs a preferred or unclean leader election (KIP-183, KIP-460) for `partitions` (`None`: every
+    /// partition that needs one) and answers per partition: ELECTION_NOT_NEEDED (84),
+    /// PREFERRED_LEADER_NOT_AVAILABLE (80), ELIGIBLE_LEADERS_NOT_AVAILABLE (83), UNKNOWN_TOPIC_OR_PARTITION
+    /// (3). Error: the election could not be run (controller errors).
+    fn elect_leaders(
+        &self,
+        election: ElectionType,
+        partitions: Option<Vec<(String, i32)>>,
+    ) -> BoxFuture<'_, Result<Vec<ElectionResult>, ApiError>>;
+
     /// Brokers that can host replicas now (registered and not fenced; 1 standalone).
     fn live_brokers(&self) -> usize;
 }
 
-/// The standalone [`TopicAdmin`]: one broker, topics in its metadata file, every partition led here.
+/// The standalone [`TopicAdmin`]: one broker, topics in its metadata file, every partition led here. Each
+/// change is published (the image before and after it) to the broker's [`Publishers`], as a cluster member's
+/// metadata listener publishes the images it replays.
 #[derive(Debug)]
 pub struct LocalTopicAdmin {
     metadata: Arc<MetadataStore>,
     replica_manager: Arc<ReplicaManager>,
     dynamic: Arc<DynamicBrokerConfig>,
+    cache: Arc<LocalMetadataCache>,
+    publishers: Arc<Publishers>,
+    /// Serializes changes, so images are published in the order the changes were made.
+    changes: Mutex<()>,
 }
 
 impl LocalTopicAdmin {
-    /// The admin of a standalone broker: topics go to `metadata`, partitions to `replica_manager`, and their
-    /// `LogConfig` resolves broker defaults through `dynamic`.
+    /// The admin of a standalone broker: topics go to `metadata`, partitions to `replica_manager`, their
+    /// `LogConfig` resolves broker defaults through `dynamic`, and each change is published from `cache`'s
+    /// images to `publishers`.
     pub fn new(
         metadata: Arc<MetadataStore>,
         replica_manager: Arc<ReplicaManager>,
         dynamic: Arc<DynamicBrokerConfig>,
+        cache: Arc<LocalMetadataCache>,
+        publishers: Arc<Publishers>,
     ) -> LocalTopicAdmin {
         LocalTopicAdmin {
             metadata,
             replica_manager,
             dynamic,
+            cache,
+            publishers,
+            changes: Mutex::new(()),
         }
+    }
+
+    /// Runs `change` and publishes the image before and after it (when it changed anything).
+    fn publishing<T>(&self, change: impl FnOnce() -> Result<T, ApiError>) -> Result<T, ApiError> {
+        let _serial = self.changes.lock();
+        let previous = self.cache.image();
+        let result = change();
+        let current = self.cache.image();
+        if current.offset != previous.offset {
+            self.publishers.publish(&previous, &current);
+        }
+        result
     }
 
     fn create(&self, t: NewTopic, validate_only: bool) -> Result<TopicMetadata, ApiError> {
@@ -212,11 +250,13 @@ impl TopicAdmin for LocalTopicAdmin {
         validate_only: bool,
     ) -> BoxFuture<'_, Result<TopicMetadata, ApiError>> {
         // Local file and log work is short and bounded (one metadata rewrite, a few files per partition).
-        Box::pin(std::future::ready(self.create(topic, validate_only)))
+        Box::pin(std::future::ready(
+            self.publishing(|| self.create(topic, validate_only)),
+        ))
     }
 
     fn delete_topic(&self, name: String) -> BoxFuture<'_, Result<Uuid, ApiError>> {
-        Box::pin(std::future::ready(self.delete(&name)))
+        Box::pin(std::future::ready(self.publishing(|| self.delete(&name))))
     }
 
     fn set_topic_configs(
@@ -225,11 +265,9 @@ impl TopicAdmin for LocalTopicAdmin {
         configs: BTreeMap<String, String>,
         validate_only: bool,
     ) -> BoxFuture<'_, Result<(), ApiError>> {
-        Box::pin(std::future::ready(self.set_configs(
-            &name,
-            configs,
-            validate_only,
-        )))
+        Box::pin(std::future::ready(
+            self.publishing(|| self.set_configs(&name, configs, validate_only)),
+        ))
     }
 
     fn create_partitions(
@@ -238,11 +276,46 @@ impl TopicAdmin for LocalTopicAdmin {
         count: i32,
         validate_only: bool,
     ) -> BoxFuture<'_, Result<(), ApiError>> {
-        Box::pin(std::future::ready(self.add_partitions(
-            &name,
-            count,
-            validate_only,
-        )))
+        Box::pin(std::future::ready(
+            self.publishing(|| self.add_partitions(&name, count, validate_only)),
+        ))
+    }
+
+    fn elect_leaders(
+        &self,
+        _election: ElectionType,
+        partitions: Option<Vec<(String, i32)>>,
+    ) -> BoxFuture<'_, Result<Vec<ElectionResult>, ApiError>> {
+        // One broker: each existing partition already has the only possible leader, and "every partition
+        // that needs an election" is none.
+        let results = partitions
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(topic, partition)| {
+                let exists = self
+                    .metadata
+                    .topic(&topic)
+                    .is_some_and(|t| (0..t.partitions).contains(&partition));
+                let (error_code, message) = if exists {
+                    (
+                        ErrorCode::ELECTION_NOT_NEEDED,
+                        "the only replica is the leader".to_string(),
+                    )
+                } else {
+                    (
+                        ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+                        format!("{topic}-{partition} does not exist"),
+                    )
+                };
+                ElectionResult {
+                    topic,
+                    partition,
+                    error_code: error_code.0,
+                    message: Some(message),
+                }
+            })
+            .collect();
+        Box::pin(std::future::ready(Ok(results)))
     }
 
     fn live_brokers(&self) -> usize {

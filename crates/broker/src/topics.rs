@@ -96,6 +96,15 @@ impl TopicManager {
         self.admin.live_brokers()
     }
 
+    /// A leader election through the [`TopicAdmin`] (see [`TopicAdmin::elect_leaders`]).
+    pub async fn elect_leaders(
+        &self,
+        election: controller::ElectionType,
+        partitions: Option<Vec<(String, i32)>>,
+    ) -> Result<Vec<controller::ElectionResult>, ApiError> {
+        self.admin.elect_leaders(election, partitions).await
+    }
+
     /// Creates a topic. `partitions` / `replication_factor` of -1 take the broker defaults.
     /// Errors: INVALID_TOPIC_EXCEPTION (17), TOPIC_ALREADY_EXISTS (36), INVALID_PARTITIONS (37),
     /// INVALID_REPLICATION_FACTOR (38), INVALID_CONFIG (40), KAFKA_STORAGE_ERROR (56), controller errors.

@@ -129,23 +129,22 @@ fn fill_created(
 ) {
     result.topic_id = topic.topic_id;
     result.num_partitions = topic.partitions;
-    // Cluster mode: the replica count the controller placed (validate_only: what was asked).
-    result.replication_factor = match apis.cluster() {
-        Some(c) => c
-            .image()
-            .topics
-            .get(&t.name)
-            .and_then(|topic| topic.partitions.values().next())
-            .map_or(
-                if t.replication_factor > 0 {
-                    t.replication_factor
-                } else {
-                    apis.config().default_replication_factor
-                },
-                |r| r.replicas.len() as i16,
-            ),
-        None => 1,
-    };
+    // The replica count placed (validate_only: what was asked, or the default).
+    result.replication_factor = apis
+        .metadata_cache()
+        .image()
+        .topics
+        .get(&t.name)
+        .filter(|image| image.topic_id == topic.topic_id)
+        .and_then(|image| image.partitions.values().next())
+        .map_or(
+            if t.replication_factor > 0 {
+                t.replication_factor
+            } else {
+                apis.config().default_replication_factor
+            },
+            |r| r.replicas.len() as i16,
+        );
     if version >= 5 {
         result.configs = Some(
             topic_config_names()

@@ -42,14 +42,9 @@ pub async fn handle(
             match name {
                 None => r.error_code = ErrorCode::UNKNOWN_TOPIC_ID.0,
                 Some(n) => match apis.topics.delete_topic(&n).await {
-                    Ok(topic_id) => {
-                        r.topic_id = topic_id;
-                        // Standalone: the groups' offsets for it go now (in a cluster every coordinator
-                        // does this when its metadata image loses the topic).
-                        if !apis.groups.is_cluster_mode() {
-                            apis.groups.on_topics_deleted(std::slice::from_ref(&n));
-                        }
-                    }
+                    // The groups' offsets for it go when the metadata change is published (in every
+                    // mode, through the group coordinator's MetadataPublisher).
+                    Ok(topic_id) => r.topic_id = topic_id,
                     Err(e) => {
                         r.error_code = e.code.0;
                         r.error_message = Some(e.message);

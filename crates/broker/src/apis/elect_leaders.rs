@@ -91,66 +91,34 @@ pub async fn handle(
                 .collect(),
         );
     };
-    let results = match &apis.cluster {
-        Some(cluster) => match cluster.elect_leaders(election, partitions.clone()).await {
-            Ok(r) => r,
-            Err(e) => {
-                // The controller could not be reached or did not answer in time: every partition asked
-                // for gets that error (v0 has no top-level code).
-                if version >= 1 && partitions.is_none() {
-                    return ElectLeadersResponse {
-                        error_code: e.code.0,
-                        ..Default::default()
-                    };
-                }
-                partitions
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|(topic, partition)| ElectionResult {
-                        topic,
-                        partition,
-                        error_code: e.code.0,
-                        message: Some(e.message.clone()),
-                    })
-                    .collect()
+    let results = match apis
+        .topics()
+        .elect_leaders(election, partitions.clone())
+        .await
+    {
+        Ok(r) => r,
+        Err(e) => {
+            // The controller could not be reached or did not answer in time: every partition asked for
+            // gets that error (v0 has no top-level code).
+            if version >= 1 && partitions.is_none() {
+                return ElectLeadersResponse {
+                    error_code: e.code.0,
+                    ..Default::default()
+                };
             }
-        },
-        None => standalone(apis, partitions),
+            partitions
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(topic, partition)| ElectionResult {
+                    topic,
+                    partition,
+                    error_code: e.code.0,
+                    message: Some(e.message.clone()),
+                })
+                .collect()
+        }
     };
     response(results)
-}
-
-/// One broker: each existing partition already has the only possible leader.
-fn standalone(apis: &KafkaApis, partitions: Option<Vec<(String, i32)>>) -> Vec<ElectionResult> {
-    let Some(partitions) = partitions else {
-        return Vec::new();
-    };
-    partitions
-        .into_iter()
-        .map(|(topic, partition)| {
-            let exists = apis
-                .metadata
-                .topic(&topic)
-                .is_some_and(|t| (0..t.partitions).contains(&partition));
-            let (error_code, message) = if exists {
-                (
-                    ErrorCode::ELECTION_NOT_NEEDED.0,
-                    "the only replica is the leader".to_string(),
-                )
-            } else {
-                (
-                    ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0,
-                    format!("{topic}-{partition} does not exist"),
-                )
-            };
-            ElectionResult {
-                topic,
-                partition,
-                error_code,
-                message: Some(message),
-            }
-        })
-        .collect()
 }
 
 fn response(results: Vec<ElectionResult>) -> ElectLeadersResponse {

@@ -1,7 +1,7 @@
 //! FindCoordinator (key 10), v0–6. Source: Kafka protocol guide; KIP-699 (batched keys, v4+).
 //!
-//! On a single node this broker is the coordinator of every group; in cluster mode it is the leader of the
-//! group's `__consumer_offsets` partition (`partition_for(group, partitions)`, Kafka's hashing). The first group lookup creates
+//! A group's coordinator is the leader of its `__consumer_offsets` partition (`partition_for(group,
+//! partitions)`, Kafka's hashing; on a single node, this broker). The first group lookup creates
 //! `__consumer_offsets` (as Kafka does); if that fails, group keys get COORDINATOR_NOT_AVAILABLE (15).
 //! Transaction coordinators (key type 1) are not implemented yet: those keys get COORDINATOR_NOT_AVAILABLE (15).
 
@@ -16,15 +16,12 @@ use crate::group_coordinator::OFFSETS_TOPIC;
 /// Key type of a consumer group.
 const KEY_TYPE_GROUP: i8 = 0;
 
-/// Returns this node for group keys.
+/// Answers each key with its coordinator (group keys) or COORDINATOR_NOT_AVAILABLE.
 pub async fn handle(
     apis: &KafkaApis,
     header: &RequestHeader,
     request: FindCoordinatorRequest,
 ) -> FindCoordinatorResponse {
-    let node = apis.config().node_id;
-    let host = apis.config().advertised_listener.host.clone();
-    let port = i32::from(apis.config().advertised_listener.port);
     let group_error = if request.key_type == KEY_TYPE_GROUP {
         apis.groups.ensure_offsets_topic().await.err()
     } else {
@@ -41,9 +38,9 @@ pub async fn handle(
                 error_message: Some("the group coordinator is not available".into()),
                 ..Default::default()
             }
-        } else if let (Some(cluster), KEY_TYPE_GROUP) = (apis.cluster(), request.key_type) {
-            // Cluster mode: the coordinator of a group is the leader of its `__consumer_offsets` partition.
-            let image = cluster.image();
+        } else if request.key_type == KEY_TYPE_GROUP {
+            // The coordinator of a group is the leader of its `__consumer_offsets` partition.
+            let image = apis.metadata_cache().image();
             let leader = image.topics.get(OFFSETS_TOPIC).and_then(|t| {
                 let p = coordinator::partition_for(&key, t.partitions.len() as i32);
                 let leader = t.partitions.get(&p)?.leader;
@@ -68,16 +65,6 @@ pub async fn handle(
                     error_message: Some("the group's coordinator has no leader yet".into()),
                     ..Default::default()
                 },
-            }
-        } else if request.key_type == KEY_TYPE_GROUP {
-            Coordinator {
-                key,
-                node_id: node,
-                host: host.clone(),
-                port,
-                error_code: 0,
-                error_message: None,
-                ..Default::default()
             }
         } else {
             Coordinator {

@@ -9,6 +9,7 @@ use protocol::messages::{InitProducerIdRequest, InitProducerIdResponse};
 use protocol::RequestHeader;
 
 use super::KafkaApis;
+use crate::metadata::MetadataError;
 
 /// Allocates a producer id with epoch 0, or bumps the epoch of the given id (a new id when it would overflow).
 pub async fn handle(
@@ -38,9 +39,9 @@ pub async fn handle(
             response.producer_id = id;
             response.producer_epoch = 0;
         }
-        // Cluster mode: no block from the controller yet (e.g. this broker is not registered yet): the
-        // retriable COORDINATOR_LOAD_IN_PROGRESS, as Kafka's ProducerIdManager answers (KIP-730).
-        Err(e) if apis.cluster().is_some() => {
+        // No block from the controller yet (e.g. this broker is not registered yet): the retriable
+        // COORDINATOR_LOAD_IN_PROGRESS, as Kafka's ProducerIdManager answers (KIP-730).
+        Err(e @ MetadataError::ProducerIdsUnavailable(_)) => {
             tracing::warn!(error = %e, "no producer id block from the controller yet");
             response.error_code = ErrorCode::COORDINATOR_LOAD_IN_PROGRESS.0;
         }

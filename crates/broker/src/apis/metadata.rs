@@ -60,39 +60,33 @@ pub async fn handle(
     for t in topics.iter_mut() {
         t.topic_authorized_operations = authorized_ops;
     }
-    let (brokers, controller_id) = match apis.cluster() {
-        Some(cluster) => {
-            let image = cluster.image();
-            let brokers: Vec<MetadataResponseBroker> = image
-                .brokers
-                .values()
-                .filter(|b| !b.fenced)
-                .map(|b| MetadataResponseBroker {
-                    node_id: b.broker_id,
-                    host: b.host.clone(),
-                    port: i32::from(b.port),
-                    rack: b.rack.clone(),
-                    ..Default::default()
-                })
-                .collect();
-            // Clients send admin requests to the controller id: answer this broker (alive, since the client
-            // reached it; it forwards to the active controller), as Kafka answers a live broker in KRaft
-            // mode. Naming the active controller would stall clients that cache it after it dies.
-            (brokers, node)
-        }
-        None => (Vec::new(), node),
-    };
-    let brokers = if brokers.is_empty() {
-        vec![MetadataResponseBroker {
+    let image = apis.metadata_cache().image();
+    let mut brokers: Vec<MetadataResponseBroker> = image
+        .brokers
+        .values()
+        .filter(|b| !b.fenced)
+        .map(|b| MetadataResponseBroker {
+            node_id: b.broker_id,
+            host: b.host.clone(),
+            port: i32::from(b.port),
+            rack: b.rack.clone(),
+            ..Default::default()
+        })
+        .collect();
+    if brokers.is_empty() {
+        // A cluster member not yet registered: the client reached this broker, so name it.
+        brokers.push(MetadataResponseBroker {
             node_id: node,
             host: config.advertised_listener.host.clone(),
             port: i32::from(config.advertised_listener.port),
             rack: None,
             ..Default::default()
-        }]
-    } else {
-        brokers
-    };
+        });
+    }
+    // Clients send admin requests to the controller id: answer this broker (alive, since the client reached
+    // it; it forwards to the active controller), as Kafka answers a live broker in KRaft mode. Naming the
+    // active controller would stall clients that cache it after it dies.
+    let controller_id = node;
     MetadataResponse {
         brokers,
         cluster_id: Some(apis.metadata.cluster_id().to_string()),
@@ -155,41 +149,12 @@ fn describe_by_id(apis: &KafkaApis, id: Uuid) -> MetadataResponseTopic {
 }
 
 fn topic_response(apis: &KafkaApis, name: &str, topic: &TopicMetadata) -> MetadataResponseTopic {
-    if let Some(cluster) = apis.cluster() {
-        return cluster_topic_response(&cluster.image(), name, topic);
-    }
-    let node = apis.config().node_id;
-    MetadataResponseTopic {
-        error_code: 0,
-        name: Some(name.to_string()),
-        topic_id: topic.topic_id,
-        is_internal: name.starts_with("__"),
-        partitions: (0..topic.partitions)
-            .map(|p| {
-                let epoch = apis
-                    .replica_manager
-                    .partition(name, p)
-                    .map(|p| p.leader_epoch())
-                    .unwrap_or(0);
-                MetadataResponsePartition {
-                    error_code: 0,
-                    partition_index: p,
-                    leader_id: node,
-                    leader_epoch: epoch,
-                    replica_nodes: vec![node],
-                    isr_nodes: vec![node],
-                    offline_replicas: vec![],
-                    ..Default::default()
-                }
-            })
-            .collect(),
-        ..Default::default()
-    }
+    image_topic_response(&apis.metadata_cache().image(), name, topic)
 }
 
-/// A topic as the cluster's metadata image has it: leader (LEADER_NOT_AVAILABLE while there is none), leader
+/// A topic as the metadata image has it: leader (LEADER_NOT_AVAILABLE while there is none), leader
 /// epoch, replicas, ISR, and replicas on brokers that are fenced or gone as offline.
-fn cluster_topic_response(
+fn image_topic_response(
     image: &controller::MetadataImage,
     name: &str,
     topic: &TopicMetadata,

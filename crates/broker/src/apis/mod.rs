@@ -42,11 +42,11 @@ use protocol::error::ErrorCode;
 use protocol::{ApiKey, Chunk, RequestBody, RequestHeader, ResponseBody};
 use storage::StorageError;
 
-use crate::cluster::BrokerCluster;
 use crate::config::BrokerConfig;
 use crate::dynamic_config::DynamicBrokerConfig;
 use crate::group_coordinator::GroupCoordinatorService;
 use crate::metadata::MetadataStore;
+use crate::metadata_cache::MetadataCache;
 use crate::replica_manager::ReplicaManager;
 use crate::topics::TopicManager;
 
@@ -113,8 +113,8 @@ pub struct KafkaApis {
     groups: Arc<GroupCoordinatorService>,
     /// Dynamic broker configs (KIP-226), shared with the topic manager.
     dynamic_config: Arc<DynamicBrokerConfig>,
-    /// Cluster mode: the broker's quorum membership and metadata image (`None` standalone).
-    cluster: Option<Arc<BrokerCluster>>,
+    /// The cluster metadata handlers read (the replayed image in a cluster, a derived one standalone).
+    metadata_cache: Arc<dyn MetadataCache>,
 }
 
 impl KafkaApis {
@@ -126,7 +126,7 @@ impl KafkaApis {
         topics: Arc<TopicManager>,
         groups: Arc<GroupCoordinatorService>,
         dynamic_config: Arc<DynamicBrokerConfig>,
-        cluster: Option<Arc<BrokerCluster>>,
+        metadata_cache: Arc<dyn MetadataCache>,
     ) -> KafkaApis {
         KafkaApis {
             config,
@@ -135,13 +135,13 @@ impl KafkaApis {
             topics,
             groups,
             dynamic_config,
-            cluster,
+            metadata_cache,
         }
     }
 
-    /// The broker's cluster membership (cluster mode only).
-    pub fn cluster(&self) -> Option<&Arc<BrokerCluster>> {
-        self.cluster.as_ref()
+    /// The cluster metadata (brokers, partitions, controllers) the handlers answer from.
+    pub fn metadata_cache(&self) -> &Arc<dyn MetadataCache> {
+        &self.metadata_cache
     }
 
     /// The broker's topic manager.
