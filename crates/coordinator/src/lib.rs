@@ -15,6 +15,8 @@
 //! OffsetDelete, DescribeGroups, ListGroups, DeleteGroups), KIP-345 (static membership), KIP-394 (member id
 //! required), KIP-814 (skip assignment), and the behaviour of Kafka's `group-coordinator` module.
 
+#![warn(missing_docs)]
+
 mod api;
 mod config;
 mod coordinator;

@@ -9,6 +9,8 @@
 //! * [`ErrorCode`]: every Kafka error code (re-exported from the `types` crate). [`ApiKey`]: every Kafka API key.
 //! * [`record`]: RecordBatch v2.
 
+#![warn(missing_docs)]
+
 pub mod api_key;
 pub mod codec;
 pub mod error;
