@@ -74,7 +74,7 @@ impl std::fmt::Debug for BrokerCluster {
 
 /// Maps a controller error to the API error a client sees.
 pub fn api_error(e: ControllerError) -> ApiError {
-    ApiError::new(ErrorCode(e.code), e.message)
+    ApiError::new(e.code, e.message)
 }
 
 impl BrokerCluster {
@@ -187,8 +187,8 @@ impl BrokerCluster {
             {
                 Ok(_) => self.refresh_controller_id(),
                 Err(e)
-                    if e.code == ErrorCode::STALE_BROKER_EPOCH.0
-                        || e.code == ErrorCode::BROKER_ID_NOT_REGISTERED.0 =>
+                    if e.code == ErrorCode::STALE_BROKER_EPOCH
+                        || e.code == ErrorCode::BROKER_ID_NOT_REGISTERED =>
                 {
                     tracing::warn!(error = %e, "heartbeat refused; registering again");
                     let _ = self.register(&host, port, interval * 5).await;
@@ -403,7 +403,7 @@ impl BrokerCluster {
             .create_topics(vec![topic], validate_only)
             .await
             .pop()
-            .unwrap_or_else(|| Err(ControllerError::new(-1, "no result")))
+            .unwrap_or_else(|| Err(ControllerError::new(ErrorCode(-1), "no result")))
             .map_err(api_error)?;
         if !validate_only {
             let id = created.topic_id;
@@ -424,7 +424,7 @@ impl BrokerCluster {
             .delete_topics(vec![name.to_string()])
             .await
             .pop()
-            .unwrap_or_else(|| Err(ControllerError::new(-1, "no result")))
+            .unwrap_or_else(|| Err(ControllerError::new(ErrorCode(-1), "no result")))
             .map_err(api_error)?;
         self.wait_for_image(|i| i.topics.get(name).is_none_or(|t| t.topic_id != id))
             .await?;

@@ -105,10 +105,10 @@ impl Reply {
     fn fail(self, code: CoordinatorError) {
         match self {
             Reply::Join(tx, r) => {
-                let _ = tx.send(JoinResult::error(&r.member_id, code.0));
+                let _ = tx.send(JoinResult::error(&r.member_id, code));
             }
             Reply::Sync(tx, _) => {
-                let _ = tx.send(SyncResult::error(code.0));
+                let _ = tx.send(SyncResult::error(code));
             }
         }
     }
@@ -1334,7 +1334,7 @@ mod tests {
         svc.load();
         let join = |member: &str| join_request("g", member);
         let first = svc.join_group(join("")).await.unwrap();
-        assert_eq!(first.error_code, coordinator::error::MEMBER_ID_REQUIRED);
+        assert_eq!(first.error_code, ErrorCode::MEMBER_ID_REQUIRED.0);
         let (_shutdown, shutdown_rx) = watch::channel(false);
         let timers = tokio::spawn(svc.clone().run_timers(shutdown_rx));
         let bounded = Duration::from_secs(10);
@@ -1511,7 +1511,7 @@ mod tests {
         rt.block_on(async {
             let join = |member: &str| join_request(&a, member);
             let first = svc.join_group(join("")).await.unwrap();
-            assert_eq!(first.error_code, coordinator::error::MEMBER_ID_REQUIRED);
+            assert_eq!(first.error_code, ErrorCode::MEMBER_ID_REQUIRED.0);
             // No timer task runs: the rejoin stays parked in the initial rebalance.
             let parked = tokio::spawn({
                 let svc = svc.clone();

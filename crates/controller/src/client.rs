@@ -13,13 +13,14 @@ use tokio::time::Instant;
 use uuid::Uuid;
 
 use crate::control::{AlterPartition, Heartbeat, RegisterBroker};
-use crate::error::{codes, ControllerError};
+use crate::error::ControllerError;
 use crate::metadata::PartitionRegistration;
 use crate::rpc::{read_frame, write_frame, ClientRequest, ClientResponse, RpcRequest, RpcResponse};
 use crate::types::{
     CreateTopic, CreatedTopic, ElectionResult, ElectionType, HeartbeatReply, MetadataUpdate,
     QuorumInfo,
 };
+use types::ErrorCode;
 
 /// Default deadline of one client call (retries included).
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -40,7 +41,7 @@ pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(12);
 /// after a backoff of 25 ms doubling to 500 ms. When no active controller answers within the
 /// deadline ([`DEFAULT_REQUEST_TIMEOUT`], see [`ControllerClient::with_timeout`]) the call fails
 /// with `REQUEST_TIMED_OUT` (7). Errors decided by the controller carry Kafka codes (see
-/// [`crate::codes`]).
+/// [`types::ErrorCode`]).
 ///
 /// A write that timed out may still have been committed; retrying it is answered as Kafka would
 /// (e.g. `TOPIC_ALREADY_EXISTS`).
@@ -53,7 +54,7 @@ pub struct ControllerClient {
 
 fn unexpected() -> ControllerError {
     ControllerError::new(
-        codes::UNKNOWN_SERVER_ERROR,
+        ErrorCode::UNKNOWN_SERVER_ERROR,
         "unexpected controller response",
     )
 }
@@ -121,7 +122,7 @@ impl ControllerClient {
         let ids: Vec<i32> = self.voters.keys().copied().collect();
         if ids.is_empty() {
             return Err(ControllerError::new(
-                codes::INVALID_REQUEST,
+                ErrorCode::INVALID_REQUEST,
                 "no controller voters",
             ));
         }
@@ -142,7 +143,7 @@ impl ControllerClient {
             let remaining = deadline.saturating_duration_since(Instant::now());
             if remaining.is_zero() {
                 return Err(ControllerError::new(
-                    codes::REQUEST_TIMED_OUT,
+                    ErrorCode::REQUEST_TIMED_OUT,
                     format!("no active controller answered in time: {last_err}"),
                 ));
             }
@@ -315,7 +316,7 @@ impl ControllerClient {
     /// leader epoch and partition epoch may do so.
     ///
     /// Errors: `STALE_BROKER_EPOCH` (77), `UNKNOWN_TOPIC_ID` (100), `UNKNOWN_TOPIC_OR_PARTITION` (3),
-    /// `FENCED_LEADER_EPOCH` (74), `INVALID_UPDATE_VERSION` (108), `INVALID_REQUEST` (42: not the
+    /// `FENCED_LEADER_EPOCH` (74), `INVALID_UPDATE_VERSION` (95), `INVALID_REQUEST` (42: not the
     /// leader or malformed ISR), `INELIGIBLE_REPLICA` (107: a new member is fenced/shutting down).
     #[allow(clippy::too_many_arguments)]
     pub async fn alter_partition(

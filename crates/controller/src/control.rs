@@ -29,12 +29,13 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use uuid::Uuid;
 
-use crate::error::{codes, ControllerError};
+use crate::error::ControllerError;
 use crate::metadata::{
     MetadataImage, MetadataRecord, PartitionRegistration, NO_LEADER, RESOURCE_BROKER,
     RESOURCE_TOPIC,
 };
 use crate::types::{CreateTopic, CreatedTopic, ElectionResult, ElectionType, HeartbeatReply};
+use types::ErrorCode;
 
 /// Most partitions one topic may have (bounds allocation on bad input).
 pub const MAX_PARTITIONS: i32 = 100_000;
@@ -156,7 +157,7 @@ impl<'a> Batch<'a> {
     }
 }
 
-fn err(code: i16, message: impl Into<String>) -> ControllerError {
+fn err(code: ErrorCode, message: impl Into<String>) -> ControllerError {
     ControllerError::new(code, message)
 }
 
@@ -164,7 +165,7 @@ fn err(code: i16, message: impl Into<String>) -> ControllerError {
 pub fn validate_topic_name(name: &str) -> Result<(), ControllerError> {
     if name.is_empty() || name == "." || name == ".." || name.len() > MAX_TOPIC_NAME_LEN {
         return Err(err(
-            codes::INVALID_TOPIC_EXCEPTION,
+            ErrorCode::INVALID_TOPIC_EXCEPTION,
             format!("topic name {name:?} is illegal"),
         ));
     }
@@ -173,7 +174,7 @@ pub fn validate_topic_name(name: &str) -> Result<(), ControllerError> {
         .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
     {
         return Err(err(
-            codes::INVALID_TOPIC_EXCEPTION,
+            ErrorCode::INVALID_TOPIC_EXCEPTION,
             format!("topic name {name:?} contains characters other than [a-zA-Z0-9._-]"),
         ));
     }
@@ -223,7 +224,7 @@ impl QuorumControl {
         now_ms: i64,
     ) -> Result<Vec<MetadataRecord>, ControllerError> {
         if req.broker_id < 0 {
-            return Err(err(codes::INVALID_REQUEST, "negative broker id"));
+            return Err(err(ErrorCode::INVALID_REQUEST, "negative broker id"));
         }
         let mut batch = Batch::new(image);
         if let Some(existing) = image.brokers.get(&req.broker_id) {
@@ -231,7 +232,7 @@ impl QuorumControl {
                 && self.has_valid_session(req.broker_id, now_ms)
             {
                 return Err(err(
-                    codes::DUPLICATE_BROKER_REGISTRATION,
+                    ErrorCode::DUPLICATE_BROKER_REGISTRATION,
                     format!(
                         "another incarnation of broker {} has a live session",
                         req.broker_id
@@ -266,13 +267,13 @@ impl QuorumControl {
     ) -> Result<Decision<HeartbeatReply>, ControllerError> {
         let reg = image.brokers.get(&hb.broker_id).ok_or_else(|| {
             err(
-                codes::BROKER_ID_NOT_REGISTERED,
+                ErrorCode::BROKER_ID_NOT_REGISTERED,
                 format!("broker {} is not registered", hb.broker_id),
             )
         })?;
         if reg.broker_epoch != hb.broker_epoch {
             return Err(err(
-                codes::STALE_BROKER_EPOCH,
+                ErrorCode::STALE_BROKER_EPOCH,
                 format!(
                     "broker {} epoch {} is not the registered epoch {}",
                     hb.broker_id, hb.broker_epoch, reg.broker_epoch
@@ -402,16 +403,16 @@ impl QuorumControl {
         for (topic, partition) in wanted {
             let outcome = Self::elect_one(&mut batch, election, &topic, partition);
             let (error_code, message) = match outcome {
-                Ok(()) => (0, None),
+                Ok(()) => (ErrorCode::NONE, None),
                 Err((code, msg)) => (code, Some(msg)),
             };
-            if partitions.is_none() && error_code == codes::ELECTION_NOT_NEEDED {
+            if partitions.is_none() && error_code == ErrorCode::ELECTION_NOT_NEEDED {
                 continue;
             }
             results.push(ElectionResult {
                 topic,
                 partition,
-                error_code,
+                error_code: error_code.0,
                 message,
             });
         }
@@ -426,10 +427,10 @@ impl QuorumControl {
         election: ElectionType,
         topic: &str,
         partition: i32,
-    ) -> Result<(), (i16, String)> {
+    ) -> Result<(), (ErrorCode, String)> {
         let unknown = || {
             (
-                codes::UNKNOWN_TOPIC_OR_PARTITION,
+                ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
                 format!("{topic}-{partition} does not exist"),
             )
         };
@@ -441,13 +442,13 @@ impl QuorumControl {
                 let preferred = p.replicas.first().copied().ok_or_else(unknown)?;
                 if p.leader == preferred {
                     return Err((
-                        codes::ELECTION_NOT_NEEDED,
+                        ErrorCode::ELECTION_NOT_NEEDED,
                         "the preferred replica is the leader".into(),
                     ));
                 }
                 if !p.isr.contains(&preferred) || !batch.view.is_active_broker(preferred) {
                     return Err((
-                        codes::PREFERRED_LEADER_NOT_AVAILABLE,
+                        ErrorCode::PREFERRED_LEADER_NOT_AVAILABLE,
                         format!("preferred replica {preferred} is not in the ISR or not active"),
                     ));
                 }
@@ -456,7 +457,7 @@ impl QuorumControl {
             ElectionType::Unclean => {
                 if p.leader != NO_LEADER {
                     return Err((
-                        codes::ELECTION_NOT_NEEDED,
+                        ErrorCode::ELECTION_NOT_NEEDED,
                         format!("partition has leader {}", p.leader),
                     ));
                 }
@@ -467,7 +468,7 @@ impl QuorumControl {
                     (r, Some(vec![r]))
                 } else {
                     return Err((
-                        codes::ELIGIBLE_LEADERS_NOT_AVAILABLE,
+                        ErrorCode::ELIGIBLE_LEADERS_NOT_AVAILABLE,
                         "no replica is active".into(),
                     ));
                 }
@@ -532,7 +533,7 @@ impl QuorumControl {
         for t in topics {
             if counts[t.name.as_str()] > 1 {
                 replies.push(Err(err(
-                    codes::INVALID_REQUEST,
+                    ErrorCode::INVALID_REQUEST,
                     format!("topic {:?} appears more than once in the request", t.name),
                 )));
                 continue;
@@ -558,11 +559,11 @@ impl QuorumControl {
     ) -> Result<CreatedTopic, ControllerError> {
         validate_topic_name(&t.name)?;
         if t.configs.keys().any(|k| k.is_empty()) {
-            return Err(err(codes::INVALID_CONFIG, "empty config name"));
+            return Err(err(ErrorCode::INVALID_CONFIG, "empty config name"));
         }
         if batch.view.topics.contains_key(&t.name) {
             return Err(err(
-                codes::TOPIC_ALREADY_EXISTS,
+                ErrorCode::TOPIC_ALREADY_EXISTS,
                 format!("topic {:?} already exists", t.name),
             ));
         }
@@ -573,7 +574,7 @@ impl QuorumControl {
             };
             if n <= 0 || n > MAX_PARTITIONS {
                 return Err(err(
-                    codes::INVALID_PARTITIONS,
+                    ErrorCode::INVALID_PARTITIONS,
                     format!("number of partitions must be in 1..={MAX_PARTITIONS}, got {n}"),
                 ));
             }
@@ -583,7 +584,7 @@ impl QuorumControl {
             };
             if rf <= 0 {
                 return Err(err(
-                    codes::INVALID_REPLICATION_FACTOR,
+                    ErrorCode::INVALID_REPLICATION_FACTOR,
                     format!("replication factor must be positive, got {rf}"),
                 ));
             }
@@ -591,7 +592,7 @@ impl QuorumControl {
         } else {
             if t.num_partitions != -1 || t.replication_factor != -1 {
                 return Err(err(
-                    codes::INVALID_REQUEST,
+                    ErrorCode::INVALID_REQUEST,
                     "num_partitions and replication_factor must be -1 with explicit assignments",
                 ));
             }
@@ -652,13 +653,13 @@ impl QuorumControl {
             .map(|n| {
                 if counts[n.as_str()] > 1 {
                     return Err(err(
-                        codes::INVALID_REQUEST,
+                        ErrorCode::INVALID_REQUEST,
                         format!("topic {n:?} appears more than once in the request"),
                     ));
                 }
                 let t = image.topics.get(n).ok_or_else(|| {
                     err(
-                        codes::UNKNOWN_TOPIC_OR_PARTITION,
+                        ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
                         format!("topic {n:?} does not exist"),
                     )
                 })?;
@@ -688,20 +689,20 @@ impl QuorumControl {
     ) -> Result<Vec<MetadataRecord>, ControllerError> {
         let t = image.topics.get(name).ok_or_else(|| {
             err(
-                codes::UNKNOWN_TOPIC_OR_PARTITION,
+                ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
                 format!("topic {name:?} does not exist"),
             )
         })?;
         let current = t.partitions.len() as i32;
         if count <= current {
             return Err(err(
-                codes::INVALID_PARTITIONS,
+                ErrorCode::INVALID_PARTITIONS,
                 format!("topic {name:?} has {current} partitions; {count} would not add any"),
             ));
         }
         if count > MAX_PARTITIONS {
             return Err(err(
-                codes::INVALID_PARTITIONS,
+                ErrorCode::INVALID_PARTITIONS,
                 format!("at most {MAX_PARTITIONS} partitions per topic"),
             ));
         }
@@ -739,19 +740,19 @@ impl QuorumControl {
         check_broker_epoch(image, req.broker_id, req.broker_epoch)?;
         let topic = image.topic_by_id(req.topic_id).ok_or_else(|| {
             err(
-                codes::UNKNOWN_TOPIC_ID,
+                ErrorCode::UNKNOWN_TOPIC_ID,
                 format!("topic id {} does not exist", req.topic_id),
             )
         })?;
         let cur = topic.partitions.get(&req.partition).ok_or_else(|| {
             err(
-                codes::UNKNOWN_TOPIC_OR_PARTITION,
+                ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
                 format!("partition {}-{} does not exist", topic.name, req.partition),
             )
         })?;
         if req.leader_epoch != cur.leader_epoch {
             return Err(err(
-                codes::FENCED_LEADER_EPOCH,
+                ErrorCode::FENCED_LEADER_EPOCH,
                 format!(
                     "leader epoch {} is not the current {}",
                     req.leader_epoch, cur.leader_epoch
@@ -760,13 +761,13 @@ impl QuorumControl {
         }
         if req.broker_id != cur.leader {
             return Err(err(
-                codes::INVALID_REQUEST,
+                ErrorCode::INVALID_REQUEST,
                 format!("broker {} is not the leader {}", req.broker_id, cur.leader),
             ));
         }
         if req.partition_epoch != cur.partition_epoch {
             return Err(err(
-                codes::INVALID_UPDATE_VERSION,
+                ErrorCode::INVALID_UPDATE_VERSION,
                 format!(
                     "partition epoch {} is not the current {}",
                     req.partition_epoch, cur.partition_epoch
@@ -780,7 +781,7 @@ impl QuorumControl {
             || !set.contains(&cur.leader)
         {
             return Err(err(
-                codes::INVALID_REQUEST,
+                ErrorCode::INVALID_REQUEST,
                 format!(
                     "ISR {:?} must be distinct replicas of {:?} including the leader {}",
                     req.new_isr, cur.replicas, cur.leader
@@ -793,7 +794,7 @@ impl QuorumControl {
             .find(|r| !cur.isr.contains(r) && !image.is_active_broker(**r))
         {
             return Err(err(
-                codes::INELIGIBLE_REPLICA,
+                ErrorCode::INELIGIBLE_REPLICA,
                 format!("replica {bad} is fenced, shutting down or unregistered"),
             ));
         }
@@ -835,7 +836,7 @@ impl QuorumControl {
             RESOURCE_TOPIC => {
                 if !image.topics.contains_key(resource_name) {
                     return Err(err(
-                        codes::UNKNOWN_TOPIC_OR_PARTITION,
+                        ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
                         format!("topic {resource_name:?} does not exist"),
                     ));
                 }
@@ -845,20 +846,20 @@ impl QuorumControl {
                     && resource_name.parse::<i32>().map_or(true, |id| id < 0)
                 {
                     return Err(err(
-                        codes::INVALID_REQUEST,
+                        ErrorCode::INVALID_REQUEST,
                         format!("broker resource name {resource_name:?} is not a broker id"),
                     ));
                 }
             }
             other => {
                 return Err(err(
-                    codes::INVALID_REQUEST,
+                    ErrorCode::INVALID_REQUEST,
                     format!("unsupported config resource type {other}"),
                 ))
             }
         }
         if ops.iter().any(|(n, _)| n.is_empty()) {
-            return Err(err(codes::INVALID_CONFIG, "empty config name"));
+            return Err(err(ErrorCode::INVALID_CONFIG, "empty config name"));
         }
         if validate_only {
             return Ok(Vec::new());
@@ -887,7 +888,7 @@ impl QuorumControl {
         let first = image.next_producer_id;
         let next = first
             .checked_add(PRODUCER_ID_BLOCK_SIZE as i64)
-            .ok_or_else(|| err(codes::UNKNOWN_SERVER_ERROR, "producer ids exhausted"))?;
+            .ok_or_else(|| err(ErrorCode::UNKNOWN_SERVER_ERROR, "producer ids exhausted"))?;
         Ok(Decision {
             records: vec![MetadataRecord::ProducerIdsRecord {
                 broker_id,
@@ -916,7 +917,7 @@ impl QuorumControl {
             .collect();
         if rf <= 0 || usable.len() < rf as usize {
             return Err(err(
-                codes::INVALID_REPLICATION_FACTOR,
+                ErrorCode::INVALID_REPLICATION_FACTOR,
                 format!(
                     "replication factor {rf} needs that many active brokers; {} are",
                     usable.len()
@@ -1050,14 +1051,14 @@ fn check_broker_epoch(
     match image.brokers.get(&broker_id) {
         Some(b) if b.broker_epoch == broker_epoch => Ok(()),
         Some(b) => Err(err(
-            codes::STALE_BROKER_EPOCH,
+            ErrorCode::STALE_BROKER_EPOCH,
             format!(
                 "broker {broker_id} epoch {broker_epoch} is not the registered epoch {}",
                 b.broker_epoch
             ),
         )),
         None => Err(err(
-            codes::STALE_BROKER_EPOCH,
+            ErrorCode::STALE_BROKER_EPOCH,
             format!("broker {broker_id} is not registered"),
         )),
     }
@@ -1094,10 +1095,10 @@ fn validate_assignments(
     assignments: &[(i32, Vec<i32>)],
     first: i32,
 ) -> Result<Vec<Vec<i32>>, ControllerError> {
-    let bad = |m: String| err(codes::INVALID_REPLICA_ASSIGNMENT, m);
+    let bad = |m: String| err(ErrorCode::INVALID_REPLICA_ASSIGNMENT, m);
     if assignments.len() > MAX_PARTITIONS as usize {
         return Err(err(
-            codes::INVALID_PARTITIONS,
+            ErrorCode::INVALID_PARTITIONS,
             format!("at most {MAX_PARTITIONS} partitions per topic"),
         ));
     }

@@ -29,7 +29,7 @@ pub mod types;
 
 pub use client::ControllerClient;
 pub use config::{parse_voters, ControllerConfig};
-pub use error::{codes, ControllerError};
+pub use error::ControllerError;
 pub use metadata::{
     BrokerRegistration, MetadataImage, MetadataRecord, PartitionRegistration, TopicImage,
     NO_LEADER, RESOURCE_BROKER, RESOURCE_TOPIC,

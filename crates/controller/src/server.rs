@@ -20,7 +20,7 @@ use tokio::task::JoinHandle;
 
 use crate::config::ControllerConfig;
 use crate::control::{ControlConfig, QuorumControl};
-use crate::error::{codes, ControllerError};
+use crate::error::ControllerError;
 use crate::log_store::LogStore;
 use crate::metadata::{MetadataImage, MetadataRecord};
 use crate::network::NetworkFactory;
@@ -31,6 +31,7 @@ use crate::rpc::{
 };
 use crate::state_machine::{SmShared, StateMachineStore};
 use crate::types::{MetadataUpdate, QuorumInfo};
+use types::ErrorCode;
 
 /// Directory (under `data_dir`) of the metadata log, vote and snapshots.
 pub const METADATA_DIR: &str = "__cluster_metadata-0";
@@ -452,7 +453,7 @@ impl Inner {
         let size = serde_json::to_vec(&records).map_or(usize::MAX, |v| v.len());
         if size > MAX_BATCH_BYTES {
             return Err(ClientResponse::Error(ControllerError::new(
-                codes::INVALID_REQUEST,
+                ErrorCode::INVALID_REQUEST,
                 format!("the request would append {size} bytes of metadata; the limit is {MAX_BATCH_BYTES}"),
             )));
         }
@@ -499,7 +500,7 @@ impl Inner {
                     .await?;
                 ClientResponse::RegisterBroker(reply.and_then(|()| {
                     offset.ok_or_else(|| {
-                        ControllerError::new(codes::UNKNOWN_SERVER_ERROR, "nothing registered")
+                        ControllerError::new(ErrorCode::UNKNOWN_SERVER_ERROR, "nothing registered")
                     })
                 }))
             }

@@ -11,10 +11,11 @@ use controller::rpc::{
 };
 use controller::server::ControllerTuning;
 use controller::{
-    codes, ControllerClient, ControllerConfig, ControllerServer, CreateTopic, MetadataImage,
+    ControllerClient, ControllerConfig, ControllerServer, CreateTopic, MetadataImage,
     MetadataRecord, MetadataUpdate,
 };
 use tokio::net::TcpListener;
+use types::ErrorCode;
 use uuid::Uuid;
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -182,7 +183,7 @@ async fn three_controllers_fail_over_and_restart_from_snapshot() {
         .heartbeat(1, 12345, 0, false, false)
         .await
         .unwrap_err();
-    assert_eq!(err.code, codes::STALE_BROKER_EPOCH);
+    assert_eq!(err.code, ErrorCode::STALE_BROKER_EPOCH);
 
     let created = client.create_topics(vec![topic("t", 6, 3)], false).await;
     let t = created[0].as_ref().expect("create t");
@@ -190,7 +191,7 @@ async fn three_controllers_fail_over_and_restart_from_snapshot() {
     let dup = client.create_topics(vec![topic("t", 1, 1)], false).await;
     assert_eq!(
         dup[0].as_ref().unwrap_err().code,
-        codes::TOPIC_ALREADY_EXISTS
+        ErrorCode::TOPIC_ALREADY_EXISTS
     );
 
     // A long poll from the current offset wakes up on the next commit.
@@ -373,7 +374,7 @@ async fn silent_broker_is_fenced_and_controlled_shutdown_moves_leadership() {
         )
         .await
         .unwrap_err();
-    assert_eq!(err.code, codes::INELIGIBLE_REPLICA);
+    assert_eq!(err.code, ErrorCode::INELIGIBLE_REPLICA);
     beaters[0].abort();
     for s in c.servers.into_values() {
         s.shutdown().await.unwrap();

@@ -2,6 +2,7 @@
 //! from/to the wire messages (field names follow the Kafka message schemas).
 
 use bytes::Bytes;
+use types::ErrorCode;
 
 use crate::records::GroupRecord;
 
@@ -115,9 +116,9 @@ pub struct JoinResult {
 
 impl JoinResult {
     /// An error answer for `member_id`: generation −1, no leader, no members.
-    pub fn error(member_id: &str, error_code: i16) -> Self {
+    pub fn error(member_id: &str, error_code: ErrorCode) -> Self {
         JoinResult {
-            error_code,
+            error_code: error_code.0,
             generation_id: -1,
             protocol_type: None,
             protocol_name: None,
@@ -163,9 +164,9 @@ pub struct SyncResult {
 
 impl SyncResult {
     /// An error answer: no protocol, empty assignment.
-    pub fn error(error_code: i16) -> Self {
+    pub fn error(error_code: ErrorCode) -> Self {
         SyncResult {
-            error_code,
+            error_code: error_code.0,
             protocol_type: None,
             protocol_name: None,
             assignment: Bytes::new(),

@@ -7,10 +7,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::Bytes;
+use types::ErrorCode;
 
 use crate::api::*;
 use crate::config::GroupConfig;
-use crate::error as E;
 use crate::group::{ClassicGroup, GroupState, Member, CONSUMER_PROTOCOL_TYPE};
 use crate::records::{
     GroupMetadataValue, GroupRecord, MemberMetadataValue, OffsetCommitValue,
@@ -60,16 +60,16 @@ fn validate_member(
     g: &ClassicGroup,
     member_id: &str,
     group_instance_id: Option<&str>,
-) -> Result<(), i16> {
+) -> Result<(), ErrorCode> {
     if let Some(iid) = group_instance_id {
         match g.static_member_id(iid) {
-            None => return Err(E::UNKNOWN_MEMBER_ID),
-            Some(existing) if existing != member_id => return Err(E::FENCED_INSTANCE_ID),
+            None => return Err(ErrorCode::UNKNOWN_MEMBER_ID),
+            Some(existing) if existing != member_id => return Err(ErrorCode::FENCED_INSTANCE_ID),
             Some(_) => {}
         }
     }
     if !g.members.contains_key(member_id) {
-        return Err(E::UNKNOWN_MEMBER_ID);
+        return Err(ErrorCode::UNKNOWN_MEMBER_ID);
     }
     Ok(())
 }
@@ -123,7 +123,7 @@ fn join_success(
     skip: bool,
 ) -> JoinResult {
     JoinResult {
-        error_code: E::NONE,
+        error_code: ErrorCode::NONE.0,
         generation_id: g.generation_id,
         protocol_type: g.protocol_type.clone(),
         protocol_name: g.protocol_name.clone(),
@@ -218,7 +218,10 @@ impl Ctx<'_> {
         if let Some(old) = m.awaiting_join.replace(request) {
             if old != request {
                 let id = m.member_id.clone();
-                self.respond_join(old, JoinResult::error(&id, E::REBALANCE_IN_PROGRESS));
+                self.respond_join(
+                    old,
+                    JoinResult::error(&id, ErrorCode::REBALANCE_IN_PROGRESS),
+                );
             }
         }
     }
@@ -229,7 +232,7 @@ impl Ctx<'_> {
         };
         if let Some(old) = m.awaiting_sync.replace(request) {
             if old != request {
-                self.respond_sync(old, SyncResult::error(E::REBALANCE_IN_PROGRESS));
+                self.respond_sync(old, SyncResult::error(ErrorCode::REBALANCE_IN_PROGRESS));
             }
         }
     }
@@ -261,10 +264,16 @@ impl Ctx<'_> {
         protocols: Vec<(String, Bytes)>,
     ) {
         if g.is(GroupState::Dead) {
-            return self.respond_join(rid, JoinResult::error("", E::COORDINATOR_NOT_AVAILABLE));
+            return self.respond_join(
+                rid,
+                JoinResult::error("", ErrorCode::COORDINATOR_NOT_AVAILABLE),
+            );
         }
         if !g.supports_protocols(&req.protocol_type, &protocols) {
-            return self.respond_join(rid, JoinResult::error("", E::INCONSISTENT_GROUP_PROTOCOL));
+            return self.respond_join(
+                rid,
+                JoinResult::error("", ErrorCode::INCONSISTENT_GROUP_PROTOCOL),
+            );
         }
         let new_id = generate_member_id(&req.client_id, req.group_instance_id.as_deref());
         if let Some(iid) = &req.group_instance_id {
@@ -280,7 +289,10 @@ impl Ctx<'_> {
             // KIP-394: hand out an id and wait (up to the session timeout) for the member to rejoin with it.
             g.pending_join_members.insert(new_id.clone());
             self.reschedule_heartbeat(g, &new_id, req.session_timeout_ms);
-            self.respond_join(rid, JoinResult::error(&new_id, E::MEMBER_ID_REQUIRED));
+            self.respond_join(
+                rid,
+                JoinResult::error(&new_id, ErrorCode::MEMBER_ID_REQUIRED),
+            );
         } else {
             self.add_member_then_rebalance_or_complete_join(g, rid, req, protocols, new_id);
         }
@@ -297,19 +309,22 @@ impl Ctx<'_> {
         if g.is(GroupState::Dead) {
             return self.respond_join(
                 rid,
-                JoinResult::error(member_id, E::COORDINATOR_NOT_AVAILABLE),
+                JoinResult::error(member_id, ErrorCode::COORDINATOR_NOT_AVAILABLE),
             );
         }
         if !g.supports_protocols(&req.protocol_type, &protocols) {
             return self.respond_join(
                 rid,
-                JoinResult::error(member_id, E::INCONSISTENT_GROUP_PROTOCOL),
+                JoinResult::error(member_id, ErrorCode::INCONSISTENT_GROUP_PROTOCOL),
             );
         }
         if g.pending_join_members.contains(member_id) {
             if req.group_instance_id.is_some() {
                 // Pending ids are only handed to dynamic members; Kafka treats this as an internal error.
-                return self.respond_join(rid, JoinResult::error(member_id, E::UNKNOWN_MEMBER_ID));
+                return self.respond_join(
+                    rid,
+                    JoinResult::error(member_id, ErrorCode::UNKNOWN_MEMBER_ID),
+                );
             }
             return self.add_member_then_rebalance_or_complete_join(
                 g,
@@ -355,9 +370,10 @@ impl Ctx<'_> {
                     self.respond_join(rid, resp);
                 }
             }
-            GroupState::Empty | GroupState::Dead => {
-                self.respond_join(rid, JoinResult::error(member_id, E::UNKNOWN_MEMBER_ID))
-            }
+            GroupState::Empty | GroupState::Dead => self.respond_join(
+                rid,
+                JoinResult::error(member_id, ErrorCode::UNKNOWN_MEMBER_ID),
+            ),
         }
     }
 
@@ -421,13 +437,13 @@ impl Ctx<'_> {
         };
         let current_leader = g.leader_id.clone().unwrap_or_default();
         let Some(old) = g.replace_static_member(&iid, old_id, new_id) else {
-            return self.respond_join(rid, JoinResult::error("", E::UNKNOWN_MEMBER_ID));
+            return self.respond_join(rid, JoinResult::error("", ErrorCode::UNKNOWN_MEMBER_ID));
         };
         if let Some(r) = old.awaiting_join {
-            self.respond_join(r, JoinResult::error(old_id, E::FENCED_INSTANCE_ID));
+            self.respond_join(r, JoinResult::error(old_id, ErrorCode::FENCED_INSTANCE_ID));
         }
         if let Some(r) = old.awaiting_sync {
-            self.respond_sync(r, SyncResult::error(E::FENCED_INSTANCE_ID));
+            self.respond_sync(r, SyncResult::error(ErrorCode::FENCED_INSTANCE_ID));
         }
         self.cancel_heartbeat(g, old_id);
         self.reschedule_heartbeat(g, new_id, req.session_timeout_ms);
@@ -465,7 +481,7 @@ impl Ctx<'_> {
                 self.complete_join_future(
                     g,
                     new_id,
-                    JoinResult::error(new_id, E::UNKNOWN_MEMBER_ID),
+                    JoinResult::error(new_id, ErrorCode::UNKNOWN_MEMBER_ID),
                 );
             }
         }
@@ -483,7 +499,7 @@ impl Ctx<'_> {
 
     fn prepare_rebalance(&mut self, g: &mut ClassicGroup) {
         if g.is(GroupState::CompletingRebalance) {
-            self.reset_and_propagate_assignment_with_error(g, E::REBALANCE_IN_PROGRESS);
+            self.reset_and_propagate_assignment_with_error(g, ErrorCode::REBALANCE_IN_PROGRESS);
         }
         self.remove_sync_expiration(g);
         let initial = g.is(GroupState::Empty);
@@ -574,7 +590,7 @@ impl Ctx<'_> {
             .map(|m| m.member_id.clone())
             .collect();
         for id in laggards {
-            self.complete_sync_future(g, &id, SyncResult::error(E::UNKNOWN_MEMBER_ID));
+            self.complete_sync_future(g, &id, SyncResult::error(ErrorCode::UNKNOWN_MEMBER_ID));
             g.remove(&id);
             self.cancel_heartbeat(g, &id);
         }
@@ -657,22 +673,26 @@ impl Ctx<'_> {
         }
         let pending: Vec<String> = g.pending_sync_members.iter().cloned().collect();
         for id in pending {
-            self.complete_join_future(g, &id, JoinResult::error("", E::UNKNOWN_MEMBER_ID));
+            self.complete_join_future(g, &id, JoinResult::error("", ErrorCode::UNKNOWN_MEMBER_ID));
             g.remove(&id);
             self.cancel_heartbeat(g, &id);
         }
         self.prepare_rebalance(g);
     }
 
-    fn reset_and_propagate_assignment_with_error(&mut self, g: &mut ClassicGroup, error: i16) {
+    fn reset_and_propagate_assignment_with_error(
+        &mut self,
+        g: &mut ClassicGroup,
+        error: ErrorCode,
+    ) {
         for m in g.members.values_mut() {
             m.assignment = Bytes::new();
         }
         self.propagate_assignment(g, error);
     }
 
-    fn propagate_assignment(&mut self, g: &mut ClassicGroup, error: i16) {
-        let (ptype, pname) = if error == E::NONE {
+    fn propagate_assignment(&mut self, g: &mut ClassicGroup, error: ErrorCode) {
+        let (ptype, pname) = if error == ErrorCode::NONE {
             (g.protocol_type.clone(), g.protocol_name.clone())
         } else {
             (None, None)
@@ -685,7 +705,7 @@ impl Ctx<'_> {
                 .map(|m| m.assignment.clone())
                 .unwrap_or_default();
             let resp = SyncResult {
-                error_code: error,
+                error_code: error.0,
                 protocol_type: ptype.clone(),
                 protocol_name: pname.clone(),
                 assignment,
@@ -730,8 +750,16 @@ impl Ctx<'_> {
     /// Drops a member, answering its parked JoinGroup (and SyncGroup, which Kafka would leave hanging) with
     /// UNKNOWN_MEMBER_ID.
     fn remove_member(&mut self, g: &mut ClassicGroup, member_id: &str) {
-        self.complete_join_future(g, member_id, JoinResult::error("", E::UNKNOWN_MEMBER_ID));
-        self.complete_sync_future(g, member_id, SyncResult::error(E::UNKNOWN_MEMBER_ID));
+        self.complete_join_future(
+            g,
+            member_id,
+            JoinResult::error("", ErrorCode::UNKNOWN_MEMBER_ID),
+        );
+        self.complete_sync_future(
+            g,
+            member_id,
+            SyncResult::error(ErrorCode::UNKNOWN_MEMBER_ID),
+        );
         g.remove(member_id);
         self.cancel_heartbeat(g, member_id);
     }
@@ -876,7 +904,7 @@ impl GroupCoordinator {
         if req.group_id.is_empty() || too_long(&req.group_id) {
             cx.respond_join(
                 request,
-                JoinResult::error(&req.member_id, E::INVALID_GROUP_ID),
+                JoinResult::error(&req.member_id, ErrorCode::INVALID_GROUP_ID),
             );
             return fx;
         }
@@ -888,7 +916,7 @@ impl GroupCoordinator {
         if unstorable {
             cx.respond_join(
                 request,
-                JoinResult::error(&req.member_id, E::INVALID_REQUEST),
+                JoinResult::error(&req.member_id, ErrorCode::INVALID_REQUEST),
             );
             return fx;
         }
@@ -897,7 +925,7 @@ impl GroupCoordinator {
         {
             cx.respond_join(
                 request,
-                JoinResult::error(&req.member_id, E::INVALID_SESSION_TIMEOUT),
+                JoinResult::error(&req.member_id, ErrorCode::INVALID_SESSION_TIMEOUT),
             );
             return fx;
         }
@@ -916,7 +944,7 @@ impl GroupCoordinator {
             if !is_unknown {
                 cx.respond_join(
                     request,
-                    JoinResult::error(&req.member_id, E::UNKNOWN_MEMBER_ID),
+                    JoinResult::error(&req.member_id, ErrorCode::UNKNOWN_MEMBER_ID),
                 );
                 return fx;
             }
@@ -948,7 +976,10 @@ impl GroupCoordinator {
             } else {
                 g.pending_join_members.remove(&req.member_id);
             }
-            cx.respond_join(request, JoinResult::error("", E::GROUP_MAX_SIZE_REACHED));
+            cx.respond_join(
+                request,
+                JoinResult::error("", ErrorCode::GROUP_MAX_SIZE_REACHED),
+            );
             return fx;
         }
         if is_unknown {
@@ -989,15 +1020,18 @@ impl GroupCoordinator {
             now: now_ms,
         };
         let Some(g) = groups.get_mut(&req.group_id) else {
-            cx.respond_sync(request, SyncResult::error(E::UNKNOWN_MEMBER_ID));
+            cx.respond_sync(request, SyncResult::error(ErrorCode::UNKNOWN_MEMBER_ID));
             return fx;
         };
         if g.is(GroupState::Empty) {
-            cx.respond_sync(request, SyncResult::error(E::UNKNOWN_MEMBER_ID));
+            cx.respond_sync(request, SyncResult::error(ErrorCode::UNKNOWN_MEMBER_ID));
             return fx;
         }
         if g.is(GroupState::Dead) {
-            cx.respond_sync(request, SyncResult::error(E::COORDINATOR_NOT_AVAILABLE));
+            cx.respond_sync(
+                request,
+                SyncResult::error(ErrorCode::COORDINATOR_NOT_AVAILABLE),
+            );
             return fx;
         }
         if let Err(code) = validate_member(g, &req.member_id, req.group_instance_id.as_deref()) {
@@ -1005,19 +1039,22 @@ impl GroupCoordinator {
             return fx;
         }
         if req.generation_id != g.generation_id {
-            cx.respond_sync(request, SyncResult::error(E::ILLEGAL_GENERATION));
+            cx.respond_sync(request, SyncResult::error(ErrorCode::ILLEGAL_GENERATION));
             return fx;
         }
         let inconsistent = |asked: &Option<String>, have: &Option<String>| matches!((asked, have), (Some(a), Some(h)) if a != h);
         if inconsistent(&req.protocol_type, &g.protocol_type)
             || inconsistent(&req.protocol_name, &g.protocol_name)
         {
-            cx.respond_sync(request, SyncResult::error(E::INCONSISTENT_GROUP_PROTOCOL));
+            cx.respond_sync(
+                request,
+                SyncResult::error(ErrorCode::INCONSISTENT_GROUP_PROTOCOL),
+            );
             return fx;
         }
         match g.state {
             GroupState::PreparingRebalance => {
-                cx.respond_sync(request, SyncResult::error(E::REBALANCE_IN_PROGRESS))
+                cx.respond_sync(request, SyncResult::error(ErrorCode::REBALANCE_IN_PROGRESS))
             }
             GroupState::CompletingRebalance => {
                 cx.park_sync(g, &req.member_id, request);
@@ -1034,7 +1071,7 @@ impl GroupCoordinator {
                             .unwrap_or_default();
                     }
                     cx.persist(group_metadata_record(g));
-                    cx.propagate_assignment(g, E::NONE);
+                    cx.propagate_assignment(g, ErrorCode::NONE);
                     g.transition_to(GroupState::Stable, now_ms);
                 }
             }
@@ -1051,7 +1088,7 @@ impl GroupCoordinator {
                     .map_or(0, |m| m.session_timeout_ms);
                 cx.reschedule_heartbeat(g, &req.member_id, session);
                 let resp = SyncResult {
-                    error_code: E::NONE,
+                    error_code: ErrorCode::NONE.0,
                     protocol_type: g.protocol_type.clone(),
                     protocol_name: g.protocol_name.clone(),
                     assignment,
@@ -1059,7 +1096,7 @@ impl GroupCoordinator {
                 cx.respond_sync(request, resp);
             }
             GroupState::Empty | GroupState::Dead => {
-                cx.respond_sync(request, SyncResult::error(E::UNKNOWN_MEMBER_ID))
+                cx.respond_sync(request, SyncResult::error(ErrorCode::UNKNOWN_MEMBER_ID))
             }
         }
         fx
@@ -1095,29 +1132,29 @@ impl GroupCoordinator {
             now: now_ms,
         };
         let code = match groups.get_mut(group_id) {
-            None => E::UNKNOWN_MEMBER_ID,
-            Some(g) if g.is(GroupState::Dead) => E::COORDINATOR_NOT_AVAILABLE,
+            None => ErrorCode::UNKNOWN_MEMBER_ID,
+            Some(g) if g.is(GroupState::Dead) => ErrorCode::COORDINATOR_NOT_AVAILABLE,
             Some(g) => match validate_member(g, member_id, group_instance_id) {
                 Err(code) => code,
-                Ok(()) if generation_id != g.generation_id => E::ILLEGAL_GENERATION,
+                Ok(()) if generation_id != g.generation_id => ErrorCode::ILLEGAL_GENERATION,
                 Ok(()) => {
                     let session = g.members.get(member_id).map_or(0, |m| m.session_timeout_ms);
                     match g.state {
-                        GroupState::Empty | GroupState::Dead => E::UNKNOWN_MEMBER_ID,
+                        GroupState::Empty | GroupState::Dead => ErrorCode::UNKNOWN_MEMBER_ID,
                         GroupState::PreparingRebalance => {
                             cx.reschedule_heartbeat(g, member_id, session);
-                            E::REBALANCE_IN_PROGRESS
+                            ErrorCode::REBALANCE_IN_PROGRESS
                         }
                         GroupState::CompletingRebalance | GroupState::Stable => {
                             cx.reschedule_heartbeat(g, member_id, session);
-                            E::NONE
+                            ErrorCode::NONE
                         }
                     }
                 }
             },
         };
         Outcome {
-            response: code,
+            response: code.0,
             effects: fx,
         }
     }
@@ -1149,7 +1186,7 @@ impl GroupCoordinator {
         let Some(g) = groups.get_mut(group_id) else {
             return Outcome {
                 response: LeaveResult {
-                    error_code: E::UNKNOWN_MEMBER_ID,
+                    error_code: ErrorCode::UNKNOWN_MEMBER_ID.0,
                     members: Vec::new(),
                 },
                 effects: fx,
@@ -1158,7 +1195,7 @@ impl GroupCoordinator {
         if g.is(GroupState::Dead) {
             return Outcome {
                 response: LeaveResult {
-                    error_code: E::COORDINATOR_NOT_AVAILABLE,
+                    error_code: ErrorCode::COORDINATOR_NOT_AVAILABLE.0,
                     members: Vec::new(),
                 },
                 effects: fx,
@@ -1175,28 +1212,28 @@ impl GroupCoordinator {
                 {
                     Some(id) => {
                         cx.remove_member(g, &id);
-                        E::NONE
+                        ErrorCode::NONE
                     }
-                    None => E::UNKNOWN_MEMBER_ID,
+                    None => ErrorCode::UNKNOWN_MEMBER_ID,
                 }
             } else if g.pending_join_members.contains(&lm.member_id) {
                 g.remove(&lm.member_id);
                 cx.cancel_heartbeat(g, &lm.member_id);
-                E::NONE
+                ErrorCode::NONE
             } else {
                 match validate_member(g, &lm.member_id, lm.group_instance_id.as_deref()) {
                     Ok(()) => {
                         cx.remove_member(g, &lm.member_id);
-                        E::NONE
+                        ErrorCode::NONE
                     }
                     Err(code) => code,
                 }
             };
-            any_left |= code == E::NONE;
+            any_left |= code == ErrorCode::NONE;
             results.push(LeaveMemberResult {
                 member_id: lm.member_id.clone(),
                 group_instance_id: lm.group_instance_id.clone(),
-                error_code: code,
+                error_code: code.0,
             });
         }
         if any_left {
@@ -1210,7 +1247,7 @@ impl GroupCoordinator {
         }
         Outcome {
             response: LeaveResult {
-                error_code: E::NONE,
+                error_code: ErrorCode::NONE.0,
                 members: results,
             },
             effects: fx,
@@ -1241,14 +1278,14 @@ impl GroupCoordinator {
             let mut presp = Vec::with_capacity(partitions.len());
             for p in partitions {
                 let metadata = p.committed_metadata.clone().unwrap_or_default();
-                let code = if group_error != E::NONE {
+                let code = if group_error != ErrorCode::NONE {
                     group_error
                 } else if metadata.len() > self.config.offset_metadata_max_bytes
                     || too_long(&metadata)
                 {
-                    E::OFFSET_METADATA_TOO_LARGE
+                    ErrorCode::OFFSET_METADATA_TOO_LARGE
                 } else if too_long(topic) {
-                    E::UNKNOWN_TOPIC_OR_PARTITION
+                    ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
                 } else {
                     let value = OffsetCommitValue {
                         offset: p.committed_offset,
@@ -1273,9 +1310,9 @@ impl GroupCoordinator {
                         .entry(topic.clone())
                         .or_default()
                         .insert(p.partition_index, value);
-                    E::NONE
+                    ErrorCode::NONE
                 };
-                presp.push((p.partition_index, code));
+                presp.push((p.partition_index, code.0));
             }
             result.push((topic.clone(), presp));
         }
@@ -1290,9 +1327,9 @@ impl GroupCoordinator {
         now_ms: i64,
         req: &OffsetCommitRequest,
         fx: &mut Vec<Effect>,
-    ) -> i16 {
+    ) -> ErrorCode {
         if too_long(&req.group_id) {
-            return E::INVALID_GROUP_ID;
+            return ErrorCode::INVALID_GROUP_ID;
         }
         let Self {
             groups,
@@ -1306,19 +1343,19 @@ impl GroupCoordinator {
                     req.group_id.clone(),
                     ClassicGroup::new(req.group_id.clone(), now_ms),
                 );
-                return E::NONE;
+                return ErrorCode::NONE;
             }
             return if req.api_version >= 9 {
-                E::GROUP_ID_NOT_FOUND
+                ErrorCode::GROUP_ID_NOT_FOUND
             } else {
-                E::ILLEGAL_GENERATION
+                ErrorCode::ILLEGAL_GENERATION
             };
         };
         if g.is(GroupState::Dead) {
-            return E::COORDINATOR_NOT_AVAILABLE;
+            return ErrorCode::COORDINATOR_NOT_AVAILABLE;
         }
         if req.generation_id < 0 && g.is(GroupState::Empty) {
-            return E::NONE;
+            return ErrorCode::NONE;
         }
         if req.generation_id >= 0 || !req.member_id.is_empty() || req.group_instance_id.is_some() {
             if let Err(code) = validate_member(g, &req.member_id, req.group_instance_id.as_deref())
@@ -1326,13 +1363,13 @@ impl GroupCoordinator {
                 return code;
             }
             if req.generation_id != g.generation_id {
-                return E::ILLEGAL_GENERATION;
+                return ErrorCode::ILLEGAL_GENERATION;
             }
         } else if !g.is(GroupState::Empty) {
-            return E::UNKNOWN_MEMBER_ID;
+            return ErrorCode::UNKNOWN_MEMBER_ID;
         }
         match g.state {
-            GroupState::CompletingRebalance => E::REBALANCE_IN_PROGRESS,
+            GroupState::CompletingRebalance => ErrorCode::REBALANCE_IN_PROGRESS,
             GroupState::Stable | GroupState::PreparingRebalance => {
                 // A commit keeps the member's session alive.
                 let session = g
@@ -1348,9 +1385,9 @@ impl GroupCoordinator {
                     }
                     .reschedule_heartbeat(g, &req.member_id, session);
                 }
-                E::NONE
+                ErrorCode::NONE
             }
-            _ => E::NONE,
+            _ => ErrorCode::NONE,
         }
     }
 
@@ -1369,14 +1406,14 @@ impl GroupCoordinator {
                 committed_offset: v.offset,
                 committed_leader_epoch: v.leader_epoch,
                 metadata: v.metadata.clone(),
-                error_code: E::NONE,
+                error_code: ErrorCode::NONE.0,
             },
             None => OffsetFetchPartition {
                 partition_index: p,
                 committed_offset: -1,
                 committed_leader_epoch: -1,
                 metadata: String::new(),
-                error_code: E::NONE,
+                error_code: ErrorCode::NONE.0,
             },
         };
         let topics = match topics {
@@ -1407,7 +1444,7 @@ impl GroupCoordinator {
         };
         OffsetFetchGroup {
             group_id: group_id.to_string(),
-            error_code: E::NONE,
+            error_code: ErrorCode::NONE.0,
             topics,
         }
     }
@@ -1424,20 +1461,20 @@ impl GroupCoordinator {
     ) -> Outcome<OffsetDeleteResult> {
         let mut fx = Vec::new();
         self.fire_due(now_ms, &mut fx);
-        let error = |code| OffsetDeleteResult {
-            error_code: code,
+        let error = |code: ErrorCode| OffsetDeleteResult {
+            error_code: code.0,
             topics: Vec::new(),
         };
         let Some(g) = self.groups.get(group_id) else {
             return Outcome {
-                response: error(E::GROUP_ID_NOT_FOUND),
+                response: error(ErrorCode::GROUP_ID_NOT_FOUND),
                 effects: fx,
             };
         };
         match g.state {
             GroupState::Dead => {
                 return Outcome {
-                    response: error(E::GROUP_ID_NOT_FOUND),
+                    response: error(ErrorCode::GROUP_ID_NOT_FOUND),
                     effects: fx,
                 }
             }
@@ -1447,7 +1484,7 @@ impl GroupCoordinator {
                 if g.protocol_type.as_deref() != Some(CONSUMER_PROTOCOL_TYPE) =>
             {
                 return Outcome {
-                    response: error(E::NON_EMPTY_GROUP),
+                    response: error(ErrorCode::NON_EMPTY_GROUP),
                     effects: fx,
                 };
             }
@@ -1459,7 +1496,7 @@ impl GroupCoordinator {
             let mut presp = Vec::with_capacity(partitions.len());
             for p in partitions {
                 if subscribed {
-                    presp.push((*p, E::GROUP_SUBSCRIBED_TO_TOPIC));
+                    presp.push((*p, ErrorCode::GROUP_SUBSCRIBED_TO_TOPIC.0));
                     continue;
                 }
                 if remove_offset(&mut self.offsets, group_id, topic, *p) {
@@ -1470,13 +1507,13 @@ impl GroupCoordinator {
                         value: None,
                     }));
                 }
-                presp.push((*p, E::NONE));
+                presp.push((*p, ErrorCode::NONE.0));
             }
             result.push((topic.clone(), presp));
         }
         Outcome {
             response: OffsetDeleteResult {
-                error_code: E::NONE,
+                error_code: ErrorCode::NONE.0,
                 topics: result,
             },
             effects: fx,
@@ -1668,7 +1705,7 @@ impl GroupCoordinator {
     pub fn describe_group(&self, group_id: &str) -> DescribedGroup {
         let Some(g) = self.groups.get(group_id) else {
             return DescribedGroup {
-                error_code: E::GROUP_ID_NOT_FOUND,
+                error_code: ErrorCode::GROUP_ID_NOT_FOUND.0,
                 group_id: group_id.to_string(),
                 group_state: GroupState::Dead.as_str().to_string(),
                 protocol_type: String::new(),
@@ -1679,7 +1716,7 @@ impl GroupCoordinator {
         let stable = g.is(GroupState::Stable);
         let protocol = g.protocol_name.clone().unwrap_or_default();
         DescribedGroup {
-            error_code: E::NONE,
+            error_code: ErrorCode::NONE.0,
             group_id: group_id.to_string(),
             group_state: g.state.as_str().to_string(),
             protocol_type: g.protocol_type.clone().unwrap_or_default(),
@@ -1742,9 +1779,9 @@ impl GroupCoordinator {
         let mut result = Vec::with_capacity(group_ids.len());
         for gid in group_ids {
             let code = match self.groups.get(gid) {
-                None => E::GROUP_ID_NOT_FOUND,
-                Some(g) if g.is(GroupState::Dead) => E::GROUP_ID_NOT_FOUND,
-                Some(g) if !g.is(GroupState::Empty) => E::NON_EMPTY_GROUP,
+                None => ErrorCode::GROUP_ID_NOT_FOUND,
+                Some(g) if g.is(GroupState::Dead) => ErrorCode::GROUP_ID_NOT_FOUND,
+                Some(g) if !g.is(GroupState::Empty) => ErrorCode::NON_EMPTY_GROUP,
                 Some(_) => {
                     if let Some(by_topic) = self.offsets.remove(gid) {
                         for (topic, parts) in by_topic {
@@ -1764,10 +1801,10 @@ impl GroupCoordinator {
                     }));
                     self.groups.remove(gid);
                     self.timers.cancel_group(gid);
-                    E::NONE
+                    ErrorCode::NONE
                 }
             };
-            result.push((gid.clone(), code));
+            result.push((gid.clone(), code.0));
         }
         Outcome {
             response: result,
@@ -1964,13 +2001,13 @@ impl GroupCoordinator {
                 if let Some(request) = m.awaiting_join {
                     fx.push(Effect::JoinResponse {
                         request,
-                        response: JoinResult::error(&m.member_id, E::NOT_COORDINATOR),
+                        response: JoinResult::error(&m.member_id, ErrorCode::NOT_COORDINATOR),
                     });
                 }
                 if let Some(request) = m.awaiting_sync {
                     fx.push(Effect::SyncResponse {
                         request,
-                        response: SyncResult::error(E::NOT_COORDINATOR),
+                        response: SyncResult::error(ErrorCode::NOT_COORDINATOR),
                     });
                 }
             }

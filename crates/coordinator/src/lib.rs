@@ -8,14 +8,18 @@
 //! `__consumer_offsets` format ([`encode_record`] / [`decode_record`]) and rebuilt with
 //! [`GroupCoordinator::replay`] + [`GroupCoordinator::loaded`].
 //!
+//! Errors are Kafka's, named by [`types::ErrorCode`]; the result structs carry them as the raw `i16` of the
+//! response field they fill (`error_code`), so the glue copies them without mapping.
+//!
 //! Source: Kafka protocol guide (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
 //! OffsetDelete, DescribeGroups, ListGroups, DeleteGroups), KIP-345 (static membership), KIP-394 (member id
 //! required), KIP-814 (skip assignment), and the behaviour of Kafka's `group-coordinator` module.
 
+#![warn(missing_docs)]
+
 mod api;
 mod config;
 mod coordinator;
-pub mod error;
 mod group;
 mod records;
 mod timers;

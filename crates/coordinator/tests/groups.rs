@@ -5,6 +5,7 @@ mod common;
 use bytes::Bytes;
 use common::*;
 use coordinator::*;
+use types::ErrorCode;
 
 const G: &str = "g";
 
@@ -53,9 +54,9 @@ fn single_member_join_sync_heartbeat() {
     assert_eq!(s.protocol_name.as_deref(), Some("range"));
     assert_eq!(h.c.group_state(G), Some(GroupState::Stable));
     assert_eq!(h.heartbeat(G, &id, 1), 0);
-    assert_eq!(h.heartbeat(G, &id, 0), error::ILLEGAL_GENERATION);
-    assert_eq!(h.heartbeat(G, "nobody", 1), error::UNKNOWN_MEMBER_ID);
-    assert_eq!(h.heartbeat("other", &id, 1), error::UNKNOWN_MEMBER_ID);
+    assert_eq!(h.heartbeat(G, &id, 0), ErrorCode::ILLEGAL_GENERATION.0);
+    assert_eq!(h.heartbeat(G, "nobody", 1), ErrorCode::UNKNOWN_MEMBER_ID.0);
+    assert_eq!(h.heartbeat("other", &id, 1), ErrorCode::UNKNOWN_MEMBER_ID.0);
     // Sync again while Stable returns the same assignment at once.
     let req = h.sync_req(G, &id, 1, vec![]);
     let (srid, fx) = h.sync(req);
@@ -85,7 +86,7 @@ fn pitfall_9_three_member_rebalance() {
     for (i, mut r) in reqs.into_iter().enumerate() {
         let (rid, fx) = h.join(r.clone());
         let resp = join_resp(&fx, rid).unwrap();
-        assert_eq!(resp.error_code, error::MEMBER_ID_REQUIRED);
+        assert_eq!(resp.error_code, ErrorCode::MEMBER_ID_REQUIRED.0);
         assert!(resp.member_id.starts_with(&format!("{}-", r.client_id)));
         r.member_id = resp.member_id.clone();
         let (rid, fx) = h.join(r);
@@ -184,20 +185,20 @@ fn member_id_required_only_from_v4_and_pending_expires() {
     r.api_version = 4;
     let (rid, fx) = h.join(r.clone());
     let resp = join_resp(&fx, rid).unwrap();
-    assert_eq!(resp.error_code, error::MEMBER_ID_REQUIRED);
+    assert_eq!(resp.error_code, ErrorCode::MEMBER_ID_REQUIRED.0);
     assert_eq!(resp.generation_id, -1);
     h.advance(10_000);
     r.member_id = resp.member_id;
     let (rid, fx) = h.join(r);
     assert_eq!(
         join_resp(&fx, rid).unwrap().error_code,
-        error::UNKNOWN_MEMBER_ID
+        ErrorCode::UNKNOWN_MEMBER_ID.0
     );
     // Unknown member id on an unknown group.
     let (rid, fx) = h.join(join_req("g3", "made-up"));
     assert_eq!(
         join_resp(&fx, rid).unwrap().error_code,
-        error::UNKNOWN_MEMBER_ID
+        ErrorCode::UNKNOWN_MEMBER_ID.0
     );
 }
 
@@ -210,7 +211,7 @@ fn new_member_joining_stable_group_rebalances_without_delay() {
     assert!(join_resp(&fx, brid).is_none());
     assert_eq!(h.c.group_state(G), Some(GroupState::PreparingRebalance));
     // During the rebalance A's heartbeat says rejoin.
-    assert_eq!(h.heartbeat(G, &a, 1), error::REBALANCE_IN_PROGRESS);
+    assert_eq!(h.heartbeat(G, &a, 1), ErrorCode::REBALANCE_IN_PROGRESS.0);
     // A rejoins: everybody is in, the join phase completes at once (no initial delay on a non-empty group).
     let (arid, fx) = h.join(join_req(G, &a));
     let ra = join_resp(&fx, arid).unwrap();
@@ -263,8 +264,8 @@ fn session_expiry_removes_member_and_rebalances() {
     assert_eq!(h.c.group_state(G), Some(GroupState::Stable));
     h.advance(1_000); // 10 s since B's last sign of life
     assert_eq!(h.c.group_state(G), Some(GroupState::PreparingRebalance));
-    assert_eq!(h.heartbeat(G, &b, 1), error::UNKNOWN_MEMBER_ID);
-    assert_eq!(h.heartbeat(G, &a, 1), error::REBALANCE_IN_PROGRESS);
+    assert_eq!(h.heartbeat(G, &b, 1), ErrorCode::UNKNOWN_MEMBER_ID.0);
+    assert_eq!(h.heartbeat(G, &a, 1), ErrorCode::REBALANCE_IN_PROGRESS.0);
     let (rid, fx) = h.join(join_req(G, &a));
     let r = join_resp(&fx, rid).unwrap();
     assert_eq!((r.error_code, r.generation_id, r.members.len()), (0, 2, 1));
@@ -284,7 +285,7 @@ fn rebalance_timeout_removes_members_that_did_not_rejoin() {
     let mut fx = Vec::new();
     for _ in 0..10 {
         fx.extend(h.advance(2_999));
-        assert_eq!(h.heartbeat(G, &b, 1), error::REBALANCE_IN_PROGRESS);
+        assert_eq!(h.heartbeat(G, &b, 1), ErrorCode::REBALANCE_IN_PROGRESS.0);
     }
     assert!(join_responses(&fx).is_empty());
     let fx = h.advance(10);
@@ -297,7 +298,7 @@ fn rebalance_timeout_removes_members_that_did_not_rejoin() {
     let mut want = vec![a.clone(), c.clone()];
     want.sort();
     assert_eq!(members, want);
-    assert_eq!(h.heartbeat(G, &b, 1), error::UNKNOWN_MEMBER_ID);
+    assert_eq!(h.heartbeat(G, &b, 1), ErrorCode::UNKNOWN_MEMBER_ID.0);
 }
 
 #[test]
@@ -416,7 +417,7 @@ fn static_member_rejoin_keeps_assignment_without_rebalance_and_fences_old_id() {
     // The replaced id is fenced.
     assert_eq!(
         h.heartbeat_static(G, &ids[follower_idx], &inst, 1),
-        error::FENCED_INSTANCE_ID
+        ErrorCode::FENCED_INSTANCE_ID.0
     );
     assert_eq!(h.heartbeat_static(G, &new_id, &inst, 1), 0);
     let mut sreq = h.sync_req(G, &ids[follower_idx], 1, vec![]);
@@ -424,14 +425,14 @@ fn static_member_rejoin_keeps_assignment_without_rebalance_and_fences_old_id() {
     let (srid, fx) = h.sync(sreq);
     assert_eq!(
         sync_resp(&fx, srid).unwrap().error_code,
-        error::FENCED_INSTANCE_ID
+        ErrorCode::FENCED_INSTANCE_ID.0
     );
     let mut jreq = reqs[follower_idx].clone();
     jreq.member_id = ids[follower_idx].clone();
     let (jrid, fx) = h.join(jreq);
     assert_eq!(
         join_resp(&fx, jrid).unwrap().error_code,
-        error::FENCED_INSTANCE_ID
+        ErrorCode::FENCED_INSTANCE_ID.0
     );
     let commit = h.c.commit_offsets(
         h.now,
@@ -453,7 +454,7 @@ fn static_member_rejoin_keeps_assignment_without_rebalance_and_fences_old_id() {
             )],
         },
     );
-    assert_eq!(commit.response[0].1[0].1, error::FENCED_INSTANCE_ID);
+    assert_eq!(commit.response[0].1[0].1, ErrorCode::FENCED_INSTANCE_ID.0);
 
     // The leader restarts with JoinGroup v5: it is told the old leader id, so it does not reassign.
     let (rid, fx) = h.join(reqs[leader_idx].clone());
@@ -496,7 +497,7 @@ fn static_member_rejoin_during_completing_rebalance_restarts_it_and_fences_parke
     let (srid, fx) = h.sync(s);
     assert_eq!(
         sync_resp(&fx, srid).unwrap().error_code,
-        error::FENCED_INSTANCE_ID
+        ErrorCode::FENCED_INSTANCE_ID.0
     );
 }
 
@@ -507,14 +508,14 @@ fn heartbeat_answers_27_during_rebalance() {
     h.join_new(join_req(G, ""));
     assert_eq!(h.c.group_state(G), Some(GroupState::PreparingRebalance));
     for id in &ids {
-        assert_eq!(h.heartbeat(G, id, 1), error::REBALANCE_IN_PROGRESS);
+        assert_eq!(h.heartbeat(G, id, 1), ErrorCode::REBALANCE_IN_PROGRESS.0);
     }
     // Syncing during the join phase is refused the same way.
     let req = h.sync_req(G, &ids[0], 1, vec![]);
     let (rid, fx) = h.sync(req);
     assert_eq!(
         sync_resp(&fx, rid).unwrap().error_code,
-        error::REBALANCE_IN_PROGRESS
+        ErrorCode::REBALANCE_IN_PROGRESS.0
     );
 }
 
@@ -551,7 +552,7 @@ fn pitfall_10_session_timeout_and_v0_rebalance_timeout() {
     for i in 1..=20 {
         let fx = h.advance(1_000);
         if i % 3 == 0 {
-            assert_eq!(h.heartbeat(G, &a, 1), error::REBALANCE_IN_PROGRESS);
+            assert_eq!(h.heartbeat(G, &a, 1), ErrorCode::REBALANCE_IN_PROGRESS.0);
         }
         if let Some(r) = join_resp(&fx, brid) {
             done = Some((i, r));
@@ -565,7 +566,7 @@ fn pitfall_10_session_timeout_and_v0_rebalance_timeout() {
         (0, 2, rb.member_id.clone())
     );
     let b = rb.member_id;
-    assert_eq!(h.heartbeat(G, &a, 1), error::UNKNOWN_MEMBER_ID);
+    assert_eq!(h.heartbeat(G, &a, 1), ErrorCode::UNKNOWN_MEMBER_ID.0);
     let req = h.sync_req(G, &b, 2, vec![]);
     h.sync(req);
     assert_eq!(h.c.group_state(G), Some(GroupState::Stable));
@@ -597,7 +598,7 @@ fn pending_sync_expiry_removes_members_that_never_sync() {
     }
     h.advance(10);
     assert_eq!(h.c.group_state(G), Some(GroupState::PreparingRebalance));
-    assert_eq!(h.heartbeat(G, &follower, 1), error::UNKNOWN_MEMBER_ID);
+    assert_eq!(h.heartbeat(G, &follower, 1), ErrorCode::UNKNOWN_MEMBER_ID.0);
 }
 
 #[test]
@@ -608,33 +609,33 @@ fn sync_and_join_errors() {
     let (rid, fx) = h.sync(req);
     assert_eq!(
         sync_resp(&fx, rid).unwrap().error_code,
-        error::UNKNOWN_MEMBER_ID
+        ErrorCode::UNKNOWN_MEMBER_ID.0
     );
     let req = h.sync_req(G, &ids[1], 7, vec![]);
     let (rid, fx) = h.sync(req);
     assert_eq!(
         sync_resp(&fx, rid).unwrap().error_code,
-        error::ILLEGAL_GENERATION
+        ErrorCode::ILLEGAL_GENERATION.0
     );
     let mut req = h.sync_req(G, &ids[1], 1, vec![]);
     req.protocol_name = Some("roundrobin".into());
     let (rid, fx) = h.sync(req);
     assert_eq!(
         sync_resp(&fx, rid).unwrap().error_code,
-        error::INCONSISTENT_GROUP_PROTOCOL
+        ErrorCode::INCONSISTENT_GROUP_PROTOCOL.0
     );
     let mut req = h.sync_req(G, &ids[1], 1, vec![]);
     req.protocol_type = Some("connect".into());
     let (rid, fx) = h.sync(req);
     assert_eq!(
         sync_resp(&fx, rid).unwrap().error_code,
-        error::INCONSISTENT_GROUP_PROTOCOL
+        ErrorCode::INCONSISTENT_GROUP_PROTOCOL.0
     );
     let req = h.sync_req("nope", &ids[1], 1, vec![]);
     let (rid, fx) = h.sync(req);
     assert_eq!(
         sync_resp(&fx, rid).unwrap().error_code,
-        error::UNKNOWN_MEMBER_ID
+        ErrorCode::UNKNOWN_MEMBER_ID.0
     );
 
     // Protocol type mismatch, no common protocol, session timeout bounds, empty group id.
@@ -643,14 +644,14 @@ fn sync_and_join_errors() {
     let (rid, fx) = h.join(r);
     assert_eq!(
         join_resp(&fx, rid).unwrap().error_code,
-        error::INCONSISTENT_GROUP_PROTOCOL
+        ErrorCode::INCONSISTENT_GROUP_PROTOCOL.0
     );
     let mut r = join_req(G, "");
     r.protocols = protocols(&["roundrobin"]);
     let (rid, fx) = h.join(r);
     assert_eq!(
         join_resp(&fx, rid).unwrap().error_code,
-        error::INCONSISTENT_GROUP_PROTOCOL
+        ErrorCode::INCONSISTENT_GROUP_PROTOCOL.0
     );
     for t in [999, 1_800_001] {
         let mut r = join_req(G, "");
@@ -658,20 +659,20 @@ fn sync_and_join_errors() {
         let (rid, fx) = h.join(r);
         assert_eq!(
             join_resp(&fx, rid).unwrap().error_code,
-            error::INVALID_SESSION_TIMEOUT
+            ErrorCode::INVALID_SESSION_TIMEOUT.0
         );
     }
     let (rid, fx) = h.join(join_req("", ""));
     assert_eq!(
         join_resp(&fx, rid).unwrap().error_code,
-        error::INVALID_GROUP_ID
+        ErrorCode::INVALID_GROUP_ID.0
     );
     let mut r = join_req("fresh", "");
     r.protocols.clear();
     let (rid, fx) = h.join(r);
     assert_eq!(
         join_resp(&fx, rid).unwrap().error_code,
-        error::INCONSISTENT_GROUP_PROTOCOL
+        ErrorCode::INCONSISTENT_GROUP_PROTOCOL.0
     );
 }
 
@@ -686,7 +687,7 @@ fn group_max_size() {
     // The MEMBER_ID_REQUIRED round trip is refused up front once the group is full.
     assert_eq!(
         join_resp(&fx, rid).unwrap().error_code,
-        error::GROUP_MAX_SIZE_REACHED
+        ErrorCode::GROUP_MAX_SIZE_REACHED.0
     );
 }
 
@@ -732,7 +733,12 @@ fn leave_group_batched_and_by_instance_id() {
     let codes: Vec<i16> = out.response.members.iter().map(|m| m.error_code).collect();
     assert_eq!(
         codes,
-        vec![0, error::FENCED_INSTANCE_ID, error::UNKNOWN_MEMBER_ID, 0]
+        vec![
+            0,
+            ErrorCode::FENCED_INSTANCE_ID.0,
+            ErrorCode::UNKNOWN_MEMBER_ID.0,
+            0
+        ]
     );
     assert_eq!(out.response.error_code, 0);
     // The remaining static member's parked state: group rebalances around it.
@@ -752,7 +758,7 @@ fn leave_group_batched_and_by_instance_id() {
             group_instance_id: None,
         }],
     );
-    assert_eq!(out.response.error_code, error::UNKNOWN_MEMBER_ID);
+    assert_eq!(out.response.error_code, ErrorCode::UNKNOWN_MEMBER_ID.0);
 }
 
 #[test]
@@ -777,7 +783,7 @@ fn describe_list_and_delete_groups() {
     let d = h.c.describe_group("none");
     assert_eq!(
         (d.error_code, d.group_state.as_str()),
-        (error::GROUP_ID_NOT_FOUND, "Dead")
+        (ErrorCode::GROUP_ID_NOT_FOUND.0, "Dead")
     );
 
     // An offsets-only group.
@@ -802,9 +808,9 @@ fn describe_list_and_delete_groups() {
     assert_eq!(
         out.response,
         vec![
-            (G.into(), error::NON_EMPTY_GROUP),
+            (G.into(), ErrorCode::NON_EMPTY_GROUP.0),
             ("simple".into(), 0),
-            ("none".into(), error::GROUP_ID_NOT_FOUND)
+            ("none".into(), ErrorCode::GROUP_ID_NOT_FOUND.0)
         ]
     );
     let recs = persisted(&out.effects);

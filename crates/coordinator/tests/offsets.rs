@@ -5,6 +5,7 @@ mod common;
 use bytes::Bytes;
 use common::*;
 use coordinator::*;
+use types::ErrorCode;
 
 const G: &str = "g";
 
@@ -75,17 +76,20 @@ fn non_member_commits_accepted_for_empty_group_refused_for_active_group() {
     );
     // Unknown group, generation >= 0: ILLEGAL_GENERATION before v9, GROUP_ID_NOT_FOUND from v9.
     let out = h.c.commit_offsets(h.now, &commit_req("ghost", 3, "m", 8));
-    assert_eq!(out.response[0].1[0].1, error::ILLEGAL_GENERATION);
+    assert_eq!(out.response[0].1[0].1, ErrorCode::ILLEGAL_GENERATION.0);
     let out = h.c.commit_offsets(h.now, &commit_req("ghost", 3, "m", 9));
-    assert_eq!(out.response[0].1[0].1, error::GROUP_ID_NOT_FOUND);
+    assert_eq!(out.response[0].1[0].1, ErrorCode::GROUP_ID_NOT_FOUND.0);
     assert!(h.c.group_state("ghost").is_none());
 
     // Active group: non-member commits are refused; members commit with their generation.
     let ids = stable_group(&mut h, G, 2);
-    assert_eq!(h.commit(G, -1, "", 1), error::UNKNOWN_MEMBER_ID);
-    assert_eq!(h.commit(G, -1, "stranger", 1), error::UNKNOWN_MEMBER_ID);
-    assert_eq!(h.commit(G, -1, &ids[0], 1), error::ILLEGAL_GENERATION);
-    assert_eq!(h.commit(G, 0, &ids[0], 1), error::ILLEGAL_GENERATION);
+    assert_eq!(h.commit(G, -1, "", 1), ErrorCode::UNKNOWN_MEMBER_ID.0);
+    assert_eq!(
+        h.commit(G, -1, "stranger", 1),
+        ErrorCode::UNKNOWN_MEMBER_ID.0
+    );
+    assert_eq!(h.commit(G, -1, &ids[0], 1), ErrorCode::ILLEGAL_GENERATION.0);
+    assert_eq!(h.commit(G, 0, &ids[0], 1), ErrorCode::ILLEGAL_GENERATION.0);
     assert_eq!(h.commit(G, 1, &ids[0], 42), 0);
     assert_eq!(h.committed(G), 42);
     // Once the group is Empty again, non-member commits are accepted.
@@ -115,13 +119,13 @@ fn commit_during_completing_rebalance_and_metadata_limit() {
     let (a, rid, _) = h.join_new(join_req(G, ""));
     let fx = h.advance(3_000);
     assert!(join_resp(&fx, rid).is_some());
-    assert_eq!(h.commit(G, 1, &a, 1), error::REBALANCE_IN_PROGRESS);
+    assert_eq!(h.commit(G, 1, &a, 1), ErrorCode::REBALANCE_IN_PROGRESS.0);
     let mut req = commit_req("big", -1, "", 8);
     req.topics[0].1[0].committed_metadata = Some("x".repeat(4097));
     let out = h.c.commit_offsets(h.now, &req);
     assert_eq!(
         out.response[0].1,
-        vec![(0, error::OFFSET_METADATA_TOO_LARGE), (1, 0)]
+        vec![(0, ErrorCode::OFFSET_METADATA_TOO_LARGE.0), (1, 0)]
     );
 }
 
@@ -174,7 +178,10 @@ fn offset_delete_refuses_subscribed_topics() {
     assert_eq!(
         out.response.topics,
         vec![
-            (TOPIC.into(), vec![(0, error::GROUP_SUBSCRIBED_TO_TOPIC)]),
+            (
+                TOPIC.into(),
+                vec![(0, ErrorCode::GROUP_SUBSCRIBED_TO_TOPIC.0)]
+            ),
             ("other".into(), vec![(0, 0), (9, 0)])
         ]
     );
@@ -189,7 +196,7 @@ fn offset_delete_refuses_subscribed_topics() {
     );
     assert_eq!(
         h.c.delete_offsets(h.now, "none", &[]).response.error_code,
-        error::GROUP_ID_NOT_FOUND
+        ErrorCode::GROUP_ID_NOT_FOUND.0
     );
 
     // A non-consumer group with members cannot delete offsets.
@@ -200,7 +207,7 @@ fn offset_delete_refuses_subscribed_topics() {
         h.c.delete_offsets(h.now, "connect-group", &[])
             .response
             .error_code,
-        error::NON_EMPTY_GROUP
+        ErrorCode::NON_EMPTY_GROUP.0
     );
 }
 
@@ -275,7 +282,7 @@ fn replay_round_trip() {
     assert_eq!(c2.group_state(G), Some(GroupState::PreparingRebalance));
     assert_eq!(
         c2.heartbeat(t0 + 10_001, G, &ids[0], None, 1).response,
-        error::REBALANCE_IN_PROGRESS
+        ErrorCode::REBALANCE_IN_PROGRESS.0
     );
     // The static member restarting after the broker restart gets its assignment without a rebalance.
     let mut s = join_req("static", "");

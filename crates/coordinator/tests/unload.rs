@@ -5,6 +5,7 @@ mod common;
 
 use common::*;
 use coordinator::*;
+use types::ErrorCode;
 
 #[test]
 fn unload_forgets_groups_offsets_and_timers_and_answers_parked_requests() {
@@ -42,15 +43,18 @@ fn unload_forgets_groups_offsets_and_timers_and_answers_parked_requests() {
     assert!(persisted(&fx).is_empty(), "unloading writes nothing");
     assert_eq!(
         join_resp(&fx, b2_rid).map(|r| r.error_code),
-        Some(error::NOT_COORDINATOR)
+        Some(ErrorCode::NOT_COORDINATOR.0)
     );
     assert_eq!(
         sync_resp(&fx, c_sync).map(|r| r.error_code),
-        Some(error::NOT_COORDINATOR)
+        Some(ErrorCode::NOT_COORDINATOR.0)
     );
     for g in ["a", "b", "c"] {
         assert!(!h.c.has_group(g), "{g}");
-        assert_eq!(h.c.describe_group(g).error_code, error::GROUP_ID_NOT_FOUND);
+        assert_eq!(
+            h.c.describe_group(g).error_code,
+            ErrorCode::GROUP_ID_NOT_FOUND.0
+        );
     }
     assert_eq!(h.committed("a"), -1);
     assert_eq!(h.committed("keep"), 42);

@@ -6,8 +6,10 @@
 //! * [`header`]: [`RequestHeader`], [`ResponseHeader`] and header-version rules.
 //! * [`frame`]: whole frames — [`decode_request`] / [`encode_response`] for the broker,
 //!   [`encode_request`] / [`decode_response`] for clients and tests.
-//! * [`error::ErrorCode`]: every Kafka error code. [`ApiKey`]: every Kafka API key.
+//! * [`ErrorCode`]: every Kafka error code (re-exported from the `types` crate). [`ApiKey`]: every Kafka API key.
 //! * [`record`]: RecordBatch v2.
+
+#![warn(missing_docs)]
 
 pub mod api_key;
 pub mod codec;
@@ -25,6 +27,7 @@ mod tests;
 
 pub use api_key::ApiKey;
 pub use codec::{chunks_to_bytes, Chunk, Decode, DecodeError, Encode, EncodeError, Encoder};
+pub use error::ErrorCode;
 pub use frame::{decode_request, decode_response, encode_request, encode_response, MAX_FRAME_SIZE};
 pub use header::{request_header_version, response_header_version, RequestHeader, ResponseHeader};
 pub use messages::{supported_versions, RequestBody, ResponseBody, IMPLEMENTED_APIS};

@@ -16,7 +16,7 @@ pub async fn handle(
     request: HeartbeatRequest,
 ) -> HeartbeatResponse {
     let error_code = if request.group_id.is_empty() {
-        coordinator::error::INVALID_GROUP_ID
+        protocol::ErrorCode::INVALID_GROUP_ID.0
     } else {
         match apis
             .groups

@@ -36,7 +36,7 @@ pub async fn handle(
     tracing::debug!(group = %request.group_id,
         members = ?members.iter().map(|m| m.member_id.as_str()).collect::<Vec<_>>(), "LeaveGroup");
     let result = if request.group_id.is_empty() {
-        Err(coordinator::error::INVALID_GROUP_ID)
+        Err(protocol::ErrorCode::INVALID_GROUP_ID.0)
     } else {
         match apis
             .groups
@@ -53,7 +53,7 @@ pub async fn handle(
         Ok(r) if r.error_code == 0 => r,
         // An unknown group in v3+ (batched members): Kafka answers each member UNKNOWN_MEMBER_ID, not the
         // whole request.
-        Ok(r) if version >= 3 && r.error_code == coordinator::error::UNKNOWN_MEMBER_ID => {
+        Ok(r) if version >= 3 && r.error_code == protocol::ErrorCode::UNKNOWN_MEMBER_ID.0 => {
             coordinator::LeaveResult {
                 error_code: 0,
                 members: members

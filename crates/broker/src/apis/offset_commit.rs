@@ -81,7 +81,7 @@ fn all_with(request: &OffsetCommitRequest, code: i16) -> OffsetCommitResponse {
 fn prepare(apis: &KafkaApis, header: &RequestHeader, request: &OffsetCommitRequest) -> Prepared {
     let version = header.request_api_version;
     if request.group_id.is_empty() {
-        return Prepared::Done(all_with(request, coordinator::error::INVALID_GROUP_ID));
+        return Prepared::Done(all_with(request, ErrorCode::INVALID_GROUP_ID.0));
     }
     if let Err(code) = apis.groups.check_coordinator(&request.group_id) {
         return Prepared::Done(all_with(request, code.0));

@@ -26,7 +26,7 @@ pub async fn handle(
         ..Default::default()
     };
     if request.group_id.is_empty() {
-        return group_error(coordinator::error::INVALID_GROUP_ID);
+        return group_error(ErrorCode::INVALID_GROUP_ID.0);
     }
     let known: Vec<bool> = request
         .topics

@@ -168,7 +168,7 @@ fn heartbeat_errors() {
     let mut s = Sim::new(false);
     assert_eq!(
         s.hb(5, false, false).unwrap_err().code,
-        codes::BROKER_ID_NOT_REGISTERED
+        ErrorCode::BROKER_ID_NOT_REGISTERED
     );
     s.register(5, 1).unwrap();
     let e = s
@@ -185,7 +185,7 @@ fn heartbeat_errors() {
             0,
         )
         .unwrap_err();
-    assert_eq!(e.code, codes::STALE_BROKER_EPOCH);
+    assert_eq!(e.code, ErrorCode::STALE_BROKER_EPOCH);
 }
 
 #[test]
@@ -195,7 +195,7 @@ fn duplicate_registration_needs_expired_session() {
     let old = s.image.brokers[&1].broker_epoch;
     assert_eq!(
         s.register(1, 99).unwrap_err().code,
-        codes::DUPLICATE_BROKER_REGISTRATION
+        ErrorCode::DUPLICATE_BROKER_REGISTRATION
     );
     // Same incarnation may re-register (a retry) and gets a new epoch.
     let e2 = s.register(1, 1).unwrap();
@@ -224,19 +224,19 @@ fn placement_spreads_replicas_and_leaders() {
     assert_eq!(leaders.values().copied().collect::<Vec<_>>(), vec![2, 2, 2]);
     assert_eq!(
         s.create("u", 1, 4).unwrap_err().code,
-        codes::INVALID_REPLICATION_FACTOR
+        ErrorCode::INVALID_REPLICATION_FACTOR
     );
     assert_eq!(
         s.create("t", 1, 1).unwrap_err().code,
-        codes::TOPIC_ALREADY_EXISTS
+        ErrorCode::TOPIC_ALREADY_EXISTS
     );
     assert_eq!(
         s.create("v", 0, 1).unwrap_err().code,
-        codes::INVALID_PARTITIONS
+        ErrorCode::INVALID_PARTITIONS
     );
     assert_eq!(
         s.create("bad/name", 1, 1).unwrap_err().code,
-        codes::INVALID_TOPIC_EXCEPTION
+        ErrorCode::INVALID_TOPIC_EXCEPTION
     );
     // Defaults: 3 partitions, RF 3.
     let d = s.create("w", -1, -1).unwrap();
@@ -267,21 +267,21 @@ fn create_topics_validates_assignments_and_duplicates() {
         ],
         false,
     );
-    let codes_: Vec<i16> = d
+    let codes_: Vec<ErrorCode> = d
         .reply
         .iter()
-        .map(|r| r.as_ref().map_or_else(|e| e.code, |_| 0))
+        .map(|r| r.as_ref().map_or_else(|e| e.code, |_| ErrorCode::NONE))
         .collect();
     assert_eq!(
         codes_,
         vec![
-            0,
-            codes::INVALID_REPLICA_ASSIGNMENT,
-            codes::INVALID_REPLICA_ASSIGNMENT,
-            codes::INVALID_REPLICA_ASSIGNMENT,
-            codes::INVALID_REPLICA_ASSIGNMENT,
-            codes::INVALID_REQUEST,
-            codes::INVALID_REQUEST
+            ErrorCode::NONE,
+            ErrorCode::INVALID_REPLICA_ASSIGNMENT,
+            ErrorCode::INVALID_REPLICA_ASSIGNMENT,
+            ErrorCode::INVALID_REPLICA_ASSIGNMENT,
+            ErrorCode::INVALID_REPLICA_ASSIGNMENT,
+            ErrorCode::INVALID_REQUEST,
+            ErrorCode::INVALID_REQUEST
         ]
     );
     s.commit(d.records);
@@ -450,8 +450,10 @@ fn elect_leaders_preferred_and_unclean() {
     let ask = |v: &[(&str, i32)]| -> Vec<(String, i32)> {
         v.iter().map(|(t, p)| (t.to_string(), *p)).collect()
     };
-    let codes = |r: &[ElectionResult]| -> Vec<(i32, i16)> {
-        r.iter().map(|r| (r.partition, r.error_code)).collect()
+    let codes = |r: &[ElectionResult]| -> Vec<(i32, ErrorCode)> {
+        r.iter()
+            .map(|r| (r.partition, ErrorCode(r.error_code)))
+            .collect()
     };
     // Everything is balanced: asked-for partitions say so, the all-partitions form says nothing.
     let d = s.ctl.elect_leaders(
@@ -463,9 +465,9 @@ fn elect_leaders_preferred_and_unclean() {
     assert_eq!(
         codes(&d.reply),
         vec![
-            (0, codes::ELECTION_NOT_NEEDED),
-            (9, codes::UNKNOWN_TOPIC_OR_PARTITION),
-            (0, codes::UNKNOWN_TOPIC_OR_PARTITION)
+            (0, ErrorCode::ELECTION_NOT_NEEDED),
+            (9, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION),
+            (0, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION)
         ]
     );
     let d = s.ctl.elect_leaders(&s.image, ElectionType::Preferred, None);
@@ -478,13 +480,13 @@ fn elect_leaders_preferred_and_unclean() {
         .elect_leaders(&s.image, ElectionType::Preferred, Some(&ask(&[("t", 0)])));
     assert_eq!(
         codes(&d.reply),
-        vec![(0, codes::PREFERRED_LEADER_NOT_AVAILABLE)]
+        vec![(0, ErrorCode::PREFERRED_LEADER_NOT_AVAILABLE)]
     );
     // Unclean election has nothing to do for a partition that has a leader.
     let d = s
         .ctl
         .elect_leaders(&s.image, ElectionType::Unclean, Some(&ask(&[("t", 0)])));
-    assert_eq!(codes(&d.reply), vec![(0, codes::ELECTION_NOT_NEEDED)]);
+    assert_eq!(codes(&d.reply), vec![(0, ErrorCode::ELECTION_NOT_NEEDED)]);
 
     // Unclean: partition of replicas [a, b] whose ISR shrank to [a]; a is fenced, so it has no leader.
     // No active ISR member: b (outside the ISR) is elected and the ISR becomes [b].
@@ -502,7 +504,7 @@ fn elect_leaders_preferred_and_unclean() {
         .elect_leaders(&s.image, ElectionType::Unclean, Some(&ask(&[("t", 0)])));
     assert_eq!(
         codes(&d.reply),
-        vec![(0, codes::ELECTION_NOT_NEEDED)],
+        vec![(0, ErrorCode::ELECTION_NOT_NEEDED)],
         "it has a leader"
     );
     s.now = 5000;
@@ -515,12 +517,12 @@ fn elect_leaders_preferred_and_unclean() {
         .elect_leaders(&s.image, ElectionType::Preferred, Some(&ask(&[("t", 0)])));
     assert_eq!(
         codes(&d.reply),
-        vec![(0, codes::PREFERRED_LEADER_NOT_AVAILABLE)]
+        vec![(0, ErrorCode::PREFERRED_LEADER_NOT_AVAILABLE)]
     );
     let d = s
         .ctl
         .elect_leaders(&s.image, ElectionType::Unclean, Some(&ask(&[("t", 0)])));
-    assert_eq!(codes(&d.reply), vec![(0, 0)]);
+    assert_eq!(codes(&d.reply), vec![(0, ErrorCode::NONE)]);
     s.commit(d.records);
     assert_eq!(s.part("t", 0).leader, b);
     assert_eq!(s.part("t", 0).isr, vec![b]);
@@ -533,7 +535,7 @@ fn elect_leaders_preferred_and_unclean() {
         .elect_leaders(&s.image, ElectionType::Unclean, Some(&ask(&[("t", 0)])));
     assert_eq!(
         codes(&d.reply),
-        vec![(0, codes::ELIGIBLE_LEADERS_NOT_AVAILABLE)]
+        vec![(0, ErrorCode::ELIGIBLE_LEADERS_NOT_AVAILABLE)]
     );
 }
 
@@ -735,7 +737,7 @@ fn alter_partition_rules() {
                 ..req(vec![1])
             }
         ),
-        codes::STALE_BROKER_EPOCH
+        ErrorCode::STALE_BROKER_EPOCH
     );
     assert_eq!(
         code(
@@ -745,7 +747,7 @@ fn alter_partition_rules() {
                 ..req(vec![1])
             }
         ),
-        codes::FENCED_LEADER_EPOCH
+        ErrorCode::FENCED_LEADER_EPOCH
     );
     assert_eq!(
         code(
@@ -755,7 +757,7 @@ fn alter_partition_rules() {
                 ..req(vec![1])
             }
         ),
-        codes::INVALID_UPDATE_VERSION
+        ErrorCode::INVALID_UPDATE_VERSION
     );
     assert_eq!(
         code(
@@ -765,7 +767,7 @@ fn alter_partition_rules() {
                 ..req(vec![1])
             }
         ),
-        codes::UNKNOWN_TOPIC_ID
+        ErrorCode::UNKNOWN_TOPIC_ID
     );
     assert_eq!(
         code(
@@ -775,7 +777,7 @@ fn alter_partition_rules() {
                 ..req(vec![1])
             }
         ),
-        codes::UNKNOWN_TOPIC_OR_PARTITION
+        ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
     );
     let e2 = s.image.brokers[&2].broker_epoch;
     assert_eq!(
@@ -787,11 +789,11 @@ fn alter_partition_rules() {
                 ..req(vec![2])
             }
         ),
-        codes::INVALID_REQUEST
+        ErrorCode::INVALID_REQUEST
     );
-    assert_eq!(code(&mut s, req(vec![2, 3])), codes::INVALID_REQUEST);
-    assert_eq!(code(&mut s, req(vec![1, 4])), codes::INVALID_REQUEST);
-    assert_eq!(code(&mut s, req(vec![1, 1])), codes::INVALID_REQUEST);
+    assert_eq!(code(&mut s, req(vec![2, 3])), ErrorCode::INVALID_REQUEST);
+    assert_eq!(code(&mut s, req(vec![1, 4])), ErrorCode::INVALID_REQUEST);
+    assert_eq!(code(&mut s, req(vec![1, 1])), ErrorCode::INVALID_REQUEST);
     // Same set: no records.
     let same = s
         .ctl
@@ -810,7 +812,7 @@ fn alter_partition_rules() {
         partition_epoch: reg2.partition_epoch,
         ..req(vec![1, 2, 3])
     };
-    assert_eq!(code(&mut s, r), codes::INELIGIBLE_REPLICA);
+    assert_eq!(code(&mut s, r), ErrorCode::INELIGIBLE_REPLICA);
 }
 
 #[test]
@@ -822,13 +824,13 @@ fn delete_create_partitions_configs_producer_ids() {
         .ctl
         .create_partitions(&s.image, "t", 2, false)
         .unwrap_err();
-    assert_eq!(recs.code, codes::INVALID_PARTITIONS);
+    assert_eq!(recs.code, ErrorCode::INVALID_PARTITIONS);
     assert_eq!(
         s.ctl
             .create_partitions(&s.image, "x", 5, false)
             .unwrap_err()
             .code,
-        codes::UNKNOWN_TOPIC_OR_PARTITION
+        ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
     );
     let recs = s.ctl.create_partitions(&s.image, "t", 5, false).unwrap();
     s.commit(recs);
@@ -864,14 +866,14 @@ fn delete_create_partitions_configs_producer_ids() {
             .alter_configs(&s.image, RESOURCE_BROKER, "x", &[], false)
             .unwrap_err()
             .code,
-        codes::INVALID_REQUEST
+        ErrorCode::INVALID_REQUEST
     );
     assert_eq!(
         s.ctl
             .alter_configs(&s.image, RESOURCE_TOPIC, "nope", &[], false)
             .unwrap_err()
             .code,
-        codes::UNKNOWN_TOPIC_OR_PARTITION
+        ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
     );
 
     let e1 = s.image.brokers[&1].broker_epoch;
@@ -885,14 +887,14 @@ fn delete_create_partitions_configs_producer_ids() {
             .allocate_producer_ids(&s.image, 1, e1 + 100)
             .unwrap_err()
             .code,
-        codes::STALE_BROKER_EPOCH
+        ErrorCode::STALE_BROKER_EPOCH
     );
 
     let d = s.ctl.delete_topics(&s.image, &["t".into(), "nope".into()]);
     assert_eq!(d.reply[0].as_ref().unwrap(), &t.topic_id);
     assert_eq!(
         d.reply[1].as_ref().unwrap_err().code,
-        codes::UNKNOWN_TOPIC_OR_PARTITION
+        ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
     );
     s.commit(d.records);
     assert!(s.image.topics.is_empty());

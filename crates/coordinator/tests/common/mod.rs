@@ -3,6 +3,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 use coordinator::*;
+use types::ErrorCode;
 
 pub const TOPIC: &str = "t";
 
@@ -141,7 +142,7 @@ impl H {
         req.member_id.clear();
         let (rid, fx) = self.join(req.clone());
         let r = join_resp(&fx, rid).expect("MEMBER_ID_REQUIRED response");
-        assert_eq!(r.error_code, error::MEMBER_ID_REQUIRED);
+        assert_eq!(r.error_code, ErrorCode::MEMBER_ID_REQUIRED.0);
         assert!(r.member_id.starts_with("client-"), "{}", r.member_id);
         req.member_id = r.member_id.clone();
         let (rid2, fx2) = self.join(req);

@@ -1,0 +1,16 @@
+//! Vocabulary types shared by every Runnel crate. A leaf: no I/O, no tokio, no other Runnel crate.
+//!
+//! * [`ErrorCode`]: the one table of Kafka error codes (protocol guide, "Error Codes"). Crates below the
+//!   protocol edge (coordinator, controller) use these constants instead of keeping their own numbers.
+//! * [`Clock`], [`SystemClock`], [`ManualClock`]: wall-clock time in ms since the Unix epoch, injectable so
+//!   tests and a simulator control time.
+//!
+//! Feature `serde`: `ErrorCode` serializes as its plain integer.
+
+#![warn(missing_docs)]
+
+pub mod clock;
+pub mod error_code;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use error_code::ErrorCode;
