@@ -191,95 +191,114 @@ impl KafkaApis {
             Ok(decoded) => decoded,
             Err(e) => return RequestOutcome::Close(format!("{} v{version}: {e}", api.name())),
         };
-        let response = match body {
+        let response = match self.dispatch(&header, body, peer).await {
+            Ok(response) => response,
+            Err(outcome) => return outcome,
+        };
+        encode(correlation_id, api, version, &response)
+    }
+
+    /// Runs the handler of a decoded request. `Err` is what the connection does instead of answering (acks=0
+    /// Produce: nothing; a request that is not served: close).
+    async fn dispatch(
+        &self,
+        header: &RequestHeader,
+        body: RequestBody,
+        peer: Option<SocketAddr>,
+    ) -> Result<ResponseBody, RequestOutcome> {
+        Ok(match body {
             RequestBody::ApiVersions(r) => {
-                ResponseBody::ApiVersions(api_versions::handle(&header, r))
+                ResponseBody::ApiVersions(api_versions::handle(header, r))
             }
             RequestBody::Metadata(r) => {
-                ResponseBody::Metadata(metadata::handle(self, &header, r).await)
+                ResponseBody::Metadata(metadata::handle(self, header, r).await)
             }
-            RequestBody::Produce(r) => match produce::handle(self, &header, r).await {
+            RequestBody::Produce(r) => match produce::handle(self, header, r).await {
                 produce::Outcome::Respond(resp) => ResponseBody::Produce(resp),
-                produce::Outcome::NoResponse => return RequestOutcome::NoResponse,
-                produce::Outcome::Close(reason) => return RequestOutcome::Close(reason),
+                produce::Outcome::NoResponse => return Err(RequestOutcome::NoResponse),
+                produce::Outcome::Close(reason) => return Err(RequestOutcome::Close(reason)),
             },
-            RequestBody::Fetch(r) => ResponseBody::Fetch(fetch::handle(self, &header, r).await),
+            RequestBody::Fetch(r) => ResponseBody::Fetch(fetch::handle(self, header, r).await),
             RequestBody::ListOffsets(r) => {
-                ResponseBody::ListOffsets(list_offsets::handle(self, &header, r))
+                ResponseBody::ListOffsets(list_offsets::handle(self, header, r))
             }
             RequestBody::CreateTopics(r) => {
-                ResponseBody::CreateTopics(create_topics::handle(self, &header, r).await)
+                ResponseBody::CreateTopics(create_topics::handle(self, header, r).await)
             }
             RequestBody::DeleteTopics(r) => {
-                ResponseBody::DeleteTopics(delete_topics::handle(self, &header, r).await)
+                ResponseBody::DeleteTopics(delete_topics::handle(self, header, r).await)
             }
             RequestBody::InitProducerId(r) => {
-                ResponseBody::InitProducerId(init_producer_id::handle(self, &header, r).await)
+                ResponseBody::InitProducerId(init_producer_id::handle(self, header, r).await)
             }
             RequestBody::DescribeConfigs(r) => {
-                ResponseBody::DescribeConfigs(describe_configs::handle(self, &header, r))
+                ResponseBody::DescribeConfigs(describe_configs::handle(self, header, r))
             }
             RequestBody::FindCoordinator(r) => {
-                ResponseBody::FindCoordinator(find_coordinator::handle(self, &header, r).await)
+                ResponseBody::FindCoordinator(find_coordinator::handle(self, header, r).await)
             }
             RequestBody::JoinGroup(r) => {
                 let host = peer.map_or_else(|| "/unknown".to_string(), |p| format!("/{}", p.ip()));
-                ResponseBody::JoinGroup(join_group::handle(self, &header, &host, r).await)
+                ResponseBody::JoinGroup(join_group::handle(self, header, &host, r).await)
             }
             RequestBody::SyncGroup(r) => {
-                ResponseBody::SyncGroup(sync_group::handle(self, &header, r).await)
+                ResponseBody::SyncGroup(sync_group::handle(self, header, r).await)
             }
             RequestBody::Heartbeat(r) => {
-                ResponseBody::Heartbeat(heartbeat::handle(self, &header, r).await)
+                ResponseBody::Heartbeat(heartbeat::handle(self, header, r).await)
             }
             RequestBody::LeaveGroup(r) => {
-                ResponseBody::LeaveGroup(leave_group::handle(self, &header, r).await)
+                ResponseBody::LeaveGroup(leave_group::handle(self, header, r).await)
             }
             RequestBody::OffsetCommit(r) => {
-                ResponseBody::OffsetCommit(offset_commit::handle_async(self, &header, r).await)
+                ResponseBody::OffsetCommit(offset_commit::handle_async(self, header, r).await)
             }
             RequestBody::OffsetFetch(r) => {
-                ResponseBody::OffsetFetch(offset_fetch::handle(self, &header, r))
+                ResponseBody::OffsetFetch(offset_fetch::handle(self, header, r))
             }
             RequestBody::DescribeGroups(r) => {
-                ResponseBody::DescribeGroups(describe_groups::handle(self, &header, r))
+                ResponseBody::DescribeGroups(describe_groups::handle(self, header, r))
             }
             RequestBody::ListGroups(r) => {
-                ResponseBody::ListGroups(list_groups::handle(self, &header, r))
+                ResponseBody::ListGroups(list_groups::handle(self, header, r))
             }
             RequestBody::DeleteGroups(r) => {
-                ResponseBody::DeleteGroups(delete_groups::handle(self, &header, r).await)
+                ResponseBody::DeleteGroups(delete_groups::handle(self, header, r).await)
             }
             RequestBody::OffsetDelete(r) => {
-                ResponseBody::OffsetDelete(offset_delete::handle(self, &header, r).await)
+                ResponseBody::OffsetDelete(offset_delete::handle(self, header, r).await)
             }
             RequestBody::AlterConfigs(r) => {
-                ResponseBody::AlterConfigs(alter_configs::handle(self, &header, r).await)
+                ResponseBody::AlterConfigs(alter_configs::handle(self, header, r).await)
             }
             RequestBody::IncrementalAlterConfigs(r) => ResponseBody::IncrementalAlterConfigs(
-                incremental_alter_configs::handle(self, &header, r).await,
+                incremental_alter_configs::handle(self, header, r).await,
             ),
             RequestBody::CreatePartitions(r) => {
-                ResponseBody::CreatePartitions(create_partitions::handle(self, &header, r).await)
+                ResponseBody::CreatePartitions(create_partitions::handle(self, header, r).await)
             }
             RequestBody::DeleteRecords(r) => {
-                ResponseBody::DeleteRecords(delete_records::handle(self, &header, r))
+                ResponseBody::DeleteRecords(delete_records::handle(self, header, r))
             }
             RequestBody::DescribeCluster(r) => {
-                ResponseBody::DescribeCluster(describe_cluster::handle(self, &header, r))
+                ResponseBody::DescribeCluster(describe_cluster::handle(self, header, r))
             }
             RequestBody::DescribeLogDirs(r) => {
-                ResponseBody::DescribeLogDirs(describe_log_dirs::handle(self, &header, r))
+                ResponseBody::DescribeLogDirs(describe_log_dirs::handle(self, header, r))
             }
             RequestBody::ElectLeaders(r) => {
-                ResponseBody::ElectLeaders(elect_leaders::handle(self, &header, r).await)
+                ResponseBody::ElectLeaders(elect_leaders::handle(self, header, r).await)
             }
-            RequestBody::OffsetForLeaderEpoch(r) => ResponseBody::OffsetForLeaderEpoch(
-                offset_for_leader_epoch::handle(self, &header, r),
-            ),
-            _ => return RequestOutcome::Close(format!("api {} is not served", api.name())),
-        };
-        encode(correlation_id, api, version, &response)
+            RequestBody::OffsetForLeaderEpoch(r) => {
+                ResponseBody::OffsetForLeaderEpoch(offset_for_leader_epoch::handle(self, header, r))
+            }
+            other => {
+                return Err(RequestOutcome::Close(format!(
+                    "api {} is not served",
+                    other.api_key().name()
+                )))
+            }
+        })
     }
 }
 

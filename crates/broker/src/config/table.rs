@@ -1,0 +1,252 @@
+//! The key tables: every broker key Runnel knows ([`BROKER_CONFIGS`]: Kafka's name, type, default, whether it
+//! is read) and every topic key with the broker synonym that supplies its default ([`TOPIC_CONFIGS`]).
+//! Source: Kafka's `KafkaConfig`/`ServerLogConfigs` and `TopicConfig`/`LogConfig` definitions.
+
+use super::ConfigType;
+
+/// One known broker config key.
+#[derive(Debug, Clone, Copy)]
+pub struct BrokerConfigDef {
+    /// Kafka's key, e.g. `log.retention.ms`.
+    pub name: &'static str,
+    /// Value type.
+    pub ty: ConfigType,
+    /// Default value as text; `None` for keys whose default is null or derived.
+    pub default: Option<&'static str>,
+    /// True when Runnel reads the key; false when it is accepted for compatibility with Kafka property files
+    /// and has no effect (yet).
+    pub used: bool,
+}
+
+const fn def(name: &'static str, ty: ConfigType, default: Option<&'static str>) -> BrokerConfigDef {
+    BrokerConfigDef {
+        name,
+        ty,
+        default,
+        used: true,
+    }
+}
+
+const fn accepted(
+    name: &'static str,
+    ty: ConfigType,
+    default: Option<&'static str>,
+) -> BrokerConfigDef {
+    BrokerConfigDef {
+        name,
+        ty,
+        default,
+        used: false,
+    }
+}
+
+use ConfigType as T;
+
+/// Every broker key Runnel knows. Keys with `used: false` are accepted so that a Kafka `server.properties`
+/// starts Runnel unchanged, but change nothing.
+pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
+    def("node.id", T::Int, Some("1")),
+    def("broker.id", T::Int, None),
+    def("process.roles", T::List, Some("broker,controller")),
+    def("log.dirs", T::List, None),
+    def("log.dir", T::String, Some("./runnel-data")),
+    def("listeners", T::List, Some("PLAINTEXT://127.0.0.1:9092")),
+    def("advertised.listeners", T::List, None),
+    def("num.partitions", T::Int, Some("1")),
+    def("default.replication.factor", T::Int, Some("1")),
+    def("auto.create.topics.enable", T::Boolean, Some("true")),
+    def("delete.topic.enable", T::Boolean, Some("true")),
+    def("log.segment.bytes", T::Int, Some("1073741824")),
+    def("log.roll.ms", T::Long, None),
+    def("log.roll.hours", T::Int, Some("168")),
+    def("log.retention.ms", T::Long, None),
+    def("log.retention.minutes", T::Int, None),
+    def("log.retention.hours", T::Int, Some("168")),
+    def("log.retention.bytes", T::Long, Some("-1")),
+    def("log.retention.check.interval.ms", T::Long, Some("300000")),
+    def("log.index.interval.bytes", T::Int, Some("4096")),
+    def("log.index.size.max.bytes", T::Int, Some("10485760")),
+    def(
+        "log.flush.interval.messages",
+        T::Long,
+        Some("9223372036854775807"),
+    ),
+    def("log.flush.interval.ms", T::Long, None),
+    def(
+        "log.flush.scheduler.interval.ms",
+        T::Long,
+        Some("9223372036854775807"),
+    ),
+    def(
+        "log.flush.offset.checkpoint.interval.ms",
+        T::Int,
+        Some("60000"),
+    ),
+    def("log.message.timestamp.type", T::String, Some("CreateTime")),
+    def(
+        "log.message.timestamp.before.max.ms",
+        T::Long,
+        Some("9223372036854775807"),
+    ),
+    def(
+        "log.message.timestamp.after.max.ms",
+        T::Long,
+        Some("3600000"),
+    ),
+    def("log.cleanup.policy", T::List, Some("delete")),
+    def("log.cleaner.delete.retention.ms", T::Long, Some("86400000")),
+    def("log.cleaner.min.compaction.lag.ms", T::Long, Some("0")),
+    def(
+        "log.cleaner.max.compaction.lag.ms",
+        T::Long,
+        Some("9223372036854775807"),
+    ),
+    def("log.cleaner.min.cleanable.ratio", T::Double, Some("0.5")),
+    def("log.segment.delete.delay.ms", T::Long, Some("60000")),
+    def("log.cleaner.enable", T::Boolean, Some("true")),
+    def("log.cleaner.dedupe.buffer.size", T::Long, Some("134217728")),
+    def(
+        "log.cleaner.io.max.bytes.per.second",
+        T::Double,
+        Some("1.7976931348623157E308"),
+    ),
+    def("log.cleaner.backoff.ms", T::Long, Some("15000")),
+    accepted("log.cleaner.threads", T::Int, Some("1")),
+    def("log.preallocate", T::Boolean, Some("false")),
+    def("log.roll.jitter.ms", T::Long, Some("0")),
+    def("message.max.bytes", T::Int, Some("1048588")),
+    def("socket.request.max.bytes", T::Int, Some("104857600")),
+    def("compression.type", T::String, Some("producer")),
+    def("min.insync.replicas", T::Int, Some("1")),
+    def("unclean.leader.election.enable", T::Boolean, Some("false")),
+    def("auto.leader.rebalance.enable", T::Boolean, Some("true")),
+    def(
+        "leader.imbalance.check.interval.seconds",
+        T::Long,
+        Some("300"),
+    ),
+    def("producer.id.expiration.ms", T::Int, Some("86400000")),
+    def("offsets.topic.num.partitions", T::Int, Some("50")),
+    def("offsets.topic.replication.factor", T::Int, Some("3")),
+    def("offsets.retention.minutes", T::Int, Some("10080")),
+    def("offsets.commit.timeout.ms", T::Int, Some("5000")),
+    def("group.initial.rebalance.delay.ms", T::Int, Some("3000")),
+    def("group.min.session.timeout.ms", T::Int, Some("6000")),
+    def("group.max.session.timeout.ms", T::Int, Some("1800000")),
+    def("group.max.size", T::Int, Some("2147483647")),
+    def("offset.metadata.max.bytes", T::Int, Some("4096")),
+    def(
+        "offsets.retention.check.interval.ms",
+        T::Long,
+        Some("600000"),
+    ),
+    def("controller.quorum.voters", T::List, None),
+    def("controller.listener.names", T::List, None),
+    def("replica.lag.time.max.ms", T::Long, Some("30000")),
+    def("broker.session.timeout.ms", T::Int, Some("9000")),
+    def("broker.heartbeat.interval.ms", T::Int, Some("2000")),
+    def("cluster.id", T::String, None),
+    accepted("listener.security.protocol.map", T::String, None),
+    accepted("inter.broker.listener.name", T::String, None),
+    accepted("num.network.threads", T::Int, Some("3")),
+    accepted("num.io.threads", T::Int, Some("8")),
+    accepted("num.recovery.threads.per.data.dir", T::Int, Some("2")),
+    accepted("socket.send.buffer.bytes", T::Int, Some("102400")),
+    accepted("socket.receive.buffer.bytes", T::Int, Some("102400")),
+    accepted(
+        "transaction.state.log.replication.factor",
+        T::Int,
+        Some("3"),
+    ),
+    accepted("transaction.state.log.min.isr", T::Int, Some("2")),
+    accepted(
+        "share.coordinator.state.topic.replication.factor",
+        T::Int,
+        None,
+    ),
+    accepted("share.coordinator.state.topic.min.isr", T::Int, None),
+    accepted("controller.quorum.bootstrap.servers", T::List, None),
+    accepted("group.coordinator.rebalance.protocols", T::List, None),
+];
+
+/// A topic-level config key, its type, and the broker key that supplies its default.
+#[derive(Debug, Clone, Copy)]
+pub struct TopicConfigDef {
+    /// Topic key, e.g. `retention.ms`.
+    pub name: &'static str,
+    /// Value type.
+    pub ty: ConfigType,
+    /// The broker key whose value is this key's default (Kafka's `DEFAULT_CONFIG` synonym).
+    pub broker_synonym: &'static str,
+}
+
+const fn topic(name: &'static str, ty: ConfigType, broker_synonym: &'static str) -> TopicConfigDef {
+    TopicConfigDef {
+        name,
+        ty,
+        broker_synonym,
+    }
+}
+
+/// The topic-level keys Runnel knows, with their broker synonyms.
+pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
+    topic("cleanup.policy", T::List, "log.cleanup.policy"),
+    topic("compression.type", T::String, "compression.type"),
+    topic(
+        "delete.retention.ms",
+        T::Long,
+        "log.cleaner.delete.retention.ms",
+    ),
+    topic(
+        "file.delete.delay.ms",
+        T::Long,
+        "log.segment.delete.delay.ms",
+    ),
+    topic("flush.messages", T::Long, "log.flush.interval.messages"),
+    topic("flush.ms", T::Long, "log.flush.interval.ms"),
+    topic("index.interval.bytes", T::Int, "log.index.interval.bytes"),
+    topic(
+        "max.compaction.lag.ms",
+        T::Long,
+        "log.cleaner.max.compaction.lag.ms",
+    ),
+    topic("max.message.bytes", T::Int, "message.max.bytes"),
+    topic(
+        "message.timestamp.after.max.ms",
+        T::Long,
+        "log.message.timestamp.after.max.ms",
+    ),
+    topic(
+        "message.timestamp.before.max.ms",
+        T::Long,
+        "log.message.timestamp.before.max.ms",
+    ),
+    topic(
+        "message.timestamp.type",
+        T::String,
+        "log.message.timestamp.type",
+    ),
+    topic(
+        "min.cleanable.dirty.ratio",
+        T::Double,
+        "log.cleaner.min.cleanable.ratio",
+    ),
+    topic(
+        "min.compaction.lag.ms",
+        T::Long,
+        "log.cleaner.min.compaction.lag.ms",
+    ),
+    topic("min.insync.replicas", T::Int, "min.insync.replicas"),
+    topic("preallocate", T::Boolean, "log.preallocate"),
+    topic("retention.bytes", T::Long, "log.retention.bytes"),
+    topic("retention.ms", T::Long, "log.retention.ms"),
+    topic("segment.bytes", T::Int, "log.segment.bytes"),
+    topic("segment.index.bytes", T::Int, "log.index.size.max.bytes"),
+    topic("segment.jitter.ms", T::Long, "log.roll.jitter.ms"),
+    topic("segment.ms", T::Long, "log.roll.ms"),
+    topic(
+        "unclean.leader.election.enable",
+        T::Boolean,
+        "unclean.leader.election.enable",
+    ),
+];

@@ -1,0 +1,415 @@
+//! Unit tests of `group_coordinator`.
+
+use super::*;
+use coordinator::{JoinProtocol, OffsetCommitPartition, OffsetCommitRequest};
+
+use crate::dynamic_config::{ConfigLevel, DynamicBrokerConfig};
+use crate::topic_admin::LocalTopicAdmin;
+
+/// Runs a coordinator call to completion from a synchronous test (no tokio runtime: partition loads then
+/// run inline).
+fn block<F: std::future::Future>(f: F) -> F::Output {
+    futures::executor::block_on(f)
+}
+
+/// A service over `dir` with the topics it finds there opened (as `Server::start` does).
+fn open(dir: &std::path::Path) -> (Arc<GroupCoordinatorService>, Arc<ReplicaManager>) {
+    let (svc, rm, _) = open_with_dynamic(dir);
+    (svc, rm)
+}
+
+/// [`open`], also returning the broker's dynamic configs (shared with the service's topic manager).
+fn open_with_dynamic(
+    dir: &std::path::Path,
+) -> (
+    Arc<GroupCoordinatorService>,
+    Arc<ReplicaManager>,
+    Arc<DynamicBrokerConfig>,
+) {
+    let pairs: Vec<(String, String)> = [
+        ("log.dirs", dir.to_str().unwrap()),
+        ("offsets.topic.num.partitions", "3"),
+        ("group.initial.rebalance.delay.ms", "0"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let config = BrokerConfig::from_pairs(&pairs).unwrap();
+    let metadata = Arc::new(MetadataStore::open(dir, config.node_id).unwrap());
+    let md = metadata.clone();
+    let cfg = config.clone();
+    let lm = Arc::new(
+        storage::LogManager::open(
+            dir,
+            move |t| {
+                let o = md.topic(t).map(|t| t.configs).unwrap_or_default();
+                crate::topic_config::log_config(&cfg, &o)
+            },
+            now_ms(),
+        )
+        .unwrap(),
+    );
+    let rm = Arc::new(ReplicaManager::new(
+        lm,
+        config.node_id,
+        Arc::new(crate::replica_manager::StandaloneLink),
+        30_000,
+    ));
+    let dynamic = Arc::new(DynamicBrokerConfig::in_memory(config.clone()));
+    let cache = Arc::new(crate::metadata_cache::LocalMetadataCache::new(
+        &config,
+        metadata.clone(),
+    ));
+    let admin = Arc::new(LocalTopicAdmin::new(
+        metadata.clone(),
+        rm.clone(),
+        dynamic.clone(),
+        cache,
+        Default::default(),
+    ));
+    let topics = Arc::new(TopicManager::new(
+        metadata.clone(),
+        rm.clone(),
+        dynamic.clone(),
+        admin,
+    ));
+    topics.load_all().unwrap();
+    let svc = GroupCoordinatorService::new(config, metadata, rm.clone(), topics, false);
+    (Arc::new(svc), rm, dynamic)
+}
+
+/// B2: the coordinator resolves `__consumer_offsets` settings through the broker's dynamic configs (it had
+/// a topic manager of its own with static configs only, so a dynamic `min.insync.replicas` never applied
+/// to commits).
+#[test]
+fn commit_min_isr_follows_dynamic_broker_configs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (svc, _rm, dynamic) = open_with_dynamic(dir.path());
+    svc.load();
+    block(svc.ensure_offsets_topic()).unwrap();
+    assert_eq!(svc.replication_bounds().0, 1);
+    dynamic
+        .set(
+            ConfigLevel::ClusterDefault,
+            vec![("min.insync.replicas".into(), "2".into())],
+            false,
+        )
+        .unwrap();
+    assert_eq!(svc.replication_bounds().0, 2);
+}
+
+fn commit(group: &str, offset: i64) -> OffsetCommitRequest {
+    OffsetCommitRequest {
+        api_version: 8,
+        group_id: group.into(),
+        generation_id: -1,
+        member_id: String::new(),
+        group_instance_id: None,
+        retention_time_ms: -1,
+        topics: vec![(
+            "t".into(),
+            vec![OffsetCommitPartition {
+                partition_index: 0,
+                committed_offset: offset,
+                committed_leader_epoch: 3,
+                committed_metadata: Some("meta".into()),
+            }],
+        )],
+    }
+}
+
+#[test]
+fn requests_wait_for_loading_and_commits_survive_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (svc, rm) = open(dir.path());
+        assert_eq!(
+            svc.read(|c| c.list_groups(&[])).unwrap_err(),
+            ErrorCode::COORDINATOR_LOAD_IN_PROGRESS
+        );
+        assert_eq!(svc.load(), 0);
+        assert!(
+            svc.metadata.topic(OFFSETS_TOPIC).is_none(),
+            "created lazily"
+        );
+        let (r, persisted) =
+            block(svc.with(|c, now| c.commit_offsets(now, &commit("g", 41)))).unwrap();
+        assert!(persisted);
+        assert_eq!(r, vec![("t".to_string(), vec![(0, 0)])]);
+        let (_, persisted) =
+            block(svc.with(|c, now| c.commit_offsets(now, &commit("g", 42)))).unwrap();
+        assert!(persisted);
+        assert_eq!(svc.metadata.topic(OFFSETS_TOPIC).unwrap().partitions, 3);
+        // A record no coordinator wrote (key version 99) is skipped at load.
+        let p = rm.partition(OFFSETS_TOPIC, partition_for("g", 3)).unwrap();
+        let mut b = RecordBatchBuilder::new(Compression::None);
+        b.append(0, Some(Bytes::from_static(&[0, 99, 1])), None, Vec::new());
+        rm.append(&p, b.build().unwrap()).unwrap();
+        rm.shutdown().unwrap();
+    }
+    let (svc, _rm) = open(dir.path());
+    assert_eq!(svc.load(), 2);
+    let f = svc.read(|c| c.fetch_offsets("g", None)).unwrap();
+    assert_eq!(f.topics.len(), 1);
+    let p = &f.topics[0].1[0];
+    assert_eq!(
+        (
+            p.committed_offset,
+            p.committed_leader_epoch,
+            p.metadata.as_str()
+        ),
+        (42, 3, "meta")
+    );
+}
+
+/// A consumer-protocol JoinGroup v5 for `group` with one "range" protocol.
+fn join_request(group: &str, member: &str) -> coordinator::JoinGroupRequest {
+    coordinator::JoinGroupRequest {
+        api_version: 5,
+        group_id: group.into(),
+        session_timeout_ms: 10_000,
+        rebalance_timeout_ms: 10_000,
+        member_id: member.into(),
+        group_instance_id: None,
+        protocol_type: "consumer".into(),
+        protocols: vec![JoinProtocol {
+            name: "range".into(),
+            metadata: Bytes::from_static(b"m"),
+        }],
+        client_id: "c".into(),
+        client_host: "/127.0.0.1".into(),
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn join_and_sync_park_until_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let (svc, _rm) = open(dir.path());
+    svc.load();
+    let join = |member: &str| join_request("g", member);
+    let first = svc.join_group(join("")).await.unwrap();
+    assert_eq!(first.error_code, ErrorCode::MEMBER_ID_REQUIRED.0);
+    let (_shutdown, shutdown_rx) = watch::channel(false);
+    let timers = tokio::spawn(svc.clone().run_timers(shutdown_rx));
+    let bounded = Duration::from_secs(10);
+    let joined = tokio::time::timeout(bounded, svc.join_group(join(&first.member_id)))
+        .await
+        .expect("the join is answered once the initial rebalance delay (0 ms) passes")
+        .unwrap();
+    assert_eq!((joined.error_code, joined.generation_id), (0, 1));
+    assert_eq!(joined.leader, first.member_id);
+    let synced = tokio::time::timeout(
+        bounded,
+        svc.sync_group(SyncGroupRequest {
+            group_id: "g".into(),
+            generation_id: 1,
+            member_id: first.member_id.clone(),
+            group_instance_id: None,
+            protocol_type: None,
+            protocol_name: None,
+            assignments: vec![(first.member_id.clone(), Bytes::from_static(b"a"))],
+        }),
+    )
+    .await
+    .expect("the leader's sync is answered at once")
+    .unwrap();
+    assert_eq!((synced.error_code, &synced.assignment[..]), (0, &b"a"[..]));
+    timers.abort();
+}
+
+/// Group ids whose `__consumer_offsets` partition (of 3) is 0 and 1.
+fn groups_on_0_and_1() -> (String, String) {
+    let find = |p: i32| {
+        (0..)
+            .map(|i| format!("group-{i}"))
+            .find(|g| partition_for(g, 3) == p)
+            .unwrap()
+    };
+    (find(0), find(1))
+}
+
+/// A cluster-mode service whose `__consumer_offsets` (3 partitions) exists and of which it leads nothing.
+fn open_cluster_mode(dir: &std::path::Path) -> (Arc<GroupCoordinatorService>, Arc<ReplicaManager>) {
+    let (svc, rm) = open(dir);
+    let svc = Arc::new(
+        Arc::try_unwrap(svc)
+            .expect("sole owner")
+            .with_cluster_mode(),
+    );
+    block(svc.ensure_offsets_topic()).unwrap();
+    assert_eq!(svc.load(), 0, "cluster mode loads partitions on leadership");
+    (svc, rm)
+}
+
+fn committed(svc: &GroupCoordinatorService, group: &str) -> Result<i64, CoordinatorError> {
+    svc.read_group(group, |c| {
+        c.fetch_offsets(group, Some(&[("t".to_string(), vec![0])]))
+            .topics[0]
+            .1[0]
+            .committed_offset
+    })
+}
+
+#[test]
+fn cluster_mode_coordinates_only_led_partitions_and_reloads_on_leadership() {
+    let dir = tempfile::tempdir().unwrap();
+    let (svc, _rm) = open_cluster_mode(dir.path());
+    let (a, b) = groups_on_0_and_1();
+    // Nothing led yet: every group is coordinated elsewhere.
+    assert_eq!(svc.check_coordinator(&a), Err(ErrorCode::NOT_COORDINATOR));
+    assert_eq!(
+        block(svc.with_group(&a, |c, now| c.commit_offsets(now, &commit(&a, 1)))).unwrap_err(),
+        ErrorCode::NOT_COORDINATOR
+    );
+    assert_eq!(committed(&svc, &a), Err(ErrorCode::NOT_COORDINATOR));
+
+    // Leader of partitions 0 and 1 (outside a runtime the replay runs inline).
+    svc.on_partition_leadership(0, true);
+    svc.on_partition_leadership(1, true);
+    assert_eq!(svc.coordinated_partitions(), vec![(0, true), (1, true)]);
+    assert_eq!(svc.check_coordinator(&a), Ok(()));
+    for (g, offset) in [(&a, 10), (&b, 20)] {
+        let (r, written) =
+            block(svc.with_group(g, |c, now| c.commit_offsets(now, &commit(g, offset)))).unwrap();
+        assert_eq!(
+            (r, written),
+            (vec![("t".to_string(), vec![(0, 0)])], Ok(()))
+        );
+    }
+    let (_, written) =
+        block(svc.with_group(&a, |c, now| c.commit_offsets(now, &commit(&a, 11)))).unwrap();
+    assert_eq!(written, Ok(()));
+
+    // Losing partition 0: its group is gone and coordinated elsewhere; partition 1 is untouched.
+    svc.on_partition_leadership(0, false);
+    assert_eq!(svc.coordinated_partitions(), vec![(1, true)]);
+    assert_eq!(svc.check_coordinator(&a), Err(ErrorCode::NOT_COORDINATOR));
+    assert_eq!(committed(&svc, &a), Err(ErrorCode::NOT_COORDINATOR));
+    assert!(!svc.read(|c| c.has_group(&a)).unwrap());
+    let listed: Vec<String> = svc
+        .read(|c| c.list_groups(&[]))
+        .unwrap()
+        .into_iter()
+        .map(|g| g.group_id)
+        .collect();
+    assert_eq!(listed, vec![b.clone()]);
+    assert_eq!(committed(&svc, &b), Ok(20));
+    // Losing it again is a no-op.
+    svc.on_partition_leadership(0, false);
+
+    // Regaining it replays the partition's log.
+    svc.on_partition_leadership(0, true);
+    assert_eq!(committed(&svc, &a), Ok(11));
+    assert_eq!(committed(&svc, &b), Ok(20));
+    // A second "became leader" for a partition already led changes nothing.
+    svc.on_partition_leadership(0, true);
+    assert_eq!(committed(&svc, &a), Ok(11));
+}
+
+#[test]
+fn cluster_mode_loading_state_superseded_loads_and_lost_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let (svc, rm) = open_cluster_mode(dir.path());
+    let (a, b) = groups_on_0_and_1();
+    svc.on_partition_leadership(0, true);
+    let (_, written) =
+        block(svc.with_group(&a, |c, now| c.commit_offsets(now, &commit(&a, 5)))).unwrap();
+    assert_eq!(written, Ok(()));
+    svc.on_partition_leadership(0, false);
+
+    // While a partition loads its groups get COORDINATOR_LOAD_IN_PROGRESS; a load that was superseded
+    // (leadership lost and regained meanwhile) is discarded.
+    svc.partitions
+        .lock()
+        .insert(0, Coordination::Loading(1_000));
+    assert_eq!(
+        svc.check_coordinator(&a),
+        Err(ErrorCode::COORDINATOR_LOAD_IN_PROGRESS)
+    );
+    assert_eq!(
+        block(svc.with_group(&a, |c, now| c.heartbeat(now, &a, "m", None, 1))).unwrap_err(),
+        ErrorCode::COORDINATOR_LOAD_IN_PROGRESS
+    );
+    svc.load_partition(0, 999);
+    assert_eq!(
+        svc.check_coordinator(&a),
+        Err(ErrorCode::COORDINATOR_LOAD_IN_PROGRESS)
+    );
+    assert!(!svc.read(|c| c.has_group(&a)).unwrap());
+    svc.load_partition(0, 1_000);
+    assert_eq!(committed(&svc, &a), Ok(5));
+
+    // The log of a led partition went away (leadership moved before the resignation call arrived): the
+    // write fails with NOT_COORDINATOR.
+    svc.on_partition_leadership(1, true);
+    rm.stop_replica(OFFSETS_TOPIC, 1, false).unwrap();
+    let (r, written) =
+        block(svc.with_group(&b, |c, now| c.commit_offsets(now, &commit(&b, 1)))).unwrap();
+    assert_eq!(r, vec![("t".to_string(), vec![(0, 0)])]);
+    assert_eq!(written, Err(ErrorCode::NOT_COORDINATOR));
+}
+
+#[test]
+fn cluster_mode_unload_answers_parked_joins_not_coordinator() {
+    let dir = tempfile::tempdir().unwrap();
+    let (svc, _rm) = open_cluster_mode(dir.path());
+    let (a, b) = groups_on_0_and_1();
+    svc.on_partition_leadership(0, true);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let join = |member: &str| join_request(&a, member);
+        let first = svc.join_group(join("")).await.unwrap();
+        assert_eq!(first.error_code, ErrorCode::MEMBER_ID_REQUIRED.0);
+        // No timer task runs: the rejoin stays parked in the initial rebalance.
+        let parked = tokio::spawn({
+            let svc = svc.clone();
+            let req = join(&first.member_id);
+            async move { svc.join_group(req).await }
+        });
+        while svc.state.lock().pending.is_empty() {
+            tokio::task::yield_now().await;
+        }
+        svc.on_partition_leadership(0, false);
+        let r = tokio::time::timeout(Duration::from_secs(10), parked)
+            .await
+            .expect("answered at once")
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.error_code, ErrorCode::NOT_COORDINATOR.0);
+        assert!(svc.state.lock().pending.is_empty());
+        assert_eq!(
+            svc.with_group_replicated(&a, |c, now| c.commit_offsets(now, &commit(&a, 1)))
+                .await
+                .unwrap_err(),
+            ErrorCode::NOT_COORDINATOR
+        );
+        // acks=all commit on a partition whose ISR is this broker alone: answered at once.
+        // From a thread outside the runtime the load runs inline.
+        std::thread::spawn({
+            let svc = svc.clone();
+            move || svc.on_partition_leadership(1, true)
+        })
+        .join()
+        .unwrap();
+        assert_eq!(svc.check_coordinator(&b), Ok(()));
+        let (r, written) = tokio::time::timeout(
+            Duration::from_secs(10),
+            svc.with_group_replicated(&b, |c, now| c.commit_offsets(now, &commit(&b, 3))),
+        )
+        .await
+        .expect("the HighWatermark is the LogEndOffset with ISR = [self]")
+        .unwrap();
+        assert_eq!(
+            (r, written),
+            (vec![("t".to_string(), vec![(0, 0)])], Ok(()))
+        );
+        assert_eq!(committed(&svc, &b), Ok(3));
+        assert_eq!(
+            svc.join_group(join(&first.member_id)).await.unwrap_err(),
+            ErrorCode::NOT_COORDINATOR
+        );
+    });
+}
