@@ -34,10 +34,11 @@ use storage::StorageError;
 use tokio::sync::watch;
 use uuid::Uuid;
 
+use crate::cluster_link::ClusterLink;
 use crate::config::BrokerConfig;
 use crate::group_coordinator::{GroupCoordinatorService, OFFSETS_TOPIC};
 use crate::metadata::{MetadataStore, TopicMetadata};
-use crate::replica_manager::{ClusterLink, PartitionState, ReplicaManager};
+use crate::replica_manager::{PartitionState, ReplicaManager};
 use crate::topics::{log_config, ApiError};
 
 /// How long a broker waits for its own image to show a change it asked the controller for.

@@ -56,8 +56,9 @@ use tokio::sync::{oneshot, watch, Notify};
 use crate::config::BrokerConfig;
 use crate::metadata::MetadataStore;
 use crate::partition::Partition;
-use crate::replica_manager::{now_ms, ReplicaError, ReplicaManager};
+use crate::replica_manager::{ReplicaError, ReplicaManager};
 use crate::topics::TopicManager;
+use storage::now_ms;
 
 /// Name of the internal topic holding committed offsets and group metadata.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
@@ -1158,7 +1159,7 @@ mod tests {
         let rm = Arc::new(ReplicaManager::new(
             lm,
             config.node_id,
-            Arc::new(crate::replica_manager::StandaloneLink),
+            Arc::new(crate::cluster_link::StandaloneLink),
             30_000,
         ));
         let svc = GroupCoordinatorService::new(config, metadata, rm.clone(), None);

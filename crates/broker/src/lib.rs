@@ -4,6 +4,7 @@
 
 pub mod apis;
 pub mod cluster;
+pub mod cluster_link;
 pub mod config;
 pub mod dynamic_config;
 pub mod group_coordinator;
@@ -26,9 +27,11 @@ use controller::{ControllerConfig, ControllerServer};
 
 use crate::apis::KafkaApis;
 use crate::cluster::{BrokerCluster, ControllerLink};
+use crate::cluster_link::{ClusterLink, StandaloneLink};
 use crate::config::{bind_addr, BrokerConfig};
 use crate::metadata::MetadataStore;
-use crate::replica_manager::{now_ms, ClusterLink, ReplicaManager, StandaloneLink};
+use crate::replica_manager::ReplicaManager;
+use storage::now_ms;
 
 /// A running broker (and, in cluster mode, possibly a controller).
 pub struct Server {

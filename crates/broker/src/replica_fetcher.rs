@@ -32,13 +32,14 @@ use protocol::messages::offset_for_leader_epoch_request::{
 use protocol::messages::{FetchRequest, OffsetForLeaderEpochRequest};
 use protocol::record::Records;
 use protocol::{RequestBody, RequestHeader, ResponseBody};
+use storage::now_ms;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
+use crate::cluster_link::{ClusterLink, TopicPartition};
 use crate::partition::{truncation_offset, Partition, Role};
-use crate::replica_manager::{now_ms, ClusterLink, TopicPartition};
 
 /// Fetch version used by followers (topic names, flexible; KIP-595 diverging epochs).
 const FETCH_VERSION: i16 = 12;
@@ -101,7 +102,7 @@ impl ReplicaFetcher {
 
     /// Follows `partition` in `leader_epoch` (replacing an older entry); truncation runs first.
     pub(crate) fn add_partition(&self, partition: Arc<Partition>, leader_epoch: i32) {
-        let key = (partition.topic.clone(), partition.partition);
+        let key = TopicPartition::new(partition.topic.clone(), partition.partition);
         self.shared.partitions.lock().insert(
             key,
             FetchState {
@@ -351,7 +352,7 @@ async fn truncate_round(
                 match truncate_by_epoch(&p, shared.leader_id, epoch, None, (-1, -1)) {
                     Ok(_) => update_state(shared, &key, epoch, |s| s.needs_truncation = false),
                     Err(e) => {
-                        tracing::warn!(topic = %key.0, partition = key.1, error = %e, "follower truncation failed");
+                        tracing::warn!(topic = %key.topic, partition = key.partition, error = %e, "follower truncation failed");
                         update_state(shared, &key, epoch, |s| {
                             s.retry_at = Some(Instant::now() + Duration::from_secs(1))
                         });
@@ -366,15 +367,15 @@ async fn truncate_round(
     let mut topics: Vec<OffsetForLeaderTopic> = Vec::new();
     for ((key, _, epoch), latest) in &ask {
         let part = OffsetForLeaderPartition {
-            partition: key.1,
+            partition: key.partition,
             current_leader_epoch: *epoch,
             leader_epoch: *latest,
             ..Default::default()
         };
-        match topics.iter_mut().find(|t| t.topic == key.0) {
+        match topics.iter_mut().find(|t| t.topic == key.topic) {
             Some(t) => t.partitions.push(part),
             None => topics.push(OffsetForLeaderTopic {
-                topic: key.0.clone(),
+                topic: key.topic.clone(),
                 partitions: vec![part],
                 ..Default::default()
             }),
@@ -399,8 +400,8 @@ async fn truncate_round(
         let answer = resp
             .topics
             .iter()
-            .find(|t| t.topic == key.0)
-            .and_then(|t| t.partitions.iter().find(|r| r.partition == key.1));
+            .find(|t| t.topic == key.topic)
+            .and_then(|t| t.partitions.iter().find(|r| r.partition == key.partition));
         let Some(answer) = answer else {
             update_state(shared, &key, epoch, |s| {
                 s.retry_at = Some(Instant::now() + Duration::from_secs(1))
@@ -409,7 +410,7 @@ async fn truncate_round(
         };
         let code = ErrorCode(answer.error_code);
         if code != ErrorCode::NONE {
-            tracing::debug!(topic = %key.0, partition = key.1, error = code.name(), "OffsetForLeaderEpoch failed");
+            tracing::debug!(topic = %key.topic, partition = key.partition, error = code.name(), "OffsetForLeaderEpoch failed");
             update_state(shared, &key, epoch, |s| {
                 s.retry_at = Some(Instant::now() + backoff_for(code))
             });
@@ -427,7 +428,7 @@ async fn truncate_round(
                 s.retry_at = None;
             }),
             Err(e) => {
-                tracing::warn!(topic = %key.0, partition = key.1, error = %e, "follower truncation failed");
+                tracing::warn!(topic = %key.topic, partition = key.partition, error = %e, "follower truncation failed");
                 update_state(shared, &key, epoch, |s| {
                     s.retry_at = Some(Instant::now() + Duration::from_secs(1))
                 });
@@ -453,7 +454,7 @@ async fn fetch_round(
             )
         };
         let part = FetchPartition {
-            partition: key.1,
+            partition: key.partition,
             current_leader_epoch: *epoch,
             fetch_offset,
             last_fetched_epoch: last_epoch,
@@ -461,10 +462,10 @@ async fn fetch_round(
             partition_max_bytes: PARTITION_MAX_BYTES,
             ..Default::default()
         };
-        match topics.iter_mut().find(|t| t.topic == key.0) {
+        match topics.iter_mut().find(|t| t.topic == key.topic) {
             Some(t) => t.partitions.push(part),
             None => topics.push(FetchTopic {
-                topic: key.0.clone(),
+                topic: key.topic.clone(),
                 partitions: vec![part],
                 ..Default::default()
             }),
@@ -507,8 +508,12 @@ async fn fetch_round(
         let Some(data) = resp
             .responses
             .iter()
-            .find(|t| t.topic == key.0)
-            .and_then(|t| t.partitions.iter().find(|d| d.partition_index == key.1))
+            .find(|t| t.topic == key.topic)
+            .and_then(|t| {
+                t.partitions
+                    .iter()
+                    .find(|d| d.partition_index == key.partition)
+            })
         else {
             continue;
         };
@@ -526,7 +531,7 @@ async fn fetch_round(
                 let requested = p.log.lock().latest_epoch();
                 let answer = (data.diverging_epoch.epoch, data.diverging_epoch.end_offset);
                 if let Err(e) = truncate_by_epoch(&p, shared.leader_id, epoch, requested, answer) {
-                    tracing::warn!(topic = %key.0, partition = key.1, error = %e, "follower truncation failed");
+                    tracing::warn!(topic = %key.topic, partition = key.partition, error = %e, "follower truncation failed");
                 }
                 // A diverging answer makes the leader answer the whole request at once; pausing this
                 // partition briefly keeps a divergence the truncation did not settle from turning the
@@ -548,7 +553,7 @@ async fn fetch_round(
                 data.high_watermark,
                 data.log_start_offset,
             ) {
-                tracing::warn!(topic = %key.0, partition = key.1, error = %e, "follower append failed");
+                tracing::warn!(topic = %key.topic, partition = key.partition, error = %e, "follower append failed");
                 let unexpected = matches!(e, storage::StorageError::UnexpectedAppendOffset(_));
                 update_state(shared, &key, epoch, |s| {
                     if unexpected {
@@ -573,14 +578,14 @@ async fn fetch_round(
                     s.retry_at = Some(Instant::now() + Duration::from_secs(1));
                 }),
                 Err(e) => {
-                    tracing::warn!(topic = %key.0, partition = key.1, error = %e, "follower out-of-range handling failed");
+                    tracing::warn!(topic = %key.topic, partition = key.partition, error = %e, "follower out-of-range handling failed");
                     update_state(shared, &key, epoch, |s| {
                         s.retry_at = Some(Instant::now() + Duration::from_secs(1))
                     });
                 }
             }
         } else {
-            tracing::debug!(topic = %key.0, partition = key.1, error = code.name(), "follower fetch partition error");
+            tracing::debug!(topic = %key.topic, partition = key.partition, error = code.name(), "follower fetch partition error");
             update_state(shared, &key, epoch, |s| {
                 s.retry_at = Some(Instant::now() + backoff_for(code))
             });

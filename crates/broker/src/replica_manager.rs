@@ -23,13 +23,13 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use futures::future::BoxFuture;
 use parking_lot::{Mutex, RwLock};
 use protocol::record::Records;
-use storage::{LogAppendInfo, LogConfig, LogManager, StorageError};
+use storage::{now_ms, LogAppendInfo, LogConfig, LogManager, StorageError};
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
+use crate::cluster_link::{ClusterLink, TopicPartition};
 pub use crate::partition::{Partition, PartitionState, ReplicaStates};
 use crate::partition::{PartitionInner, Role};
 use crate::replica_fetcher::ReplicaFetcher;
@@ -37,47 +37,8 @@ use crate::replica_fetcher::ReplicaFetcher;
 /// How long a leader waits after a failed AlterPartition before proposing again.
 const ALTER_PARTITION_RETRY_BACKOFF: Duration = Duration::from_millis(500);
 
-/// A topic-partition: (topic name, partition index).
-pub type TopicPartition = (String, i32);
-
 /// The replica id consumers send in Fetch / ListOffsets (Kafka's `CONSUMER_REPLICA_ID`).
 pub const CONSUMER_REPLICA_ID: i32 = -1;
-
-/// What the ReplicaManager needs from the cluster (implemented by the broker: standalone mode = local only,
-/// see [`StandaloneLink`]; cluster mode = controller client + metadata image).
-pub trait ClusterLink: Send + Sync + 'static {
-    /// Advertised host/port of a broker (followers connect to leaders here with the Kafka protocol).
-    fn broker_endpoint(&self, broker_id: i32) -> Option<(String, u16)>;
-    /// Proposes an ISR change (Kafka's AlterPartition, KIP-497); returns the committed state or a Kafka
-    /// error code (e.g. INVALID_UPDATE_VERSION 95, FENCED_LEADER_EPOCH 74).
-    fn alter_partition(
-        &self,
-        topic: String,
-        partition: i32,
-        state: PartitionState,
-    ) -> BoxFuture<'static, Result<PartitionState, i16>>;
-}
-
-/// The single-node [`ClusterLink`]: no other brokers; AlterPartition commits the proposal at once with the
-/// partition epoch bumped.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct StandaloneLink;
-
-impl ClusterLink for StandaloneLink {
-    fn broker_endpoint(&self, _broker_id: i32) -> Option<(String, u16)> {
-        None
-    }
-
-    fn alter_partition(
-        &self,
-        _topic: String,
-        _partition: i32,
-        mut state: PartitionState,
-    ) -> BoxFuture<'static, Result<PartitionState, i16>> {
-        state.partition_epoch += 1;
-        Box::pin(futures::future::ready(Ok(state)))
-    }
-}
 
 /// Why an append or an acks=all wait failed (Produce error codes).
 #[derive(Debug, thiserror::Error)]
@@ -250,7 +211,7 @@ impl ReplicaManager {
         state: PartitionState,
     ) -> Result<Arc<Partition>, StorageError> {
         let inner = &self.inner;
-        let key = (topic.to_string(), partition);
+        let key = TopicPartition::new(topic, partition);
         let p = match inner.partition(topic, partition) {
             Some(p) => {
                 p.log.lock().set_config(config);
@@ -371,7 +332,7 @@ impl ReplicaManager {
         partition: i32,
         delete: bool,
     ) -> Result<(), StorageError> {
-        let key = (topic.to_string(), partition);
+        let key = TopicPartition::new(topic, partition);
         let removed = self.inner.partitions.write().remove(&key);
         self.inner.remove_from_fetchers(&key, None);
         if let Some(p) = removed {
@@ -395,11 +356,11 @@ impl ReplicaManager {
             .partitions
             .read()
             .keys()
-            .filter(|(t, _)| t == topic)
+            .filter(|k| k.topic == topic)
             .cloned()
             .collect();
-        for (t, p) in keys {
-            self.stop_replica(&t, p, true)?;
+        for k in keys {
+            self.stop_replica(&k.topic, k.partition, true)?;
         }
         Ok(())
     }
@@ -682,7 +643,7 @@ impl Inner {
     fn partition(&self, topic: &str, partition: i32) -> Option<Arc<Partition>> {
         self.partitions
             .read()
-            .get(&(topic.to_string(), partition))
+            .get(&TopicPartition::new(topic, partition))
             .cloned()
     }
 
@@ -820,14 +781,6 @@ async fn isr_expiration(inner: Weak<Inner>, period: Duration) {
     }
 }
 
-/// Wall-clock time in ms since the Unix epoch.
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -858,7 +811,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let lm =
             Arc::new(LogManager::open(dir.path(), |_| LogConfig::default(), now_ms()).unwrap());
-        let rm = Arc::new(ReplicaManager::new(lm, 1, Arc::new(StandaloneLink), 30_000));
+        let rm = Arc::new(ReplicaManager::new(
+            lm,
+            1,
+            Arc::new(crate::cluster_link::StandaloneLink),
+            30_000,
+        ));
         let cfg = LogConfig::default();
         let p = rm
             .apply_partition_state("t", 0, cfg.clone(), state(1, 1, &[1, 2]))

@@ -25,9 +25,12 @@ use uuid::Uuid;
 
 use super::Connection;
 use crate::apis::KafkaApis;
+use crate::cluster_link::ClusterLink;
 use crate::config::BrokerConfig;
 use crate::metadata::{MetadataStore, TopicMetadata};
-use crate::replica_manager::{now_ms, ClusterLink, PartitionState, ReplicaManager};
+use crate::partition::PartitionState;
+use crate::replica_manager::ReplicaManager;
+use storage::now_ms;
 
 const TOPIC: &str = "replicated";
 
