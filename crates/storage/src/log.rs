@@ -453,10 +453,33 @@ impl Log {
         self.high_watermark
     }
 
-    /// Sets the high watermark, clamped to [log start, LEO]; returns the value stored.
+    /// Sets the high watermark; returns the value stored. `offset` must not exceed the LEO (panics: a
+    /// HighWatermark past the LogEndOffset is a bug; callers holding an outside value, such as a
+    /// follower with the leader's HW or a checkpoint read at startup, clamp it first). A value below
+    /// the log start offset is raised to it (retention may have moved the log start past the HW).
     pub fn update_high_watermark(&mut self, offset: i64) -> i64 {
-        self.high_watermark = offset.max(self.log_start_offset).min(self.log_end_offset);
+        assert!(
+            offset <= self.log_end_offset,
+            "{}: HighWatermark {offset} past the LogEndOffset {}",
+            self.dir.display(),
+            self.log_end_offset
+        );
+        self.high_watermark = offset.max(self.log_start_offset);
+        self.assert_offsets();
         self.high_watermark
+    }
+
+    /// LogStartOffset ≤ HighWatermark ≤ LogEndOffset: checked after every change of either (O(1)).
+    fn assert_offsets(&self) {
+        assert!(
+            self.log_start_offset <= self.high_watermark
+                && self.high_watermark <= self.log_end_offset,
+            "{}: offsets out of order: log start {}, HighWatermark {}, LogEndOffset {}",
+            self.dir.display(),
+            self.log_start_offset,
+            self.high_watermark,
+            self.log_end_offset
+        );
     }
 
     /// Offset below which all data is fsynced.
@@ -731,6 +754,16 @@ impl Log {
         }
         info.last_offset = next - 1;
         info.valid_bytes = buf.len();
+        // A leader assigns offsets with no gap: from the LEO, one per record.
+        assert!(
+            info.first_offset == self.log_end_offset
+                && next - info.first_offset == info.records_count,
+            "{}: leader append assigned [{}, {next}) for {} records at LogEndOffset {}",
+            self.dir.display(),
+            info.first_offset,
+            info.records_count,
+            self.log_end_offset
+        );
         self.write_batches(&buf, &metas, info.first_offset, next, now_ms)?;
         self.producer_state.commit(pending, next);
         if let Err(e) = self
@@ -783,10 +816,19 @@ impl Log {
         if std::mem::take(&mut self.fail_next_write) {
             return self.poison("append", io::Error::other("injected failure"));
         }
+        // Appended offsets continue from the LEO (a leader's exactly, a follower's possibly after a
+        // gap left by compaction) and every batch advances it.
+        assert!(
+            first_offset >= self.log_end_offset && next > first_offset,
+            "{}: append of offsets [{first_offset}, {next}) at LogEndOffset {}",
+            self.dir.display(),
+            self.log_end_offset
+        );
         if let Err(e) = self.active().append(buf, metas, now_ms) {
             return self.poison("append", e);
         }
         self.log_end_offset = next;
+        self.assert_offsets();
         Ok(())
     }
 
@@ -1098,6 +1140,7 @@ impl Log {
         if n > 0 {
             self.high_watermark = self.high_watermark.max(self.log_start_offset);
             self.recovery_point = self.recovery_point.max(self.log_start_offset);
+            self.assert_offsets();
             tracing::info!(dir = %self.dir.display(), segments = n, log_start_offset = self.log_start_offset, "deleted segments by retention");
         }
         Ok(n)
@@ -1269,6 +1312,7 @@ impl Log {
         self.log_start_offset = self.log_start_offset.min(new_leo);
         self.high_watermark = self.high_watermark.min(new_leo);
         self.recovery_point = self.recovery_point.min(new_leo);
+        self.assert_offsets();
         self.pending_roll_flush = None;
         if let Err(e) = self.leader_epoch_cache.truncate_from_end(new_leo) {
             return self.poison("leader epoch checkpoint", e);
