@@ -647,7 +647,7 @@ impl GroupCoordinatorService {
             return (0, 0);
         };
         let (start, end) = {
-            let log = partition.log.lock();
+            let log = partition.offsets();
             let end = match to {
                 ReplayTo::HighWatermark => log.high_watermark(),
                 ReplayTo::LogEnd => log.log_end_offset(),
@@ -656,10 +656,7 @@ impl GroupCoordinatorService {
         };
         let mut offset = start;
         while offset < end {
-            let read = partition
-                .log
-                .lock()
-                .read(offset, LOAD_READ_BYTES, end, true);
+            let read = partition.read_records(offset, LOAD_READ_BYTES, end, true);
             let bytes = match read {
                 Ok(info) => match read_records(&info.records) {
                     Ok(b) => b,

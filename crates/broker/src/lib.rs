@@ -11,8 +11,10 @@ pub mod group_coordinator;
 pub mod metadata;
 pub mod network;
 pub mod partition;
+mod partition_results;
 mod replica_fetcher;
 pub mod replica_manager;
+mod replica_states;
 pub mod topics;
 
 use std::sync::Arc;

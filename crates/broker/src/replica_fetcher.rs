@@ -39,7 +39,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use crate::cluster_link::{ClusterLink, TopicPartition};
-use crate::partition::{truncation_offset, Partition, Role};
+use crate::partition::Partition;
 
 /// Fetch version used by followers (topic names, flexible; KIP-595 diverging epochs).
 const FETCH_VERSION: i16 = 12;
@@ -301,41 +301,6 @@ fn backoff_for(code: ErrorCode) -> Duration {
     }
 }
 
-/// True while `partition` still follows `leader` in `epoch`.
-fn still_following(partition: &Partition, leader: i32, epoch: i32) -> bool {
-    let st = partition.state.lock();
-    matches!(st.role, Role::Follower { leader: l } if l == leader)
-        && st.registration.leader_epoch == epoch
-}
-
-/// Truncates `partition` (following `leader` in `epoch`) by the leader's (epoch, end offset) answer for
-/// `requested` (our latest epoch when asked). Returns false when the partition moved on meanwhile.
-fn truncate_by_epoch(
-    partition: &Partition,
-    leader: i32,
-    epoch: i32,
-    requested: Option<i32>,
-    answer: (i32, i64),
-) -> Result<bool, storage::StorageError> {
-    let st = partition.state.lock();
-    if !(matches!(st.role, Role::Follower { leader: l } if l == leader)
-        && st.registration.leader_epoch == epoch)
-    {
-        return Ok(false);
-    }
-    let mut log = partition.log.lock();
-    let leo = log.log_end_offset();
-    let hw = log.high_watermark();
-    let to = truncation_offset(requested, answer, |e| log.end_offset_for_epoch(e), leo, hw);
-    if to < leo {
-        tracing::info!(topic = %partition.topic, partition = partition.partition, from = leo, to, "truncating follower log");
-        log.truncate_to(to)?;
-    }
-    drop(log);
-    drop(st);
-    Ok(true)
-}
-
 async fn truncate_round(
     shared: &Shared,
     conn: &mut Connection,
@@ -344,12 +309,12 @@ async fn truncate_round(
     // Partitions without epochs truncate to their HW without asking.
     let mut ask: Vec<(Pick, i32)> = Vec::new();
     for pick in picks {
-        let latest = pick.1.log.lock().latest_epoch();
+        let latest = pick.1.latest_epoch();
         match latest {
             Some(e) => ask.push((pick, e)),
             None => {
                 let (key, p, epoch) = pick;
-                match truncate_by_epoch(&p, shared.leader_id, epoch, None, (-1, -1)) {
+                match p.truncate_by_epoch(shared.leader_id, epoch, None, (-1, -1)) {
                     Ok(_) => update_state(shared, &key, epoch, |s| s.needs_truncation = false),
                     Err(e) => {
                         tracing::warn!(topic = %key.topic, partition = key.partition, error = %e, "follower truncation failed");
@@ -416,8 +381,7 @@ async fn truncate_round(
             });
             continue;
         }
-        match truncate_by_epoch(
-            &p,
+        match p.truncate_by_epoch(
             shared.leader_id,
             epoch,
             Some(latest),
@@ -445,20 +409,13 @@ async fn fetch_round(
 ) -> std::io::Result<()> {
     let mut topics: Vec<FetchTopic> = Vec::new();
     for (key, p, epoch) in &picks {
-        let (fetch_offset, log_start, last_epoch) = {
-            let log = p.log.lock();
-            (
-                log.log_end_offset(),
-                log.log_start_offset(),
-                log.latest_epoch().unwrap_or(-1),
-            )
-        };
+        let position = p.fetch_position();
         let part = FetchPartition {
             partition: key.partition,
             current_leader_epoch: *epoch,
-            fetch_offset,
-            last_fetched_epoch: last_epoch,
-            log_start_offset: log_start,
+            fetch_offset: position.log_end_offset,
+            last_fetched_epoch: position.last_fetched_epoch,
+            log_start_offset: position.log_start_offset,
             partition_max_bytes: PARTITION_MAX_BYTES,
             ..Default::default()
         };
@@ -517,7 +474,7 @@ async fn fetch_round(
         else {
             continue;
         };
-        if !still_following(&p, shared.leader_id, epoch) {
+        if !p.is_following(shared.leader_id, epoch) {
             // The partition moved on (new epoch or leader) but this entry is still listed: do not ask for
             // it again at once, or an erroring answer would make every round return immediately.
             update_state(shared, &key, epoch, |s| {
@@ -528,9 +485,9 @@ async fn fetch_round(
         let code = ErrorCode(data.error_code);
         if code == ErrorCode::NONE {
             if data.diverging_epoch.epoch >= 0 || data.diverging_epoch.end_offset >= 0 {
-                let requested = p.log.lock().latest_epoch();
+                let requested = p.latest_epoch();
                 let answer = (data.diverging_epoch.epoch, data.diverging_epoch.end_offset);
-                if let Err(e) = truncate_by_epoch(&p, shared.leader_id, epoch, requested, answer) {
+                if let Err(e) = p.truncate_by_epoch(shared.leader_id, epoch, requested, answer) {
                     tracing::warn!(topic = %key.topic, partition = key.partition, error = %e, "follower truncation failed");
                 }
                 // A diverging answer makes the leader answer the whole request at once; pausing this
@@ -545,13 +502,13 @@ async fn fetch_round(
                 Some(Records::Memory(b)) => b.clone(),
                 _ => Bytes::new(),
             };
-            if let Err(e) = apply_fetched(
-                &p,
+            if let Err(e) = p.append_as_follower(
                 shared.leader_id,
                 epoch,
                 bytes,
                 data.high_watermark,
                 data.log_start_offset,
+                now_ms(),
             ) {
                 tracing::warn!(topic = %key.topic, partition = key.partition, error = %e, "follower append failed");
                 let unexpected = matches!(e, storage::StorageError::UnexpectedAppendOffset(_));
@@ -564,8 +521,7 @@ async fn fetch_round(
                 });
             }
         } else if code == ErrorCode::OFFSET_OUT_OF_RANGE {
-            match handle_out_of_range(
-                &p,
+            match p.truncate_out_of_range(
                 shared.leader_id,
                 epoch,
                 data.log_start_offset,
@@ -592,79 +548,6 @@ async fn fetch_round(
         }
     }
     Ok(())
-}
-
-/// Appends fetched batches and follows the leader's HW and LogStartOffset.
-fn apply_fetched(
-    p: &Partition,
-    leader: i32,
-    epoch: i32,
-    records: Bytes,
-    leader_hw: i64,
-    leader_log_start: i64,
-) -> Result<(), storage::StorageError> {
-    let st = p.state.lock();
-    if !(matches!(st.role, Role::Follower { leader: l } if l == leader)
-        && st.registration.leader_epoch == epoch)
-    {
-        return Ok(());
-    }
-    let mut log = p.log.lock();
-    if !records.is_empty() {
-        // An empty log restarted inside a batch (the leader's LogStartOffset fell mid-batch, e.g. after
-        // DeleteRecords): start it at the batch's base offset instead (as Kafka's
-        // `appendRecordsToFollowerOrFutureReplica` does); the LogStartOffset follows the leader's below.
-        let leo = log.log_end_offset();
-        if leo == log.log_start_offset() {
-            if let Some(Ok(first)) = protocol::record::batches(&records).next() {
-                if first.base_offset() < leo && first.last_offset() >= leo {
-                    log.truncate_fully_and_start_at(first.base_offset())?;
-                }
-            }
-        }
-        log.append_as_follower(records, now_ms())?;
-    }
-    let leo = log.log_end_offset();
-    log.update_high_watermark(leader_hw.min(leo));
-    if leader_log_start > log.log_start_offset() {
-        let to = leader_log_start.min(log.high_watermark());
-        if to > log.log_start_offset() {
-            log.delete_records_before(to)?;
-        }
-    }
-    drop(log);
-    drop(st);
-    p.wake();
-    Ok(())
-}
-
-/// OFFSET_OUT_OF_RANGE: below the leader's LogStartOffset → start over there; else truncate to the leader's
-/// HW (our LEO is past the leader's log end). Returns false when neither applies.
-fn handle_out_of_range(
-    p: &Partition,
-    leader: i32,
-    epoch: i32,
-    leader_log_start: i64,
-    leader_hw: i64,
-) -> Result<bool, storage::StorageError> {
-    let st = p.state.lock();
-    if !(matches!(st.role, Role::Follower { leader: l } if l == leader)
-        && st.registration.leader_epoch == epoch)
-    {
-        return Ok(true);
-    }
-    let mut log = p.log.lock();
-    let leo = log.log_end_offset();
-    if leader_log_start >= 0 && leo < leader_log_start {
-        tracing::info!(topic = %p.topic, partition = p.partition, leo, leader_log_start, "follower behind the leader's log start: starting over");
-        log.truncate_fully_and_start_at(leader_log_start)?;
-        Ok(true)
-    } else if leader_hw >= 0 && leader_hw < leo {
-        log.truncate_to(leader_hw)?;
-        Ok(true)
-    } else {
-        Ok(false)
-    }
 }
 
 #[cfg(test)]

@@ -287,7 +287,7 @@ impl TopicManager {
         let config = self.log_config(&updated.configs);
         for p in 0..updated.partitions {
             if let Some(part) = self.replica_manager.partition(name, p) {
-                part.log.lock().set_config(config.clone());
+                part.set_config(config.clone());
             }
         }
         tracing::info!(topic = name, ?configs, "topic configs changed");
@@ -365,7 +365,7 @@ impl TopicManager {
             let config = self.log_config(&topic.configs);
             for p in 0..topic.partitions {
                 if let Some(part) = self.replica_manager.partition(&name, p) {
-                    part.log.lock().set_config(config.clone());
+                    part.set_config(config.clone());
                 }
             }
         }
