@@ -624,134 +624,36 @@ impl Log {
             Some(target) => recompress(records, target, self.config.max_decompressed_bytes)?,
             None => records,
         };
-        // Header edits to apply once every batch has validated: (position, size, base offset, stored max
-        // timestamp, whether the CRC-covered part changes).
-        let mut edits: Vec<(usize, usize, i64, i64, bool)> = Vec::new();
-        let mut metas = Vec::new();
-        let mut pending: HashMap<i64, ProducerStateEntry> = HashMap::new();
-        let mut next = self.log_end_offset;
-        let mut pos = 0usize;
+        let mut plan = LeaderAppendPlan {
+            info,
+            edits: Vec::new(),
+            metas: Vec::new(),
+            pending: HashMap::new(),
+            next: self.log_end_offset,
+            position: 0,
+        };
         for batch in batches(&records) {
             let batch = batch?;
-            let size = batch.size_in_bytes();
-            if size > self.config.max_message_bytes {
-                return Err(StorageError::MessageTooLarge {
-                    size,
-                    max: self.config.max_message_bytes,
-                });
-            }
-            let summary = batch.validate_with(self.config.max_decompressed_bytes)?;
-            if batch.records_count() == 0 {
-                return Err(StorageError::InvalidRecord("batch has no records".into()));
-            }
-            if batch.last_offset_delta() != batch.records_count() - 1 {
-                return Err(StorageError::InvalidRecord(format!(
-                    "last offset delta {} inconsistent with record count {}",
-                    batch.last_offset_delta(),
-                    batch.records_count()
-                )));
-            }
-            if batch.is_control() {
-                return Err(StorageError::InvalidRecord(
-                    "clients may not write control batches".into(),
-                ));
-            }
-            if self.config.compacts() {
-                let keyless: Vec<i32> = batch
-                    .records()?
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, r)| r.key.is_none())
-                    .map(|(i, _)| i as i32)
-                    .collect();
-                if !keyless.is_empty() {
-                    return Err(StorageError::InvalidRecords {
-                        message: format!(
-                            "Compacted topic cannot accept message without key in topic partition {}.",
-                            self.dir
-                                .file_name()
-                                .map(|n| n.to_string_lossy().into_owned())
-                                .unwrap_or_default()
-                        ),
-                        batch_indexes: keyless,
-                    });
-                }
-            }
-            if batch.producer_id() >= 0 && batch.base_sequence() < 0 {
-                return Err(StorageError::InvalidRecord(format!(
-                    "invalid sequence number {} in batch with producer id {}",
-                    batch.base_sequence(),
-                    batch.producer_id()
-                )));
-            }
-            if !log_append {
-                self.check_timestamps(&summary, now_ms)?;
-            }
-            let mut h = *batch.header();
-            if h.producer_id >= 0 {
-                if let SequenceCheck::Duplicate(d) = self.producer_state.check(&pending, &h)? {
-                    info.first_offset = d.first_offset;
-                    info.last_offset = d.last_offset;
-                    info.max_timestamp = d.max_timestamp;
-                    info.offset_of_max_timestamp = d.last_offset;
-                    info.duplicate = true;
-                    return Ok(info);
-                }
-            }
-            let stored_max = if log_append {
-                now_ms
-            } else {
-                summary.max_timestamp
-            };
-            // Base offset and partition leader epoch lie outside the CRC; the max timestamp and the
-            // timestamp-type bit lie inside it, so the CRC is recomputed only when they change (as Kafka).
-            let rewrite_crc = log_append
-                || h.timestamp_type() != TimestampType::CreateTime
-                || h.max_timestamp != stored_max;
-            edits.push((pos, size, next, stored_max, rewrite_crc));
-            h.base_offset = next;
-            h.partition_leader_epoch = leader_epoch;
-            h.max_timestamp = stored_max;
-            if h.producer_id >= 0 {
-                self.producer_state.stage(&mut pending, &h, next, now_ms);
-            }
-            if info.first_offset < 0 {
-                info.first_offset = next;
-            }
-            if stored_max > info.max_timestamp || info.offset_of_max_timestamp < 0 {
-                info.max_timestamp = stored_max;
-                info.offset_of_max_timestamp = h.last_offset();
-            }
-            info.records_count += batch.records_count() as i64;
-            metas.push(AppendedBatch {
-                last_offset: h.last_offset(),
-                max_timestamp: stored_max,
-                size: size as u32,
-            });
-            next = h.next_offset();
-            pos += size;
-        }
-        // Every batch validated: now edit the headers in place. The producer's buffer is reused when this
-        // append holds the only reference to it (the usual single-partition Produce), else copied once.
-        let mut buf = records
-            .try_into_mut()
-            .unwrap_or_else(|shared| bytes::BytesMut::from(&shared[..]));
-        for (pos, size, base_offset, stored_max, rewrite_crc) in edits {
-            let mut m = RecordBatchMut::new(&mut buf[pos..pos + size])?;
-            m.set_base_offset(base_offset);
-            m.set_partition_leader_epoch(leader_epoch);
-            if rewrite_crc {
-                m.set_max_timestamp(
-                    if log_append {
-                        TimestampType::LogAppendTime
-                    } else {
-                        TimestampType::CreateTime
-                    },
-                    stored_max,
-                );
-                m.update_crc();
+            if let Some(duplicate) =
+                self.plan_leader_batch(&mut plan, &batch, leader_epoch, log_append, now_ms)?
+            {
+                return Ok(duplicate);
             }
         }
+        let LeaderAppendPlan {
+            mut info,
+            edits,
+            metas,
+            pending,
+            next,
+            ..
+        } = plan;
+        let timestamp_type = if log_append {
+            TimestampType::LogAppendTime
+        } else {
+            TimestampType::CreateTime
+        };
+        let buf = apply_header_edits(records, &edits, leader_epoch, timestamp_type)?;
         info.last_offset = next - 1;
         info.valid_bytes = buf.len();
         // A leader assigns offsets with no gap: from the LEO, one per record.
@@ -772,11 +674,153 @@ impl Log {
         {
             return self.poison("leader epoch checkpoint", e);
         }
-        self.unflushed_messages += info.records_count;
+        self.count_unflushed(info.records_count)?;
+        Ok(info)
+    }
+
+    /// Validates one batch of a leader append and adds it to `plan` (offsets from `plan.next`, the header
+    /// edit, producer state staged). Returns the original append's info when the batch duplicates one
+    /// of its producer's last batches (nothing is appended then).
+    fn plan_leader_batch(
+        &mut self,
+        plan: &mut LeaderAppendPlan,
+        batch: &RecordBatch,
+        leader_epoch: i32,
+        log_append: bool,
+        now_ms: i64,
+    ) -> Result<Option<LogAppendInfo>, StorageError> {
+        let size = batch.size_in_bytes();
+        let summary = self.validate_leader_batch(batch, log_append, now_ms)?;
+        let mut h = *batch.header();
+        if h.producer_id >= 0 {
+            if let SequenceCheck::Duplicate(d) = self.producer_state.check(&plan.pending, &h)? {
+                return Ok(Some(LogAppendInfo {
+                    first_offset: d.first_offset,
+                    last_offset: d.last_offset,
+                    max_timestamp: d.max_timestamp,
+                    offset_of_max_timestamp: d.last_offset,
+                    duplicate: true,
+                    ..plan.info
+                }));
+            }
+        }
+        let next = plan.next;
+        let stored_max = if log_append {
+            now_ms
+        } else {
+            summary.max_timestamp
+        };
+        // Base offset and partition leader epoch lie outside the CRC; the max timestamp and the
+        // timestamp-type bit lie inside it, so the CRC is recomputed only when they change (as Kafka).
+        let rewrite_crc = log_append
+            || h.timestamp_type() != TimestampType::CreateTime
+            || h.max_timestamp != stored_max;
+        plan.edits.push(HeaderEdit {
+            position: plan.position,
+            size,
+            base_offset: next,
+            max_timestamp: stored_max,
+            rewrite_crc,
+        });
+        h.base_offset = next;
+        h.partition_leader_epoch = leader_epoch;
+        h.max_timestamp = stored_max;
+        if h.producer_id >= 0 {
+            self.producer_state
+                .stage(&mut plan.pending, &h, next, now_ms);
+        }
+        let info = &mut plan.info;
+        if info.first_offset < 0 {
+            info.first_offset = next;
+        }
+        if stored_max > info.max_timestamp || info.offset_of_max_timestamp < 0 {
+            info.max_timestamp = stored_max;
+            info.offset_of_max_timestamp = h.last_offset();
+        }
+        info.records_count += batch.records_count() as i64;
+        plan.metas.push(AppendedBatch {
+            last_offset: h.last_offset(),
+            max_timestamp: stored_max,
+            size: size as u32,
+        });
+        plan.next = h.next_offset();
+        plan.position += size;
+        Ok(None)
+    }
+
+    /// Counts appended messages toward `flush.messages`; fsyncs when it is reached.
+    fn count_unflushed(&mut self, messages: i64) -> Result<(), StorageError> {
+        self.unflushed_messages += messages;
         if self.unflushed_messages >= self.config.flush_messages {
             self.flush()?;
         }
-        Ok(info)
+        Ok(())
+    }
+
+    /// The per-batch checks of [`append_as_leader`](Self::append_as_leader): size, framing and CRC,
+    /// record count, no control batch, keys on a compacted log, a producer's sequence, timestamps
+    /// (CreateTime only). Returns the batch's summary.
+    fn validate_leader_batch(
+        &self,
+        batch: &RecordBatch,
+        log_append: bool,
+        now_ms: i64,
+    ) -> Result<protocol::record::BatchSummary, StorageError> {
+        let size = batch.size_in_bytes();
+        if size > self.config.max_message_bytes {
+            return Err(StorageError::MessageTooLarge {
+                size,
+                max: self.config.max_message_bytes,
+            });
+        }
+        let summary = batch.validate_with(self.config.max_decompressed_bytes)?;
+        if batch.records_count() == 0 {
+            return Err(StorageError::InvalidRecord("batch has no records".into()));
+        }
+        if batch.last_offset_delta() != batch.records_count() - 1 {
+            return Err(StorageError::InvalidRecord(format!(
+                "last offset delta {} inconsistent with record count {}",
+                batch.last_offset_delta(),
+                batch.records_count()
+            )));
+        }
+        if batch.is_control() {
+            return Err(StorageError::InvalidRecord(
+                "clients may not write control batches".into(),
+            ));
+        }
+        if self.config.compacts() {
+            let keyless: Vec<i32> = batch
+                .records()?
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.key.is_none())
+                .map(|(i, _)| i as i32)
+                .collect();
+            if !keyless.is_empty() {
+                return Err(StorageError::InvalidRecords {
+                    message: format!(
+                        "Compacted topic cannot accept message without key in topic partition {}.",
+                        self.dir
+                            .file_name()
+                            .map(|n| n.to_string_lossy().into_owned())
+                            .unwrap_or_default()
+                    ),
+                    batch_indexes: keyless,
+                });
+            }
+        }
+        if batch.producer_id() >= 0 && batch.base_sequence() < 0 {
+            return Err(StorageError::InvalidRecord(format!(
+                "invalid sequence number {} in batch with producer id {}",
+                batch.base_sequence(),
+                batch.producer_id()
+            )));
+        }
+        if !log_append {
+            self.check_timestamps(&summary, now_ms)?;
+        }
+        Ok(summary)
     }
 
     fn check_timestamps(
@@ -888,10 +932,7 @@ impl Log {
                 return self.poison("leader epoch checkpoint", e);
             }
         }
-        self.unflushed_messages += info.records_count;
-        if self.unflushed_messages >= self.config.flush_messages {
-            self.flush()?;
-        }
+        self.count_unflushed(info.records_count)?;
         Ok(info)
     }
 
@@ -1614,4 +1655,59 @@ fn recompress(
         out.extend_from_slice(&builder.build()?);
     }
     Ok(out.freeze())
+}
+
+/// What a leader append builds while it walks the batches, before anything is written.
+struct LeaderAppendPlan {
+    /// The append's info so far.
+    info: LogAppendInfo,
+    /// Header edits, one per batch.
+    edits: Vec<HeaderEdit>,
+    /// Index metadata, one per batch.
+    metas: Vec<AppendedBatch>,
+    /// Producer state staged by the batches, committed after the write.
+    pending: HashMap<i64, ProducerStateEntry>,
+    /// The next offset to assign.
+    next: i64,
+    /// Byte position of the next batch in the append.
+    position: usize,
+}
+
+/// A leader append's change to one batch header, applied once every batch has validated.
+struct HeaderEdit {
+    /// Byte position of the batch in the append.
+    position: usize,
+    /// Batch size in bytes.
+    size: usize,
+    /// The assigned base offset.
+    base_offset: i64,
+    /// The max timestamp to store.
+    max_timestamp: i64,
+    /// Whether the CRC-covered part changes (max timestamp or timestamp type; base offset and leader
+    /// epoch lie outside the CRC), so the CRC is recomputed only then, as Kafka does.
+    rewrite_crc: bool,
+}
+
+/// Edits the validated batches' headers in place: base offset, leader epoch, and where needed the max
+/// timestamp, timestamp type and CRC. The producer's buffer is reused when the append holds the only
+/// reference to it (the usual single-partition Produce), else copied once.
+fn apply_header_edits(
+    records: Bytes,
+    edits: &[HeaderEdit],
+    leader_epoch: i32,
+    timestamp_type: TimestampType,
+) -> Result<bytes::BytesMut, StorageError> {
+    let mut buf = records
+        .try_into_mut()
+        .unwrap_or_else(|shared| bytes::BytesMut::from(&shared[..]));
+    for e in edits {
+        let mut m = RecordBatchMut::new(&mut buf[e.position..e.position + e.size])?;
+        m.set_base_offset(e.base_offset);
+        m.set_partition_leader_epoch(leader_epoch);
+        if e.rewrite_crc {
+            m.set_max_timestamp(timestamp_type, e.max_timestamp);
+            m.update_crc();
+        }
+    }
+    Ok(buf)
 }
