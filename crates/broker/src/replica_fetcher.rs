@@ -26,6 +26,7 @@ use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
 use protocol::error::ErrorCode;
 use protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use protocol::messages::fetch_response::PartitionData;
 use protocol::messages::offset_for_leader_epoch_request::{
     OffsetForLeaderPartition, OffsetForLeaderTopic,
 };
@@ -201,8 +202,13 @@ fn invalid(e: impl std::fmt::Display) -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string())
 }
 
-/// A partition picked for this round: key, partition, epoch the fetcher follows it in.
-type Pick = (TopicPartition, Arc<Partition>, i32);
+/// A partition picked for this round.
+struct Pick {
+    key: TopicPartition,
+    partition: Arc<Partition>,
+    /// The leader epoch the fetcher follows it in.
+    epoch: i32,
+}
 
 async fn run(shared: Arc<Shared>) {
     let mut conn: Option<Connection> = None;
@@ -222,7 +228,11 @@ async fn run(shared: Arc<Shared>) {
                         continue;
                     }
                 }
-                let pick = (k.clone(), s.partition.clone(), s.leader_epoch);
+                let pick = Pick {
+                    key: k.clone(),
+                    partition: s.partition.clone(),
+                    epoch: s.leader_epoch,
+                };
                 if s.needs_truncation {
                     truncate.push(pick);
                 } else {
@@ -309,11 +319,15 @@ async fn truncate_round(
     // Partitions without epochs truncate to their HW without asking.
     let mut ask: Vec<(Pick, i32)> = Vec::new();
     for pick in picks {
-        let latest = pick.1.latest_epoch();
+        let latest = pick.partition.latest_epoch();
         match latest {
             Some(e) => ask.push((pick, e)),
             None => {
-                let (key, p, epoch) = pick;
+                let Pick {
+                    key,
+                    partition: p,
+                    epoch,
+                } = pick;
                 match p.truncate_by_epoch(shared.leader_id, epoch, None, (-1, -1)) {
                     Ok(_) => update_state(shared, &key, epoch, |s| s.needs_truncation = false),
                     Err(e) => {
@@ -329,28 +343,7 @@ async fn truncate_round(
     if ask.is_empty() {
         return Ok(());
     }
-    let mut topics: Vec<OffsetForLeaderTopic> = Vec::new();
-    for ((key, _, epoch), latest) in &ask {
-        let part = OffsetForLeaderPartition {
-            partition: key.partition,
-            current_leader_epoch: *epoch,
-            leader_epoch: *latest,
-            ..Default::default()
-        };
-        match topics.iter_mut().find(|t| t.topic == key.topic) {
-            Some(t) => t.partitions.push(part),
-            None => topics.push(OffsetForLeaderTopic {
-                topic: key.topic.clone(),
-                partitions: vec![part],
-                ..Default::default()
-            }),
-        }
-    }
-    let request = OffsetForLeaderEpochRequest {
-        replica_id: shared.local_id,
-        topics,
-        ..Default::default()
-    };
+    let request = offset_for_leader_epoch_request(shared, &ask);
     let resp = conn
         .call(
             OFFSET_FOR_LEADER_EPOCH_VERSION,
@@ -361,7 +354,12 @@ async fn truncate_round(
     let ResponseBody::OffsetForLeaderEpoch(resp) = resp else {
         return Err(invalid("unexpected response to OffsetForLeaderEpoch"));
     };
-    for ((key, p, epoch), latest) in ask {
+    for (pick, latest) in ask {
+        let Pick {
+            key,
+            partition: p,
+            epoch,
+        } = pick;
         let answer = resp
             .topics
             .iter()
@@ -402,14 +400,91 @@ async fn truncate_round(
     Ok(())
 }
 
+/// OffsetForLeaderEpoch for each (partition, our latest epoch) in `ask`.
+fn offset_for_leader_epoch_request(
+    shared: &Shared,
+    ask: &[(Pick, i32)],
+) -> OffsetForLeaderEpochRequest {
+    let mut topics: Vec<OffsetForLeaderTopic> = Vec::new();
+    for (Pick { key, epoch, .. }, latest) in ask {
+        let part = OffsetForLeaderPartition {
+            partition: key.partition,
+            current_leader_epoch: *epoch,
+            leader_epoch: *latest,
+            ..Default::default()
+        };
+        match topics.iter_mut().find(|t| t.topic == key.topic) {
+            Some(t) => t.partitions.push(part),
+            None => topics.push(OffsetForLeaderTopic {
+                topic: key.topic.clone(),
+                partitions: vec![part],
+                ..Default::default()
+            }),
+        }
+    }
+    OffsetForLeaderEpochRequest {
+        replica_id: shared.local_id,
+        topics,
+        ..Default::default()
+    }
+}
+
 async fn fetch_round(
     shared: &Shared,
     conn: &mut Connection,
     picks: Vec<Pick>,
 ) -> std::io::Result<()> {
+    let request = fetch_request(shared, &picks);
+    let resp = conn
+        .call(
+            FETCH_VERSION,
+            RequestBody::Fetch(request),
+            REQUEST_TIMEOUT + Duration::from_millis(FETCH_MAX_WAIT_MS as u64),
+        )
+        .await?;
+    let ResponseBody::Fetch(resp) = resp else {
+        return Err(invalid("unexpected response to Fetch"));
+    };
+    if resp.error_code != 0 {
+        tracing::debug!(
+            error = ErrorCode(resp.error_code).name(),
+            "follower fetch failed"
+        );
+        for pick in &picks {
+            update_state(shared, &pick.key, pick.epoch, |s| {
+                s.retry_at = Some(Instant::now() + Duration::from_secs(1))
+            });
+        }
+        return Ok(());
+    }
+    for pick in picks {
+        let key = &pick.key;
+        let data = resp
+            .responses
+            .iter()
+            .find(|t| t.topic == key.topic)
+            .and_then(|t| {
+                t.partitions
+                    .iter()
+                    .find(|d| d.partition_index == key.partition)
+            });
+        if let Some(data) = data {
+            apply_fetched(shared, pick, data);
+        }
+    }
+    Ok(())
+}
+
+/// The follower Fetch for this round's partitions, each from its LogEndOffset.
+fn fetch_request(shared: &Shared, picks: &[Pick]) -> FetchRequest {
     let mut topics: Vec<FetchTopic> = Vec::new();
-    for (key, p, epoch) in &picks {
-        let position = p.fetch_position();
+    for Pick {
+        key,
+        partition,
+        epoch,
+    } in picks
+    {
+        let position = partition.fetch_position();
         let part = FetchPartition {
             partition: key.partition,
             current_leader_epoch: *epoch,
@@ -428,7 +503,7 @@ async fn fetch_round(
             }),
         }
     }
-    let request = FetchRequest {
+    FetchRequest {
         replica_id: shared.local_id,
         max_wait_ms: FETCH_MAX_WAIT_MS,
         min_bytes: 1,
@@ -438,116 +513,75 @@ async fn fetch_round(
         session_epoch: -1,
         topics,
         ..Default::default()
-    };
-    let resp = conn
-        .call(
-            FETCH_VERSION,
-            RequestBody::Fetch(request),
-            REQUEST_TIMEOUT + Duration::from_millis(FETCH_MAX_WAIT_MS as u64),
-        )
-        .await?;
-    let ResponseBody::Fetch(resp) = resp else {
-        return Err(invalid("unexpected response to Fetch"));
-    };
-    if resp.error_code != 0 {
-        tracing::debug!(
-            error = ErrorCode(resp.error_code).name(),
-            "follower fetch failed"
-        );
-        for (key, _, epoch) in &picks {
-            update_state(shared, key, *epoch, |s| {
-                s.retry_at = Some(Instant::now() + Duration::from_secs(1))
-            });
-        }
-        return Ok(());
     }
-    for (key, p, epoch) in picks {
-        let Some(data) = resp
-            .responses
-            .iter()
-            .find(|t| t.topic == key.topic)
-            .and_then(|t| {
-                t.partitions
-                    .iter()
-                    .find(|d| d.partition_index == key.partition)
-            })
-        else {
-            continue;
-        };
-        if !p.is_following(shared.leader_id, epoch) {
-            // The partition moved on (new epoch or leader) but this entry is still listed: do not ask for
-            // it again at once, or an erroring answer would make every round return immediately.
-            update_state(shared, &key, epoch, |s| {
-                s.retry_at = Some(Instant::now() + MIN_BACKOFF)
-            });
-            continue;
+}
+
+/// Applies the leader's answer for one partition: records, a diverging epoch, OFFSET_OUT_OF_RANGE or
+/// another error (a backoff).
+fn apply_fetched(shared: &Shared, pick: Pick, data: &PartitionData) {
+    let Pick {
+        key,
+        partition: p,
+        epoch,
+    } = pick;
+    let leader = shared.leader_id;
+    let retry_in = |after: Duration| {
+        update_state(shared, &key, epoch, |s| {
+            s.retry_at = Some(Instant::now() + after)
+        })
+    };
+    if !p.is_following(leader, epoch) {
+        // The partition moved on (new epoch or leader) but this entry is still listed: do not ask for
+        // it again at once, or an erroring answer would make every round return immediately.
+        retry_in(MIN_BACKOFF);
+        return;
+    }
+    let code = ErrorCode(data.error_code);
+    if code == ErrorCode::OFFSET_OUT_OF_RANGE {
+        match p.truncate_out_of_range(leader, epoch, data.log_start_offset, data.high_watermark) {
+            Ok(true) => {}
+            Ok(false) => update_state(shared, &key, epoch, |s| {
+                // Nothing to cut here: ask the leader's epoch cache again, not too often.
+                s.needs_truncation = true;
+                s.retry_at = Some(Instant::now() + Duration::from_secs(1));
+            }),
+            Err(e) => {
+                tracing::warn!(topic = %key.topic, partition = key.partition, error = %e, "follower out-of-range handling failed");
+                retry_in(Duration::from_secs(1));
+            }
         }
-        let code = ErrorCode(data.error_code);
-        if code == ErrorCode::NONE {
-            if data.diverging_epoch.epoch >= 0 || data.diverging_epoch.end_offset >= 0 {
-                let requested = p.latest_epoch();
-                let answer = (data.diverging_epoch.epoch, data.diverging_epoch.end_offset);
-                if let Err(e) = p.truncate_by_epoch(shared.leader_id, epoch, requested, answer) {
-                    tracing::warn!(topic = %key.topic, partition = key.partition, error = %e, "follower truncation failed");
-                }
-                // A diverging answer makes the leader answer the whole request at once; pausing this
-                // partition briefly keeps a divergence the truncation did not settle from turning the
-                // fetcher into a busy loop (the other partitions' fetches wait for data again).
-                update_state(shared, &key, epoch, |s| {
-                    s.retry_at = Some(Instant::now() + MIN_BACKOFF)
-                });
-                continue;
-            }
-            let bytes = match &data.records {
-                Some(Records::Memory(b)) => b.clone(),
-                _ => Bytes::new(),
-            };
-            if let Err(e) = p.append_as_follower(
-                shared.leader_id,
-                epoch,
-                bytes,
-                data.high_watermark,
-                data.log_start_offset,
-                now_ms(),
-            ) {
-                tracing::warn!(topic = %key.topic, partition = key.partition, error = %e, "follower append failed");
-                let unexpected = matches!(e, storage::StorageError::UnexpectedAppendOffset(_));
-                update_state(shared, &key, epoch, |s| {
-                    if unexpected {
-                        s.needs_truncation = true;
-                    } else {
-                        s.retry_at = Some(Instant::now() + Duration::from_secs(1));
-                    }
-                });
-            }
-        } else if code == ErrorCode::OFFSET_OUT_OF_RANGE {
-            match p.truncate_out_of_range(
-                shared.leader_id,
-                epoch,
-                data.log_start_offset,
-                data.high_watermark,
-            ) {
-                Ok(true) => {}
-                Ok(false) => update_state(shared, &key, epoch, |s| {
-                    // Nothing to cut here: ask the leader's epoch cache again, not too often.
-                    s.needs_truncation = true;
-                    s.retry_at = Some(Instant::now() + Duration::from_secs(1));
-                }),
-                Err(e) => {
-                    tracing::warn!(topic = %key.topic, partition = key.partition, error = %e, "follower out-of-range handling failed");
-                    update_state(shared, &key, epoch, |s| {
-                        s.retry_at = Some(Instant::now() + Duration::from_secs(1))
-                    });
-                }
-            }
+        return;
+    }
+    if code != ErrorCode::NONE {
+        tracing::debug!(topic = %key.topic, partition = key.partition, error = code.name(), "follower fetch partition error");
+        retry_in(backoff_for(code));
+        return;
+    }
+    if data.diverging_epoch.epoch >= 0 || data.diverging_epoch.end_offset >= 0 {
+        let requested = p.latest_epoch();
+        let answer = (data.diverging_epoch.epoch, data.diverging_epoch.end_offset);
+        if let Err(e) = p.truncate_by_epoch(leader, epoch, requested, answer) {
+            tracing::warn!(topic = %key.topic, partition = key.partition, error = %e, "follower truncation failed");
+        }
+        // A diverging answer makes the leader answer the whole request at once; pausing this
+        // partition briefly keeps a divergence the truncation did not settle from turning the
+        // fetcher into a busy loop (the other partitions' fetches wait for data again).
+        retry_in(MIN_BACKOFF);
+        return;
+    }
+    let bytes = match &data.records {
+        Some(Records::Memory(b)) => b.clone(),
+        _ => Bytes::new(),
+    };
+    let (hw, log_start) = (data.high_watermark, data.log_start_offset);
+    if let Err(e) = p.append_as_follower(leader, epoch, bytes, hw, log_start, now_ms()) {
+        tracing::warn!(topic = %key.topic, partition = key.partition, error = %e, "follower append failed");
+        if matches!(e, storage::StorageError::UnexpectedAppendOffset(_)) {
+            update_state(shared, &key, epoch, |s| s.needs_truncation = true);
         } else {
-            tracing::debug!(topic = %key.topic, partition = key.partition, error = code.name(), "follower fetch partition error");
-            update_state(shared, &key, epoch, |s| {
-                s.retry_at = Some(Instant::now() + backoff_for(code))
-            });
+            retry_in(Duration::from_secs(1));
         }
     }
-    Ok(())
 }
 
 #[cfg(test)]
