@@ -51,6 +51,7 @@ use coordinator::{
 use parking_lot::Mutex;
 use protocol::error::ErrorCode;
 use protocol::record::{batches, Compression, RecordBatchBuilder, Records};
+use storage::now_ms;
 use tokio::sync::{oneshot, watch, Notify};
 
 use crate::config::BrokerConfig;
@@ -58,7 +59,6 @@ use crate::metadata::MetadataStore;
 use crate::partition::Partition;
 use crate::replica_manager::{ReplicaError, ReplicaManager};
 use crate::topics::TopicManager;
-use storage::now_ms;
 
 /// Name of the internal topic holding committed offsets and group metadata.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";

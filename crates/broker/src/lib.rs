@@ -26,6 +26,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use controller::{ControllerConfig, ControllerServer};
+use storage::now_ms;
 
 use crate::apis::KafkaApis;
 use crate::cluster::{BrokerCluster, ControllerLink};
@@ -33,7 +34,6 @@ use crate::cluster_link::{ClusterLink, StandaloneLink};
 use crate::config::{bind_addr, BrokerConfig};
 use crate::metadata::MetadataStore;
 use crate::replica_manager::ReplicaManager;
-use storage::now_ms;
 
 /// A running broker (and, in cluster mode, possibly a controller).
 pub struct Server {
