@@ -34,13 +34,14 @@ use storage::StorageError;
 use tokio::sync::watch;
 use uuid::Uuid;
 
+use crate::cluster_link::ClusterLink;
 use crate::config::BrokerConfig;
 use crate::dynamic_config::DynamicBrokerConfig;
 use crate::error::ApiError;
 use crate::metadata::{MetadataStore, TopicMetadata};
 use crate::metadata_cache::{ControllerEndpoint, MetadataCache};
 use crate::publisher::Publishers;
-use crate::replica_manager::{ClusterLink, PartitionState, ReplicaManager};
+use crate::replica_manager::{PartitionState, ReplicaManager};
 use crate::topic_admin::{NewTopic, TopicAdmin};
 use crate::topic_config::log_config;
 

@@ -51,13 +51,14 @@ use coordinator::{
 use parking_lot::Mutex;
 use protocol::error::ErrorCode;
 use protocol::record::{batches, Compression, RecordBatchBuilder, Records};
+use storage::now_ms;
 use tokio::sync::{oneshot, watch, Notify};
 
 use crate::config::{keys, BrokerConfig};
 use crate::metadata::MetadataStore;
 use crate::partition::Partition;
 use crate::publisher::MetadataPublisher;
-use crate::replica_manager::{now_ms, ReplicaError, ReplicaManager};
+use crate::replica_manager::{ReplicaError, ReplicaManager};
 use crate::topics::TopicManager;
 
 /// Name of the internal topic holding committed offsets and group metadata.
@@ -618,7 +619,7 @@ impl GroupCoordinatorService {
             return (0, 0);
         };
         let (start, end) = {
-            let log = partition.log.lock();
+            let log = partition.offsets();
             let end = match to {
                 ReplayTo::HighWatermark => log.high_watermark(),
                 ReplayTo::LogEnd => log.log_end_offset(),
@@ -627,10 +628,7 @@ impl GroupCoordinatorService {
         };
         let mut offset = start;
         while offset < end {
-            let read = partition
-                .log
-                .lock()
-                .read(offset, LOAD_READ_BYTES, end, true);
+            let read = partition.read_records(offset, LOAD_READ_BYTES, end, true);
             let bytes = match read {
                 Ok(info) => match read_records(&info.records) {
                     Ok(b) => b,

@@ -7,6 +7,7 @@
 
 pub mod apis;
 pub mod cluster;
+pub mod cluster_link;
 pub mod config;
 pub mod dynamic_config;
 pub mod error;
@@ -16,9 +17,11 @@ pub mod metadata;
 pub mod metadata_cache;
 pub mod network;
 pub mod partition;
+mod partition_results;
 pub mod publisher;
 mod replica_fetcher;
 pub mod replica_manager;
+mod replica_states;
 pub mod topic_admin;
 pub mod topic_config;
 pub mod topics;

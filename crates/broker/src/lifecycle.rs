@@ -8,12 +8,14 @@ use std::time::Duration;
 
 use anyhow::Context;
 use controller::{ControllerConfig, ControllerServer};
+use storage::now_ms;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::apis::KafkaApis;
 use crate::cluster::{BrokerCluster, ControllerLink, QuorumTopicAdmin};
+use crate::cluster_link::{ClusterLink, StandaloneLink};
 use crate::config::{bind_addr, keys, BrokerConfig};
 use crate::dynamic_config::DynamicBrokerConfig;
 use crate::group_coordinator::{GroupCoordinatorPublisher, GroupCoordinatorService};
@@ -21,7 +23,7 @@ use crate::metadata::MetadataStore;
 use crate::metadata_cache::{LocalMetadataCache, MetadataCache};
 use crate::network;
 use crate::publisher::Publishers;
-use crate::replica_manager::{now_ms, ClusterLink, ReplicaManager, StandaloneLink};
+use crate::replica_manager::ReplicaManager;
 use crate::topic_admin::{LocalTopicAdmin, TopicAdmin};
 use crate::topic_config::{cleaner_config, log_config};
 use crate::topics::TopicManager;

@@ -1,338 +1,67 @@
-//! One hosted partition and its replication state (Kafka's `Partition`).
+//! One hosted partition (Kafka's `Partition`): its log, its role (leader with the follower bookkeeping of
+//! [`ReplicaStates`], or follower) and the wake-ups for delayed produces and fetches.
 //!
-//! The leader-side bookkeeping — each follower's LogEndOffset, when it last caught up, the ISR, the
-//! HighWatermark and the one in-flight AlterPartition — lives in [`ReplicaStates`], a pure struct with no
-//! I/O so it can be driven by unit tests and the randomized replication simulation. [`Partition`] wraps it
-//! with the log and the wake-ups for delayed produces and fetches.
+//! Callers use verbs: [`Partition::append_as_leader`], [`Partition::read`], [`Partition::follower_fetch`],
+//! [`Partition::wait_for_replication`] on the leader side; [`Partition::append_as_follower`],
+//! [`Partition::truncate_by_epoch`], [`Partition::truncate_out_of_range`] on the follower side (each applies
+//! only while [`Partition::is_following`] the fetcher's leader in its epoch); [`Partition::apply_partition_state`]
+//! for role changes. The HighWatermark/ISR rules themselves are the pure [`ReplicaStates`].
 //!
-//! Sources: Kafka's `Partition` / `ReplicaManager` semantics; KIP-101 and KIP-279 (truncation by leader
-//! epoch), KIP-497 (AlterPartition), KIP-320 (FENCED/UNKNOWN_LEADER_EPOCH).
+//! Sources: Kafka's `Partition` (`makeLeader`, `makeFollower`, `appendRecordsToLeader`, `fetchRecords`,
+//! `updateFollowerFetchState`, `maybeShrinkIsr`); KIP-101 and KIP-279 (truncation by leader epoch), KIP-497
+//! (AlterPartition), KIP-320 (FENCED/UNKNOWN_LEADER_EPOCH), KIP-595 (diverging epoch).
 //!
-//! Rules:
-//! - HighWatermark = min LogEndOffset over the maximal ISR (the committed ISR plus an in-flight expansion);
-//!   it never goes backwards while this replica leads. A leader whose ISR is itself alone has HW = LEO.
-//! - A follower leaves the ISR when it has not caught up to the leader's LEO for `replica.lag.time.max.ms`;
-//!   it joins again once its LEO reaches the HW and the leader epoch's start offset.
-//! - At most one AlterPartition per partition is in flight; the committed state it returns (or a newer
-//!   state from the metadata image) replaces the ISR.
+//! Lock order: the state mutex before the log mutex. Both are private to this file, so the order is kept
+//! here only; no verb awaits or calls out while holding either (AlterPartition proposals are returned to
+//! the caller, which sends them).
 //!
-//! Lock order: [`Partition`]'s state mutex before the log mutex.
+//! Invariants, asserted (a failure is a bug, not an error path):
+//! - the applied registration's leader epoch never goes backwards;
+//! - HighWatermark ≤ LogEndOffset (asserted by the log on every update; the follower clamps the leader's
+//!   HW to its own LEO explicitly, as Kafka does);
+//! - appended offsets are contiguous from the LEO (asserted by the log).
 
-use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Instant;
 
+use bytes::Bytes;
 use parking_lot::Mutex;
-use storage::Log;
+use storage::{FetchDataInfo, Log, LogAppendInfo, LogConfig, StorageError};
 use tokio::sync::Notify;
 use uuid::Uuid;
 
-/// A partition's replication state as the metadata image gives it (Kafka's `PartitionRegistration` /
-/// `LeaderAndIsr`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PartitionState {
-    /// Topic id (KIP-516).
-    pub topic_id: Uuid,
-    /// Broker id of the leader; -1 when there is none.
-    pub leader: i32,
-    /// Leader epoch: bumped by the controller on every leader change.
-    pub leader_epoch: i32,
-    /// Partition epoch: bumped on every change of the registration (ISR, replicas, leader).
-    pub partition_epoch: i32,
-    /// In-sync replica broker ids.
-    pub isr: Vec<i32>,
-    /// All replica broker ids (assignment order).
-    pub replicas: Vec<i32>,
-}
+pub use crate::partition_results::{DivergingEpoch, LogOffsets, PartitionRead, ReplicaError};
+pub use crate::replica_states::{truncation_offset, FollowerState, PartitionState, ReplicaStates};
 
-/// What the leader knows of one follower (Kafka's `Replica` state).
+/// What the follower's fetcher needs to build its Fetch for a partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FollowerState {
-    /// The follower's LogEndOffset (its last fetch offset); -1 until it fetched in this leadership.
+pub(crate) struct FetchPosition {
+    /// The fetch offset: this replica's LogEndOffset.
     pub log_end_offset: i64,
-    /// Last time (ms) the follower was caught up to the leader's LEO.
-    pub last_caught_up_time_ms: i64,
-    /// Time (ms) of its previous fetch.
-    pub last_fetch_time_ms: i64,
-    /// The leader's LEO at its previous fetch.
-    pub last_fetch_leader_log_end_offset: i64,
+    /// This replica's LogStartOffset.
+    pub log_start_offset: i64,
+    /// The latest epoch in this replica's epoch cache, -1 when empty.
+    pub last_fetched_epoch: i32,
 }
 
-/// Leader-side HighWatermark and ISR bookkeeping of one partition. Pure: callers pass the time (ms) and
-/// the leader's LEO; proposals come back as values for the caller to send with AlterPartition.
-#[derive(Debug, Clone)]
-pub struct ReplicaStates {
-    local_id: i32,
-    leader_epoch: i32,
-    partition_epoch: i32,
-    isr: Vec<i32>,
-    replicas: Vec<i32>,
-    leader_epoch_start_offset: i64,
-    high_watermark: i64,
-    followers: HashMap<i32, FollowerState>,
-    pending_isr: Option<Vec<i32>>,
-}
-
-impl ReplicaStates {
-    /// State of a fresh leadership: `state` is the registration that made `local_id` leader, `leo` the
-    /// LEO at that moment (the leader epoch's start offset), `hw` the HighWatermark carried over from
-    /// being a follower (or from the checkpoint). ISR members count as caught up at `now_ms`.
-    pub fn new(local_id: i32, state: &PartitionState, leo: i64, hw: i64, now_ms: i64) -> Self {
-        let mut s = ReplicaStates {
-            local_id,
-            leader_epoch: state.leader_epoch,
-            partition_epoch: state.partition_epoch,
-            isr: Vec::new(),
-            replicas: Vec::new(),
-            leader_epoch_start_offset: leo,
-            high_watermark: hw.min(leo),
-            followers: HashMap::new(),
-            pending_isr: None,
-        };
-        s.update_assignment(state, now_ms);
-        s
-    }
-
-    fn update_assignment(&mut self, state: &PartitionState, now_ms: i64) {
-        self.partition_epoch = state.partition_epoch;
-        self.isr = state.isr.clone();
-        self.replicas = state.replicas.clone();
-        let local = self.local_id;
-        self.followers.retain(|id, _| state.replicas.contains(id));
-        for &id in state.replicas.iter().filter(|&&id| id != local) {
-            let in_isr = state.isr.contains(&id);
-            self.followers.entry(id).or_insert(FollowerState {
-                log_end_offset: -1,
-                last_caught_up_time_ms: if in_isr { now_ms } else { 0 },
-                last_fetch_time_ms: 0,
-                last_fetch_leader_log_end_offset: -1,
-            });
-        }
-    }
-
-    /// Applies a committed registration of the same leadership (from the AlterPartition answer or the
-    /// metadata image): ISR, replicas and partition epoch; clears the in-flight proposal. Ignored when
-    /// its partition epoch is older than ours.
-    pub fn apply_committed(&mut self, state: &PartitionState, now_ms: i64) {
-        if state.partition_epoch < self.partition_epoch {
-            return;
-        }
-        self.pending_isr = None;
-        self.update_assignment(state, now_ms);
-    }
-
-    /// Forgets the in-flight proposal (AlterPartition failed; a later check proposes again).
-    pub fn clear_pending(&mut self) {
-        self.pending_isr = None;
-    }
-
-    /// Forgets the in-flight proposal when it is still `proposed_isr` (a failed AlterPartition whose
-    /// proposal was not replaced meanwhile).
-    pub fn clear_pending_if(&mut self, proposed_isr: &[i32]) {
-        if self.pending_isr.as_deref() == Some(proposed_isr) {
-            self.pending_isr = None;
-        }
-    }
-
-    /// The committed ISR.
-    pub fn isr(&self) -> &[i32] {
-        &self.isr
-    }
-
-    /// All replicas.
-    pub fn replicas(&self) -> &[i32] {
-        &self.replicas
-    }
-
-    /// The committed ISR plus an in-flight expansion (Kafka's `maximalIsr`): the set the HW waits for.
-    pub fn maximal_isr(&self) -> Vec<i32> {
-        let mut m = self.isr.clone();
-        if let Some(p) = &self.pending_isr {
-            for id in p {
-                if !m.contains(id) {
-                    m.push(*id);
-                }
-            }
-        }
-        m
-    }
-
-    /// True while an AlterPartition is in flight.
-    pub fn has_pending(&self) -> bool {
-        self.pending_isr.is_some()
-    }
-
-    /// Leader epoch of this leadership.
-    pub fn leader_epoch(&self) -> i32 {
-        self.leader_epoch
-    }
-
-    /// Partition epoch of the last committed registration.
-    pub fn partition_epoch(&self) -> i32 {
-        self.partition_epoch
-    }
-
-    /// The HighWatermark as last computed.
-    pub fn high_watermark(&self) -> i64 {
-        self.high_watermark
-    }
-
-    /// LEO at which this leadership began.
-    pub fn leader_epoch_start_offset(&self) -> i64 {
-        self.leader_epoch_start_offset
-    }
-
-    /// The state of follower `id`, if it is a replica.
-    pub fn follower(&self, id: i32) -> Option<&FollowerState> {
-        self.followers.get(&id)
-    }
-
-    /// Records a Fetch from follower `id` at `fetch_offset` (= its LEO) when the leader's LEO is
-    /// `leader_leo` (Kafka's `updateFetchState`): caught up now when it reached the leader's LEO, or
-    /// caught up as of its previous fetch when it reached the LEO the leader had then. Returns false
-    /// when `id` is not a replica.
-    pub fn update_follower_fetch(
-        &mut self,
-        id: i32,
-        fetch_offset: i64,
-        leader_leo: i64,
-        now_ms: i64,
-    ) -> bool {
-        let Some(f) = self.followers.get_mut(&id) else {
-            return false;
-        };
-        if fetch_offset >= leader_leo {
-            f.last_caught_up_time_ms = f.last_caught_up_time_ms.max(now_ms);
-        } else if fetch_offset >= f.last_fetch_leader_log_end_offset {
-            f.last_caught_up_time_ms = f.last_caught_up_time_ms.max(f.last_fetch_time_ms);
-        }
-        f.log_end_offset = fetch_offset;
-        f.last_fetch_leader_log_end_offset = leader_leo;
-        f.last_fetch_time_ms = now_ms;
-        true
-    }
-
-    /// Recomputes the HighWatermark: min LEO over the maximal ISR (the leader counts `leader_leo`), never
-    /// below its previous value. Returns `Some(new)` when it advanced.
-    pub fn maybe_increment_high_watermark(&mut self, leader_leo: i64) -> Option<i64> {
-        let mut hw = leader_leo;
-        // The maximal ISR without allocating (duplicates do not change a minimum).
-        for &id in self.isr.iter().chain(self.pending_isr.iter().flatten()) {
-            if id == self.local_id {
-                continue;
-            }
-            let leo = self.followers.get(&id).map_or(-1, |f| f.log_end_offset);
-            hw = hw.min(leo);
-        }
-        if hw > self.high_watermark {
-            self.high_watermark = hw;
-            Some(hw)
-        } else {
-            None
-        }
-    }
-
-    /// Proposes adding follower `id` to the ISR when it is a replica outside the ISR whose LEO reached
-    /// the HW and the leader epoch's start offset, and no AlterPartition is in flight. The proposal is
-    /// recorded as in flight; the caller sends it.
-    pub fn maybe_expand_isr(&mut self, id: i32) -> Option<Vec<i32>> {
-        if self.pending_isr.is_some() || self.isr.contains(&id) || id == self.local_id {
-            return None;
-        }
-        let f = self.followers.get(&id)?;
-        if f.log_end_offset >= self.high_watermark
-            && f.log_end_offset >= self.leader_epoch_start_offset
-        {
-            let mut proposed = self.isr.clone();
-            proposed.push(id);
-            self.pending_isr = Some(proposed.clone());
-            Some(proposed)
-        } else {
-            None
-        }
-    }
-
-    /// Proposes removing every ISR follower not caught up to the leader's LEO for more than
-    /// `lag_max_ms`, when no AlterPartition is in flight. The proposal is recorded as in flight.
-    pub fn maybe_shrink_isr(
-        &mut self,
-        leader_leo: i64,
-        now_ms: i64,
-        lag_max_ms: i64,
-    ) -> Option<Vec<i32>> {
-        if self.pending_isr.is_some() {
-            return None;
-        }
-        let out: Vec<i32> = self
-            .isr
-            .iter()
-            .copied()
-            .filter(|id| *id != self.local_id)
-            .filter(|id| match self.followers.get(id) {
-                Some(f) => {
-                    f.log_end_offset != leader_leo
-                        && now_ms.saturating_sub(f.last_caught_up_time_ms) > lag_max_ms
-                }
-                None => true,
-            })
-            .collect();
-        if out.is_empty() {
-            return None;
-        }
-        let proposed: Vec<i32> = self
-            .isr
-            .iter()
-            .copied()
-            .filter(|id| !out.contains(id))
-            .collect();
-        self.pending_isr = Some(proposed.clone());
-        Some(proposed)
-    }
-
-    /// The registration to send with AlterPartition for `proposed_isr`.
-    pub fn proposal(&self, topic_id: Uuid, proposed_isr: Vec<i32>) -> PartitionState {
-        PartitionState {
-            topic_id,
-            leader: self.local_id,
-            leader_epoch: self.leader_epoch,
-            partition_epoch: self.partition_epoch,
-            isr: proposed_isr,
-            replicas: self.replicas.clone(),
-        }
-    }
-}
-
-/// The follower's truncation point after OffsetForLeaderEpoch (KIP-101, KIP-279).
-///
-/// `requested_epoch` is the follower's latest epoch (None: its epoch cache is empty), `leader_answer` the
-/// leader's (epoch, end offset), `local_end_for` the follower's own end offset for an epoch, `leo` and
-/// `hw` the follower's LEO and HighWatermark. The leader's (-1, -1) ("unknown") truncates to the HW; a
-/// leader epoch below ours truncates to the smaller of both end offsets for that epoch; the result is
-/// never above the LEO.
-pub fn truncation_offset(
-    requested_epoch: Option<i32>,
-    leader_answer: (i32, i64),
-    local_end_for: impl Fn(i32) -> (i32, i64),
-    leo: i64,
-    hw: i64,
-) -> i64 {
-    let Some(requested) = requested_epoch else {
-        return hw.min(leo);
-    };
-    let (leader_epoch, leader_end) = leader_answer;
-    if leader_epoch < 0 || leader_end < 0 {
-        return hw.min(leo);
-    }
-    if leader_epoch == requested {
-        return leader_end.min(leo);
-    }
-    let (local_epoch, local_end) = local_end_for(leader_epoch);
-    let local_end = if local_epoch < 0 { leo } else { local_end };
-    leader_end.min(local_end).min(leo)
+/// How the role changed in [`Partition::apply_partition_state`]: tells the ReplicaManager which fetcher
+/// (if any) the partition belongs to now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RoleChange {
+    /// Same role (an older, repeated, or same-leadership registration).
+    Unchanged,
+    /// This replica now leads: it fetches from nobody.
+    Leader,
+    /// This replica now follows `leader` (None: no leader known; nothing is fetched).
+    Follower {
+        /// The leader to fetch from.
+        leader: Option<i32>,
+    },
 }
 
 /// This replica's role for a partition.
 #[derive(Debug, Clone)]
-pub enum Role {
+enum Role {
     /// Leading: the follower bookkeeping.
     Leader(ReplicaStates),
     /// Following broker `leader` (-1: no leader known; nothing is fetched).
@@ -342,17 +71,25 @@ pub enum Role {
     },
 }
 
-/// The mutable part of a partition, guarded by [`Partition::state`].
+/// The mutable part of a partition, guarded by `Partition::state`.
 #[derive(Debug, Clone)]
-pub struct PartitionInner {
+struct PartitionInner {
     /// The registration last applied.
-    pub registration: PartitionState,
+    registration: PartitionState,
     /// Leader or follower.
-    pub role: Role,
+    role: Role,
     /// The leader epoch of the latest switch to follower (i32::MAX once stopped; -1 never): an acks=all
     /// append made in epoch E is still valid under a later leader epoch only if this is below E (this
     /// replica led without interruption, so its log was not truncated).
-    pub last_follower_epoch: i32,
+    last_follower_epoch: i32,
+}
+
+impl PartitionInner {
+    /// True while following `leader` in `epoch` (the fetcher's guard).
+    fn follows(&self, leader: i32, epoch: i32) -> bool {
+        matches!(self.role, Role::Follower { leader: l } if l == leader)
+            && self.registration.leader_epoch == epoch
+    }
 }
 
 /// One hosted partition.
@@ -362,43 +99,89 @@ pub struct Partition {
     pub topic: String,
     /// Partition index.
     pub partition: i32,
-    /// Topic id (KIP-516).
-    pub topic_id: Uuid,
-    /// The partition's log.
-    pub log: Arc<Mutex<Log>>,
+    topic_id: Uuid,
+    /// The partition's log (shared with the LogManager for flushes, retention and the cleaner). Lock after
+    /// `state`.
+    log: Arc<Mutex<Log>>,
     /// Role, epochs and follower bookkeeping. Lock before `log`.
-    pub(crate) state: Mutex<PartitionInner>,
+    state: Mutex<PartitionInner>,
     /// Notified after every append, HighWatermark advance, ISR change and role change: wakes delayed
     /// fetches and produces.
-    pub(crate) changed: Notify,
+    changed: Notify,
 }
 
 impl Partition {
+    /// A partition over `log` that neither leads nor follows yet (no registration applied: epochs -1).
     pub(crate) fn new(
         topic: &str,
         partition: i32,
         topic_id: Uuid,
         log: Arc<Mutex<Log>>,
-        inner: PartitionInner,
     ) -> Partition {
         Partition {
             topic: topic.to_string(),
             partition,
             topic_id,
             log,
-            state: Mutex::new(inner),
+            state: Mutex::new(PartitionInner {
+                registration: PartitionState {
+                    topic_id,
+                    leader: -1,
+                    leader_epoch: -1,
+                    partition_epoch: -1,
+                    isr: Vec::new(),
+                    replicas: Vec::new(),
+                },
+                role: Role::Follower { leader: -1 },
+                last_follower_epoch: -1,
+            }),
             changed: Notify::new(),
         }
     }
 
+    /// Topic id (KIP-516).
+    pub fn topic_id(&self) -> Uuid {
+        self.topic_id
+    }
+
+    /// Replaces the log's config (topic config change, or a new registration).
+    pub fn set_config(&self, config: LogConfig) {
+        self.log.lock().set_config(config);
+    }
+
+    /// `min.insync.replicas` from the log's config (at least 1).
+    pub fn min_insync_replicas(&self) -> usize {
+        self.log.lock().config().min_insync_replicas.max(1)
+    }
+
     /// LogStartOffset, HighWatermark and LogEndOffset, read together.
-    pub fn offsets(&self) -> (i64, i64, i64) {
+    pub fn offsets(&self) -> LogOffsets {
         let log = self.log.lock();
-        (
-            log.log_start_offset(),
-            log.high_watermark(),
-            log.log_end_offset(),
-        )
+        LogOffsets {
+            log_start_offset: log.log_start_offset(),
+            high_watermark: log.high_watermark(),
+            log_end_offset: log.log_end_offset(),
+        }
+    }
+
+    /// The HighWatermark.
+    pub fn high_watermark(&self) -> i64 {
+        self.log.lock().high_watermark()
+    }
+
+    /// The LogEndOffset.
+    pub fn log_end_offset(&self) -> i64 {
+        self.log.lock().log_end_offset()
+    }
+
+    /// The LogStartOffset.
+    pub fn log_start_offset(&self) -> i64 {
+        self.log.lock().log_start_offset()
+    }
+
+    /// Total bytes of the log's segments.
+    pub fn size_in_bytes(&self) -> u64 {
+        self.log.lock().size_in_bytes()
     }
 
     /// The current leader epoch (from the last applied registration).
@@ -409,6 +192,11 @@ impl Partition {
     /// True when this replica leads the partition.
     pub fn is_leader(&self) -> bool {
         matches!(self.state.lock().role, Role::Leader(_))
+    }
+
+    /// True while this replica leads and has other replicas (the ISR-shrink check has work).
+    pub fn leads_with_followers(&self) -> bool {
+        matches!(&self.state.lock().role, Role::Leader(rs) if rs.replicas().len() > 1)
     }
 
     /// The last applied registration (leader, epochs, ISR, replicas). While leading, the ISR is the
@@ -423,17 +211,540 @@ impl Partition {
         r
     }
 
-    /// The committed ISR size while leading, None otherwise.
-    pub fn isr_size(&self) -> Option<usize> {
-        match &self.state.lock().role {
-            Role::Leader(rs) => Some(rs.isr().len()),
-            Role::Follower { .. } => None,
+    /// KIP-320: Err(UnknownLeaderEpoch) when `current_leader_epoch` is newer than ours,
+    /// Err(FencedLeaderEpoch) when older; -1 skips the check.
+    pub fn check_leader_epoch(&self, current_leader_epoch: i32) -> Result<(), ReplicaError> {
+        let current = self.leader_epoch();
+        let request = current_leader_epoch;
+        if request < 0 || request == current {
+            Ok(())
+        } else if request > current {
+            Err(ReplicaError::UnknownLeaderEpoch { request, current })
+        } else {
+            Err(ReplicaError::FencedLeaderEpoch { request, current })
         }
+    }
+
+    /// OffsetForLeaderEpoch (Kafka's `endOffsetForEpoch`): (epoch, end offset) of the largest epoch ≤
+    /// `leader_epoch` in the epoch cache; (-1, -1) when unknown.
+    pub fn end_offset_for_epoch(&self, leader_epoch: i32) -> (i32, i64) {
+        self.log.lock().end_offset_for_epoch(leader_epoch)
+    }
+
+    /// The latest epoch in the epoch cache (None: empty).
+    pub fn latest_epoch(&self) -> Option<i32> {
+        self.log.lock().latest_epoch()
+    }
+
+    /// ListOffsets by timestamp: (offset, timestamp) of the first record at or after `timestamp` (or the
+    /// storage sentinels, see `Log::fetch_offset_by_timestamp`); None when there is none.
+    pub fn fetch_offset_by_timestamp(
+        &self,
+        timestamp: i64,
+    ) -> Result<Option<(i64, i64)>, StorageError> {
+        self.log.lock().fetch_offset_by_timestamp(timestamp)
+    }
+
+    /// DeleteRecords: advances the LogStartOffset to `offset` (≤ HighWatermark, else OffsetOutOfRange).
+    /// Returns the new LogStartOffset.
+    pub fn delete_records_before(&self, offset: i64) -> Result<i64, StorageError> {
+        self.log.lock().delete_records_before(offset)
+    }
+
+    /// Reads whole batches from `start_offset` regardless of the role (loading a coordinator partition),
+    /// at most `max_bytes` (the first batch whole when `min_one_batch`), below `max_offset_exclusive`.
+    pub fn read_records(
+        &self,
+        start_offset: i64,
+        max_bytes: usize,
+        max_offset_exclusive: i64,
+        min_one_batch: bool,
+    ) -> Result<FetchDataInfo, StorageError> {
+        self.log
+            .lock()
+            .read(start_offset, max_bytes, max_offset_exclusive, min_one_batch)
+    }
+
+    /// Becomes leader or follower (or just updates ISR/epochs) per `state` (Kafka's `makeLeader` /
+    /// `makeFollower`). `local_id` is this broker.
+    ///
+    /// Idempotent for the same epochs; a state with an older leader epoch than known (or the same leader
+    /// epoch and an older partition epoch) is ignored. As leader: records the epoch's start offset in the
+    /// leader-epoch cache and starts tracking followers (HW = LEO when the ISR is this broker alone). As
+    /// follower: the caller moves the partition to the new leader's fetcher. Waiters are woken (a lost
+    /// leadership answers NOT_LEADER_OR_FOLLOWER). Errors: the epoch checkpoint cannot be written.
+    pub(crate) fn apply_partition_state(
+        &self,
+        local_id: i32,
+        state: &PartitionState,
+        now_ms: i64,
+    ) -> Result<RoleChange, StorageError> {
+        let change = {
+            let mut st = self.state.lock();
+            let previous_epoch = st.registration.leader_epoch;
+            let change = self.apply_locked(&mut st, local_id, state, now_ms)?;
+            assert!(
+                st.registration.leader_epoch >= previous_epoch,
+                "{}-{}: leader epoch went back from {previous_epoch} to {}",
+                self.topic,
+                self.partition,
+                st.registration.leader_epoch
+            );
+            change
+        };
+        self.wake();
+        Ok(change)
+    }
+
+    fn apply_locked(
+        &self,
+        st: &mut PartitionInner,
+        local_id: i32,
+        state: &PartitionState,
+        now_ms: i64,
+    ) -> Result<RoleChange, StorageError> {
+        let cur = &st.registration;
+        if state.leader_epoch < cur.leader_epoch
+            || (state.leader_epoch == cur.leader_epoch
+                && state.partition_epoch <= cur.partition_epoch)
+        {
+            // Older or already applied.
+            return Ok(RoleChange::Unchanged);
+        }
+        if state.leader_epoch == cur.leader_epoch {
+            // Same leadership: ISR / replicas / partition epoch only.
+            st.registration = state.clone();
+            if let Role::Leader(rs) = &mut st.role {
+                rs.apply_committed(state, now_ms);
+                let mut log = self.log.lock();
+                let leo = log.log_end_offset();
+                if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
+                    log.update_high_watermark(hw);
+                }
+            }
+            return Ok(RoleChange::Unchanged);
+        }
+        if state.leader == local_id {
+            let mut log = self.log.lock();
+            let leo = log.log_end_offset();
+            if state.leader_epoch > 0 || leo > log.log_start_offset() {
+                log.assign_epoch_start_offset(state.leader_epoch, leo)?;
+            }
+            let mut rs = ReplicaStates::new(local_id, state, leo, log.high_watermark(), now_ms);
+            if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
+                log.update_high_watermark(hw);
+            }
+            st.role = Role::Leader(rs);
+            st.registration = state.clone();
+            tracing::info!(topic = %self.topic, partition = self.partition, leader_epoch = state.leader_epoch, isr = ?state.isr, "became leader");
+            return Ok(RoleChange::Leader);
+        }
+        st.role = Role::Follower {
+            leader: state.leader,
+        };
+        st.last_follower_epoch = state.leader_epoch;
+        st.registration = state.clone();
+        tracing::info!(topic = %self.topic, partition = self.partition, leader = state.leader, leader_epoch = state.leader_epoch, "became follower");
+        Ok(RoleChange::Follower {
+            leader: (state.leader >= 0).then_some(state.leader),
+        })
+    }
+
+    /// Stops the replica (it is no longer hosted): follows nobody, and no acks=all append made before
+    /// stays valid. Waiters are woken (NOT_LEADER_OR_FOLLOWER).
+    pub(crate) fn stop(&self) {
+        {
+            let mut st = self.state.lock();
+            st.role = Role::Follower { leader: -1 };
+            st.last_follower_epoch = i32::MAX;
+        }
+        self.wake();
     }
 
     /// Wakes delayed produces and fetches on this partition.
     pub(crate) fn wake(&self) {
         self.changed.notify_waiters();
+    }
+
+    /// The notification a delayed fetch or produce waits on (see `changed`).
+    pub(crate) fn changed(&self) -> &Notify {
+        &self.changed
+    }
+}
+
+/// Leader side.
+impl Partition {
+    /// The Produce append (Kafka's `appendRecordsToLeader`): checks leadership and, when `min_isr` > 0
+    /// (acks=all), that the committed ISR has at least `min_isr` members; appends with the current leader
+    /// epoch; advances the HW. Returns the append info and the leader epoch it was appended in (for
+    /// [`wait_for_replication`](Self::wait_for_replication)). Errors: NotLeaderOrFollower,
+    /// NotEnoughReplicas, Storage.
+    pub fn append_as_leader(
+        &self,
+        records: Bytes,
+        min_isr: usize,
+        now_ms: i64,
+    ) -> Result<(LogAppendInfo, i32), ReplicaError> {
+        let appended = {
+            let mut st = self.state.lock();
+            let Role::Leader(rs) = &mut st.role else {
+                return Err(ReplicaError::NotLeaderOrFollower);
+            };
+            let isr = rs.isr().len();
+            if isr < min_isr {
+                return Err(ReplicaError::NotEnoughReplicas { isr, min_isr });
+            }
+            let epoch = rs.leader_epoch();
+            let mut log = self.log.lock();
+            let info = log.append_as_leader(records, epoch, now_ms)?;
+            let leo = log.log_end_offset();
+            if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
+                log.update_high_watermark(hw);
+            }
+            (info, epoch)
+        };
+        self.wake();
+        Ok(appended)
+    }
+
+    /// The delayed produce (acks=all): waits until the HighWatermark reaches `required_offset` (the
+    /// append's last offset + 1) while this replica leads in `leader_epoch` (or in a later epoch without
+    /// having been a follower since, so the append cannot have been truncated), or until `deadline`.
+    /// Woken by HW advances, ISR and role changes (no polling). Errors: NotLeaderOrFollower (leadership
+    /// lost or moved to another epoch), NotEnoughReplicasAfterAppend (HW reached with the ISR below
+    /// `min_isr`), RequestTimedOut.
+    pub async fn wait_for_replication(
+        &self,
+        required_offset: i64,
+        leader_epoch: i32,
+        min_isr: usize,
+        deadline: Instant,
+    ) -> Result<(), ReplicaError> {
+        loop {
+            let notified = self.changed.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            if let Some(done) = self.replication_done(required_offset, leader_epoch, min_isr) {
+                return done;
+            }
+            let now = Instant::now();
+            if now >= deadline
+                || tokio::time::timeout(deadline - now, notified)
+                    .await
+                    .is_err()
+            {
+                return Err(ReplicaError::RequestTimedOut);
+            }
+        }
+    }
+
+    /// None while an acks=all append still waits for the HighWatermark; see `wait_for_replication`.
+    fn replication_done(
+        &self,
+        required_offset: i64,
+        leader_epoch: i32,
+        min_isr: usize,
+    ) -> Option<Result<(), ReplicaError>> {
+        let st = self.state.lock();
+        match &st.role {
+            // Still leading, in the append's epoch or without interruption since.
+            Role::Leader(rs)
+                if rs.leader_epoch() == leader_epoch
+                    || (rs.leader_epoch() > leader_epoch
+                        && st.last_follower_epoch < leader_epoch) =>
+            {
+                let hw = self.log.lock().high_watermark();
+                (hw >= required_offset).then(|| {
+                    let isr = rs.isr().len();
+                    if isr >= min_isr {
+                        Ok(())
+                    } else {
+                        Err(ReplicaError::NotEnoughReplicasAfterAppend { isr, min_isr })
+                    }
+                })
+            }
+            _ => Some(Err(ReplicaError::NotLeaderOrFollower)),
+        }
+    }
+
+    /// Reads for a Fetch (Kafka's `fetchRecords`): NotLeader unless this replica leads; else whole batches
+    /// from `fetch_offset`, at most `max_bytes` (the first batch whole when `min_one_batch`, KIP-74), up to
+    /// the LogEndOffset for a follower and the HighWatermark for a consumer.
+    pub fn read(
+        &self,
+        fetch_offset: i64,
+        max_bytes: usize,
+        for_follower: bool,
+        min_one_batch: bool,
+    ) -> PartitionRead {
+        let st = self.state.lock();
+        if !matches!(st.role, Role::Leader(_)) {
+            return PartitionRead::NotLeader;
+        }
+        let mut log = self.log.lock();
+        let high_watermark = log.high_watermark();
+        let log_start_offset = log.log_start_offset();
+        let upto = if for_follower {
+            log.log_end_offset()
+        } else {
+            high_watermark
+        };
+        match log.read(fetch_offset, max_bytes, upto, min_one_batch) {
+            Ok(data) => PartitionRead::Records {
+                high_watermark,
+                log_start_offset,
+                records: data.records,
+            },
+            Err(error) => PartitionRead::Error {
+                error,
+                high_watermark,
+                log_start_offset,
+            },
+        }
+    }
+
+    /// Leader side of a follower's Fetch: NotLeaderOrFollower unless this replica leads and `replica_id` is
+    /// one of its followers; `Ok(Some(d))` when the follower's `last_fetched_epoch` diverges from our epoch
+    /// cache (KIP-595, Kafka's `validateFetchOffsetAndMaybeGetDivergingEpoch`: its end offset in our cache
+    /// is below `fetch_offset`, or our cache knows only an older epoch; -1 is not checked) — nothing is
+    /// recorded then. Otherwise records the follower's LEO `fetch_offset` (Kafka's
+    /// `updateFollowerFetchState`), advances the HW if the ISR allows and returns `Ok(None)` plus the ISR
+    /// expansion to send with AlterPartition when the follower caught up.
+    pub fn follower_fetch(
+        &self,
+        replica_id: i32,
+        last_fetched_epoch: i32,
+        fetch_offset: i64,
+        now_ms: i64,
+    ) -> Result<(Option<DivergingEpoch>, Option<PartitionState>), ReplicaError> {
+        let mut advanced = false;
+        let proposal = {
+            let mut st = self.state.lock();
+            let Role::Leader(rs) = &mut st.role else {
+                return Err(ReplicaError::NotLeaderOrFollower);
+            };
+            let mut log = self.log.lock();
+            if last_fetched_epoch >= 0 {
+                let (epoch, end_offset) = log.end_offset_for_epoch(last_fetched_epoch);
+                if epoch >= 0
+                    && end_offset >= 0
+                    && (end_offset < fetch_offset || epoch < last_fetched_epoch)
+                {
+                    let d = DivergingEpoch {
+                        epoch,
+                        end_offset,
+                        high_watermark: log.high_watermark(),
+                        log_start_offset: log.log_start_offset(),
+                    };
+                    return Ok((Some(d), None));
+                }
+            }
+            if rs.follower(replica_id).is_none() {
+                return Err(ReplicaError::NotLeaderOrFollower);
+            }
+            let leo = log.log_end_offset();
+            // A fetch offset past our LEO is answered OFFSET_OUT_OF_RANGE by the read; it says nothing
+            // about which of our records the follower holds, so it is not recorded (Kafka reads first).
+            if fetch_offset > leo {
+                return Ok((None, None));
+            }
+            rs.update_follower_fetch(replica_id, fetch_offset, leo, now_ms);
+            if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
+                log.update_high_watermark(hw);
+                advanced = true;
+            }
+            drop(log);
+            rs.maybe_expand_isr(replica_id)
+                .map(|isr| rs.proposal(self.topic_id, isr))
+        };
+        if advanced {
+            self.wake();
+        }
+        Ok((None, proposal))
+    }
+
+    /// The ISR-shrink check of one partition (Kafka's `maybeShrinkIsr`): while leading, the AlterPartition
+    /// proposal that drops the followers not caught up for `lag_max_ms`, if any.
+    pub(crate) fn maybe_shrink_isr(&self, now_ms: i64, lag_max_ms: i64) -> Option<PartitionState> {
+        let mut st = self.state.lock();
+        let Role::Leader(rs) = &mut st.role else {
+            return None;
+        };
+        let leo = self.log.lock().log_end_offset();
+        rs.maybe_shrink_isr(leo, now_ms, lag_max_ms)
+            .map(|isr| rs.proposal(self.topic_id, isr))
+    }
+
+    /// Applies the answer to an AlterPartition `proposal` when this replica still leads in the proposal's
+    /// epoch: a committed state of the same epoch replaces the ISR (and may advance the HW). Returns false
+    /// when the answer failed (an error code or another leader epoch): the caller backs off and then calls
+    /// [`clear_pending_isr`](Self::clear_pending_isr).
+    pub(crate) fn complete_alter_partition(
+        &self,
+        proposal: &PartitionState,
+        result: Result<PartitionState, i16>,
+        now_ms: i64,
+    ) -> bool {
+        let mut st = self.state.lock();
+        let PartitionInner {
+            registration, role, ..
+        } = &mut *st;
+        let Role::Leader(rs) = role else { return true };
+        if rs.leader_epoch() != proposal.leader_epoch {
+            return true;
+        }
+        match result {
+            Ok(committed) if committed.leader_epoch == proposal.leader_epoch => {
+                rs.apply_committed(&committed, now_ms);
+                if committed.partition_epoch >= registration.partition_epoch {
+                    *registration = committed;
+                }
+                let mut log = self.log.lock();
+                let leo = log.log_end_offset();
+                if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
+                    log.update_high_watermark(hw);
+                }
+                true
+            }
+            Ok(other) => {
+                tracing::info!(topic = %self.topic, partition = self.partition, leader_epoch = other.leader_epoch, "AlterPartition answered with another leader epoch");
+                false
+            }
+            Err(code) => {
+                tracing::warn!(topic = %self.topic, partition = self.partition, error = protocol::error::ErrorCode(code).name(), "AlterPartition failed");
+                false
+            }
+        }
+    }
+
+    /// Forgets the in-flight AlterPartition proposal (all of it with None, else only when it is still
+    /// `proposed_isr`), so the next check may propose again.
+    pub(crate) fn clear_pending_isr(&self, proposed_isr: Option<&[i32]>) {
+        if let Role::Leader(rs) = &mut self.state.lock().role {
+            match proposed_isr {
+                Some(isr) => rs.clear_pending_if(isr),
+                None => rs.clear_pending(),
+            }
+        }
+    }
+}
+
+/// Follower side: every verb applies only while the partition still follows the fetcher's `leader` in
+/// its `epoch` (else it does nothing and reports so).
+impl Partition {
+    /// True while this replica follows `leader` in leader epoch `epoch`.
+    pub fn is_following(&self, leader: i32, epoch: i32) -> bool {
+        self.state.lock().follows(leader, epoch)
+    }
+
+    /// Where the next follower Fetch starts.
+    pub(crate) fn fetch_position(&self) -> FetchPosition {
+        let log = self.log.lock();
+        FetchPosition {
+            log_end_offset: log.log_end_offset(),
+            log_start_offset: log.log_start_offset(),
+            last_fetched_epoch: log.latest_epoch().unwrap_or(-1),
+        }
+    }
+
+    /// Truncates by the leader's (epoch, end offset) `answer` for `requested` (our latest epoch when asked;
+    /// None: our cache was empty) to [`truncation_offset`] (KIP-101, KIP-279). Returns false when the
+    /// partition no longer follows `leader` in `epoch`.
+    pub(crate) fn truncate_by_epoch(
+        &self,
+        leader: i32,
+        epoch: i32,
+        requested: Option<i32>,
+        answer: (i32, i64),
+    ) -> Result<bool, StorageError> {
+        let st = self.state.lock();
+        if !st.follows(leader, epoch) {
+            return Ok(false);
+        }
+        let mut log = self.log.lock();
+        let leo = log.log_end_offset();
+        let hw = log.high_watermark();
+        let to = truncation_offset(requested, answer, |e| log.end_offset_for_epoch(e), leo, hw);
+        if to < leo {
+            tracing::info!(topic = %self.topic, partition = self.partition, from = leo, to, "truncating follower log");
+            log.truncate_to(to)?;
+        }
+        Ok(true)
+    }
+
+    /// Appends fetched batches (Kafka's `appendRecordsToFollowerOrFutureReplica`) and follows the leader's
+    /// HighWatermark (capped by our LEO) and LogStartOffset. Returns false when the partition no longer
+    /// follows `leader` in `epoch` (nothing applied). Errors: UnexpectedAppendOffset (the fetcher then
+    /// truncates again), storage failures.
+    pub(crate) fn append_as_follower(
+        &self,
+        leader: i32,
+        epoch: i32,
+        records: Bytes,
+        leader_hw: i64,
+        leader_log_start: i64,
+        now_ms: i64,
+    ) -> Result<bool, StorageError> {
+        {
+            let st = self.state.lock();
+            if !st.follows(leader, epoch) {
+                return Ok(false);
+            }
+            let mut log = self.log.lock();
+            if !records.is_empty() {
+                // An empty log restarted inside a batch (the leader's LogStartOffset fell mid-batch, e.g.
+                // after DeleteRecords): start it at the batch's base offset instead; the LogStartOffset
+                // follows the leader's below.
+                let leo = log.log_end_offset();
+                if leo == log.log_start_offset() {
+                    if let Some(Ok(first)) = protocol::record::batches(&records).next() {
+                        if first.base_offset() < leo && first.last_offset() >= leo {
+                            log.truncate_fully_and_start_at(first.base_offset())?;
+                        }
+                    }
+                }
+                log.append_as_follower(records, now_ms)?;
+            }
+            // The leader's HW may be past what we hold: the one caller that clamps to the LEO.
+            let leo = log.log_end_offset();
+            log.update_high_watermark(leader_hw.min(leo));
+            if leader_log_start > log.log_start_offset() {
+                let to = leader_log_start.min(log.high_watermark());
+                if to > log.log_start_offset() {
+                    log.delete_records_before(to)?;
+                }
+            }
+        }
+        self.wake();
+        Ok(true)
+    }
+
+    /// OFFSET_OUT_OF_RANGE from the leader: below the leader's LogStartOffset → start over there; else
+    /// truncate to the leader's HW (our LEO is past the leader's log end). Returns false when neither
+    /// applies; true also when the partition no longer follows `leader` in `epoch` (nothing to do).
+    pub(crate) fn truncate_out_of_range(
+        &self,
+        leader: i32,
+        epoch: i32,
+        leader_log_start: i64,
+        leader_hw: i64,
+    ) -> Result<bool, StorageError> {
+        let st = self.state.lock();
+        if !st.follows(leader, epoch) {
+            return Ok(true);
+        }
+        let mut log = self.log.lock();
+        let leo = log.log_end_offset();
+        if leader_log_start >= 0 && leo < leader_log_start {
+            tracing::info!(topic = %self.topic, partition = self.partition, leo, leader_log_start, "follower behind the leader's log start: starting over");
+            log.truncate_fully_and_start_at(leader_log_start)?;
+            Ok(true)
+        } else if leader_hw >= 0 && leader_hw < leo {
+            log.truncate_to(leader_hw)?;
+            Ok(true)
+        } else {
+            Ok(false)
+        }
     }
 }
 

@@ -26,19 +26,21 @@ use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
 use protocol::error::ErrorCode;
 use protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use protocol::messages::fetch_response::PartitionData;
 use protocol::messages::offset_for_leader_epoch_request::{
     OffsetForLeaderPartition, OffsetForLeaderTopic,
 };
 use protocol::messages::{FetchRequest, OffsetForLeaderEpochRequest};
 use protocol::record::Records;
 use protocol::{RequestBody, RequestHeader, ResponseBody};
+use storage::now_ms;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
-use crate::partition::{truncation_offset, Partition, Role};
-use crate::replica_manager::{now_ms, ClusterLink, TopicPartition};
+use crate::cluster_link::{ClusterLink, TopicPartition};
+use crate::partition::Partition;
 
 /// Fetch version used by followers (topic names, flexible; KIP-595 diverging epochs).
 const FETCH_VERSION: i16 = 12;
@@ -101,7 +103,7 @@ impl ReplicaFetcher {
 
     /// Follows `partition` in `leader_epoch` (replacing an older entry); truncation runs first.
     pub(crate) fn add_partition(&self, partition: Arc<Partition>, leader_epoch: i32) {
-        let key = (partition.topic.clone(), partition.partition);
+        let key = TopicPartition::new(partition.topic.clone(), partition.partition);
         self.shared.partitions.lock().insert(
             key,
             FetchState {
@@ -200,8 +202,13 @@ fn invalid(e: impl std::fmt::Display) -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string())
 }
 
-/// A partition picked for this round: key, partition, epoch the fetcher follows it in.
-type Pick = (TopicPartition, Arc<Partition>, i32);
+/// A partition picked for this round.
+struct Pick {
+    key: TopicPartition,
+    partition: Arc<Partition>,
+    /// The leader epoch the fetcher follows it in.
+    epoch: i32,
+}
 
 async fn run(shared: Arc<Shared>) {
     let mut conn: Option<Connection> = None;
@@ -221,7 +228,11 @@ async fn run(shared: Arc<Shared>) {
                         continue;
                     }
                 }
-                let pick = (k.clone(), s.partition.clone(), s.leader_epoch);
+                let pick = Pick {
+                    key: k.clone(),
+                    partition: s.partition.clone(),
+                    epoch: s.leader_epoch,
+                };
                 if s.needs_truncation {
                     truncate.push(pick);
                 } else {
@@ -300,41 +311,6 @@ fn backoff_for(code: ErrorCode) -> Duration {
     }
 }
 
-/// True while `partition` still follows `leader` in `epoch`.
-fn still_following(partition: &Partition, leader: i32, epoch: i32) -> bool {
-    let st = partition.state.lock();
-    matches!(st.role, Role::Follower { leader: l } if l == leader)
-        && st.registration.leader_epoch == epoch
-}
-
-/// Truncates `partition` (following `leader` in `epoch`) by the leader's (epoch, end offset) answer for
-/// `requested` (our latest epoch when asked). Returns false when the partition moved on meanwhile.
-fn truncate_by_epoch(
-    partition: &Partition,
-    leader: i32,
-    epoch: i32,
-    requested: Option<i32>,
-    answer: (i32, i64),
-) -> Result<bool, storage::StorageError> {
-    let st = partition.state.lock();
-    if !(matches!(st.role, Role::Follower { leader: l } if l == leader)
-        && st.registration.leader_epoch == epoch)
-    {
-        return Ok(false);
-    }
-    let mut log = partition.log.lock();
-    let leo = log.log_end_offset();
-    let hw = log.high_watermark();
-    let to = truncation_offset(requested, answer, |e| log.end_offset_for_epoch(e), leo, hw);
-    if to < leo {
-        tracing::info!(topic = %partition.topic, partition = partition.partition, from = leo, to, "truncating follower log");
-        log.truncate_to(to)?;
-    }
-    drop(log);
-    drop(st);
-    Ok(true)
-}
-
 async fn truncate_round(
     shared: &Shared,
     conn: &mut Connection,
@@ -343,15 +319,19 @@ async fn truncate_round(
     // Partitions without epochs truncate to their HW without asking.
     let mut ask: Vec<(Pick, i32)> = Vec::new();
     for pick in picks {
-        let latest = pick.1.log.lock().latest_epoch();
+        let latest = pick.partition.latest_epoch();
         match latest {
             Some(e) => ask.push((pick, e)),
             None => {
-                let (key, p, epoch) = pick;
-                match truncate_by_epoch(&p, shared.leader_id, epoch, None, (-1, -1)) {
+                let Pick {
+                    key,
+                    partition: p,
+                    epoch,
+                } = pick;
+                match p.truncate_by_epoch(shared.leader_id, epoch, None, (-1, -1)) {
                     Ok(_) => update_state(shared, &key, epoch, |s| s.needs_truncation = false),
                     Err(e) => {
-                        tracing::warn!(topic = %key.0, partition = key.1, error = %e, "follower truncation failed");
+                        tracing::warn!(topic = %key.topic, partition = key.partition, error = %e, "follower truncation failed");
                         update_state(shared, &key, epoch, |s| {
                             s.retry_at = Some(Instant::now() + Duration::from_secs(1))
                         });
@@ -363,28 +343,7 @@ async fn truncate_round(
     if ask.is_empty() {
         return Ok(());
     }
-    let mut topics: Vec<OffsetForLeaderTopic> = Vec::new();
-    for ((key, _, epoch), latest) in &ask {
-        let part = OffsetForLeaderPartition {
-            partition: key.1,
-            current_leader_epoch: *epoch,
-            leader_epoch: *latest,
-            ..Default::default()
-        };
-        match topics.iter_mut().find(|t| t.topic == key.0) {
-            Some(t) => t.partitions.push(part),
-            None => topics.push(OffsetForLeaderTopic {
-                topic: key.0.clone(),
-                partitions: vec![part],
-                ..Default::default()
-            }),
-        }
-    }
-    let request = OffsetForLeaderEpochRequest {
-        replica_id: shared.local_id,
-        topics,
-        ..Default::default()
-    };
+    let request = offset_for_leader_epoch_request(shared, &ask);
     let resp = conn
         .call(
             OFFSET_FOR_LEADER_EPOCH_VERSION,
@@ -395,12 +354,17 @@ async fn truncate_round(
     let ResponseBody::OffsetForLeaderEpoch(resp) = resp else {
         return Err(invalid("unexpected response to OffsetForLeaderEpoch"));
     };
-    for ((key, p, epoch), latest) in ask {
+    for (pick, latest) in ask {
+        let Pick {
+            key,
+            partition: p,
+            epoch,
+        } = pick;
         let answer = resp
             .topics
             .iter()
-            .find(|t| t.topic == key.0)
-            .and_then(|t| t.partitions.iter().find(|r| r.partition == key.1));
+            .find(|t| t.topic == key.topic)
+            .and_then(|t| t.partitions.iter().find(|r| r.partition == key.partition));
         let Some(answer) = answer else {
             update_state(shared, &key, epoch, |s| {
                 s.retry_at = Some(Instant::now() + Duration::from_secs(1))
@@ -409,14 +373,13 @@ async fn truncate_round(
         };
         let code = ErrorCode(answer.error_code);
         if code != ErrorCode::NONE {
-            tracing::debug!(topic = %key.0, partition = key.1, error = code.name(), "OffsetForLeaderEpoch failed");
+            tracing::debug!(topic = %key.topic, partition = key.partition, error = code.name(), "OffsetForLeaderEpoch failed");
             update_state(shared, &key, epoch, |s| {
                 s.retry_at = Some(Instant::now() + backoff_for(code))
             });
             continue;
         }
-        match truncate_by_epoch(
-            &p,
+        match p.truncate_by_epoch(
             shared.leader_id,
             epoch,
             Some(latest),
@@ -427,7 +390,7 @@ async fn truncate_round(
                 s.retry_at = None;
             }),
             Err(e) => {
-                tracing::warn!(topic = %key.0, partition = key.1, error = %e, "follower truncation failed");
+                tracing::warn!(topic = %key.topic, partition = key.partition, error = %e, "follower truncation failed");
                 update_state(shared, &key, epoch, |s| {
                     s.retry_at = Some(Instant::now() + Duration::from_secs(1))
                 });
@@ -437,50 +400,41 @@ async fn truncate_round(
     Ok(())
 }
 
-async fn fetch_round(
+/// OffsetForLeaderEpoch for each (partition, our latest epoch) in `ask`.
+fn offset_for_leader_epoch_request(
     shared: &Shared,
-    conn: &mut Connection,
-    picks: Vec<Pick>,
-) -> std::io::Result<()> {
-    let mut topics: Vec<FetchTopic> = Vec::new();
-    for (key, p, epoch) in &picks {
-        let (fetch_offset, log_start, last_epoch) = {
-            let log = p.log.lock();
-            (
-                log.log_end_offset(),
-                log.log_start_offset(),
-                log.latest_epoch().unwrap_or(-1),
-            )
-        };
-        let part = FetchPartition {
-            partition: key.1,
+    ask: &[(Pick, i32)],
+) -> OffsetForLeaderEpochRequest {
+    let mut topics: Vec<OffsetForLeaderTopic> = Vec::new();
+    for (Pick { key, epoch, .. }, latest) in ask {
+        let part = OffsetForLeaderPartition {
+            partition: key.partition,
             current_leader_epoch: *epoch,
-            fetch_offset,
-            last_fetched_epoch: last_epoch,
-            log_start_offset: log_start,
-            partition_max_bytes: PARTITION_MAX_BYTES,
+            leader_epoch: *latest,
             ..Default::default()
         };
-        match topics.iter_mut().find(|t| t.topic == key.0) {
+        match topics.iter_mut().find(|t| t.topic == key.topic) {
             Some(t) => t.partitions.push(part),
-            None => topics.push(FetchTopic {
-                topic: key.0.clone(),
+            None => topics.push(OffsetForLeaderTopic {
+                topic: key.topic.clone(),
                 partitions: vec![part],
                 ..Default::default()
             }),
         }
     }
-    let request = FetchRequest {
+    OffsetForLeaderEpochRequest {
         replica_id: shared.local_id,
-        max_wait_ms: FETCH_MAX_WAIT_MS,
-        min_bytes: 1,
-        max_bytes: RESPONSE_MAX_BYTES,
-        isolation_level: 0,
-        session_id: 0,
-        session_epoch: -1,
         topics,
         ..Default::default()
-    };
+    }
+}
+
+async fn fetch_round(
+    shared: &Shared,
+    conn: &mut Connection,
+    picks: Vec<Pick>,
+) -> std::io::Result<()> {
+    let request = fetch_request(shared, &picks);
     let resp = conn
         .call(
             FETCH_VERSION,
@@ -496,169 +450,137 @@ async fn fetch_round(
             error = ErrorCode(resp.error_code).name(),
             "follower fetch failed"
         );
-        for (key, _, epoch) in &picks {
-            update_state(shared, key, *epoch, |s| {
+        for pick in &picks {
+            update_state(shared, &pick.key, pick.epoch, |s| {
                 s.retry_at = Some(Instant::now() + Duration::from_secs(1))
             });
         }
         return Ok(());
     }
-    for (key, p, epoch) in picks {
-        let Some(data) = resp
+    for pick in picks {
+        let key = &pick.key;
+        let data = resp
             .responses
             .iter()
-            .find(|t| t.topic == key.0)
-            .and_then(|t| t.partitions.iter().find(|d| d.partition_index == key.1))
-        else {
-            continue;
+            .find(|t| t.topic == key.topic)
+            .and_then(|t| {
+                t.partitions
+                    .iter()
+                    .find(|d| d.partition_index == key.partition)
+            });
+        if let Some(data) = data {
+            apply_fetched(shared, pick, data);
+        }
+    }
+    Ok(())
+}
+
+/// The follower Fetch for this round's partitions, each from its LogEndOffset.
+fn fetch_request(shared: &Shared, picks: &[Pick]) -> FetchRequest {
+    let mut topics: Vec<FetchTopic> = Vec::new();
+    for Pick {
+        key,
+        partition,
+        epoch,
+    } in picks
+    {
+        let position = partition.fetch_position();
+        let part = FetchPartition {
+            partition: key.partition,
+            current_leader_epoch: *epoch,
+            fetch_offset: position.log_end_offset,
+            last_fetched_epoch: position.last_fetched_epoch,
+            log_start_offset: position.log_start_offset,
+            partition_max_bytes: PARTITION_MAX_BYTES,
+            ..Default::default()
         };
-        if !still_following(&p, shared.leader_id, epoch) {
-            // The partition moved on (new epoch or leader) but this entry is still listed: do not ask for
-            // it again at once, or an erroring answer would make every round return immediately.
-            update_state(shared, &key, epoch, |s| {
-                s.retry_at = Some(Instant::now() + MIN_BACKOFF)
-            });
-            continue;
+        match topics.iter_mut().find(|t| t.topic == key.topic) {
+            Some(t) => t.partitions.push(part),
+            None => topics.push(FetchTopic {
+                topic: key.topic.clone(),
+                partitions: vec![part],
+                ..Default::default()
+            }),
         }
-        let code = ErrorCode(data.error_code);
-        if code == ErrorCode::NONE {
-            if data.diverging_epoch.epoch >= 0 || data.diverging_epoch.end_offset >= 0 {
-                let requested = p.log.lock().latest_epoch();
-                let answer = (data.diverging_epoch.epoch, data.diverging_epoch.end_offset);
-                if let Err(e) = truncate_by_epoch(&p, shared.leader_id, epoch, requested, answer) {
-                    tracing::warn!(topic = %key.0, partition = key.1, error = %e, "follower truncation failed");
-                }
-                // A diverging answer makes the leader answer the whole request at once; pausing this
-                // partition briefly keeps a divergence the truncation did not settle from turning the
-                // fetcher into a busy loop (the other partitions' fetches wait for data again).
-                update_state(shared, &key, epoch, |s| {
-                    s.retry_at = Some(Instant::now() + MIN_BACKOFF)
-                });
-                continue;
+    }
+    FetchRequest {
+        replica_id: shared.local_id,
+        max_wait_ms: FETCH_MAX_WAIT_MS,
+        min_bytes: 1,
+        max_bytes: RESPONSE_MAX_BYTES,
+        isolation_level: 0,
+        session_id: 0,
+        session_epoch: -1,
+        topics,
+        ..Default::default()
+    }
+}
+
+/// Applies the leader's answer for one partition: records, a diverging epoch, OFFSET_OUT_OF_RANGE or
+/// another error (a backoff).
+fn apply_fetched(shared: &Shared, pick: Pick, data: &PartitionData) {
+    let Pick {
+        key,
+        partition: p,
+        epoch,
+    } = pick;
+    let leader = shared.leader_id;
+    let retry_in = |after: Duration| {
+        update_state(shared, &key, epoch, |s| {
+            s.retry_at = Some(Instant::now() + after)
+        })
+    };
+    if !p.is_following(leader, epoch) {
+        // The partition moved on (new epoch or leader) but this entry is still listed: do not ask for
+        // it again at once, or an erroring answer would make every round return immediately.
+        retry_in(MIN_BACKOFF);
+        return;
+    }
+    let code = ErrorCode(data.error_code);
+    if code == ErrorCode::OFFSET_OUT_OF_RANGE {
+        match p.truncate_out_of_range(leader, epoch, data.log_start_offset, data.high_watermark) {
+            Ok(true) => {}
+            Ok(false) => update_state(shared, &key, epoch, |s| {
+                // Nothing to cut here: ask the leader's epoch cache again, not too often.
+                s.needs_truncation = true;
+                s.retry_at = Some(Instant::now() + Duration::from_secs(1));
+            }),
+            Err(e) => {
+                tracing::warn!(topic = %key.topic, partition = key.partition, error = %e, "follower out-of-range handling failed");
+                retry_in(Duration::from_secs(1));
             }
-            let bytes = match &data.records {
-                Some(Records::Memory(b)) => b.clone(),
-                _ => Bytes::new(),
-            };
-            if let Err(e) = apply_fetched(
-                &p,
-                shared.leader_id,
-                epoch,
-                bytes,
-                data.high_watermark,
-                data.log_start_offset,
-            ) {
-                tracing::warn!(topic = %key.0, partition = key.1, error = %e, "follower append failed");
-                let unexpected = matches!(e, storage::StorageError::UnexpectedAppendOffset(_));
-                update_state(shared, &key, epoch, |s| {
-                    if unexpected {
-                        s.needs_truncation = true;
-                    } else {
-                        s.retry_at = Some(Instant::now() + Duration::from_secs(1));
-                    }
-                });
-            }
-        } else if code == ErrorCode::OFFSET_OUT_OF_RANGE {
-            match handle_out_of_range(
-                &p,
-                shared.leader_id,
-                epoch,
-                data.log_start_offset,
-                data.high_watermark,
-            ) {
-                Ok(true) => {}
-                Ok(false) => update_state(shared, &key, epoch, |s| {
-                    // Nothing to cut here: ask the leader's epoch cache again, not too often.
-                    s.needs_truncation = true;
-                    s.retry_at = Some(Instant::now() + Duration::from_secs(1));
-                }),
-                Err(e) => {
-                    tracing::warn!(topic = %key.0, partition = key.1, error = %e, "follower out-of-range handling failed");
-                    update_state(shared, &key, epoch, |s| {
-                        s.retry_at = Some(Instant::now() + Duration::from_secs(1))
-                    });
-                }
-            }
+        }
+        return;
+    }
+    if code != ErrorCode::NONE {
+        tracing::debug!(topic = %key.topic, partition = key.partition, error = code.name(), "follower fetch partition error");
+        retry_in(backoff_for(code));
+        return;
+    }
+    if data.diverging_epoch.epoch >= 0 || data.diverging_epoch.end_offset >= 0 {
+        let requested = p.latest_epoch();
+        let answer = (data.diverging_epoch.epoch, data.diverging_epoch.end_offset);
+        if let Err(e) = p.truncate_by_epoch(leader, epoch, requested, answer) {
+            tracing::warn!(topic = %key.topic, partition = key.partition, error = %e, "follower truncation failed");
+        }
+        // A diverging answer makes the leader answer the whole request at once; pausing this
+        // partition briefly keeps a divergence the truncation did not settle from turning the
+        // fetcher into a busy loop (the other partitions' fetches wait for data again).
+        retry_in(MIN_BACKOFF);
+        return;
+    }
+    let bytes = match &data.records {
+        Some(Records::Memory(b)) => b.clone(),
+        _ => Bytes::new(),
+    };
+    let (hw, log_start) = (data.high_watermark, data.log_start_offset);
+    if let Err(e) = p.append_as_follower(leader, epoch, bytes, hw, log_start, now_ms()) {
+        tracing::warn!(topic = %key.topic, partition = key.partition, error = %e, "follower append failed");
+        if matches!(e, storage::StorageError::UnexpectedAppendOffset(_)) {
+            update_state(shared, &key, epoch, |s| s.needs_truncation = true);
         } else {
-            tracing::debug!(topic = %key.0, partition = key.1, error = code.name(), "follower fetch partition error");
-            update_state(shared, &key, epoch, |s| {
-                s.retry_at = Some(Instant::now() + backoff_for(code))
-            });
+            retry_in(Duration::from_secs(1));
         }
-    }
-    Ok(())
-}
-
-/// Appends fetched batches and follows the leader's HW and LogStartOffset.
-fn apply_fetched(
-    p: &Partition,
-    leader: i32,
-    epoch: i32,
-    records: Bytes,
-    leader_hw: i64,
-    leader_log_start: i64,
-) -> Result<(), storage::StorageError> {
-    let st = p.state.lock();
-    if !(matches!(st.role, Role::Follower { leader: l } if l == leader)
-        && st.registration.leader_epoch == epoch)
-    {
-        return Ok(());
-    }
-    let mut log = p.log.lock();
-    if !records.is_empty() {
-        // An empty log restarted inside a batch (the leader's LogStartOffset fell mid-batch, e.g. after
-        // DeleteRecords): start it at the batch's base offset instead (as Kafka's
-        // `appendRecordsToFollowerOrFutureReplica` does); the LogStartOffset follows the leader's below.
-        let leo = log.log_end_offset();
-        if leo == log.log_start_offset() {
-            if let Some(Ok(first)) = protocol::record::batches(&records).next() {
-                if first.base_offset() < leo && first.last_offset() >= leo {
-                    log.truncate_fully_and_start_at(first.base_offset())?;
-                }
-            }
-        }
-        log.append_as_follower(records, now_ms())?;
-    }
-    let leo = log.log_end_offset();
-    log.update_high_watermark(leader_hw.min(leo));
-    if leader_log_start > log.log_start_offset() {
-        let to = leader_log_start.min(log.high_watermark());
-        if to > log.log_start_offset() {
-            log.delete_records_before(to)?;
-        }
-    }
-    drop(log);
-    drop(st);
-    p.wake();
-    Ok(())
-}
-
-/// OFFSET_OUT_OF_RANGE: below the leader's LogStartOffset → start over there; else truncate to the leader's
-/// HW (our LEO is past the leader's log end). Returns false when neither applies.
-fn handle_out_of_range(
-    p: &Partition,
-    leader: i32,
-    epoch: i32,
-    leader_log_start: i64,
-    leader_hw: i64,
-) -> Result<bool, storage::StorageError> {
-    let st = p.state.lock();
-    if !(matches!(st.role, Role::Follower { leader: l } if l == leader)
-        && st.registration.leader_epoch == epoch)
-    {
-        return Ok(true);
-    }
-    let mut log = p.log.lock();
-    let leo = log.log_end_offset();
-    if leader_log_start >= 0 && leo < leader_log_start {
-        tracing::info!(topic = %p.topic, partition = p.partition, leo, leader_log_start, "follower behind the leader's log start: starting over");
-        log.truncate_fully_and_start_at(leader_log_start)?;
-        Ok(true)
-    } else if leader_hw >= 0 && leader_hw < leo {
-        log.truncate_to(leader_hw)?;
-        Ok(true)
-    } else {
-        Ok(false)
     }
 }
 

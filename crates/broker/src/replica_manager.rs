@@ -9,11 +9,11 @@
 //! [`crate::replica_fetcher`].
 //!
 //! Invariants:
-//! - A Partition's Log is touched only under its mutex, and only for bounded work (an append, an index
-//!   lookup); bytes for consumers are sent from a `FileSlice` outside the lock. Lock order: partition state,
-//!   then log.
-//! - Every append, HighWatermark advance, ISR change and role change wakes the partition's waiters
-//!   ([`Partition::wake`]), so a delayed fetch or produce never misses what it waits for.
+//! - A Partition's Log is touched only through [`Partition`]'s verbs, under its mutex, and only for bounded
+//!   work (an append, an index lookup); bytes for consumers are sent from a `FileSlice` outside the lock.
+//!   The lock order (partition state, then log) is kept inside `partition.rs`.
+//! - Every append, HighWatermark advance, ISR change and role change wakes the partition's waiters, so a
+//!   delayed fetch or produce never misses what it waits for.
 //! - At most one AlterPartition per partition is in flight (KIP-497); its answer is applied only when the
 //!   leader epoch is unchanged.
 
@@ -23,108 +23,23 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use futures::future::BoxFuture;
 use parking_lot::{Mutex, RwLock};
-use protocol::record::Records;
-use storage::{LogAppendInfo, LogConfig, LogManager, StorageError};
+use storage::{now_ms, LogAppendInfo, LogConfig, LogManager, StorageError};
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
-pub use crate::partition::{Partition, PartitionState, ReplicaStates};
-use crate::partition::{PartitionInner, Role};
+use crate::cluster_link::{ClusterLink, TopicPartition};
+use crate::partition::RoleChange;
+pub use crate::partition::{
+    DivergingEpoch, Partition, PartitionRead, PartitionState, ReplicaError, ReplicaStates,
+};
 use crate::replica_fetcher::ReplicaFetcher;
 
 /// How long a leader waits after a failed AlterPartition before proposing again.
 const ALTER_PARTITION_RETRY_BACKOFF: Duration = Duration::from_millis(500);
 
-/// A topic-partition: (topic name, partition index).
-pub type TopicPartition = (String, i32);
-
 /// The replica id consumers send in Fetch / ListOffsets (Kafka's `CONSUMER_REPLICA_ID`).
 pub const CONSUMER_REPLICA_ID: i32 = -1;
-
-/// What the ReplicaManager needs from the cluster (implemented by the broker: standalone mode = local only,
-/// see [`StandaloneLink`]; cluster mode = controller client + metadata image).
-pub trait ClusterLink: Send + Sync + 'static {
-    /// Advertised host/port of a broker (followers connect to leaders here with the Kafka protocol).
-    fn broker_endpoint(&self, broker_id: i32) -> Option<(String, u16)>;
-    /// Proposes an ISR change (Kafka's AlterPartition, KIP-497); returns the committed state or a Kafka
-    /// error code (e.g. INVALID_UPDATE_VERSION 95, FENCED_LEADER_EPOCH 74).
-    fn alter_partition(
-        &self,
-        topic: String,
-        partition: i32,
-        state: PartitionState,
-    ) -> BoxFuture<'static, Result<PartitionState, i16>>;
-}
-
-/// The single-node [`ClusterLink`]: no other brokers; AlterPartition commits the proposal at once with the
-/// partition epoch bumped.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct StandaloneLink;
-
-impl ClusterLink for StandaloneLink {
-    fn broker_endpoint(&self, _broker_id: i32) -> Option<(String, u16)> {
-        None
-    }
-
-    fn alter_partition(
-        &self,
-        _topic: String,
-        _partition: i32,
-        mut state: PartitionState,
-    ) -> BoxFuture<'static, Result<PartitionState, i16>> {
-        state.partition_epoch += 1;
-        Box::pin(futures::future::ready(Ok(state)))
-    }
-}
-
-/// Why an append or an acks=all wait failed (Produce error codes).
-#[derive(Debug, thiserror::Error)]
-pub enum ReplicaError {
-    /// This broker does not lead the partition (or stopped leading it while the request waited):
-    /// NOT_LEADER_OR_FOLLOWER (6).
-    #[error("this broker is not the leader of the partition")]
-    NotLeaderOrFollower,
-    /// acks=all and the ISR is smaller than `min.insync.replicas`: NOT_ENOUGH_REPLICAS (19).
-    #[error("The size of the current ISR {isr} is insufficient to satisfy the min.isr requirement of {min_isr}")]
-    NotEnoughReplicas {
-        /// Current ISR size.
-        isr: usize,
-        /// `min.insync.replicas`.
-        min_isr: usize,
-    },
-    /// The append reached the HighWatermark but the ISR was below `min.insync.replicas`:
-    /// NOT_ENOUGH_REPLICAS_AFTER_APPEND (20).
-    #[error("the ISR shrank to {isr}, below min.insync.replicas {min_isr}, while waiting for replication")]
-    NotEnoughReplicasAfterAppend {
-        /// ISR size at completion.
-        isr: usize,
-        /// `min.insync.replicas`.
-        min_isr: usize,
-    },
-    /// The followers did not replicate within the request's timeout: REQUEST_TIMED_OUT (7).
-    #[error("replication did not complete within the request timeout")]
-    RequestTimedOut,
-    /// The storage layer refused the append.
-    #[error(transparent)]
-    Storage(#[from] StorageError),
-}
-
-/// The result of reading one partition for a Fetch.
-#[derive(Debug)]
-pub struct PartitionRead {
-    /// This broker no longer leads the partition (NOT_LEADER_OR_FOLLOWER; `records` is empty).
-    pub not_leader: bool,
-    /// Error, if any (then `records` is empty).
-    pub error: Option<StorageError>,
-    /// HighWatermark at the time of the read.
-    pub high_watermark: i64,
-    /// LogStartOffset at the time of the read.
-    pub log_start_offset: i64,
-    /// Whole batches starting with the one that contains the fetch offset.
-    pub records: Records,
-}
 
 /// What a Fetch asks of one partition.
 #[derive(Debug, Clone)]
@@ -142,7 +57,8 @@ pub(crate) struct Inner {
     local_id: i32,
     link: Arc<dyn ClusterLink>,
     lag_max_ms: i64,
-    partitions: RwLock<HashMap<TopicPartition, Arc<Partition>>>,
+    /// Hosted partitions by topic, then partition index (looked up by `&str`, no key allocation).
+    partitions: RwLock<HashMap<String, HashMap<i32, Arc<Partition>>>>,
     fetchers: Mutex<HashMap<i32, ReplicaFetcher>>,
     isr_task: Mutex<Option<JoinHandle<()>>>,
     stopped: AtomicBool,
@@ -157,7 +73,16 @@ impl std::fmt::Debug for ReplicaManager {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ReplicaManager")
             .field("local_id", &self.inner.local_id)
-            .field("partitions", &self.inner.partitions.read().len())
+            .field(
+                "partitions",
+                &self
+                    .inner
+                    .partitions
+                    .read()
+                    .values()
+                    .map(HashMap::len)
+                    .sum::<usize>(),
+            )
             .finish()
     }
 }
@@ -204,7 +129,7 @@ impl ReplicaManager {
 
     /// Every hosted partition.
     pub fn partitions(&self) -> Vec<Arc<Partition>> {
-        self.inner.partitions.read().values().cloned().collect()
+        self.inner.all_partitions()
     }
 
     /// Opens or creates the partition's log and starts hosting it as the only replica (standalone mode:
@@ -218,7 +143,7 @@ impl ReplicaManager {
         config: LogConfig,
     ) -> Result<Arc<Partition>, StorageError> {
         if let Some(p) = self.partition(topic, partition) {
-            p.log.lock().set_config(config);
+            p.set_config(config);
             return Ok(p);
         }
         let me = self.inner.local_id;
@@ -250,10 +175,9 @@ impl ReplicaManager {
         state: PartitionState,
     ) -> Result<Arc<Partition>, StorageError> {
         let inner = &self.inner;
-        let key = (topic.to_string(), partition);
         let p = match inner.partition(topic, partition) {
             Some(p) => {
-                p.log.lock().set_config(config);
+                p.set_config(config);
                 p
             }
             None => {
@@ -263,101 +187,26 @@ impl ReplicaManager {
                     state.topic_id,
                     config,
                 )?;
-                let p = Arc::new(Partition::new(
-                    topic,
-                    partition,
-                    state.topic_id,
-                    log,
-                    PartitionInner {
-                        registration: PartitionState {
-                            topic_id: state.topic_id,
-                            leader: -1,
-                            leader_epoch: -1,
-                            partition_epoch: -1,
-                            isr: Vec::new(),
-                            replicas: Vec::new(),
-                        },
-                        role: Role::Follower { leader: -1 },
-                        last_follower_epoch: -1,
-                    },
-                ));
-                inner
-                    .partitions
-                    .write()
-                    .entry(key.clone())
-                    .or_insert(p)
-                    .clone()
+                let p = Arc::new(Partition::new(topic, partition, state.topic_id, log));
+                let mut partitions = inner.partitions.write();
+                let by_index = partitions.entry(topic.to_string()).or_default();
+                by_index.entry(partition).or_insert(p).clone()
             }
         };
-        let now = now_ms();
-        let me = inner.local_id;
-        // None: fetcher membership unchanged; Some(None): fetch from nobody; Some(Some(l)): fetch from l.
-        let mut fetch_from: Option<Option<i32>> = None;
-        {
-            let mut st = p.state.lock();
-            let cur = &st.registration;
-            let stale = state.leader_epoch < cur.leader_epoch
-                || (state.leader_epoch == cur.leader_epoch
-                    && state.partition_epoch <= cur.partition_epoch);
-            if stale {
-                // Older or already applied.
-            } else if state.leader_epoch == cur.leader_epoch {
-                // Same leadership: ISR / replicas / partition epoch only.
-                let PartitionInner {
-                    registration, role, ..
-                } = &mut *st;
-                *registration = state.clone();
-                if let Role::Leader(rs) = role {
-                    rs.apply_committed(&state, now);
-                    let mut log = p.log.lock();
-                    let leo = log.log_end_offset();
-                    if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
-                        log.update_high_watermark(hw);
-                    }
-                }
-            } else if state.leader == me {
-                let mut log = p.log.lock();
-                let leo = log.log_end_offset();
-                if state.leader_epoch > 0 || leo > log.log_start_offset() {
-                    log.assign_epoch_start_offset(state.leader_epoch, leo)?;
-                }
-                let mut rs = ReplicaStates::new(me, &state, leo, log.high_watermark(), now);
-                if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
-                    log.update_high_watermark(hw);
-                }
-                fetch_from = Some(None);
-                st.role = Role::Leader(rs);
-                st.registration = state.clone();
-                tracing::info!(topic, partition, leader_epoch = state.leader_epoch, isr = ?state.isr, "became leader");
-            } else {
-                st.role = Role::Follower {
-                    leader: state.leader,
-                };
-                st.last_follower_epoch = state.leader_epoch;
-                st.registration = state.clone();
-                fetch_from = Some((state.leader >= 0).then_some(state.leader));
-                tracing::info!(
-                    topic,
-                    partition,
-                    leader = state.leader,
-                    leader_epoch = state.leader_epoch,
-                    "became follower"
-                );
-            }
-        }
-        let leads_with_followers = {
-            let st = p.state.lock();
-            matches!(&st.role, Role::Leader(rs) if rs.replicas().len() > 1)
-        };
-        p.wake();
+        let change = p.apply_partition_state(inner.local_id, &state, now_ms())?;
         // Fetcher membership follows the role.
-        if let Some(target) = fetch_from {
-            inner.remove_from_fetchers(&key, target);
-            if let Some(leader) = target {
-                inner.add_to_fetcher(leader, p.clone(), state.leader_epoch);
+        let key = TopicPartition::new(topic, partition);
+        match change {
+            RoleChange::Unchanged => {}
+            RoleChange::Leader => inner.remove_from_fetchers(&key, None),
+            RoleChange::Follower { leader } => {
+                inner.remove_from_fetchers(&key, leader);
+                if let Some(leader) = leader {
+                    inner.add_to_fetcher(leader, p.clone(), state.leader_epoch);
+                }
             }
         }
-        if leads_with_followers {
+        if p.leads_with_followers() {
             inner.ensure_isr_task();
         }
         Ok(p)
@@ -371,16 +220,19 @@ impl ReplicaManager {
         partition: i32,
         delete: bool,
     ) -> Result<(), StorageError> {
-        let key = (topic.to_string(), partition);
-        let removed = self.inner.partitions.write().remove(&key);
+        let key = TopicPartition::new(topic, partition);
+        let removed = {
+            let mut partitions = self.inner.partitions.write();
+            let by_index = partitions.get_mut(topic);
+            let removed = by_index.and_then(|m| m.remove(&partition));
+            if partitions.get(topic).is_some_and(HashMap::is_empty) {
+                partitions.remove(topic);
+            }
+            removed
+        };
         self.inner.remove_from_fetchers(&key, None);
         if let Some(p) = removed {
-            {
-                let mut st = p.state.lock();
-                st.role = Role::Follower { leader: -1 };
-                st.last_follower_epoch = i32::MAX;
-            }
-            p.wake();
+            p.stop();
         }
         if delete {
             self.inner.log_manager.delete_log(topic, partition)?;
@@ -390,16 +242,15 @@ impl ReplicaManager {
 
     /// Stops hosting every partition of `topic` and deletes their logs.
     pub fn delete_topic(&self, topic: &str) -> Result<(), StorageError> {
-        let keys: Vec<TopicPartition> = self
+        let indexes: Vec<i32> = self
             .inner
             .partitions
             .read()
-            .keys()
-            .filter(|(t, _)| t == topic)
-            .cloned()
-            .collect();
-        for (t, p) in keys {
-            self.stop_replica(&t, p, true)?;
+            .get(topic)
+            .map(|m| m.keys().copied().collect())
+            .unwrap_or_default();
+        for p in indexes {
+            self.stop_replica(topic, p, true)?;
         }
         Ok(())
     }
@@ -423,46 +274,19 @@ impl ReplicaManager {
         }
     }
 
-    /// The Produce append: checks leadership and, when `min_isr` > 0 (acks=all), that the committed ISR
-    /// has at least `min_isr` members; appends with the current leader epoch; advances the HW. Returns the
+    /// The Produce append: see [`Partition::append_as_leader`] (`min_isr` > 0 for acks=all). Returns the
     /// append info and the leader epoch it was appended in (for
-    /// [`wait_for_replication`](Self::wait_for_replication)). Errors: NotLeaderOrFollower,
-    /// NotEnoughReplicas, Storage.
+    /// [`wait_for_replication`](Self::wait_for_replication)).
     pub fn append_to_leader(
         &self,
         partition: &Partition,
         records: Bytes,
         min_isr: usize,
     ) -> Result<(LogAppendInfo, i32), ReplicaError> {
-        let info;
-        let epoch;
-        {
-            let mut st = partition.state.lock();
-            let Role::Leader(rs) = &mut st.role else {
-                return Err(ReplicaError::NotLeaderOrFollower);
-            };
-            let isr = rs.isr().len();
-            if isr < min_isr {
-                return Err(ReplicaError::NotEnoughReplicas { isr, min_isr });
-            }
-            epoch = rs.leader_epoch();
-            let mut log = partition.log.lock();
-            info = log.append_as_leader(records, epoch, now_ms())?;
-            let leo = log.log_end_offset();
-            if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
-                log.update_high_watermark(hw);
-            }
-        }
-        partition.wake();
-        Ok((info, epoch))
+        partition.append_as_leader(records, min_isr, now_ms())
     }
 
-    /// The delayed produce (acks=all): waits until the HighWatermark reaches `required_offset` (the
-    /// append's last offset + 1) while this broker leads in `leader_epoch` (or in a later epoch without
-    /// having been a follower since, so the append cannot have been truncated), or until `deadline`.
-    /// Woken by HW advances, ISR and role changes (no polling). Errors: NotLeaderOrFollower (leadership
-    /// lost or moved to another epoch), NotEnoughReplicasAfterAppend (HW reached with the ISR below
-    /// `min_isr`), RequestTimedOut.
+    /// The delayed produce (acks=all): see [`Partition::wait_for_replication`].
     pub async fn wait_for_replication(
         &self,
         partition: &Partition,
@@ -471,93 +295,34 @@ impl ReplicaManager {
         min_isr: usize,
         deadline: Instant,
     ) -> Result<(), ReplicaError> {
-        loop {
-            let notified = partition.changed.notified();
-            let mut notified = std::pin::pin!(notified);
-            notified.as_mut().enable();
-            {
-                let st = partition.state.lock();
-                match &st.role {
-                    // Still leading, in the append's epoch or without interruption since.
-                    Role::Leader(rs)
-                        if rs.leader_epoch() == leader_epoch
-                            || (rs.leader_epoch() > leader_epoch
-                                && st.last_follower_epoch < leader_epoch) =>
-                    {
-                        let hw = partition.log.lock().high_watermark();
-                        if hw >= required_offset {
-                            let isr = rs.isr().len();
-                            return if isr >= min_isr {
-                                Ok(())
-                            } else {
-                                Err(ReplicaError::NotEnoughReplicasAfterAppend { isr, min_isr })
-                            };
-                        }
-                    }
-                    _ => return Err(ReplicaError::NotLeaderOrFollower),
-                }
-            }
-            let now = Instant::now();
-            if now >= deadline
-                || tokio::time::timeout(deadline - now, notified)
-                    .await
-                    .is_err()
-            {
-                return Err(ReplicaError::RequestTimedOut);
-            }
-        }
+        partition
+            .wait_for_replication(required_offset, leader_epoch, min_isr, deadline)
+            .await
     }
 
-    /// Leader side of a follower's Fetch (Kafka's `updateFollowerFetchState`): records that replica
-    /// `replica_id` has LEO `fetch_offset`, advances the HW if the ISR allows and proposes adding the
-    /// follower to the ISR when it caught up. Returns false when this broker does not lead the partition
-    /// or `replica_id` is not one of its replicas (the Fetch then gets NOT_LEADER_OR_FOLLOWER).
-    pub fn update_follower_fetch_state(
+    /// Leader side of a follower's Fetch (see [`Partition::follower_fetch`]): the diverging epoch to answer
+    /// instead of records, if any; an ISR expansion it proposes is sent with AlterPartition. Errors:
+    /// NotLeaderOrFollower (this broker does not lead, or `replica_id` is not a follower).
+    pub fn follower_fetch(
         &self,
         partition: &Arc<Partition>,
         replica_id: i32,
+        last_fetched_epoch: i32,
         fetch_offset: i64,
-    ) -> bool {
-        let mut advanced = false;
-        let proposal;
-        {
-            let mut st = partition.state.lock();
-            let Role::Leader(rs) = &mut st.role else {
-                return false;
-            };
-            let mut log = partition.log.lock();
-            let leo = log.log_end_offset();
-            if !rs.replicas().contains(&replica_id) || replica_id == self.inner.local_id {
-                return false;
-            }
-            // A fetch offset past our LEO is answered OFFSET_OUT_OF_RANGE by the read; it says nothing
-            // about which of our records the follower holds, so it is not recorded (Kafka reads first).
-            if fetch_offset > leo {
-                return true;
-            }
-            rs.update_follower_fetch(replica_id, fetch_offset, leo, now_ms());
-            if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
-                log.update_high_watermark(hw);
-                advanced = true;
-            }
-            drop(log);
-            proposal = rs
-                .maybe_expand_isr(replica_id)
-                .map(|isr| rs.proposal(partition.topic_id, isr));
-        }
-        if advanced {
-            partition.wake();
-        }
+    ) -> Result<Option<DivergingEpoch>, ReplicaError> {
+        let (diverging, proposal) =
+            partition.follower_fetch(replica_id, last_fetched_epoch, fetch_offset, now_ms())?;
         if let Some(p) = proposal {
             tracing::info!(topic = %partition.topic, partition = partition.partition, isr = ?p.isr, "expanding ISR");
             self.inner.send_alter_partition(partition.clone(), p);
         }
-        true
+        Ok(diverging)
     }
 
     /// Reads each partition once, up to `max_bytes` in total (KIP-74: the first batch of the response is
     /// returned whole even when it is larger than the limits). Consumers (`replica_id` < 0) read up to the
-    /// HighWatermark, followers up to the LogEndOffset.
+    /// HighWatermark, followers up to the LogEndOffset; a partition this broker does not lead reads
+    /// `NotLeader`.
     pub fn read(
         &self,
         requests: &[FetchPartitionRequest],
@@ -570,47 +335,15 @@ impl ReplicaManager {
             .iter()
             .map(|r| {
                 let limit = budget.min(r.max_bytes.max(0) as i64) as usize;
-                let leads = r.partition.is_leader();
-                let mut log = r.partition.log.lock();
-                let hw = log.high_watermark();
-                let lso = log.log_start_offset();
-                let upto = if replica_id >= 0 {
-                    log.log_end_offset()
-                } else {
-                    hw
-                };
-                if !leads {
-                    return PartitionRead {
-                        not_leader: true,
-                        error: None,
-                        high_watermark: hw,
-                        log_start_offset: lso,
-                        records: Records::default(),
-                    };
+                let read = r
+                    .partition
+                    .read(r.fetch_offset, limit, replica_id >= 0, first);
+                let n = read.bytes() as i64;
+                if n > 0 {
+                    first = false;
                 }
-                match log.read(r.fetch_offset, limit, upto, first) {
-                    Ok(data) => {
-                        let n = data.records.len() as i64;
-                        if n > 0 {
-                            first = false;
-                        }
-                        budget = (budget - n).max(0);
-                        PartitionRead {
-                            not_leader: false,
-                            error: None,
-                            high_watermark: hw,
-                            log_start_offset: lso,
-                            records: data.records,
-                        }
-                    }
-                    Err(e) => PartitionRead {
-                        not_leader: false,
-                        error: Some(e),
-                        high_watermark: hw,
-                        log_start_offset: lso,
-                        records: Records::default(),
-                    },
-                }
+                budget = (budget - n).max(0);
+                read
             })
             .collect()
     }
@@ -633,16 +366,16 @@ impl ReplicaManager {
         loop {
             let notified: Vec<_> = requests
                 .iter()
-                .map(|r| Box::pin(r.partition.changed.notified()))
+                .map(|r| Box::pin(r.partition.changed().notified()))
                 .collect();
             let mut notified = notified;
             for n in notified.iter_mut() {
                 n.as_mut().enable();
             }
             let reads = self.read(requests, max_bytes, replica_id);
-            let bytes: i64 = reads.iter().map(|r| r.records.len() as i64).sum();
-            let errored = reads.iter().any(|r| r.error.is_some() || r.not_leader);
-            let hws: Vec<i64> = reads.iter().map(|r| r.high_watermark).collect();
+            let bytes: i64 = reads.iter().map(|r| r.bytes() as i64).sum();
+            let errored = reads.iter().any(PartitionRead::is_error);
+            let hws: Vec<i64> = reads.iter().map(PartitionRead::high_watermark).collect();
             let hw_moved = replica_id >= 0 && first_hws.as_ref().is_some_and(|f| *f != hws);
             if first_hws.is_none() {
                 first_hws = Some(hws);
@@ -680,10 +413,15 @@ impl ReplicaManager {
 
 impl Inner {
     fn partition(&self, topic: &str, partition: i32) -> Option<Arc<Partition>> {
-        self.partitions
-            .read()
-            .get(&(topic.to_string(), partition))
-            .cloned()
+        self.partitions.read().get(topic)?.get(&partition).cloned()
+    }
+
+    fn all_partitions(&self) -> Vec<Arc<Partition>> {
+        let partitions = self.partitions.read();
+        partitions
+            .values()
+            .flat_map(|m| m.values().cloned())
+            .collect()
     }
 
     /// Removes the partition from every fetcher except the one of `keep_leader`; fetchers left without
@@ -733,9 +471,7 @@ impl Inner {
 
     fn send_alter_partition(&self, partition: Arc<Partition>, proposal: PartitionState) {
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
-            if let Role::Leader(rs) = &mut partition.state.lock().role {
-                rs.clear_pending();
-            }
+            partition.clear_pending_isr(None);
             return;
         };
         let fut = self.link.alter_partition(
@@ -745,45 +481,11 @@ impl Inner {
         );
         handle.spawn(async move {
             let result = fut.await;
-            let mut failed = false;
-            {
-                let mut st = partition.state.lock();
-                let PartitionInner {
-                    registration, role, ..
-                } = &mut *st;
-                let Role::Leader(rs) = role else { return };
-                if rs.leader_epoch() != proposal.leader_epoch {
-                    return;
-                }
-                match result {
-                    Ok(committed) if committed.leader_epoch == proposal.leader_epoch => {
-                        rs.apply_committed(&committed, now_ms());
-                        if committed.partition_epoch >= registration.partition_epoch {
-                            *registration = committed;
-                        }
-                        let mut log = partition.log.lock();
-                        let leo = log.log_end_offset();
-                        if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
-                            log.update_high_watermark(hw);
-                        }
-                    }
-                    Ok(other) => {
-                        tracing::info!(topic = %partition.topic, partition = partition.partition, leader_epoch = other.leader_epoch, "AlterPartition answered with another leader epoch");
-                        failed = true;
-                    }
-                    Err(code) => {
-                        tracing::warn!(topic = %partition.topic, partition = partition.partition, error = protocol::error::ErrorCode(code).name(), "AlterPartition failed");
-                        failed = true;
-                    }
-                }
-            }
-            if failed {
+            if !partition.complete_alter_partition(&proposal, result, now_ms()) {
                 // Back off before the next proposal (the metadata image usually brings the newer state
                 // meanwhile, which clears the proposal by itself); then allow proposals again.
                 tokio::time::sleep(ALTER_PARTITION_RETRY_BACKOFF).await;
-                if let Role::Leader(rs) = &mut partition.state.lock().role {
-                    rs.clear_pending_if(&proposal.isr);
-                }
+                partition.clear_pending_isr(Some(&proposal.isr));
             }
             partition.wake();
         });
@@ -800,32 +502,14 @@ async fn isr_expiration(inner: Weak<Inner>, period: Duration) {
         if inner.stopped.load(Ordering::Acquire) {
             return;
         }
-        let parts: Vec<Arc<Partition>> = inner.partitions.read().values().cloned().collect();
         let now = now_ms();
-        for p in parts {
-            let proposal = {
-                let mut st = p.state.lock();
-                let Role::Leader(rs) = &mut st.role else {
-                    continue;
-                };
-                let leo = p.log.lock().log_end_offset();
-                rs.maybe_shrink_isr(leo, now, inner.lag_max_ms)
-                    .map(|isr| rs.proposal(p.topic_id, isr))
-            };
-            if let Some(proposal) = proposal {
+        for p in inner.all_partitions() {
+            if let Some(proposal) = p.maybe_shrink_isr(now, inner.lag_max_ms) {
                 tracing::info!(topic = %p.topic, partition = p.partition, isr = ?proposal.isr, "shrinking ISR");
                 inner.send_alter_partition(p, proposal);
             }
         }
     }
-}
-
-/// Wall-clock time in ms since the Unix epoch.
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -858,7 +542,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let lm =
             Arc::new(LogManager::open(dir.path(), |_| LogConfig::default(), now_ms()).unwrap());
-        let rm = Arc::new(ReplicaManager::new(lm, 1, Arc::new(StandaloneLink), 30_000));
+        let rm = Arc::new(ReplicaManager::new(
+            lm,
+            1,
+            Arc::new(crate::cluster_link::StandaloneLink),
+            30_000,
+        ));
         let cfg = LogConfig::default();
         let p = rm
             .apply_partition_state("t", 0, cfg.clone(), state(1, 1, &[1, 2]))
@@ -878,9 +567,9 @@ mod tests {
         // Same leader, new epoch: still valid; the follower's fetch at 2 completes it.
         rm.apply_partition_state("t", 0, cfg.clone(), state(1, 2, &[1, 2]))
             .unwrap();
-        assert!(rm.update_follower_fetch_state(&p, 2, 2));
+        assert!(matches!(rm.follower_fetch(&p, 2, -1, 2), Ok(None)));
         assert!(waiter.await.unwrap().is_ok());
-        assert_eq!(p.offsets().1, 2);
+        assert_eq!(p.high_watermark(), 2);
 
         // An append in epoch 2, then a follower period (epoch 3), then leader again (epoch 4): refused.
         let (_, epoch) = rm.append_to_leader(&p, batch(1), 2).unwrap();

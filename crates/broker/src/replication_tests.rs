@@ -24,9 +24,12 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use super::Connection;
+use crate::cluster_link::ClusterLink;
 use crate::config::BrokerConfig;
 use crate::metadata::{MetadataStore, TopicMetadata};
-use crate::replica_manager::{now_ms, ClusterLink, PartitionState, ReplicaManager};
+use crate::partition::PartitionState;
+use crate::replica_manager::ReplicaManager;
+use storage::now_ms;
 
 const TOPIC: &str = "replicated";
 
@@ -141,7 +144,8 @@ impl TestBroker {
     }
 
     fn offsets(&self) -> (i64, i64, i64) {
-        self.rm.partition(TOPIC, 0).unwrap().offsets()
+        let o = self.rm.partition(TOPIC, 0).unwrap().offsets();
+        (o.log_start_offset(), o.high_watermark(), o.log_end_offset())
     }
 
     async fn connect(&self) -> Connection {
@@ -191,17 +195,17 @@ async fn wait_until(broker: &TestBroker, what: &str, cond: impl Fn((i64, i64, i6
     let p = broker.rm.partition(TOPIC, 0).unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {
-        let notified = p.changed.notified();
+        let notified = p.changed().notified();
         let mut notified = std::pin::pin!(notified);
         notified.as_mut().enable();
-        if cond(p.offsets()) {
+        if cond(broker.offsets()) {
             return;
         }
         assert!(
             tokio::time::timeout_at(deadline, notified).await.is_ok(),
             "broker {}: timed out waiting for {what}; offsets {:?}",
             broker.id,
-            p.offsets()
+            broker.offsets()
         );
     }
 }
@@ -210,12 +214,11 @@ async fn wait_until(broker: &TestBroker, what: &str, cond: impl Fn((i64, i64, i6
 fn log_bytes(broker: &TestBroker) -> Vec<u8> {
     use std::os::unix::fs::FileExt;
     let p = broker.rm.partition(TOPIC, 0).unwrap();
-    let mut log = p.log.lock();
-    let leo = log.log_end_offset();
+    let leo = p.log_end_offset();
     let mut out = Vec::new();
     let mut offset = 0;
     while offset < leo {
-        let data = log.read(offset, 1 << 20, leo, true).unwrap();
+        let data = p.read_records(offset, 1 << 20, leo, true).unwrap();
         let bytes = match &data.records {
             Records::Memory(b) => b.to_vec(),
             Records::File(f) => {
@@ -410,7 +413,7 @@ async fn follower_behind_the_log_start_restarts_there_and_rejoins() {
     wait_until(&b1, "ISR shrink lets the HW reach 5", |(_, hw, _)| hw == 5).await;
     assert_eq!(link.registration.lock().as_ref().unwrap().isr, vec![1]);
     let p1 = b1.rm.partition(TOPIC, 0).unwrap();
-    assert_eq!(p1.log.lock().delete_records_before(4).unwrap(), 4);
+    assert_eq!(p1.delete_records_before(4).unwrap(), 4);
 
     // It comes back: its fetch offset 2 is below the leader's log start 4.
     let reg = link.registration.lock().clone().unwrap();

@@ -208,7 +208,7 @@ impl LocalTopicAdmin {
         let config = log_config(&self.dynamic.effective(), &updated.configs);
         for p in 0..updated.partitions {
             if let Some(part) = self.replica_manager.partition(name, p) {
-                part.log.lock().set_config(config.clone());
+                part.set_config(config.clone());
             }
         }
         tracing::info!(topic = name, ?configs, "topic configs changed");

@@ -27,6 +27,7 @@ pub fn log_config(config: &BrokerConfig, overrides: &BTreeMap<String, String>) -
         flush_messages: int("flush.messages", d.flush_messages),
         flush_ms: int("flush.ms", d.flush_ms),
         max_message_bytes: int("max.message.bytes", d.max_message_bytes as i64) as _,
+        min_insync_replicas: int("min.insync.replicas", 1).max(1) as usize,
         message_timestamp_type: match topic_value(config, overrides, "message.timestamp.type")
             .as_deref()
         {

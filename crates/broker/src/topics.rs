@@ -237,7 +237,7 @@ impl TopicManager {
             let config = self.log_config(&topic.configs);
             for p in 0..topic.partitions {
                 if let Some(part) = self.replica_manager.partition(&name, p) {
-                    part.log.lock().set_config(config.clone());
+                    part.set_config(config.clone());
                 }
             }
         }

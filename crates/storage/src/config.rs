@@ -65,6 +65,9 @@ pub struct LogConfig {
     /// `compression.type`: `None` keeps the producer's codec (`producer`); `Some(codec)` recompresses
     /// every batch stored with another codec (`uncompressed` is `Some(Compression::None)`).
     pub compression_type: Option<protocol::record::Compression>,
+    /// `min.insync.replicas`: an acks=all append needs at least this many in-sync replicas (checked by
+    /// the broker, before the append and when its replication completes). Default 1.
+    pub min_insync_replicas: usize,
 }
 
 impl Default for LogConfig {
@@ -90,6 +93,7 @@ impl Default for LogConfig {
             max_compaction_lag_ms: i64::MAX,
             min_cleanable_dirty_ratio: 0.5,
             compression_type: None,
+            min_insync_replicas: 1,
         }
     }
 }

@@ -151,7 +151,9 @@ impl LogManager {
             if let Some(&s) = log_starts.get(&key) {
                 log.restore_log_start_offset(s);
             }
-            log.update_high_watermark(hws.get(&key).copied().unwrap_or(0));
+            // The checkpoint may be ahead of a log whose unflushed tail was lost in a crash: clamp.
+            let hw = hws.get(&key).copied().unwrap_or(0);
+            log.update_high_watermark(hw.min(log.log_end_offset()));
             logs.insert(tp, Arc::new(Mutex::new(log)));
         }
         if clean {

@@ -60,6 +60,22 @@ fn open(dir: &std::path::Path, config: LogConfig, recover: bool) -> Log {
     Log::open(dir, config, uuid::Uuid::nil(), recover, 0, NOW).unwrap()
 }
 
+/// A HighWatermark past the LogEndOffset is a bug: the log panics instead of clamping it (callers with
+/// an outside value clamp first); a value below the log start offset is raised to it.
+#[test]
+fn high_watermark_is_never_past_the_log_end() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(d.path(), LogConfig::default(), false);
+    log.append_as_leader(batch(3, NOW, 10), 0, NOW).unwrap();
+    assert_eq!(log.update_high_watermark(3), 3);
+    log.delete_records_before(2).unwrap();
+    assert_eq!(log.update_high_watermark(1), 2);
+    let past = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        log.update_high_watermark(4);
+    }));
+    assert!(past.is_err(), "an HW past the LEO must panic");
+}
+
 #[test]
 fn append_assigns_offsets_and_reads_back() {
     let d = tempfile::tempdir().unwrap();

@@ -42,14 +42,14 @@ pub fn handle(
                         r.error_code = ErrorCode::NOT_LEADER_OR_FOLLOWER.0;
                         return r;
                     }
-                    let mut log = part.log.lock();
+                    let log = part.offsets();
                     let hw = log.high_watermark();
                     let target = if p.offset == -1 { hw } else { p.offset };
                     if target < 0 || target > hw {
                         r.error_code = ErrorCode::OFFSET_OUT_OF_RANGE.0;
                         return r;
                     }
-                    match log.delete_records_before(target) {
+                    match part.delete_records_before(target) {
                         Ok(low) => r.low_watermark = low,
                         Err(e) => r.error_code = storage_error_code(&e).0,
                     }

@@ -35,7 +35,7 @@ pub fn handle(
                 .into_iter()
                 .filter_map(|p| {
                     let part = apis.replica_manager.partition(&name, p)?;
-                    let size = part.log.lock().size_in_bytes() as i64;
+                    let size = part.size_in_bytes() as i64;
                     Some(DescribeLogDirsPartition {
                         partition_index: p,
                         partition_size: size,

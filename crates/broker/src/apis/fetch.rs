@@ -17,25 +17,31 @@
 //! no data carries zero-length records, never null; OFFSET_OUT_OF_RANGE carries the HighWatermark and
 //! LogStartOffset.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use protocol::error::ErrorCode;
+use protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use protocol::messages::{FetchRequest, FetchResponse};
-use protocol::record::{Compression, Records};
+use protocol::record::{Compression, RecordBatchHeader, Records, RECORD_BATCH_OVERHEAD};
 use protocol::RequestHeader;
-use storage::StorageError;
+use uuid::Uuid;
 
-use super::produce::batches_use_codec;
+use super::produce::{batches_use_codec, replica_error_code};
 use super::{storage_error_code, KafkaApis};
-use crate::replica_manager::{FetchPartitionRequest, Partition};
+use crate::partition::{DivergingEpoch, Partition, PartitionRead};
+use crate::replica_manager::FetchPartitionRequest;
 
 /// Upper bound on how long one Fetch may be held (ms), whatever the client asks.
 const MAX_WAIT_CAP_MS: i32 = 30_000;
 
-/// A requested topic: name, id, and each partition's slot, in request order.
-type TopicLayout = (String, uuid::Uuid, Vec<(i32, Slot)>);
+/// A requested topic after resolution: its answer's name and id, and each partition's slot in request
+/// order.
+struct TopicSlots {
+    name: String,
+    topic_id: Uuid,
+    partitions: Vec<(i32, Slot)>,
+}
 
 /// Where a requested partition stands after resolution.
 enum Slot {
@@ -43,11 +49,12 @@ enum Slot {
     Read(usize),
     /// Answered with an error without reading.
     Error(ErrorCode),
-    /// A follower whose last fetched epoch diverges: (epoch, end offset) to truncate to.
-    Diverging(i32, i64, i64, i64),
+    /// A follower whose last fetched epoch diverges: no records, the leader's epoch and end offset.
+    Diverging(DivergingEpoch),
 }
 
-/// Answers a consumer Fetch, holding it until `min_bytes` are available or `max_wait_ms` passes.
+/// Answers a Fetch, holding it until `min_bytes` are available or `max_wait_ms` passes: resolve each
+/// partition (topic, leader epoch, a follower's position), read them together, map each result.
 pub async fn handle(
     apis: &KafkaApis,
     header: &RequestHeader,
@@ -67,140 +74,35 @@ pub async fn handle(
         };
     }
     let mut reads: Vec<FetchPartitionRequest> = Vec::new();
-    let mut layout: Vec<TopicLayout> = Vec::new();
-    for topic in &request.topics {
-        let (name, topic_id) = if version >= 13 {
-            match apis.metadata.topic_by_id(topic.topic_id) {
-                Some((name, meta)) => (Some(name), meta.topic_id),
-                None => (None, topic.topic_id),
-            }
-        } else {
-            let id = apis
-                .metadata
-                .topic(&topic.topic)
-                .map(|m| m.topic_id)
-                .unwrap_or_default();
-            (Some(topic.topic.clone()), id)
-        };
-        let mut slots = Vec::with_capacity(topic.partitions.len());
-        for p in &topic.partitions {
-            let slot = match name
-                .as_deref()
-                .and_then(|n| apis.replica_manager.partition(n, p.partition))
-            {
-                None if version >= 13 && name.is_none() => Slot::Error(ErrorCode::UNKNOWN_TOPIC_ID),
-                None => Slot::Error(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION),
-                Some(part) => match check_epoch(&part, p.current_leader_epoch) {
-                    Some(code) => Slot::Error(code),
-                    None if !part.is_leader() => Slot::Error(ErrorCode::NOT_LEADER_OR_FOLLOWER),
-                    None => {
-                        match diverging(&part, replica_id, p.last_fetched_epoch, p.fetch_offset) {
-                            Some(slot) => slot,
-                            None if replica_id >= 0
-                                && !apis.replica_manager.update_follower_fetch_state(
-                                    &part,
-                                    replica_id,
-                                    p.fetch_offset,
-                                ) =>
-                            {
-                                Slot::Error(ErrorCode::NOT_LEADER_OR_FOLLOWER)
-                            }
-                            None => {
-                                reads.push(FetchPartitionRequest {
-                                    partition: part,
-                                    fetch_offset: p.fetch_offset,
-                                    max_bytes: p.partition_max_bytes,
-                                });
-                                Slot::Read(reads.len() - 1)
-                            }
-                        }
-                    }
-                },
-            };
-            slots.push((p.partition, slot));
-        }
-        layout.push((name.unwrap_or_default(), topic_id, slots));
-    }
-
-    let max_wait = Duration::from_millis(request.max_wait_ms.clamp(0, MAX_WAIT_CAP_MS) as u64);
-    let any_error = layout
+    let topics: Vec<TopicSlots> = request
+        .topics
         .iter()
-        .any(|(_, _, s)| s.iter().any(|(_, s)| !matches!(s, Slot::Read(_))));
-    let wait = if any_error { Duration::ZERO } else { max_wait };
-    let results = apis
-        .replica_manager
-        .fetch(
-            &reads,
-            request.max_bytes,
-            request.min_bytes,
-            wait,
-            replica_id.max(-1),
-        )
+        .map(|t| resolve_topic(apis, version, replica_id, t, &mut reads))
+        .collect();
+    let any_error = topics.iter().any(|t| {
+        t.partitions
+            .iter()
+            .any(|(_, s)| !matches!(s, Slot::Read(_)))
+    });
+    let wait = if any_error {
+        Duration::ZERO
+    } else {
+        Duration::from_millis(request.max_wait_ms.clamp(0, MAX_WAIT_CAP_MS) as u64)
+    };
+    let replica_manager = &apis.replica_manager;
+    let (max_bytes, min_bytes) = (request.max_bytes, request.min_bytes);
+    let results = replica_manager
+        .fetch(&reads, max_bytes, min_bytes, wait, replica_id.max(-1))
         .await;
-
-    let responses = layout
+    let responses = topics
         .into_iter()
-        .map(|(name, topic_id, slots)| FetchableTopicResponse {
-            topic: name,
-            topic_id,
-            partitions: slots
+        .map(|t| FetchableTopicResponse {
+            topic: t.name,
+            topic_id: t.topic_id,
+            partitions: t
+                .partitions
                 .into_iter()
-                .map(|(index, slot)| match slot {
-                    Slot::Error(code) => error_partition(index, code, -1, -1),
-                    Slot::Diverging(epoch, end_offset, hw, log_start) => {
-                        let mut d = error_partition(index, ErrorCode::NONE, hw, log_start);
-                        d.diverging_epoch.epoch = epoch;
-                        d.diverging_epoch.end_offset = end_offset;
-                        d
-                    }
-                    Slot::Read(i) => {
-                        let r = &results[i];
-                        if r.not_leader {
-                            return error_partition(
-                                index,
-                                ErrorCode::NOT_LEADER_OR_FOLLOWER,
-                                -1,
-                                -1,
-                            );
-                        }
-                        match &r.error {
-                            Some(e) => {
-                                let code = match e {
-                                    StorageError::OffsetOutOfRange { .. } => {
-                                        ErrorCode::OFFSET_OUT_OF_RANGE
-                                    }
-                                    other => storage_error_code(other),
-                                };
-                                error_partition(index, code, r.high_watermark, r.log_start_offset)
-                            }
-                            None => {
-                                let mut records = r.records.clone();
-                                if version < 10 && uses_zstd(&records) {
-                                    return error_partition(
-                                        index,
-                                        ErrorCode::UNSUPPORTED_COMPRESSION_TYPE,
-                                        r.high_watermark,
-                                        r.log_start_offset,
-                                    );
-                                }
-                                if records.is_empty() {
-                                    records = Records::default();
-                                }
-                                PartitionData {
-                                    partition_index: index,
-                                    error_code: 0,
-                                    high_watermark: r.high_watermark,
-                                    last_stable_offset: r.high_watermark,
-                                    log_start_offset: r.log_start_offset,
-                                    aborted_transactions: Some(vec![]),
-                                    preferred_read_replica: -1,
-                                    records: Some(records),
-                                    ..Default::default()
-                                }
-                            }
-                        }
-                    }
-                })
+                .map(|(index, slot)| answer(index, slot, &results, version))
                 .collect(),
             ..Default::default()
         })
@@ -213,39 +115,132 @@ pub async fn handle(
     }
 }
 
-/// KIP-320: a `current_leader_epoch` newer than ours is UNKNOWN_LEADER_EPOCH (75), older is
-/// FENCED_LEADER_EPOCH (74); -1 skips the check.
-pub(super) fn check_epoch(partition: &Partition, current_leader_epoch: i32) -> Option<ErrorCode> {
-    let ours = partition.leader_epoch();
-    if current_leader_epoch < 0 || current_leader_epoch == ours {
-        None
-    } else if current_leader_epoch > ours {
-        Some(ErrorCode::UNKNOWN_LEADER_EPOCH)
+/// Resolves one requested topic: by id from v13 (UNKNOWN_TOPIC_ID when unknown), by name before.
+fn resolve_topic(
+    apis: &KafkaApis,
+    version: i16,
+    replica_id: i32,
+    topic: &FetchTopic,
+    reads: &mut Vec<FetchPartitionRequest>,
+) -> TopicSlots {
+    let (name, topic_id) = if version >= 13 {
+        match apis.metadata.topic_by_id(topic.topic_id) {
+            Some((name, meta)) => (Some(name), meta.topic_id),
+            None => (None, topic.topic_id),
+        }
     } else {
-        Some(ErrorCode::FENCED_LEADER_EPOCH)
+        let id = apis
+            .metadata
+            .topic(&topic.topic)
+            .map(|m| m.topic_id)
+            .unwrap_or_default();
+        (Some(topic.topic.clone()), id)
+    };
+    let partitions = topic
+        .partitions
+        .iter()
+        .map(|p| {
+            let slot = match &name {
+                None => Slot::Error(ErrorCode::UNKNOWN_TOPIC_ID),
+                Some(name) => resolve_partition(apis, name, replica_id, p, reads),
+            };
+            (p.partition, slot)
+        })
+        .collect();
+    TopicSlots {
+        name: name.unwrap_or_default(),
+        topic_id,
+        partitions,
     }
 }
 
-/// KIP-595 (Kafka's `validateFetchOffsetAndMaybeGetDivergingEpoch`): a follower's `last_fetched_epoch`
-/// whose end offset in our epoch cache is below its fetch offset, or that our cache does not know, diverges;
-/// the answer names our (epoch, end offset) for it. Consumers, -1 and unknown-to-us newer epochs are not
-/// checked.
-fn diverging(
-    partition: &Arc<Partition>,
+/// Resolves one requested partition: hosted, the request's leader epoch (KIP-320), and for a follower its
+/// position on the leader (NOT_LEADER_OR_FOLLOWER, a diverging epoch, or recorded for HW and ISR). A
+/// consumer's leadership is decided by the read.
+fn resolve_partition(
+    apis: &KafkaApis,
+    topic: &str,
     replica_id: i32,
-    last_fetched_epoch: i32,
-    fetch_offset: i64,
-) -> Option<Slot> {
-    if replica_id < 0 || last_fetched_epoch < 0 {
-        return None;
+    p: &FetchPartition,
+    reads: &mut Vec<FetchPartitionRequest>,
+) -> Slot {
+    let rm = &apis.replica_manager;
+    let Some(partition) = rm.partition(topic, p.partition) else {
+        return Slot::Error(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
+    };
+    if let Err(e) = partition.check_leader_epoch(p.current_leader_epoch) {
+        return Slot::Error(replica_error_code(&e));
     }
-    let log = partition.log.lock();
-    let (epoch, end) = log.end_offset_for_epoch(last_fetched_epoch);
-    if epoch < 0 || end < 0 {
-        return None;
+    if replica_id >= 0 {
+        match rm.follower_fetch(&partition, replica_id, p.last_fetched_epoch, p.fetch_offset) {
+            Err(e) => return Slot::Error(replica_error_code(&e)),
+            Ok(Some(diverging)) => return Slot::Diverging(diverging),
+            Ok(None) => {}
+        }
     }
-    (end < fetch_offset || epoch < last_fetched_epoch)
-        .then(|| Slot::Diverging(epoch, end, log.high_watermark(), log.log_start_offset()))
+    reads.push(FetchPartitionRequest {
+        partition,
+        fetch_offset: p.fetch_offset,
+        max_bytes: p.partition_max_bytes,
+    });
+    Slot::Read(reads.len() - 1)
+}
+
+/// The answer of one partition.
+fn answer(index: i32, slot: Slot, results: &[PartitionRead], version: i16) -> PartitionData {
+    let i = match slot {
+        Slot::Error(code) => return error_partition(index, code, -1, -1),
+        Slot::Diverging(d) => {
+            let mut data =
+                error_partition(index, ErrorCode::NONE, d.high_watermark, d.log_start_offset);
+            data.diverging_epoch.epoch = d.epoch;
+            data.diverging_epoch.end_offset = d.end_offset;
+            return data;
+        }
+        Slot::Read(i) => i,
+    };
+    match &results[i] {
+        PartitionRead::NotLeader => {
+            error_partition(index, ErrorCode::NOT_LEADER_OR_FOLLOWER, -1, -1)
+        }
+        PartitionRead::Error {
+            error,
+            high_watermark,
+            log_start_offset,
+        } => error_partition(
+            index,
+            storage_error_code(error),
+            *high_watermark,
+            *log_start_offset,
+        ),
+        PartitionRead::Records {
+            high_watermark: hw,
+            log_start_offset,
+            records,
+        } => {
+            if version < 10 && uses_zstd(records) {
+                let code = ErrorCode::UNSUPPORTED_COMPRESSION_TYPE;
+                return error_partition(index, code, *hw, *log_start_offset);
+            }
+            PartitionData {
+                records: Some(if records.is_empty() {
+                    Records::default()
+                } else {
+                    records.clone()
+                }),
+                ..error_partition(index, ErrorCode::NONE, *hw, *log_start_offset)
+            }
+        }
+    }
+}
+
+/// KIP-320: a `current_leader_epoch` newer than ours is UNKNOWN_LEADER_EPOCH (75), older is
+/// FENCED_LEADER_EPOCH (74); -1 skips the check.
+pub(super) fn check_epoch(partition: &Partition, current_leader_epoch: i32) -> Option<ErrorCode> {
+    partition
+        .check_leader_epoch(current_leader_epoch)
+        .err()
+        .map(|e| replica_error_code(&e))
 }
 
 fn error_partition(index: i32, code: ErrorCode, hw: i64, log_start: i64) -> PartitionData {
@@ -262,15 +257,71 @@ fn error_partition(index: i32, code: ErrorCode, hw: i64, log_start: i64) -> Part
     }
 }
 
-/// Checks stored batches for zstd (old fetch versions cannot receive it). Reads the slice's bytes.
+/// True when a whole batch of `records` is compressed with zstd (old fetch versions cannot receive it).
+/// For a file slice only the 61-byte batch headers are read, walking the batch lengths; like
+/// [`batches_use_codec`] it stops at the first batch it cannot frame (or read).
 fn uses_zstd(records: &Records) -> bool {
-    match records {
-        Records::Memory(b) => batches_use_codec(b, Compression::Zstd),
-        Records::File(slice) => {
-            use std::os::unix::fs::FileExt;
-            let mut buf = vec![0u8; slice.len as usize];
-            slice.file.read_exact_at(&mut buf, slice.position).is_ok()
-                && batches_use_codec(&bytes::Bytes::from(buf), Compression::Zstd)
+    use std::os::unix::fs::FileExt;
+    let slice = match records {
+        Records::Memory(b) => return batches_use_codec(b, Compression::Zstd),
+        Records::File(slice) => slice,
+    };
+    let end = slice.position + slice.len as u64;
+    let mut pos = slice.position;
+    let mut buf = [0u8; RECORD_BATCH_OVERHEAD];
+    while pos + RECORD_BATCH_OVERHEAD as u64 <= end {
+        if slice.file.read_exact_at(&mut buf, pos).is_err() {
+            return false;
         }
+        let Ok(h) = RecordBatchHeader::parse(&buf) else {
+            return false;
+        };
+        let size = h.size_in_bytes() as u64;
+        if pos + size > end {
+            return false;
+        }
+        if h.compression().ok() == Some(Compression::Zstd) {
+            return true;
+        }
+        pos += size;
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use protocol::record::RecordBatchBuilder;
+    use storage::{Log, LogConfig};
+
+    fn batch(codec: Compression) -> Bytes {
+        let mut b = RecordBatchBuilder::new(codec);
+        b.append(0, None, Some(Bytes::from_static(b"value")), vec![]);
+        b.build().unwrap()
+    }
+
+    /// v<10 zstd detection on a file slice reads batch headers only and, like the in-memory check,
+    /// ignores a batch the slice does not hold whole.
+    #[test]
+    fn uses_zstd_walks_file_batch_headers() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log =
+            Log::open(dir.path(), LogConfig::default(), Uuid::nil(), false, 0, 0).unwrap();
+        log.append_as_leader(batch(Compression::None), 0, 0)
+            .unwrap();
+        log.append_as_leader(batch(Compression::Gzip), 0, 0)
+            .unwrap();
+        let plain = log.read(0, 1 << 20, 2, true).unwrap().records;
+        assert!(matches!(plain, Records::File(_)));
+        assert!(!uses_zstd(&plain));
+        log.append_as_leader(batch(Compression::Zstd), 0, 0)
+            .unwrap();
+        let Records::File(mut all) = log.read(0, 1 << 20, 3, true).unwrap().records else {
+            panic!("not a file slice")
+        };
+        assert!(uses_zstd(&Records::File(all.clone())));
+        all.len -= 1;
+        assert!(!uses_zstd(&Records::File(all)));
     }
 }

@@ -62,7 +62,7 @@ pub fn handle(
                         return r;
                     }
                     let epoch = part.leader_epoch();
-                    let mut log = part.log.lock();
+                    let log = part.offsets();
                     let hw = log.high_watermark();
                     r.leader_epoch = epoch;
                     match p.timestamp {
@@ -71,7 +71,7 @@ pub fn handle(
                         EARLIEST_PENDING_UPLOAD => {}
                         MAX_TIMESTAMP | 0.. => {
                             if let Ok(Some((offset, ts))) =
-                                log.fetch_offset_by_timestamp(p.timestamp)
+                                part.fetch_offset_by_timestamp(p.timestamp)
                             {
                                 if offset < hw {
                                     r.offset = offset;

@@ -58,7 +58,7 @@ pub fn handle(
                         r.error_code = ErrorCode::NOT_LEADER_OR_FOLLOWER.0;
                         return r;
                     }
-                    let (epoch, end) = part.log.lock().end_offset_for_epoch(p.leader_epoch);
+                    let (epoch, end) = part.end_offset_for_epoch(p.leader_epoch);
                     r.leader_epoch = epoch;
                     r.end_offset = end;
                     r

@@ -14,13 +14,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use protocol::error::ErrorCode;
+use protocol::messages::produce_request::PartitionProduceData;
 use protocol::messages::produce_response::{
     BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
 };
 use protocol::messages::{ProduceRequest, ProduceResponse};
 use protocol::record::{Compression, Records};
 use protocol::RequestHeader;
-use storage::StorageError;
+use storage::{LogAppendInfo, StorageError};
 
 use super::{storage_error_code, KafkaApis};
 use crate::replica_manager::{Partition, ReplicaError};
@@ -28,14 +29,86 @@ use crate::replica_manager::{Partition, ReplicaError};
 /// Upper bound on how long an acks=all Produce waits for replication (ms), whatever the client asks.
 const MAX_TIMEOUT_MS: i32 = 300_000;
 
-/// An appended acks=all partition waiting for the HW: (topic slot, partition slot, partition, required
-/// offset, leader epoch, min ISR).
-type Pending = (usize, usize, Arc<Partition>, i64, i32, usize);
+/// An appended acks=all partition waiting for the HighWatermark.
+struct Pending {
+    /// Index of the topic in the response.
+    topic: usize,
+    /// Index of the partition in the topic's response.
+    partition: usize,
+    /// What to wait for.
+    wait: ReplicationWait,
+}
 
-/// The Produce error code of a replication error.
-fn replica_error_code(e: &ReplicaError) -> ErrorCode {
+/// An acks=all wait: the HighWatermark must reach `required_offset` in `leader_epoch` with at least
+/// `min_isr` in-sync replicas.
+struct ReplicationWait {
+    partition: Arc<Partition>,
+    required_offset: i64,
+    leader_epoch: i32,
+    min_isr: usize,
+}
+
+/// Why a partition's append failed: its code, message and per-batch record errors (KIP-467, v8+).
+struct Failure {
+    code: ErrorCode,
+    message: Option<String>,
+    record_errors: Vec<BatchIndexAndErrorMessage>,
+}
+
+impl Failure {
+    fn code(code: ErrorCode) -> Failure {
+        Failure {
+            code,
+            message: None,
+            record_errors: Vec::new(),
+        }
+    }
+
+    fn with_message(code: ErrorCode, message: &str) -> Failure {
+        Failure {
+            message: Some(message.to_string()),
+            ..Failure::code(code)
+        }
+    }
+}
+
+impl From<ReplicaError> for Failure {
+    fn from(e: ReplicaError) -> Failure {
+        let record_errors = match &e {
+            ReplicaError::Storage(StorageError::InvalidRecords {
+                message,
+                batch_indexes,
+            }) => batch_indexes
+                .iter()
+                .map(|i| BatchIndexAndErrorMessage {
+                    batch_index: *i,
+                    batch_index_error_message: Some(message.clone()),
+                    ..Default::default()
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        Failure {
+            code: replica_error_code(&e),
+            message: Some(e.to_string()),
+            record_errors,
+        }
+    }
+}
+
+/// What every partition of one Produce shares.
+struct ProduceContext {
+    version: i16,
+    acks: i16,
+    transactional: bool,
+}
+
+/// The Kafka error code of a replication error.
+pub(super) fn replica_error_code(e: &ReplicaError) -> ErrorCode {
     match e {
         ReplicaError::NotLeaderOrFollower => ErrorCode::NOT_LEADER_OR_FOLLOWER,
+        ReplicaError::FencedLeaderEpoch { .. } => ErrorCode::FENCED_LEADER_EPOCH,
+        ReplicaError::UnknownLeaderEpoch { .. } => ErrorCode::UNKNOWN_LEADER_EPOCH,
         ReplicaError::NotEnoughReplicas { .. } => ErrorCode::NOT_ENOUGH_REPLICAS,
         ReplicaError::NotEnoughReplicasAfterAppend { .. } => {
             ErrorCode::NOT_ENOUGH_REPLICAS_AFTER_APPEND
@@ -59,109 +132,39 @@ pub enum Outcome {
 /// Appends every partition's records, waits for replication under acks=all, and reports each partition's
 /// outcome.
 pub async fn handle(apis: &KafkaApis, header: &RequestHeader, request: ProduceRequest) -> Outcome {
-    let version = header.request_api_version;
-    let acks = request.acks;
+    let ctx = ProduceContext {
+        version: header.request_api_version,
+        acks: request.acks,
+        transactional: request.transactional_id.is_some(),
+    };
     let mut responses = Vec::with_capacity(request.topic_data.len());
     let mut first_error: Option<String> = None;
     let mut pending: Vec<Pending> = Vec::new();
-    for topic in request.topic_data {
+    for (t, topic) in request.topic_data.into_iter().enumerate() {
+        let known = apis.metadata.topic(&topic.name).is_some();
         let mut partitions = Vec::with_capacity(topic.partition_data.len());
-        let topic_meta = apis.metadata.topic(&topic.name);
-        for p in topic.partition_data {
-            let mut resp = PartitionProduceResponse {
-                index: p.index,
-                ..Default::default()
-            };
-            let mut record_errors = Vec::new();
-            let result = (|| -> Result<(), (ErrorCode, Option<String>)> {
-                if !matches!(acks, -1..=1) {
-                    return Err((ErrorCode::INVALID_REQUIRED_ACKS, None));
-                }
-                if request.transactional_id.is_some() {
-                    return Err((
-                        ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                        Some("transactions are not supported yet".into()),
-                    ));
-                }
-                let meta = topic_meta
-                    .as_ref()
-                    .ok_or((ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, None))?;
-                let partition = apis
-                    .replica_manager
-                    .partition(&topic.name, p.index)
-                    .ok_or((ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, None))?;
-                let records = match p.records {
-                    Some(Records::Memory(b)) => b,
-                    _ => {
-                        return Err((
-                            ErrorCode::CORRUPT_MESSAGE,
-                            Some("produce request without records".into()),
-                        ))
+        for (i, p) in topic.partition_data.into_iter().enumerate() {
+            let index = p.index;
+            let resp = match append_partition(apis, &ctx, known, &topic.name, p) {
+                Ok((info, wait)) => {
+                    if let Some(wait) = wait {
+                        let (topic, partition) = (t, i);
+                        pending.push(Pending {
+                            topic,
+                            partition,
+                            wait,
+                        });
                     }
-                };
-                if version < 7 && batches_use_codec(&records, Compression::Zstd) {
-                    return Err((ErrorCode::UNSUPPORTED_COMPRESSION_TYPE, None));
+                    appended_response(index, &info)
                 }
-                let min_isr: usize = if acks == -1 {
-                    apis.topics
-                        .topic_config_value(&meta.configs, "min.insync.replicas")
-                        .and_then(|v| v.parse::<usize>().ok())
-                        .unwrap_or(1)
-                        .max(1)
-                } else {
-                    0
-                };
-                let (info, epoch) = apis
-                    .replica_manager
-                    .append_to_leader(&partition, records, min_isr)
-                    .map_err(|e| {
-                        if let ReplicaError::Storage(StorageError::InvalidRecords {
-                            message,
-                            batch_indexes,
-                        }) = &e
-                        {
-                            record_errors = batch_indexes
-                                .iter()
-                                .map(|i| BatchIndexAndErrorMessage {
-                                    batch_index: *i,
-                                    batch_index_error_message: Some(message.clone()),
-                                    ..Default::default()
-                                })
-                                .collect();
-                        }
-                        (replica_error_code(&e), Some(e.to_string()))
-                    })?;
-                if acks == -1 && info.last_offset >= 0 {
-                    pending.push((
-                        responses.len(),
-                        partitions.len(),
-                        partition.clone(),
-                        info.last_offset + 1,
-                        epoch,
-                        min_isr,
-                    ));
+                Err(f) => {
+                    first_error.get_or_insert_with(|| {
+                        let message = f.message.as_deref().unwrap_or(f.code.name());
+                        format!("{}-{index}: {message}", topic.name)
+                    });
+                    failed_response(index, f)
                 }
-                resp.base_offset = info.first_offset;
-                resp.log_append_time_ms = info.log_append_time_ms;
-                resp.log_start_offset = info.log_start_offset;
-                Ok(())
-            })();
-            if let Err((code, message)) = result {
-                resp.error_code = code.0;
-                resp.base_offset = -1;
-                resp.log_append_time_ms = -1;
-                resp.log_start_offset = -1;
-                if first_error.is_none() {
-                    first_error = Some(format!(
-                        "{}-{}: {}",
-                        topic.name,
-                        p.index,
-                        message.clone().unwrap_or_else(|| code.name().to_string())
-                    ));
-                }
-                resp.error_message = message;
-                resp.record_errors = record_errors;
-            }
+            };
             partitions.push(resp);
         }
         responses.push(TopicProduceResponse {
@@ -170,23 +173,8 @@ pub async fn handle(apis: &KafkaApis, header: &RequestHeader, request: ProduceRe
             ..Default::default()
         });
     }
-    if !pending.is_empty() {
-        let timeout = Duration::from_millis(request.timeout_ms.clamp(0, MAX_TIMEOUT_MS) as u64);
-        let deadline = Instant::now() + timeout;
-        let rm = &apis.replica_manager;
-        let waits = pending.iter().map(|(_, _, p, required, epoch, min_isr)| {
-            rm.wait_for_replication(p, *required, *epoch, *min_isr, deadline)
-        });
-        let results = futures::future::join_all(waits).await;
-        for ((t, i, _, _, _, _), result) in pending.iter().zip(results) {
-            if let Err(e) = result {
-                let resp = &mut responses[*t].partition_responses[*i];
-                resp.error_code = replica_error_code(&e).0;
-                resp.error_message = Some(e.to_string());
-            }
-        }
-    }
-    if acks == 0 {
+    wait_for_replication(&pending, request.timeout_ms, &mut responses).await;
+    if ctx.acks == 0 {
         return match first_error {
             Some(e) => Outcome::Close(format!("acks=0 produce failed: {e}")),
             None => Outcome::NoResponse,
@@ -196,6 +184,107 @@ pub async fn handle(apis: &KafkaApis, header: &RequestHeader, request: ProduceRe
         responses,
         ..Default::default()
     })
+}
+
+/// Validates and appends one partition's records as leader. Returns the append info and, under acks=all,
+/// the replication to wait for.
+fn append_partition(
+    apis: &KafkaApis,
+    ctx: &ProduceContext,
+    topic_known: bool,
+    topic: &str,
+    p: PartitionProduceData,
+) -> Result<(LogAppendInfo, Option<ReplicationWait>), Failure> {
+    if !matches!(ctx.acks, -1..=1) {
+        return Err(Failure::code(ErrorCode::INVALID_REQUIRED_ACKS));
+    }
+    if ctx.transactional {
+        let code = ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+        return Err(Failure::with_message(
+            code,
+            "transactions are not supported yet",
+        ));
+    }
+    let partition = apis
+        .replica_manager
+        .partition(topic, p.index)
+        .filter(|_| topic_known)
+        .ok_or(Failure::code(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION))?;
+    let Some(Records::Memory(records)) = p.records else {
+        let code = ErrorCode::CORRUPT_MESSAGE;
+        return Err(Failure::with_message(
+            code,
+            "produce request without records",
+        ));
+    };
+    if ctx.version < 7 && batches_use_codec(&records, Compression::Zstd) {
+        return Err(Failure::code(ErrorCode::UNSUPPORTED_COMPRESSION_TYPE));
+    }
+    let min_isr = if ctx.acks == -1 {
+        partition.min_insync_replicas()
+    } else {
+        0
+    };
+    let (info, leader_epoch) = apis
+        .replica_manager
+        .append_to_leader(&partition, records, min_isr)?;
+    let wait = (ctx.acks == -1 && info.last_offset >= 0).then(|| ReplicationWait {
+        partition,
+        required_offset: info.last_offset + 1,
+        leader_epoch,
+        min_isr,
+    });
+    Ok((info, wait))
+}
+
+fn appended_response(index: i32, info: &LogAppendInfo) -> PartitionProduceResponse {
+    PartitionProduceResponse {
+        index,
+        base_offset: info.first_offset,
+        log_append_time_ms: info.log_append_time_ms,
+        log_start_offset: info.log_start_offset,
+        ..Default::default()
+    }
+}
+
+fn failed_response(index: i32, f: Failure) -> PartitionProduceResponse {
+    PartitionProduceResponse {
+        index,
+        error_code: f.code.0,
+        base_offset: -1,
+        log_append_time_ms: -1,
+        log_start_offset: -1,
+        error_message: f.message,
+        record_errors: f.record_errors,
+        ..Default::default()
+    }
+}
+
+/// The produce purgatory: waits for every acks=all partition together, at most `timeout_ms`, and
+/// records the failures in `responses`.
+async fn wait_for_replication(
+    pending: &[Pending],
+    timeout_ms: i32,
+    responses: &mut [TopicProduceResponse],
+) {
+    if pending.is_empty() {
+        return;
+    }
+    let timeout = Duration::from_millis(timeout_ms.clamp(0, MAX_TIMEOUT_MS) as u64);
+    let deadline = Instant::now() + timeout;
+    let waits = pending.iter().map(|p| {
+        let w = &p.wait;
+        w.partition
+            .wait_for_replication(w.required_offset, w.leader_epoch, w.min_isr, deadline)
+    });
+    let results = futures::future::join_all(waits).await;
+    for (p, result) in pending.iter().zip(results) {
+        if let Err(e) = result {
+            let resp = &mut responses[p.topic].partition_responses[p.partition];
+            resp.error_code = replica_error_code(&e).0;
+            resp.error_message = Some(e.to_string());
+        }
+    }
 }
 
 /// True when any whole v2 batch in `records` is compressed with `codec` (reads only batch headers, through

@@ -1,0 +1,141 @@
+//! What [`crate::partition::Partition`]'s verbs return: [`ReplicaError`], [`PartitionRead`],
+//! [`DivergingEpoch`] and [`LogOffsets`]. Kafka error codes are chosen from these by the handlers only.
+
+use protocol::record::Records;
+use storage::StorageError;
+
+/// Why a leader-side operation failed (mapped to Kafka error codes by the handlers).
+#[derive(Debug, thiserror::Error)]
+pub enum ReplicaError {
+    /// This broker does not lead the partition (or stopped leading it while the request waited):
+    /// NOT_LEADER_OR_FOLLOWER (6).
+    #[error("this broker is not the leader of the partition")]
+    NotLeaderOrFollower,
+    /// The request's `current_leader_epoch` is older than ours: FENCED_LEADER_EPOCH (74).
+    #[error("leader epoch {request} is older than the current {current}")]
+    FencedLeaderEpoch {
+        /// The request's epoch.
+        request: i32,
+        /// This replica's epoch.
+        current: i32,
+    },
+    /// The request's `current_leader_epoch` is newer than ours: UNKNOWN_LEADER_EPOCH (75).
+    #[error("leader epoch {request} is newer than the current {current}")]
+    UnknownLeaderEpoch {
+        /// The request's epoch.
+        request: i32,
+        /// This replica's epoch.
+        current: i32,
+    },
+    /// acks=all and the ISR is smaller than `min.insync.replicas`: NOT_ENOUGH_REPLICAS (19).
+    #[error("The size of the current ISR {isr} is insufficient to satisfy the min.isr requirement of {min_isr}")]
+    NotEnoughReplicas {
+        /// Current ISR size.
+        isr: usize,
+        /// `min.insync.replicas`.
+        min_isr: usize,
+    },
+    /// The append reached the HighWatermark but the ISR was below `min.insync.replicas`:
+    /// NOT_ENOUGH_REPLICAS_AFTER_APPEND (20).
+    #[error("the ISR shrank to {isr}, below min.insync.replicas {min_isr}, while waiting for replication")]
+    NotEnoughReplicasAfterAppend {
+        /// ISR size at completion.
+        isr: usize,
+        /// `min.insync.replicas`.
+        min_isr: usize,
+    },
+    /// The followers did not replicate within the request's timeout: REQUEST_TIMED_OUT (7).
+    #[error("replication did not complete within the request timeout")]
+    RequestTimedOut,
+    /// The storage layer refused the operation.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+/// The result of reading one partition for a Fetch ([`Partition::read`]).
+#[derive(Debug)]
+pub enum PartitionRead {
+    /// Whole batches starting with the one that contains the fetch offset (empty when none is there yet).
+    Records {
+        /// HighWatermark at the time of the read.
+        high_watermark: i64,
+        /// LogStartOffset at the time of the read.
+        log_start_offset: i64,
+        /// The batches.
+        records: Records,
+    },
+    /// This broker does not lead the partition: NOT_LEADER_OR_FOLLOWER.
+    NotLeader,
+    /// The log refused the read (e.g. OffsetOutOfRange), with the offsets such an answer carries.
+    Error {
+        /// The storage error.
+        error: StorageError,
+        /// HighWatermark at the time of the read.
+        high_watermark: i64,
+        /// LogStartOffset at the time of the read.
+        log_start_offset: i64,
+    },
+}
+
+impl PartitionRead {
+    /// Bytes of records read (0 for errors).
+    pub fn bytes(&self) -> usize {
+        match self {
+            PartitionRead::Records { records, .. } => records.len(),
+            _ => 0,
+        }
+    }
+
+    /// The HighWatermark seen by the read; -1 when this broker does not lead.
+    pub fn high_watermark(&self) -> i64 {
+        match self {
+            PartitionRead::Records { high_watermark, .. }
+            | PartitionRead::Error { high_watermark, .. } => *high_watermark,
+            PartitionRead::NotLeader => -1,
+        }
+    }
+
+    /// True for `NotLeader` and `Error`: a delayed fetch answers at once.
+    pub fn is_error(&self) -> bool {
+        !matches!(self, PartitionRead::Records { .. })
+    }
+}
+
+/// A follower's `last_fetched_epoch` diverges from the leader's log (KIP-595): the Fetch answers this
+/// instead of records, and the follower truncates to `end_offset`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DivergingEpoch {
+    /// The largest epoch ≤ the follower's that the leader knows.
+    pub epoch: i32,
+    /// The leader's end offset for `epoch`.
+    pub end_offset: i64,
+    /// The leader's HighWatermark.
+    pub high_watermark: i64,
+    /// The leader's LogStartOffset.
+    pub log_start_offset: i64,
+}
+
+/// LogStartOffset, HighWatermark and LogEndOffset, read together under the log lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogOffsets {
+    pub(crate) log_start_offset: i64,
+    pub(crate) high_watermark: i64,
+    pub(crate) log_end_offset: i64,
+}
+
+impl LogOffsets {
+    /// LogStartOffset: the first offset still in the log.
+    pub fn log_start_offset(&self) -> i64 {
+        self.log_start_offset
+    }
+
+    /// HighWatermark: offsets below it are committed (replicated to the ISR).
+    pub fn high_watermark(&self) -> i64 {
+        self.high_watermark
+    }
+
+    /// LogEndOffset: the offset the next appended record gets.
+    pub fn log_end_offset(&self) -> i64 {
+        self.log_end_offset
+    }
+}

@@ -1,0 +1,523 @@
+//! Appends: as leader (validation, offset assignment, idempotence, recompression) and as follower, and
+//! segment rolling.
+
+use super::*;
+
+impl Log {
+    /// Appends a Produce request's `records` as leader (Kafka's `appendAsLeader`).
+    ///
+    /// Every batch is validated: framing/CRC (→ CorruptMessage), structure (→ InvalidRecord;
+    /// also: empty batch, lastOffsetDelta ≠ count−1, control batch), size vs
+    /// `max_message_bytes` (→ MessageTooLarge), whole append vs `segment_bytes`
+    /// (→ RecordListTooLarge), a record without a key on a compacted log (→ InvalidRecord, as
+    /// Kafka), CreateTime timestamps vs the before/after windows
+    /// (→ InvalidTimestamp), idempotent sequence/epoch (→ OutOfOrderSequence,
+    /// InvalidProducerEpoch). Offsets are assigned from the LEO by rewriting each batch header
+    /// (base offset, `leader_epoch`, max timestamp — `now_ms` for LogAppendTime topics) and CRC;
+    /// the batches are otherwise stored as received (recompressed only when the topic's
+    /// `compression.type` names another codec). A duplicate of one of a
+    /// producer's last 5 batches returns its original offsets with `duplicate = true` and
+    /// appends nothing. Rolls the segment first when needed. Empty `records` → Ok with
+    /// first/last offset -1.
+    pub fn append_as_leader(
+        &mut self,
+        records: Bytes,
+        leader_epoch: i32,
+        now_ms: i64,
+    ) -> Result<LogAppendInfo, StorageError> {
+        self.check_online()?;
+        let mut info = LogAppendInfo::nothing(self.log_start_offset);
+        if records.is_empty() {
+            return Ok(info);
+        }
+        let max_segment = self.config.segment_bytes.min(i32::MAX as u64) as usize;
+        if records.len() > max_segment {
+            return Err(StorageError::RecordListTooLarge {
+                size: records.len(),
+                max: max_segment,
+            });
+        }
+        let log_append = self.config.message_timestamp_type == TimestampType::LogAppendTime;
+        if log_append {
+            info.log_append_time_ms = now_ms;
+        }
+        let records = match self.config.compression_type {
+            Some(target) => recompress(records, target, self.config.max_decompressed_bytes)?,
+            None => records,
+        };
+        let mut plan = LeaderAppendPlan {
+            info,
+            edits: Vec::new(),
+            metas: Vec::new(),
+            pending: HashMap::new(),
+            next: self.log_end_offset,
+            position: 0,
+        };
+        for batch in batches(&records) {
+            let batch = batch?;
+            if let Some(duplicate) =
+                self.plan_leader_batch(&mut plan, &batch, leader_epoch, log_append, now_ms)?
+            {
+                return Ok(duplicate);
+            }
+        }
+        let LeaderAppendPlan {
+            mut info,
+            edits,
+            metas,
+            pending,
+            next,
+            ..
+        } = plan;
+        let timestamp_type = if log_append {
+            TimestampType::LogAppendTime
+        } else {
+            TimestampType::CreateTime
+        };
+        let buf = apply_header_edits(records, &edits, leader_epoch, timestamp_type)?;
+        info.last_offset = next - 1;
+        info.valid_bytes = buf.len();
+        // A leader assigns offsets with no gap: from the LEO, one per record.
+        assert!(
+            info.first_offset == self.log_end_offset
+                && next - info.first_offset == info.records_count,
+            "{}: leader append assigned [{}, {next}) for {} records at LogEndOffset {}",
+            self.dir.display(),
+            info.first_offset,
+            info.records_count,
+            self.log_end_offset
+        );
+        self.write_batches(&buf, &metas, info.first_offset, next, now_ms)?;
+        self.producer_state.commit(pending, next);
+        if let Err(e) = self
+            .leader_epoch_cache
+            .assign(leader_epoch, info.first_offset)
+        {
+            return self.poison("leader epoch checkpoint", e);
+        }
+        self.count_unflushed(info.records_count)?;
+        Ok(info)
+    }
+
+    /// Validates one batch of a leader append and adds it to `plan` (offsets from `plan.next`, the header
+    /// edit, producer state staged). Returns the original append's info when the batch duplicates one
+    /// of its producer's last batches (nothing is appended then).
+    fn plan_leader_batch(
+        &mut self,
+        plan: &mut LeaderAppendPlan,
+        batch: &RecordBatch,
+        leader_epoch: i32,
+        log_append: bool,
+        now_ms: i64,
+    ) -> Result<Option<LogAppendInfo>, StorageError> {
+        let size = batch.size_in_bytes();
+        let summary = self.validate_leader_batch(batch, log_append, now_ms)?;
+        let mut h = *batch.header();
+        if h.producer_id >= 0 {
+            if let SequenceCheck::Duplicate(d) = self.producer_state.check(&plan.pending, &h)? {
+                return Ok(Some(LogAppendInfo {
+                    first_offset: d.first_offset,
+                    last_offset: d.last_offset,
+                    max_timestamp: d.max_timestamp,
+                    offset_of_max_timestamp: d.last_offset,
+                    duplicate: true,
+                    ..plan.info
+                }));
+            }
+        }
+        let next = plan.next;
+        let stored_max = if log_append {
+            now_ms
+        } else {
+            summary.max_timestamp
+        };
+        // Base offset and partition leader epoch lie outside the CRC; the max timestamp and the
+        // timestamp-type bit lie inside it, so the CRC is recomputed only when they change (as Kafka).
+        let rewrite_crc = log_append
+            || h.timestamp_type() != TimestampType::CreateTime
+            || h.max_timestamp != stored_max;
+        plan.edits.push(HeaderEdit {
+            position: plan.position,
+            size,
+            base_offset: next,
+            max_timestamp: stored_max,
+            rewrite_crc,
+        });
+        h.base_offset = next;
+        h.partition_leader_epoch = leader_epoch;
+        h.max_timestamp = stored_max;
+        if h.producer_id >= 0 {
+            self.producer_state
+                .stage(&mut plan.pending, &h, next, now_ms);
+        }
+        let info = &mut plan.info;
+        if info.first_offset < 0 {
+            info.first_offset = next;
+        }
+        if stored_max > info.max_timestamp || info.offset_of_max_timestamp < 0 {
+            info.max_timestamp = stored_max;
+            info.offset_of_max_timestamp = h.last_offset();
+        }
+        info.records_count += batch.records_count() as i64;
+        plan.metas.push(AppendedBatch {
+            last_offset: h.last_offset(),
+            max_timestamp: stored_max,
+            size: size as u32,
+        });
+        plan.next = h.next_offset();
+        plan.position += size;
+        Ok(None)
+    }
+
+    /// Counts appended messages toward `flush.messages`; fsyncs when it is reached.
+    fn count_unflushed(&mut self, messages: i64) -> Result<(), StorageError> {
+        self.unflushed_messages += messages;
+        if self.unflushed_messages >= self.config.flush_messages {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// The per-batch checks of [`append_as_leader`](Self::append_as_leader): size, framing and CRC,
+    /// record count, no control batch, keys on a compacted log, a producer's sequence, timestamps
+    /// (CreateTime only). Returns the batch's summary.
+    fn validate_leader_batch(
+        &self,
+        batch: &RecordBatch,
+        log_append: bool,
+        now_ms: i64,
+    ) -> Result<protocol::record::BatchSummary, StorageError> {
+        let size = batch.size_in_bytes();
+        if size > self.config.max_message_bytes {
+            return Err(StorageError::MessageTooLarge {
+                size,
+                max: self.config.max_message_bytes,
+            });
+        }
+        let summary = batch.validate_with(self.config.max_decompressed_bytes)?;
+        if batch.records_count() == 0 {
+            return Err(StorageError::InvalidRecord("batch has no records".into()));
+        }
+        if batch.last_offset_delta() != batch.records_count() - 1 {
+            return Err(StorageError::InvalidRecord(format!(
+                "last offset delta {} inconsistent with record count {}",
+                batch.last_offset_delta(),
+                batch.records_count()
+            )));
+        }
+        if batch.is_control() {
+            return Err(StorageError::InvalidRecord(
+                "clients may not write control batches".into(),
+            ));
+        }
+        if self.config.compacts() {
+            let keyless: Vec<i32> = batch
+                .records()?
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.key.is_none())
+                .map(|(i, _)| i as i32)
+                .collect();
+            if !keyless.is_empty() {
+                return Err(StorageError::InvalidRecords {
+                    message: format!(
+                        "Compacted topic cannot accept message without key in topic partition {}.",
+                        self.dir
+                            .file_name()
+                            .map(|n| n.to_string_lossy().into_owned())
+                            .unwrap_or_default()
+                    ),
+                    batch_indexes: keyless,
+                });
+            }
+        }
+        if batch.producer_id() >= 0 && batch.base_sequence() < 0 {
+            return Err(StorageError::InvalidRecord(format!(
+                "invalid sequence number {} in batch with producer id {}",
+                batch.base_sequence(),
+                batch.producer_id()
+            )));
+        }
+        if !log_append {
+            self.check_timestamps(&summary, now_ms)?;
+        }
+        Ok(summary)
+    }
+
+    fn check_timestamps(
+        &self,
+        s: &protocol::record::BatchSummary,
+        now_ms: i64,
+    ) -> Result<(), StorageError> {
+        let before = self.config.message_timestamp_before_max_ms;
+        let after = self.config.message_timestamp_after_max_ms;
+        if s.min_timestamp >= 0 && now_ms.saturating_sub(s.min_timestamp) > before {
+            return Err(StorageError::InvalidTimestamp(format!(
+                "timestamp {} is more than {before} ms before the broker time {now_ms}",
+                s.min_timestamp
+            )));
+        }
+        if s.max_timestamp >= 0 && s.max_timestamp.saturating_sub(now_ms) > after {
+            return Err(StorageError::InvalidTimestamp(format!(
+                "timestamp {} is more than {after} ms after the broker time {now_ms}",
+                s.max_timestamp
+            )));
+        }
+        Ok(())
+    }
+
+    fn write_batches(
+        &mut self,
+        buf: &[u8],
+        metas: &[AppendedBatch],
+        first_offset: i64,
+        next: i64,
+        now_ms: i64,
+    ) -> Result<(), StorageError> {
+        if let Err(e) = self.maybe_roll(buf.len(), first_offset, next - 1, now_ms) {
+            return self.poison("roll", e);
+        }
+        #[cfg(test)]
+        if std::mem::take(&mut self.fail_next_write) {
+            return self.poison("append", io::Error::other("injected failure"));
+        }
+        // Appended offsets continue from the LEO (a leader's exactly, a follower's possibly after a
+        // gap left by compaction) and every batch advances it.
+        assert!(
+            first_offset >= self.log_end_offset && next > first_offset,
+            "{}: append of offsets [{first_offset}, {next}) at LogEndOffset {}",
+            self.dir.display(),
+            self.log_end_offset
+        );
+        if let Err(e) = self.active().append(buf, metas, now_ms) {
+            return self.poison("append", e);
+        }
+        self.log_end_offset = next;
+        self.assert_offsets();
+        Ok(())
+    }
+
+    /// Appends batches replicated from the leader, keeping their offsets (simple version of
+    /// Kafka's `appendAsFollower`): each batch is CRC/structure-checked, offsets must increase
+    /// from the LEO (→ UnexpectedAppendOffset). Producer state is updated without checks.
+    pub fn append_as_follower(
+        &mut self,
+        records: Bytes,
+        now_ms: i64,
+    ) -> Result<LogAppendInfo, StorageError> {
+        self.check_online()?;
+        let mut info = LogAppendInfo {
+            valid_bytes: records.len(),
+            ..LogAppendInfo::nothing(self.log_start_offset)
+        };
+        if records.is_empty() {
+            return Ok(info);
+        }
+        let mut metas = Vec::new();
+        let mut headers = Vec::new();
+        let mut next = self.log_end_offset;
+        for batch in batches(&records) {
+            let batch: RecordBatch = batch?;
+            batch.validate_with(self.config.max_decompressed_bytes)?;
+            if batch.base_offset() < next {
+                return Err(StorageError::UnexpectedAppendOffset(format!(
+                    "batch base offset {} below expected {}",
+                    batch.base_offset(),
+                    next
+                )));
+            }
+            if info.first_offset < 0 {
+                info.first_offset = batch.base_offset();
+            }
+            if batch.max_timestamp() > info.max_timestamp {
+                info.max_timestamp = batch.max_timestamp();
+                info.offset_of_max_timestamp = batch.last_offset();
+            }
+            info.records_count += batch.records_count() as i64;
+            metas.push(AppendedBatch {
+                last_offset: batch.last_offset(),
+                max_timestamp: batch.max_timestamp(),
+                size: batch.size_in_bytes() as u32,
+            });
+            headers.push(*batch.header());
+            next = batch.next_offset();
+        }
+        info.last_offset = next - 1;
+        self.write_batches(&records, &metas, info.first_offset, next, now_ms)?;
+        for h in &headers {
+            self.producer_state.replay(h, now_ms);
+            if let Err(e) = self
+                .leader_epoch_cache
+                .assign(h.partition_leader_epoch, h.base_offset)
+            {
+                return self.poison("leader epoch checkpoint", e);
+            }
+        }
+        self.count_unflushed(info.records_count)?;
+        Ok(info)
+    }
+
+    fn maybe_roll(
+        &mut self,
+        size: usize,
+        first_offset: i64,
+        last_offset: i64,
+        now_ms: i64,
+    ) -> io::Result<()> {
+        let max_segment = self.config.segment_bytes.min(i32::MAX as u64);
+        let segment_ms = self.config.segment_ms;
+        let seg = self.active();
+        if seg.size() == 0 {
+            return Ok(());
+        }
+        let by_size = seg.size() + size as u64 > max_segment;
+        let by_time = seg
+            .rolling_base_ms()
+            .is_some_and(|t| now_ms.saturating_sub(t) > segment_ms);
+        let by_index = seg.offset_index_full();
+        let by_offset = last_offset - seg.base_offset() > i32::MAX as i64;
+        if by_size || by_time || by_index || by_offset {
+            self.roll(Some(first_offset), now_ms)?;
+        }
+        Ok(())
+    }
+
+    /// Starts a new active segment at the LEO (or `at`, when larger; follower gaps). The old
+    /// segment gets its final time-index entry; a producer snapshot is written at the new base;
+    /// the old segments are fsynced by the next [`maybe_flush`](Self::maybe_flush).
+    fn roll(&mut self, at: Option<i64>, _now_ms: i64) -> io::Result<()> {
+        let new_base = at.unwrap_or(self.log_end_offset).max(self.log_end_offset);
+        if self.active().base_offset() == new_base {
+            return Ok(());
+        }
+        self.active().on_become_inactive()?;
+        self.producer_state.set_map_end_offset(self.log_end_offset);
+        self.producer_state.take_snapshot(false)?;
+        for suffix in ["log", "index", "timeindex"] {
+            let p = self.dir.join(offset_file_name(new_base, suffix));
+            if p.exists() {
+                fs::remove_file(p)?;
+            }
+        }
+        let seg = LogSegment::open(
+            &self.dir,
+            new_base,
+            self.config.index_interval_bytes,
+            self.config.segment_index_bytes,
+        )?;
+        self.segments.insert(new_base, seg);
+        self.pending_roll_flush = Some(new_base);
+        self.needs_dir_fsync = true;
+        Ok(())
+    }
+
+    /// Forces a roll (e.g. before deleting by retention, or for tests). No-op when the active
+    /// segment is empty.
+    pub fn force_roll(&mut self, now_ms: i64) -> Result<(), StorageError> {
+        self.check_online()?;
+        if self.active().size() == 0 {
+            return Ok(());
+        }
+        if let Err(e) = self.roll(None, now_ms) {
+            return self.poison("roll", e);
+        }
+        Ok(())
+    }
+}
+
+/// Kafka's broker-side recompression for a topic whose `compression.type` is not `producer`: every
+/// batch stored with another codec is validated (CRC and structure, so corruption is never masked) and
+/// rebuilt with `target`, keeping the producer id, epoch and base sequence, the transactional flag and
+/// every record's timestamp, key, value and headers. Batches already in `target` are kept as they are;
+/// control batches are left for the append checks to refuse.
+fn recompress(
+    records: Bytes,
+    target: protocol::record::Compression,
+    max_decompressed: usize,
+) -> Result<Bytes, StorageError> {
+    let mut needed = false;
+    for batch in batches(&records) {
+        let batch = batch?;
+        if batch.header().compression()? != target && !batch.is_control() {
+            needed = true;
+            break;
+        }
+    }
+    if !needed {
+        return Ok(records);
+    }
+    let mut out = bytes::BytesMut::with_capacity(records.len());
+    for batch in batches(&records) {
+        let batch = batch?;
+        if batch.header().compression()? == target || batch.is_control() {
+            out.extend_from_slice(batch.as_bytes());
+            continue;
+        }
+        batch.validate_with(max_decompressed)?;
+        let h = *batch.header();
+        let mut builder = protocol::record::RecordBatchBuilder::new(target)
+            .base_offset(h.base_offset)
+            .producer(h.producer_id, h.producer_epoch, h.base_sequence)
+            .transactional(h.is_transactional());
+        for r in batch.records()? {
+            builder.append(r.timestamp, r.key, r.value, r.headers);
+        }
+        out.extend_from_slice(&builder.build()?);
+    }
+    Ok(out.freeze())
+}
+
+/// What a leader append builds while it walks the batches, before anything is written.
+struct LeaderAppendPlan {
+    /// The append's info so far.
+    info: LogAppendInfo,
+    /// Header edits, one per batch.
+    edits: Vec<HeaderEdit>,
+    /// Index metadata, one per batch.
+    metas: Vec<AppendedBatch>,
+    /// Producer state staged by the batches, committed after the write.
+    pending: HashMap<i64, ProducerStateEntry>,
+    /// The next offset to assign.
+    next: i64,
+    /// Byte position of the next batch in the append.
+    position: usize,
+}
+
+/// A leader append's change to one batch header, applied once every batch has validated.
+struct HeaderEdit {
+    /// Byte position of the batch in the append.
+    position: usize,
+    /// Batch size in bytes.
+    size: usize,
+    /// The assigned base offset.
+    base_offset: i64,
+    /// The max timestamp to store.
+    max_timestamp: i64,
+    /// Whether the CRC-covered part changes (max timestamp or timestamp type; base offset and leader
+    /// epoch lie outside the CRC), so the CRC is recomputed only then, as Kafka does.
+    rewrite_crc: bool,
+}
+
+/// Edits the validated batches' headers in place: base offset, leader epoch, and where needed the max
+/// timestamp, timestamp type and CRC. The producer's buffer is reused when the append holds the only
+/// reference to it (the usual single-partition Produce), else copied once.
+fn apply_header_edits(
+    records: Bytes,
+    edits: &[HeaderEdit],
+    leader_epoch: i32,
+    timestamp_type: TimestampType,
+) -> Result<bytes::BytesMut, StorageError> {
+    let mut buf = records
+        .try_into_mut()
+        .unwrap_or_else(|shared| bytes::BytesMut::from(&shared[..]));
+    for e in edits {
+        let mut m = RecordBatchMut::new(&mut buf[e.position..e.position + e.size])?;
+        m.set_base_offset(e.base_offset);
+        m.set_partition_leader_epoch(leader_epoch);
+        if e.rewrite_crc {
+            m.set_max_timestamp(timestamp_type, e.max_timestamp);
+            m.update_crc();
+        }
+    }
+    Ok(buf)
+}
