@@ -23,11 +23,12 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use controller::{
-    ControllerClient, ControllerError, CreateTopic, ElectionResult, ElectionType, MetadataImage,
-    MetadataUpdate, PartitionRegistration,
-};
+use controller::ControllerClient;
 use futures::future::BoxFuture;
+use metadata::{
+    ControllerError, CreateTopic, ElectionResult, ElectionType, MetadataImage, MetadataUpdate,
+    PartitionRegistration,
+};
 use parking_lot::RwLock;
 use protocol::error::ErrorCode;
 use storage::StorageError;

@@ -1083,7 +1083,7 @@ pub struct GroupCoordinatorPublisher {
 }
 
 impl MetadataPublisher for GroupCoordinatorPublisher {
-    fn on_image(&self, previous: &controller::MetadataImage, current: &controller::MetadataImage) {
+    fn on_image(&self, previous: &metadata::MetadataImage, current: &metadata::MetadataImage) {
         // Topics gone (deleted, or re-created with another id): their committed offsets go too.
         let deleted: Vec<String> = previous
             .topics
@@ -1097,14 +1097,14 @@ impl MetadataPublisher for GroupCoordinatorPublisher {
             .map(|(name, _)| name.clone())
             .collect();
         self.groups.on_topics_deleted(&deleted);
-        let leads = |image: &controller::MetadataImage, p: i32| {
+        let leads = |image: &metadata::MetadataImage, p: i32| {
             image
                 .topics
                 .get(OFFSETS_TOPIC)
                 .and_then(|t| t.partitions.get(&p))
                 .is_some_and(|r| r.leader == self.node_id)
         };
-        let count = |image: &controller::MetadataImage| {
+        let count = |image: &metadata::MetadataImage| {
             image
                 .topics
                 .get(OFFSETS_TOPIC)

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use controller::{BrokerRegistration, MetadataImage, PartitionRegistration, TopicImage};
+use metadata::{BrokerRegistration, MetadataImage, PartitionRegistration, TopicImage};
 use parking_lot::Mutex;
 
 use crate::config::BrokerConfig;

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use controller::MetadataImage;
+use metadata::MetadataImage;
 use parking_lot::RwLock;
 
 /// A component told of every new metadata image. Called one image at a time: keep it short, and spawn long

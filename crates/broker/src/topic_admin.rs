@@ -9,8 +9,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use controller::{ElectionResult, ElectionType};
 use futures::future::BoxFuture;
+use metadata::{ElectionResult, ElectionType};
 use parking_lot::Mutex;
 use protocol::error::ErrorCode;
 use uuid::Uuid;

@@ -99,9 +99,9 @@ impl TopicManager {
     /// A leader election through the [`TopicAdmin`] (see [`TopicAdmin::elect_leaders`]).
     pub async fn elect_leaders(
         &self,
-        election: controller::ElectionType,
+        election: metadata::ElectionType,
         partitions: Option<Vec<(String, i32)>>,
-    ) -> Result<Vec<controller::ElectionResult>, ApiError> {
+    ) -> Result<Vec<metadata::ElectionResult>, ApiError> {
         self.admin.elect_leaders(election, partitions).await
     }
 

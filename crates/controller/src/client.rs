@@ -7,20 +7,17 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use metadata::{
+    AlterPartition, ControllerError, CreateTopic, CreatedTopic, ElectionResult, ElectionType,
+    Heartbeat, HeartbeatReply, MetadataUpdate, PartitionRegistration, QuorumInfo, RegisterBroker,
+};
 use parking_lot::Mutex;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
+use types::ErrorCode;
 use uuid::Uuid;
 
-use crate::control::{AlterPartition, Heartbeat, RegisterBroker};
-use crate::error::ControllerError;
-use crate::metadata::PartitionRegistration;
 use crate::rpc::{read_frame, write_frame, ClientRequest, ClientResponse, RpcRequest, RpcResponse};
-use crate::types::{
-    CreateTopic, CreatedTopic, ElectionResult, ElectionType, HeartbeatReply, MetadataUpdate,
-    QuorumInfo,
-};
-use types::ErrorCode;
 
 /// Default deadline of one client call (retries included).
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);

@@ -25,17 +25,19 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
-use uuid::Uuid;
-
-use crate::error::ControllerError;
-use crate::metadata::{
+use metadata::{
+    ControllerError, CreateTopic, CreatedTopic, ElectionResult, ElectionType, HeartbeatReply,
     MetadataImage, MetadataRecord, PartitionRegistration, NO_LEADER, RESOURCE_BROKER,
     RESOURCE_TOPIC,
 };
-use crate::types::{CreateTopic, CreatedTopic, ElectionResult, ElectionType, HeartbeatReply};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use types::ErrorCode;
+use uuid::Uuid;
+
+/// The requests [`QuorumControl`] decides on; they moved to the `metadata` crate with the other
+/// broker-controller formats.
+pub use metadata::{AlterPartition, Heartbeat, RegisterBroker};
 
 /// Most partitions one topic may have (bounds allocation on bad input).
 pub const MAX_PARTITIONS: i32 = 100_000;
@@ -74,55 +76,6 @@ pub struct Decision<T> {
     pub records: Vec<MetadataRecord>,
     /// Reply to the requester.
     pub reply: T,
-}
-
-/// A broker registration request (KIP-631 `BrokerRegistrationRequest`, reduced).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct RegisterBroker {
-    /// Broker id.
-    pub broker_id: i32,
-    /// Incarnation id of the broker process.
-    pub incarnation_id: Uuid,
-    /// Advertised host.
-    pub host: String,
-    /// Advertised port.
-    pub port: u16,
-    /// Rack, if any.
-    pub rack: Option<String>,
-}
-
-/// A broker heartbeat (KIP-631 `BrokerHeartbeatRequest`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Heartbeat {
-    /// Broker id.
-    pub broker_id: i32,
-    /// Broker epoch from registration.
-    pub broker_epoch: i64,
-    /// Highest metadata offset the broker has replayed.
-    pub metadata_offset: i64,
-    /// The broker wants to be (stay) fenced.
-    pub want_fence: bool,
-    /// The broker wants to shut down (controlled shutdown).
-    pub want_shutdown: bool,
-}
-
-/// An AlterPartition item (KIP-497).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct AlterPartition {
-    /// The requesting broker (must lead the partition).
-    pub broker_id: i32,
-    /// Its broker epoch.
-    pub broker_epoch: i64,
-    /// Topic id.
-    pub topic_id: Uuid,
-    /// Partition index.
-    pub partition: i32,
-    /// Leader epoch the leader believes current.
-    pub leader_epoch: i32,
-    /// Partition epoch the leader believes current.
-    pub partition_epoch: i32,
-    /// Proposed ISR.
-    pub new_isr: Vec<i32>,
 }
 
 /// The decision logic of the active controller; see the module doc.

@@ -1,7 +1,9 @@
 //! Runnel's KRaft-style metadata quorum (KIP-500; KIP-595 raft quorum; KIP-631 records, broker
 //! registration and heartbeats; KIP-497 AlterPartition) built on openraft 0.9.
 //!
-//! - [`metadata`]: the metadata log records ([`MetadataRecord`]) and the replayed [`MetadataImage`].
+//! - The metadata log records ([`MetadataRecord`]), the replayed [`MetadataImage`], the request and
+//!   reply formats and [`ControllerError`] live in the `metadata` crate (no I/O, no tokio, no
+//!   openraft) and are re-exported here.
 //! - [`control`]: the pure decision logic ([`control::QuorumControl`]).
 //! - [`log_store`] / [`state_machine`]: the disk-backed raft log and the snapshotting state machine.
 //! - [`ControllerServer`]: a controller node; [`ControllerClient`]: what brokers use.
@@ -17,25 +19,19 @@
 pub mod client;
 pub mod config;
 pub mod control;
-pub mod error;
 pub mod log_store;
-pub mod metadata;
 pub mod network;
 pub mod raft_types;
 pub mod rpc;
 pub mod server;
 pub mod state_machine;
-pub mod types;
 
 pub use client::ControllerClient;
 pub use config::{parse_voters, ControllerConfig};
-pub use error::ControllerError;
 pub use metadata::{
-    BrokerRegistration, MetadataImage, MetadataRecord, PartitionRegistration, TopicImage,
-    NO_LEADER, RESOURCE_BROKER, RESOURCE_TOPIC,
+    AlterPartition, BrokerRegistration, ControllerError, CreateTopic, CreatedTopic, ElectionResult,
+    ElectionType, Heartbeat, HeartbeatReply, MetadataImage, MetadataRecord, MetadataUpdate,
+    PartitionRegistration, QuorumInfo, RegisterBroker, TopicImage, NO_LEADER, RESOURCE_BROKER,
+    RESOURCE_TOPIC,
 };
 pub use server::{ControllerServer, ControllerTuning};
-pub use types::{
-    CreateTopic, CreatedTopic, ElectionResult, ElectionType, HeartbeatReply, MetadataUpdate,
-    QuorumInfo,
-};

@@ -3,9 +3,8 @@
 use std::fmt;
 use std::io::Cursor;
 
+use metadata::MetadataRecord;
 use serde::{Deserialize, Serialize};
-
-use crate::metadata::MetadataRecord;
 
 /// The application data of one raft log entry: the metadata records one controller decision
 /// appends, all committed at the entry's log index (their offset).

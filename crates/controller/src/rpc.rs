@@ -4,7 +4,7 @@
 //! announced length is an error, never an allocation). A connection carries a sequence of
 //! request/response pairs: the peer sends one [`RpcRequest`] frame and reads one [`RpcResponse`]
 //! frame back. Requests are raft RPCs between controllers (append_entries, vote, install_snapshot)
-//! or [`ClientRequest`]s from brokers.
+//! or [`ClientRequest`]s from brokers (their message types are in the `metadata` crate).
 
 use std::collections::BTreeMap;
 
@@ -16,16 +16,10 @@ use openraft::raft::{
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use uuid::Uuid;
 
-use crate::control::{AlterPartition, Heartbeat, RegisterBroker};
-use crate::error::ControllerError;
-use crate::metadata::PartitionRegistration;
+pub use metadata::rpc::{ClientRequest, ClientResponse};
+
 use crate::raft_types::TypeConfig;
-use crate::types::{
-    CreateTopic, CreatedTopic, ElectionResult, ElectionType, HeartbeatReply, MetadataUpdate,
-    QuorumInfo,
-};
 
 /// Largest frame accepted or sent (64 MiB).
 pub const MAX_FRAME_BYTES: usize = 64 << 20;
@@ -59,107 +53,6 @@ pub enum RpcResponse {
     InstallSnapshot(Result<InstallSnapshotResponse<u64>, RaftError<u64, InstallSnapshotError>>),
     /// A broker request's answer.
     Client(ClientResponse),
-}
-
-/// Broker requests (see [`crate::ControllerClient`] for their meaning).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub enum ClientRequest {
-    /// BrokerRegistration.
-    RegisterBroker(RegisterBroker),
-    /// BrokerHeartbeat.
-    Heartbeat(Heartbeat),
-    /// CreateTopics.
-    CreateTopics {
-        /// Topics.
-        topics: Vec<CreateTopic>,
-        /// Validate only.
-        validate_only: bool,
-    },
-    /// DeleteTopics.
-    DeleteTopics {
-        /// Names.
-        names: Vec<String>,
-    },
-    /// CreatePartitions.
-    CreatePartitions {
-        /// Topic.
-        name: String,
-        /// New total partition count.
-        count: i32,
-        /// Validate only.
-        validate_only: bool,
-    },
-    /// AlterPartition.
-    AlterPartition(AlterPartition),
-    /// IncrementalAlterConfigs.
-    AlterConfigs {
-        /// 2 topic, 4 broker.
-        resource_type: i8,
-        /// Topic name or broker id.
-        resource_name: String,
-        /// `(name, Some(value))` set, `(name, None)` delete.
-        ops: Vec<(String, Option<String>)>,
-        /// Validate only.
-        validate_only: bool,
-    },
-    /// AllocateProducerIds.
-    AllocateProducerIds {
-        /// Broker id.
-        broker_id: i32,
-        /// Broker epoch.
-        broker_epoch: i64,
-    },
-    /// Metadata long-poll.
-    FetchMetadata {
-        /// Last offset the caller has.
-        since_offset: i64,
-        /// Longest wait for new records, ms.
-        max_wait_ms: u64,
-    },
-    /// DescribeQuorum.
-    DescribeQuorum,
-    /// ElectLeaders.
-    ElectLeaders {
-        /// Preferred or unclean.
-        election: ElectionType,
-        /// (topic, partition) pairs; `None` = every partition.
-        partitions: Option<Vec<(String, i32)>>,
-    },
-}
-
-/// Answers to [`ClientRequest`]s.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[allow(clippy::large_enum_variant)]
-pub enum ClientResponse {
-    /// The whole request failed (e.g. its records would exceed [`MAX_BATCH_BYTES`]).
-    Error(ControllerError),
-    /// This node is not the active controller; `leader` is the active one if known.
-    NotController {
-        /// The leader's id, if known.
-        leader: Option<i32>,
-    },
-    /// BrokerRegistration answer: the broker epoch.
-    RegisterBroker(Result<i64, ControllerError>),
-    /// BrokerHeartbeat answer.
-    Heartbeat(Result<HeartbeatReply, ControllerError>),
-    /// CreateTopics answer, one per topic.
-    CreateTopics(Vec<Result<CreatedTopic, ControllerError>>),
-    /// DeleteTopics answer, one per name.
-    DeleteTopics(Vec<Result<Uuid, ControllerError>>),
-    /// CreatePartitions answer.
-    CreatePartitions(Result<(), ControllerError>),
-    /// AlterPartition answer.
-    AlterPartition(Result<PartitionRegistration, ControllerError>),
-    /// IncrementalAlterConfigs answer.
-    AlterConfigs(Result<(), ControllerError>),
-    /// AllocateProducerIds answer.
-    AllocateProducerIds(Result<(i64, i32), ControllerError>),
-    /// Metadata long-poll answer.
-    FetchMetadata(Result<MetadataUpdate, ControllerError>),
-    /// DescribeQuorum answer.
-    DescribeQuorum(Result<QuorumInfo, ControllerError>),
-    /// ElectLeaders answer, one result per partition (see `QuorumControl::elect_leaders`).
-    ElectLeaders(Vec<ElectionResult>),
 }
 
 /// Encodes `value` as one frame (length prefix included), without the size check.

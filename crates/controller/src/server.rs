@@ -13,6 +13,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use metadata::{ControllerError, MetadataImage, MetadataRecord, MetadataUpdate, QuorumInfo};
 use openraft::{Config, Raft, SnapshotPolicy};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -20,9 +21,7 @@ use tokio::task::JoinHandle;
 
 use crate::config::ControllerConfig;
 use crate::control::{ControlConfig, QuorumControl};
-use crate::error::ControllerError;
 use crate::log_store::LogStore;
-use crate::metadata::{MetadataImage, MetadataRecord};
 use crate::network::NetworkFactory;
 use crate::raft_types::{MetadataBatch, TypeConfig};
 use crate::rpc::{
@@ -30,7 +29,6 @@ use crate::rpc::{
     MAX_BATCH_BYTES,
 };
 use crate::state_machine::{SmShared, StateMachineStore};
-use crate::types::{MetadataUpdate, QuorumInfo};
 use types::ErrorCode;
 
 /// Directory (under `data_dir`) of the metadata log, vote and snapshots.

@@ -17,6 +17,7 @@ use std::io::{self, Cursor};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use metadata::{MetadataImage, MetadataRecord};
 use openraft::storage::RaftStateMachine;
 use openraft::{
     AnyError, BasicNode, EntryPayload, RaftSnapshotBuilder, Snapshot, SnapshotMeta, StorageIOError,
@@ -27,7 +28,6 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
 use crate::log_store::{read_json, write_json_atomic};
-use crate::metadata::{MetadataImage, MetadataRecord};
 use crate::raft_types::{LogEntry, LogId, StorageError, TypeConfig};
 
 /// Most records kept in memory for incremental `fetch_metadata` answers.

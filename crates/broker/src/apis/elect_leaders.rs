@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use controller::{ElectionResult, ElectionType};
+use metadata::{ElectionResult, ElectionType};
 use protocol::error::ErrorCode;
 use protocol::messages::elect_leaders_response::{PartitionResult, ReplicaElectionResult};
 use protocol::messages::{ElectLeadersRequest, ElectLeadersResponse};

@@ -1,5 +1,8 @@
 //! Request and reply shapes of the controller API (Kafka's BrokerRegistration, BrokerHeartbeat,
-//! CreateTopics, DescribeQuorum, ... reduced to what a Runnel broker needs).
+//! AlterPartition, CreateTopics, DescribeQuorum, ... reduced to what a Runnel broker needs).
+//!
+//! These are values only; [`crate::rpc`] wraps them into the messages a broker and a controller
+//! exchange. The serde attributes are the wire format: do not change them.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -7,9 +10,10 @@ use std::net::SocketAddr;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::metadata::{MetadataImage, MetadataRecord};
+use crate::image::MetadataImage;
+use crate::record::MetadataRecord;
 
-/// Answer to [`crate::ControllerClient::fetch_metadata`].
+/// Answer to a metadata fetch ([`crate::rpc::ClientRequest::FetchMetadata`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum MetadataUpdate {
     /// A full image: the log before the requested offset is no longer retained (snapshotted), or the
@@ -21,6 +25,36 @@ pub enum MetadataUpdate {
     Records(Vec<(i64, MetadataRecord)>),
 }
 
+/// A broker registration request (KIP-631 `BrokerRegistrationRequest`, reduced).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegisterBroker {
+    /// Broker id.
+    pub broker_id: i32,
+    /// Incarnation id of the broker process.
+    pub incarnation_id: Uuid,
+    /// Advertised host.
+    pub host: String,
+    /// Advertised port.
+    pub port: u16,
+    /// Rack, if any.
+    pub rack: Option<String>,
+}
+
+/// A broker heartbeat (KIP-631 `BrokerHeartbeatRequest`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Heartbeat {
+    /// Broker id.
+    pub broker_id: i32,
+    /// Broker epoch from registration.
+    pub broker_epoch: i64,
+    /// Highest metadata offset the broker has replayed.
+    pub metadata_offset: i64,
+    /// The broker wants to be (stay) fenced.
+    pub want_fence: bool,
+    /// The broker wants to shut down (controlled shutdown).
+    pub want_shutdown: bool,
+}
+
 /// Answer to a broker heartbeat (KIP-631 `BrokerHeartbeatResponse`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HeartbeatReply {
@@ -30,6 +64,25 @@ pub struct HeartbeatReply {
     pub is_caught_up: bool,
     /// Controlled shutdown is complete: the broker may exit.
     pub should_shut_down: bool,
+}
+
+/// An AlterPartition item (KIP-497).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AlterPartition {
+    /// The requesting broker (must lead the partition).
+    pub broker_id: i32,
+    /// Its broker epoch.
+    pub broker_epoch: i64,
+    /// Topic id.
+    pub topic_id: Uuid,
+    /// Partition index.
+    pub partition: i32,
+    /// Leader epoch the leader believes current.
+    pub leader_epoch: i32,
+    /// Partition epoch the leader believes current.
+    pub partition_epoch: i32,
+    /// Proposed ISR.
+    pub new_isr: Vec<i32>,
 }
 
 /// One topic of a CreateTopics request.

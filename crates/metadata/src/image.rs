@@ -1,0 +1,436 @@
+//! The image built by replaying the metadata log records ([`crate::record`]).
+//!
+//! Source: KIP-500 (the metadata log replaces ZooKeeper), KIP-631 (the record types:
+//! `RegisterBrokerRecord`, `FenceBrokerRecord`, `TopicRecord`, `PartitionRecord`,
+//! `PartitionChangeRecord`, ...), Kafka's `MetadataImage`/`MetadataDelta`.
+//!
+//! Every controller (and every broker) builds the same [`MetadataImage`] by replaying the committed
+//! records in log order with [`MetadataImage::apply`]. Replay is total and deterministic: a record
+//! that does not fit the image (unknown broker, unknown topic id, stale broker epoch) is ignored, never
+//! a panic, so a replay of the same records on a fresh image always yields an equal image.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::record::{MetadataRecord, RESOURCE_BROKER, RESOURCE_TOPIC};
+
+/// A broker's registration as replayed from the log (Kafka `BrokerRegistration`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BrokerRegistration {
+    /// Broker id.
+    pub broker_id: i32,
+    /// Broker epoch: the offset of the `RegisterBrokerRecord` of this registration.
+    pub broker_epoch: i64,
+    /// Incarnation id sent by the broker process at registration.
+    pub incarnation_id: Uuid,
+    /// Advertised host.
+    pub host: String,
+    /// Advertised port.
+    pub port: u16,
+    /// Rack, if configured.
+    pub rack: Option<String>,
+    /// Fenced brokers are neither leaders nor ISR members.
+    pub fenced: bool,
+    /// The broker asked for controlled shutdown (KIP-631); it is not chosen as leader or added to ISRs.
+    pub in_controlled_shutdown: bool,
+}
+
+/// A partition's replica state (Kafka `PartitionRegistration`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct PartitionRegistration {
+    /// Replica broker ids, preferred leader first.
+    pub replicas: Vec<i32>,
+    /// In-sync replicas (a subset of `replicas`).
+    pub isr: Vec<i32>,
+    /// Leader broker id, or [`crate::NO_LEADER`] (-1).
+    pub leader: i32,
+    /// Leader epoch: bumped on every leader change.
+    pub leader_epoch: i32,
+    /// Partition epoch: bumped on every change of this registration (KIP-497 AlterPartition uses it
+    /// to reject stale updates).
+    pub partition_epoch: i32,
+}
+
+/// A topic in the image.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct TopicImage {
+    /// Topic name.
+    pub name: String,
+    /// Topic id (KIP-516).
+    pub topic_id: Uuid,
+    /// Partitions by index.
+    pub partitions: BTreeMap<i32, PartitionRegistration>,
+    /// Dynamic topic configs (name to value).
+    pub configs: BTreeMap<String, String>,
+}
+
+/// The whole replayed metadata state (Kafka `MetadataImage`): snapshots are this value serialized.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MetadataImage {
+    /// Last applied metadata log offset (raft log index), -1 for an empty image.
+    pub offset: i64,
+    /// The cluster id (from the controller config; not a log record).
+    pub cluster_id: String,
+    /// Registered brokers by id.
+    pub brokers: BTreeMap<i32, BrokerRegistration>,
+    /// Topics by name.
+    pub topics: BTreeMap<String, TopicImage>,
+    /// Dynamic broker configs: `""` = cluster default, otherwise the decimal broker id.
+    pub broker_configs: BTreeMap<String, BTreeMap<String, String>>,
+    /// First producer id not yet handed out (KIP-730).
+    pub next_producer_id: i64,
+}
+
+impl Default for MetadataImage {
+    fn default() -> Self {
+        MetadataImage {
+            offset: -1,
+            cluster_id: String::new(),
+            brokers: BTreeMap::new(),
+            topics: BTreeMap::new(),
+            broker_configs: BTreeMap::new(),
+            next_producer_id: 0,
+        }
+    }
+}
+
+impl MetadataImage {
+    /// Replays one record committed at `offset` (several records may share an offset) and sets
+    /// [`MetadataImage::offset`] to `offset`. Records that do not apply are ignored.
+    pub fn apply(&mut self, offset: i64, record: &MetadataRecord) {
+        if offset > self.offset {
+            self.offset = offset;
+        }
+        match record {
+            MetadataRecord::RegisterBrokerRecord {
+                broker_id,
+                incarnation_id,
+                host,
+                port,
+                rack,
+            } => self.replay_register_broker(
+                offset,
+                *broker_id,
+                *incarnation_id,
+                host,
+                *port,
+                rack.as_deref(),
+            ),
+            MetadataRecord::FenceBrokerRecord {
+                broker_id,
+                broker_epoch,
+            } => self.replay_broker_flags(*broker_id, *broker_epoch, Some(true), None),
+            MetadataRecord::UnfenceBrokerRecord {
+                broker_id,
+                broker_epoch,
+            } => self.replay_broker_flags(*broker_id, *broker_epoch, Some(false), None),
+            MetadataRecord::BrokerRegistrationChangeRecord {
+                broker_id,
+                broker_epoch,
+                fenced,
+                in_controlled_shutdown,
+            } => self.replay_broker_flags(
+                *broker_id,
+                *broker_epoch,
+                *fenced,
+                *in_controlled_shutdown,
+            ),
+            MetadataRecord::TopicRecord { name, topic_id } => self.replay_topic(name, *topic_id),
+            MetadataRecord::PartitionRecord {
+                topic_id,
+                partition_id,
+                replicas,
+                isr,
+                leader,
+                leader_epoch,
+                partition_epoch,
+            } => self.replay_partition(
+                *topic_id,
+                *partition_id,
+                PartitionRegistration {
+                    replicas: replicas.clone(),
+                    isr: isr.clone(),
+                    leader: *leader,
+                    leader_epoch: *leader_epoch,
+                    partition_epoch: *partition_epoch,
+                },
+            ),
+            MetadataRecord::PartitionChangeRecord {
+                topic_id,
+                partition_id,
+                isr,
+                leader,
+            } => self.replay_partition_change(*topic_id, *partition_id, isr.as_deref(), *leader),
+            MetadataRecord::RemoveTopicRecord { topic_id } => {
+                if let Some(name) = self.topic_name_by_id(*topic_id) {
+                    self.topics.remove(&name);
+                }
+            }
+            MetadataRecord::ConfigRecord {
+                resource_type,
+                resource_name,
+                name,
+                value,
+            } => self.replay_config(*resource_type, resource_name, name, value.as_deref()),
+            MetadataRecord::ProducerIdsRecord {
+                next_producer_id, ..
+            } => {
+                if *next_producer_id > self.next_producer_id {
+                    self.next_producer_id = *next_producer_id;
+                }
+            }
+        }
+    }
+
+    /// `RegisterBrokerRecord`: replaces any registration of `broker_id`; the new one starts fenced, not
+    /// in controlled shutdown, with broker epoch `offset`.
+    fn replay_register_broker(
+        &mut self,
+        offset: i64,
+        broker_id: i32,
+        incarnation_id: Uuid,
+        host: &str,
+        port: u16,
+        rack: Option<&str>,
+    ) {
+        self.brokers.insert(
+            broker_id,
+            BrokerRegistration {
+                broker_id,
+                broker_epoch: offset,
+                incarnation_id,
+                host: host.to_owned(),
+                port,
+                rack: rack.map(str::to_owned),
+                fenced: true,
+                in_controlled_shutdown: false,
+            },
+        );
+    }
+
+    /// `FenceBrokerRecord`, `UnfenceBrokerRecord` and `BrokerRegistrationChangeRecord`: sets the flags
+    /// that are `Some`, if `broker_epoch` is the current registration's.
+    fn replay_broker_flags(
+        &mut self,
+        broker_id: i32,
+        broker_epoch: i64,
+        fenced: Option<bool>,
+        in_controlled_shutdown: Option<bool>,
+    ) {
+        if let Some(b) = self.broker_mut(broker_id, broker_epoch) {
+            if let Some(f) = fenced {
+                b.fenced = f;
+            }
+            if let Some(s) = in_controlled_shutdown {
+                b.in_controlled_shutdown = s;
+            }
+        }
+    }
+
+    /// `TopicRecord`: a new topic without partitions or configs.
+    fn replay_topic(&mut self, name: &str, topic_id: Uuid) {
+        // A name is bound to one id: drop any other topic that used this id.
+        if let Some(old) = self.topic_name_by_id(topic_id) {
+            if old != name {
+                self.topics.remove(&old);
+            }
+        }
+        self.topics.insert(
+            name.to_owned(),
+            TopicImage {
+                name: name.to_owned(),
+                topic_id,
+                partitions: BTreeMap::new(),
+                configs: BTreeMap::new(),
+            },
+        );
+    }
+
+    /// `PartitionRecord`: sets the whole partition, if its topic exists.
+    fn replay_partition(
+        &mut self,
+        topic_id: Uuid,
+        partition_id: i32,
+        registration: PartitionRegistration,
+    ) {
+        if let Some(t) = self.topic_by_id_mut(topic_id) {
+            t.partitions.insert(partition_id, registration);
+        }
+    }
+
+    /// `PartitionChangeRecord`: sets what is `Some`, bumps the partition epoch, and the leader epoch
+    /// when `leader` is `Some`.
+    fn replay_partition_change(
+        &mut self,
+        topic_id: Uuid,
+        partition_id: i32,
+        isr: Option<&[i32]>,
+        leader: Option<i32>,
+    ) {
+        let Some(p) = self
+            .topic_by_id_mut(topic_id)
+            .and_then(|t| t.partitions.get_mut(&partition_id))
+        else {
+            return;
+        };
+        if let Some(isr) = isr {
+            p.isr = isr.to_vec();
+        }
+        if let Some(leader) = leader {
+            p.leader = leader;
+            p.leader_epoch = p.leader_epoch.saturating_add(1);
+        }
+        p.partition_epoch = p.partition_epoch.saturating_add(1);
+    }
+
+    /// `ConfigRecord`: sets (`Some`) or deletes (`None`) a topic or broker config; a broker resource
+    /// left without configs is removed. Unknown topics and other resource types are ignored.
+    fn replay_config(
+        &mut self,
+        resource_type: i8,
+        resource_name: &str,
+        name: &str,
+        value: Option<&str>,
+    ) {
+        let configs = match resource_type {
+            RESOURCE_TOPIC => match self.topics.get_mut(resource_name) {
+                Some(t) => &mut t.configs,
+                None => return,
+            },
+            RESOURCE_BROKER => self
+                .broker_configs
+                .entry(resource_name.to_owned())
+                .or_default(),
+            _ => return,
+        };
+        match value {
+            Some(v) => {
+                configs.insert(name.to_owned(), v.to_owned());
+            }
+            None => {
+                configs.remove(name);
+            }
+        }
+        if resource_type == RESOURCE_BROKER
+            && self
+                .broker_configs
+                .get(resource_name)
+                .is_some_and(|m| m.is_empty())
+        {
+            self.broker_configs.remove(resource_name);
+        }
+    }
+
+    /// The topic with id `id`, if any (a linear scan over topics).
+    pub fn topic_by_id(&self, id: Uuid) -> Option<&TopicImage> {
+        self.topics.values().find(|t| t.topic_id == id)
+    }
+
+    /// The partition `partition` of topic `topic_id`, if any.
+    pub fn partition(&self, topic_id: Uuid, partition: i32) -> Option<&PartitionRegistration> {
+        self.topic_by_id(topic_id)
+            .and_then(|t| t.partitions.get(&partition))
+    }
+
+    /// True when `broker_id` is registered, unfenced and not in controlled shutdown: eligible as
+    /// leader, new ISR member and placement target.
+    pub fn is_active_broker(&self, broker_id: i32) -> bool {
+        self.brokers
+            .get(&broker_id)
+            .is_some_and(|b| !b.fenced && !b.in_controlled_shutdown)
+    }
+
+    fn topic_by_id_mut(&mut self, id: Uuid) -> Option<&mut TopicImage> {
+        self.topics.values_mut().find(|t| t.topic_id == id)
+    }
+
+    fn topic_name_by_id(&self, id: Uuid) -> Option<String> {
+        self.topic_by_id(id).map(|t| t.name.clone())
+    }
+
+    fn broker_mut(&mut self, broker_id: i32, broker_epoch: i64) -> Option<&mut BrokerRegistration> {
+        self.brokers
+            .get_mut(&broker_id)
+            .filter(|b| b.broker_epoch == broker_epoch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::NO_LEADER;
+
+    #[test]
+    fn replay_builds_topics_and_bumps_epochs() {
+        let mut img = MetadataImage::default();
+        let id = Uuid::from_u128(7);
+        img.apply(
+            3,
+            &MetadataRecord::RegisterBrokerRecord {
+                broker_id: 1,
+                incarnation_id: Uuid::from_u128(1),
+                host: "h".into(),
+                port: 9092,
+                rack: None,
+            },
+        );
+        assert_eq!(img.brokers[&1].broker_epoch, 3);
+        assert!(img.brokers[&1].fenced);
+        img.apply(
+            4,
+            &MetadataRecord::UnfenceBrokerRecord {
+                broker_id: 1,
+                broker_epoch: 2, // stale: ignored
+            },
+        );
+        assert!(img.brokers[&1].fenced);
+        img.apply(
+            5,
+            &MetadataRecord::TopicRecord {
+                name: "t".into(),
+                topic_id: id,
+            },
+        );
+        img.apply(
+            5,
+            &MetadataRecord::PartitionRecord {
+                topic_id: id,
+                partition_id: 0,
+                replicas: vec![1],
+                isr: vec![1],
+                leader: 1,
+                leader_epoch: 0,
+                partition_epoch: 0,
+            },
+        );
+        img.apply(
+            6,
+            &MetadataRecord::PartitionChangeRecord {
+                topic_id: id,
+                partition_id: 0,
+                isr: None,
+                leader: Some(NO_LEADER),
+            },
+        );
+        let p = img.partition(id, 0).unwrap();
+        assert_eq!((p.leader, p.leader_epoch, p.partition_epoch), (-1, 1, 1));
+        img.apply(
+            7,
+            &MetadataRecord::ConfigRecord {
+                resource_type: RESOURCE_TOPIC,
+                resource_name: "t".into(),
+                name: "retention.ms".into(),
+                value: Some("5".into()),
+            },
+        );
+        assert_eq!(img.topics["t"].configs["retention.ms"], "5");
+        img.apply(8, &MetadataRecord::RemoveTopicRecord { topic_id: id });
+        assert!(img.topics.is_empty());
+        assert_eq!(img.offset, 8);
+        let json = serde_json::to_string(&img).unwrap();
+        let back: MetadataImage = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, img);
+    }
+}

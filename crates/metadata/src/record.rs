@@ -1,0 +1,130 @@
+//! The metadata log records (KIP-631): what the controller appends to `__cluster_metadata-0` and
+//! every controller and broker replays into a [`crate::MetadataImage`].
+//!
+//! Each record is serialized as JSON with a `"type"` tag naming the Kafka record. The serde attributes
+//! are the wire and disk format (raft log entries, snapshots, the controller RPC): do not change them.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// `leader` value of a partition without a leader (Kafka's `LeaderConstants.NO_LEADER`).
+pub const NO_LEADER: i32 = -1;
+
+/// Config resource type of a topic (Kafka `ConfigResource.Type.TOPIC`).
+pub const RESOURCE_TOPIC: i8 = 2;
+/// Config resource type of a broker (Kafka `ConfigResource.Type.BROKER`); resource name `""` is the
+/// cluster-wide default, otherwise the decimal broker id.
+pub const RESOURCE_BROKER: i8 = 4;
+
+/// One record of the metadata log (`__cluster_metadata-0`), serialized as JSON with a `"type"` tag
+/// naming the Kafka record (KIP-631).
+///
+/// Several records committed by one controller decision share one raft log index (their offset).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum MetadataRecord {
+    /// A broker registered (KIP-631 `RegisterBrokerRecord`). Replaces any previous registration of
+    /// `broker_id`; the new registration starts fenced, not in controlled shutdown, and its broker
+    /// epoch is the offset (raft log index) at which this record is applied.
+    RegisterBrokerRecord {
+        /// The broker id (`node.id`).
+        broker_id: i32,
+        /// Random id of this broker process incarnation.
+        incarnation_id: Uuid,
+        /// Advertised host of the broker's client listener.
+        host: String,
+        /// Advertised port of the broker's client listener.
+        port: u16,
+        /// `broker.rack`, if set.
+        rack: Option<String>,
+    },
+    /// The broker is fenced (KIP-631 `FenceBrokerRecord`): not eligible as leader or ISR member.
+    /// Ignored unless `broker_epoch` matches the current registration.
+    FenceBrokerRecord {
+        /// The broker id.
+        broker_id: i32,
+        /// The registration's broker epoch.
+        broker_epoch: i64,
+    },
+    /// The broker is unfenced (KIP-631 `UnfenceBrokerRecord`). Ignored unless `broker_epoch` matches.
+    UnfenceBrokerRecord {
+        /// The broker id.
+        broker_id: i32,
+        /// The registration's broker epoch.
+        broker_epoch: i64,
+    },
+    /// A change of a registration's flags (KIP-631/KIP-841 `BrokerRegistrationChangeRecord`); `None`
+    /// leaves a flag unchanged. Ignored unless `broker_epoch` matches.
+    BrokerRegistrationChangeRecord {
+        /// The broker id.
+        broker_id: i32,
+        /// The registration's broker epoch.
+        broker_epoch: i64,
+        /// New fenced flag, if changed.
+        fenced: Option<bool>,
+        /// New controlled-shutdown flag, if changed.
+        in_controlled_shutdown: Option<bool>,
+    },
+    /// A topic was created (KIP-631 `TopicRecord`); its partitions follow as `PartitionRecord`s.
+    TopicRecord {
+        /// Topic name.
+        name: String,
+        /// Topic id (KIP-516).
+        topic_id: Uuid,
+    },
+    /// A partition was created (KIP-631 `PartitionRecord`) with its full state.
+    PartitionRecord {
+        /// Id of the owning topic; the record is ignored if the topic does not exist.
+        topic_id: Uuid,
+        /// Partition index.
+        partition_id: i32,
+        /// Replica broker ids, preferred leader first.
+        replicas: Vec<i32>,
+        /// In-sync replica broker ids.
+        isr: Vec<i32>,
+        /// Leader broker id or [`NO_LEADER`].
+        leader: i32,
+        /// Leader epoch.
+        leader_epoch: i32,
+        /// Partition epoch (bumped on every change).
+        partition_epoch: i32,
+    },
+    /// A change of a partition (KIP-631 `PartitionChangeRecord`). `None` leaves a field unchanged.
+    /// Replay bumps `partition_epoch` by one, and `leader_epoch` by one when `leader` is `Some`.
+    PartitionChangeRecord {
+        /// Id of the owning topic.
+        topic_id: Uuid,
+        /// Partition index.
+        partition_id: i32,
+        /// New ISR, if changed.
+        isr: Option<Vec<i32>>,
+        /// New leader (or [`NO_LEADER`]), if changed.
+        leader: Option<i32>,
+    },
+    /// The topic and all its partitions and configs are removed (KIP-631 `RemoveTopicRecord`).
+    RemoveTopicRecord {
+        /// Id of the removed topic.
+        topic_id: Uuid,
+    },
+    /// A dynamic config was set (`value: Some`) or deleted (`value: None`) (KIP-631 `ConfigRecord`).
+    ConfigRecord {
+        /// [`RESOURCE_TOPIC`] or [`RESOURCE_BROKER`]; other types are ignored on replay.
+        resource_type: i8,
+        /// Topic name, or broker id (`""` = cluster default).
+        resource_name: String,
+        /// Config name.
+        name: String,
+        /// Config value, `None` to delete.
+        value: Option<String>,
+    },
+    /// A block of producer ids was handed to a broker (KIP-730 `ProducerIdsRecord`):
+    /// `next_producer_id` is the first id not yet handed out.
+    ProducerIdsRecord {
+        /// Broker that received the block.
+        broker_id: i32,
+        /// Its broker epoch.
+        broker_epoch: i64,
+        /// First producer id not yet allocated.
+        next_producer_id: i64,
+    },
+}

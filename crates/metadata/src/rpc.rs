@@ -1,0 +1,118 @@
+//! The broker-facing messages of the controller RPC: a broker sends one [`ClientRequest`] and gets
+//! one [`ClientResponse`] back.
+//!
+//! Framing (length-prefixed JSON over TCP) and the raft messages between controllers, which carry
+//! openraft types, live in the controller crate (`controller::rpc`). The serde attributes here are the
+//! wire format: do not change them.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::error::ControllerError;
+use crate::image::PartitionRegistration;
+use crate::request::{
+    AlterPartition, CreateTopic, CreatedTopic, ElectionResult, ElectionType, Heartbeat,
+    HeartbeatReply, MetadataUpdate, QuorumInfo, RegisterBroker,
+};
+
+/// Broker requests (see the controller crate's `ControllerClient` for their meaning).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum ClientRequest {
+    /// BrokerRegistration.
+    RegisterBroker(RegisterBroker),
+    /// BrokerHeartbeat.
+    Heartbeat(Heartbeat),
+    /// CreateTopics.
+    CreateTopics {
+        /// Topics.
+        topics: Vec<CreateTopic>,
+        /// Validate only.
+        validate_only: bool,
+    },
+    /// DeleteTopics.
+    DeleteTopics {
+        /// Names.
+        names: Vec<String>,
+    },
+    /// CreatePartitions.
+    CreatePartitions {
+        /// Topic.
+        name: String,
+        /// New total partition count.
+        count: i32,
+        /// Validate only.
+        validate_only: bool,
+    },
+    /// AlterPartition.
+    AlterPartition(AlterPartition),
+    /// IncrementalAlterConfigs.
+    AlterConfigs {
+        /// 2 topic, 4 broker.
+        resource_type: i8,
+        /// Topic name or broker id.
+        resource_name: String,
+        /// `(name, Some(value))` set, `(name, None)` delete.
+        ops: Vec<(String, Option<String>)>,
+        /// Validate only.
+        validate_only: bool,
+    },
+    /// AllocateProducerIds.
+    AllocateProducerIds {
+        /// Broker id.
+        broker_id: i32,
+        /// Broker epoch.
+        broker_epoch: i64,
+    },
+    /// Metadata long-poll.
+    FetchMetadata {
+        /// Last offset the caller has.
+        since_offset: i64,
+        /// Longest wait for new records, ms.
+        max_wait_ms: u64,
+    },
+    /// DescribeQuorum.
+    DescribeQuorum,
+    /// ElectLeaders.
+    ElectLeaders {
+        /// Preferred or unclean.
+        election: ElectionType,
+        /// (topic, partition) pairs; `None` = every partition.
+        partitions: Option<Vec<(String, i32)>>,
+    },
+}
+
+/// Answers to [`ClientRequest`]s.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[allow(clippy::large_enum_variant)]
+pub enum ClientResponse {
+    /// The whole request failed (e.g. its records would exceed the controller's batch limit,
+    /// `controller::rpc::MAX_BATCH_BYTES`).
+    Error(ControllerError),
+    /// This node is not the active controller; `leader` is the active one if known.
+    NotController {
+        /// The leader's id, if known.
+        leader: Option<i32>,
+    },
+    /// BrokerRegistration answer: the broker epoch.
+    RegisterBroker(Result<i64, ControllerError>),
+    /// BrokerHeartbeat answer.
+    Heartbeat(Result<HeartbeatReply, ControllerError>),
+    /// CreateTopics answer, one per topic.
+    CreateTopics(Vec<Result<CreatedTopic, ControllerError>>),
+    /// DeleteTopics answer, one per name.
+    DeleteTopics(Vec<Result<Uuid, ControllerError>>),
+    /// CreatePartitions answer.
+    CreatePartitions(Result<(), ControllerError>),
+    /// AlterPartition answer.
+    AlterPartition(Result<PartitionRegistration, ControllerError>),
+    /// IncrementalAlterConfigs answer.
+    AlterConfigs(Result<(), ControllerError>),
+    /// AllocateProducerIds answer.
+    AllocateProducerIds(Result<(i64, i32), ControllerError>),
+    /// Metadata long-poll answer.
+    FetchMetadata(Result<MetadataUpdate, ControllerError>),
+    /// DescribeQuorum answer.
+    DescribeQuorum(Result<QuorumInfo, ControllerError>),
+    /// ElectLeaders answer, one result per partition (see `QuorumControl::elect_leaders`).
+    ElectLeaders(Vec<ElectionResult>),
+}

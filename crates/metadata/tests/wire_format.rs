@@ -1,0 +1,191 @@
+//! The JSON of the broker-controller RPC, the raft log entries and the snapshots, pinned byte for byte.
+//!
+//! These strings were produced by the controller crate before the records, the image and the request
+//! types moved here; a broker and a controller of different builds must keep understanding each other,
+//! so a change here is a wire-format change.
+
+use metadata::rpc::{ClientRequest, ClientResponse};
+use metadata::*;
+use types::ErrorCode;
+use uuid::Uuid;
+
+const RECORDS: &str = r#"[{"type":"RegisterBrokerRecord","broker_id":1,"incarnation_id":"00000000-0000-0000-0000-000000000001","host":"h","port":9092,"rack":"r"},{"type":"BrokerRegistrationChangeRecord","broker_id":1,"broker_epoch":3,"fenced":false,"in_controlled_shutdown":null},{"type":"TopicRecord","name":"t","topic_id":"00000000-0000-0000-0000-000000000007"},{"type":"PartitionRecord","topic_id":"00000000-0000-0000-0000-000000000007","partition_id":0,"replicas":[1],"isr":[1],"leader":1,"leader_epoch":0,"partition_epoch":0},{"type":"PartitionChangeRecord","topic_id":"00000000-0000-0000-0000-000000000007","partition_id":0,"isr":null,"leader":-1},{"type":"ConfigRecord","resource_type":2,"resource_name":"t","name":"retention.ms","value":"5"},{"type":"ConfigRecord","resource_type":4,"resource_name":"","name":"a","value":"1"},{"type":"ProducerIdsRecord","broker_id":1,"broker_epoch":3,"next_producer_id":1000}]"#;
+const IMAGE: &str = r#"{"offset":10,"cluster_id":"c","brokers":{"1":{"broker_id":1,"broker_epoch":3,"incarnation_id":"00000000-0000-0000-0000-000000000001","host":"h","port":9092,"rack":"r","fenced":false,"in_controlled_shutdown":false}},"topics":{"t":{"name":"t","topic_id":"00000000-0000-0000-0000-000000000007","partitions":{"0":{"replicas":[1],"isr":[1],"leader":-1,"leader_epoch":1,"partition_epoch":1}},"configs":{"retention.ms":"5"}}},"broker_configs":{"":{"a":"1"}},"next_producer_id":1000}"#;
+const REQUESTS: &str = r#"[{"RegisterBroker":{"broker_id":1,"incarnation_id":"00000000-0000-0000-0000-000000000007","host":"h","port":1,"rack":null}},{"Heartbeat":{"broker_id":1,"broker_epoch":2,"metadata_offset":3,"want_fence":false,"want_shutdown":true}},{"CreateTopics":{"topics":[{"name":"t","num_partitions":-1,"replication_factor":-1,"assignments":[[0,[1,2]]],"configs":{"k":"v"}}],"validate_only":false}},{"AlterPartition":{"broker_id":1,"broker_epoch":2,"topic_id":"00000000-0000-0000-0000-000000000007","partition":0,"leader_epoch":1,"partition_epoch":2,"new_isr":[1]}},{"AlterConfigs":{"resource_type":2,"resource_name":"t","ops":[["a",null]],"validate_only":true}},{"FetchMetadata":{"since_offset":-1,"max_wait_ms":5}},"DescribeQuorum",{"ElectLeaders":{"election":"Unclean","partitions":[["t",0]]}}]"#;
+const RESPONSES: &str = r#"[{"Error":{"code":36,"message":"x"}},{"NotController":{"leader":2}},{"RegisterBroker":{"Ok":5}},{"Heartbeat":{"Ok":{"is_fenced":false,"is_caught_up":true,"should_shut_down":false}}},{"CreateTopics":[{"Ok":{"topic_id":"00000000-0000-0000-0000-000000000007","num_partitions":1,"replication_factor":1}},{"Err":{"code":36,"message":"e"}}]},{"AlterPartition":{"Ok":{"replicas":[1],"isr":[1],"leader":1,"leader_epoch":2,"partition_epoch":3}}},{"AllocateProducerIds":{"Ok":[1000,1000]}},{"FetchMetadata":{"Ok":{"Records":[[3,{"type":"TopicRecord","name":"t","topic_id":"00000000-0000-0000-0000-000000000007"}]]}}},{"DescribeQuorum":{"Ok":{"leader_id":1,"leader_epoch":2,"high_watermark":3,"voters":{"1":"127.0.0.1:9093"}}}},{"ElectLeaders":[{"topic":"t","partition":0,"error_code":84,"message":null}]}]"#;
+
+/// Records of each kind of change, the image they replay into, and broker requests and answers.
+#[test]
+fn json_is_unchanged() {
+    let id = Uuid::from_u128(7);
+    let mut img = MetadataImage {
+        cluster_id: "c".into(),
+        ..MetadataImage::default()
+    };
+    let recs = vec![
+        MetadataRecord::RegisterBrokerRecord {
+            broker_id: 1,
+            incarnation_id: Uuid::from_u128(1),
+            host: "h".into(),
+            port: 9092,
+            rack: Some("r".into()),
+        },
+        MetadataRecord::BrokerRegistrationChangeRecord {
+            broker_id: 1,
+            broker_epoch: 3,
+            fenced: Some(false),
+            in_controlled_shutdown: None,
+        },
+        MetadataRecord::TopicRecord {
+            name: "t".into(),
+            topic_id: id,
+        },
+        MetadataRecord::PartitionRecord {
+            topic_id: id,
+            partition_id: 0,
+            replicas: vec![1],
+            isr: vec![1],
+            leader: 1,
+            leader_epoch: 0,
+            partition_epoch: 0,
+        },
+        MetadataRecord::PartitionChangeRecord {
+            topic_id: id,
+            partition_id: 0,
+            isr: None,
+            leader: Some(NO_LEADER),
+        },
+        MetadataRecord::ConfigRecord {
+            resource_type: RESOURCE_TOPIC,
+            resource_name: "t".into(),
+            name: "retention.ms".into(),
+            value: Some("5".into()),
+        },
+        MetadataRecord::ConfigRecord {
+            resource_type: RESOURCE_BROKER,
+            resource_name: "".into(),
+            name: "a".into(),
+            value: Some("1".into()),
+        },
+        MetadataRecord::ProducerIdsRecord {
+            broker_id: 1,
+            broker_epoch: 3,
+            next_producer_id: 1000,
+        },
+    ];
+    for (i, r) in recs.iter().enumerate() {
+        img.apply(3 + i as i64, r);
+    }
+    assert_eq!(serde_json::to_string(&recs).unwrap(), RECORDS);
+    assert_eq!(
+        serde_json::to_string(&serde_json::from_str::<Vec<MetadataRecord>>(RECORDS).unwrap())
+            .unwrap(),
+        RECORDS
+    );
+    assert_eq!(serde_json::to_string(&img).unwrap(), IMAGE);
+    assert_eq!(
+        serde_json::to_string(&serde_json::from_str::<MetadataImage>(IMAGE).unwrap()).unwrap(),
+        IMAGE
+    );
+    let reqs = vec![
+        ClientRequest::RegisterBroker(RegisterBroker {
+            broker_id: 1,
+            incarnation_id: id,
+            host: "h".into(),
+            port: 1,
+            rack: None,
+        }),
+        ClientRequest::Heartbeat(Heartbeat {
+            broker_id: 1,
+            broker_epoch: 2,
+            metadata_offset: 3,
+            want_fence: false,
+            want_shutdown: true,
+        }),
+        ClientRequest::CreateTopics {
+            topics: vec![CreateTopic {
+                name: "t".into(),
+                num_partitions: -1,
+                replication_factor: -1,
+                assignments: vec![(0, vec![1, 2])],
+                configs: [("k".to_string(), "v".to_string())].into(),
+            }],
+            validate_only: false,
+        },
+        ClientRequest::AlterPartition(AlterPartition {
+            broker_id: 1,
+            broker_epoch: 2,
+            topic_id: id,
+            partition: 0,
+            leader_epoch: 1,
+            partition_epoch: 2,
+            new_isr: vec![1],
+        }),
+        ClientRequest::AlterConfigs {
+            resource_type: 2,
+            resource_name: "t".into(),
+            ops: vec![("a".into(), None)],
+            validate_only: true,
+        },
+        ClientRequest::FetchMetadata {
+            since_offset: -1,
+            max_wait_ms: 5,
+        },
+        ClientRequest::DescribeQuorum,
+        ClientRequest::ElectLeaders {
+            election: ElectionType::Unclean,
+            partitions: Some(vec![("t".into(), 0)]),
+        },
+    ];
+    assert_eq!(serde_json::to_string(&reqs).unwrap(), REQUESTS);
+    assert_eq!(
+        serde_json::to_string(&serde_json::from_str::<Vec<ClientRequest>>(REQUESTS).unwrap())
+            .unwrap(),
+        REQUESTS
+    );
+    let resps = vec![
+        ClientResponse::Error(ControllerError::new(ErrorCode::TOPIC_ALREADY_EXISTS, "x")),
+        ClientResponse::NotController { leader: Some(2) },
+        ClientResponse::RegisterBroker(Ok(5)),
+        ClientResponse::Heartbeat(Ok(HeartbeatReply {
+            is_fenced: false,
+            is_caught_up: true,
+            should_shut_down: false,
+        })),
+        ClientResponse::CreateTopics(vec![
+            Ok(CreatedTopic {
+                topic_id: id,
+                num_partitions: 1,
+                replication_factor: 1,
+            }),
+            Err(ControllerError::new(ErrorCode::TOPIC_ALREADY_EXISTS, "e")),
+        ]),
+        ClientResponse::AlterPartition(Ok(PartitionRegistration {
+            replicas: vec![1],
+            isr: vec![1],
+            leader: 1,
+            leader_epoch: 2,
+            partition_epoch: 3,
+        })),
+        ClientResponse::AllocateProducerIds(Ok((1000, 1000))),
+        ClientResponse::FetchMetadata(Ok(MetadataUpdate::Records(vec![(3, recs[2].clone())]))),
+        ClientResponse::DescribeQuorum(Ok(QuorumInfo {
+            leader_id: Some(1),
+            leader_epoch: 2,
+            high_watermark: 3,
+            voters: [(1, "127.0.0.1:9093".parse().unwrap())].into(),
+        })),
+        ClientResponse::ElectLeaders(vec![ElectionResult {
+            topic: "t".into(),
+            partition: 0,
+            error_code: 84,
+            message: None,
+        }]),
+    ];
+    assert_eq!(serde_json::to_string(&resps).unwrap(), RESPONSES);
+    assert_eq!(
+        serde_json::to_string(&serde_json::from_str::<Vec<ClientResponse>>(RESPONSES).unwrap())
+            .unwrap(),
+        RESPONSES
+    );
+}
