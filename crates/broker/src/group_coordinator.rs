@@ -50,7 +50,7 @@ use coordinator::{
 };
 use parking_lot::Mutex;
 use protocol::error::ErrorCode;
-use protocol::record::{batches, Compression, RecordBatchBuilder, Records};
+use protocol::record::{batches, Compression, RecordBatchBuilder};
 use storage::now_ms;
 use tokio::sync::{oneshot, watch, Notify};
 
@@ -630,7 +630,7 @@ impl GroupCoordinatorService {
         while offset < end {
             let read = partition.read_records(offset, LOAD_READ_BYTES, end, true);
             let bytes = match read {
-                Ok(info) => match read_records(&info.records) {
+                Ok(info) => match storage::records_to_bytes(&info.records) {
                     Ok(b) => b,
                     Err(e) => {
                         tracing::warn!(partition = p, offset, error = %e, "cannot read {OFFSETS_TOPIC}");
@@ -1115,29 +1115,6 @@ impl MetadataPublisher for GroupCoordinatorPublisher {
             if was != is {
                 self.groups.on_partition_leadership(p, is);
             }
-        }
-    }
-}
-
-/// The bytes of a read result (file slices are read with `pread`; a short read returns what is there).
-fn read_records(records: &Records) -> std::io::Result<Bytes> {
-    match records {
-        Records::Memory(b) => Ok(b.clone()),
-        Records::File(slice) => {
-            use std::os::unix::fs::FileExt;
-            let mut buf = vec![0u8; slice.len as usize];
-            let mut done = 0usize;
-            while done < buf.len() {
-                let n = slice
-                    .file
-                    .read_at(&mut buf[done..], slice.position + done as u64)?;
-                if n == 0 {
-                    break;
-                }
-                done += n;
-            }
-            buf.truncate(done);
-            Ok(Bytes::from(buf))
         }
     }
 }

@@ -400,9 +400,10 @@ pub fn encode_tagged(
     e.into_bytes()
 }
 
-/// Materialize chunks into one buffer, reading file chunks with `pread`. For tests and
-/// clients; the broker sends file chunks with `sendfile` instead.
-pub fn chunks_to_bytes(chunks: &[Chunk]) -> std::io::Result<Bytes> {
+/// Materialize chunks into one buffer, reading file chunks with `pread` (tests only: this crate does no I/O;
+/// the broker sends file chunks with `sendfile`).
+#[cfg(test)]
+pub(crate) fn chunks_to_bytes(chunks: &[Chunk]) -> std::io::Result<Bytes> {
     use std::os::unix::fs::FileExt;
     let total: usize = chunks.iter().map(Chunk::len).sum();
     let mut out = BytesMut::with_capacity(total);

@@ -26,7 +26,7 @@ mod sample;
 mod tests;
 
 pub use api_key::ApiKey;
-pub use codec::{chunks_to_bytes, Chunk, Decode, DecodeError, Encode, EncodeError, Encoder};
+pub use codec::{Chunk, Decode, DecodeError, Encode, EncodeError, Encoder};
 pub use error::ErrorCode;
 pub use frame::{decode_request, decode_response, encode_request, encode_response, MAX_FRAME_SIZE};
 pub use header::{request_header_version, response_header_version, RequestHeader, ResponseHeader};

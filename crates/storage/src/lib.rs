@@ -67,6 +67,32 @@ pub fn offset_file_name(offset: i64, suffix: &str) -> String {
     format!("{offset:020}.{suffix}")
 }
 
+/// The bytes of a read result: memory as it is, a file slice read with `pread` (a short read — the file
+/// was truncated meanwhile — returns what is there). For readers inside the broker (coordinator loading);
+/// consumers get file slices with `sendfile` instead.
+pub fn records_to_bytes(records: &protocol::record::Records) -> std::io::Result<bytes::Bytes> {
+    use protocol::record::Records;
+    use std::os::unix::fs::FileExt;
+    match records {
+        Records::Memory(b) => Ok(b.clone()),
+        Records::File(slice) => {
+            let mut buf = vec![0u8; slice.len as usize];
+            let mut done = 0usize;
+            while done < buf.len() {
+                let n = slice
+                    .file
+                    .read_at(&mut buf[done..], slice.position + done as u64)?;
+                if n == 0 {
+                    break;
+                }
+                done += n;
+            }
+            buf.truncate(done);
+            Ok(bytes::Bytes::from(buf))
+        }
+    }
+}
+
 /// Current wall-clock time in ms since the epoch.
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
