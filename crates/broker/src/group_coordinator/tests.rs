@@ -1,4 +1,4 @@
-//! Unit tests of `group_coordinator`.
+//! Unit tests of the group coordinator runtime.
 
 use super::*;
 use coordinator::{JoinProtocol, OffsetCommitPartition, OffsetCommitRequest};
