@@ -562,7 +562,7 @@ impl ClusterLink for ControllerLink {
         topic: String,
         partition: i32,
         state: PartitionState,
-    ) -> BoxFuture<'static, Result<PartitionState, i16>> {
+    ) -> BoxFuture<'static, Result<PartitionState, ControllerError>> {
         let cluster = self.0.clone();
         Box::pin(async move {
             let reg = cluster
@@ -579,7 +579,7 @@ impl ClusterLink for ControllerLink {
                 .await
                 .map_err(|e| {
                     tracing::debug!(topic = %topic, partition, error = %e, "AlterPartition refused");
-                    e.code
+                    e
                 })?;
             Ok(partition_state(state.topic_id, &reg))
         })

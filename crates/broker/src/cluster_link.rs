@@ -6,6 +6,7 @@
 //! AlterPartition through the controller, KIP-497).
 
 use futures::future::BoxFuture;
+use metadata::ControllerError;
 
 use crate::partition::PartitionState;
 
@@ -17,14 +18,15 @@ pub use storage::TopicPartition;
 pub trait ClusterLink: Send + Sync + 'static {
     /// Advertised host/port of a broker (followers connect to leaders here with the Kafka protocol).
     fn broker_endpoint(&self, broker_id: i32) -> Option<(String, u16)>;
-    /// Proposes an ISR change (Kafka's AlterPartition, KIP-497); returns the committed state or a Kafka
-    /// error code (e.g. INVALID_UPDATE_VERSION 95, FENCED_LEADER_EPOCH 74).
+    /// Proposes an ISR change (Kafka's AlterPartition, KIP-497); returns the committed state or the
+    /// controller's refusal (e.g. INVALID_UPDATE_VERSION 95, FENCED_LEADER_EPOCH 74, or REQUEST_TIMED_OUT
+    /// when no controller answered).
     fn alter_partition(
         &self,
         topic: String,
         partition: i32,
         state: PartitionState,
-    ) -> BoxFuture<'static, Result<PartitionState, i16>>;
+    ) -> BoxFuture<'static, Result<PartitionState, ControllerError>>;
 }
 
 /// The single-node [`ClusterLink`]: no other brokers; AlterPartition commits the proposal at once with the
@@ -42,7 +44,7 @@ impl ClusterLink for StandaloneLink {
         _topic: String,
         _partition: i32,
         mut state: PartitionState,
-    ) -> BoxFuture<'static, Result<PartitionState, i16>> {
+    ) -> BoxFuture<'static, Result<PartitionState, ControllerError>> {
         state.partition_epoch += 1;
         Box::pin(futures::future::ready(Ok(state)))
     }

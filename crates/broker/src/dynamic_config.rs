@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{broker_def, BrokerConfig, ConfigType};
 use crate::error::ApiError;
-use crate::metadata::write_atomically;
+use crate::metadata::{write_atomically, MetadataError};
 
 /// File name of the persisted dynamic configs inside the data directory.
 pub const DYNAMIC_CONFIG_FILE: &str = "dynamic-broker-configs.json";
@@ -410,7 +410,7 @@ impl DynamicBrokerConfig {
             }
         }
         self.persist(&next)
-            .map_err(|e| ApiError::new(ErrorCode::KAFKA_STORAGE_ERROR, e))?;
+            .map_err(|e| ApiError::new(ErrorCode::KAFKA_STORAGE_ERROR, e.to_string()))?;
         *levels = next;
         self.recompute(&levels);
         tracing::info!(?level, "dynamic broker configs changed");
@@ -500,7 +500,8 @@ impl DynamicBrokerConfig {
         *self.effective.write() = Arc::new(c);
     }
 
-    fn persist(&self, levels: &Levels) -> Result<(), String> {
+    /// Rewrites the file with `levels` (nothing without a path). Errors: the file cannot be written.
+    fn persist(&self, levels: &Levels) -> Result<(), MetadataError> {
         let Some(path) = &self.path else {
             return Ok(());
         };
@@ -509,9 +510,12 @@ impl DynamicBrokerConfig {
             default: levels.default.clone(),
             brokers: levels.brokers.clone(),
         };
-        let bytes = serde_json::to_vec_pretty(&p).map_err(|e| e.to_string())?;
+        let bytes = serde_json::to_vec_pretty(&p).map_err(|e| MetadataError::Invalid {
+            path: path.clone(),
+            reason: e.to_string(),
+        })?;
         let dir = path.parent().unwrap_or(Path::new("."));
-        write_atomically(dir, DYNAMIC_CONFIG_FILE, &bytes).map_err(|e| e.to_string())
+        write_atomically(dir, DYNAMIC_CONFIG_FILE, &bytes)
     }
 }
 

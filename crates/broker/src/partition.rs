@@ -21,6 +21,7 @@
 //!   HW to its own LEO explicitly, as Kafka does);
 //! - appended offsets are contiguous from the LEO (asserted by the log).
 
+use metadata::ControllerError;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -582,7 +583,7 @@ impl Partition {
     pub(crate) fn complete_alter_partition(
         &self,
         proposal: &PartitionState,
-        result: Result<PartitionState, i16>,
+        result: Result<PartitionState, ControllerError>,
         now_ms: i64,
     ) -> bool {
         let mut st = self.state.lock();
@@ -610,8 +611,8 @@ impl Partition {
                 tracing::info!(topic = %self.topic, partition = self.partition, leader_epoch = other.leader_epoch, "AlterPartition answered with another leader epoch");
                 false
             }
-            Err(code) => {
-                tracing::warn!(topic = %self.topic, partition = self.partition, error = protocol::error::ErrorCode(code).name(), "AlterPartition failed");
+            Err(e) => {
+                tracing::warn!(topic = %self.topic, partition = self.partition, error = e.code.name(), message = %e.message, "AlterPartition failed");
                 false
             }
         }

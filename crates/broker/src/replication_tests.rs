@@ -51,21 +51,25 @@ impl ClusterLink for TestLink {
         _topic: String,
         _partition: i32,
         state: PartitionState,
-    ) -> BoxFuture<'static, Result<PartitionState, i16>> {
+    ) -> BoxFuture<'static, Result<PartitionState, metadata::ControllerError>> {
         let mut reg = self.registration.lock();
         let result = match reg.as_mut() {
-            Some(r) if r.leader_epoch != state.leader_epoch => {
-                Err(ErrorCode::FENCED_LEADER_EPOCH.0)
-            }
-            Some(r) if r.partition_epoch != state.partition_epoch => {
-                Err(ErrorCode::INVALID_UPDATE_VERSION.0)
-            }
+            Some(r) if r.leader_epoch != state.leader_epoch => Err(metadata::ControllerError::new(
+                ErrorCode::FENCED_LEADER_EPOCH,
+                "refused",
+            )),
+            Some(r) if r.partition_epoch != state.partition_epoch => Err(
+                metadata::ControllerError::new(ErrorCode::INVALID_UPDATE_VERSION, "refused"),
+            ),
             Some(r) => {
                 r.isr = state.isr.clone();
                 r.partition_epoch += 1;
                 Ok(r.clone())
             }
-            None => Err(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0),
+            None => Err(metadata::ControllerError::new(
+                ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+                "refused",
+            )),
         };
         Box::pin(futures::future::ready(result))
     }
