@@ -117,7 +117,7 @@ impl Reply {
 
 /// One batch appended to a `__consumer_offsets` leader: the partition, the offset the HighWatermark must reach
 /// (last offset + 1) and the LeaderEpoch it was appended in.
-type Appended = (Arc<Partition>, i64, i32);
+type Appended = (Arc<Partition>, types::Offset, types::LeaderEpoch);
 
 /// Cluster mode: this broker's role for one `__consumer_offsets` partition it leads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -633,12 +633,12 @@ impl GroupCoordinatorService {
                 Ok(info) => match read_records(&info.records) {
                     Ok(b) => b,
                     Err(e) => {
-                        tracing::warn!(partition = p, offset, error = %e, "cannot read {OFFSETS_TOPIC}");
+                        tracing::warn!(partition = p, %offset, error = %e, "cannot read {OFFSETS_TOPIC}");
                         break;
                     }
                 },
                 Err(e) => {
-                    tracing::warn!(partition = p, offset, error = %e, "cannot read {OFFSETS_TOPIC}");
+                    tracing::warn!(partition = p, %offset, error = %e, "cannot read {OFFSETS_TOPIC}");
                     break;
                 }
             };
@@ -651,11 +651,11 @@ impl GroupCoordinatorService {
                     Ok(b) => b,
                     Err(e) => {
                         // A short read at the end of the slice: continue from the last whole batch.
-                        tracing::debug!(partition = p, offset, error = %e, "partial batch");
+                        tracing::debug!(partition = p, %offset, error = %e, "partial batch");
                         break;
                     }
                 };
-                let next = batch.next_offset();
+                let next = types::Offset(batch.next_offset());
                 if next <= offset {
                     continue;
                 }
@@ -663,7 +663,7 @@ impl GroupCoordinatorService {
                     match batch.records() {
                         Ok(records) => {
                             for r in records {
-                                if r.offset < offset {
+                                if r.offset < offset.get() {
                                     continue;
                                 }
                                 let Some(key) = r.key.as_deref() else {
@@ -684,7 +684,7 @@ impl GroupCoordinatorService {
                             }
                         }
                         Err(e) => {
-                            tracing::warn!(partition = p, offset, error = %e,
+                            tracing::warn!(partition = p, %offset, error = %e,
                                 "skipping unreadable {OFFSETS_TOPIC} batch");
                         }
                     }
@@ -694,7 +694,7 @@ impl GroupCoordinatorService {
             if offset == before {
                 tracing::warn!(
                     partition = p,
-                    offset,
+                    %offset,
                     "no progress loading {OFFSETS_TOPIC}; stopping"
                 );
                 break;
@@ -907,7 +907,7 @@ impl GroupCoordinatorService {
                     }
                     Some(partition) => {
                         match self.replica_manager.append_to_leader(&partition, bytes, 0) {
-                            Ok((info, epoch)) => Ok((partition, info.last_offset + 1, epoch)),
+                            Ok((info, epoch)) => Ok((partition, info.last_offset.next(), epoch)),
                             Err(e) => {
                                 tracing::error!(partition = p, error = %e, "cannot write group records");
                                 Err(write_error(&e))

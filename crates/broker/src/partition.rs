@@ -28,6 +28,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use storage::{FetchDataInfo, Log, LogAppendInfo, LogConfig, StorageError};
 use tokio::sync::Notify;
+use types::{LeaderEpoch, Offset};
 use uuid::Uuid;
 
 pub use crate::partition_results::{DivergingEpoch, LogOffsets, PartitionRead, ReplicaError};
@@ -37,11 +38,11 @@ pub use crate::replica_states::{truncation_offset, FollowerState, PartitionState
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct FetchPosition {
     /// The fetch offset: this replica's LogEndOffset.
-    pub log_end_offset: i64,
+    pub log_end_offset: Offset,
     /// This replica's LogStartOffset.
-    pub log_start_offset: i64,
-    /// The latest epoch in this replica's epoch cache, -1 when empty.
-    pub last_fetched_epoch: i32,
+    pub log_start_offset: Offset,
+    /// The latest epoch in this replica's epoch cache, [`LeaderEpoch::NONE`] when empty.
+    pub last_fetched_epoch: LeaderEpoch,
 }
 
 /// How the role changed in [`Partition::apply_partition_state`]: tells the ReplicaManager which fetcher
@@ -165,17 +166,17 @@ impl Partition {
     }
 
     /// The HighWatermark.
-    pub fn high_watermark(&self) -> i64 {
+    pub fn high_watermark(&self) -> Offset {
         self.log.lock().high_watermark()
     }
 
     /// The LogEndOffset.
-    pub fn log_end_offset(&self) -> i64 {
+    pub fn log_end_offset(&self) -> Offset {
         self.log.lock().log_end_offset()
     }
 
     /// The LogStartOffset.
-    pub fn log_start_offset(&self) -> i64 {
+    pub fn log_start_offset(&self) -> Offset {
         self.log.lock().log_start_offset()
     }
 
@@ -185,8 +186,8 @@ impl Partition {
     }
 
     /// The current leader epoch (from the last applied registration).
-    pub fn leader_epoch(&self) -> i32 {
-        self.state.lock().registration.leader_epoch
+    pub fn leader_epoch(&self) -> LeaderEpoch {
+        LeaderEpoch(self.state.lock().registration.leader_epoch)
     }
 
     /// True when this replica leads the partition.
@@ -212,11 +213,14 @@ impl Partition {
     }
 
     /// KIP-320: Err(UnknownLeaderEpoch) when `current_leader_epoch` is newer than ours,
-    /// Err(FencedLeaderEpoch) when older; -1 skips the check.
-    pub fn check_leader_epoch(&self, current_leader_epoch: i32) -> Result<(), ReplicaError> {
+    /// Err(FencedLeaderEpoch) when older; -1 ([`LeaderEpoch::NONE`]) skips the check.
+    pub fn check_leader_epoch(
+        &self,
+        current_leader_epoch: LeaderEpoch,
+    ) -> Result<(), ReplicaError> {
         let current = self.leader_epoch();
         let request = current_leader_epoch;
-        if request < 0 || request == current {
+        if request.get() < 0 || request == current {
             Ok(())
         } else if request > current {
             Err(ReplicaError::UnknownLeaderEpoch { request, current })
@@ -227,12 +231,12 @@ impl Partition {
 
     /// OffsetForLeaderEpoch (Kafka's `endOffsetForEpoch`): (epoch, end offset) of the largest epoch ≤
     /// `leader_epoch` in the epoch cache; (-1, -1) when unknown.
-    pub fn end_offset_for_epoch(&self, leader_epoch: i32) -> (i32, i64) {
+    pub fn end_offset_for_epoch(&self, leader_epoch: LeaderEpoch) -> (LeaderEpoch, Offset) {
         self.log.lock().end_offset_for_epoch(leader_epoch)
     }
 
     /// The latest epoch in the epoch cache (None: empty).
-    pub fn latest_epoch(&self) -> Option<i32> {
+    pub fn latest_epoch(&self) -> Option<LeaderEpoch> {
         self.log.lock().latest_epoch()
     }
 
@@ -241,13 +245,13 @@ impl Partition {
     pub fn fetch_offset_by_timestamp(
         &self,
         timestamp: i64,
-    ) -> Result<Option<(i64, i64)>, StorageError> {
+    ) -> Result<Option<(Offset, i64)>, StorageError> {
         self.log.lock().fetch_offset_by_timestamp(timestamp)
     }
 
     /// DeleteRecords: advances the LogStartOffset to `offset` (≤ HighWatermark, else OffsetOutOfRange).
     /// Returns the new LogStartOffset.
-    pub fn delete_records_before(&self, offset: i64) -> Result<i64, StorageError> {
+    pub fn delete_records_before(&self, offset: Offset) -> Result<Offset, StorageError> {
         self.log.lock().delete_records_before(offset)
     }
 
@@ -255,9 +259,9 @@ impl Partition {
     /// at most `max_bytes` (the first batch whole when `min_one_batch`), below `max_offset_exclusive`.
     pub fn read_records(
         &self,
-        start_offset: i64,
+        start_offset: Offset,
         max_bytes: usize,
-        max_offset_exclusive: i64,
+        max_offset_exclusive: Offset,
         min_one_batch: bool,
     ) -> Result<FetchDataInfo, StorageError> {
         self.log
@@ -317,9 +321,9 @@ impl Partition {
             if let Role::Leader(rs) = &mut st.role {
                 rs.apply_committed(state, now_ms);
                 let mut log = self.log.lock();
-                let leo = log.log_end_offset();
+                let leo = log.log_end_offset().get();
                 if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
-                    log.update_high_watermark(hw);
+                    log.update_high_watermark(Offset(hw));
                 }
             }
             return Ok(RoleChange::Unchanged);
@@ -328,11 +332,12 @@ impl Partition {
             let mut log = self.log.lock();
             let leo = log.log_end_offset();
             if state.leader_epoch > 0 || leo > log.log_start_offset() {
-                log.assign_epoch_start_offset(state.leader_epoch, leo)?;
+                log.assign_epoch_start_offset(LeaderEpoch(state.leader_epoch), leo)?;
             }
-            let mut rs = ReplicaStates::new(local_id, state, leo, log.high_watermark(), now_ms);
-            if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
-                log.update_high_watermark(hw);
+            let hw = log.high_watermark().get();
+            let mut rs = ReplicaStates::new(local_id, state, leo.get(), hw, now_ms);
+            if let Some(hw) = rs.maybe_increment_high_watermark(leo.get()) {
+                log.update_high_watermark(Offset(hw));
             }
             st.role = Role::Leader(rs);
             st.registration = state.clone();
@@ -384,7 +389,7 @@ impl Partition {
         records: Bytes,
         min_isr: usize,
         now_ms: i64,
-    ) -> Result<(LogAppendInfo, i32), ReplicaError> {
+    ) -> Result<(LogAppendInfo, LeaderEpoch), ReplicaError> {
         let appended = {
             let mut st = self.state.lock();
             let Role::Leader(rs) = &mut st.role else {
@@ -394,12 +399,12 @@ impl Partition {
             if isr < min_isr {
                 return Err(ReplicaError::NotEnoughReplicas { isr, min_isr });
             }
-            let epoch = rs.leader_epoch();
+            let epoch = LeaderEpoch(rs.leader_epoch());
             let mut log = self.log.lock();
             let info = log.append_as_leader(records, epoch, now_ms)?;
-            let leo = log.log_end_offset();
+            let leo = log.log_end_offset().get();
             if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
-                log.update_high_watermark(hw);
+                log.update_high_watermark(Offset(hw));
             }
             (info, epoch)
         };
@@ -415,8 +420,8 @@ impl Partition {
     /// `min_isr`), RequestTimedOut.
     pub async fn wait_for_replication(
         &self,
-        required_offset: i64,
-        leader_epoch: i32,
+        required_offset: Offset,
+        leader_epoch: LeaderEpoch,
         min_isr: usize,
         deadline: Instant,
     ) -> Result<(), ReplicaError> {
@@ -441,10 +446,11 @@ impl Partition {
     /// None while an acks=all append still waits for the HighWatermark; see `wait_for_replication`.
     fn replication_done(
         &self,
-        required_offset: i64,
-        leader_epoch: i32,
+        required_offset: Offset,
+        leader_epoch: LeaderEpoch,
         min_isr: usize,
     ) -> Option<Result<(), ReplicaError>> {
+        let leader_epoch = leader_epoch.get();
         let st = self.state.lock();
         match &st.role {
             // Still leading, in the append's epoch or without interruption since.
@@ -472,7 +478,7 @@ impl Partition {
     /// the LogEndOffset for a follower and the HighWatermark for a consumer.
     pub fn read(
         &self,
-        fetch_offset: i64,
+        fetch_offset: Offset,
         max_bytes: usize,
         for_follower: bool,
         min_one_batch: bool,
@@ -513,8 +519,8 @@ impl Partition {
     pub fn follower_fetch(
         &self,
         replica_id: i32,
-        last_fetched_epoch: i32,
-        fetch_offset: i64,
+        last_fetched_epoch: LeaderEpoch,
+        fetch_offset: Offset,
         now_ms: i64,
     ) -> Result<(Option<DivergingEpoch>, Option<PartitionState>), ReplicaError> {
         let mut advanced = false;
@@ -524,10 +530,10 @@ impl Partition {
                 return Err(ReplicaError::NotLeaderOrFollower);
             };
             let mut log = self.log.lock();
-            if last_fetched_epoch >= 0 {
+            if last_fetched_epoch.get() >= 0 {
                 let (epoch, end_offset) = log.end_offset_for_epoch(last_fetched_epoch);
-                if epoch >= 0
-                    && end_offset >= 0
+                if epoch.get() >= 0
+                    && end_offset.get() >= 0
                     && (end_offset < fetch_offset || epoch < last_fetched_epoch)
                 {
                     let d = DivergingEpoch {
@@ -548,9 +554,9 @@ impl Partition {
             if fetch_offset > leo {
                 return Ok((None, None));
             }
-            rs.update_follower_fetch(replica_id, fetch_offset, leo, now_ms);
-            if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
-                log.update_high_watermark(hw);
+            rs.update_follower_fetch(replica_id, fetch_offset.get(), leo.get(), now_ms);
+            if let Some(hw) = rs.maybe_increment_high_watermark(leo.get()) {
+                log.update_high_watermark(Offset(hw));
                 advanced = true;
             }
             drop(log);
@@ -570,7 +576,7 @@ impl Partition {
         let Role::Leader(rs) = &mut st.role else {
             return None;
         };
-        let leo = self.log.lock().log_end_offset();
+        let leo = self.log.lock().log_end_offset().get();
         rs.maybe_shrink_isr(leo, now_ms, lag_max_ms)
             .map(|isr| rs.proposal(self.topic_id, isr))
     }
@@ -600,9 +606,9 @@ impl Partition {
                     *registration = committed;
                 }
                 let mut log = self.log.lock();
-                let leo = log.log_end_offset();
+                let leo = log.log_end_offset().get();
                 if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
-                    log.update_high_watermark(hw);
+                    log.update_high_watermark(Offset(hw));
                 }
                 true
             }
@@ -643,7 +649,7 @@ impl Partition {
         FetchPosition {
             log_end_offset: log.log_end_offset(),
             log_start_offset: log.log_start_offset(),
-            last_fetched_epoch: log.latest_epoch().unwrap_or(-1),
+            last_fetched_epoch: log.latest_epoch().unwrap_or(LeaderEpoch::NONE),
         }
     }
 
@@ -654,20 +660,31 @@ impl Partition {
         &self,
         leader: i32,
         epoch: i32,
-        requested: Option<i32>,
-        answer: (i32, i64),
+        requested: Option<LeaderEpoch>,
+        answer: (LeaderEpoch, Offset),
     ) -> Result<bool, StorageError> {
         let st = self.state.lock();
         if !st.follows(leader, epoch) {
             return Ok(false);
         }
         let mut log = self.log.lock();
-        let leo = log.log_end_offset();
-        let hw = log.high_watermark();
-        let to = truncation_offset(requested, answer, |e| log.end_offset_for_epoch(e), leo, hw);
+        let leo = log.log_end_offset().get();
+        let hw = log.high_watermark().get();
+        let local_end_for = |e: i32| {
+            let (epoch, end) = log.end_offset_for_epoch(LeaderEpoch(e));
+            (epoch.get(), end.get())
+        };
+        let answer = (answer.0.get(), answer.1.get());
+        let to = truncation_offset(
+            requested.map(LeaderEpoch::get),
+            answer,
+            local_end_for,
+            leo,
+            hw,
+        );
         if to < leo {
             tracing::info!(topic = %self.topic, partition = self.partition, from = leo, to, "truncating follower log");
-            log.truncate_to(to)?;
+            log.truncate_to(Offset(to))?;
         }
         Ok(true)
     }
@@ -681,8 +698,8 @@ impl Partition {
         leader: i32,
         epoch: i32,
         records: Bytes,
-        leader_hw: i64,
-        leader_log_start: i64,
+        leader_hw: Offset,
+        leader_log_start: Offset,
         now_ms: i64,
     ) -> Result<bool, StorageError> {
         {
@@ -698,8 +715,10 @@ impl Partition {
                 let leo = log.log_end_offset();
                 if leo == log.log_start_offset() {
                     if let Some(Ok(first)) = protocol::record::batches(&records).next() {
-                        if first.base_offset() < leo && first.last_offset() >= leo {
-                            log.truncate_fully_and_start_at(first.base_offset())?;
+                        let (base, last) =
+                            (Offset(first.base_offset()), Offset(first.last_offset()));
+                        if base < leo && last >= leo {
+                            log.truncate_fully_and_start_at(base)?;
                         }
                     }
                 }
@@ -726,8 +745,8 @@ impl Partition {
         &self,
         leader: i32,
         epoch: i32,
-        leader_log_start: i64,
-        leader_hw: i64,
+        leader_log_start: Offset,
+        leader_hw: Offset,
     ) -> Result<bool, StorageError> {
         let st = self.state.lock();
         if !st.follows(leader, epoch) {
@@ -735,11 +754,11 @@ impl Partition {
         }
         let mut log = self.log.lock();
         let leo = log.log_end_offset();
-        if leader_log_start >= 0 && leo < leader_log_start {
-            tracing::info!(topic = %self.topic, partition = self.partition, leo, leader_log_start, "follower behind the leader's log start: starting over");
+        if leader_log_start.get() >= 0 && leo < leader_log_start {
+            tracing::info!(topic = %self.topic, partition = self.partition, %leo, %leader_log_start, "follower behind the leader's log start: starting over");
             log.truncate_fully_and_start_at(leader_log_start)?;
             Ok(true)
-        } else if leader_hw >= 0 && leader_hw < leo {
+        } else if leader_hw.get() >= 0 && leader_hw < leo {
             log.truncate_to(leader_hw)?;
             Ok(true)
         } else {
