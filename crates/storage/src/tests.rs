@@ -6,7 +6,7 @@ use protocol::record::{
     batches, Compression, RecordBatch, RecordBatchBuilder, Records, TimestampType,
 };
 use std::os::unix::fs::FileExt;
-use types::{LeaderEpoch, Offset};
+use types::{LeaderEpoch, Offset, ProducerId};
 
 pub(crate) fn batch(n: usize, ts: i64, value_len: usize) -> Bytes {
     let mut b = RecordBatchBuilder::new(Compression::None);
@@ -585,7 +585,7 @@ fn idempotent_dedup_gap_epoch_and_restart() {
     );
     // expiry is wall-clock idleness only
     assert_eq!(log.delete_old_segments(NOW + 86_400_000 - 1).unwrap(), 0);
-    assert!(log.producer_state().last_entry(7).is_some());
+    assert!(log.producer_state().last_entry(ProducerId(7)).is_some());
     log.delete_old_segments(NOW + 86_400_000).unwrap();
     assert!(log.producer_state().is_empty());
 }
@@ -1082,11 +1082,12 @@ fn rolls_when_index_full_and_snapshots_on_roll_and_close() {
     );
     let snaps = log.producer_state().snapshot_offsets();
     assert!(!snaps.is_empty());
-    assert!(snaps
-        .iter()
-        .all(|o| log.segment_base_offsets().contains(&Offset(*o))));
+    assert!(snaps.iter().all(|o| log.segment_base_offsets().contains(o)));
     for &o in &snaps {
-        assert!(d.path().join(offset_file_name(o, "snapshot")).exists());
+        assert!(d
+            .path()
+            .join(offset_file_name(o.get(), "snapshot"))
+            .exists());
     }
     log.close().unwrap();
     assert!(d.path().join(offset_file_name(10, "snapshot")).exists());

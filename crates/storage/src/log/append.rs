@@ -117,10 +117,10 @@ impl Log {
         if h.producer_id >= 0 {
             if let SequenceCheck::Duplicate(d) = self.producer_state.check(&plan.pending, &h)? {
                 return Ok(Some(LogAppendInfo {
-                    first_offset: Offset(d.first_offset),
-                    last_offset: Offset(d.last_offset),
+                    first_offset: d.first_offset,
+                    last_offset: d.last_offset,
                     max_timestamp: d.max_timestamp,
-                    offset_of_max_timestamp: Offset(d.last_offset),
+                    offset_of_max_timestamp: d.last_offset,
                     duplicate: true,
                     ..plan.info
                 }));
