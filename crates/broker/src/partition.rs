@@ -321,9 +321,9 @@ impl Partition {
             if let Role::Leader(rs) = &mut st.role {
                 rs.apply_committed(state, now_ms);
                 let mut log = self.log.lock();
-                let leo = log.log_end_offset().get();
+                let leo = log.log_end_offset();
                 if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
-                    log.update_high_watermark(Offset(hw));
+                    log.update_high_watermark(hw);
                 }
             }
             return Ok(RoleChange::Unchanged);
@@ -334,10 +334,9 @@ impl Partition {
             if state.leader_epoch > 0 || leo > log.log_start_offset() {
                 log.assign_epoch_start_offset(LeaderEpoch(state.leader_epoch), leo)?;
             }
-            let hw = log.high_watermark().get();
-            let mut rs = ReplicaStates::new(local_id, state, leo.get(), hw, now_ms);
-            if let Some(hw) = rs.maybe_increment_high_watermark(leo.get()) {
-                log.update_high_watermark(Offset(hw));
+            let mut rs = ReplicaStates::new(local_id, state, leo, log.high_watermark(), now_ms);
+            if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
+                log.update_high_watermark(hw);
             }
             st.role = Role::Leader(rs);
             st.registration = state.clone();
@@ -402,9 +401,9 @@ impl Partition {
             let epoch = LeaderEpoch(rs.leader_epoch());
             let mut log = self.log.lock();
             let info = log.append_as_leader(records, epoch, now_ms)?;
-            let leo = log.log_end_offset().get();
+            let leo = log.log_end_offset();
             if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
-                log.update_high_watermark(Offset(hw));
+                log.update_high_watermark(hw);
             }
             (info, epoch)
         };
@@ -554,9 +553,9 @@ impl Partition {
             if fetch_offset > leo {
                 return Ok((None, None));
             }
-            rs.update_follower_fetch(replica_id, fetch_offset.get(), leo.get(), now_ms);
-            if let Some(hw) = rs.maybe_increment_high_watermark(leo.get()) {
-                log.update_high_watermark(Offset(hw));
+            rs.update_follower_fetch(replica_id, fetch_offset, leo, now_ms);
+            if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
+                log.update_high_watermark(hw);
                 advanced = true;
             }
             drop(log);
@@ -576,7 +575,7 @@ impl Partition {
         let Role::Leader(rs) = &mut st.role else {
             return None;
         };
-        let leo = self.log.lock().log_end_offset().get();
+        let leo = self.log.lock().log_end_offset();
         rs.maybe_shrink_isr(leo, now_ms, lag_max_ms)
             .map(|isr| rs.proposal(self.topic_id, isr))
     }
@@ -606,9 +605,9 @@ impl Partition {
                     *registration = committed;
                 }
                 let mut log = self.log.lock();
-                let leo = log.log_end_offset().get();
+                let leo = log.log_end_offset();
                 if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
-                    log.update_high_watermark(Offset(hw));
+                    log.update_high_watermark(hw);
                 }
                 true
             }
@@ -668,23 +667,12 @@ impl Partition {
             return Ok(false);
         }
         let mut log = self.log.lock();
-        let leo = log.log_end_offset().get();
-        let hw = log.high_watermark().get();
-        let local_end_for = |e: i32| {
-            let (epoch, end) = log.end_offset_for_epoch(LeaderEpoch(e));
-            (epoch.get(), end.get())
-        };
-        let answer = (answer.0.get(), answer.1.get());
-        let to = truncation_offset(
-            requested.map(LeaderEpoch::get),
-            answer,
-            local_end_for,
-            leo,
-            hw,
-        );
+        let leo = log.log_end_offset();
+        let hw = log.high_watermark();
+        let to = truncation_offset(requested, answer, |e| log.end_offset_for_epoch(e), leo, hw);
         if to < leo {
-            tracing::info!(topic = %self.topic, partition = self.partition, from = leo, to, "truncating follower log");
-            log.truncate_to(Offset(to))?;
+            tracing::info!(topic = %self.topic, partition = self.partition, from = %leo, to = %to, "truncating follower log");
+            log.truncate_to(to)?;
         }
         Ok(true)
     }
