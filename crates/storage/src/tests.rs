@@ -544,7 +544,7 @@ fn idempotent_dedup_gap_epoch_and_restart() {
     let t = log
         .append_as_leader(Bytes::from(two), LeaderEpoch(0), NOW)
         .unwrap();
-    assert_eq!(t.last_offset - t.first_offset.get(), Offset(3));
+    assert_eq!(t.last_offset.get() - t.first_offset.get(), 3);
     let leo = log.log_end_offset();
     // survives a clean restart
     log.close().unwrap();

@@ -76,18 +76,6 @@ impl Offset {
     pub fn checked_add(self, delta: i64) -> Option<Offset> {
         self.0.checked_add(delta).map(Offset)
     }
-
-    /// `self - delta`, or `None` on overflow.
-    #[inline]
-    pub fn checked_sub(self, delta: i64) -> Option<Offset> {
-        self.0.checked_sub(delta).map(Offset)
-    }
-
-    /// Records from `earlier` up to (not including) `self`: `self - earlier`, negative when `earlier` is later.
-    #[inline]
-    pub fn distance_from(self, earlier: Offset) -> i64 {
-        self.0 - earlier.0
-    }
 }
 
 /// `offset + delta`, panicking on overflow (as `i64 + i64` does in debug builds, but in release builds too).
@@ -97,16 +85,6 @@ impl std::ops::Add<i64> for Offset {
     fn add(self, delta: i64) -> Offset {
         self.checked_add(delta)
             .unwrap_or_else(|| panic!("offset overflow: {self} + {delta}"))
-    }
-}
-
-/// `offset - delta`, panicking on overflow.
-impl std::ops::Sub<i64> for Offset {
-    type Output = Offset;
-    #[inline]
-    fn sub(self, delta: i64) -> Offset {
-        self.checked_sub(delta)
-            .unwrap_or_else(|| panic!("offset overflow: {self} - {delta}"))
     }
 }
 
@@ -189,12 +167,10 @@ mod tests {
         let o = Offset::new(41);
         assert_eq!(o.next(), Offset(42));
         assert_eq!(o + 9, Offset(50));
-        assert_eq!(o - 41, Offset::ZERO);
-        assert_eq!(Offset(50).distance_from(o), 9);
-        assert_eq!(o.distance_from(Offset(50)), -9);
+        assert_eq!(o + -41, Offset::ZERO);
         assert!(Offset::NONE < Offset::ZERO && Offset::ZERO < o);
         assert_eq!(Offset(i64::MAX).checked_add(1), None);
-        assert_eq!(Offset(i64::MIN).checked_sub(1), None);
+        assert_eq!(Offset(i64::MIN).checked_add(-1), None);
         assert_eq!(o.get(), 41);
         assert_eq!(i64::from(o), 41);
     }
