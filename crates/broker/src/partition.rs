@@ -87,9 +87,9 @@ struct PartitionInner {
 
 impl PartitionInner {
     /// True while following `leader` in `epoch` (the fetcher's guard).
-    fn follows(&self, leader: i32, epoch: i32) -> bool {
+    fn follows(&self, leader: i32, epoch: LeaderEpoch) -> bool {
         matches!(self.role, Role::Follower { leader: l } if l == leader)
-            && self.registration.leader_epoch == epoch
+            && self.registration.leader_epoch == epoch.get()
     }
 }
 
@@ -638,7 +638,7 @@ impl Partition {
 /// its `epoch` (else it does nothing and reports so).
 impl Partition {
     /// True while this replica follows `leader` in leader epoch `epoch`.
-    pub fn is_following(&self, leader: i32, epoch: i32) -> bool {
+    pub fn is_following(&self, leader: i32, epoch: LeaderEpoch) -> bool {
         self.state.lock().follows(leader, epoch)
     }
 
@@ -658,7 +658,7 @@ impl Partition {
     pub(crate) fn truncate_by_epoch(
         &self,
         leader: i32,
-        epoch: i32,
+        epoch: LeaderEpoch,
         requested: Option<LeaderEpoch>,
         answer: (LeaderEpoch, Offset),
     ) -> Result<bool, StorageError> {
@@ -684,7 +684,7 @@ impl Partition {
     pub(crate) fn append_as_follower(
         &self,
         leader: i32,
-        epoch: i32,
+        epoch: LeaderEpoch,
         records: Bytes,
         leader_hw: Offset,
         leader_log_start: Offset,
@@ -732,7 +732,7 @@ impl Partition {
     pub(crate) fn truncate_out_of_range(
         &self,
         leader: i32,
-        epoch: i32,
+        epoch: LeaderEpoch,
         leader_log_start: Offset,
         leader_hw: Offset,
     ) -> Result<bool, StorageError> {

@@ -29,18 +29,18 @@ fn follower_verbs_apply_only_in_the_fetchers_epoch() {
         p.apply_partition_state(1, &state(2, 3), 0).unwrap(),
         RoleChange::Follower { leader: Some(2) }
     );
-    assert!(p.is_following(2, 3));
-    assert!(!p.is_following(2, 2));
+    assert!(p.is_following(2, LeaderEpoch(3)));
+    assert!(!p.is_following(2, LeaderEpoch(2)));
     assert_eq!(
         p.apply_partition_state(1, &state(2, 1), 0).unwrap(),
         RoleChange::Unchanged
     );
     assert_eq!(p.leader_epoch(), LeaderEpoch(3));
     assert!(!p
-        .append_as_follower(2, 2, Bytes::new(), Offset(0), Offset(0), 0)
+        .append_as_follower(2, LeaderEpoch(2), Bytes::new(), Offset(0), Offset(0), 0)
         .unwrap());
     assert!(p
-        .append_as_follower(2, 3, Bytes::new(), Offset(5), Offset(0), 0)
+        .append_as_follower(2, LeaderEpoch(3), Bytes::new(), Offset(5), Offset(0), 0)
         .unwrap());
     assert_eq!(
         p.high_watermark(),
@@ -55,7 +55,7 @@ fn follower_verbs_apply_only_in_the_fetchers_epoch() {
         p.apply_partition_state(1, &state(1, 4), 0).unwrap(),
         RoleChange::Leader
     );
-    assert!(!p.is_following(2, 3));
+    assert!(!p.is_following(2, LeaderEpoch(3)));
     assert!(matches!(
         p.check_leader_epoch(LeaderEpoch(3)),
         Err(ReplicaError::FencedLeaderEpoch {

@@ -64,7 +64,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(1);
 /// One followed partition.
 struct FetchState {
     partition: Arc<Partition>,
-    leader_epoch: i32,
+    leader_epoch: LeaderEpoch,
     needs_truncation: bool,
     retry_at: Option<Instant>,
 }
@@ -103,7 +103,7 @@ impl ReplicaFetcher {
     }
 
     /// Follows `partition` in `leader_epoch` (replacing an older entry); truncation runs first.
-    pub(crate) fn add_partition(&self, partition: Arc<Partition>, leader_epoch: i32) {
+    pub(crate) fn add_partition(&self, partition: Arc<Partition>, leader_epoch: LeaderEpoch) {
         let key = TopicPartition::new(partition.topic.clone(), partition.partition);
         self.shared.partitions.lock().insert(
             key,
@@ -208,7 +208,7 @@ struct Pick {
     key: TopicPartition,
     partition: Arc<Partition>,
     /// The leader epoch the fetcher follows it in.
-    epoch: i32,
+    epoch: LeaderEpoch,
 }
 
 async fn run(shared: Arc<Shared>) {
@@ -289,7 +289,7 @@ async fn run(shared: Arc<Shared>) {
 fn update_state(
     shared: &Shared,
     key: &TopicPartition,
-    epoch: i32,
+    epoch: LeaderEpoch,
     f: impl FnOnce(&mut FetchState),
 ) {
     if let Some(s) = shared.partitions.lock().get_mut(key) {
@@ -411,7 +411,7 @@ fn offset_for_leader_epoch_request(
     for (Pick { key, epoch, .. }, latest) in ask {
         let part = OffsetForLeaderPartition {
             partition: key.partition,
-            current_leader_epoch: *epoch,
+            current_leader_epoch: epoch.get(),
             leader_epoch: latest.get(),
             ..Default::default()
         };
@@ -489,7 +489,7 @@ fn fetch_request(shared: &Shared, picks: &[Pick]) -> FetchRequest {
         let position = partition.fetch_position();
         let part = FetchPartition {
             partition: key.partition,
-            current_leader_epoch: *epoch,
+            current_leader_epoch: epoch.get(),
             fetch_offset: position.log_end_offset.get(),
             last_fetched_epoch: position.last_fetched_epoch.get(),
             log_start_offset: position.log_start_offset.get(),

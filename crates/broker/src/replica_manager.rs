@@ -203,7 +203,7 @@ impl ReplicaManager {
             RoleChange::Follower { leader } => {
                 inner.remove_from_fetchers(&key, leader);
                 if let Some(leader) = leader {
-                    inner.add_to_fetcher(leader, p.clone(), state.leader_epoch);
+                    inner.add_to_fetcher(leader, p.clone(), LeaderEpoch(state.leader_epoch));
                 }
             }
         }
@@ -442,7 +442,7 @@ impl Inner {
         }
     }
 
-    fn add_to_fetcher(&self, leader: i32, partition: Arc<Partition>, leader_epoch: i32) {
+    fn add_to_fetcher(&self, leader: i32, partition: Arc<Partition>, leader_epoch: LeaderEpoch) {
         if self.stopped.load(Ordering::Acquire) {
             return;
         }
