@@ -10,6 +10,7 @@ use protocol::record::{batches, Compression, RecordBatchBuilder, Records};
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use storage::{Log, LogConfig};
+use types::{LeaderEpoch, Offset};
 
 static RUN: AtomicU64 = AtomicU64::new(0);
 
@@ -36,14 +37,14 @@ fn read_all(log: &mut Log) {
             );
             if first {
                 assert!(
-                    b.last_offset() >= o,
+                    b.last_offset() >= o.get(),
                     "the batch containing the fetch offset comes first"
                 );
                 first = false;
             } else {
-                assert!(b.base_offset() >= o, "offsets increase");
+                assert!(b.base_offset() >= o.get(), "offsets increase");
             }
-            o = b.next_offset();
+            o = Offset(b.next_offset());
         }
     }
 }
@@ -74,15 +75,15 @@ fuzz_target!(|data: &[u8]| {
         index_interval_bytes: 64,
         ..LogConfig::default()
     };
-    let mut log = Log::open(&dir, cfg.clone(), uuid::Uuid::nil(), recover, 0, 0)
+    let mut log = Log::open(&dir, cfg.clone(), uuid::Uuid::nil(), recover, Offset::ZERO, 0)
         .expect("open never fails on bad bytes");
     if recover {
         read_all(&mut log);
     } else {
         // Clean open trusts the index: reads may fail but must not panic.
         let leo = log.log_end_offset();
-        for o in 0..leo.min(64) {
-            let _ = log.read(o, 4096, leo, data[0] & 2 == 2);
+        for o in 0..leo.get().min(64) {
+            let _ = log.read(Offset(o), 4096, leo, data[0] & 2 == 2);
         }
     }
     let _ = log.fetch_offset_by_timestamp(0);
@@ -90,14 +91,14 @@ fuzz_target!(|data: &[u8]| {
     let leo = log.log_end_offset();
     let mut b = RecordBatchBuilder::new(Compression::None);
     b.append(0, None, Some(Bytes::from_static(b"x")), vec![]);
-    if let Ok(info) = log.append_as_leader(b.build().unwrap(), 0, 0) {
+    if let Ok(info) = log.append_as_leader(b.build().unwrap(), LeaderEpoch(0), 0) {
         assert_eq!(info.first_offset, leo);
         log.close().unwrap();
         drop(log);
-        let log = Log::open(&dir, cfg, uuid::Uuid::nil(), false, 0, 0).unwrap();
+        let log = Log::open(&dir, cfg, uuid::Uuid::nil(), false, Offset::ZERO, 0).unwrap();
         if recover {
             // A recovered log is whole; after a clean close it reopens at the same end.
-            assert_eq!(log.log_end_offset(), leo + 1);
+            assert_eq!(log.log_end_offset(), leo.next());
         }
     }
     let _ = std::fs::remove_dir_all(&dir);

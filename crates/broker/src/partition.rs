@@ -29,6 +29,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use storage::{FetchDataInfo, Log, LogAppendInfo, LogConfig, StorageError};
 use tokio::sync::Notify;
+use types::{LeaderEpoch, Offset};
 use uuid::Uuid;
 
 pub use crate::partition_results::{DivergingEpoch, LogOffsets, PartitionRead, ReplicaError};
@@ -38,11 +39,11 @@ pub use crate::replica_states::{truncation_offset, FollowerState, PartitionState
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct FetchPosition {
     /// The fetch offset: this replica's LogEndOffset.
-    pub log_end_offset: i64,
+    pub log_end_offset: Offset,
     /// This replica's LogStartOffset.
-    pub log_start_offset: i64,
-    /// The latest epoch in this replica's epoch cache, -1 when empty.
-    pub last_fetched_epoch: i32,
+    pub log_start_offset: Offset,
+    /// The latest epoch in this replica's epoch cache, [`LeaderEpoch::NONE`] when empty.
+    pub last_fetched_epoch: LeaderEpoch,
 }
 
 /// How the role changed in [`Partition::apply_partition_state`]: tells the ReplicaManager which fetcher
@@ -87,9 +88,9 @@ struct PartitionInner {
 
 impl PartitionInner {
     /// True while following `leader` in `epoch` (the fetcher's guard).
-    fn follows(&self, leader: i32, epoch: i32) -> bool {
+    fn follows(&self, leader: i32, epoch: LeaderEpoch) -> bool {
         matches!(self.role, Role::Follower { leader: l } if l == leader)
-            && self.registration.leader_epoch == epoch
+            && self.registration.leader_epoch == epoch.get()
     }
 }
 
@@ -166,17 +167,17 @@ impl Partition {
     }
 
     /// The HighWatermark.
-    pub fn high_watermark(&self) -> i64 {
+    pub fn high_watermark(&self) -> Offset {
         self.log.lock().high_watermark()
     }
 
     /// The LogEndOffset.
-    pub fn log_end_offset(&self) -> i64 {
+    pub fn log_end_offset(&self) -> Offset {
         self.log.lock().log_end_offset()
     }
 
     /// The LogStartOffset.
-    pub fn log_start_offset(&self) -> i64 {
+    pub fn log_start_offset(&self) -> Offset {
         self.log.lock().log_start_offset()
     }
 
@@ -186,8 +187,8 @@ impl Partition {
     }
 
     /// The current leader epoch (from the last applied registration).
-    pub fn leader_epoch(&self) -> i32 {
-        self.state.lock().registration.leader_epoch
+    pub fn leader_epoch(&self) -> LeaderEpoch {
+        LeaderEpoch(self.state.lock().registration.leader_epoch)
     }
 
     /// True when this replica leads the partition.
@@ -213,11 +214,14 @@ impl Partition {
     }
 
     /// KIP-320: Err(UnknownLeaderEpoch) when `current_leader_epoch` is newer than ours,
-    /// Err(FencedLeaderEpoch) when older; -1 skips the check.
-    pub fn check_leader_epoch(&self, current_leader_epoch: i32) -> Result<(), ReplicaError> {
+    /// Err(FencedLeaderEpoch) when older; -1 ([`LeaderEpoch::NONE`]) skips the check.
+    pub fn check_leader_epoch(
+        &self,
+        current_leader_epoch: LeaderEpoch,
+    ) -> Result<(), ReplicaError> {
         let current = self.leader_epoch();
         let request = current_leader_epoch;
-        if request < 0 || request == current {
+        if request.get() < 0 || request == current {
             Ok(())
         } else if request > current {
             Err(ReplicaError::UnknownLeaderEpoch { request, current })
@@ -228,12 +232,12 @@ impl Partition {
 
     /// OffsetForLeaderEpoch (Kafka's `endOffsetForEpoch`): (epoch, end offset) of the largest epoch ≤
     /// `leader_epoch` in the epoch cache; (-1, -1) when unknown.
-    pub fn end_offset_for_epoch(&self, leader_epoch: i32) -> (i32, i64) {
+    pub fn end_offset_for_epoch(&self, leader_epoch: LeaderEpoch) -> (LeaderEpoch, Offset) {
         self.log.lock().end_offset_for_epoch(leader_epoch)
     }
 
     /// The latest epoch in the epoch cache (None: empty).
-    pub fn latest_epoch(&self) -> Option<i32> {
+    pub fn latest_epoch(&self) -> Option<LeaderEpoch> {
         self.log.lock().latest_epoch()
     }
 
@@ -242,13 +246,13 @@ impl Partition {
     pub fn fetch_offset_by_timestamp(
         &self,
         timestamp: i64,
-    ) -> Result<Option<(i64, i64)>, StorageError> {
+    ) -> Result<Option<(Offset, i64)>, StorageError> {
         self.log.lock().fetch_offset_by_timestamp(timestamp)
     }
 
     /// DeleteRecords: advances the LogStartOffset to `offset` (≤ HighWatermark, else OffsetOutOfRange).
     /// Returns the new LogStartOffset.
-    pub fn delete_records_before(&self, offset: i64) -> Result<i64, StorageError> {
+    pub fn delete_records_before(&self, offset: Offset) -> Result<Offset, StorageError> {
         self.log.lock().delete_records_before(offset)
     }
 
@@ -256,9 +260,9 @@ impl Partition {
     /// at most `max_bytes` (the first batch whole when `min_one_batch`), below `max_offset_exclusive`.
     pub fn read_records(
         &self,
-        start_offset: i64,
+        start_offset: Offset,
         max_bytes: usize,
-        max_offset_exclusive: i64,
+        max_offset_exclusive: Offset,
         min_one_batch: bool,
     ) -> Result<FetchDataInfo, StorageError> {
         self.log
@@ -329,7 +333,7 @@ impl Partition {
             let mut log = self.log.lock();
             let leo = log.log_end_offset();
             if state.leader_epoch > 0 || leo > log.log_start_offset() {
-                log.assign_epoch_start_offset(state.leader_epoch, leo)?;
+                log.assign_epoch_start_offset(LeaderEpoch(state.leader_epoch), leo)?;
             }
             let mut rs = ReplicaStates::new(local_id, state, leo, log.high_watermark(), now_ms);
             if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
@@ -385,7 +389,7 @@ impl Partition {
         records: Bytes,
         min_isr: usize,
         now_ms: i64,
-    ) -> Result<(LogAppendInfo, i32), ReplicaError> {
+    ) -> Result<(LogAppendInfo, LeaderEpoch), ReplicaError> {
         let appended = {
             let mut st = self.state.lock();
             let Role::Leader(rs) = &mut st.role else {
@@ -395,7 +399,7 @@ impl Partition {
             if isr < min_isr {
                 return Err(ReplicaError::NotEnoughReplicas { isr, min_isr });
             }
-            let epoch = rs.leader_epoch();
+            let epoch = LeaderEpoch(rs.leader_epoch());
             let mut log = self.log.lock();
             let info = log.append_as_leader(records, epoch, now_ms)?;
             let leo = log.log_end_offset();
@@ -416,8 +420,8 @@ impl Partition {
     /// `min_isr`), RequestTimedOut.
     pub async fn wait_for_replication(
         &self,
-        required_offset: i64,
-        leader_epoch: i32,
+        required_offset: Offset,
+        leader_epoch: LeaderEpoch,
         min_isr: usize,
         deadline: Instant,
     ) -> Result<(), ReplicaError> {
@@ -442,10 +446,11 @@ impl Partition {
     /// None while an acks=all append still waits for the HighWatermark; see `wait_for_replication`.
     fn replication_done(
         &self,
-        required_offset: i64,
-        leader_epoch: i32,
+        required_offset: Offset,
+        leader_epoch: LeaderEpoch,
         min_isr: usize,
     ) -> Option<Result<(), ReplicaError>> {
+        let leader_epoch = leader_epoch.get();
         let st = self.state.lock();
         match &st.role {
             // Still leading, in the append's epoch or without interruption since.
@@ -473,7 +478,7 @@ impl Partition {
     /// the LogEndOffset for a follower and the HighWatermark for a consumer.
     pub fn read(
         &self,
-        fetch_offset: i64,
+        fetch_offset: Offset,
         max_bytes: usize,
         for_follower: bool,
         min_one_batch: bool,
@@ -514,8 +519,8 @@ impl Partition {
     pub fn follower_fetch(
         &self,
         replica_id: i32,
-        last_fetched_epoch: i32,
-        fetch_offset: i64,
+        last_fetched_epoch: LeaderEpoch,
+        fetch_offset: Offset,
         now_ms: i64,
     ) -> Result<(Option<DivergingEpoch>, Option<PartitionState>), ReplicaError> {
         let mut advanced = false;
@@ -525,10 +530,10 @@ impl Partition {
                 return Err(ReplicaError::NotLeaderOrFollower);
             };
             let mut log = self.log.lock();
-            if last_fetched_epoch >= 0 {
+            if last_fetched_epoch.get() >= 0 {
                 let (epoch, end_offset) = log.end_offset_for_epoch(last_fetched_epoch);
-                if epoch >= 0
-                    && end_offset >= 0
+                if epoch.get() >= 0
+                    && end_offset.get() >= 0
                     && (end_offset < fetch_offset || epoch < last_fetched_epoch)
                 {
                     let d = DivergingEpoch {
@@ -634,7 +639,7 @@ impl Partition {
 /// its `epoch` (else it does nothing and reports so).
 impl Partition {
     /// True while this replica follows `leader` in leader epoch `epoch`.
-    pub fn is_following(&self, leader: i32, epoch: i32) -> bool {
+    pub fn is_following(&self, leader: i32, epoch: LeaderEpoch) -> bool {
         self.state.lock().follows(leader, epoch)
     }
 
@@ -644,7 +649,7 @@ impl Partition {
         FetchPosition {
             log_end_offset: log.log_end_offset(),
             log_start_offset: log.log_start_offset(),
-            last_fetched_epoch: log.latest_epoch().unwrap_or(-1),
+            last_fetched_epoch: log.latest_epoch().unwrap_or(LeaderEpoch::NONE),
         }
     }
 
@@ -654,9 +659,9 @@ impl Partition {
     pub(crate) fn truncate_by_epoch(
         &self,
         leader: i32,
-        epoch: i32,
-        requested: Option<i32>,
-        answer: (i32, i64),
+        epoch: LeaderEpoch,
+        requested: Option<LeaderEpoch>,
+        answer: (LeaderEpoch, Offset),
     ) -> Result<bool, StorageError> {
         let st = self.state.lock();
         if !st.follows(leader, epoch) {
@@ -667,7 +672,7 @@ impl Partition {
         let hw = log.high_watermark();
         let to = truncation_offset(requested, answer, |e| log.end_offset_for_epoch(e), leo, hw);
         if to < leo {
-            tracing::info!(topic = %self.topic, partition = self.partition, from = leo, to, "truncating follower log");
+            tracing::info!(topic = %self.topic, partition = self.partition, from = %leo, to = %to, "truncating follower log");
             log.truncate_to(to)?;
         }
         Ok(true)
@@ -680,10 +685,10 @@ impl Partition {
     pub(crate) fn append_as_follower(
         &self,
         leader: i32,
-        epoch: i32,
+        epoch: LeaderEpoch,
         records: Bytes,
-        leader_hw: i64,
-        leader_log_start: i64,
+        leader_hw: Offset,
+        leader_log_start: Offset,
         now_ms: i64,
     ) -> Result<bool, StorageError> {
         {
@@ -699,8 +704,10 @@ impl Partition {
                 let leo = log.log_end_offset();
                 if leo == log.log_start_offset() {
                     if let Some(Ok(first)) = protocol::record::batches(&records).next() {
-                        if first.base_offset() < leo && first.last_offset() >= leo {
-                            log.truncate_fully_and_start_at(first.base_offset())?;
+                        let (base, last) =
+                            (Offset(first.base_offset()), Offset(first.last_offset()));
+                        if base < leo && last >= leo {
+                            log.truncate_fully_and_start_at(base)?;
                         }
                     }
                 }
@@ -726,9 +733,9 @@ impl Partition {
     pub(crate) fn truncate_out_of_range(
         &self,
         leader: i32,
-        epoch: i32,
-        leader_log_start: i64,
-        leader_hw: i64,
+        epoch: LeaderEpoch,
+        leader_log_start: Offset,
+        leader_hw: Offset,
     ) -> Result<bool, StorageError> {
         let st = self.state.lock();
         if !st.follows(leader, epoch) {
@@ -736,11 +743,11 @@ impl Partition {
         }
         let mut log = self.log.lock();
         let leo = log.log_end_offset();
-        if leader_log_start >= 0 && leo < leader_log_start {
-            tracing::info!(topic = %self.topic, partition = self.partition, leo, leader_log_start, "follower behind the leader's log start: starting over");
+        if leader_log_start.get() >= 0 && leo < leader_log_start {
+            tracing::info!(topic = %self.topic, partition = self.partition, %leo, %leader_log_start, "follower behind the leader's log start: starting over");
             log.truncate_fully_and_start_at(leader_log_start)?;
             Ok(true)
-        } else if leader_hw >= 0 && leader_hw < leo {
+        } else if leader_hw.get() >= 0 && leader_hw < leo {
             log.truncate_to(leader_hw)?;
             Ok(true)
         } else {

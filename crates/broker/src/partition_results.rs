@@ -3,6 +3,7 @@
 
 use protocol::record::Records;
 use storage::StorageError;
+use types::{LeaderEpoch, Offset};
 
 /// Why a leader-side operation failed (mapped to Kafka error codes by the handlers).
 #[derive(Debug, thiserror::Error)]
@@ -15,17 +16,17 @@ pub enum ReplicaError {
     #[error("leader epoch {request} is older than the current {current}")]
     FencedLeaderEpoch {
         /// The request's epoch.
-        request: i32,
+        request: LeaderEpoch,
         /// This replica's epoch.
-        current: i32,
+        current: LeaderEpoch,
     },
     /// The request's `current_leader_epoch` is newer than ours: UNKNOWN_LEADER_EPOCH (75).
     #[error("leader epoch {request} is newer than the current {current}")]
     UnknownLeaderEpoch {
         /// The request's epoch.
-        request: i32,
+        request: LeaderEpoch,
         /// This replica's epoch.
-        current: i32,
+        current: LeaderEpoch,
     },
     /// acks=all and the ISR is smaller than `min.insync.replicas`: NOT_ENOUGH_REPLICAS (19).
     #[error("The size of the current ISR {isr} is insufficient to satisfy the min.isr requirement of {min_isr}")]
@@ -58,9 +59,9 @@ pub enum PartitionRead {
     /// Whole batches starting with the one that contains the fetch offset (empty when none is there yet).
     Records {
         /// HighWatermark at the time of the read.
-        high_watermark: i64,
+        high_watermark: Offset,
         /// LogStartOffset at the time of the read.
-        log_start_offset: i64,
+        log_start_offset: Offset,
         /// The batches.
         records: Records,
     },
@@ -71,9 +72,9 @@ pub enum PartitionRead {
         /// The storage error.
         error: StorageError,
         /// HighWatermark at the time of the read.
-        high_watermark: i64,
+        high_watermark: Offset,
         /// LogStartOffset at the time of the read.
-        log_start_offset: i64,
+        log_start_offset: Offset,
     },
 }
 
@@ -87,11 +88,11 @@ impl PartitionRead {
     }
 
     /// The HighWatermark seen by the read; -1 when this broker does not lead.
-    pub fn high_watermark(&self) -> i64 {
+    pub fn high_watermark(&self) -> Offset {
         match self {
             PartitionRead::Records { high_watermark, .. }
             | PartitionRead::Error { high_watermark, .. } => *high_watermark,
-            PartitionRead::NotLeader => -1,
+            PartitionRead::NotLeader => Offset::NONE,
         }
     }
 
@@ -106,36 +107,36 @@ impl PartitionRead {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DivergingEpoch {
     /// The largest epoch ≤ the follower's that the leader knows.
-    pub epoch: i32,
+    pub epoch: LeaderEpoch,
     /// The leader's end offset for `epoch`.
-    pub end_offset: i64,
+    pub end_offset: Offset,
     /// The leader's HighWatermark.
-    pub high_watermark: i64,
+    pub high_watermark: Offset,
     /// The leader's LogStartOffset.
-    pub log_start_offset: i64,
+    pub log_start_offset: Offset,
 }
 
 /// LogStartOffset, HighWatermark and LogEndOffset, read together under the log lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogOffsets {
-    pub(crate) log_start_offset: i64,
-    pub(crate) high_watermark: i64,
-    pub(crate) log_end_offset: i64,
+    pub(crate) log_start_offset: Offset,
+    pub(crate) high_watermark: Offset,
+    pub(crate) log_end_offset: Offset,
 }
 
 impl LogOffsets {
     /// LogStartOffset: the first offset still in the log.
-    pub fn log_start_offset(&self) -> i64 {
+    pub fn log_start_offset(&self) -> Offset {
         self.log_start_offset
     }
 
     /// HighWatermark: offsets below it are committed (replicated to the ISR).
-    pub fn high_watermark(&self) -> i64 {
+    pub fn high_watermark(&self) -> Offset {
         self.high_watermark
     }
 
     /// LogEndOffset: the offset the next appended record gets.
-    pub fn log_end_offset(&self) -> i64 {
+    pub fn log_end_offset(&self) -> Offset {
         self.log_end_offset
     }
 }

@@ -4,7 +4,7 @@
 use super::*;
 
 fn partition(dir: &std::path::Path) -> Partition {
-    let log = Log::open(dir, LogConfig::default(), Uuid::nil(), false, 0, 0).unwrap();
+    let log = Log::open(dir, LogConfig::default(), Uuid::nil(), false, Offset(0), 0).unwrap();
     Partition::new("t", 0, Uuid::nil(), Arc::new(Mutex::new(log)))
 }
 
@@ -29,35 +29,42 @@ fn follower_verbs_apply_only_in_the_fetchers_epoch() {
         p.apply_partition_state(1, &state(2, 3), 0).unwrap(),
         RoleChange::Follower { leader: Some(2) }
     );
-    assert!(p.is_following(2, 3));
-    assert!(!p.is_following(2, 2));
+    assert!(p.is_following(2, LeaderEpoch(3)));
+    assert!(!p.is_following(2, LeaderEpoch(2)));
     assert_eq!(
         p.apply_partition_state(1, &state(2, 1), 0).unwrap(),
         RoleChange::Unchanged
     );
-    assert_eq!(p.leader_epoch(), 3);
-    assert!(!p.append_as_follower(2, 2, Bytes::new(), 0, 0, 0).unwrap());
-    assert!(p.append_as_follower(2, 3, Bytes::new(), 5, 0, 0).unwrap());
+    assert_eq!(p.leader_epoch(), LeaderEpoch(3));
+    assert!(!p
+        .append_as_follower(2, LeaderEpoch(2), Bytes::new(), Offset(0), Offset(0), 0)
+        .unwrap());
+    assert!(p
+        .append_as_follower(2, LeaderEpoch(3), Bytes::new(), Offset(5), Offset(0), 0)
+        .unwrap());
     assert_eq!(
         p.high_watermark(),
-        0,
+        Offset(0),
         "the leader's HW is capped by our LEO"
     );
     assert!(matches!(
-        p.read(0, 100, false, true),
+        p.read(Offset(0), 100, false, true),
         PartitionRead::NotLeader
     ));
     assert_eq!(
         p.apply_partition_state(1, &state(1, 4), 0).unwrap(),
         RoleChange::Leader
     );
-    assert!(!p.is_following(2, 3));
+    assert!(!p.is_following(2, LeaderEpoch(3)));
     assert!(matches!(
-        p.check_leader_epoch(3),
+        p.check_leader_epoch(LeaderEpoch(3)),
         Err(ReplicaError::FencedLeaderEpoch {
-            request: 3,
-            current: 4
+            request: LeaderEpoch(3),
+            current: LeaderEpoch(4)
         })
     ));
-    assert!(p.check_leader_epoch(4).is_ok() && p.check_leader_epoch(-1).is_ok());
+    assert!(
+        p.check_leader_epoch(LeaderEpoch(4)).is_ok()
+            && p.check_leader_epoch(LeaderEpoch(-1)).is_ok()
+    );
 }

@@ -38,6 +38,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
+use types::{LeaderEpoch, Offset};
 
 use crate::cluster_link::{ClusterLink, TopicPartition};
 use crate::partition::Partition;
@@ -63,7 +64,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(1);
 /// One followed partition.
 struct FetchState {
     partition: Arc<Partition>,
-    leader_epoch: i32,
+    leader_epoch: LeaderEpoch,
     needs_truncation: bool,
     retry_at: Option<Instant>,
 }
@@ -102,7 +103,7 @@ impl ReplicaFetcher {
     }
 
     /// Follows `partition` in `leader_epoch` (replacing an older entry); truncation runs first.
-    pub(crate) fn add_partition(&self, partition: Arc<Partition>, leader_epoch: i32) {
+    pub(crate) fn add_partition(&self, partition: Arc<Partition>, leader_epoch: LeaderEpoch) {
         let key = TopicPartition::new(partition.topic.clone(), partition.partition);
         self.shared.partitions.lock().insert(
             key,
@@ -207,7 +208,7 @@ struct Pick {
     key: TopicPartition,
     partition: Arc<Partition>,
     /// The leader epoch the fetcher follows it in.
-    epoch: i32,
+    epoch: LeaderEpoch,
 }
 
 async fn run(shared: Arc<Shared>) {
@@ -288,7 +289,7 @@ async fn run(shared: Arc<Shared>) {
 fn update_state(
     shared: &Shared,
     key: &TopicPartition,
-    epoch: i32,
+    epoch: LeaderEpoch,
     f: impl FnOnce(&mut FetchState),
 ) {
     if let Some(s) = shared.partitions.lock().get_mut(key) {
@@ -317,7 +318,7 @@ async fn truncate_round(
     picks: Vec<Pick>,
 ) -> std::io::Result<()> {
     // Partitions without epochs truncate to their HW without asking.
-    let mut ask: Vec<(Pick, i32)> = Vec::new();
+    let mut ask: Vec<(Pick, LeaderEpoch)> = Vec::new();
     for pick in picks {
         let latest = pick.partition.latest_epoch();
         match latest {
@@ -328,7 +329,8 @@ async fn truncate_round(
                     partition: p,
                     epoch,
                 } = pick;
-                match p.truncate_by_epoch(shared.leader_id, epoch, None, (-1, -1)) {
+                let unknown = (LeaderEpoch::NONE, Offset::NONE);
+                match p.truncate_by_epoch(shared.leader_id, epoch, None, unknown) {
                     Ok(_) => update_state(shared, &key, epoch, |s| s.needs_truncation = false),
                     Err(e) => {
                         tracing::warn!(topic = %key.topic, partition = key.partition, error = %e, "follower truncation failed");
@@ -383,7 +385,7 @@ async fn truncate_round(
             shared.leader_id,
             epoch,
             Some(latest),
-            (answer.leader_epoch, answer.end_offset),
+            (LeaderEpoch(answer.leader_epoch), Offset(answer.end_offset)),
         ) {
             Ok(_) => update_state(shared, &key, epoch, |s| {
                 s.needs_truncation = false;
@@ -403,14 +405,14 @@ async fn truncate_round(
 /// OffsetForLeaderEpoch for each (partition, our latest epoch) in `ask`.
 fn offset_for_leader_epoch_request(
     shared: &Shared,
-    ask: &[(Pick, i32)],
+    ask: &[(Pick, LeaderEpoch)],
 ) -> OffsetForLeaderEpochRequest {
     let mut topics: Vec<OffsetForLeaderTopic> = Vec::new();
     for (Pick { key, epoch, .. }, latest) in ask {
         let part = OffsetForLeaderPartition {
             partition: key.partition,
-            current_leader_epoch: *epoch,
-            leader_epoch: *latest,
+            current_leader_epoch: epoch.get(),
+            leader_epoch: latest.get(),
             ..Default::default()
         };
         match topics.iter_mut().find(|t| t.topic == key.topic) {
@@ -487,10 +489,10 @@ fn fetch_request(shared: &Shared, picks: &[Pick]) -> FetchRequest {
         let position = partition.fetch_position();
         let part = FetchPartition {
             partition: key.partition,
-            current_leader_epoch: *epoch,
-            fetch_offset: position.log_end_offset,
-            last_fetched_epoch: position.last_fetched_epoch,
-            log_start_offset: position.log_start_offset,
+            current_leader_epoch: epoch.get(),
+            fetch_offset: position.log_end_offset.get(),
+            last_fetched_epoch: position.last_fetched_epoch.get(),
+            log_start_offset: position.log_start_offset.get(),
             partition_max_bytes: PARTITION_MAX_BYTES,
             ..Default::default()
         };
@@ -538,7 +540,9 @@ fn apply_fetched(shared: &Shared, pick: Pick, data: &PartitionData) {
     }
     let code = ErrorCode(data.error_code);
     if code == ErrorCode::OFFSET_OUT_OF_RANGE {
-        match p.truncate_out_of_range(leader, epoch, data.log_start_offset, data.high_watermark) {
+        let (leader_log_start, leader_hw) =
+            (Offset(data.log_start_offset), Offset(data.high_watermark));
+        match p.truncate_out_of_range(leader, epoch, leader_log_start, leader_hw) {
             Ok(true) => {}
             Ok(false) => update_state(shared, &key, epoch, |s| {
                 // Nothing to cut here: ask the leader's epoch cache again, not too often.
@@ -559,7 +563,8 @@ fn apply_fetched(shared: &Shared, pick: Pick, data: &PartitionData) {
     }
     if data.diverging_epoch.epoch >= 0 || data.diverging_epoch.end_offset >= 0 {
         let requested = p.latest_epoch();
-        let answer = (data.diverging_epoch.epoch, data.diverging_epoch.end_offset);
+        let d = &data.diverging_epoch;
+        let answer = (LeaderEpoch(d.epoch), Offset(d.end_offset));
         if let Err(e) = p.truncate_by_epoch(leader, epoch, requested, answer) {
             tracing::warn!(topic = %key.topic, partition = key.partition, error = %e, "follower truncation failed");
         }
@@ -573,7 +578,7 @@ fn apply_fetched(shared: &Shared, pick: Pick, data: &PartitionData) {
         Some(Records::Memory(b)) => b.clone(),
         _ => Bytes::new(),
     };
-    let (hw, log_start) = (data.high_watermark, data.log_start_offset);
+    let (hw, log_start) = (Offset(data.high_watermark), Offset(data.log_start_offset));
     if let Err(e) = p.append_as_follower(leader, epoch, bytes, hw, log_start, now_ms()) {
         tracing::warn!(topic = %key.topic, partition = key.partition, error = %e, "follower append failed");
         if matches!(e, storage::StorageError::UnexpectedAppendOffset(_)) {

@@ -26,6 +26,7 @@ use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use storage::{now_ms, LogAppendInfo, LogConfig, LogManager, StorageError};
 use tokio::task::JoinHandle;
+use types::{LeaderEpoch, Offset};
 use uuid::Uuid;
 
 use crate::cluster_link::{ClusterLink, TopicPartition};
@@ -47,7 +48,7 @@ pub struct FetchPartitionRequest {
     /// The partition.
     pub partition: Arc<Partition>,
     /// First offset wanted.
-    pub fetch_offset: i64,
+    pub fetch_offset: Offset,
     /// Per-partition byte limit (`partition_max_bytes`).
     pub max_bytes: i32,
 }
@@ -202,7 +203,7 @@ impl ReplicaManager {
             RoleChange::Follower { leader } => {
                 inner.remove_from_fetchers(&key, leader);
                 if let Some(leader) = leader {
-                    inner.add_to_fetcher(leader, p.clone(), state.leader_epoch);
+                    inner.add_to_fetcher(leader, p.clone(), LeaderEpoch(state.leader_epoch));
                 }
             }
         }
@@ -282,7 +283,7 @@ impl ReplicaManager {
         partition: &Partition,
         records: Bytes,
         min_isr: usize,
-    ) -> Result<(LogAppendInfo, i32), ReplicaError> {
+    ) -> Result<(LogAppendInfo, LeaderEpoch), ReplicaError> {
         partition.append_as_leader(records, min_isr, now_ms())
     }
 
@@ -290,8 +291,8 @@ impl ReplicaManager {
     pub async fn wait_for_replication(
         &self,
         partition: &Partition,
-        required_offset: i64,
-        leader_epoch: i32,
+        required_offset: Offset,
+        leader_epoch: LeaderEpoch,
         min_isr: usize,
         deadline: Instant,
     ) -> Result<(), ReplicaError> {
@@ -307,8 +308,8 @@ impl ReplicaManager {
         &self,
         partition: &Arc<Partition>,
         replica_id: i32,
-        last_fetched_epoch: i32,
-        fetch_offset: i64,
+        last_fetched_epoch: LeaderEpoch,
+        fetch_offset: Offset,
     ) -> Result<Option<DivergingEpoch>, ReplicaError> {
         let (diverging, proposal) =
             partition.follower_fetch(replica_id, last_fetched_epoch, fetch_offset, now_ms())?;
@@ -362,7 +363,7 @@ impl ReplicaManager {
         replica_id: i32,
     ) -> Vec<PartitionRead> {
         let deadline = Instant::now() + max_wait;
-        let mut first_hws: Option<Vec<i64>> = None;
+        let mut first_hws: Option<Vec<Offset>> = None;
         loop {
             let notified: Vec<_> = requests
                 .iter()
@@ -375,7 +376,7 @@ impl ReplicaManager {
             let reads = self.read(requests, max_bytes, replica_id);
             let bytes: i64 = reads.iter().map(|r| r.bytes() as i64).sum();
             let errored = reads.iter().any(PartitionRead::is_error);
-            let hws: Vec<i64> = reads.iter().map(PartitionRead::high_watermark).collect();
+            let hws: Vec<Offset> = reads.iter().map(PartitionRead::high_watermark).collect();
             let hw_moved = replica_id >= 0 && first_hws.as_ref().is_some_and(|f| *f != hws);
             if first_hws.is_none() {
                 first_hws = Some(hws);
@@ -441,7 +442,7 @@ impl Inner {
         }
     }
 
-    fn add_to_fetcher(&self, leader: i32, partition: Arc<Partition>, leader_epoch: i32) {
+    fn add_to_fetcher(&self, leader: i32, partition: Arc<Partition>, leader_epoch: LeaderEpoch) {
         if self.stopped.load(Ordering::Acquire) {
             return;
         }
@@ -554,29 +555,39 @@ mod tests {
             .unwrap();
         let deadline = Instant::now() + Duration::from_secs(20);
         let (info, epoch) = rm.append_to_leader(&p, batch(2), 2).unwrap();
-        assert_eq!((info.last_offset, epoch), (1, 1));
+        assert_eq!((info.last_offset, epoch), (Offset(1), LeaderEpoch(1)));
         // Nobody fetched: the HW waits for broker 2.
         assert!(matches!(
-            rm.wait_for_replication(&p, 2, 1, 2, Instant::now()).await,
+            rm.wait_for_replication(&p, Offset(2), LeaderEpoch(1), 2, Instant::now())
+                .await,
             Err(ReplicaError::RequestTimedOut)
         ));
         let waiter = {
             let (rm, p) = (rm.clone(), p.clone());
-            tokio::spawn(async move { rm.wait_for_replication(&p, 2, 1, 2, deadline).await })
+            tokio::spawn(async move {
+                rm.wait_for_replication(&p, Offset(2), LeaderEpoch(1), 2, deadline)
+                    .await
+            })
         };
         // Same leader, new epoch: still valid; the follower's fetch at 2 completes it.
         rm.apply_partition_state("t", 0, cfg.clone(), state(1, 2, &[1, 2]))
             .unwrap();
-        assert!(matches!(rm.follower_fetch(&p, 2, -1, 2), Ok(None)));
+        assert!(matches!(
+            rm.follower_fetch(&p, 2, LeaderEpoch(-1), Offset(2)),
+            Ok(None)
+        ));
         assert!(waiter.await.unwrap().is_ok());
-        assert_eq!(p.high_watermark(), 2);
+        assert_eq!(p.high_watermark(), Offset(2));
 
         // An append in epoch 2, then a follower period (epoch 3), then leader again (epoch 4): refused.
         let (_, epoch) = rm.append_to_leader(&p, batch(1), 2).unwrap();
-        assert_eq!(epoch, 2);
+        assert_eq!(epoch, LeaderEpoch(2));
         let waiter = {
             let (rm, p) = (rm.clone(), p.clone());
-            tokio::spawn(async move { rm.wait_for_replication(&p, 3, 2, 2, deadline).await })
+            tokio::spawn(async move {
+                rm.wait_for_replication(&p, Offset(3), LeaderEpoch(2), 2, deadline)
+                    .await
+            })
         };
         rm.apply_partition_state("t", 0, cfg.clone(), state(2, 3, &[2, 1]))
             .unwrap();
@@ -591,7 +602,8 @@ mod tests {
         rm.apply_partition_state("t", 0, cfg.clone(), state(1, 4, &[1, 2]))
             .unwrap();
         assert!(matches!(
-            rm.wait_for_replication(&p, 3, 2, 1, deadline).await,
+            rm.wait_for_replication(&p, Offset(3), LeaderEpoch(2), 1, deadline)
+                .await,
             Err(ReplicaError::NotLeaderOrFollower)
         ));
         // Stale states are ignored; min.insync.replicas is checked before appending.

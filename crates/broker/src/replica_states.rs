@@ -15,6 +15,7 @@
 
 use std::collections::HashMap;
 
+use types::{LeaderEpoch, Offset};
 use uuid::Uuid;
 
 /// A partition's replication state as the metadata image gives it (Kafka's `PartitionRegistration` /
@@ -38,14 +39,15 @@ pub struct PartitionState {
 /// What the leader knows of one follower (Kafka's `Replica` state).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FollowerState {
-    /// The follower's LogEndOffset (its last fetch offset); -1 until it fetched in this leadership.
-    pub log_end_offset: i64,
+    /// The follower's LogEndOffset (its last fetch offset); [`Offset::NONE`] until it fetched in this
+    /// leadership.
+    pub log_end_offset: Offset,
     /// Last time (ms) the follower was caught up to the leader's LEO.
     pub last_caught_up_time_ms: i64,
     /// Time (ms) of its previous fetch.
     pub last_fetch_time_ms: i64,
     /// The leader's LEO at its previous fetch.
-    pub last_fetch_leader_log_end_offset: i64,
+    pub last_fetch_leader_log_end_offset: Offset,
 }
 
 /// Leader-side HighWatermark and ISR bookkeeping of one partition. Pure: callers pass the time (ms) and
@@ -57,8 +59,8 @@ pub struct ReplicaStates {
     partition_epoch: i32,
     isr: Vec<i32>,
     replicas: Vec<i32>,
-    leader_epoch_start_offset: i64,
-    high_watermark: i64,
+    leader_epoch_start_offset: Offset,
+    high_watermark: Offset,
     followers: HashMap<i32, FollowerState>,
     pending_isr: Option<Vec<i32>>,
 }
@@ -67,7 +69,13 @@ impl ReplicaStates {
     /// State of a fresh leadership: `state` is the registration that made `local_id` leader, `leo` the
     /// LEO at that moment (the leader epoch's start offset), `hw` the HighWatermark carried over from
     /// being a follower (or from the checkpoint). ISR members count as caught up at `now_ms`.
-    pub fn new(local_id: i32, state: &PartitionState, leo: i64, hw: i64, now_ms: i64) -> Self {
+    pub fn new(
+        local_id: i32,
+        state: &PartitionState,
+        leo: Offset,
+        hw: Offset,
+        now_ms: i64,
+    ) -> Self {
         let mut s = ReplicaStates {
             local_id,
             leader_epoch: state.leader_epoch,
@@ -92,10 +100,10 @@ impl ReplicaStates {
         for &id in state.replicas.iter().filter(|&&id| id != local) {
             let in_isr = state.isr.contains(&id);
             self.followers.entry(id).or_insert(FollowerState {
-                log_end_offset: -1,
+                log_end_offset: Offset::NONE,
                 last_caught_up_time_ms: if in_isr { now_ms } else { 0 },
                 last_fetch_time_ms: 0,
-                last_fetch_leader_log_end_offset: -1,
+                last_fetch_leader_log_end_offset: Offset::NONE,
             });
         }
     }
@@ -163,12 +171,12 @@ impl ReplicaStates {
     }
 
     /// The HighWatermark as last computed.
-    pub fn high_watermark(&self) -> i64 {
+    pub fn high_watermark(&self) -> Offset {
         self.high_watermark
     }
 
     /// LEO at which this leadership began.
-    pub fn leader_epoch_start_offset(&self) -> i64 {
+    pub fn leader_epoch_start_offset(&self) -> Offset {
         self.leader_epoch_start_offset
     }
 
@@ -184,8 +192,8 @@ impl ReplicaStates {
     pub fn update_follower_fetch(
         &mut self,
         id: i32,
-        fetch_offset: i64,
-        leader_leo: i64,
+        fetch_offset: Offset,
+        leader_leo: Offset,
         now_ms: i64,
     ) -> bool {
         let Some(f) = self.followers.get_mut(&id) else {
@@ -204,14 +212,17 @@ impl ReplicaStates {
 
     /// Recomputes the HighWatermark: min LEO over the maximal ISR (the leader counts `leader_leo`), never
     /// below its previous value. Returns `Some(new)` when it advanced.
-    pub fn maybe_increment_high_watermark(&mut self, leader_leo: i64) -> Option<i64> {
+    pub fn maybe_increment_high_watermark(&mut self, leader_leo: Offset) -> Option<Offset> {
         let mut hw = leader_leo;
         // The maximal ISR without allocating (duplicates do not change a minimum).
         for &id in self.isr.iter().chain(self.pending_isr.iter().flatten()) {
             if id == self.local_id {
                 continue;
             }
-            let leo = self.followers.get(&id).map_or(-1, |f| f.log_end_offset);
+            let leo = self
+                .followers
+                .get(&id)
+                .map_or(Offset::NONE, |f| f.log_end_offset);
             hw = hw.min(leo);
         }
         if hw > self.high_watermark {
@@ -246,7 +257,7 @@ impl ReplicaStates {
     /// `lag_max_ms`, when no AlterPartition is in flight. The proposal is recorded as in flight.
     pub fn maybe_shrink_isr(
         &mut self,
-        leader_leo: i64,
+        leader_leo: Offset,
         now_ms: i64,
         lag_max_ms: i64,
     ) -> Option<Vec<i32>> {
@@ -300,24 +311,28 @@ impl ReplicaStates {
 /// leader epoch below ours truncates to the smaller of both end offsets for that epoch; the result is
 /// never above the LEO.
 pub fn truncation_offset(
-    requested_epoch: Option<i32>,
-    leader_answer: (i32, i64),
-    local_end_for: impl Fn(i32) -> (i32, i64),
-    leo: i64,
-    hw: i64,
-) -> i64 {
+    requested_epoch: Option<LeaderEpoch>,
+    leader_answer: (LeaderEpoch, Offset),
+    local_end_for: impl Fn(LeaderEpoch) -> (LeaderEpoch, Offset),
+    leo: Offset,
+    hw: Offset,
+) -> Offset {
     let Some(requested) = requested_epoch else {
         return hw.min(leo);
     };
     let (leader_epoch, leader_end) = leader_answer;
-    if leader_epoch < 0 || leader_end < 0 {
+    if leader_epoch.get() < 0 || leader_end.get() < 0 {
         return hw.min(leo);
     }
     if leader_epoch == requested {
         return leader_end.min(leo);
     }
     let (local_epoch, local_end) = local_end_for(leader_epoch);
-    let local_end = if local_epoch < 0 { leo } else { local_end };
+    let local_end = if local_epoch.get() < 0 {
+        leo
+    } else {
+        local_end
+    };
     leader_end.min(local_end).min(leo)
 }
 

@@ -20,59 +20,74 @@ fn sole_isr_member_has_hw_at_leo() {
         replicas: vec![1],
         ..state(1, 0, 0, &[1])
     };
-    let mut rs = ReplicaStates::new(1, &s, 10, 3, 0);
-    assert_eq!(rs.maybe_increment_high_watermark(10), Some(10));
-    assert_eq!(rs.maybe_increment_high_watermark(12), Some(12));
-    assert_eq!(rs.high_watermark(), 12);
+    let mut rs = ReplicaStates::new(1, &s, Offset(10), Offset(3), 0);
+    assert_eq!(
+        rs.maybe_increment_high_watermark(Offset(10)),
+        Some(Offset(10))
+    );
+    assert_eq!(
+        rs.maybe_increment_high_watermark(Offset(12)),
+        Some(Offset(12))
+    );
+    assert_eq!(rs.high_watermark(), Offset(12));
 }
 
 #[test]
 fn hw_is_min_leo_over_isr_and_never_goes_back() {
-    let mut rs = ReplicaStates::new(1, &state(1, 1, 0, &[1, 2, 3]), 10, 5, 0);
+    let mut rs = ReplicaStates::new(1, &state(1, 1, 0, &[1, 2, 3]), Offset(10), Offset(5), 0);
     // Followers have not fetched yet: HW stays.
-    assert_eq!(rs.maybe_increment_high_watermark(10), None);
-    assert_eq!(rs.high_watermark(), 5);
-    rs.update_follower_fetch(2, 8, 10, 1);
-    assert_eq!(rs.maybe_increment_high_watermark(10), None);
-    rs.update_follower_fetch(3, 7, 10, 1);
-    assert_eq!(rs.maybe_increment_high_watermark(10), Some(7));
+    assert_eq!(rs.maybe_increment_high_watermark(Offset(10)), None);
+    assert_eq!(rs.high_watermark(), Offset(5));
+    rs.update_follower_fetch(2, Offset(8), Offset(10), 1);
+    assert_eq!(rs.maybe_increment_high_watermark(Offset(10)), None);
+    rs.update_follower_fetch(3, Offset(7), Offset(10), 1);
+    assert_eq!(
+        rs.maybe_increment_high_watermark(Offset(10)),
+        Some(Offset(7))
+    );
     // A follower reporting a lower LEO (it truncated) never lowers the HW.
-    rs.update_follower_fetch(3, 6, 10, 2);
-    assert_eq!(rs.maybe_increment_high_watermark(10), None);
-    assert_eq!(rs.high_watermark(), 7);
-    rs.update_follower_fetch(2, 10, 10, 3);
-    rs.update_follower_fetch(3, 10, 10, 3);
-    assert_eq!(rs.maybe_increment_high_watermark(10), Some(10));
+    rs.update_follower_fetch(3, Offset(6), Offset(10), 2);
+    assert_eq!(rs.maybe_increment_high_watermark(Offset(10)), None);
+    assert_eq!(rs.high_watermark(), Offset(7));
+    rs.update_follower_fetch(2, Offset(10), Offset(10), 3);
+    rs.update_follower_fetch(3, Offset(10), Offset(10), 3);
+    assert_eq!(
+        rs.maybe_increment_high_watermark(Offset(10)),
+        Some(Offset(10))
+    );
     // Unknown replicas are refused.
-    assert!(!rs.update_follower_fetch(9, 10, 10, 3));
+    assert!(!rs.update_follower_fetch(9, Offset(10), Offset(10), 3));
 }
 
 #[test]
 fn lagging_follower_is_shrunk_and_rejoins() {
     let lag = 100;
-    let mut rs = ReplicaStates::new(1, &state(1, 1, 0, &[1, 2, 3]), 0, 0, 0);
-    rs.update_follower_fetch(2, 0, 0, 10);
-    rs.update_follower_fetch(3, 0, 0, 10);
+    let mut rs = ReplicaStates::new(1, &state(1, 1, 0, &[1, 2, 3]), Offset(0), Offset(0), 0);
+    rs.update_follower_fetch(2, Offset(0), Offset(0), 10);
+    rs.update_follower_fetch(3, Offset(0), Offset(0), 10);
     // Leader appends; follower 2 keeps up, 3 stops fetching.
     for t in (20..=200).step_by(20) {
         let leo = t;
-        rs.update_follower_fetch(2, leo, leo, t);
+        rs.update_follower_fetch(2, Offset(leo), Offset(leo), t);
     }
-    assert_eq!(rs.maybe_shrink_isr(200, 50, lag), None);
-    let proposed = rs.maybe_shrink_isr(200, 200, lag).expect("shrink");
+    assert_eq!(rs.maybe_shrink_isr(Offset(200), 50, lag), None);
+    let proposed = rs.maybe_shrink_isr(Offset(200), 200, lag).expect("shrink");
     assert_eq!(proposed, vec![1, 2]);
     assert!(rs.has_pending());
     // One in flight at a time.
-    assert_eq!(rs.maybe_shrink_isr(200, 300, lag), None);
+    assert_eq!(rs.maybe_shrink_isr(Offset(200), 300, lag), None);
     assert_eq!(rs.maybe_expand_isr(3), None);
     rs.apply_committed(&state(1, 1, 1, &[1, 2]), 200);
     assert_eq!(rs.isr(), &[1, 2]);
     assert!(!rs.has_pending());
-    assert_eq!(rs.maybe_increment_high_watermark(200), Some(200));
+    assert_eq!(
+        rs.maybe_increment_high_watermark(Offset(200)),
+        Some(Offset(200))
+    );
     // 3 comes back below the HW: not yet.
-    rs.update_follower_fetch(3, 150, 200, 210);
+    rs.update_follower_fetch(3, Offset(150), Offset(200), 210);
     assert_eq!(rs.maybe_expand_isr(3), None);
-    rs.update_follower_fetch(3, 200, 200, 220);
+    rs.update_follower_fetch(3, Offset(200), Offset(200), 220);
     assert_eq!(rs.maybe_expand_isr(3), Some(vec![1, 2, 3]));
     // While the expansion is in flight the HW waits for 3 too (maximal ISR).
     assert_eq!(rs.maximal_isr(), vec![1, 2, 3]);
@@ -88,38 +103,55 @@ fn lagging_follower_is_shrunk_and_rejoins() {
 #[test]
 fn follower_must_reach_epoch_start_to_join() {
     // New leader at LEO 50 with HW 40: a follower at 45 has reached the HW but not the epoch start.
-    let mut rs = ReplicaStates::new(1, &state(1, 3, 0, &[1]), 50, 40, 0);
-    rs.update_follower_fetch(2, 45, 50, 1);
+    let mut rs = ReplicaStates::new(1, &state(1, 3, 0, &[1]), Offset(50), Offset(40), 0);
+    rs.update_follower_fetch(2, Offset(45), Offset(50), 1);
     assert_eq!(rs.maybe_expand_isr(2), None);
-    rs.update_follower_fetch(2, 50, 50, 2);
+    rs.update_follower_fetch(2, Offset(50), Offset(50), 2);
     assert_eq!(rs.maybe_expand_isr(2), Some(vec![1, 2]));
 }
 
 #[test]
 fn caught_up_time_uses_previous_fetch() {
-    let mut rs = ReplicaStates::new(1, &state(1, 1, 0, &[1, 2]), 100, 100, 0);
-    rs.update_follower_fetch(2, 90, 100, 1_000); // behind
+    let mut rs = ReplicaStates::new(1, &state(1, 1, 0, &[1, 2]), Offset(100), Offset(100), 0);
+    rs.update_follower_fetch(2, Offset(90), Offset(100), 1_000); // behind
     assert_eq!(rs.follower(2).unwrap().last_caught_up_time_ms, 0);
     // Reached what the leader had at the previous fetch: caught up as of then.
-    rs.update_follower_fetch(2, 100, 120, 1_500);
+    rs.update_follower_fetch(2, Offset(100), Offset(120), 1_500);
     assert_eq!(rs.follower(2).unwrap().last_caught_up_time_ms, 1_000);
-    rs.update_follower_fetch(2, 120, 120, 2_000);
+    rs.update_follower_fetch(2, Offset(120), Offset(120), 2_000);
     assert_eq!(rs.follower(2).unwrap().last_caught_up_time_ms, 2_000);
+}
+
+/// [`truncation_offset`] over raw integers (the simulation's epoch cache keeps them raw).
+fn truncate_raw(
+    requested: Option<i32>,
+    answer: (i32, i64),
+    local_end_for: impl Fn(i32) -> (i32, i64),
+    leo: i64,
+    hw: i64,
+) -> i64 {
+    let local_end_for = |e: LeaderEpoch| {
+        let (epoch, end) = local_end_for(e.get());
+        (LeaderEpoch(epoch), Offset(end))
+    };
+    let answer = (LeaderEpoch(answer.0), Offset(answer.1));
+    let requested = requested.map(LeaderEpoch);
+    truncation_offset(requested, answer, local_end_for, Offset(leo), Offset(hw)).get()
 }
 
 #[test]
 fn truncation_rules() {
     let none = |_e: i32| (-1, -1);
     // Same epoch: min(leader end, LEO).
-    assert_eq!(truncation_offset(Some(3), (3, 10), none, 15, 5), 10);
-    assert_eq!(truncation_offset(Some(3), (3, 20), none, 15, 5), 15);
+    assert_eq!(truncate_raw(Some(3), (3, 10), none, 15, 5), 10);
+    assert_eq!(truncate_raw(Some(3), (3, 20), none, 15, 5), 15);
     // Leader knows an older epoch only: min of both ends for that epoch.
     let ours = |e: i32| if e == 2 { (2, 12) } else { (-1, -1) };
-    assert_eq!(truncation_offset(Some(3), (2, 14), ours, 15, 5), 12);
-    assert_eq!(truncation_offset(Some(3), (2, 9), ours, 15, 5), 9);
+    assert_eq!(truncate_raw(Some(3), (2, 14), ours, 15, 5), 12);
+    assert_eq!(truncate_raw(Some(3), (2, 9), ours, 15, 5), 9);
     // Unknown to the leader, or no epochs here: the HW.
-    assert_eq!(truncation_offset(Some(3), (-1, -1), none, 15, 5), 5);
-    assert_eq!(truncation_offset(None, (3, 10), none, 15, 5), 5);
+    assert_eq!(truncate_raw(Some(3), (-1, -1), none, 15, 5), 5);
+    assert_eq!(truncate_raw(None, (3, 10), none, 15, 5), 5);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -369,8 +401,9 @@ impl Sim {
             if state.leader_epoch == k.leader_epoch {
                 if let SimRole::Leader(rs) = &mut r.role {
                     rs.apply_committed(&state, now);
-                    if let Some(hw) = rs.maybe_increment_high_watermark(r.log.len() as i64) {
-                        r.hw = hw;
+                    if let Some(hw) = rs.maybe_increment_high_watermark(Offset(r.log.len() as i64))
+                    {
+                        r.hw = hw.get();
                     }
                 }
                 r.known = Some(state);
@@ -380,9 +413,9 @@ impl Sim {
         if state.leader == id {
             let leo = r.leo();
             r.cache.assign(state.leader_epoch, leo);
-            let mut rs = ReplicaStates::new(id, &state, leo, r.hw, now);
-            if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
-                r.hw = hw;
+            let mut rs = ReplicaStates::new(id, &state, Offset(leo), Offset(r.hw), now);
+            if let Some(hw) = rs.maybe_increment_high_watermark(Offset(leo)) {
+                r.hw = hw.get();
             }
             r.role = SimRole::Leader(rs);
             // At most one leader per epoch.
@@ -462,8 +495,8 @@ impl Sim {
         match result {
             Ok(committed) => {
                 rs.apply_committed(&committed, now);
-                if let Some(hw) = rs.maybe_increment_high_watermark(r.log.len() as i64) {
-                    r.hw = hw;
+                if let Some(hw) = rs.maybe_increment_high_watermark(Offset(r.log.len() as i64)) {
+                    r.hw = hw.get();
                 }
                 r.known = Some(committed);
             }
@@ -488,8 +521,8 @@ impl Sim {
             r.cache.assign(epoch, r.log.len() as i64);
             r.log.push((epoch, v));
         }
-        if let Some(hw) = rs.maybe_increment_high_watermark(r.log.len() as i64) {
-            r.hw = hw;
+        if let Some(hw) = rs.maybe_increment_high_watermark(Offset(r.log.len() as i64)) {
+            r.hw = hw.get();
         }
     }
 
@@ -529,7 +562,7 @@ impl Sim {
             let fr = &mut self.replicas[f];
             let latest = fr.cache.latest();
             let answer = latest.map_or((-1, -1), |e| leader_cache.end_offset_for(e, leader_leo));
-            let to = truncation_offset(
+            let to = truncate_raw(
                 latest,
                 answer,
                 |e| fr.cache.end_offset_for(e, fr.leo()),
@@ -549,7 +582,7 @@ impl Sim {
             let (e, end) = leader_cache.end_offset_for(lfe, leader_leo);
             if e >= 0 && end >= 0 && (end < fleo || e < lfe) {
                 let fr = &mut self.replicas[f];
-                let to = truncation_offset(
+                let to = truncate_raw(
                     Some(lfe),
                     (e, end),
                     |x| fr.cache.end_offset_for(x, fr.leo()),
@@ -572,9 +605,9 @@ impl Sim {
             let SimRole::Leader(rs) = &mut lr.role else {
                 unreachable!()
             };
-            assert!(rs.update_follower_fetch(f as i32, fleo, leo, now));
-            if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
-                lr.hw = hw;
+            assert!(rs.update_follower_fetch(f as i32, Offset(fleo), Offset(leo), now));
+            if let Some(hw) = rs.maybe_increment_high_watermark(Offset(leo)) {
+                lr.hw = hw.get();
             }
             rs.maybe_expand_isr(f as i32)
                 .map(|isr| rs.proposal(Uuid::nil(), isr))
@@ -607,7 +640,7 @@ impl Sim {
                 let SimRole::Leader(rs) = &mut lr.role else {
                     continue;
                 };
-                rs.maybe_shrink_isr(leo, now, lag)
+                rs.maybe_shrink_isr(Offset(leo), now, lag)
                     .map(|isr| rs.proposal(Uuid::nil(), isr))
             };
             if let Some(p) = proposal {

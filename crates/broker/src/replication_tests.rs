@@ -30,6 +30,7 @@ use crate::metadata::{MetadataStore, TopicMetadata};
 use crate::partition::PartitionState;
 use crate::replica_manager::ReplicaManager;
 use storage::now_ms;
+use types::Offset;
 
 const TOPIC: &str = "replicated";
 
@@ -149,7 +150,11 @@ impl TestBroker {
 
     fn offsets(&self) -> (i64, i64, i64) {
         let o = self.rm.partition(TOPIC, 0).unwrap().offsets();
-        (o.log_start_offset(), o.high_watermark(), o.log_end_offset())
+        (
+            o.log_start_offset().get(),
+            o.high_watermark().get(),
+            o.log_end_offset().get(),
+        )
     }
 
     async fn connect(&self) -> Connection {
@@ -220,7 +225,7 @@ fn log_bytes(broker: &TestBroker) -> Vec<u8> {
     let p = broker.rm.partition(TOPIC, 0).unwrap();
     let leo = p.log_end_offset();
     let mut out = Vec::new();
-    let mut offset = 0;
+    let mut offset = Offset::ZERO;
     while offset < leo {
         let data = p.read_records(offset, 1 << 20, leo, true).unwrap();
         let bytes = match &data.records {
@@ -234,7 +239,7 @@ fn log_bytes(broker: &TestBroker) -> Vec<u8> {
         let batches: Vec<_> = protocol::record::batches(&Bytes::from(bytes.clone()))
             .map(|b| b.unwrap())
             .collect();
-        offset = batches.last().unwrap().next_offset();
+        offset = Offset(batches.last().unwrap().next_offset());
         out.extend_from_slice(&bytes);
     }
     out
@@ -417,7 +422,7 @@ async fn follower_behind_the_log_start_restarts_there_and_rejoins() {
     wait_until(&b1, "ISR shrink lets the HW reach 5", |(_, hw, _)| hw == 5).await;
     assert_eq!(link.registration.lock().as_ref().unwrap().isr, vec![1]);
     let p1 = b1.rm.partition(TOPIC, 0).unwrap();
-    assert_eq!(p1.delete_records_before(4).unwrap(), 4);
+    assert_eq!(p1.delete_records_before(Offset(4)).unwrap(), Offset(4));
 
     // It comes back: its fetch offset 2 is below the leader's log start 4.
     let reg = link.registration.lock().clone().unwrap();

@@ -17,6 +17,7 @@ use protocol::{
     ResponseBody,
 };
 use storage::{Log, LogConfig};
+use types::{LeaderEpoch, Offset};
 
 /// A RecordBatch of `n` keyless records with `size`-byte values (random upper-case letters).
 fn batch(n: usize, size: usize, compression: Compression) -> Bytes {
@@ -99,7 +100,15 @@ fn open_log(dir: &std::path::Path) -> Log {
         segment_bytes: 64 << 20,
         ..LogConfig::default()
     };
-    Log::open(dir, config, uuid::Uuid::nil(), false, 0, storage::now_ms()).expect("opening the log")
+    Log::open(
+        dir,
+        config,
+        uuid::Uuid::nil(),
+        false,
+        Offset::ZERO,
+        storage::now_ms(),
+    )
+    .expect("opening the log")
 }
 
 fn append(c: &mut Criterion) {
@@ -113,7 +122,7 @@ fn append(c: &mut Criterion) {
             b.iter_batched(
                 || records.clone(),
                 |r| {
-                    log.append_as_leader(r, 0, 1_700_000_000_000)
+                    log.append_as_leader(r, LeaderEpoch(0), 1_700_000_000_000)
                         .expect("append");
                     // Bound the disk use: start over past 256 MiB.
                     if log.size_in_bytes() > 256 << 20 {
@@ -133,7 +142,7 @@ fn lookup(c: &mut Criterion) {
     let mut log = open_log(dir.path());
     let records = batch(100, 100, Compression::None);
     for _ in 0..20_000 {
-        log.append_as_leader(records.clone(), 0, 1_700_000_000_000)
+        log.append_as_leader(records.clone(), LeaderEpoch(0), 1_700_000_000_000)
             .expect("append");
     }
     let leo = log.log_end_offset();
@@ -150,7 +159,7 @@ fn lookup(c: &mut Criterion) {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                let offset = (x % leo as u64) as i64;
+                let offset = Offset((x % leo.get() as u64) as i64);
                 log.read(black_box(offset), max_bytes, leo, true)
                     .expect("read")
             })

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
+use types::{LeaderEpoch, Offset};
 
 const NOW: i64 = 1_700_000_000_000;
 
@@ -28,7 +29,7 @@ fn compact_config() -> LogConfig {
 
 fn open(dir: &Path, config: LogConfig, recover: bool) -> Arc<Mutex<Log>> {
     Arc::new(Mutex::new(
-        Log::open(dir, config, uuid::Uuid::nil(), recover, 0, NOW).unwrap(),
+        Log::open(dir, config, uuid::Uuid::nil(), recover, Offset(0), NOW).unwrap(),
     ))
 }
 
@@ -73,7 +74,7 @@ fn read_all(log: &Arc<Mutex<Log>>) -> Vec<Rec> {
             let b = b.unwrap();
             b.validate().unwrap();
             for r in b.records().unwrap() {
-                if r.offset >= offset {
+                if r.offset >= offset.get() {
                     out.push((
                         r.offset,
                         r.key.map(|k| String::from_utf8(k.to_vec()).unwrap()),
@@ -82,7 +83,7 @@ fn read_all(log: &Arc<Mutex<Log>>) -> Vec<Rec> {
                     ));
                 }
             }
-            offset = b.next_offset();
+            offset = Offset(b.next_offset());
         }
     }
     for w in out.windows(2) {
@@ -93,7 +94,7 @@ fn read_all(log: &Arc<Mutex<Log>>) -> Vec<Rec> {
 
 /// Appends as leader and advances the high watermark (as the broker does on one node).
 fn app(l: &mut Log, records: Bytes, now: i64) -> Result<LogAppendInfo, StorageError> {
-    let r = l.append_as_leader(records, 0, now)?;
+    let r = l.append_as_leader(records, LeaderEpoch(0), now)?;
     let leo = l.log_end_offset();
     l.update_high_watermark(leo);
     Ok(r)
@@ -153,7 +154,7 @@ fn keeps_latest_per_key_and_offsets() {
         // Compressed batches stay compressed with their codec.
         let l2 = log.clone();
         let mut g = l2.lock();
-        let info = g.read(0, 1 << 20, leo, true).unwrap();
+        let info = g.read(Offset(0), 1 << 20, leo, true).unwrap();
         if let Records::File(f) = &info.records {
             let mut v = vec![0u8; f.len as usize];
             f.file.read_exact_at(&mut v, f.position).unwrap();
@@ -280,7 +281,12 @@ fn checkpoint_survives_restart() {
     assert_eq!(c2.first_dirty_offset(&tp()), Some(st.end_offset));
     assert_eq!(
         st.end_offset,
-        log.lock().segment_base_offsets().last().copied().unwrap()
+        log.lock()
+            .segment_base_offsets()
+            .last()
+            .copied()
+            .unwrap()
+            .get()
     );
     let text = std::fs::read_to_string(d.path().join(CLEANER_OFFSET_CHECKPOINT)).unwrap();
     assert_eq!(text, format!("0\n1\nt 0 {}\n", st.end_offset));
@@ -339,13 +345,13 @@ fn refuses_records_without_key_on_compacted_log() {
     b.append(NOW, None, Some("v".into()), vec![]);
     let err = log
         .lock()
-        .append_as_leader(b.build().unwrap(), 0, NOW)
+        .append_as_leader(b.build().unwrap(), LeaderEpoch(0), NOW)
         .unwrap_err();
     match err {
         StorageError::InvalidRecords { batch_indexes, .. } => assert_eq!(batch_indexes, vec![1]),
         e => panic!("unexpected error {e}"),
     }
-    assert_eq!(log.lock().log_end_offset(), 0);
+    assert_eq!(log.lock().log_end_offset(), Offset(0));
 }
 
 fn open_hw(dir: &Path, recover: bool) -> Arc<Mutex<Log>> {
@@ -424,8 +430,8 @@ fn crash_at_each_swap_step_leaves_old_or_new() {
             let mut l = reopened.lock();
             let leo = l.log_end_offset();
             for r in &new {
-                let info = l.read(r.0, 1 << 20, leo, true).unwrap();
-                assert!(info.first_batch_base_offset <= r.0);
+                let info = l.read(Offset(r.0), 1 << 20, leo, true).unwrap();
+                assert!(info.first_batch_base_offset <= Offset(r.0));
             }
         }
     }
@@ -481,8 +487,8 @@ fn cleaner_matches_model() {
                     let info = app(&mut log.lock(), kv_batch(codec, now, &recs), now).unwrap();
                     for (i, (k, v)) in recs.into_iter().enumerate() {
                         let o = info.first_offset + i as i64;
-                        appended.insert(o, (k.clone(), v.clone()));
-                        latest.insert(k, (o, v));
+                        appended.insert(o.get(), (k.clone(), v.clone()));
+                        latest.insert(k, (o.get(), v));
                     }
                 }
                 7 => log.lock().force_roll(now).unwrap(),

@@ -1,4 +1,5 @@
 use protocol::record::RecordError;
+use types::Offset;
 
 /// Errors from the storage layer. The broker maps each to a Kafka error code (noted per variant).
 #[derive(Debug, thiserror::Error)]
@@ -8,11 +9,11 @@ pub enum StorageError {
     #[error("offset {offset} out of range [{log_start_offset}, {log_end_offset}]")]
     OffsetOutOfRange {
         /// The requested offset.
-        offset: i64,
+        offset: Offset,
         /// Current log start offset.
-        log_start_offset: i64,
+        log_start_offset: Offset,
         /// Current log end offset.
-        log_end_offset: i64,
+        log_end_offset: Offset,
     },
     /// CORRUPT_MESSAGE (2): CRC mismatch, truncated or inconsistent batch, undecodable
     /// compressed data, unknown compression id.

@@ -3,6 +3,7 @@
 use crate::checkpoint::write_atomically;
 use std::io;
 use std::path::{Path, PathBuf};
+use types::{LeaderEpoch, Offset};
 
 /// File name inside the partition directory (Kafka's).
 pub const LEADER_EPOCH_CHECKPOINT: &str = "leader-epoch-checkpoint";
@@ -17,7 +18,7 @@ pub const LEADER_EPOCH_CHECKPOINT: &str = "leader-epoch-checkpoint";
 #[derive(Debug)]
 pub struct LeaderEpochFileCache {
     path: PathBuf,
-    entries: Vec<(i32, i64)>,
+    entries: Vec<(LeaderEpoch, Offset)>,
 }
 
 impl LeaderEpochFileCache {
@@ -33,20 +34,20 @@ impl LeaderEpochFileCache {
     }
 
     /// The entries, ascending.
-    pub fn entries(&self) -> &[(i32, i64)] {
+    pub fn entries(&self) -> &[(LeaderEpoch, Offset)] {
         &self.entries
     }
 
     /// The latest epoch, if any.
-    pub fn latest_epoch(&self) -> Option<i32> {
+    pub fn latest_epoch(&self) -> Option<LeaderEpoch> {
         self.entries.last().map(|e| e.0)
     }
 
     /// Records that `epoch` starts at `start_offset` when it is newer than the latest epoch.
     /// Entries with a start offset >= `start_offset` but an older epoch are replaced (Kafka's
     /// `assign`).
-    pub fn assign(&mut self, epoch: i32, start_offset: i64) -> io::Result<()> {
-        if epoch < 0 || self.latest_epoch().is_some_and(|l| epoch <= l) {
+    pub fn assign(&mut self, epoch: LeaderEpoch, start_offset: Offset) -> io::Result<()> {
+        if epoch.get() < 0 || self.latest_epoch().is_some_and(|l| epoch <= l) {
             return Ok(());
         }
         self.entries.retain(|e| e.1 < start_offset);
@@ -57,16 +58,21 @@ impl LeaderEpochFileCache {
     /// Kafka's `endOffsetFor`: (epoch, end offset) for OffsetForLeaderEpoch. The requested epoch
     /// equal to the latest → (latest, `log_end_offset`); else the start offset of the first
     /// higher epoch, with the largest epoch <= requested (or the requested one when all are
-    /// higher). Unknown/undefined → (-1, -1).
-    pub fn end_offset_for(&self, requested: i32, log_end_offset: i64) -> (i32, i64) {
-        if requested < 0 {
-            return (-1, -1);
+    /// higher). Unknown/undefined → (-1, -1) ([`LeaderEpoch::NONE`], [`Offset::NONE`]).
+    pub fn end_offset_for(
+        &self,
+        requested: LeaderEpoch,
+        log_end_offset: Offset,
+    ) -> (LeaderEpoch, Offset) {
+        const UNDEFINED: (LeaderEpoch, Offset) = (LeaderEpoch::NONE, Offset::NONE);
+        if requested.get() < 0 {
+            return UNDEFINED;
         }
         if self.latest_epoch() == Some(requested) {
             return (requested, log_end_offset);
         }
         let Some(higher) = self.entries.iter().find(|e| e.0 > requested) else {
-            return (-1, -1);
+            return UNDEFINED;
         };
         match self.entries.iter().rev().find(|e| e.0 <= requested) {
             Some(floor) => (floor.0, higher.1),
@@ -75,7 +81,7 @@ impl LeaderEpochFileCache {
     }
 
     /// Drops entries starting at or after `end_offset` (log truncation).
-    pub fn truncate_from_end(&mut self, end_offset: i64) -> io::Result<()> {
+    pub fn truncate_from_end(&mut self, end_offset: Offset) -> io::Result<()> {
         let before = self.entries.len();
         self.entries.retain(|e| e.1 < end_offset);
         if self.entries.len() != before {
@@ -86,7 +92,7 @@ impl LeaderEpochFileCache {
 
     /// Drops entries wholly below `start_offset`, moving the last one up to it (log start
     /// advanced).
-    pub fn truncate_from_start(&mut self, start_offset: i64) -> io::Result<()> {
+    pub fn truncate_from_start(&mut self, start_offset: Offset) -> io::Result<()> {
         let Some(idx) = self.entries.iter().rposition(|e| e.1 <= start_offset) else {
             return Ok(());
         };
@@ -117,7 +123,7 @@ impl LeaderEpochFileCache {
     }
 }
 
-fn parse(s: &str) -> Option<Vec<(i32, i64)>> {
+fn parse(s: &str) -> Option<Vec<(LeaderEpoch, Offset)>> {
     let mut lines = s.lines();
     if lines.next()?.trim() != "0" {
         return None;
@@ -128,10 +134,13 @@ fn parse(s: &str) -> Option<Vec<(i32, i64)>> {
         let mut it = line.split_whitespace();
         let e: i32 = it.next()?.parse().ok()?;
         let o: i64 = it.next()?.parse().ok()?;
-        if out.last().is_some_and(|l: &(i32, i64)| l.0 >= e || l.1 > o) {
+        if out
+            .last()
+            .is_some_and(|l: &(LeaderEpoch, Offset)| l.0.get() >= e || l.1.get() > o)
+        {
             return None;
         }
-        out.push((e, o));
+        out.push((LeaderEpoch(e), Offset(o)));
     }
     (out.len() == n).then_some(out)
 }
@@ -140,31 +149,35 @@ fn parse(s: &str) -> Option<Vec<(i32, i64)>> {
 mod tests {
     use super::*;
 
+    fn e(epoch: i32, offset: i64) -> (LeaderEpoch, Offset) {
+        (LeaderEpoch(epoch), Offset(offset))
+    }
+
     #[test]
     fn assign_lookup_truncate_persist() {
         let d = tempfile::tempdir().unwrap();
         let mut c = LeaderEpochFileCache::load(d.path());
-        c.assign(0, 0).unwrap();
-        c.assign(0, 5).unwrap(); // same epoch: ignored
-        c.assign(2, 10).unwrap();
-        c.assign(5, 20).unwrap();
-        assert_eq!(c.entries(), &[(0, 0), (2, 10), (5, 20)]);
-        assert_eq!(c.end_offset_for(5, 30), (5, 30));
-        assert_eq!(c.end_offset_for(2, 30), (2, 20));
-        assert_eq!(c.end_offset_for(3, 30), (2, 20));
-        assert_eq!(c.end_offset_for(0, 30), (0, 10));
-        assert_eq!(c.end_offset_for(6, 30), (-1, -1));
-        assert_eq!(c.end_offset_for(-1, 30), (-1, -1));
+        c.assign(LeaderEpoch(0), Offset(0)).unwrap();
+        c.assign(LeaderEpoch(0), Offset(5)).unwrap(); // same epoch: ignored
+        c.assign(LeaderEpoch(2), Offset(10)).unwrap();
+        c.assign(LeaderEpoch(5), Offset(20)).unwrap();
+        assert_eq!(c.entries(), &[e(0, 0), e(2, 10), e(5, 20)]);
+        assert_eq!(c.end_offset_for(LeaderEpoch(5), Offset(30)), e(5, 30));
+        assert_eq!(c.end_offset_for(LeaderEpoch(2), Offset(30)), e(2, 20));
+        assert_eq!(c.end_offset_for(LeaderEpoch(3), Offset(30)), e(2, 20));
+        assert_eq!(c.end_offset_for(LeaderEpoch(0), Offset(30)), e(0, 10));
+        assert_eq!(c.end_offset_for(LeaderEpoch(6), Offset(30)), e(-1, -1));
+        assert_eq!(c.end_offset_for(LeaderEpoch(-1), Offset(30)), e(-1, -1));
         let c2 = LeaderEpochFileCache::load(d.path());
         assert_eq!(c2.entries(), c.entries());
         assert_eq!(
             std::fs::read_to_string(d.path().join(LEADER_EPOCH_CHECKPOINT)).unwrap(),
             "0\n3\n0 0\n2 10\n5 20\n"
         );
-        c.truncate_from_end(15).unwrap();
-        assert_eq!(c.entries(), &[(0, 0), (2, 10)]);
-        c.truncate_from_start(12).unwrap();
-        assert_eq!(c.entries(), &[(2, 12)]);
+        c.truncate_from_end(Offset(15)).unwrap();
+        assert_eq!(c.entries(), &[e(0, 0), e(2, 10)]);
+        c.truncate_from_start(Offset(12)).unwrap();
+        assert_eq!(c.entries(), &[e(2, 12)]);
         c.clear().unwrap();
         assert!(LeaderEpochFileCache::load(d.path()).entries().is_empty());
     }

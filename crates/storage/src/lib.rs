@@ -22,6 +22,10 @@
 //!                                        the `cleaner` module: completed or discarded at open)
 //! ```
 //!
+//! Types: offsets and leader epochs in the public API are [`types::Offset`] and [`types::LeaderEpoch`]
+//! (producer state: [`types::ProducerId`], [`types::ProducerEpoch`]); segments, indexes and checkpoint files
+//! keep raw integers inside the crate.
+//!
 //! Threading: a [`Log`] is single-writer (`&mut self`); [`LogManager`] hands out
 //! `Arc<parking_lot::Mutex<Log>>`. Reads return a [`protocol::record::FileSlice`] holding an
 //! `Arc<File>`, so the bytes are read/sent after the lock is released.

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use types::Offset;
 
 /// The directory of the metadata quorum's Raft log inside a data dir (Kafka's `__cluster_metadata-0`);
 /// never opened as a partition.
@@ -145,15 +146,15 @@ impl LogManager {
                 config_for(&tp.topic),
                 topic_id,
                 !clean,
-                rp,
+                Offset(rp),
                 now_ms,
             )?;
             if let Some(&s) = log_starts.get(&key) {
-                log.restore_log_start_offset(s);
+                log.restore_log_start_offset(Offset(s));
             }
             // The checkpoint may be ahead of a log whose unflushed tail was lost in a crash: clamp.
             let hw = hws.get(&key).copied().unwrap_or(0);
-            log.update_high_watermark(hw.min(log.log_end_offset()));
+            log.update_high_watermark(Offset(hw).min(log.log_end_offset()));
             logs.insert(tp, Arc::new(Mutex::new(log)));
         }
         if clean {
@@ -229,7 +230,14 @@ impl LogManager {
         fs::create_dir_all(&path)?;
         write_partition_metadata(&path, &topic_id)?;
         fsync_dir(&self.dir)?;
-        let log = Log::open(&path, config, topic_id, false, 0, crate::now_ms())?;
+        let log = Log::open(
+            &path,
+            config,
+            topic_id,
+            false,
+            Offset::ZERO,
+            crate::now_ms(),
+        )?;
         let log = Arc::new(Mutex::new(log));
         self.logs.write().insert(tp, log.clone());
         Ok(log)
@@ -286,9 +294,9 @@ impl LogManager {
         for (tp, log) in self.all_logs() {
             let l = log.lock();
             let key = (tp.topic.clone(), tp.partition);
-            rp.insert(key.clone(), l.recovery_point());
-            ls.insert(key.clone(), l.log_start_offset());
-            hw.insert(key, l.high_watermark());
+            rp.insert(key.clone(), l.recovery_point().get());
+            ls.insert(key.clone(), l.log_start_offset().get());
+            hw.insert(key, l.high_watermark().get());
         }
         OffsetCheckpointFile::new(self.dir.join(RECOVERY_POINT_CHECKPOINT)).write(&rp)?;
         OffsetCheckpointFile::new(self.dir.join(LOG_START_CHECKPOINT)).write(&ls)?;

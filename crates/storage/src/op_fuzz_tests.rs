@@ -8,6 +8,7 @@ use bytes::Bytes;
 use protocol::record::{Compression, RecordBatchBuilder};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use types::{LeaderEpoch, Offset};
 
 #[derive(Debug, Clone)]
 struct ModelBatch {
@@ -48,7 +49,7 @@ const NOW: i64 = 1_700_000_000_000;
 
 fn check_read(log: &mut Log, model: &Model, start: i64, max_bytes: usize, seed: u64) {
     let leo = model.leo();
-    let r = log.read(start, max_bytes, leo, true);
+    let r = log.read(Offset(start), max_bytes, Offset(leo), true);
     if start < model.log_start || start > leo {
         assert!(
             matches!(r, Err(StorageError::OffsetOutOfRange { .. })),
@@ -84,7 +85,15 @@ fn run(seed: u64, ops: usize) {
     let mut rng = StdRng::seed_from_u64(seed);
     let d = tempfile::tempdir().unwrap();
     let cfg = config(&mut rng);
-    let mut log = Log::open(d.path(), cfg.clone(), uuid::Uuid::nil(), false, 0, NOW).unwrap();
+    let mut log = Log::open(
+        d.path(),
+        cfg.clone(),
+        uuid::Uuid::nil(),
+        false,
+        Offset(0),
+        NOW,
+    )
+    .unwrap();
     let mut model = Model {
         batches: Vec::new(),
         log_start: 0,
@@ -113,15 +122,15 @@ fn run(seed: u64, ops: usize) {
                 }
                 let bytes = b.build().unwrap();
                 let size = bytes.len() as u64;
-                let info = log.append_as_leader(bytes, 0, NOW).unwrap();
-                assert_eq!(info.first_offset, model.leo(), "seed {seed}");
+                let info = log.append_as_leader(bytes, LeaderEpoch(0), NOW).unwrap();
+                assert_eq!(info.first_offset, Offset(model.leo()), "seed {seed}");
                 model.batches.push(ModelBatch {
-                    base: info.first_offset,
+                    base: info.first_offset.get(),
                     values,
                     size,
                 });
-                model.leo = info.last_offset + 1;
-                log.update_high_watermark(model.leo());
+                model.leo = (info.last_offset + 1).get();
+                log.update_high_watermark(Offset(model.leo()));
             }
             45..=64 => {
                 let lo = model.log_start - 1;
@@ -134,48 +143,64 @@ fn run(seed: u64, ops: usize) {
             70..=74 => {
                 let to = rng.gen_range(model.log_start..=model.leo());
                 let first_base = log.segment_base_offsets()[0];
-                log.truncate_to(to).unwrap();
+                log.truncate_to(Offset(to)).unwrap();
                 if to >= model.leo {
                     // no-op
-                } else if to <= first_base || to < model.log_start {
+                } else if to <= first_base.get() || to < model.log_start {
                     model.batches.clear();
                     model.log_start = to;
                     model.leo = to;
                 } else {
                     model.batches.retain(|b| b.next() <= to);
-                    model.leo = model.batches.last().map_or(first_base, |b| b.next());
+                    model.leo = model.batches.last().map_or(first_base.get(), |b| b.next());
                     model.log_start = model.log_start.min(model.leo);
                 }
                 assert_eq!(
                     log.log_end_offset(),
-                    model.leo,
+                    Offset(model.leo),
                     "seed {seed}: truncate_to({to})"
                 );
                 assert_eq!(
                     log.log_start_offset(),
-                    model.log_start,
+                    Offset(model.log_start),
                     "seed {seed}: truncate_to({to})"
                 );
-                log.update_high_watermark(model.leo);
+                log.update_high_watermark(Offset(model.leo));
             }
             75..=79 => {
                 let to = rng.gen_range(model.log_start..=model.leo());
-                log.delete_records_before(to).unwrap();
+                log.delete_records_before(Offset(to)).unwrap();
                 model.log_start = model.log_start.max(to);
-                assert_eq!(log.log_start_offset(), model.log_start, "seed {seed}");
+                assert_eq!(
+                    log.log_start_offset(),
+                    Offset(model.log_start),
+                    "seed {seed}"
+                );
                 let first_base = log.segment_base_offsets()[0];
-                model.batches.retain(|b| b.base >= first_base);
+                model.batches.retain(|b| b.base >= first_base.get());
             }
             80..=87 => {
                 log.close().unwrap();
                 drop(log);
-                log = Log::open(d.path(), cfg.clone(), uuid::Uuid::nil(), false, 0, NOW).unwrap();
-                log.restore_log_start_offset(model.log_start);
-                log.update_high_watermark(model.leo);
-                assert_eq!(log.log_end_offset(), model.leo, "seed {seed}: clean reopen");
+                log = Log::open(
+                    d.path(),
+                    cfg.clone(),
+                    uuid::Uuid::nil(),
+                    false,
+                    Offset(0),
+                    NOW,
+                )
+                .unwrap();
+                log.restore_log_start_offset(Offset(model.log_start));
+                log.update_high_watermark(Offset(model.leo));
+                assert_eq!(
+                    log.log_end_offset(),
+                    Offset(model.leo),
+                    "seed {seed}: clean reopen"
+                );
                 assert_eq!(
                     log.log_start_offset(),
-                    model.log_start,
+                    Offset(model.log_start),
                     "seed {seed}: clean reopen"
                 );
             }
@@ -185,7 +210,7 @@ fn run(seed: u64, ops: usize) {
                 let bases = log.segment_base_offsets();
                 let active = *bases.last().unwrap();
                 drop(log);
-                let path = d.path().join(offset_file_name(active, "log"));
+                let path = d.path().join(offset_file_name(active.get(), "log"));
                 let len = std::fs::metadata(&path).unwrap().len();
                 let cut = if rng.gen_bool(0.5) {
                     len
@@ -200,18 +225,18 @@ fn run(seed: u64, ops: usize) {
                     .unwrap();
                 let mut end = 0u64;
                 model.batches.retain(|b| {
-                    if b.base < active {
+                    if b.base < active.get() {
                         return true;
                     }
                     end += b.size;
                     end <= cut
                 });
                 model.leo = match model.batches.last() {
-                    Some(b) if b.base >= active => b.next(),
-                    _ => active,
+                    Some(b) if b.base >= active.get() => b.next(),
+                    _ => active.get(),
                 };
                 if model.log_start > model.leo {
-                    model.log_start = bases[0];
+                    model.log_start = bases[0].get();
                 }
                 log = Log::open(
                     d.path(),
@@ -222,22 +247,26 @@ fn run(seed: u64, ops: usize) {
                     NOW,
                 )
                 .unwrap();
-                log.restore_log_start_offset(model.log_start);
+                log.restore_log_start_offset(Offset(model.log_start));
                 assert_eq!(
                     log.log_end_offset(),
-                    model.leo,
+                    Offset(model.leo),
                     "seed {seed}: crash at cut {cut}/{len}"
                 );
                 assert_eq!(
                     log.log_start_offset(),
-                    model.log_start,
+                    Offset(model.log_start),
                     "seed {seed}: crash"
                 );
-                log.update_high_watermark(model.leo);
+                log.update_high_watermark(Offset(model.leo));
             }
         }
-        assert_eq!(log.log_end_offset(), model.leo, "seed {seed}");
-        assert_eq!(log.log_start_offset(), model.log_start, "seed {seed}");
+        assert_eq!(log.log_end_offset(), Offset(model.leo), "seed {seed}");
+        assert_eq!(
+            log.log_start_offset(),
+            Offset(model.log_start),
+            "seed {seed}"
+        );
     }
     // final full check
     let leo = model.leo();

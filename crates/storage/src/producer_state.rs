@@ -7,6 +7,7 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use types::{Offset, ProducerEpoch, ProducerId};
 
 /// Batches remembered per producer for duplicate detection (Kafka's NUM_BATCHES_TO_RETAIN).
 pub const NUM_BATCHES_TO_RETAIN: usize = 5;
@@ -22,9 +23,9 @@ pub struct BatchMetadata {
     /// Sequence of the last record.
     pub last_seq: i32,
     /// Offset assigned to the first record.
-    pub first_offset: i64,
+    pub first_offset: Offset,
     /// Offset assigned to the last record.
-    pub last_offset: i64,
+    pub last_offset: Offset,
     /// Batch max timestamp (ms) as stored.
     pub max_timestamp: i64,
 }
@@ -33,28 +34,28 @@ pub struct BatchMetadata {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProducerStateEntry {
     /// Producer id.
-    pub producer_id: i64,
-    /// Current epoch.
-    pub producer_epoch: i16,
+    pub producer_id: ProducerId,
+    /// Current epoch ([`ProducerEpoch::NONE`] until the first batch).
+    pub producer_epoch: ProducerEpoch,
     /// Up to [`NUM_BATCHES_TO_RETAIN`] most recent batches of this epoch, oldest first.
     pub batches: VecDeque<BatchMetadata>,
     /// Wall-clock time (ms) of the last append by this producer; expiry is measured from it.
     pub last_update_ms: i64,
     /// Coordinator epoch of the last transaction marker (-1 = none).
     pub coordinator_epoch: i32,
-    /// First offset of the open transaction, -1 when none.
-    pub current_txn_first_offset: i64,
+    /// First offset of the open transaction, [`Offset::NONE`] when none.
+    pub current_txn_first_offset: Offset,
 }
 
 impl ProducerStateEntry {
     fn new(producer_id: i64) -> Self {
         ProducerStateEntry {
-            producer_id,
-            producer_epoch: NO_PRODUCER_EPOCH,
+            producer_id: ProducerId(producer_id),
+            producer_epoch: ProducerEpoch(NO_PRODUCER_EPOCH),
             batches: VecDeque::new(),
             last_update_ms: 0,
             coordinator_epoch: -1,
-            current_txn_first_offset: -1,
+            current_txn_first_offset: Offset::NONE,
         }
     }
 
@@ -64,7 +65,7 @@ impl ProducerStateEntry {
     }
 
     fn find_duplicate(&self, h: &RecordBatchHeader) -> Option<BatchMetadata> {
-        if h.producer_epoch != self.producer_epoch {
+        if h.producer_epoch != self.producer_epoch.get() {
             return None;
         }
         let last = h.last_sequence();
@@ -75,15 +76,15 @@ impl ProducerStateEntry {
     }
 
     fn add_batch(&mut self, h: &RecordBatchHeader, first_offset: i64, now_ms: i64) {
-        if h.producer_epoch != self.producer_epoch {
-            self.producer_epoch = h.producer_epoch;
+        if h.producer_epoch != self.producer_epoch.get() {
+            self.producer_epoch = ProducerEpoch(h.producer_epoch);
             self.batches.clear();
         }
         self.batches.push_back(BatchMetadata {
             first_seq: h.base_sequence,
             last_seq: h.last_sequence(),
-            first_offset,
-            last_offset: first_offset + h.last_offset_delta as i64,
+            first_offset: Offset(first_offset),
+            last_offset: Offset(first_offset + h.last_offset_delta as i64),
             max_timestamp: h.max_timestamp,
         });
         while self.batches.len() > NUM_BATCHES_TO_RETAIN {
@@ -157,8 +158,8 @@ impl ProducerStateManager {
     }
 
     /// The state of a producer.
-    pub fn last_entry(&self, producer_id: i64) -> Option<&ProducerStateEntry> {
-        self.producers.get(&producer_id)
+    pub fn last_entry(&self, producer_id: ProducerId) -> Option<&ProducerStateEntry> {
+        self.producers.get(&producer_id.get())
     }
 
     /// Number of producers tracked.
@@ -172,13 +173,13 @@ impl ProducerStateManager {
     }
 
     /// Offsets of the snapshot files present.
-    pub fn snapshot_offsets(&self) -> Vec<i64> {
-        self.snapshots.iter().copied().collect()
+    pub fn snapshot_offsets(&self) -> Vec<Offset> {
+        self.snapshots.iter().copied().map(Offset).collect()
     }
 
     /// Offset up to which (exclusive) batches have been applied.
-    pub fn map_end_offset(&self) -> i64 {
-        self.map_end_offset
+    pub fn map_end_offset(&self) -> Offset {
+        Offset(self.map_end_offset)
     }
 
     pub(crate) fn set_expiration_ms(&mut self, ms: i64) {
@@ -205,14 +206,15 @@ impl ProducerStateManager {
         if let Some(d) = entry.find_duplicate(h) {
             return Ok(SequenceCheck::Duplicate(d));
         }
-        if h.producer_epoch < entry.producer_epoch {
+        let current_epoch = entry.producer_epoch.get();
+        if h.producer_epoch < current_epoch {
             return Err(StorageError::InvalidProducerEpoch(format!(
                 "producer {} epoch {} is older than current epoch {}",
-                h.producer_id, h.producer_epoch, entry.producer_epoch
+                h.producer_id, h.producer_epoch, current_epoch
             )));
         }
-        if h.producer_epoch != entry.producer_epoch {
-            if h.base_sequence != 0 && entry.producer_epoch != NO_PRODUCER_EPOCH {
+        if h.producer_epoch != current_epoch {
+            if h.base_sequence != 0 && current_epoch != NO_PRODUCER_EPOCH {
                 return Err(StorageError::OutOfOrderSequence(format!(
                     "producer {} new epoch {} must start at sequence 0, got {}",
                     h.producer_id, h.producer_epoch, h.base_sequence
@@ -220,7 +222,7 @@ impl ProducerStateManager {
             }
         } else {
             let last = entry.last_seq();
-            if entry.producer_epoch != NO_PRODUCER_EPOCH
+            if current_epoch != NO_PRODUCER_EPOCH
                 && last >= 0
                 && !in_sequence(last, h.base_sequence)
             {
@@ -281,7 +283,7 @@ impl ProducerStateManager {
         let before = self.producers.len();
         let exp = self.producer_id_expiration_ms;
         self.producers.retain(|_, e| {
-            e.current_txn_first_offset >= 0 || now_ms.saturating_sub(e.last_update_ms) < exp
+            e.current_txn_first_offset.get() >= 0 || now_ms.saturating_sub(e.last_update_ms) < exp
         });
         before - self.producers.len()
     }
@@ -293,17 +295,17 @@ impl ProducerStateManager {
         body.extend_from_slice(&(ids.len() as i32).to_be_bytes());
         for id in ids {
             let e = &self.producers[&id];
-            body.extend_from_slice(&e.producer_id.to_be_bytes());
-            body.extend_from_slice(&e.producer_epoch.to_be_bytes());
+            body.extend_from_slice(&e.producer_id.get().to_be_bytes());
+            body.extend_from_slice(&e.producer_epoch.get().to_be_bytes());
             body.extend_from_slice(&e.last_update_ms.to_be_bytes());
             body.extend_from_slice(&e.coordinator_epoch.to_be_bytes());
-            body.extend_from_slice(&e.current_txn_first_offset.to_be_bytes());
+            body.extend_from_slice(&e.current_txn_first_offset.get().to_be_bytes());
             body.extend_from_slice(&(e.batches.len() as i32).to_be_bytes());
             for b in &e.batches {
                 body.extend_from_slice(&b.first_seq.to_be_bytes());
                 body.extend_from_slice(&b.last_seq.to_be_bytes());
-                body.extend_from_slice(&b.first_offset.to_be_bytes());
-                body.extend_from_slice(&b.last_offset.to_be_bytes());
+                body.extend_from_slice(&b.first_offset.get().to_be_bytes());
+                body.extend_from_slice(&b.last_offset.get().to_be_bytes());
                 body.extend_from_slice(&b.max_timestamp.to_be_bytes());
             }
         }
@@ -347,10 +349,10 @@ impl ProducerStateManager {
         let mut out = HashMap::with_capacity(n as usize);
         for _ in 0..n {
             let mut e = ProducerStateEntry::new(r.i64()?);
-            e.producer_epoch = r.i16()?;
+            e.producer_epoch = ProducerEpoch(r.i16()?);
             e.last_update_ms = r.i64()?;
             e.coordinator_epoch = r.i32()?;
-            e.current_txn_first_offset = r.i64()?;
+            e.current_txn_first_offset = Offset(r.i64()?);
             let nb = r.i32()?;
             if !(0..=NUM_BATCHES_TO_RETAIN as i32).contains(&nb) {
                 return None;
@@ -359,12 +361,12 @@ impl ProducerStateManager {
                 e.batches.push_back(BatchMetadata {
                     first_seq: r.i32()?,
                     last_seq: r.i32()?,
-                    first_offset: r.i64()?,
-                    last_offset: r.i64()?,
+                    first_offset: Offset(r.i64()?),
+                    last_offset: Offset(r.i64()?),
                     max_timestamp: r.i64()?,
                 });
             }
-            out.insert(e.producer_id, e);
+            out.insert(e.producer_id.get(), e);
         }
         if r.1 != buf.len() {
             return None;
@@ -458,14 +460,14 @@ mod tests {
         let mut m = ProducerStateManager::new(d.path(), 1000).unwrap();
         for pid in 0..3i64 {
             let mut e = ProducerStateEntry::new(pid);
-            e.producer_epoch = 2;
+            e.producer_epoch = ProducerEpoch(2);
             e.last_update_ms = 77;
             for i in 0..7 {
                 e.batches.push_back(BatchMetadata {
                     first_seq: i,
                     last_seq: i,
-                    first_offset: i as i64,
-                    last_offset: i as i64,
+                    first_offset: Offset(i as i64),
+                    last_offset: Offset(i as i64),
                     max_timestamp: 5,
                 });
                 while e.batches.len() > NUM_BATCHES_TO_RETAIN {

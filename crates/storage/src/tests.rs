@@ -6,6 +6,7 @@ use protocol::record::{
     batches, Compression, RecordBatch, RecordBatchBuilder, Records, TimestampType,
 };
 use std::os::unix::fs::FileExt;
+use types::{LeaderEpoch, Offset, ProducerId};
 
 pub(crate) fn batch(n: usize, ts: i64, value_len: usize) -> Bytes {
     let mut b = RecordBatchBuilder::new(Compression::None);
@@ -56,8 +57,17 @@ pub(crate) fn small_config() -> LogConfig {
 
 const NOW: i64 = 1_700_000_000_000;
 
+/// The segment base offsets as raw integers, for comparing with literals.
+fn segment_bases(log: &Log) -> Vec<i64> {
+    log.segment_base_offsets().iter().map(|o| o.get()).collect()
+}
+
+fn epoch_entry(epoch: i32, offset: i64) -> (LeaderEpoch, Offset) {
+    (LeaderEpoch(epoch), Offset(offset))
+}
+
 fn open(dir: &std::path::Path, config: LogConfig, recover: bool) -> Log {
-    Log::open(dir, config, uuid::Uuid::nil(), recover, 0, NOW).unwrap()
+    Log::open(dir, config, uuid::Uuid::nil(), recover, Offset(0), NOW).unwrap()
 }
 
 /// A HighWatermark past the LogEndOffset is a bug: the log panics instead of clamping it (callers with
@@ -66,12 +76,13 @@ fn open(dir: &std::path::Path, config: LogConfig, recover: bool) -> Log {
 fn high_watermark_is_never_past_the_log_end() {
     let d = tempfile::tempdir().unwrap();
     let mut log = open(d.path(), LogConfig::default(), false);
-    log.append_as_leader(batch(3, NOW, 10), 0, NOW).unwrap();
-    assert_eq!(log.update_high_watermark(3), 3);
-    log.delete_records_before(2).unwrap();
-    assert_eq!(log.update_high_watermark(1), 2);
+    log.append_as_leader(batch(3, NOW, 10), LeaderEpoch(0), NOW)
+        .unwrap();
+    assert_eq!(log.update_high_watermark(Offset(3)), Offset(3));
+    log.delete_records_before(Offset(2)).unwrap();
+    assert_eq!(log.update_high_watermark(Offset(1)), Offset(2));
     let past = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        log.update_high_watermark(4);
+        log.update_high_watermark(Offset(4));
     }));
     assert!(past.is_err(), "an HW past the LEO must panic");
 }
@@ -80,16 +91,26 @@ fn high_watermark_is_never_past_the_log_end() {
 fn append_assigns_offsets_and_reads_back() {
     let d = tempfile::tempdir().unwrap();
     let mut log = open(d.path(), LogConfig::default(), false);
-    assert_eq!((log.log_start_offset(), log.log_end_offset()), (0, 0));
-    let a = log.append_as_leader(batch(3, NOW, 10), 5, NOW).unwrap();
-    assert_eq!((a.first_offset, a.last_offset, a.duplicate), (0, 2, false));
+    assert_eq!(
+        (log.log_start_offset().get(), log.log_end_offset().get()),
+        (0, 0)
+    );
+    let a = log
+        .append_as_leader(batch(3, NOW, 10), LeaderEpoch(5), NOW)
+        .unwrap();
+    assert_eq!(
+        (a.first_offset.get(), a.last_offset.get(), a.duplicate),
+        (0, 2, false)
+    );
     assert_eq!(a.log_append_time_ms, -1);
     assert_eq!(a.max_timestamp, NOW + 2);
-    let b = log.append_as_leader(batch(2, NOW, 10), 5, NOW).unwrap();
-    assert_eq!((b.first_offset, b.last_offset), (3, 4));
-    assert_eq!(log.log_end_offset(), 5);
-    log.update_high_watermark(5);
-    let r = log.read(0, 1 << 20, 5, true).unwrap();
+    let b = log
+        .append_as_leader(batch(2, NOW, 10), LeaderEpoch(5), NOW)
+        .unwrap();
+    assert_eq!((b.first_offset.get(), b.last_offset.get()), (3, 4));
+    assert_eq!(log.log_end_offset(), Offset(5));
+    log.update_high_watermark(Offset(5));
+    let r = log.read(Offset(0), 1 << 20, Offset(5), true).unwrap();
     let got = fetched(&r);
     assert_eq!(got.len(), 2);
     assert_eq!(got[0].base_offset(), 0);
@@ -105,15 +126,18 @@ fn read_from_mid_batch_returns_containing_batch() {
     let d = tempfile::tempdir().unwrap();
     let mut log = open(d.path(), small_config(), false);
     for _ in 0..20 {
-        log.append_as_leader(batch(5, NOW, 20), 0, NOW).unwrap();
+        log.append_as_leader(batch(5, NOW, 20), LeaderEpoch(0), NOW)
+            .unwrap();
     }
     assert!(log.number_of_segments() > 2);
     for start in [0, 3, 7, 42, 58, 99] {
-        let r = log.read(start, 1 << 20, 100, false).unwrap();
+        let r = log
+            .read(Offset(start), 1 << 20, Offset(100), false)
+            .unwrap();
         let got = fetched(&r);
         assert!(!got.is_empty(), "start {start}");
         assert_eq!(got[0].base_offset(), start / 5 * 5, "start {start}");
-        assert_eq!(r.first_batch_base_offset, start / 5 * 5);
+        assert_eq!(r.first_batch_base_offset, Offset(start / 5 * 5));
         for w in got.windows(2) {
             assert_eq!(w[0].next_offset(), w[1].base_offset());
         }
@@ -127,36 +151,59 @@ fn read_bounds() {
     let one = batch(2, NOW, 100);
     let size = one.len();
     for _ in 0..5 {
-        log.append_as_leader(one.clone(), 0, NOW).unwrap();
+        log.append_as_leader(one.clone(), LeaderEpoch(0), NOW)
+            .unwrap();
     }
     // max_bytes fits two batches
     assert_eq!(
-        fetched(&log.read(0, size * 2 + 10, 10, false).unwrap()).len(),
+        fetched(
+            &log.read(Offset(0), size * 2 + 10, Offset(10), false)
+                .unwrap()
+        )
+        .len(),
         2
     );
     // max_bytes smaller than one batch: min_one_batch decides
-    assert_eq!(fetched(&log.read(0, 10, 10, true).unwrap()).len(), 1);
-    assert!(log.read(0, 10, 10, false).unwrap().records.is_empty());
+    assert_eq!(
+        fetched(&log.read(Offset(0), 10, Offset(10), true).unwrap()).len(),
+        1
+    );
+    assert!(log
+        .read(Offset(0), 10, Offset(10), false)
+        .unwrap()
+        .records
+        .is_empty());
     // high watermark excludes batches at/after it
-    let got = fetched(&log.read(0, 1 << 20, 4, true).unwrap());
+    let got = fetched(&log.read(Offset(0), 1 << 20, Offset(4), true).unwrap());
     assert_eq!(got.len(), 2);
     assert!(got.iter().all(|b| b.last_offset() < 4));
     // HW inside a batch: that batch is excluded
-    assert_eq!(fetched(&log.read(0, 1 << 20, 3, true).unwrap()).len(), 1);
+    assert_eq!(
+        fetched(&log.read(Offset(0), 1 << 20, Offset(3), true).unwrap()).len(),
+        1
+    );
     // start == HW → empty, no error; start == LEO → empty
-    assert!(log.read(4, 1 << 20, 4, true).unwrap().records.is_empty());
-    assert!(log.read(10, 1 << 20, 10, true).unwrap().records.is_empty());
+    assert!(log
+        .read(Offset(4), 1 << 20, Offset(4), true)
+        .unwrap()
+        .records
+        .is_empty());
+    assert!(log
+        .read(Offset(10), 1 << 20, Offset(10), true)
+        .unwrap()
+        .records
+        .is_empty());
     // out of range
     assert!(matches!(
-        log.read(11, 100, 10, true),
+        log.read(Offset(11), 100, Offset(10), true),
         Err(StorageError::OffsetOutOfRange { .. })
     ));
     assert!(matches!(
-        log.read(6, 100, 4, true),
+        log.read(Offset(6), 100, Offset(4), true),
         Err(StorageError::OffsetOutOfRange { .. })
     ));
     assert!(matches!(
-        log.read(-1, 100, 10, true),
+        log.read(Offset(-1), 100, Offset(10), true),
         Err(StorageError::OffsetOutOfRange { .. })
     ));
 }
@@ -166,12 +213,14 @@ fn rolls_by_size_and_index_lookup_reads_correctly() {
     let d = tempfile::tempdir().unwrap();
     let mut log = open(d.path(), small_config(), false);
     for i in 0..50 {
-        let a = log.append_as_leader(batch(1, NOW + i, 50), 0, NOW).unwrap();
-        assert_eq!(a.first_offset, i);
+        let a = log
+            .append_as_leader(batch(1, NOW + i, 50), LeaderEpoch(0), NOW)
+            .unwrap();
+        assert_eq!(a.first_offset, Offset(i));
     }
     let bases = log.segment_base_offsets();
     assert!(bases.len() >= 3, "{bases:?}");
-    assert_eq!(bases[0], 0);
+    assert_eq!(bases[0], Offset(0));
     for w in d.path().read_dir().unwrap() {
         let n = w.unwrap().file_name().to_string_lossy().into_owned();
         if let Some(stem) = n.strip_suffix(".log") {
@@ -179,7 +228,7 @@ fn rolls_by_size_and_index_lookup_reads_correctly() {
         }
     }
     for o in 0..50 {
-        let got = fetched(&log.read(o, 1, 50, true).unwrap());
+        let got = fetched(&log.read(Offset(o), 1, Offset(50), true).unwrap());
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].base_offset(), o);
     }
@@ -193,13 +242,14 @@ fn rolls_by_time() {
         ..LogConfig::default()
     };
     let mut log = open(d.path(), cfg, false);
-    log.append_as_leader(batch(1, NOW, 10), 0, NOW).unwrap();
-    log.append_as_leader(batch(1, NOW, 10), 0, NOW + 500)
+    log.append_as_leader(batch(1, NOW, 10), LeaderEpoch(0), NOW)
+        .unwrap();
+    log.append_as_leader(batch(1, NOW, 10), LeaderEpoch(0), NOW + 500)
         .unwrap();
     assert_eq!(log.number_of_segments(), 1);
-    log.append_as_leader(batch(1, NOW, 10), 0, NOW + 1001)
+    log.append_as_leader(batch(1, NOW, 10), LeaderEpoch(0), NOW + 1001)
         .unwrap();
-    assert_eq!(log.segment_base_offsets(), vec![0, 2]);
+    assert_eq!(segment_bases(&log), vec![0, 2]);
 }
 
 #[test]
@@ -211,44 +261,46 @@ fn rejects_bad_batches() {
     };
     let mut log = open(d.path(), cfg, false);
     assert!(matches!(
-        log.append_as_leader(batch(1, NOW, 600), 0, NOW),
+        log.append_as_leader(batch(1, NOW, 600), LeaderEpoch(0), NOW),
         Err(StorageError::MessageTooLarge { .. })
     ));
     let mut bad = batch(1, NOW, 10).to_vec();
     let n = bad.len();
     bad[n - 1] ^= 0xff;
     assert!(matches!(
-        log.append_as_leader(Bytes::from(bad), 0, NOW),
+        log.append_as_leader(Bytes::from(bad), LeaderEpoch(0), NOW),
         Err(StorageError::CorruptMessage(_))
     ));
     let mut legacy = batch(1, NOW, 10).to_vec();
     legacy[16] = 1;
     assert!(matches!(
-        log.append_as_leader(Bytes::from(legacy), 0, NOW),
+        log.append_as_leader(Bytes::from(legacy), LeaderEpoch(0), NOW),
         Err(StorageError::InvalidRecord(_))
     ));
     let ctl = RecordBatchBuilder::new(Compression::None).control(true);
     let mut ctl = ctl;
     ctl.append(NOW, Some(Bytes::from_static(b"\0\0\0\0")), None, vec![]);
     assert!(matches!(
-        log.append_as_leader(ctl.build().unwrap(), 0, NOW),
+        log.append_as_leader(ctl.build().unwrap(), LeaderEpoch(0), NOW),
         Err(StorageError::InvalidRecord(_))
     ));
     let future = batch(1, NOW + 2 * 3_600_000, 10);
     assert!(matches!(
-        log.append_as_leader(future, 0, NOW),
+        log.append_as_leader(future, LeaderEpoch(0), NOW),
         Err(StorageError::InvalidTimestamp(_))
     ));
     let mut trailing = batch(1, NOW, 10).to_vec();
     trailing.extend_from_slice(&[1, 2, 3]);
     assert!(matches!(
-        log.append_as_leader(Bytes::from(trailing), 0, NOW),
+        log.append_as_leader(Bytes::from(trailing), LeaderEpoch(0), NOW),
         Err(StorageError::InvalidRecord(_))
     ));
-    assert_eq!(log.log_end_offset(), 0);
+    assert_eq!(log.log_end_offset(), Offset(0));
     assert_eq!(log.size_in_bytes(), 0);
-    let e = log.append_as_leader(Bytes::new(), 0, NOW).unwrap();
-    assert_eq!(e.first_offset, -1);
+    let e = log
+        .append_as_leader(Bytes::new(), LeaderEpoch(0), NOW)
+        .unwrap();
+    assert_eq!(e.first_offset, Offset(-1));
 }
 
 #[test]
@@ -264,10 +316,10 @@ fn log_append_time_stamps_batches() {
     b.append(6, None, Some(Bytes::from_static(b"b")), vec![]);
     let original_payload = b.build().unwrap();
     let a = log
-        .append_as_leader(original_payload.clone(), 0, NOW)
+        .append_as_leader(original_payload.clone(), LeaderEpoch(0), NOW)
         .unwrap();
     assert_eq!(a.log_append_time_ms, NOW);
-    let got = fetched(&log.read(0, 1 << 20, 2, true).unwrap());
+    let got = fetched(&log.read(Offset(0), 1 << 20, Offset(2), true).unwrap());
     assert_eq!(got[0].timestamp_type(), TimestampType::LogAppendTime);
     assert_eq!(got[0].max_timestamp(), NOW);
     assert_eq!(got[0].compression().unwrap(), Compression::Gzip);
@@ -291,9 +343,10 @@ fn all_codecs_stored_and_read() {
                 vec![],
             );
         }
-        log.append_as_leader(b.build().unwrap(), 0, NOW).unwrap();
+        log.append_as_leader(b.build().unwrap(), LeaderEpoch(0), NOW)
+            .unwrap();
     }
-    let got = fetched(&log.read(0, 1 << 20, 50, true).unwrap());
+    let got = fetched(&log.read(Offset(0), 1 << 20, Offset(50), true).unwrap());
     assert_eq!(got.len(), 5);
     for (i, b) in got.iter().enumerate() {
         assert_eq!(b.compression().unwrap(), Compression::ALL[i]);
@@ -321,37 +374,41 @@ fn offset_for_timestamp() {
                 vec![],
             );
         }
-        log.append_as_leader(b.build().unwrap(), 0, NOW).unwrap();
+        log.append_as_leader(b.build().unwrap(), LeaderEpoch(0), NOW)
+            .unwrap();
     }
     assert!(log.number_of_segments() > 2);
     assert_eq!(
         log.fetch_offset_by_timestamp(EARLIEST_TIMESTAMP).unwrap(),
-        Some((0, -1))
+        Some((Offset(0), -1))
     );
     assert_eq!(
         log.fetch_offset_by_timestamp(LATEST_TIMESTAMP).unwrap(),
-        Some((90, -1))
+        Some((Offset(90), -1))
     );
     assert_eq!(
         log.fetch_offset_by_timestamp(MAX_TIMESTAMP).unwrap(),
-        Some((89, NOW + 292))
+        Some((Offset(89), NOW + 292))
     );
-    assert_eq!(log.fetch_offset_by_timestamp(0).unwrap(), Some((0, NOW)));
+    assert_eq!(
+        log.fetch_offset_by_timestamp(0).unwrap(),
+        Some((Offset(0), NOW))
+    );
     assert_eq!(
         log.fetch_offset_by_timestamp(NOW + 1).unwrap(),
-        Some((1, NOW + 1))
+        Some((Offset(1), NOW + 1))
     );
     assert_eq!(
         log.fetch_offset_by_timestamp(NOW + 3).unwrap(),
-        Some((3, NOW + 10))
+        Some((Offset(3), NOW + 10))
     );
     assert_eq!(
         log.fetch_offset_by_timestamp(NOW + 155).unwrap(),
-        Some((48, NOW + 160))
+        Some((Offset(48), NOW + 160))
     );
     assert_eq!(
         log.fetch_offset_by_timestamp(NOW + 292).unwrap(),
-        Some((89, NOW + 292))
+        Some((Offset(89), NOW + 292))
     );
     assert_eq!(log.fetch_offset_by_timestamp(NOW + 293).unwrap(), None);
     // after a clean restart, same answers
@@ -360,11 +417,11 @@ fn offset_for_timestamp() {
     let mut log = open(d.path(), small_config(), false);
     assert_eq!(
         log.fetch_offset_by_timestamp(NOW + 155).unwrap(),
-        Some((48, NOW + 160))
+        Some((Offset(48), NOW + 160))
     );
     assert_eq!(
         log.fetch_offset_by_timestamp(MAX_TIMESTAMP).unwrap(),
-        Some((89, NOW + 292))
+        Some((Offset(89), NOW + 292))
     );
 }
 
@@ -373,19 +430,22 @@ fn clean_restart_keeps_everything() {
     let d = tempfile::tempdir().unwrap();
     let mut log = open(d.path(), small_config(), false);
     for _ in 0..40 {
-        log.append_as_leader(batch(2, NOW, 30), 0, NOW).unwrap();
+        log.append_as_leader(batch(2, NOW, 30), LeaderEpoch(0), NOW)
+            .unwrap();
     }
     let bases = log.segment_base_offsets();
     log.close().unwrap();
     drop(log);
     let mut log = open(d.path(), small_config(), false);
     assert_eq!(log.segment_base_offsets(), bases);
-    assert_eq!(log.log_end_offset(), 80);
-    let a = log.append_as_leader(batch(1, NOW, 30), 0, NOW).unwrap();
-    assert_eq!(a.first_offset, 80);
+    assert_eq!(log.log_end_offset(), Offset(80));
+    let a = log
+        .append_as_leader(batch(1, NOW, 30), LeaderEpoch(0), NOW)
+        .unwrap();
+    assert_eq!(a.first_offset, Offset(80));
     for o in [0, 33, 79, 80] {
         assert_eq!(
-            fetched(&log.read(o, 1, 81, true).unwrap())[0].base_offset(),
+            fetched(&log.read(Offset(o), 1, Offset(81), true).unwrap())[0].base_offset(),
             o / 2 * 2
         );
     }
@@ -402,9 +462,9 @@ fn log_manager_create_restart_delete() {
             .get_or_create_log("orders", 3, id, LogConfig::default())
             .unwrap();
         l.lock()
-            .append_as_leader(batch(4, NOW, 10), 0, NOW)
+            .append_as_leader(batch(4, NOW, 10), LeaderEpoch(0), NOW)
             .unwrap();
-        l.lock().update_high_watermark(4);
+        l.lock().update_high_watermark(Offset(4));
         assert!(matches!(
             m.get_or_create_log("orders", 3, uuid::Uuid::new_v4(), LogConfig::default()),
             Err(StorageError::InconsistentTopicId(_))
@@ -425,8 +485,8 @@ fn log_manager_create_restart_delete() {
     assert!(!d.path().join(CLEAN_SHUTDOWN_FILE).exists());
     let l = m.get_log("orders", 3).unwrap();
     assert_eq!(l.lock().topic_id(), id);
-    assert_eq!(l.lock().log_end_offset(), 4);
-    assert_eq!(l.lock().high_watermark(), 4);
+    assert_eq!(l.lock().log_end_offset(), Offset(4));
+    assert_eq!(l.lock().high_watermark(), Offset(4));
     assert_eq!(m.all_logs().len(), 2);
     assert!(m.delete_log("orders", 3).unwrap());
     assert!(!m.delete_log("orders", 3).unwrap());
@@ -439,64 +499,67 @@ fn idempotent_dedup_gap_epoch_and_restart() {
     let d = tempfile::tempdir().unwrap();
     let mut log = open(d.path(), LogConfig::default(), false);
     let a = log
-        .append_as_leader(idem_batch(7, 0, 0, 3), 0, NOW)
+        .append_as_leader(idem_batch(7, 0, 0, 3), LeaderEpoch(0), NOW)
         .unwrap();
-    assert_eq!((a.first_offset, a.last_offset), (0, 2));
-    log.append_as_leader(batch(1, NOW, 5), 0, NOW).unwrap(); // non-idempotent in between
+    assert_eq!((a.first_offset.get(), a.last_offset.get()), (0, 2));
+    log.append_as_leader(batch(1, NOW, 5), LeaderEpoch(0), NOW)
+        .unwrap(); // non-idempotent in between
     let b = log
-        .append_as_leader(idem_batch(7, 0, 3, 2), 0, NOW)
+        .append_as_leader(idem_batch(7, 0, 3, 2), LeaderEpoch(0), NOW)
         .unwrap();
-    assert_eq!((b.first_offset, b.last_offset), (4, 5));
+    assert_eq!((b.first_offset.get(), b.last_offset.get()), (4, 5));
     // duplicate of the first batch → original offsets, nothing appended
     let dup = log
-        .append_as_leader(idem_batch(7, 0, 0, 3), 0, NOW)
+        .append_as_leader(idem_batch(7, 0, 0, 3), LeaderEpoch(0), NOW)
         .unwrap();
     assert!(dup.duplicate);
-    assert_eq!((dup.first_offset, dup.last_offset), (0, 2));
-    assert_eq!(log.log_end_offset(), 6);
+    assert_eq!((dup.first_offset.get(), dup.last_offset.get()), (0, 2));
+    assert_eq!(log.log_end_offset(), Offset(6));
     // gap
     assert!(matches!(
-        log.append_as_leader(idem_batch(7, 0, 9, 1), 0, NOW),
+        log.append_as_leader(idem_batch(7, 0, 9, 1), LeaderEpoch(0), NOW),
         Err(StorageError::OutOfOrderSequence(_))
     ));
     // stale epoch... first bump the epoch (new epoch starts at 0)
     assert!(matches!(
-        log.append_as_leader(idem_batch(7, 1, 5, 1), 0, NOW),
+        log.append_as_leader(idem_batch(7, 1, 5, 1), LeaderEpoch(0), NOW),
         Err(StorageError::OutOfOrderSequence(_))
     ));
-    log.append_as_leader(idem_batch(7, 1, 0, 1), 0, NOW)
+    log.append_as_leader(idem_batch(7, 1, 0, 1), LeaderEpoch(0), NOW)
         .unwrap();
     assert!(matches!(
-        log.append_as_leader(idem_batch(7, 0, 5, 1), 0, NOW),
+        log.append_as_leader(idem_batch(7, 0, 5, 1), LeaderEpoch(0), NOW),
         Err(StorageError::InvalidProducerEpoch(_))
     ));
     assert!(matches!(
-        log.append_as_leader(idem_batch(7, 1, -1, 1), 0, NOW),
+        log.append_as_leader(idem_batch(7, 1, -1, 1), LeaderEpoch(0), NOW),
         Err(StorageError::InvalidRecord(_))
     ));
     // unknown producer with seq != 0 is accepted (as Kafka since KIP-360)
-    log.append_as_leader(idem_batch(8, 0, 42, 1), 0, NOW)
+    log.append_as_leader(idem_batch(8, 0, 42, 1), LeaderEpoch(0), NOW)
         .unwrap();
     // two batches of one producer in one request: the second continues the first
     let mut two = idem_batch(9, 0, 0, 2).to_vec();
     two.extend_from_slice(&idem_batch(9, 0, 2, 2));
-    let t = log.append_as_leader(Bytes::from(two), 0, NOW).unwrap();
-    assert_eq!(t.last_offset - t.first_offset, 3);
+    let t = log
+        .append_as_leader(Bytes::from(two), LeaderEpoch(0), NOW)
+        .unwrap();
+    assert_eq!(t.last_offset.get() - t.first_offset.get(), 3);
     let leo = log.log_end_offset();
     // survives a clean restart
     log.close().unwrap();
     drop(log);
     let mut log = open(d.path(), LogConfig::default(), false);
     let dup = log
-        .append_as_leader(idem_batch(7, 1, 0, 1), 0, NOW)
+        .append_as_leader(idem_batch(7, 1, 0, 1), LeaderEpoch(0), NOW)
         .unwrap();
     assert!(dup.duplicate);
-    assert_eq!(dup.first_offset, 6);
+    assert_eq!(dup.first_offset, Offset(6));
     assert!(matches!(
-        log.append_as_leader(idem_batch(7, 1, 2, 1), 0, NOW),
+        log.append_as_leader(idem_batch(7, 1, 2, 1), LeaderEpoch(0), NOW),
         Err(StorageError::OutOfOrderSequence(_))
     ));
-    log.append_as_leader(idem_batch(7, 1, 1, 1), 0, NOW)
+    log.append_as_leader(idem_batch(7, 1, 1, 1), LeaderEpoch(0), NOW)
         .unwrap();
     assert_eq!(log.log_end_offset(), leo + 1);
     // survives a crash (no close; snapshot replay from the log)
@@ -506,30 +569,30 @@ fn idempotent_dedup_gap_epoch_and_restart() {
         LogConfig::default(),
         uuid::Uuid::nil(),
         true,
-        0,
+        Offset(0),
         NOW,
     )
     .unwrap();
     assert!(
-        log.append_as_leader(idem_batch(7, 1, 1, 1), 0, NOW)
+        log.append_as_leader(idem_batch(7, 1, 1, 1), LeaderEpoch(0), NOW)
             .unwrap()
             .duplicate
     );
     assert!(
-        log.append_as_leader(idem_batch(9, 0, 2, 2), 0, NOW)
+        log.append_as_leader(idem_batch(9, 0, 2, 2), LeaderEpoch(0), NOW)
             .unwrap()
             .duplicate
     );
     // expiry is wall-clock idleness only
     assert_eq!(log.delete_old_segments(NOW + 86_400_000 - 1).unwrap(), 0);
-    assert!(log.producer_state().last_entry(7).is_some());
+    assert!(log.producer_state().last_entry(ProducerId(7)).is_some());
     log.delete_old_segments(NOW + 86_400_000).unwrap();
     assert!(log.producer_state().is_empty());
 }
 
 fn active_log_path(log: &Log) -> std::path::PathBuf {
     let base = *log.segment_base_offsets().last().unwrap();
-    log.dir().join(offset_file_name(base, "log"))
+    log.dir().join(offset_file_name(base.get(), "log"))
 }
 
 fn all_offsets(log: &mut Log) -> Vec<i64> {
@@ -542,11 +605,11 @@ fn all_offsets(log: &mut Log) -> Vec<i64> {
         for b in &got {
             b.validate().unwrap();
             for r in b.records().unwrap() {
-                if r.offset >= o {
+                if r.offset >= o.get() {
                     out.push(r.offset);
                 }
             }
-            o = b.next_offset();
+            o = Offset(b.next_offset());
         }
     }
     out
@@ -557,7 +620,8 @@ fn recovery_truncates_torn_tail_and_rebuilds_indexes() {
     let d = tempfile::tempdir().unwrap();
     let mut log = open(d.path(), small_config(), false);
     for _ in 0..30 {
-        log.append_as_leader(batch(2, NOW, 40), 0, NOW).unwrap();
+        log.append_as_leader(batch(2, NOW, 40), LeaderEpoch(0), NOW)
+            .unwrap();
     }
     let path = active_log_path(&log);
     let base = *log.segment_base_offsets().last().unwrap();
@@ -566,18 +630,24 @@ fn recovery_truncates_torn_tail_and_rebuilds_indexes() {
     let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
     f.set_len(len - 7).unwrap();
     // wreck the index files of the active segment too: recovery must rebuild them
-    std::fs::write(d.path().join(offset_file_name(base, "index")), [0xffu8; 13]).unwrap();
+    std::fs::write(
+        d.path().join(offset_file_name(base.get(), "index")),
+        [0xffu8; 13],
+    )
+    .unwrap();
     let mut log = open(d.path(), small_config(), true);
-    assert_eq!(log.log_end_offset(), 58);
+    assert_eq!(log.log_end_offset(), Offset(58));
     assert_eq!(all_offsets(&mut log), (0..58).collect::<Vec<_>>());
     for o in 0..58 {
         assert_eq!(
-            fetched(&log.read(o, 1, 58, true).unwrap())[0].base_offset(),
+            fetched(&log.read(Offset(o), 1, Offset(58), true).unwrap())[0].base_offset(),
             o / 2 * 2
         );
     }
-    let a = log.append_as_leader(batch(1, NOW, 40), 0, NOW).unwrap();
-    assert_eq!(a.first_offset, 58);
+    let a = log
+        .append_as_leader(batch(1, NOW, 40), LeaderEpoch(0), NOW)
+        .unwrap();
+    assert_eq!(a.first_offset, Offset(58));
 }
 
 #[test]
@@ -585,7 +655,8 @@ fn recovery_truncates_at_corrupt_byte_in_last_batch() {
     let d = tempfile::tempdir().unwrap();
     let mut log = open(d.path(), LogConfig::default(), false);
     for _ in 0..5 {
-        log.append_as_leader(batch(3, NOW, 40), 0, NOW).unwrap();
+        log.append_as_leader(batch(3, NOW, 40), LeaderEpoch(0), NOW)
+            .unwrap();
     }
     let path = active_log_path(&log);
     drop(log);
@@ -599,9 +670,9 @@ fn recovery_truncates_at_corrupt_byte_in_last_batch() {
     f.read_exact_at(&mut byte, len - 20).unwrap();
     f.write_all_at(&[byte[0] ^ 0x55], len - 20).unwrap();
     let mut log = open(d.path(), LogConfig::default(), true);
-    assert_eq!(log.log_end_offset(), 12);
+    assert_eq!(log.log_end_offset(), Offset(12));
     assert_eq!(all_offsets(&mut log), (0..12).collect::<Vec<_>>());
-    assert_eq!(log.recovery_point(), 12);
+    assert_eq!(log.recovery_point(), Offset(12));
 }
 
 #[test]
@@ -609,13 +680,14 @@ fn recovery_of_corrupt_middle_segment_drops_later_segments() {
     let d = tempfile::tempdir().unwrap();
     let mut log = open(d.path(), small_config(), false);
     for _ in 0..40 {
-        log.append_as_leader(batch(1, NOW, 100), 0, NOW).unwrap();
+        log.append_as_leader(batch(1, NOW, 100), LeaderEpoch(0), NOW)
+            .unwrap();
     }
     let bases = log.segment_base_offsets();
     assert!(bases.len() >= 4);
     drop(log);
     let mid = bases[1];
-    let p = d.path().join(offset_file_name(mid, "log"));
+    let p = d.path().join(offset_file_name(mid.get(), "log"));
     let f = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -626,7 +698,7 @@ fn recovery_of_corrupt_middle_segment_drops_later_segments() {
     assert_eq!(log.segment_base_offsets(), vec![bases[0], mid]);
     let leo = log.log_end_offset();
     assert!(leo > mid && leo < bases[2]);
-    assert_eq!(all_offsets(&mut log), (0..leo).collect::<Vec<_>>());
+    assert_eq!(all_offsets(&mut log), (0..leo.get()).collect::<Vec<_>>());
 }
 
 #[test]
@@ -634,7 +706,8 @@ fn clean_open_with_torn_active_tail_falls_back_to_recovery() {
     let d = tempfile::tempdir().unwrap();
     let mut log = open(d.path(), LogConfig::default(), false);
     for _ in 0..3 {
-        log.append_as_leader(batch(1, NOW, 10), 0, NOW).unwrap();
+        log.append_as_leader(batch(1, NOW, 10), LeaderEpoch(0), NOW)
+            .unwrap();
     }
     let path = active_log_path(&log);
     log.close().unwrap();
@@ -647,7 +720,7 @@ fn clean_open_with_torn_active_tail_falls_back_to_recovery() {
         .set_len(len - 1)
         .unwrap();
     let log = open(d.path(), LogConfig::default(), false);
-    assert_eq!(log.log_end_offset(), 2);
+    assert_eq!(log.log_end_offset(), Offset(2));
 }
 
 #[test]
@@ -659,10 +732,10 @@ fn retention_by_time_and_size() {
     };
     let mut log = open(d.path(), cfg.clone(), false);
     for i in 0..40 {
-        log.append_as_leader(batch(1, NOW + i * 100, 100), 0, NOW + i * 100)
+        log.append_as_leader(batch(1, NOW + i * 100, 100), LeaderEpoch(0), NOW + i * 100)
             .unwrap();
     }
-    log.update_high_watermark(40);
+    log.update_high_watermark(Offset(40));
     let n = log.number_of_segments();
     assert!(n >= 4);
     // nothing older than 1s relative to the newest timestamps
@@ -674,12 +747,12 @@ fn retention_by_time_and_size() {
     let active_base = log.segment_base_offsets()[0];
     assert_eq!(log.log_start_offset(), active_base);
     assert!(matches!(
-        log.read(0, 100, 40, true),
+        log.read(Offset(0), 100, Offset(40), true),
         Err(StorageError::OffsetOutOfRange { .. })
     ));
     assert_eq!(
-        fetched(&log.read(active_base, 1 << 20, 40, true).unwrap())[0].base_offset(),
-        active_base
+        fetched(&log.read(active_base, 1 << 20, Offset(40), true).unwrap())[0].base_offset(),
+        active_base.get()
     );
     assert_eq!(
         log.fetch_offset_by_timestamp(EARLIEST_TIMESTAMP).unwrap(),
@@ -694,7 +767,8 @@ fn retention_by_time_and_size() {
     };
     let mut log = open(d.path(), cfg, false);
     for _ in 0..40 {
-        log.append_as_leader(batch(1, NOW, 100), 0, NOW).unwrap();
+        log.append_as_leader(batch(1, NOW, 100), LeaderEpoch(0), NOW)
+            .unwrap();
     }
     let before = log.number_of_segments();
     let deleted = log.delete_old_segments(NOW).unwrap();
@@ -708,23 +782,27 @@ fn delete_records_before_advances_log_start() {
     let d = tempfile::tempdir().unwrap();
     let mut log = open(d.path(), small_config(), false);
     for _ in 0..40 {
-        log.append_as_leader(batch(1, NOW, 100), 0, NOW).unwrap();
+        log.append_as_leader(batch(1, NOW, 100), LeaderEpoch(0), NOW)
+            .unwrap();
     }
     assert!(matches!(
-        log.delete_records_before(5),
+        log.delete_records_before(Offset(5)),
         Err(StorageError::OffsetOutOfRange { .. })
     ));
-    log.update_high_watermark(40);
-    assert_eq!(log.delete_records_before(25).unwrap(), 25);
-    assert_eq!(log.log_start_offset(), 25);
-    assert!(log.segment_base_offsets()[0] <= 25);
-    assert!(log.segment_base_offsets().get(1).is_none_or(|b| *b > 25));
+    log.update_high_watermark(Offset(40));
+    assert_eq!(log.delete_records_before(Offset(25)).unwrap(), Offset(25));
+    assert_eq!(log.log_start_offset(), Offset(25));
+    assert!(log.segment_base_offsets()[0] <= Offset(25));
+    assert!(log
+        .segment_base_offsets()
+        .get(1)
+        .is_none_or(|b| *b > Offset(25)));
     assert!(matches!(
-        log.read(24, 100, 40, true),
+        log.read(Offset(24), 100, Offset(40), true),
         Err(StorageError::OffsetOutOfRange { .. })
     ));
     assert_eq!(
-        fetched(&log.read(25, 1, 40, true).unwrap())[0].base_offset(),
+        fetched(&log.read(Offset(25), 1, Offset(40), true).unwrap())[0].base_offset(),
         25
     );
 }
@@ -737,10 +815,12 @@ fn flush_policy_and_recovery_point() {
         ..small_config()
     };
     let mut log = open(d.path(), cfg, false);
-    log.append_as_leader(batch(2, NOW, 10), 0, NOW).unwrap();
-    assert_eq!(log.recovery_point(), 0);
-    log.append_as_leader(batch(1, NOW, 10), 0, NOW).unwrap();
-    assert_eq!(log.recovery_point(), 3);
+    log.append_as_leader(batch(2, NOW, 10), LeaderEpoch(0), NOW)
+        .unwrap();
+    assert_eq!(log.recovery_point(), Offset(0));
+    log.append_as_leader(batch(1, NOW, 10), LeaderEpoch(0), NOW)
+        .unwrap();
+    assert_eq!(log.recovery_point(), Offset(3));
 
     let d = tempfile::tempdir().unwrap();
     let cfg = LogConfig {
@@ -748,16 +828,18 @@ fn flush_policy_and_recovery_point() {
         ..small_config()
     };
     let mut log = open(d.path(), cfg, false);
-    log.append_as_leader(batch(1, NOW, 10), 0, NOW).unwrap();
+    log.append_as_leader(batch(1, NOW, 10), LeaderEpoch(0), NOW)
+        .unwrap();
     assert!(!log.maybe_flush(NOW + 10).unwrap());
     assert!(log.maybe_flush(NOW + 1000).unwrap());
-    assert_eq!(log.recovery_point(), 1);
+    assert_eq!(log.recovery_point(), Offset(1));
 
     // after a roll, maybe_flush advances the recovery point to the new active segment
     let d = tempfile::tempdir().unwrap();
     let mut log = open(d.path(), small_config(), false);
     for _ in 0..20 {
-        log.append_as_leader(batch(1, NOW, 100), 0, NOW).unwrap();
+        log.append_as_leader(batch(1, NOW, 100), LeaderEpoch(0), NOW)
+            .unwrap();
     }
     let last_base = *log.segment_base_offsets().last().unwrap();
     assert!(log.maybe_flush(NOW).unwrap());
@@ -768,19 +850,20 @@ fn flush_policy_and_recovery_point() {
 fn failed_write_takes_log_offline() {
     let d = tempfile::tempdir().unwrap();
     let mut log = open(d.path(), LogConfig::default(), false);
-    log.append_as_leader(batch(1, NOW, 10), 0, NOW).unwrap();
+    log.append_as_leader(batch(1, NOW, 10), LeaderEpoch(0), NOW)
+        .unwrap();
     log.fail_next_write = true;
     assert!(matches!(
-        log.append_as_leader(batch(1, NOW, 10), 0, NOW),
+        log.append_as_leader(batch(1, NOW, 10), LeaderEpoch(0), NOW),
         Err(StorageError::KafkaStorage(_))
     ));
     assert!(log.is_offline());
     assert!(matches!(
-        log.append_as_leader(batch(1, NOW, 10), 0, NOW),
+        log.append_as_leader(batch(1, NOW, 10), LeaderEpoch(0), NOW),
         Err(StorageError::LogOffline(_))
     ));
     assert!(matches!(log.flush(), Err(StorageError::LogOffline(_))));
-    assert_eq!(log.log_end_offset(), 1);
+    assert_eq!(log.log_end_offset(), Offset(1));
 }
 
 #[test]
@@ -788,24 +871,25 @@ fn truncate_to_removes_whole_batches() {
     let d = tempfile::tempdir().unwrap();
     let mut log = open(d.path(), small_config(), false);
     for _ in 0..30 {
-        log.append_as_leader(batch(3, NOW, 20), 0, NOW).unwrap();
+        log.append_as_leader(batch(3, NOW, 20), LeaderEpoch(0), NOW)
+            .unwrap();
     }
-    log.update_high_watermark(90);
-    log.truncate_to(50).unwrap(); // inside batch 48..50
-    assert_eq!(log.log_end_offset(), 48);
-    assert_eq!(log.high_watermark(), 48);
+    log.update_high_watermark(Offset(90));
+    log.truncate_to(Offset(50)).unwrap(); // inside batch 48..50
+    assert_eq!(log.log_end_offset(), Offset(48));
+    assert_eq!(log.high_watermark(), Offset(48));
     assert_eq!(all_offsets(&mut log), (0..48).collect::<Vec<_>>());
     assert_eq!(
-        log.append_as_leader(batch(1, NOW, 20), 0, NOW)
+        log.append_as_leader(batch(1, NOW, 20), LeaderEpoch(0), NOW)
             .unwrap()
             .first_offset,
-        48
+        Offset(48)
     );
-    log.truncate_to(0).unwrap();
+    log.truncate_to(Offset(0)).unwrap();
     assert_eq!(
         (
-            log.log_start_offset(),
-            log.log_end_offset(),
+            log.log_start_offset().get(),
+            log.log_end_offset().get(),
             log.number_of_segments()
         ),
         (0, 0, 1)
@@ -826,14 +910,14 @@ fn follower_append_keeps_offsets() {
     let mut b2 = RecordBatchBuilder::new(Compression::None).base_offset(10);
     b2.append(NOW, None, None, vec![]);
     log.append_as_follower(b2.build().unwrap(), NOW).unwrap();
-    assert_eq!(log.log_end_offset(), 11);
+    assert_eq!(log.log_end_offset(), Offset(11));
     let mut b3 = RecordBatchBuilder::new(Compression::None).base_offset(5);
     b3.append(NOW, None, None, vec![]);
     assert!(matches!(
         log.append_as_follower(b3.build().unwrap(), NOW),
         Err(StorageError::UnexpectedAppendOffset(_))
     ));
-    let got = fetched(&log.read(5, 1 << 20, 11, true).unwrap());
+    let got = fetched(&log.read(Offset(5), 1 << 20, Offset(11), true).unwrap());
     assert_eq!(got[0].base_offset(), 10);
 }
 
@@ -846,7 +930,7 @@ fn crash_restart_through_log_manager_recovers() {
         let l = m.get_or_create_log("t", 0, id, small_config()).unwrap();
         for _ in 0..20 {
             l.lock()
-                .append_as_leader(batch(1, NOW, 100), 0, NOW)
+                .append_as_leader(batch(1, NOW, 100), LeaderEpoch(0), NOW)
                 .unwrap();
         }
         m.flush_dirty(NOW);
@@ -856,7 +940,7 @@ fn crash_restart_through_log_manager_recovers() {
     let m = LogManager::open(d.path(), |_| small_config(), NOW).unwrap();
     assert!(!m.had_clean_shutdown());
     let l = m.get_log("t", 0).unwrap();
-    assert_eq!(l.lock().log_end_offset(), 20);
+    assert_eq!(l.lock().log_end_offset(), Offset(20));
     assert_eq!(l.lock().topic_id(), id);
 }
 
@@ -864,45 +948,65 @@ fn crash_restart_through_log_manager_recovers() {
 fn leader_epochs_tracked_and_truncated() {
     let d = tempfile::tempdir().unwrap();
     let mut log = open(d.path(), LogConfig::default(), false);
-    log.append_as_leader(batch(2, NOW, 10), 0, NOW).unwrap();
-    log.append_as_leader(batch(2, NOW, 10), 0, NOW).unwrap();
-    log.append_as_leader(batch(2, NOW, 10), 3, NOW).unwrap();
-    assert_eq!(log.leader_epoch_entries(), &[(0, 0), (3, 4)]);
-    assert_eq!(log.end_offset_for_epoch(0), (0, 4));
-    assert_eq!(log.end_offset_for_epoch(3), (3, 6));
+    log.append_as_leader(batch(2, NOW, 10), LeaderEpoch(0), NOW)
+        .unwrap();
+    log.append_as_leader(batch(2, NOW, 10), LeaderEpoch(0), NOW)
+        .unwrap();
+    log.append_as_leader(batch(2, NOW, 10), LeaderEpoch(3), NOW)
+        .unwrap();
+    assert_eq!(
+        log.leader_epoch_entries(),
+        &[epoch_entry(0, 0), epoch_entry(3, 4)]
+    );
+    assert_eq!(log.end_offset_for_epoch(LeaderEpoch(0)), epoch_entry(0, 4));
+    assert_eq!(log.end_offset_for_epoch(LeaderEpoch(3)), epoch_entry(3, 6));
     log.close().unwrap();
     assert!(matches!(
-        log.append_as_leader(batch(1, NOW, 1), 3, NOW),
+        log.append_as_leader(batch(1, NOW, 1), LeaderEpoch(3), NOW),
         Err(StorageError::LogOffline(_))
     ));
     drop(log);
     let mut log = open(d.path(), LogConfig::default(), false);
-    assert_eq!(log.latest_epoch(), Some(3));
-    log.truncate_to(4).unwrap();
-    assert_eq!(log.leader_epoch_entries(), &[(0, 0)]);
+    assert_eq!(log.latest_epoch(), Some(LeaderEpoch(3)));
+    log.truncate_to(Offset(4)).unwrap();
+    assert_eq!(log.leader_epoch_entries(), &[epoch_entry(0, 0)]);
 }
 
 #[test]
 fn epoch_start_offset_assigned_on_leadership() {
     let d = tempfile::tempdir().unwrap();
     let mut log = open(d.path(), LogConfig::default(), false);
-    log.append_as_leader(batch(3, NOW, 10), 0, NOW).unwrap();
-    log.assign_epoch_start_offset(2, 3).unwrap();
-    log.assign_epoch_start_offset(1, 3).unwrap(); // older: ignored
-    assert_eq!(log.leader_epoch_entries(), &[(0, 0), (2, 3)]);
-    assert_eq!(log.end_offset_for_epoch(0), (0, 3));
-    assert_eq!(log.end_offset_for_epoch(1), (0, 3));
-    assert_eq!(log.end_offset_for_epoch(2), (2, 3));
-    log.append_as_leader(batch(1, NOW, 10), 2, NOW).unwrap();
-    assert_eq!(log.leader_epoch_entries(), &[(0, 0), (2, 3)]);
-    assert_eq!(log.end_offset_for_epoch(2), (2, 4));
+    log.append_as_leader(batch(3, NOW, 10), LeaderEpoch(0), NOW)
+        .unwrap();
+    log.assign_epoch_start_offset(LeaderEpoch(2), Offset(3))
+        .unwrap();
+    log.assign_epoch_start_offset(LeaderEpoch(1), Offset(3))
+        .unwrap(); // older: ignored
+    assert_eq!(
+        log.leader_epoch_entries(),
+        &[epoch_entry(0, 0), epoch_entry(2, 3)]
+    );
+    assert_eq!(log.end_offset_for_epoch(LeaderEpoch(0)), epoch_entry(0, 3));
+    assert_eq!(log.end_offset_for_epoch(LeaderEpoch(1)), epoch_entry(0, 3));
+    assert_eq!(log.end_offset_for_epoch(LeaderEpoch(2)), epoch_entry(2, 3));
+    log.append_as_leader(batch(1, NOW, 10), LeaderEpoch(2), NOW)
+        .unwrap();
+    assert_eq!(
+        log.leader_epoch_entries(),
+        &[epoch_entry(0, 0), epoch_entry(2, 3)]
+    );
+    assert_eq!(log.end_offset_for_epoch(LeaderEpoch(2)), epoch_entry(2, 4));
     // A leadership that appended nothing leaves an epoch entry at the LEO; truncating to (or past) the
     // LEO drops it.
-    log.assign_epoch_start_offset(5, 4).unwrap();
-    assert_eq!(log.latest_epoch(), Some(5));
-    log.truncate_to(4).unwrap();
-    assert_eq!(log.leader_epoch_entries(), &[(0, 0), (2, 3)]);
-    assert_eq!(log.log_end_offset(), 4);
+    log.assign_epoch_start_offset(LeaderEpoch(5), Offset(4))
+        .unwrap();
+    assert_eq!(log.latest_epoch(), Some(LeaderEpoch(5)));
+    log.truncate_to(Offset(4)).unwrap();
+    assert_eq!(
+        log.leader_epoch_entries(),
+        &[epoch_entry(0, 0), epoch_entry(2, 3)]
+    );
+    assert_eq!(log.log_end_offset(), Offset(4));
 }
 
 #[test]
@@ -913,7 +1017,8 @@ fn inactive_segments_hold_one_descriptor() {
     let d = tempfile::tempdir().unwrap();
     let mut log = open(d.path(), small_config(), false);
     for _ in 0..400 {
-        log.append_as_leader(batch(1, NOW, 100), 0, NOW).unwrap();
+        log.append_as_leader(batch(1, NOW, 100), LeaderEpoch(0), NOW)
+            .unwrap();
     }
     log.close().unwrap();
     drop(log);
@@ -923,7 +1028,7 @@ fn inactive_segments_hold_one_descriptor() {
     assert!(segs > 50);
     // one .log descriptor per segment plus the active segment's indexes (other tests run in
     // parallel, so allow slack)
-    let _ = log.read(5, 1 << 20, 400, true).unwrap();
+    let _ = log.read(Offset(5), 1 << 20, Offset(400), true).unwrap();
     let _ = log.fetch_offset_by_timestamp(NOW + 1).unwrap();
     let used = fds().saturating_sub(before);
     assert!(used <= segs + segs / 2, "{used} fds for {segs} segments");
@@ -934,7 +1039,8 @@ fn truncate_at_segment_boundary_after_clean_reopen() {
     let d = tempfile::tempdir().unwrap();
     let mut log = open(d.path(), small_config(), false);
     for _ in 0..30 {
-        log.append_as_leader(batch(1, NOW, 100), 0, NOW).unwrap();
+        log.append_as_leader(batch(1, NOW, 100), LeaderEpoch(0), NOW)
+            .unwrap();
     }
     let bases = log.segment_base_offsets();
     log.close().unwrap();
@@ -944,12 +1050,15 @@ fn truncate_at_segment_boundary_after_clean_reopen() {
     assert_eq!(log.log_end_offset(), bases[2]);
     assert_eq!(log.segment_base_offsets(), bases[..2].to_vec());
     assert_eq!(
-        log.append_as_leader(batch(1, NOW, 100), 0, NOW)
+        log.append_as_leader(batch(1, NOW, 100), LeaderEpoch(0), NOW)
             .unwrap()
             .first_offset,
         bases[2]
     );
-    assert_eq!(all_offsets(&mut log), (0..=bases[2]).collect::<Vec<_>>());
+    assert_eq!(
+        all_offsets(&mut log),
+        (0..=bases[2].get()).collect::<Vec<_>>()
+    );
 }
 
 #[test]
@@ -962,7 +1071,7 @@ fn rolls_when_index_full_and_snapshots_on_roll_and_close() {
     };
     let mut log = open(d.path(), cfg.clone(), false);
     for i in 0..10 {
-        log.append_as_leader(idem_batch(1, 0, i, 1), 0, NOW)
+        log.append_as_leader(idem_batch(1, 0, i, 1), LeaderEpoch(0), NOW)
             .unwrap();
     }
     // each segment holds at most 2 offset-index entries (entry per batch after the first)
@@ -975,7 +1084,10 @@ fn rolls_when_index_full_and_snapshots_on_roll_and_close() {
     assert!(!snaps.is_empty());
     assert!(snaps.iter().all(|o| log.segment_base_offsets().contains(o)));
     for &o in &snaps {
-        assert!(d.path().join(offset_file_name(o, "snapshot")).exists());
+        assert!(d
+            .path()
+            .join(offset_file_name(o.get(), "snapshot"))
+            .exists());
     }
     log.close().unwrap();
     assert!(d.path().join(offset_file_name(10, "snapshot")).exists());
@@ -988,7 +1100,7 @@ fn write_sample(dir: &std::path::Path) -> i64 {
         index_interval_bytes: 4096,
         ..LogConfig::default()
     };
-    let mut log = Log::open(dir, cfg, uuid::Uuid::new_v4(), false, 0, NOW).unwrap();
+    let mut log = Log::open(dir, cfg, uuid::Uuid::new_v4(), false, Offset(0), NOW).unwrap();
     for i in 0..400i64 {
         let c = Compression::ALL[(i % 5) as usize];
         let mut b = if i % 3 == 0 {
@@ -1004,7 +1116,7 @@ fn write_sample(dir: &std::path::Path) -> i64 {
                 vec![("h".into(), Some(Bytes::from_static(b"v")))],
             );
         }
-        log.append_as_leader(b.build().unwrap(), (i / 100) as i32, NOW)
+        log.append_as_leader(b.build().unwrap(), LeaderEpoch((i / 100) as i32), NOW)
             .unwrap();
     }
     log.close().unwrap();

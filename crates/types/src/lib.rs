@@ -4,13 +4,17 @@
 //!   protocol edge (coordinator, controller) use these constants instead of keeping their own numbers.
 //! * [`Clock`], [`SystemClock`], [`ManualClock`]: wall-clock time in ms since the Unix epoch, injectable so
 //!   tests and a simulator control time.
+//! * [`Offset`], [`LeaderEpoch`], [`ProducerId`], [`ProducerEpoch`]: newtypes over the wire integers, used
+//!   wherever these values cross a crate boundary (storage ↔ broker first).
 //!
-//! Feature `serde`: `ErrorCode` serializes as its plain integer.
+//! Feature `serde`: `ErrorCode` and the id newtypes serialize as their plain integers.
 
 #![warn(missing_docs)]
 
 pub mod clock;
 pub mod error_code;
+pub mod ids;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error_code::ErrorCode;
+pub use ids::{LeaderEpoch, Offset, ProducerEpoch, ProducerId};

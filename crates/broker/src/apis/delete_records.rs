@@ -11,6 +11,7 @@ use protocol::messages::delete_records_response::{
 };
 use protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
 use protocol::RequestHeader;
+use types::Offset;
 
 use super::{storage_error_code, KafkaApis};
 
@@ -44,13 +45,13 @@ pub fn handle(
                     }
                     let log = part.offsets();
                     let hw = log.high_watermark();
-                    let target = if p.offset == -1 { hw } else { p.offset };
-                    if target < 0 || target > hw {
+                    let target = if p.offset == -1 { hw } else { Offset(p.offset) };
+                    if target.get() < 0 || target > hw {
                         r.error_code = ErrorCode::OFFSET_OUT_OF_RANGE.0;
                         return r;
                     }
                     match part.delete_records_before(target) {
-                        Ok(low) => r.low_watermark = low,
+                        Ok(low) => r.low_watermark = low.get(),
                         Err(e) => r.error_code = storage_error_code(&e).0,
                     }
                     r

@@ -25,6 +25,7 @@ use protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use protocol::messages::{FetchRequest, FetchResponse};
 use protocol::record::{Compression, RecordBatchHeader, Records, RECORD_BATCH_OVERHEAD};
 use protocol::RequestHeader;
+use types::{LeaderEpoch, Offset};
 use uuid::Uuid;
 
 use super::produce::{batches_use_codec, replica_error_code};
@@ -168,11 +169,13 @@ fn resolve_partition(
     let Some(partition) = rm.partition(topic, p.partition) else {
         return Slot::Error(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
     };
-    if let Err(e) = partition.check_leader_epoch(p.current_leader_epoch) {
-        return Slot::Error(replica_error_code(&e));
+    if let Some(code) = check_epoch(&partition, p.current_leader_epoch) {
+        return Slot::Error(code);
     }
+    let fetch_offset = Offset(p.fetch_offset);
     if replica_id >= 0 {
-        match rm.follower_fetch(&partition, replica_id, p.last_fetched_epoch, p.fetch_offset) {
+        let last_fetched_epoch = LeaderEpoch(p.last_fetched_epoch);
+        match rm.follower_fetch(&partition, replica_id, last_fetched_epoch, fetch_offset) {
             Err(e) => return Slot::Error(replica_error_code(&e)),
             Ok(Some(diverging)) => return Slot::Diverging(diverging),
             Ok(None) => {}
@@ -180,7 +183,7 @@ fn resolve_partition(
     }
     reads.push(FetchPartitionRequest {
         partition,
-        fetch_offset: p.fetch_offset,
+        fetch_offset,
         max_bytes: p.partition_max_bytes,
     });
     Slot::Read(reads.len() - 1)
@@ -189,20 +192,23 @@ fn resolve_partition(
 /// The answer of one partition.
 fn answer(index: i32, slot: Slot, results: &[PartitionRead], version: i16) -> PartitionData {
     let i = match slot {
-        Slot::Error(code) => return error_partition(index, code, -1, -1),
+        Slot::Error(code) => return error_partition(index, code, Offset::NONE, Offset::NONE),
         Slot::Diverging(d) => {
             let mut data =
                 error_partition(index, ErrorCode::NONE, d.high_watermark, d.log_start_offset);
-            data.diverging_epoch.epoch = d.epoch;
-            data.diverging_epoch.end_offset = d.end_offset;
+            data.diverging_epoch.epoch = d.epoch.get();
+            data.diverging_epoch.end_offset = d.end_offset.get();
             return data;
         }
         Slot::Read(i) => i,
     };
     match &results[i] {
-        PartitionRead::NotLeader => {
-            error_partition(index, ErrorCode::NOT_LEADER_OR_FOLLOWER, -1, -1)
-        }
+        PartitionRead::NotLeader => error_partition(
+            index,
+            ErrorCode::NOT_LEADER_OR_FOLLOWER,
+            Offset::NONE,
+            Offset::NONE,
+        ),
         PartitionRead::Error {
             error,
             high_watermark,
@@ -238,18 +244,18 @@ fn answer(index: i32, slot: Slot, results: &[PartitionRead], version: i16) -> Pa
 /// FENCED_LEADER_EPOCH (74); -1 skips the check.
 pub(super) fn check_epoch(partition: &Partition, current_leader_epoch: i32) -> Option<ErrorCode> {
     partition
-        .check_leader_epoch(current_leader_epoch)
+        .check_leader_epoch(LeaderEpoch(current_leader_epoch))
         .err()
         .map(|e| replica_error_code(&e))
 }
 
-fn error_partition(index: i32, code: ErrorCode, hw: i64, log_start: i64) -> PartitionData {
+fn error_partition(index: i32, code: ErrorCode, hw: Offset, log_start: Offset) -> PartitionData {
     PartitionData {
         partition_index: index,
         error_code: code.0,
-        high_watermark: hw,
-        last_stable_offset: hw,
-        log_start_offset: log_start,
+        high_watermark: hw.get(),
+        last_stable_offset: hw.get(),
+        log_start_offset: log_start.get(),
         aborted_transactions: Some(vec![]),
         preferred_read_replica: -1,
         records: Some(Records::default()),
@@ -306,18 +312,32 @@ mod tests {
     #[test]
     fn uses_zstd_walks_file_batch_headers() {
         let dir = tempfile::tempdir().unwrap();
-        let mut log =
-            Log::open(dir.path(), LogConfig::default(), Uuid::nil(), false, 0, 0).unwrap();
-        log.append_as_leader(batch(Compression::None), 0, 0)
+        let mut log = Log::open(
+            dir.path(),
+            LogConfig::default(),
+            Uuid::nil(),
+            false,
+            Offset(0),
+            0,
+        )
+        .unwrap();
+        log.append_as_leader(batch(Compression::None), LeaderEpoch(0), 0)
             .unwrap();
-        log.append_as_leader(batch(Compression::Gzip), 0, 0)
+        log.append_as_leader(batch(Compression::Gzip), LeaderEpoch(0), 0)
             .unwrap();
-        let plain = log.read(0, 1 << 20, 2, true).unwrap().records;
+        let plain = log
+            .read(Offset(0), 1 << 20, Offset(2), true)
+            .unwrap()
+            .records;
         assert!(matches!(plain, Records::File(_)));
         assert!(!uses_zstd(&plain));
-        log.append_as_leader(batch(Compression::Zstd), 0, 0)
+        log.append_as_leader(batch(Compression::Zstd), LeaderEpoch(0), 0)
             .unwrap();
-        let Records::File(mut all) = log.read(0, 1 << 20, 3, true).unwrap().records else {
+        let Records::File(mut all) = log
+            .read(Offset(0), 1 << 20, Offset(3), true)
+            .unwrap()
+            .records
+        else {
             panic!("not a file slice")
         };
         assert!(uses_zstd(&Records::File(all.clone())));

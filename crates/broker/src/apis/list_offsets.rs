@@ -64,17 +64,17 @@ pub fn handle(
                     let epoch = part.leader_epoch();
                     let log = part.offsets();
                     let hw = log.high_watermark();
-                    r.leader_epoch = epoch;
+                    r.leader_epoch = epoch.get();
                     match p.timestamp {
-                        LATEST => r.offset = hw,
-                        EARLIEST | EARLIEST_LOCAL => r.offset = log.log_start_offset(),
+                        LATEST => r.offset = hw.get(),
+                        EARLIEST | EARLIEST_LOCAL => r.offset = log.log_start_offset().get(),
                         EARLIEST_PENDING_UPLOAD => {}
                         MAX_TIMESTAMP | 0.. => {
                             if let Ok(Some((offset, ts))) =
                                 part.fetch_offset_by_timestamp(p.timestamp)
                             {
                                 if offset < hw {
-                                    r.offset = offset;
+                                    r.offset = offset.get();
                                     r.timestamp = ts;
                                 }
                             }

@@ -14,6 +14,7 @@ use protocol::messages::offset_for_leader_epoch_response::{
 };
 use protocol::messages::{OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 use protocol::RequestHeader;
+use types::LeaderEpoch;
 
 use super::KafkaApis;
 
@@ -58,9 +59,9 @@ pub fn handle(
                         r.error_code = ErrorCode::NOT_LEADER_OR_FOLLOWER.0;
                         return r;
                     }
-                    let (epoch, end) = part.end_offset_for_epoch(p.leader_epoch);
-                    r.leader_epoch = epoch;
-                    r.end_offset = end;
+                    let (epoch, end) = part.end_offset_for_epoch(LeaderEpoch(p.leader_epoch));
+                    r.leader_epoch = epoch.get();
+                    r.end_offset = end.get();
                     r
                 })
                 .collect(),

@@ -22,6 +22,7 @@ use protocol::messages::{ProduceRequest, ProduceResponse};
 use protocol::record::{Compression, Records};
 use protocol::RequestHeader;
 use storage::{LogAppendInfo, StorageError};
+use types::{LeaderEpoch, Offset};
 
 use super::{storage_error_code, KafkaApis};
 use crate::replica_manager::{Partition, ReplicaError};
@@ -43,8 +44,8 @@ struct Pending {
 /// `min_isr` in-sync replicas.
 struct ReplicationWait {
     partition: Arc<Partition>,
-    required_offset: i64,
-    leader_epoch: i32,
+    required_offset: Offset,
+    leader_epoch: LeaderEpoch,
     min_isr: usize,
 }
 
@@ -228,9 +229,9 @@ fn append_partition(
     let (info, leader_epoch) = apis
         .replica_manager
         .append_to_leader(&partition, records, min_isr)?;
-    let wait = (ctx.acks == -1 && info.last_offset >= 0).then(|| ReplicationWait {
+    let wait = (ctx.acks == -1 && info.last_offset.get() >= 0).then(|| ReplicationWait {
         partition,
-        required_offset: info.last_offset + 1,
+        required_offset: info.last_offset.next(),
         leader_epoch,
         min_isr,
     });
@@ -240,9 +241,9 @@ fn append_partition(
 fn appended_response(index: i32, info: &LogAppendInfo) -> PartitionProduceResponse {
     PartitionProduceResponse {
         index,
-        base_offset: info.first_offset,
+        base_offset: info.first_offset.get(),
         log_append_time_ms: info.log_append_time_ms,
-        log_start_offset: info.log_start_offset,
+        log_start_offset: info.log_start_offset.get(),
         ..Default::default()
     }
 }

@@ -242,12 +242,12 @@ impl GroupCoordinatorService {
                 Ok(info) => match storage::records_to_bytes(&info.records) {
                     Ok(b) => b,
                     Err(e) => {
-                        tracing::warn!(partition = p, offset, error = %e, "cannot read {OFFSETS_TOPIC}");
+                        tracing::warn!(partition = p, %offset, error = %e, "cannot read {OFFSETS_TOPIC}");
                         break;
                     }
                 },
                 Err(e) => {
-                    tracing::warn!(partition = p, offset, error = %e, "cannot read {OFFSETS_TOPIC}");
+                    tracing::warn!(partition = p, %offset, error = %e, "cannot read {OFFSETS_TOPIC}");
                     break;
                 }
             };
@@ -260,11 +260,11 @@ impl GroupCoordinatorService {
                     Ok(b) => b,
                     Err(e) => {
                         // A short read at the end of the slice: continue from the last whole batch.
-                        tracing::debug!(partition = p, offset, error = %e, "partial batch");
+                        tracing::debug!(partition = p, %offset, error = %e, "partial batch");
                         break;
                     }
                 };
-                let next = batch.next_offset();
+                let next = types::Offset(batch.next_offset());
                 if next <= offset {
                     continue;
                 }
@@ -272,7 +272,7 @@ impl GroupCoordinatorService {
                     match batch.records() {
                         Ok(records) => {
                             for r in records {
-                                if r.offset < offset {
+                                if r.offset < offset.get() {
                                     continue;
                                 }
                                 let Some(key) = r.key.as_deref() else {
@@ -293,7 +293,7 @@ impl GroupCoordinatorService {
                             }
                         }
                         Err(e) => {
-                            tracing::warn!(partition = p, offset, error = %e,
+                            tracing::warn!(partition = p, %offset, error = %e,
                                 "skipping unreadable {OFFSETS_TOPIC} batch");
                         }
                     }
@@ -303,7 +303,7 @@ impl GroupCoordinatorService {
             if offset == before {
                 tracing::warn!(
                     partition = p,
-                    offset,
+                    %offset,
                     "no progress loading {OFFSETS_TOPIC}; stopping"
                 );
                 break;

@@ -121,7 +121,7 @@ impl Reply {
 
 /// One batch appended to a `__consumer_offsets` leader: the partition, the offset the HighWatermark must reach
 /// (last offset + 1) and the LeaderEpoch it was appended in.
-type Appended = (Arc<Partition>, i64, i32);
+type Appended = (Arc<Partition>, types::Offset, types::LeaderEpoch);
 
 /// Cluster mode: this broker's role for one `__consumer_offsets` partition it leads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -604,7 +604,7 @@ impl GroupCoordinatorService {
                     }
                     Some(partition) => {
                         match self.replica_manager.append_to_leader(&partition, bytes, 0) {
-                            Ok((info, epoch)) => Ok((partition, info.last_offset + 1, epoch)),
+                            Ok((info, epoch)) => Ok((partition, info.last_offset.next(), epoch)),
                             Err(e) => {
                                 tracing::error!(partition = p, error = %e, "cannot write group records");
                                 Err(write_error(&e))

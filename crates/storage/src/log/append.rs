@@ -22,10 +22,11 @@ impl Log {
     pub fn append_as_leader(
         &mut self,
         records: Bytes,
-        leader_epoch: i32,
+        leader_epoch: LeaderEpoch,
         now_ms: i64,
     ) -> Result<LogAppendInfo, StorageError> {
         self.check_online()?;
+        let leader_epoch = leader_epoch.get();
         let mut info = LogAppendInfo::nothing(self.log_start_offset);
         if records.is_empty() {
             return Ok(info);
@@ -75,23 +76,23 @@ impl Log {
             TimestampType::CreateTime
         };
         let buf = apply_header_edits(records, &edits, leader_epoch, timestamp_type)?;
-        info.last_offset = next - 1;
+        info.last_offset = Offset(next - 1);
         info.valid_bytes = buf.len();
         // A leader assigns offsets with no gap: from the LEO, one per record.
         assert!(
-            info.first_offset == self.log_end_offset
-                && next - info.first_offset == info.records_count,
+            info.first_offset.get() == self.log_end_offset
+                && next - info.first_offset.get() == info.records_count,
             "{}: leader append assigned [{}, {next}) for {} records at LogEndOffset {}",
             self.dir.display(),
             info.first_offset,
             info.records_count,
             self.log_end_offset
         );
-        self.write_batches(&buf, &metas, info.first_offset, next, now_ms)?;
+        self.write_batches(&buf, &metas, info.first_offset.get(), next, now_ms)?;
         self.producer_state.commit(pending, next);
         if let Err(e) = self
             .leader_epoch_cache
-            .assign(leader_epoch, info.first_offset)
+            .assign(LeaderEpoch(leader_epoch), info.first_offset)
         {
             return self.poison("leader epoch checkpoint", e);
         }
@@ -151,12 +152,12 @@ impl Log {
                 .stage(&mut plan.pending, &h, next, now_ms);
         }
         let info = &mut plan.info;
-        if info.first_offset < 0 {
-            info.first_offset = next;
+        if info.first_offset.get() < 0 {
+            info.first_offset = Offset(next);
         }
-        if stored_max > info.max_timestamp || info.offset_of_max_timestamp < 0 {
+        if stored_max > info.max_timestamp || info.offset_of_max_timestamp.get() < 0 {
             info.max_timestamp = stored_max;
-            info.offset_of_max_timestamp = h.last_offset();
+            info.offset_of_max_timestamp = Offset(h.last_offset());
         }
         info.records_count += batch.records_count() as i64;
         plan.metas.push(AppendedBatch {
@@ -326,12 +327,12 @@ impl Log {
                     next
                 )));
             }
-            if info.first_offset < 0 {
-                info.first_offset = batch.base_offset();
+            if info.first_offset.get() < 0 {
+                info.first_offset = Offset(batch.base_offset());
             }
             if batch.max_timestamp() > info.max_timestamp {
                 info.max_timestamp = batch.max_timestamp();
-                info.offset_of_max_timestamp = batch.last_offset();
+                info.offset_of_max_timestamp = Offset(batch.last_offset());
             }
             info.records_count += batch.records_count() as i64;
             metas.push(AppendedBatch {
@@ -342,13 +343,13 @@ impl Log {
             headers.push(*batch.header());
             next = batch.next_offset();
         }
-        info.last_offset = next - 1;
-        self.write_batches(&records, &metas, info.first_offset, next, now_ms)?;
+        info.last_offset = Offset(next - 1);
+        self.write_batches(&records, &metas, info.first_offset.get(), next, now_ms)?;
         for h in &headers {
             self.producer_state.replay(h, now_ms);
             if let Err(e) = self
                 .leader_epoch_cache
-                .assign(h.partition_leader_epoch, h.base_offset)
+                .assign(LeaderEpoch(h.partition_leader_epoch), Offset(h.base_offset))
             {
                 return self.poison("leader epoch checkpoint", e);
             }

@@ -48,11 +48,11 @@ impl Log {
                 .leader_epoch_cache
                 .entries()
                 .first()
-                .is_some_and(|e| e.1 < self.log_start_offset)
+                .is_some_and(|e| e.1.get() < self.log_start_offset)
         {
             if let Err(e) = self
                 .leader_epoch_cache
-                .truncate_from_start(self.log_start_offset)
+                .truncate_from_start(Offset(self.log_start_offset))
             {
                 return self.poison("leader epoch checkpoint", e);
             }
@@ -68,12 +68,13 @@ impl Log {
 
     /// Advances the log start offset to `offset` (DeleteRecords) and deletes segments wholly
     /// below it. `offset` > high watermark → OffsetOutOfRange. Returns the new log start offset.
-    pub fn delete_records_before(&mut self, offset: i64) -> Result<i64, StorageError> {
+    pub fn delete_records_before(&mut self, offset: Offset) -> Result<Offset, StorageError> {
+        let offset = offset.get();
         if offset > self.high_watermark || offset < 0 {
             return Err(StorageError::OffsetOutOfRange {
-                offset,
-                log_start_offset: self.log_start_offset,
-                log_end_offset: self.log_end_offset,
+                offset: Offset(offset),
+                log_start_offset: Offset(self.log_start_offset),
+                log_end_offset: Offset(self.log_end_offset),
             });
         }
         if offset > self.log_start_offset {
@@ -84,7 +85,7 @@ impl Log {
             self.config.cleanup_policy = saved;
             r?;
         }
-        Ok(self.log_start_offset)
+        Ok(Offset(self.log_start_offset))
     }
 
     /// fsyncs every segment (data + indexes) and advances the recovery point to the LEO.
@@ -200,13 +201,14 @@ impl Log {
     /// containing `offset` is removed too. HW and recovery point are lowered to the new LEO;
     /// producer state is reloaded from snapshots. Below the first segment → the log is emptied
     /// and restarted at `offset`.
-    pub fn truncate_to(&mut self, offset: i64) -> Result<(), StorageError> {
+    pub fn truncate_to(&mut self, offset: Offset) -> Result<(), StorageError> {
+        let offset = offset.get();
         self.check_online()?;
         if offset >= self.log_end_offset {
             // Still drop epoch entries starting at the LEO: this replica may have become leader and
             // recorded an epoch start without appending before another leader took over (Kafka's
             // `truncateTo` does the same); left in place it would diverge from the leader forever.
-            let leo = self.log_end_offset;
+            let leo = Offset(self.log_end_offset);
             if let Err(e) = self.leader_epoch_cache.truncate_from_end(leo) {
                 return self.poison("leader epoch checkpoint", e);
             }
@@ -214,7 +216,7 @@ impl Log {
         }
         let first = *self.segments.keys().next().expect("segment");
         if offset <= first || offset < self.log_start_offset {
-            return self.truncate_fully_and_start_at(offset.max(0));
+            return self.truncate_fully_and_start_at(Offset(offset.max(0)));
         }
         let r: io::Result<i64> = (|| {
             let doomed: Vec<i64> = self.segments.range(offset..).map(|(b, _)| *b).collect();
@@ -234,7 +236,7 @@ impl Log {
         self.recovery_point = self.recovery_point.min(new_leo);
         self.assert_offsets();
         self.pending_roll_flush = None;
-        if let Err(e) = self.leader_epoch_cache.truncate_from_end(new_leo) {
+        if let Err(e) = self.leader_epoch_cache.truncate_from_end(Offset(new_leo)) {
             return self.poison("leader epoch checkpoint", e);
         }
         self.rebuild_producer_state(crate::now_ms())?;
@@ -243,7 +245,8 @@ impl Log {
 
     /// Deletes all segments and starts an empty log at `offset` (Kafka's
     /// `truncateFullyAndStartAt`).
-    pub fn truncate_fully_and_start_at(&mut self, offset: i64) -> Result<(), StorageError> {
+    pub fn truncate_fully_and_start_at(&mut self, offset: Offset) -> Result<(), StorageError> {
+        let offset = offset.get();
         self.check_online()?;
         let r: io::Result<()> = (|| {
             let all: Vec<i64> = self.segments.keys().copied().collect();

@@ -22,6 +22,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use types::{LeaderEpoch, Offset};
 
 /// Files to fsync, prepared by [`Log::prepare_flush`] and run without the log's lock.
 #[derive(Debug)]
@@ -54,26 +55,26 @@ impl FlushJob {
     }
 
     /// The offset the recovery point advances to when the job succeeds.
-    pub fn upto(&self) -> i64 {
-        self.upto
+    pub fn upto(&self) -> Offset {
+        Offset(self.upto)
     }
 }
 
 /// Result of an append (Kafka's `LogAppendInfo`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogAppendInfo {
-    /// Offset of the first record appended (-1 when the append held no batch).
-    pub first_offset: i64,
-    /// Offset of the last record appended (-1 when none).
-    pub last_offset: i64,
+    /// Offset of the first record appended ([`Offset::NONE`] when the append held no batch).
+    pub first_offset: Offset,
+    /// Offset of the last record appended ([`Offset::NONE`] when none).
+    pub last_offset: Offset,
     /// Largest timestamp (ms) among the appended batches (the append time for LogAppendTime).
     pub max_timestamp: i64,
     /// Offset (batch last offset) holding `max_timestamp`.
-    pub offset_of_max_timestamp: i64,
+    pub offset_of_max_timestamp: Offset,
     /// Append time (ms) when the topic uses LogAppendTime, else -1.
     pub log_append_time_ms: i64,
     /// Log start offset after the append.
-    pub log_start_offset: i64,
+    pub log_start_offset: Offset,
     /// Records appended.
     pub records_count: i64,
     /// Bytes appended.
@@ -87,12 +88,12 @@ impl LogAppendInfo {
     /// The result of appending nothing: offsets and timestamps -1.
     fn nothing(log_start_offset: i64) -> Self {
         LogAppendInfo {
-            first_offset: -1,
-            last_offset: -1,
+            first_offset: Offset::NONE,
+            last_offset: Offset::NONE,
             max_timestamp: -1,
-            offset_of_max_timestamp: -1,
+            offset_of_max_timestamp: Offset::NONE,
             log_append_time_ms: -1,
-            log_start_offset,
+            log_start_offset: Offset(log_start_offset),
             records_count: 0,
             valid_bytes: 0,
             duplicate: false,
@@ -104,10 +105,10 @@ impl LogAppendInfo {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogOffsetMetadata {
     /// The offset.
-    pub message_offset: i64,
-    /// Base offset of the segment holding it (-1 when unknown).
-    pub segment_base_offset: i64,
-    /// Byte position of its batch in that segment (-1 when unknown).
+    pub message_offset: Offset,
+    /// Base offset of the segment holding it ([`Offset::NONE`] when unknown).
+    pub segment_base_offset: Offset,
+    /// Byte position of its batch in that segment, in bytes (-1 when unknown).
     pub relative_position: i64,
 }
 
@@ -119,8 +120,8 @@ pub struct FetchDataInfo {
     /// Where the first returned batch starts.
     pub fetch_offset_metadata: LogOffsetMetadata,
     /// Base offset of the first returned batch (may be below the requested offset: the whole
-    /// batch containing it is returned), -1 when empty.
-    pub first_batch_base_offset: i64,
+    /// batch containing it is returned), [`Offset::NONE`] when empty.
+    pub first_batch_base_offset: Offset,
 }
 
 impl FetchDataInfo {
@@ -128,11 +129,11 @@ impl FetchDataInfo {
         FetchDataInfo {
             records: Records::Memory(Bytes::new()),
             fetch_offset_metadata: LogOffsetMetadata {
-                message_offset: offset,
-                segment_base_offset: -1,
+                message_offset: Offset(offset),
+                segment_base_offset: Offset::NONE,
                 relative_position: -1,
             },
-            first_batch_base_offset: -1,
+            first_batch_base_offset: Offset::NONE,
         }
     }
 }
@@ -238,9 +239,10 @@ impl Log {
         config: LogConfig,
         topic_id: uuid::Uuid,
         recover: bool,
-        recovery_point: i64,
+        recovery_point: Offset,
         now_ms: i64,
     ) -> Result<Log, StorageError> {
+        let recovery_point = recovery_point.get();
         fs::create_dir_all(dir)?;
         let rebuild = complete_swaps(dir)?;
         let mut bases = Vec::new();
@@ -320,9 +322,9 @@ impl Log {
         log.high_watermark = log.log_start_offset;
         log.rebuild_producer_state(now_ms)?;
         log.leader_epoch_cache
-            .truncate_from_end(log.log_end_offset)?;
+            .truncate_from_end(Offset(log.log_end_offset))?;
         log.leader_epoch_cache
-            .truncate_from_start(log.log_start_offset)?;
+            .truncate_from_start(Offset(log.log_start_offset))?;
         if let Some(active) = log.segments.values_mut().next_back() {
             if active.size() > 0 {
                 active.set_rolling_base_ms(now_ms);
@@ -447,25 +449,26 @@ impl Log {
     }
 
     /// First offset still in the log.
-    pub fn log_start_offset(&self) -> i64 {
-        self.log_start_offset
+    pub fn log_start_offset(&self) -> Offset {
+        Offset(self.log_start_offset)
     }
 
     /// Offset the next appended record gets (LEO).
-    pub fn log_end_offset(&self) -> i64 {
-        self.log_end_offset
+    pub fn log_end_offset(&self) -> Offset {
+        Offset(self.log_end_offset)
     }
 
     /// High watermark (maintained by the broker through [`update_high_watermark`](Self::update_high_watermark)).
-    pub fn high_watermark(&self) -> i64 {
-        self.high_watermark
+    pub fn high_watermark(&self) -> Offset {
+        Offset(self.high_watermark)
     }
 
     /// Sets the high watermark; returns the value stored. `offset` must not exceed the LEO (panics: a
     /// HighWatermark past the LogEndOffset is a bug; callers holding an outside value, such as a
     /// follower with the leader's HW or a checkpoint read at startup, clamp it first). A value below
     /// the log start offset is raised to it (retention may have moved the log start past the HW).
-    pub fn update_high_watermark(&mut self, offset: i64) -> i64 {
+    pub fn update_high_watermark(&mut self, offset: Offset) -> Offset {
+        let offset = offset.get();
         assert!(
             offset <= self.log_end_offset,
             "{}: HighWatermark {offset} past the LogEndOffset {}",
@@ -474,7 +477,7 @@ impl Log {
         );
         self.high_watermark = offset.max(self.log_start_offset);
         self.assert_offsets();
-        self.high_watermark
+        Offset(self.high_watermark)
     }
 
     /// LogStartOffset ≤ HighWatermark ≤ LogEndOffset: checked after every change of either (O(1)).
@@ -491,8 +494,8 @@ impl Log {
     }
 
     /// Offset below which all data is fsynced.
-    pub fn recovery_point(&self) -> i64 {
-        self.recovery_point
+    pub fn recovery_point(&self) -> Offset {
+        Offset(self.recovery_point)
     }
 
     /// Total bytes of all segments.
@@ -506,8 +509,8 @@ impl Log {
     }
 
     /// Base offsets of the segments, ascending.
-    pub fn segment_base_offsets(&self) -> Vec<i64> {
-        self.segments.keys().copied().collect()
+    pub fn segment_base_offsets(&self) -> Vec<Offset> {
+        self.segments.keys().copied().map(Offset).collect()
     }
 
     /// True after a write/fsync failure.
@@ -521,15 +524,15 @@ impl Log {
     }
 
     /// Latest leader epoch that appended to this log.
-    pub fn latest_epoch(&self) -> Option<i32> {
+    pub fn latest_epoch(&self) -> Option<LeaderEpoch> {
         self.leader_epoch_cache.latest_epoch()
     }
 
     /// OffsetForLeaderEpoch answer (Kafka's `endOffsetForEpoch`): (epoch, end offset), see
     /// [`LeaderEpochFileCache::end_offset_for`]; (-1, -1) when unknown.
-    pub fn end_offset_for_epoch(&self, leader_epoch: i32) -> (i32, i64) {
+    pub fn end_offset_for_epoch(&self, leader_epoch: LeaderEpoch) -> (LeaderEpoch, Offset) {
         self.leader_epoch_cache
-            .end_offset_for(leader_epoch, self.log_end_offset)
+            .end_offset_for(leader_epoch, Offset(self.log_end_offset))
     }
 
     /// Records that `leader_epoch` starts at `start_offset` (Kafka's `maybeAssignEpochStartOffset`,
@@ -538,8 +541,8 @@ impl Log {
     /// over. No-op when the epoch is not newer than the latest; an I/O error takes the log offline.
     pub fn assign_epoch_start_offset(
         &mut self,
-        leader_epoch: i32,
-        start_offset: i64,
+        leader_epoch: LeaderEpoch,
+        start_offset: Offset,
     ) -> Result<(), StorageError> {
         self.check_online()?;
         if let Err(e) = self.leader_epoch_cache.assign(leader_epoch, start_offset) {
@@ -549,7 +552,7 @@ impl Log {
     }
 
     /// Leader epoch entries (epoch, start offset), ascending.
-    pub fn leader_epoch_entries(&self) -> &[(i32, i64)] {
+    pub fn leader_epoch_entries(&self) -> &[(LeaderEpoch, Offset)] {
         self.leader_epoch_cache.entries()
     }
 
@@ -560,11 +563,12 @@ impl Log {
 
     /// Raises the log start offset (from the log-start-offset checkpoint at startup); ignored
     /// when not within [current log start, LEO].
-    pub fn restore_log_start_offset(&mut self, offset: i64) {
+    pub fn restore_log_start_offset(&mut self, offset: Offset) {
+        let offset = offset.get();
         if offset > self.log_start_offset && offset <= self.log_end_offset {
             self.log_start_offset = offset;
             self.high_watermark = self.high_watermark.max(offset);
-            if let Err(e) = self.leader_epoch_cache.truncate_from_start(offset) {
+            if let Err(e) = self.leader_epoch_cache.truncate_from_start(Offset(offset)) {
                 tracing::warn!(dir = %self.dir.display(), error = %e, "leader epoch checkpoint write failed");
             }
         }

@@ -17,11 +17,12 @@ impl Log {
     /// tolerate a short read.
     pub fn read(
         &mut self,
-        start_offset: i64,
+        start_offset: Offset,
         max_bytes: usize,
-        max_offset_exclusive: i64,
+        max_offset_exclusive: Offset,
         min_one_batch: bool,
     ) -> Result<FetchDataInfo, StorageError> {
+        let (start_offset, max_offset_exclusive) = (start_offset.get(), max_offset_exclusive.get());
         let leo = self.log_end_offset;
         let limit = max_offset_exclusive.min(leo);
         if start_offset < self.log_start_offset
@@ -29,9 +30,9 @@ impl Log {
             || start_offset > limit.max(self.log_start_offset)
         {
             return Err(StorageError::OffsetOutOfRange {
-                offset: start_offset,
-                log_start_offset: self.log_start_offset,
-                log_end_offset: leo,
+                offset: Offset(start_offset),
+                log_start_offset: Offset(self.log_start_offset),
+                log_end_offset: Offset(leo),
             });
         }
         if start_offset >= limit {
@@ -46,8 +47,8 @@ impl Log {
             let from = start_offset.max(*base);
             if let Some((slice, first_base)) = seg.read(from, max_bytes, limit, min_one_batch)? {
                 let meta = LogOffsetMetadata {
-                    message_offset: start_offset,
-                    segment_base_offset: *base,
+                    message_offset: Offset(start_offset),
+                    segment_base_offset: Offset(*base),
                     relative_position: slice.position as i64,
                 };
                 if slice.len == 0 {
@@ -59,7 +60,7 @@ impl Log {
                 return Ok(FetchDataInfo {
                     records: Records::File(slice),
                     fetch_offset_metadata: meta,
-                    first_batch_base_offset: first_base,
+                    first_batch_base_offset: Offset(first_base),
                 });
             }
         }
@@ -75,7 +76,12 @@ impl Log {
     pub fn fetch_offset_by_timestamp(
         &mut self,
         timestamp: i64,
-    ) -> Result<Option<(i64, i64)>, StorageError> {
+    ) -> Result<Option<(Offset, i64)>, StorageError> {
+        let found = self.offset_by_timestamp(timestamp)?;
+        Ok(found.map(|(offset, ts)| (Offset(offset), ts)))
+    }
+
+    fn offset_by_timestamp(&mut self, timestamp: i64) -> Result<Option<(i64, i64)>, StorageError> {
         match timestamp {
             EARLIEST_TIMESTAMP | EARLIEST_LOCAL_TIMESTAMP => {
                 return Ok(Some((self.log_start_offset, -1)))
