@@ -19,15 +19,15 @@
 
 mod api;
 mod config;
-mod coordinator;
 mod group;
+mod group_coordinator;
 mod records;
 mod timers;
 
 pub use api::*;
 pub use config::GroupConfig;
-pub use coordinator::GroupCoordinator;
 pub use group::{GroupState, CONSUMER_PROTOCOL_TYPE};
+pub use group_coordinator::GroupCoordinator;
 pub use records::{
     decode_record, encode_record, java_string_hashcode, partition_for, GroupMetadataValue,
     GroupRecord, MemberMetadataValue, OffsetCommitValue, RecordDecodeError,
