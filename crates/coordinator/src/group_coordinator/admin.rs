@@ -13,7 +13,7 @@ impl GroupCoordinator {
     pub fn describe_group(&self, group_id: &str) -> DescribedGroup {
         let Some(g) = self.groups.get(group_id) else {
             return DescribedGroup {
-                error_code: ErrorCode::GROUP_ID_NOT_FOUND.0,
+                error_code: ErrorCode::GROUP_ID_NOT_FOUND,
                 group_id: group_id.to_string(),
                 group_state: GroupState::Dead.as_str().to_string(),
                 protocol_type: String::new(),
@@ -24,7 +24,7 @@ impl GroupCoordinator {
         let stable = g.is(GroupState::Stable);
         let protocol = g.protocol_name.clone().unwrap_or_default();
         DescribedGroup {
-            error_code: ErrorCode::NONE.0,
+            error_code: ErrorCode::NONE,
             group_id: group_id.to_string(),
             group_state: g.state.as_str().to_string(),
             protocol_type: g.protocol_type.clone().unwrap_or_default(),
@@ -81,7 +81,7 @@ impl GroupCoordinator {
         &mut self,
         now_ms: i64,
         group_ids: &[String],
-    ) -> Outcome<Vec<(String, i16)>> {
+    ) -> Outcome<Vec<(String, ErrorCode)>> {
         let mut fx = self.fire_due(now_ms);
         let mut result = Vec::with_capacity(group_ids.len());
         for gid in group_ids {
@@ -111,7 +111,7 @@ impl GroupCoordinator {
                     ErrorCode::NONE
                 }
             };
-            result.push((gid.clone(), code.0));
+            result.push((gid.clone(), code));
         }
         Outcome {
             response: result,

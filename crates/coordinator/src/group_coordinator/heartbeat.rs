@@ -19,7 +19,7 @@ impl GroupCoordinator {
         member_id: &str,
         group_instance_id: Option<&str>,
         generation_id: i32,
-    ) -> Outcome<i16> {
+    ) -> Outcome<ErrorCode> {
         self.run(now_ms, |groups, cx| {
             let code = match groups.get_mut(group_id) {
                 None => ErrorCode::UNKNOWN_MEMBER_ID,
@@ -43,7 +43,7 @@ impl GroupCoordinator {
                     }
                 },
             };
-            code.0
+            code
         })
     }
 }

@@ -155,7 +155,7 @@ pub(super) fn join_success(
     skip: bool,
 ) -> JoinResult {
     JoinResult {
-        error_code: ErrorCode::NONE.0,
+        error_code: ErrorCode::NONE,
         generation_id: g.generation_id,
         protocol_type: g.protocol_type.clone(),
         protocol_name: g.protocol_name.clone(),

@@ -18,13 +18,13 @@ impl GroupCoordinator {
         self.run(now_ms, |groups, cx| {
             let Some(g) = groups.get_mut(group_id) else {
                 return LeaveResult {
-                    error_code: ErrorCode::UNKNOWN_MEMBER_ID.0,
+                    error_code: ErrorCode::UNKNOWN_MEMBER_ID,
                     members: Vec::new(),
                 };
             };
             if g.is(GroupState::Dead) {
                 return LeaveResult {
-                    error_code: ErrorCode::COORDINATOR_NOT_AVAILABLE.0,
+                    error_code: ErrorCode::COORDINATOR_NOT_AVAILABLE,
                     members: Vec::new(),
                 };
             }
@@ -60,7 +60,7 @@ impl GroupCoordinator {
                 results.push(LeaveMemberResult {
                     member_id: lm.member_id.clone(),
                     group_instance_id: lm.group_instance_id.clone(),
-                    error_code: code.0,
+                    error_code: code,
                 });
             }
             if any_left {
@@ -73,7 +73,7 @@ impl GroupCoordinator {
                 }
             }
             LeaveResult {
-                error_code: ErrorCode::NONE.0,
+                error_code: ErrorCode::NONE,
                 members: results,
             }
         })

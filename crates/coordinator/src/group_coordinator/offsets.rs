@@ -69,7 +69,7 @@ impl GroupCoordinator {
                         .insert(p.partition_index, value);
                     ErrorCode::NONE
                 };
-                presp.push((p.partition_index, code.0));
+                presp.push((p.partition_index, code));
             }
             result.push((topic.clone(), presp));
         }
@@ -152,14 +152,14 @@ impl GroupCoordinator {
                 committed_offset: v.offset,
                 committed_leader_epoch: v.leader_epoch,
                 metadata: v.metadata.clone(),
-                error_code: ErrorCode::NONE.0,
+                error_code: ErrorCode::NONE,
             },
             None => OffsetFetchPartition {
                 partition_index: p,
                 committed_offset: -1,
                 committed_leader_epoch: -1,
                 metadata: String::new(),
-                error_code: ErrorCode::NONE.0,
+                error_code: ErrorCode::NONE,
             },
         };
         let topics = match topics {
@@ -190,7 +190,7 @@ impl GroupCoordinator {
         };
         OffsetFetchGroup {
             group_id: group_id.to_string(),
-            error_code: ErrorCode::NONE.0,
+            error_code: ErrorCode::NONE,
             topics,
         }
     }
@@ -207,7 +207,7 @@ impl GroupCoordinator {
     ) -> Outcome<OffsetDeleteResult> {
         let mut fx = self.fire_due(now_ms);
         let error = |code: ErrorCode| OffsetDeleteResult {
-            error_code: code.0,
+            error_code: code,
             topics: Vec::new(),
         };
         let Some(g) = self.groups.get(group_id) else {
@@ -241,7 +241,7 @@ impl GroupCoordinator {
             let mut presp = Vec::with_capacity(partitions.len());
             for p in partitions {
                 if subscribed {
-                    presp.push((*p, ErrorCode::GROUP_SUBSCRIBED_TO_TOPIC.0));
+                    presp.push((*p, ErrorCode::GROUP_SUBSCRIBED_TO_TOPIC));
                     continue;
                 }
                 if remove_offset(&mut self.offsets, group_id, topic, *p) {
@@ -252,13 +252,13 @@ impl GroupCoordinator {
                         value: None,
                     }));
                 }
-                presp.push((*p, ErrorCode::NONE.0));
+                presp.push((*p, ErrorCode::NONE));
             }
             result.push((topic.clone(), presp));
         }
         Outcome {
             response: OffsetDeleteResult {
-                error_code: ErrorCode::NONE.0,
+                error_code: ErrorCode::NONE,
                 topics: result,
             },
             effects: fx,

@@ -232,7 +232,7 @@ impl Ctx<'_> {
                 .map(|m| m.assignment.clone())
                 .unwrap_or_default();
             let resp = SyncResult {
-                error_code: error.0,
+                error_code: error,
                 protocol_type: ptype.clone(),
                 protocol_name: pname.clone(),
                 assignment,

@@ -85,7 +85,7 @@ impl Ctx<'_> {
                     .map_or(0, |m| m.session_timeout_ms);
                 self.reschedule_heartbeat(g, &req.member_id, session);
                 let resp = SyncResult {
-                    error_code: ErrorCode::NONE.0,
+                    error_code: ErrorCode::NONE,
                     protocol_type: g.protocol_type.clone(),
                     protocol_name: g.protocol_name.clone(),
                     assignment,
