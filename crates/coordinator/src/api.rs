@@ -97,7 +97,7 @@ pub struct JoinMember {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JoinResult {
     /// Error code (0 = none).
-    pub error_code: i16,
+    pub error_code: ErrorCode,
     /// Generation id, -1 on error.
     pub generation_id: i32,
     /// Group protocol type (v7+ field; `None` → null / "").
@@ -118,7 +118,7 @@ impl JoinResult {
     /// An error answer for `member_id`: generation −1, no leader, no members.
     pub fn error(member_id: &str, error_code: ErrorCode) -> Self {
         JoinResult {
-            error_code: error_code.0,
+            error_code,
             generation_id: -1,
             protocol_type: None,
             protocol_name: None,
@@ -153,7 +153,7 @@ pub struct SyncGroupRequest {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SyncResult {
     /// Error code (0 = none).
-    pub error_code: i16,
+    pub error_code: ErrorCode,
     /// Group protocol type (v5+), `None` on error.
     pub protocol_type: Option<String>,
     /// Group protocol name (v5+), `None` on error.
@@ -166,7 +166,7 @@ impl SyncResult {
     /// An error answer: no protocol, empty assignment.
     pub fn error(error_code: ErrorCode) -> Self {
         SyncResult {
-            error_code: error_code.0,
+            error_code,
             protocol_type: None,
             protocol_name: None,
             assignment: Bytes::new(),
@@ -192,14 +192,14 @@ pub struct LeaveMemberResult {
     /// Instance id as requested.
     pub group_instance_id: Option<String>,
     /// Error code (0 = none; 25 unknown; 82 fenced).
-    pub error_code: i16,
+    pub error_code: ErrorCode,
 }
 
 /// LeaveGroup response. For v0–v2 the glue sends `error_code` if non-zero, else the single member's code.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LeaveResult {
     /// Top-level error (25 when the group does not exist, 15 when it is dead).
-    pub error_code: i16,
+    pub error_code: ErrorCode,
     /// One entry per requested member, in request order.
     pub members: Vec<LeaveMemberResult>,
 }
@@ -238,7 +238,7 @@ pub struct OffsetCommitRequest {
 }
 
 /// OffsetCommit response: per topic, per partition `(partition_index, error_code)`, in request order.
-pub type OffsetCommitResult = Vec<(String, Vec<(i32, i16)>)>;
+pub type OffsetCommitResult = Vec<(String, Vec<(i32, ErrorCode)>)>;
 
 /// One partition of an OffsetFetch response.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -252,7 +252,7 @@ pub struct OffsetFetchPartition {
     /// Commit metadata ("" when none).
     pub metadata: String,
     /// Error code (0).
-    pub error_code: i16,
+    pub error_code: ErrorCode,
 }
 
 /// OffsetFetch response for one group.
@@ -261,7 +261,7 @@ pub struct OffsetFetchGroup {
     /// Group id.
     pub group_id: String,
     /// Group-level error (0).
-    pub error_code: i16,
+    pub error_code: ErrorCode,
     /// (topic, partitions); topics in request order, or sorted by name when all offsets were requested.
     pub topics: Vec<(String, Vec<OffsetFetchPartition>)>,
 }
@@ -270,9 +270,9 @@ pub struct OffsetFetchGroup {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OffsetDeleteResult {
     /// Group-level error: GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP (non-consumer group with members).
-    pub error_code: i16,
+    pub error_code: ErrorCode,
     /// Per topic, per partition `(partition_index, error_code)`; GROUP_SUBSCRIBED_TO_TOPIC for subscribed topics.
-    pub topics: Vec<(String, Vec<(i32, i16)>)>,
+    pub topics: Vec<(String, Vec<(i32, ErrorCode)>)>,
 }
 
 /// A member in DescribeGroups.
@@ -297,7 +297,7 @@ pub struct DescribedMember {
 pub struct DescribedGroup {
     /// 0, or GROUP_ID_NOT_FOUND (69) with state "Dead" for an unknown group (DescribeGroups v6+; for v0–v5 the glue
     /// sends 0 with state "Dead", as Kafka did).
-    pub error_code: i16,
+    pub error_code: ErrorCode,
     /// Group id.
     pub group_id: String,
     /// State name ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead").

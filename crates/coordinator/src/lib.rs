@@ -8,8 +8,8 @@
 //! `__consumer_offsets` format ([`encode_record`] / [`decode_record`]) and rebuilt with
 //! [`GroupCoordinator::replay`] + [`GroupCoordinator::loaded`].
 //!
-//! Errors are Kafka's, named by [`types::ErrorCode`]; the result structs carry them as the raw `i16` of the
-//! response field they fill (`error_code`), so the glue copies them without mapping.
+//! Errors are Kafka's: the result structs carry them as [`types::ErrorCode`], and the glue writes the raw `i16`
+//! into the response field they fill (`error_code`) at the wire edge, without mapping.
 //!
 //! Source: Kafka protocol guide (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
 //! OffsetDelete, DescribeGroups, ListGroups, DeleteGroups), KIP-345 (static membership), KIP-394 (member id
@@ -19,15 +19,15 @@
 
 mod api;
 mod config;
-mod coordinator;
 mod group;
+mod group_coordinator;
 mod records;
 mod timers;
 
 pub use api::*;
 pub use config::GroupConfig;
-pub use coordinator::GroupCoordinator;
 pub use group::{GroupState, CONSUMER_PROTOCOL_TYPE};
+pub use group_coordinator::GroupCoordinator;
 pub use records::{
     decode_record, encode_record, java_string_hashcode, partition_for, GroupMetadataValue,
     GroupRecord, MemberMetadataValue, OffsetCommitValue, RecordDecodeError,

@@ -27,7 +27,7 @@ fn single_member_join_sync_heartbeat() {
             r.leader.as_str(),
             r.member_id.as_str()
         ),
-        (0, 1, id.as_str(), id.as_str())
+        (ErrorCode::NONE, 1, id.as_str(), id.as_str())
     );
     assert_eq!(r.protocol_name.as_deref(), Some("range"));
     assert_eq!(r.protocol_type.as_deref(), Some("consumer"));
@@ -35,7 +35,7 @@ fn single_member_join_sync_heartbeat() {
     assert_eq!(r.members[0].metadata, subscription(&[TOPIC]));
     assert_eq!(h.c.group_state(G), Some(GroupState::CompletingRebalance));
     // Heartbeat between JoinGroup response and SyncGroup is fine.
-    assert_eq!(h.heartbeat(G, &id, 1), 0);
+    assert_eq!(h.heartbeat(G, &id, 1), ErrorCode::NONE);
 
     let req = h.sync_req(G, &id, 1, vec![(id.clone(), Bytes::from_static(b"A"))]);
     let (srid, fx) = h.sync(req);
@@ -50,13 +50,16 @@ fn single_member_join_sync_heartbeat() {
         .unwrap();
     assert!(persist_pos < resp_pos);
     let s = sync_resp(&fx, srid).unwrap();
-    assert_eq!((s.error_code, s.assignment.as_ref()), (0, &b"A"[..]));
+    assert_eq!(
+        (s.error_code, s.assignment.as_ref()),
+        (ErrorCode::NONE, &b"A"[..])
+    );
     assert_eq!(s.protocol_name.as_deref(), Some("range"));
     assert_eq!(h.c.group_state(G), Some(GroupState::Stable));
-    assert_eq!(h.heartbeat(G, &id, 1), 0);
-    assert_eq!(h.heartbeat(G, &id, 0), ErrorCode::ILLEGAL_GENERATION.0);
-    assert_eq!(h.heartbeat(G, "nobody", 1), ErrorCode::UNKNOWN_MEMBER_ID.0);
-    assert_eq!(h.heartbeat("other", &id, 1), ErrorCode::UNKNOWN_MEMBER_ID.0);
+    assert_eq!(h.heartbeat(G, &id, 1), ErrorCode::NONE);
+    assert_eq!(h.heartbeat(G, &id, 0), ErrorCode::ILLEGAL_GENERATION);
+    assert_eq!(h.heartbeat(G, "nobody", 1), ErrorCode::UNKNOWN_MEMBER_ID);
+    assert_eq!(h.heartbeat("other", &id, 1), ErrorCode::UNKNOWN_MEMBER_ID);
     // Sync again while Stable returns the same assignment at once.
     let req = h.sync_req(G, &id, 1, vec![]);
     let (srid, fx) = h.sync(req);
@@ -86,7 +89,7 @@ fn pitfall_9_three_member_rebalance() {
     for (i, mut r) in reqs.into_iter().enumerate() {
         let (rid, fx) = h.join(r.clone());
         let resp = join_resp(&fx, rid).unwrap();
-        assert_eq!(resp.error_code, ErrorCode::MEMBER_ID_REQUIRED.0);
+        assert_eq!(resp.error_code, ErrorCode::MEMBER_ID_REQUIRED);
         assert!(resp.member_id.starts_with(&format!("{}-", r.client_id)));
         r.member_id = resp.member_id.clone();
         let (rid, fx) = h.join(r);
@@ -105,10 +108,10 @@ fn pitfall_9_three_member_rebalance() {
     let resps: Vec<JoinResult> = rids.iter().map(|r| join_resp(&all, *r).unwrap()).collect();
     assert!(all
         .iter()
-        .all(|e| !matches!(e, Effect::JoinResponse { response, .. } if response.error_code != 0)));
+        .all(|e| !matches!(e, Effect::JoinResponse { response, .. } if response.error_code != ErrorCode::NONE)));
     let leader = resps[0].leader.clone();
     for r in &resps {
-        assert_eq!(r.error_code, 0);
+        assert_eq!(r.error_code, ErrorCode::NONE);
         assert_eq!(r.generation_id, 1, "one generation bump per rebalance");
         assert_eq!(
             r.protocol_name.as_deref(),
@@ -157,12 +160,12 @@ fn pitfall_9_three_member_rebalance() {
     let empty = sync_resp(&fx, waiting[1]).unwrap();
     assert_eq!(
         (empty.error_code, empty.assignment.len()),
-        (0, 0),
+        (ErrorCode::NONE, 0),
         "empty but present"
     );
     assert_eq!(h.c.group_generation(G), Some(1));
     for id in &ids {
-        assert_eq!(h.heartbeat(G, id, 1), 0);
+        assert_eq!(h.heartbeat(G, id, 1), ErrorCode::NONE);
     }
 }
 
@@ -176,7 +179,7 @@ fn member_id_required_only_from_v4_and_pending_expires() {
     assert!(join_resp(&fx, rid).is_none());
     let fx = h.advance(3_000);
     let resp = join_resp(&fx, rid).unwrap();
-    assert_eq!((resp.error_code, resp.generation_id), (0, 1));
+    assert_eq!((resp.error_code, resp.generation_id), (ErrorCode::NONE, 1));
     assert!(resp.member_id.starts_with("client-"));
 
     // v4 on another group: 79 with an id; if the member never comes back, the id expires after the session
@@ -185,20 +188,20 @@ fn member_id_required_only_from_v4_and_pending_expires() {
     r.api_version = 4;
     let (rid, fx) = h.join(r.clone());
     let resp = join_resp(&fx, rid).unwrap();
-    assert_eq!(resp.error_code, ErrorCode::MEMBER_ID_REQUIRED.0);
+    assert_eq!(resp.error_code, ErrorCode::MEMBER_ID_REQUIRED);
     assert_eq!(resp.generation_id, -1);
     h.advance(10_000);
     r.member_id = resp.member_id;
     let (rid, fx) = h.join(r);
     assert_eq!(
         join_resp(&fx, rid).unwrap().error_code,
-        ErrorCode::UNKNOWN_MEMBER_ID.0
+        ErrorCode::UNKNOWN_MEMBER_ID
     );
     // Unknown member id on an unknown group.
     let (rid, fx) = h.join(join_req("g3", "made-up"));
     assert_eq!(
         join_resp(&fx, rid).unwrap().error_code,
-        ErrorCode::UNKNOWN_MEMBER_ID.0
+        ErrorCode::UNKNOWN_MEMBER_ID
     );
 }
 
@@ -211,12 +214,15 @@ fn new_member_joining_stable_group_rebalances_without_delay() {
     assert!(join_resp(&fx, brid).is_none());
     assert_eq!(h.c.group_state(G), Some(GroupState::PreparingRebalance));
     // During the rebalance A's heartbeat says rejoin.
-    assert_eq!(h.heartbeat(G, &a, 1), ErrorCode::REBALANCE_IN_PROGRESS.0);
+    assert_eq!(h.heartbeat(G, &a, 1), ErrorCode::REBALANCE_IN_PROGRESS);
     // A rejoins: everybody is in, the join phase completes at once (no initial delay on a non-empty group).
     let (arid, fx) = h.join(join_req(G, &a));
     let ra = join_resp(&fx, arid).unwrap();
     let rb = join_resp(&fx, brid).unwrap();
-    assert_eq!((ra.error_code, rb.error_code), (0, 0));
+    assert_eq!(
+        (ra.error_code, rb.error_code),
+        (ErrorCode::NONE, ErrorCode::NONE)
+    );
     assert_eq!((ra.generation_id, rb.generation_id), (2, 2));
     assert_eq!(ra.leader, a, "the old leader keeps leading");
     assert_eq!(ra.members.len(), 2);
@@ -244,7 +250,7 @@ fn stable_follower_rejoin_with_same_metadata_does_not_rebalance_but_leader_rejoi
     let ids = stable_group(&mut h, G, 2);
     let (rid, fx) = h.join(join_req(G, &ids[1]));
     let r = join_resp(&fx, rid).unwrap();
-    assert_eq!((r.error_code, r.generation_id), (0, 1));
+    assert_eq!((r.error_code, r.generation_id), (ErrorCode::NONE, 1));
     assert_eq!(h.c.group_state(G), Some(GroupState::Stable));
     let (rid, fx) = h.join(join_req(G, &ids[0]));
     assert!(join_resp(&fx, rid).is_none());
@@ -259,16 +265,19 @@ fn session_expiry_removes_member_and_rebalances() {
     // A heartbeats every 3 s, B stays silent; session timeout is 10 s from the sync.
     for _ in 0..3 {
         h.advance(3_000);
-        assert_eq!(h.heartbeat(G, &a, 1), 0);
+        assert_eq!(h.heartbeat(G, &a, 1), ErrorCode::NONE);
     }
     assert_eq!(h.c.group_state(G), Some(GroupState::Stable));
     h.advance(1_000); // 10 s since B's last sign of life
     assert_eq!(h.c.group_state(G), Some(GroupState::PreparingRebalance));
-    assert_eq!(h.heartbeat(G, &b, 1), ErrorCode::UNKNOWN_MEMBER_ID.0);
-    assert_eq!(h.heartbeat(G, &a, 1), ErrorCode::REBALANCE_IN_PROGRESS.0);
+    assert_eq!(h.heartbeat(G, &b, 1), ErrorCode::UNKNOWN_MEMBER_ID);
+    assert_eq!(h.heartbeat(G, &a, 1), ErrorCode::REBALANCE_IN_PROGRESS);
     let (rid, fx) = h.join(join_req(G, &a));
     let r = join_resp(&fx, rid).unwrap();
-    assert_eq!((r.error_code, r.generation_id, r.members.len()), (0, 2, 1));
+    assert_eq!(
+        (r.error_code, r.generation_id, r.members.len()),
+        (ErrorCode::NONE, 2, 1)
+    );
 }
 
 #[test]
@@ -285,7 +294,7 @@ fn rebalance_timeout_removes_members_that_did_not_rejoin() {
     let mut fx = Vec::new();
     for _ in 0..10 {
         fx.extend(h.advance(2_999));
-        assert_eq!(h.heartbeat(G, &b, 1), ErrorCode::REBALANCE_IN_PROGRESS.0);
+        assert_eq!(h.heartbeat(G, &b, 1), ErrorCode::REBALANCE_IN_PROGRESS);
     }
     assert!(join_responses(&fx).is_empty());
     let fx = h.advance(10);
@@ -298,7 +307,7 @@ fn rebalance_timeout_removes_members_that_did_not_rejoin() {
     let mut want = vec![a.clone(), c.clone()];
     want.sort();
     assert_eq!(members, want);
-    assert_eq!(h.heartbeat(G, &b, 1), ErrorCode::UNKNOWN_MEMBER_ID.0);
+    assert_eq!(h.heartbeat(G, &b, 1), ErrorCode::UNKNOWN_MEMBER_ID);
 }
 
 #[test]
@@ -344,7 +353,7 @@ fn later_joins_never_wait_for_the_initial_delay() {
             group_instance_id: None,
         }],
     );
-    assert_eq!(out.response.members[0].error_code, 0);
+    assert_eq!(out.response.members[0].error_code, ErrorCode::NONE);
     assert_eq!(h.c.group_state(G), Some(GroupState::Empty));
     assert_eq!(h.c.group_generation(G), Some(2));
     assert!(
@@ -397,7 +406,7 @@ fn static_member_rejoin_keeps_assignment_without_rebalance_and_fences_old_id() {
     // The follower restarts: same instance id, empty member id → new id, same generation, no rebalance.
     let (rid, fx) = h.join(reqs[follower_idx].clone());
     let r = join_resp(&fx, rid).unwrap();
-    assert_eq!(r.error_code, 0);
+    assert_eq!(r.error_code, ErrorCode::NONE);
     assert_ne!(r.member_id, ids[follower_idx]);
     assert_eq!(r.generation_id, 1);
     assert_eq!(r.leader, leader);
@@ -417,22 +426,22 @@ fn static_member_rejoin_keeps_assignment_without_rebalance_and_fences_old_id() {
     // The replaced id is fenced.
     assert_eq!(
         h.heartbeat_static(G, &ids[follower_idx], &inst, 1),
-        ErrorCode::FENCED_INSTANCE_ID.0
+        ErrorCode::FENCED_INSTANCE_ID
     );
-    assert_eq!(h.heartbeat_static(G, &new_id, &inst, 1), 0);
+    assert_eq!(h.heartbeat_static(G, &new_id, &inst, 1), ErrorCode::NONE);
     let mut sreq = h.sync_req(G, &ids[follower_idx], 1, vec![]);
     sreq.group_instance_id = Some(inst.clone());
     let (srid, fx) = h.sync(sreq);
     assert_eq!(
         sync_resp(&fx, srid).unwrap().error_code,
-        ErrorCode::FENCED_INSTANCE_ID.0
+        ErrorCode::FENCED_INSTANCE_ID
     );
     let mut jreq = reqs[follower_idx].clone();
     jreq.member_id = ids[follower_idx].clone();
     let (jrid, fx) = h.join(jreq);
     assert_eq!(
         join_resp(&fx, jrid).unwrap().error_code,
-        ErrorCode::FENCED_INSTANCE_ID.0
+        ErrorCode::FENCED_INSTANCE_ID
     );
     let commit = h.c.commit_offsets(
         h.now,
@@ -454,14 +463,14 @@ fn static_member_rejoin_keeps_assignment_without_rebalance_and_fences_old_id() {
             )],
         },
     );
-    assert_eq!(commit.response[0].1[0].1, ErrorCode::FENCED_INSTANCE_ID.0);
+    assert_eq!(commit.response[0].1[0].1, ErrorCode::FENCED_INSTANCE_ID);
 
     // The leader restarts with JoinGroup v5: it is told the old leader id, so it does not reassign.
     let (rid, fx) = h.join(reqs[leader_idx].clone());
     let r = join_resp(&fx, rid).unwrap();
     assert_eq!(
         (r.error_code, r.generation_id, r.skip_assignment),
-        (0, 1, false)
+        (ErrorCode::NONE, 1, false)
     );
     assert_eq!(r.leader, leader);
     assert_ne!(r.member_id, leader);
@@ -470,7 +479,7 @@ fn static_member_rejoin_keeps_assignment_without_rebalance_and_fences_old_id() {
     v9.api_version = 9;
     let (rid, fx) = h.join(v9);
     let r = join_resp(&fx, rid).unwrap();
-    assert_eq!((r.error_code, r.skip_assignment), (0, true));
+    assert_eq!((r.error_code, r.skip_assignment), (ErrorCode::NONE, true));
     assert_eq!(r.leader, r.member_id);
     assert_eq!(r.members.len(), 2);
     assert_eq!(h.c.group_generation(G), Some(1));
@@ -490,14 +499,14 @@ fn static_member_rejoin_during_completing_rebalance_restarts_it_and_fences_parke
     // rejoined it completes at once with a new generation.
     let (rid2, fx) = h.join(r);
     let r2 = join_resp(&fx, rid2).unwrap();
-    assert_eq!((r2.error_code, r2.generation_id), (0, 2));
+    assert_eq!((r2.error_code, r2.generation_id), (ErrorCode::NONE, 2));
     assert_ne!(r2.member_id, old);
     let mut s = h.sync_req(G, &old, 1, vec![]);
     s.group_instance_id = Some("i".into());
     let (srid, fx) = h.sync(s);
     assert_eq!(
         sync_resp(&fx, srid).unwrap().error_code,
-        ErrorCode::FENCED_INSTANCE_ID.0
+        ErrorCode::FENCED_INSTANCE_ID
     );
 }
 
@@ -508,14 +517,14 @@ fn heartbeat_answers_27_during_rebalance() {
     h.join_new(join_req(G, ""));
     assert_eq!(h.c.group_state(G), Some(GroupState::PreparingRebalance));
     for id in &ids {
-        assert_eq!(h.heartbeat(G, id, 1), ErrorCode::REBALANCE_IN_PROGRESS.0);
+        assert_eq!(h.heartbeat(G, id, 1), ErrorCode::REBALANCE_IN_PROGRESS);
     }
     // Syncing during the join phase is refused the same way.
     let req = h.sync_req(G, &ids[0], 1, vec![]);
     let (rid, fx) = h.sync(req);
     assert_eq!(
         sync_resp(&fx, rid).unwrap().error_code,
-        ErrorCode::REBALANCE_IN_PROGRESS.0
+        ErrorCode::REBALANCE_IN_PROGRESS
     );
 }
 
@@ -552,7 +561,7 @@ fn pitfall_10_session_timeout_and_v0_rebalance_timeout() {
     for i in 1..=20 {
         let fx = h.advance(1_000);
         if i % 3 == 0 {
-            assert_eq!(h.heartbeat(G, &a, 1), ErrorCode::REBALANCE_IN_PROGRESS.0);
+            assert_eq!(h.heartbeat(G, &a, 1), ErrorCode::REBALANCE_IN_PROGRESS);
         }
         if let Some(r) = join_resp(&fx, brid) {
             done = Some((i, r));
@@ -563,10 +572,10 @@ fn pitfall_10_session_timeout_and_v0_rebalance_timeout() {
     assert_eq!(secs, 10);
     assert_eq!(
         (rb.error_code, rb.generation_id, rb.leader.clone()),
-        (0, 2, rb.member_id.clone())
+        (ErrorCode::NONE, 2, rb.member_id.clone())
     );
     let b = rb.member_id;
-    assert_eq!(h.heartbeat(G, &a, 1), ErrorCode::UNKNOWN_MEMBER_ID.0);
+    assert_eq!(h.heartbeat(G, &a, 1), ErrorCode::UNKNOWN_MEMBER_ID);
     let req = h.sync_req(G, &b, 2, vec![]);
     h.sync(req);
     assert_eq!(h.c.group_state(G), Some(GroupState::Stable));
@@ -593,12 +602,12 @@ fn pending_sync_expiry_removes_members_that_never_sync() {
     // The follower never syncs (but heartbeats): after the rebalance timeout it is dropped and a rebalance starts.
     for _ in 0..10 {
         h.advance(2_999);
-        assert_eq!(h.heartbeat(G, &leader, 1), 0);
-        assert_eq!(h.heartbeat(G, &follower, 1), 0);
+        assert_eq!(h.heartbeat(G, &leader, 1), ErrorCode::NONE);
+        assert_eq!(h.heartbeat(G, &follower, 1), ErrorCode::NONE);
     }
     h.advance(10);
     assert_eq!(h.c.group_state(G), Some(GroupState::PreparingRebalance));
-    assert_eq!(h.heartbeat(G, &follower, 1), ErrorCode::UNKNOWN_MEMBER_ID.0);
+    assert_eq!(h.heartbeat(G, &follower, 1), ErrorCode::UNKNOWN_MEMBER_ID);
 }
 
 #[test]
@@ -609,33 +618,33 @@ fn sync_and_join_errors() {
     let (rid, fx) = h.sync(req);
     assert_eq!(
         sync_resp(&fx, rid).unwrap().error_code,
-        ErrorCode::UNKNOWN_MEMBER_ID.0
+        ErrorCode::UNKNOWN_MEMBER_ID
     );
     let req = h.sync_req(G, &ids[1], 7, vec![]);
     let (rid, fx) = h.sync(req);
     assert_eq!(
         sync_resp(&fx, rid).unwrap().error_code,
-        ErrorCode::ILLEGAL_GENERATION.0
+        ErrorCode::ILLEGAL_GENERATION
     );
     let mut req = h.sync_req(G, &ids[1], 1, vec![]);
     req.protocol_name = Some("roundrobin".into());
     let (rid, fx) = h.sync(req);
     assert_eq!(
         sync_resp(&fx, rid).unwrap().error_code,
-        ErrorCode::INCONSISTENT_GROUP_PROTOCOL.0
+        ErrorCode::INCONSISTENT_GROUP_PROTOCOL
     );
     let mut req = h.sync_req(G, &ids[1], 1, vec![]);
     req.protocol_type = Some("connect".into());
     let (rid, fx) = h.sync(req);
     assert_eq!(
         sync_resp(&fx, rid).unwrap().error_code,
-        ErrorCode::INCONSISTENT_GROUP_PROTOCOL.0
+        ErrorCode::INCONSISTENT_GROUP_PROTOCOL
     );
     let req = h.sync_req("nope", &ids[1], 1, vec![]);
     let (rid, fx) = h.sync(req);
     assert_eq!(
         sync_resp(&fx, rid).unwrap().error_code,
-        ErrorCode::UNKNOWN_MEMBER_ID.0
+        ErrorCode::UNKNOWN_MEMBER_ID
     );
 
     // Protocol type mismatch, no common protocol, session timeout bounds, empty group id.
@@ -644,14 +653,14 @@ fn sync_and_join_errors() {
     let (rid, fx) = h.join(r);
     assert_eq!(
         join_resp(&fx, rid).unwrap().error_code,
-        ErrorCode::INCONSISTENT_GROUP_PROTOCOL.0
+        ErrorCode::INCONSISTENT_GROUP_PROTOCOL
     );
     let mut r = join_req(G, "");
     r.protocols = protocols(&["roundrobin"]);
     let (rid, fx) = h.join(r);
     assert_eq!(
         join_resp(&fx, rid).unwrap().error_code,
-        ErrorCode::INCONSISTENT_GROUP_PROTOCOL.0
+        ErrorCode::INCONSISTENT_GROUP_PROTOCOL
     );
     for t in [999, 1_800_001] {
         let mut r = join_req(G, "");
@@ -659,20 +668,20 @@ fn sync_and_join_errors() {
         let (rid, fx) = h.join(r);
         assert_eq!(
             join_resp(&fx, rid).unwrap().error_code,
-            ErrorCode::INVALID_SESSION_TIMEOUT.0
+            ErrorCode::INVALID_SESSION_TIMEOUT
         );
     }
     let (rid, fx) = h.join(join_req("", ""));
     assert_eq!(
         join_resp(&fx, rid).unwrap().error_code,
-        ErrorCode::INVALID_GROUP_ID.0
+        ErrorCode::INVALID_GROUP_ID
     );
     let mut r = join_req("fresh", "");
     r.protocols.clear();
     let (rid, fx) = h.join(r);
     assert_eq!(
         join_resp(&fx, rid).unwrap().error_code,
-        ErrorCode::INCONSISTENT_GROUP_PROTOCOL.0
+        ErrorCode::INCONSISTENT_GROUP_PROTOCOL
     );
 }
 
@@ -687,7 +696,7 @@ fn group_max_size() {
     // The MEMBER_ID_REQUIRED round trip is refused up front once the group is full.
     assert_eq!(
         join_resp(&fx, rid).unwrap().error_code,
-        ErrorCode::GROUP_MAX_SIZE_REACHED.0
+        ErrorCode::GROUP_MAX_SIZE_REACHED
     );
 }
 
@@ -730,17 +739,17 @@ fn leave_group_batched_and_by_instance_id() {
             },
         ],
     );
-    let codes: Vec<i16> = out.response.members.iter().map(|m| m.error_code).collect();
+    let codes: Vec<ErrorCode> = out.response.members.iter().map(|m| m.error_code).collect();
     assert_eq!(
         codes,
         vec![
-            0,
-            ErrorCode::FENCED_INSTANCE_ID.0,
-            ErrorCode::UNKNOWN_MEMBER_ID.0,
-            0
+            ErrorCode::NONE,
+            ErrorCode::FENCED_INSTANCE_ID,
+            ErrorCode::UNKNOWN_MEMBER_ID,
+            ErrorCode::NONE
         ]
     );
-    assert_eq!(out.response.error_code, 0);
+    assert_eq!(out.response.error_code, ErrorCode::NONE);
     // The remaining static member's parked state: group rebalances around it.
     let d = h.c.describe_group(G);
     assert_eq!(
@@ -758,7 +767,7 @@ fn leave_group_batched_and_by_instance_id() {
             group_instance_id: None,
         }],
     );
-    assert_eq!(out.response.error_code, ErrorCode::UNKNOWN_MEMBER_ID.0);
+    assert_eq!(out.response.error_code, ErrorCode::UNKNOWN_MEMBER_ID);
 }
 
 #[test]
@@ -773,7 +782,7 @@ fn describe_list_and_delete_groups() {
             d.protocol_type.as_str(),
             d.protocol_data.as_str()
         ),
-        (0, "Stable", "consumer", "range")
+        (ErrorCode::NONE, "Stable", "consumer", "range")
     );
     assert_eq!(d.members.len(), 2);
     assert!(d
@@ -783,11 +792,11 @@ fn describe_list_and_delete_groups() {
     let d = h.c.describe_group("none");
     assert_eq!(
         (d.error_code, d.group_state.as_str()),
-        (ErrorCode::GROUP_ID_NOT_FOUND.0, "Dead")
+        (ErrorCode::GROUP_ID_NOT_FOUND, "Dead")
     );
 
     // An offsets-only group.
-    assert_eq!(h.commit("simple", -1, "", 5), 0);
+    assert_eq!(h.commit("simple", -1, "", 5), ErrorCode::NONE);
     let all = h.c.list_groups(&[]);
     assert_eq!(
         all.iter()
@@ -808,9 +817,9 @@ fn describe_list_and_delete_groups() {
     assert_eq!(
         out.response,
         vec![
-            (G.into(), ErrorCode::NON_EMPTY_GROUP.0),
-            ("simple".into(), 0),
-            ("none".into(), ErrorCode::GROUP_ID_NOT_FOUND.0)
+            (G.into(), ErrorCode::NON_EMPTY_GROUP),
+            ("simple".into(), ErrorCode::NONE),
+            ("none".into(), ErrorCode::GROUP_ID_NOT_FOUND)
         ]
     );
     let recs = persisted(&out.effects);

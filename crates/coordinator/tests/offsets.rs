@@ -44,7 +44,10 @@ fn non_member_commits_accepted_for_empty_group_refused_for_active_group() {
     let out = h.c.commit_offsets(h.now, &commit_req("simple", -1, "", 8));
     assert_eq!(
         out.response,
-        vec![(TOPIC.to_string(), vec![(0, 0), (1, 0)])]
+        vec![(
+            TOPIC.to_string(),
+            vec![(0, ErrorCode::NONE), (1, ErrorCode::NONE)]
+        )]
     );
     assert_eq!(persisted(&out.effects).len(), 2);
     let f =
@@ -76,21 +79,18 @@ fn non_member_commits_accepted_for_empty_group_refused_for_active_group() {
     );
     // Unknown group, generation >= 0: ILLEGAL_GENERATION before v9, GROUP_ID_NOT_FOUND from v9.
     let out = h.c.commit_offsets(h.now, &commit_req("ghost", 3, "m", 8));
-    assert_eq!(out.response[0].1[0].1, ErrorCode::ILLEGAL_GENERATION.0);
+    assert_eq!(out.response[0].1[0].1, ErrorCode::ILLEGAL_GENERATION);
     let out = h.c.commit_offsets(h.now, &commit_req("ghost", 3, "m", 9));
-    assert_eq!(out.response[0].1[0].1, ErrorCode::GROUP_ID_NOT_FOUND.0);
+    assert_eq!(out.response[0].1[0].1, ErrorCode::GROUP_ID_NOT_FOUND);
     assert!(h.c.group_state("ghost").is_none());
 
     // Active group: non-member commits are refused; members commit with their generation.
     let ids = stable_group(&mut h, G, 2);
-    assert_eq!(h.commit(G, -1, "", 1), ErrorCode::UNKNOWN_MEMBER_ID.0);
-    assert_eq!(
-        h.commit(G, -1, "stranger", 1),
-        ErrorCode::UNKNOWN_MEMBER_ID.0
-    );
-    assert_eq!(h.commit(G, -1, &ids[0], 1), ErrorCode::ILLEGAL_GENERATION.0);
-    assert_eq!(h.commit(G, 0, &ids[0], 1), ErrorCode::ILLEGAL_GENERATION.0);
-    assert_eq!(h.commit(G, 1, &ids[0], 42), 0);
+    assert_eq!(h.commit(G, -1, "", 1), ErrorCode::UNKNOWN_MEMBER_ID);
+    assert_eq!(h.commit(G, -1, "stranger", 1), ErrorCode::UNKNOWN_MEMBER_ID);
+    assert_eq!(h.commit(G, -1, &ids[0], 1), ErrorCode::ILLEGAL_GENERATION);
+    assert_eq!(h.commit(G, 0, &ids[0], 1), ErrorCode::ILLEGAL_GENERATION);
+    assert_eq!(h.commit(G, 1, &ids[0], 42), ErrorCode::NONE);
     assert_eq!(h.committed(G), 42);
     // Once the group is Empty again, non-member commits are accepted.
     let out = h.c.leave_group(
@@ -107,9 +107,13 @@ fn non_member_commits_accepted_for_empty_group_refused_for_active_group() {
             },
         ],
     );
-    assert!(out.response.members.iter().all(|m| m.error_code == 0));
+    assert!(out
+        .response
+        .members
+        .iter()
+        .all(|m| m.error_code == ErrorCode::NONE));
     assert_eq!(h.c.group_state(G), Some(GroupState::Empty));
-    assert_eq!(h.commit(G, -1, "", 43), 0);
+    assert_eq!(h.commit(G, -1, "", 43), ErrorCode::NONE);
     assert_eq!(h.committed(G), 43);
 }
 
@@ -119,13 +123,16 @@ fn commit_during_completing_rebalance_and_metadata_limit() {
     let (a, rid, _) = h.join_new(join_req(G, ""));
     let fx = h.advance(3_000);
     assert!(join_resp(&fx, rid).is_some());
-    assert_eq!(h.commit(G, 1, &a, 1), ErrorCode::REBALANCE_IN_PROGRESS.0);
+    assert_eq!(h.commit(G, 1, &a, 1), ErrorCode::REBALANCE_IN_PROGRESS);
     let mut req = commit_req("big", -1, "", 8);
     req.topics[0].1[0].committed_metadata = Some("x".repeat(4097));
     let out = h.c.commit_offsets(h.now, &req);
     assert_eq!(
         out.response[0].1,
-        vec![(0, ErrorCode::OFFSET_METADATA_TOO_LARGE.0), (1, 0)]
+        vec![
+            (0, ErrorCode::OFFSET_METADATA_TOO_LARGE),
+            (1, ErrorCode::NONE)
+        ]
     );
 }
 
@@ -174,15 +181,18 @@ fn offset_delete_refuses_subscribed_topics() {
         G,
         &[(TOPIC.into(), vec![0]), ("other".into(), vec![0, 9])],
     );
-    assert_eq!(out.response.error_code, 0);
+    assert_eq!(out.response.error_code, ErrorCode::NONE);
     assert_eq!(
         out.response.topics,
         vec![
             (
                 TOPIC.into(),
-                vec![(0, ErrorCode::GROUP_SUBSCRIBED_TO_TOPIC.0)]
+                vec![(0, ErrorCode::GROUP_SUBSCRIBED_TO_TOPIC)]
             ),
-            ("other".into(), vec![(0, 0), (9, 0)])
+            (
+                "other".into(),
+                vec![(0, ErrorCode::NONE), (9, ErrorCode::NONE)]
+            )
         ]
     );
     assert_eq!(
@@ -196,7 +206,7 @@ fn offset_delete_refuses_subscribed_topics() {
     );
     assert_eq!(
         h.c.delete_offsets(h.now, "none", &[]).response.error_code,
-        ErrorCode::GROUP_ID_NOT_FOUND.0
+        ErrorCode::GROUP_ID_NOT_FOUND
     );
 
     // A non-consumer group with members cannot delete offsets.
@@ -207,7 +217,7 @@ fn offset_delete_refuses_subscribed_topics() {
         h.c.delete_offsets(h.now, "connect-group", &[])
             .response
             .error_code,
-        ErrorCode::NON_EMPTY_GROUP.0
+        ErrorCode::NON_EMPTY_GROUP
     );
 }
 
@@ -217,7 +227,7 @@ fn offset_delete_refuses_subscribed_topics() {
 fn replay_round_trip() {
     let mut h = H::new();
     let ids = stable_group(&mut h, G, 2);
-    assert_eq!(h.commit(G, 1, &ids[0], 100), 0);
+    assert_eq!(h.commit(G, 1, &ids[0], 100), ErrorCode::NONE);
     h.c.commit_offsets(h.now, &commit_req("simple", -1, "", 8));
     let mut s = join_req("static", "");
     s.group_instance_id = Some("inst".into());
@@ -233,7 +243,7 @@ fn replay_round_trip() {
     h.sync(req);
     // Keep G's members alive through the 3 s above.
     for id in &ids {
-        assert_eq!(h.heartbeat(G, id, 1), 0);
+        assert_eq!(h.heartbeat(G, id, 1), ErrorCode::NONE);
     }
     // Commit records from the harness (commit_offsets calls outside it are re-derived below).
     let mut records = h.persisted.clone();
@@ -269,11 +279,14 @@ fn replay_round_trip() {
     );
     assert_eq!(c2.list_groups(&[]), h.c.list_groups(&[]));
     // Members heartbeat with their generation as before the restart.
-    assert_eq!(c2.heartbeat(t0 + 5_000, G, &ids[0], None, 1).response, 0);
+    assert_eq!(
+        c2.heartbeat(t0 + 5_000, G, &ids[0], None, 1).response,
+        ErrorCode::NONE
+    );
     assert_eq!(
         c2.heartbeat(t0 + 5_000, "static", &sid, Some("inst"), 1)
             .response,
-        0
+        ErrorCode::NONE
     );
     // ids[1] stays silent: 10 s after load it is removed and a rebalance starts.
     c2.tick(t0 + 9_999);
@@ -282,14 +295,14 @@ fn replay_round_trip() {
     assert_eq!(c2.group_state(G), Some(GroupState::PreparingRebalance));
     assert_eq!(
         c2.heartbeat(t0 + 10_001, G, &ids[0], None, 1).response,
-        ErrorCode::REBALANCE_IN_PROGRESS.0
+        ErrorCode::REBALANCE_IN_PROGRESS
     );
     // The static member restarting after the broker restart gets its assignment without a rebalance.
     let mut s = join_req("static", "");
     s.group_instance_id = Some("inst".into());
     let fx = c2.join_group(t0 + 10_002, 777, s);
     let r = join_resp(&fx, 777).unwrap();
-    assert_eq!((r.error_code, r.generation_id), (0, 1));
+    assert_eq!((r.error_code, r.generation_id), (ErrorCode::NONE, 1));
     let fx = c2.sync_group(
         t0 + 10_003,
         778,
@@ -360,7 +373,7 @@ fn offsets_retention_expires_empty_groups_only() {
     let mut expired = Vec::new();
     while h.now < t0 + 2 * hour {
         expired.extend(persisted(&h.advance(5_000)));
-        assert_eq!(h.heartbeat(G, &ids[0], 1), 0);
+        assert_eq!(h.heartbeat(G, &ids[0], 1), ErrorCode::NONE);
         if h.now < t0 + hour - 5_000 {
             assert!(
                 expired.is_empty(),

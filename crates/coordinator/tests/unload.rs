@@ -12,7 +12,7 @@ fn unload_forgets_groups_offsets_and_timers_and_answers_parked_requests() {
     let mut h = H::new();
     // "a": Stable at generation 1 with two members and one committed offset.
     let a = stable_group(&mut h, "a", 2);
-    assert_eq!(h.commit("a", 1, &a[0], 7), 0);
+    assert_eq!(h.commit("a", 1, &a[0], 7), ErrorCode::NONE);
     // "b": a member's rejoin parked in the initial rebalance delay.
     let (_b_member, b_rid, fx) = h.join_new(join_req("b", ""));
     assert!(join_resp(&fx, b_rid).is_none(), "parked");
@@ -20,7 +20,7 @@ fn unload_forgets_groups_offsets_and_timers_and_answers_parked_requests() {
     let (c1, c1_rid, _) = h.join_new(join_req("c", ""));
     let (c2, c2_rid, _) = h.join_new(join_req("c", ""));
     // "keep": an offsets-only group that stays.
-    assert_eq!(h.commit("keep", -1, "", 42), 0);
+    assert_eq!(h.commit("keep", -1, "", 42), ErrorCode::NONE);
     let mut fx = h.advance(3_000);
     if join_resp(&fx, c1_rid).is_none() {
         // The second member extended the initial rebalance delay.
@@ -43,17 +43,17 @@ fn unload_forgets_groups_offsets_and_timers_and_answers_parked_requests() {
     assert!(persisted(&fx).is_empty(), "unloading writes nothing");
     assert_eq!(
         join_resp(&fx, b2_rid).map(|r| r.error_code),
-        Some(ErrorCode::NOT_COORDINATOR.0)
+        Some(ErrorCode::NOT_COORDINATOR)
     );
     assert_eq!(
         sync_resp(&fx, c_sync).map(|r| r.error_code),
-        Some(ErrorCode::NOT_COORDINATOR.0)
+        Some(ErrorCode::NOT_COORDINATOR)
     );
     for g in ["a", "b", "c"] {
         assert!(!h.c.has_group(g), "{g}");
         assert_eq!(
             h.c.describe_group(g).error_code,
-            ErrorCode::GROUP_ID_NOT_FOUND.0
+            ErrorCode::GROUP_ID_NOT_FOUND
         );
     }
     assert_eq!(h.committed("a"), -1);
@@ -77,13 +77,13 @@ fn load_groups_merges_one_partition_and_starts_only_its_sessions() {
     // The old coordinator of "moved" wrote its records; this coordinator already serves "here".
     let mut old = H::new();
     let moved = stable_group(&mut old, "moved", 1);
-    assert_eq!(old.commit("moved", 1, &moved[0], 100), 0);
+    assert_eq!(old.commit("moved", 1, &moved[0], 100), ErrorCode::NONE);
     let records = old.persisted.clone();
 
     let mut h = H::new();
     h.now = old.now;
     let here = stable_group(&mut h, "here", 1);
-    assert_eq!(h.commit("here", 1, &here[0], 5), 0);
+    assert_eq!(h.commit("here", 1, &here[0], 5), ErrorCode::NONE);
 
     let mut replayed = GroupCoordinator::new(test_config());
     for r in records {
@@ -106,7 +106,7 @@ fn load_groups_merges_one_partition_and_starts_only_its_sessions() {
         );
     }
     assert_eq!(h.c.group_state("moved"), Some(GroupState::Stable));
-    assert_eq!(h.heartbeat("moved", &moved[0], 1), 0);
+    assert_eq!(h.heartbeat("moved", &moved[0], 1), ErrorCode::NONE);
     // Loading a partition again replaces that partition's groups only.
     let mut again = GroupCoordinator::new(test_config());
     again.replay(GroupRecord::OffsetCommit {

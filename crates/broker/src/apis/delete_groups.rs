@@ -26,7 +26,7 @@ pub async fn handle(
     for group_id in request.groups_names {
         // An empty group id is looked up like any other (Kafka 4: GROUP_ID_NOT_FOUND).
         let one = std::slice::from_ref(&group_id);
-        let error_code = match apis
+        let code = match apis
             .groups
             .with_group(&group_id, |c, now| c.delete_groups(now, one))
             .await
@@ -34,17 +34,17 @@ pub async fn handle(
             Ok((r, written)) => {
                 let code = r
                     .first()
-                    .map_or(ErrorCode::UNKNOWN_SERVER_ERROR.0, |(_, c)| *c);
+                    .map_or(ErrorCode::UNKNOWN_SERVER_ERROR, |(_, c)| *c);
                 match written {
-                    Err(e) if code == 0 => e.0,
+                    Err(e) if code == ErrorCode::NONE => e,
                     _ => code,
                 }
             }
-            Err(code) => code.0,
+            Err(code) => code,
         };
         results.push(DeletableGroupResult {
             group_id,
-            error_code,
+            error_code: code.0,
             ..Default::default()
         });
     }

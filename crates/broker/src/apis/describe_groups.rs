@@ -50,14 +50,14 @@ pub fn handle(
                 Ok(d) => d,
                 Err(code) => return error(code.0, None),
             };
-            let (error_code, error_message) = if d.error_code == ErrorCode::GROUP_ID_NOT_FOUND.0 {
+            let (error_code, error_message) = if d.error_code == ErrorCode::GROUP_ID_NOT_FOUND {
                 if version >= 6 {
-                    (d.error_code, Some(format!("Group {group_id} not found.")))
+                    (d.error_code.0, Some(format!("Group {group_id} not found.")))
                 } else {
                     (0, None)
                 }
             } else {
-                (d.error_code, None)
+                (d.error_code.0, None)
             };
             DescribedGroup {
                 error_code,

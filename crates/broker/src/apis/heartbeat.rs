@@ -15,8 +15,8 @@ pub async fn handle(
     _header: &RequestHeader,
     request: HeartbeatRequest,
 ) -> HeartbeatResponse {
-    let error_code = if request.group_id.is_empty() {
-        protocol::ErrorCode::INVALID_GROUP_ID.0
+    let code = if request.group_id.is_empty() {
+        protocol::ErrorCode::INVALID_GROUP_ID
     } else {
         match apis
             .groups
@@ -31,14 +31,13 @@ pub async fn handle(
             })
             .await
         {
-            Ok((code, _)) => code,
-            Err(code) => code.0,
+            Ok((code, _)) | Err(code) => code,
         }
     };
     tracing::debug!(group = %request.group_id, member = %request.member_id, generation = request.generation_id,
-        error = error_code, "Heartbeat");
+        error = code.0, "Heartbeat");
     HeartbeatResponse {
-        error_code,
+        error_code: code.0,
         ..Default::default()
     }
 }

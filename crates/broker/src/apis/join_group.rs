@@ -64,11 +64,11 @@ pub async fn handle(
             };
         }
     };
-    tracing::debug!(group = %group_id, member = %result.member_id, error = result.error_code,
+    tracing::debug!(group = %group_id, member = %result.member_id, error = result.error_code.0,
         generation = result.generation_id, leader = %result.leader,
         members = ?result.members.iter().map(|m| m.member_id.as_str()).collect::<Vec<_>>(), "JoinGroup answered");
     JoinGroupResponse {
-        error_code: result.error_code,
+        error_code: result.error_code.0,
         generation_id: result.generation_id,
         protocol_type: result.protocol_type,
         protocol_name: if version >= 7 {

@@ -7,7 +7,7 @@
 
 use protocol::messages::leave_group_response::MemberResponse;
 use protocol::messages::{LeaveGroupRequest, LeaveGroupResponse};
-use protocol::RequestHeader;
+use protocol::{ErrorCode, RequestHeader};
 
 use super::KafkaApis;
 
@@ -36,7 +36,7 @@ pub async fn handle(
     tracing::debug!(group = %request.group_id,
         members = ?members.iter().map(|m| m.member_id.as_str()).collect::<Vec<_>>(), "LeaveGroup");
     let result = if request.group_id.is_empty() {
-        Err(protocol::ErrorCode::INVALID_GROUP_ID.0)
+        Err(ErrorCode::INVALID_GROUP_ID)
     } else {
         match apis
             .groups
@@ -46,16 +46,16 @@ pub async fn handle(
             .await
         {
             Ok((r, _)) => Ok(r),
-            Err(code) => Err(code.0),
+            Err(code) => Err(code),
         }
     };
     let result = match result {
-        Ok(r) if r.error_code == 0 => r,
+        Ok(r) if r.error_code == ErrorCode::NONE => r,
         // An unknown group in v3+ (batched members): Kafka answers each member UNKNOWN_MEMBER_ID, not the
         // whole request.
-        Ok(r) if version >= 3 && r.error_code == protocol::ErrorCode::UNKNOWN_MEMBER_ID.0 => {
+        Ok(r) if version >= 3 && r.error_code == ErrorCode::UNKNOWN_MEMBER_ID => {
             coordinator::LeaveResult {
-                error_code: 0,
+                error_code: ErrorCode::NONE,
                 members: members
                     .into_iter()
                     .map(|m| coordinator::LeaveMemberResult {
@@ -68,20 +68,20 @@ pub async fn handle(
         }
         Ok(r) => {
             return LeaveGroupResponse {
-                error_code: r.error_code,
+                error_code: r.error_code.0,
                 ..Default::default()
             }
         }
         Err(code) => {
             return LeaveGroupResponse {
-                error_code: code,
+                error_code: code.0,
                 ..Default::default()
             }
         }
     };
     if version <= 2 {
         LeaveGroupResponse {
-            error_code: result.members.first().map_or(0, |m| m.error_code),
+            error_code: result.members.first().map_or(0, |m| m.error_code.0),
             ..Default::default()
         }
     } else {
@@ -93,7 +93,7 @@ pub async fn handle(
                 .map(|m| MemberResponse {
                     member_id: m.member_id,
                     group_instance_id: m.group_instance_id,
-                    error_code: m.error_code,
+                    error_code: m.error_code.0,
                     ..Default::default()
                 })
                 .collect(),

@@ -147,8 +147,8 @@ fn finish(
             if let Err(e) = written {
                 for (_, parts) in r.iter_mut() {
                     for (_, code) in parts.iter_mut() {
-                        if *code == 0 {
-                            *code = e.0;
+                        if *code == ErrorCode::NONE {
+                            *code = e;
                         }
                     }
                 }
@@ -175,7 +175,7 @@ fn finish(
                         .iter()
                         .map(|p| {
                             let error_code = if (0..count).contains(&p.partition_index) {
-                                answered.next().map_or(unknown, |(_, code)| code)
+                                answered.next().map_or(unknown, |(_, code)| code.0)
                             } else {
                                 unknown
                             };

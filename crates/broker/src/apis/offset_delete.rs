@@ -21,12 +21,12 @@ pub async fn handle(
     _header: &RequestHeader,
     request: OffsetDeleteRequest,
 ) -> OffsetDeleteResponse {
-    let group_error = |code: i16| OffsetDeleteResponse {
-        error_code: code,
+    let group_error = |code: ErrorCode| OffsetDeleteResponse {
+        error_code: code.0,
         ..Default::default()
     };
     if request.group_id.is_empty() {
-        return group_error(ErrorCode::INVALID_GROUP_ID.0);
+        return group_error(ErrorCode::INVALID_GROUP_ID);
     }
     let known: Vec<bool> = request
         .topics
@@ -54,11 +54,11 @@ pub async fn handle(
     {
         Ok((r, Ok(()))) => r,
         // The tombstones were not written (NOT_COORDINATOR when leadership was lost).
-        Ok((r, Err(code))) if r.error_code == 0 => return group_error(code.0),
+        Ok((r, Err(code))) if r.error_code == ErrorCode::NONE => return group_error(code),
         Ok((r, Err(_))) => r,
-        Err(code) => return group_error(code.0),
+        Err(code) => return group_error(code),
     };
-    if result.error_code != 0 {
+    if result.error_code != ErrorCode::NONE {
         return group_error(result.error_code);
     }
     let mut results = result.topics.into_iter();
@@ -78,7 +78,7 @@ pub async fn handle(
                         .into_iter()
                         .map(|(p, code)| OffsetDeleteResponsePartition {
                             partition_index: p,
-                            error_code: code,
+                            error_code: code.0,
                         })
                         .collect()
                 } else {

@@ -24,7 +24,7 @@ fn fetch(
     group_id: &str,
     topics: Option<Vec<(String, Vec<i32>)>>,
 ) -> coordinator::OffsetFetchGroup {
-    let error = |code: i16| coordinator::OffsetFetchGroup {
+    let error = |code: protocol::ErrorCode| coordinator::OffsetFetchGroup {
         group_id: group_id.to_string(),
         error_code: code,
         topics: Vec::new(),
@@ -32,7 +32,7 @@ fn fetch(
     // An empty group id is just a group nobody joined (Kafka 4 answers its offsets as −1).
     apis.groups
         .read_group(group_id, |c| c.fetch_offsets(group_id, topics.as_deref()))
-        .unwrap_or_else(|code| error(code.0))
+        .unwrap_or_else(error)
 }
 
 /// Answers the committed offsets of the requested group(s).
@@ -55,7 +55,7 @@ pub fn handle(
                 let r = fetch(apis, &g.group_id, topics);
                 OffsetFetchResponseGroup {
                     group_id: g.group_id,
-                    error_code: r.error_code,
+                    error_code: r.error_code.0,
                     topics: r
                         .topics
                         .into_iter()
@@ -68,7 +68,7 @@ pub fn handle(
                                     committed_offset: p.committed_offset,
                                     committed_leader_epoch: p.committed_leader_epoch,
                                     metadata: Some(p.metadata),
-                                    error_code: p.error_code,
+                                    error_code: p.error_code.0,
                                     ..Default::default()
                                 })
                                 .collect(),
@@ -95,7 +95,7 @@ pub fn handle(
         None => None,
     };
     let r = fetch(apis, &request.group_id, requested.clone());
-    let topics: Vec<OffsetFetchResponseTopic> = if r.error_code != 0 && version < 2 {
+    let topics: Vec<OffsetFetchResponseTopic> = if !r.error_code.is_ok() && version < 2 {
         // No top-level error field: report it on every requested partition.
         requested
             .unwrap_or_default()
@@ -109,7 +109,7 @@ pub fn handle(
                         committed_offset: -1,
                         committed_leader_epoch: -1,
                         metadata: Some(String::new()),
-                        error_code: r.error_code,
+                        error_code: r.error_code.0,
                         ..Default::default()
                     })
                     .collect(),
@@ -128,7 +128,7 @@ pub fn handle(
                         committed_offset: p.committed_offset,
                         committed_leader_epoch: p.committed_leader_epoch,
                         metadata: Some(p.metadata),
-                        error_code: p.error_code,
+                        error_code: p.error_code.0,
                         ..Default::default()
                     })
                     .collect(),
@@ -138,7 +138,7 @@ pub fn handle(
     };
     OffsetFetchResponse {
         topics,
-        error_code: r.error_code,
+        error_code: r.error_code.0,
         ..Default::default()
     }
 }

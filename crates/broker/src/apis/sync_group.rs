@@ -39,10 +39,10 @@ pub async fn handle(
     };
     let result = apis.groups.sync_group(req).await;
     tracing::debug!(group = %group_id, member = %member_id,
-        result = ?result.as_ref().map(|r| (r.error_code, r.assignment.len())).map_err(|e| e.0), "SyncGroup answered");
+        result = ?result.as_ref().map(|r| (r.error_code.0, r.assignment.len())).map_err(|e| e.0), "SyncGroup answered");
     match result {
         Ok(r) => SyncGroupResponse {
-            error_code: r.error_code,
+            error_code: r.error_code.0,
             protocol_type: if version >= 5 { r.protocol_type } else { None },
             protocol_name: if version >= 5 { r.protocol_name } else { None },
             assignment: r.assignment,

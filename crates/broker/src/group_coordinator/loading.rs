@@ -184,7 +184,7 @@ impl GroupCoordinatorService {
             match st.pending.remove(&id) {
                 Some((_, Pending::Join(tx))) => {
                     let _ = tx.send(JoinResult {
-                        error_code: ErrorCode::NOT_COORDINATOR.0,
+                        error_code: ErrorCode::NOT_COORDINATOR,
                         generation_id: -1,
                         protocol_type: None,
                         protocol_name: None,
@@ -196,7 +196,7 @@ impl GroupCoordinatorService {
                 }
                 Some((_, Pending::Sync(tx))) => {
                     let _ = tx.send(SyncResult {
-                        error_code: ErrorCode::NOT_COORDINATOR.0,
+                        error_code: ErrorCode::NOT_COORDINATOR,
                         protocol_type: None,
                         protocol_name: None,
                         assignment: Bytes::new(),

@@ -636,7 +636,7 @@ impl GroupCoordinatorService {
             ((), st.coordinator.join_group(now, id, req))
         })?;
         Ok(rx.await.unwrap_or_else(|_| JoinResult {
-            error_code: ErrorCode::UNKNOWN_SERVER_ERROR.0,
+            error_code: ErrorCode::UNKNOWN_SERVER_ERROR,
             generation_id: -1,
             protocol_type: None,
             protocol_name: None,
@@ -660,7 +660,7 @@ impl GroupCoordinatorService {
             ((), st.coordinator.sync_group(now, id, req))
         })?;
         Ok(rx.await.unwrap_or_else(|_| SyncResult {
-            error_code: ErrorCode::UNKNOWN_SERVER_ERROR.0,
+            error_code: ErrorCode::UNKNOWN_SERVER_ERROR,
             protocol_type: None,
             protocol_name: None,
             assignment: Bytes::new(),

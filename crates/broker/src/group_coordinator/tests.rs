@@ -135,7 +135,7 @@ fn requests_wait_for_loading_and_commits_survive_reopen() {
         let (r, persisted) =
             block(svc.with(|c, now| c.commit_offsets(now, &commit("g", 41)))).unwrap();
         assert!(persisted);
-        assert_eq!(r, vec![("t".to_string(), vec![(0, 0)])]);
+        assert_eq!(r, vec![("t".to_string(), vec![(0, ErrorCode::NONE)])]);
         let (_, persisted) =
             block(svc.with(|c, now| c.commit_offsets(now, &commit("g", 42)))).unwrap();
         assert!(persisted);
@@ -188,7 +188,7 @@ async fn join_and_sync_park_until_answered() {
     svc.load();
     let join = |member: &str| join_request("g", member);
     let first = svc.join_group(join("")).await.unwrap();
-    assert_eq!(first.error_code, ErrorCode::MEMBER_ID_REQUIRED.0);
+    assert_eq!(first.error_code, ErrorCode::MEMBER_ID_REQUIRED);
     let (_shutdown, shutdown_rx) = watch::channel(false);
     let timers = tokio::spawn(svc.clone().run_timers(shutdown_rx));
     let bounded = Duration::from_secs(10);
@@ -196,7 +196,10 @@ async fn join_and_sync_park_until_answered() {
         .await
         .expect("the join is answered once the initial rebalance delay (0 ms) passes")
         .unwrap();
-    assert_eq!((joined.error_code, joined.generation_id), (0, 1));
+    assert_eq!(
+        (joined.error_code, joined.generation_id),
+        (ErrorCode::NONE, 1)
+    );
     assert_eq!(joined.leader, first.member_id);
     let synced = tokio::time::timeout(
         bounded,
@@ -213,7 +216,10 @@ async fn join_and_sync_park_until_answered() {
     .await
     .expect("the leader's sync is answered at once")
     .unwrap();
-    assert_eq!((synced.error_code, &synced.assignment[..]), (0, &b"a"[..]));
+    assert_eq!(
+        (synced.error_code, &synced.assignment[..]),
+        (ErrorCode::NONE, &b"a"[..])
+    );
     timers.abort();
 }
 
@@ -273,7 +279,7 @@ fn cluster_mode_coordinates_only_led_partitions_and_reloads_on_leadership() {
             block(svc.with_group(g, |c, now| c.commit_offsets(now, &commit(g, offset)))).unwrap();
         assert_eq!(
             (r, written),
-            (vec![("t".to_string(), vec![(0, 0)])], Ok(()))
+            (vec![("t".to_string(), vec![(0, ErrorCode::NONE)])], Ok(()))
         );
     }
     let (_, written) =
@@ -345,7 +351,7 @@ fn cluster_mode_loading_state_superseded_loads_and_lost_log() {
     rm.stop_replica(OFFSETS_TOPIC, 1, false).unwrap();
     let (r, written) =
         block(svc.with_group(&b, |c, now| c.commit_offsets(now, &commit(&b, 1)))).unwrap();
-    assert_eq!(r, vec![("t".to_string(), vec![(0, 0)])]);
+    assert_eq!(r, vec![("t".to_string(), vec![(0, ErrorCode::NONE)])]);
     assert_eq!(written, Err(ErrorCode::NOT_COORDINATOR));
 }
 
@@ -362,7 +368,7 @@ fn cluster_mode_unload_answers_parked_joins_not_coordinator() {
     rt.block_on(async {
         let join = |member: &str| join_request(&a, member);
         let first = svc.join_group(join("")).await.unwrap();
-        assert_eq!(first.error_code, ErrorCode::MEMBER_ID_REQUIRED.0);
+        assert_eq!(first.error_code, ErrorCode::MEMBER_ID_REQUIRED);
         // No timer task runs: the rejoin stays parked in the initial rebalance.
         let parked = tokio::spawn({
             let svc = svc.clone();
@@ -378,7 +384,7 @@ fn cluster_mode_unload_answers_parked_joins_not_coordinator() {
             .expect("answered at once")
             .unwrap()
             .unwrap();
-        assert_eq!(r.error_code, ErrorCode::NOT_COORDINATOR.0);
+        assert_eq!(r.error_code, ErrorCode::NOT_COORDINATOR);
         assert!(svc.state.lock().pending.is_empty());
         assert_eq!(
             svc.with_group_replicated(&a, |c, now| c.commit_offsets(now, &commit(&a, 1)))
@@ -404,7 +410,7 @@ fn cluster_mode_unload_answers_parked_joins_not_coordinator() {
         .unwrap();
         assert_eq!(
             (r, written),
-            (vec![("t".to_string(), vec![(0, 0)])], Ok(()))
+            (vec![("t".to_string(), vec![(0, ErrorCode::NONE)])], Ok(()))
         );
         assert_eq!(committed(&svc, &b), Ok(3));
         assert_eq!(

@@ -108,7 +108,7 @@ impl H {
         (rid, fx)
     }
 
-    pub fn heartbeat(&mut self, group: &str, member: &str, generation: i32) -> i16 {
+    pub fn heartbeat(&mut self, group: &str, member: &str, generation: i32) -> ErrorCode {
         let out = self.c.heartbeat(self.now, group, member, None, generation);
         self.record(&out.effects);
         out.response
@@ -120,7 +120,7 @@ impl H {
         member: &str,
         instance: &str,
         generation: i32,
-    ) -> i16 {
+    ) -> ErrorCode {
         let out = self
             .c
             .heartbeat(self.now, group, member, Some(instance), generation);
@@ -142,7 +142,7 @@ impl H {
         req.member_id.clear();
         let (rid, fx) = self.join(req.clone());
         let r = join_resp(&fx, rid).expect("MEMBER_ID_REQUIRED response");
-        assert_eq!(r.error_code, ErrorCode::MEMBER_ID_REQUIRED.0);
+        assert_eq!(r.error_code, ErrorCode::MEMBER_ID_REQUIRED);
         assert!(r.member_id.starts_with("client-"), "{}", r.member_id);
         req.member_id = r.member_id.clone();
         let (rid2, fx2) = self.join(req);
@@ -167,7 +167,7 @@ impl H {
         }
     }
 
-    pub fn commit(&mut self, group: &str, generation: i32, member: &str, offset: i64) -> i16 {
+    pub fn commit(&mut self, group: &str, generation: i32, member: &str, offset: i64) -> ErrorCode {
         let req = OffsetCommitRequest {
             api_version: 8,
             group_id: group.into(),
@@ -257,7 +257,7 @@ pub fn stable_group(h: &mut H, group: &str, n: usize) -> Vec<String> {
         .collect();
     let leader = resps[0].leader.clone();
     for r in &resps {
-        assert_eq!(r.error_code, 0);
+        assert_eq!(r.error_code, ErrorCode::NONE);
         assert_eq!(r.generation_id, 1);
     }
     let mut ordered = vec![leader.clone()];

@@ -1,0 +1,131 @@
+//! Admin operations: DescribeGroups, ListGroups, DeleteGroups, and read-only views of a group.
+
+use bytes::Bytes;
+use types::ErrorCode;
+
+use super::GroupCoordinator;
+use crate::api::{DescribedGroup, DescribedMember, Effect, ListedGroup, Outcome};
+use crate::group::GroupState;
+use crate::records::GroupRecord;
+
+impl GroupCoordinator {
+    /// DescribeGroups for one group. Members carry metadata and assignment only when the group is Stable.
+    pub fn describe_group(&self, group_id: &str) -> DescribedGroup {
+        let Some(g) = self.groups.get(group_id) else {
+            return DescribedGroup {
+                error_code: ErrorCode::GROUP_ID_NOT_FOUND,
+                group_id: group_id.to_string(),
+                group_state: GroupState::Dead.as_str().to_string(),
+                protocol_type: String::new(),
+                protocol_data: String::new(),
+                members: Vec::new(),
+            };
+        };
+        let stable = g.is(GroupState::Stable);
+        let protocol = g.protocol_name.clone().unwrap_or_default();
+        DescribedGroup {
+            error_code: ErrorCode::NONE,
+            group_id: group_id.to_string(),
+            group_state: g.state.as_str().to_string(),
+            protocol_type: g.protocol_type.clone().unwrap_or_default(),
+            protocol_data: if stable {
+                protocol.clone()
+            } else {
+                String::new()
+            },
+            members: g
+                .members
+                .values()
+                .map(|m| DescribedMember {
+                    member_id: m.member_id.clone(),
+                    group_instance_id: m.group_instance_id.clone(),
+                    client_id: m.client_id.clone(),
+                    client_host: m.client_host.clone(),
+                    member_metadata: if stable {
+                        m.metadata(&protocol)
+                    } else {
+                        Bytes::new()
+                    },
+                    member_assignment: if stable {
+                        m.assignment.clone()
+                    } else {
+                        Bytes::new()
+                    },
+                })
+                .collect(),
+        }
+    }
+
+    /// ListGroups: every group, or those whose state name matches one of `states_filter` (case-insensitive;
+    /// empty filter = all), ordered by group id.
+    pub fn list_groups(&self, states_filter: &[String]) -> Vec<ListedGroup> {
+        self.groups
+            .values()
+            .filter(|g| {
+                states_filter.is_empty()
+                    || states_filter
+                        .iter()
+                        .any(|s| s.eq_ignore_ascii_case(g.state.as_str()))
+            })
+            .map(|g| ListedGroup {
+                group_id: g.group_id.clone(),
+                protocol_type: g.protocol_type.clone().unwrap_or_default(),
+                group_state: g.state.as_str().to_string(),
+            })
+            .collect()
+    }
+
+    /// DeleteGroups: deletes Empty groups with all their offsets (tombstones persisted). Per group:
+    /// 0, GROUP_ID_NOT_FOUND or NON_EMPTY_GROUP.
+    pub fn delete_groups(
+        &mut self,
+        now_ms: i64,
+        group_ids: &[String],
+    ) -> Outcome<Vec<(String, ErrorCode)>> {
+        let mut fx = self.fire_due(now_ms);
+        let mut result = Vec::with_capacity(group_ids.len());
+        for gid in group_ids {
+            let code = match self.groups.get(gid) {
+                None => ErrorCode::GROUP_ID_NOT_FOUND,
+                Some(g) if g.is(GroupState::Dead) => ErrorCode::GROUP_ID_NOT_FOUND,
+                Some(g) if !g.is(GroupState::Empty) => ErrorCode::NON_EMPTY_GROUP,
+                Some(_) => {
+                    if let Some(by_topic) = self.offsets.remove(gid) {
+                        for (topic, parts) in by_topic {
+                            for p in parts.keys() {
+                                fx.push(Effect::Persist(GroupRecord::OffsetCommit {
+                                    group: gid.clone(),
+                                    topic: topic.clone(),
+                                    partition: *p,
+                                    value: None,
+                                }));
+                            }
+                        }
+                    }
+                    fx.push(Effect::Persist(GroupRecord::GroupMetadata {
+                        group: gid.clone(),
+                        value: None,
+                    }));
+                    self.groups.remove(gid);
+                    self.timers.cancel_group(gid);
+                    ErrorCode::NONE
+                }
+            };
+            result.push((gid.clone(), code));
+        }
+        Outcome {
+            response: result,
+            effects: fx,
+        }
+    }
+
+    /// State of a group, `None` if unknown.
+    pub fn group_state(&self, group_id: &str) -> Option<GroupState> {
+        self.groups.get(group_id).map(|g| g.state)
+    }
+
+    /// Generation id of a group, `None` if unknown.
+    pub fn group_generation(&self, group_id: &str) -> Option<i32> {
+        self.groups.get(group_id).map(|g| g.generation_id)
+    }
+}

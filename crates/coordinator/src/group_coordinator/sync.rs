@@ -1,0 +1,135 @@
+//! SyncGroup: the second half of a rebalance (Kafka's `classicGroupSync`): the leader's assignment is stored,
+//! persisted and handed to every member; followers wait for it.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use types::ErrorCode;
+
+use super::{group_metadata_record, validate_member, Ctx, GroupCoordinator};
+use crate::api::{Effect, RequestId, SyncGroupRequest, SyncResult};
+use crate::group::{ClassicGroup, GroupState};
+
+impl GroupCoordinator {
+    /// SyncGroup (v0–v5). The leader's call distributes its assignment to every member (members it left out get
+    /// empty bytes) and persists the group; followers' calls wait for the leader. Responses arrive as
+    /// [`Effect::SyncResponse`].
+    ///
+    /// Errors: UNKNOWN_MEMBER_ID (group unknown or Empty, member unknown), FENCED_INSTANCE_ID,
+    /// ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL (v5 protocol type/name mismatch), REBALANCE_IN_PROGRESS
+    /// (join phase running, or a new rebalance started while waiting).
+    pub fn sync_group(
+        &mut self,
+        now_ms: i64,
+        request: RequestId,
+        req: SyncGroupRequest,
+    ) -> Vec<Effect> {
+        self.run(now_ms, |groups, cx| match groups.get_mut(&req.group_id) {
+            None => cx.respond_sync(request, SyncResult::error(ErrorCode::UNKNOWN_MEMBER_ID)),
+            Some(g) => match sync_request_error(g, &req) {
+                Some(code) => cx.respond_sync(request, SyncResult::error(code)),
+                None => cx.sync_member(g, request, &req),
+            },
+        })
+        .effects
+    }
+}
+
+/// The checks of a SyncGroup against its group, before the state decides.
+fn sync_request_error(g: &ClassicGroup, req: &SyncGroupRequest) -> Option<ErrorCode> {
+    if g.is(GroupState::Empty) {
+        return Some(ErrorCode::UNKNOWN_MEMBER_ID);
+    }
+    if g.is(GroupState::Dead) {
+        return Some(ErrorCode::COORDINATOR_NOT_AVAILABLE);
+    }
+    if let Err(code) = validate_member(g, &req.member_id, req.group_instance_id.as_deref()) {
+        return Some(code);
+    }
+    if req.generation_id != g.generation_id {
+        return Some(ErrorCode::ILLEGAL_GENERATION);
+    }
+    let inconsistent = |asked: &Option<String>, have: &Option<String>| matches!((asked, have), (Some(a), Some(h)) if a != h);
+    if inconsistent(&req.protocol_type, &g.protocol_type)
+        || inconsistent(&req.protocol_name, &g.protocol_name)
+    {
+        return Some(ErrorCode::INCONSISTENT_GROUP_PROTOCOL);
+    }
+    None
+}
+
+impl Ctx<'_> {
+    /// A valid SyncGroup of a member of `g`, by the group's state.
+    fn sync_member(&mut self, g: &mut ClassicGroup, request: RequestId, req: &SyncGroupRequest) {
+        match g.state {
+            GroupState::PreparingRebalance => {
+                self.respond_sync(request, SyncResult::error(ErrorCode::REBALANCE_IN_PROGRESS))
+            }
+            GroupState::CompletingRebalance => {
+                self.park_sync(g, &req.member_id, request);
+                self.remove_pending_sync_member(g, &req.member_id);
+                if g.is_leader(&req.member_id) {
+                    self.set_and_propagate_assignment(g, &req.assignments);
+                }
+            }
+            GroupState::Stable => {
+                self.remove_pending_sync_member(g, &req.member_id);
+                let assignment = g
+                    .members
+                    .get(&req.member_id)
+                    .map(|m| m.assignment.clone())
+                    .unwrap_or_default();
+                let session = g
+                    .members
+                    .get(&req.member_id)
+                    .map_or(0, |m| m.session_timeout_ms);
+                self.reschedule_heartbeat(g, &req.member_id, session);
+                let resp = SyncResult {
+                    error_code: ErrorCode::NONE,
+                    protocol_type: g.protocol_type.clone(),
+                    protocol_name: g.protocol_name.clone(),
+                    assignment,
+                };
+                self.respond_sync(request, resp);
+            }
+            GroupState::Empty | GroupState::Dead => {
+                self.respond_sync(request, SyncResult::error(ErrorCode::UNKNOWN_MEMBER_ID))
+            }
+        }
+    }
+
+    /// The leader's assignment: stored on every member (empty for members it left out), persisted, and sent to
+    /// every parked SyncGroup; the group becomes Stable.
+    fn set_and_propagate_assignment(
+        &mut self,
+        g: &mut ClassicGroup,
+        assignments: &[(String, Bytes)],
+    ) {
+        let mut assignment: BTreeMap<&str, &Bytes> = BTreeMap::new();
+        for (id, bytes) in assignments {
+            assignment.insert(id.as_str(), bytes);
+        }
+        for m in g.members.values_mut() {
+            m.assignment = assignment
+                .get(m.member_id.as_str())
+                .map(|b| (*b).clone())
+                .unwrap_or_default();
+        }
+        self.persist(group_metadata_record(g));
+        self.propagate_assignment(g, ErrorCode::NONE);
+        g.transition_to(GroupState::Stable, self.now);
+    }
+}
+
+impl Ctx<'_> {
+    fn park_sync(&mut self, g: &mut ClassicGroup, member_id: &str, request: RequestId) {
+        let Some(m) = g.members.get_mut(member_id) else {
+            return;
+        };
+        if let Some(old) = m.awaiting_sync.replace(request) {
+            if old != request {
+                self.respond_sync(old, SyncResult::error(ErrorCode::REBALANCE_IN_PROGRESS));
+            }
+        }
+    }
+}
