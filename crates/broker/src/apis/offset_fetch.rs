@@ -53,30 +53,7 @@ pub fn handle(
                         .collect()
                 });
                 let r = fetch(apis, &g.group_id, topics);
-                OffsetFetchResponseGroup {
-                    group_id: g.group_id,
-                    error_code: r.error_code.0,
-                    topics: r
-                        .topics
-                        .into_iter()
-                        .map(|(name, parts)| OffsetFetchResponseTopics {
-                            name,
-                            partitions: parts
-                                .into_iter()
-                                .map(|p| OffsetFetchResponsePartitions {
-                                    partition_index: p.partition_index,
-                                    committed_offset: p.committed_offset,
-                                    committed_leader_epoch: p.committed_leader_epoch,
-                                    metadata: Some(p.metadata),
-                                    error_code: p.error_code.0,
-                                    ..Default::default()
-                                })
-                                .collect(),
-                            ..Default::default()
-                        })
-                        .collect(),
-                    ..Default::default()
-                }
+                group_v8(g.group_id, r)
             })
             .collect();
         return OffsetFetchResponse {
@@ -95,6 +72,7 @@ pub fn handle(
         None => None,
     };
     let r = fetch(apis, &request.group_id, requested.clone());
+    let error_code = r.error_code.0;
     let topics: Vec<OffsetFetchResponseTopic> = if !r.error_code.is_ok() && version < 2 {
         // No top-level error field: report it on every requested partition.
         requested
@@ -109,7 +87,7 @@ pub fn handle(
                         committed_offset: -1,
                         committed_leader_epoch: -1,
                         metadata: Some(String::new()),
-                        error_code: r.error_code.0,
+                        error_code,
                         ..Default::default()
                     })
                     .collect(),
@@ -117,13 +95,49 @@ pub fn handle(
             })
             .collect()
     } else {
-        r.topics
+        r.topics.into_iter().map(topic_v1).collect()
+    };
+    OffsetFetchResponse {
+        topics,
+        error_code,
+        ..Default::default()
+    }
+}
+
+/// A v1–v7 topic of the coordinator's answer.
+fn topic_v1(
+    (name, parts): (String, Vec<coordinator::OffsetFetchPartition>),
+) -> OffsetFetchResponseTopic {
+    OffsetFetchResponseTopic {
+        name,
+        partitions: parts
             .into_iter()
-            .map(|(name, parts)| OffsetFetchResponseTopic {
+            .map(|p| OffsetFetchResponsePartition {
+                partition_index: p.partition_index,
+                committed_offset: p.committed_offset,
+                committed_leader_epoch: p.committed_leader_epoch,
+                metadata: Some(p.metadata),
+                error_code: p.error_code.0,
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+/// A v8+ group of the coordinator's answer.
+fn group_v8(group_id: String, r: coordinator::OffsetFetchGroup) -> OffsetFetchResponseGroup {
+    OffsetFetchResponseGroup {
+        group_id,
+        error_code: r.error_code.0,
+        topics: r
+            .topics
+            .into_iter()
+            .map(|(name, parts)| OffsetFetchResponseTopics {
                 name,
                 partitions: parts
                     .into_iter()
-                    .map(|p| OffsetFetchResponsePartition {
+                    .map(|p| OffsetFetchResponsePartitions {
                         partition_index: p.partition_index,
                         committed_offset: p.committed_offset,
                         committed_leader_epoch: p.committed_leader_epoch,
@@ -134,11 +148,7 @@ pub fn handle(
                     .collect(),
                 ..Default::default()
             })
-            .collect()
-    };
-    OffsetFetchResponse {
-        topics,
-        error_code: r.error_code.0,
+            .collect(),
         ..Default::default()
     }
 }
