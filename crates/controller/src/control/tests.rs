@@ -1,5 +1,12 @@
 use std::collections::HashMap;
 
+use metadata::{
+    CreateTopic, CreatedTopic, ElectionResult, ElectionType, HeartbeatReply, PartitionRegistration,
+    NO_LEADER, RESOURCE_BROKER, RESOURCE_TOPIC,
+};
+use rand::Rng;
+use uuid::Uuid;
+
 use super::*;
 
 fn cfg(unclean: bool) -> ControlConfig {
