@@ -3,7 +3,7 @@
 //! to leaderships and ISRs.
 
 use metadata::{ControllerError, HeartbeatReply, MetadataImage, MetadataRecord, NO_LEADER};
-use types::ErrorCode;
+use types::{BrokerId, ErrorCode};
 
 use super::{
     err, Batch, Decision, Heartbeat, QuorumControl, RegisterBroker,
@@ -22,7 +22,7 @@ impl QuorumControl {
         req: &RegisterBroker,
         now_ms: i64,
     ) -> Result<Vec<MetadataRecord>, ControllerError> {
-        if req.broker_id < 0 {
+        if req.broker_id.get() < 0 {
             return Err(err(ErrorCode::INVALID_REQUEST, "negative broker id"));
         }
         let mut batch = Batch::new(image);
@@ -177,14 +177,14 @@ impl QuorumControl {
     /// `generateLeaderAndIsrUpdates`). With `fencing`, a partition whose leadership cannot move
     /// loses its leader; without (controlled shutdown) it is left alone. Returns whether any record
     /// was added.
-    fn broker_leaves(&self, batch: &mut Batch<'_>, broker: i32, fencing: bool) -> bool {
+    fn broker_leaves(&self, batch: &mut Batch<'_>, broker: BrokerId, fencing: bool) -> bool {
         let mut changes = Vec::new();
         for t in batch.view.topics.values() {
             for (&pid, p) in &t.partitions {
                 if !p.isr.contains(&broker) && p.leader != broker {
                     continue;
                 }
-                let mut new_isr: Vec<i32> =
+                let mut new_isr: Vec<BrokerId> =
                     p.isr.iter().copied().filter(|&r| r != broker).collect();
                 if new_isr.is_empty() {
                     // Kafka keeps the last ISR member so that it can come back as leader.
@@ -237,7 +237,7 @@ impl QuorumControl {
     }
 
     /// Elects `broker` (now active) leader of leaderless partitions it can lead.
-    fn broker_arrives(&self, batch: &mut Batch<'_>, broker: i32) {
+    fn broker_arrives(&self, batch: &mut Batch<'_>, broker: BrokerId) {
         let mut changes = Vec::new();
         for t in batch.view.topics.values() {
             for (&pid, p) in &t.partitions {

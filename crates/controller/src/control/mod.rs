@@ -37,7 +37,7 @@ use std::collections::BTreeMap;
 use metadata::{ControllerError, MetadataImage, MetadataRecord};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
-use types::ErrorCode;
+use types::{BrokerId, ErrorCode};
 
 /// The requests [`QuorumControl`] decides on; they moved to the `metadata` crate with the other
 /// broker-controller formats.
@@ -87,7 +87,7 @@ pub struct Decision<T> {
 #[derive(Debug)]
 pub struct QuorumControl {
     config: ControlConfig,
-    last_contact_ms: BTreeMap<i32, i64>,
+    last_contact_ms: BTreeMap<BrokerId, i64>,
     /// When the next preferred-leader check is due (set on activation and after each check).
     next_balance_ms: Option<i64>,
     rng: StdRng,
@@ -144,7 +144,7 @@ impl QuorumControl {
     }
 
     /// True when `broker_id` heartbeated within the session timeout.
-    pub fn has_valid_session(&self, broker_id: i32, now_ms: i64) -> bool {
+    pub fn has_valid_session(&self, broker_id: BrokerId, now_ms: i64) -> bool {
         self.last_contact_ms
             .get(&broker_id)
             .is_some_and(|&t| now_ms.saturating_sub(t) < self.config.session_timeout_ms)
@@ -154,7 +154,7 @@ impl QuorumControl {
 /// `STALE_BROKER_EPOCH` unless `broker_id` is registered with `broker_epoch`.
 fn check_broker_epoch(
     image: &MetadataImage,
-    broker_id: i32,
+    broker_id: BrokerId,
     broker_epoch: i64,
 ) -> Result<(), ControllerError> {
     match image.brokers.get(&broker_id) {

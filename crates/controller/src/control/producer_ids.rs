@@ -1,7 +1,7 @@
 //! Producer-id blocks (AllocateProducerIds, KIP-730; Kafka's `ProducerIdControlManager`).
 
 use metadata::{ControllerError, MetadataImage, MetadataRecord};
-use types::ErrorCode;
+use types::{BrokerId, ErrorCode, ProducerId};
 
 use super::{check_broker_epoch, err, Decision, QuorumControl, PRODUCER_ID_BLOCK_SIZE};
 
@@ -12,13 +12,15 @@ impl QuorumControl {
     pub fn allocate_producer_ids(
         &mut self,
         image: &MetadataImage,
-        broker_id: i32,
+        broker_id: BrokerId,
         broker_epoch: i64,
-    ) -> Result<Decision<(i64, i32)>, ControllerError> {
+    ) -> Result<Decision<(ProducerId, i32)>, ControllerError> {
         check_broker_epoch(image, broker_id, broker_epoch)?;
         let first = image.next_producer_id;
         let next = first
+            .get()
             .checked_add(PRODUCER_ID_BLOCK_SIZE as i64)
+            .map(ProducerId)
             .ok_or_else(|| err(ErrorCode::UNKNOWN_SERVER_ERROR, "producer ids exhausted"))?;
         Ok(Decision {
             records: vec![MetadataRecord::ProducerIdsRecord {

@@ -7,7 +7,7 @@ use metadata::{
     ControllerError, ElectionResult, ElectionType, MetadataImage, MetadataRecord,
     PartitionRegistration, NO_LEADER,
 };
-use types::ErrorCode;
+use types::{BrokerId, ErrorCode};
 
 use super::{check_broker_epoch, err, AlterPartition, Batch, Decision, QuorumControl};
 
@@ -99,7 +99,7 @@ impl QuorumControl {
                         format!("partition has leader {}", p.leader),
                     ));
                 }
-                let active = |r: &i32| batch.view.is_active_broker(*r);
+                let active = |r: &BrokerId| batch.view.is_active_broker(*r);
                 if let Some(&r) = p.isr.iter().find(|r| active(r)) {
                     (r, None)
                 } else if let Some(&r) = p.replicas.iter().find(|r| active(r)) {
@@ -198,7 +198,7 @@ impl QuorumControl {
                 ),
             ));
         }
-        let set: BTreeSet<i32> = req.new_isr.iter().copied().collect();
+        let set: BTreeSet<BrokerId> = req.new_isr.iter().copied().collect();
         if req.new_isr.is_empty()
             || set.len() != req.new_isr.len()
             || !set.iter().all(|r| cur.replicas.contains(r))
@@ -222,7 +222,7 @@ impl QuorumControl {
                 format!("replica {bad} is fenced, shutting down or unregistered"),
             ));
         }
-        let cur_set: BTreeSet<i32> = cur.isr.iter().copied().collect();
+        let cur_set: BTreeSet<BrokerId> = cur.isr.iter().copied().collect();
         if cur_set == set {
             return Ok(Decision {
                 records: Vec::new(),
@@ -231,7 +231,7 @@ impl QuorumControl {
         }
         let mut next = cur.clone();
         next.isr = req.new_isr.clone();
-        next.partition_epoch = next.partition_epoch.saturating_add(1);
+        next.partition_epoch = next.partition_epoch.next();
         Ok(Decision {
             records: vec![MetadataRecord::PartitionChangeRecord {
                 topic_id: req.topic_id,

@@ -8,7 +8,7 @@ use metadata::{
     RESOURCE_BROKER, RESOURCE_TOPIC,
 };
 use rand::Rng;
-use types::ErrorCode;
+use types::{BrokerId, ErrorCode, LeaderEpoch, PartitionEpoch};
 use uuid::Uuid;
 
 use super::{err, Batch, Decision, QuorumControl, MAX_PARTITIONS, MAX_TOPIC_NAME_LEN};
@@ -313,8 +313,8 @@ impl QuorumControl {
         first: i32,
         count: i32,
         rf: i16,
-    ) -> Result<Vec<Vec<i32>>, ControllerError> {
-        let usable: Vec<i32> = image
+    ) -> Result<Vec<Vec<BrokerId>>, ControllerError> {
+        let usable: Vec<BrokerId> = image
             .brokers
             .keys()
             .copied()
@@ -355,9 +355,9 @@ fn new_partition_record(
     image: &MetadataImage,
     topic_id: Uuid,
     partition_id: i32,
-    replicas: Vec<i32>,
+    replicas: Vec<BrokerId>,
 ) -> MetadataRecord {
-    let isr: Vec<i32> = replicas
+    let isr: Vec<BrokerId> = replicas
         .iter()
         .copied()
         .filter(|&r| image.is_active_broker(r))
@@ -369,8 +369,8 @@ fn new_partition_record(
         replicas,
         isr,
         leader,
-        leader_epoch: 0,
-        partition_epoch: 0,
+        leader_epoch: LeaderEpoch(0),
+        partition_epoch: PartitionEpoch(0),
     }
 }
 
@@ -378,9 +378,9 @@ fn new_partition_record(
 /// non-empty, of one length, of distinct registered brokers, at least one of them active.
 fn validate_assignments(
     image: &MetadataImage,
-    assignments: &[(i32, Vec<i32>)],
+    assignments: &[(i32, Vec<BrokerId>)],
     first: i32,
-) -> Result<Vec<Vec<i32>>, ControllerError> {
+) -> Result<Vec<Vec<BrokerId>>, ControllerError> {
     let bad = |m: String| err(ErrorCode::INVALID_REPLICA_ASSIGNMENT, m);
     if assignments.len() > MAX_PARTITIONS as usize {
         return Err(err(
@@ -388,7 +388,7 @@ fn validate_assignments(
             format!("at most {MAX_PARTITIONS} partitions per topic"),
         ));
     }
-    let mut sorted: Vec<&(i32, Vec<i32>)> = assignments.iter().collect();
+    let mut sorted: Vec<&(i32, Vec<BrokerId>)> = assignments.iter().collect();
     sorted.sort_by_key(|(p, _)| *p);
     let rf = sorted[0].1.len();
     let mut out = Vec::with_capacity(sorted.len());
@@ -403,7 +403,7 @@ fn validate_assignments(
                 "partition {p}: every partition needs the same, non-zero number of replicas"
             )));
         }
-        let distinct: BTreeSet<i32> = replicas.iter().copied().collect();
+        let distinct: BTreeSet<BrokerId> = replicas.iter().copied().collect();
         if distinct.len() != replicas.len() {
             return Err(bad(format!(
                 "partition {p}: duplicate replica in {replicas:?}"
