@@ -33,6 +33,7 @@ use parking_lot::RwLock;
 use protocol::error::ErrorCode;
 use storage::StorageError;
 use tokio::sync::watch;
+use types::{BrokerId, ProducerId};
 use uuid::Uuid;
 
 use crate::cluster_link::ClusterLink;
@@ -51,7 +52,7 @@ const READ_YOUR_WRITES_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// A broker's membership in the cluster: controller client, registration, and the replayed metadata image.
 pub struct BrokerCluster {
-    node_id: i32,
+    node_id: BrokerId,
     client: ControllerClient,
     incarnation_id: Uuid,
     broker_epoch: AtomicI64,
@@ -86,7 +87,7 @@ impl BrokerCluster {
         voters: BTreeMap<i32, std::net::SocketAddr>,
     ) -> BrokerCluster {
         BrokerCluster {
-            node_id: config.node_id,
+            node_id: BrokerId(config.node_id),
             client: ControllerClient::new(voters),
             incarnation_id: Uuid::new_v4(),
             broker_epoch: AtomicI64::new(-1),
@@ -457,7 +458,7 @@ impl BrokerCluster {
                     .and_then(|t| t.partitions.get(p))
                     .is_none_or(|p| match election {
                         ElectionType::Preferred => p.replicas.first() == Some(&p.leader),
-                        ElectionType::Unclean => p.leader >= 0,
+                        ElectionType::Unclean => !p.leader.is_none(),
                     })
             })
         })
@@ -524,7 +525,7 @@ impl BrokerCluster {
     }
 
     /// A block of producer ids from the controller (KIP-730 AllocateProducerIds).
-    pub async fn allocate_producer_ids(&self) -> Result<(i64, i32), ApiError> {
+    pub async fn allocate_producer_ids(&self) -> Result<(ProducerId, i32), ApiError> {
         self.client
             .allocate_producer_ids(self.node_id, self.broker_epoch())
             .await
@@ -549,7 +550,7 @@ pub fn partition_state(topic_id: Uuid, reg: &PartitionRegistration) -> Partition
 pub struct ControllerLink(pub Arc<BrokerCluster>);
 
 impl ClusterLink for ControllerLink {
-    fn broker_endpoint(&self, broker_id: i32) -> Option<(String, u16)> {
+    fn broker_endpoint(&self, broker_id: BrokerId) -> Option<(String, u16)> {
         self.0
             .image()
             .brokers

@@ -7,6 +7,7 @@
 
 use futures::future::BoxFuture;
 use metadata::ControllerError;
+use types::BrokerId;
 
 use crate::partition::PartitionState;
 
@@ -17,7 +18,7 @@ pub use storage::TopicPartition;
 /// see [`StandaloneLink`]; cluster mode = controller client + metadata image).
 pub trait ClusterLink: Send + Sync + 'static {
     /// Advertised host/port of a broker (followers connect to leaders here with the Kafka protocol).
-    fn broker_endpoint(&self, broker_id: i32) -> Option<(String, u16)>;
+    fn broker_endpoint(&self, broker_id: BrokerId) -> Option<(String, u16)>;
     /// Proposes an ISR change (Kafka's AlterPartition, KIP-497); returns the committed state or the
     /// controller's refusal (e.g. INVALID_UPDATE_VERSION 95, FENCED_LEADER_EPOCH 74, or REQUEST_TIMED_OUT
     /// when no controller answered).
@@ -35,7 +36,7 @@ pub trait ClusterLink: Send + Sync + 'static {
 pub struct StandaloneLink;
 
 impl ClusterLink for StandaloneLink {
-    fn broker_endpoint(&self, _broker_id: i32) -> Option<(String, u16)> {
+    fn broker_endpoint(&self, _broker_id: BrokerId) -> Option<(String, u16)> {
         None
     }
 
@@ -45,7 +46,7 @@ impl ClusterLink for StandaloneLink {
         _partition: i32,
         mut state: PartitionState,
     ) -> BoxFuture<'static, Result<PartitionState, ControllerError>> {
-        state.partition_epoch += 1;
+        state.partition_epoch = state.partition_epoch.next();
         Box::pin(futures::future::ready(Ok(state)))
     }
 }

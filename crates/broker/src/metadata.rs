@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
+use types::ProducerId;
 use uuid::Uuid;
 
 /// How many producer ids are reserved on disk at a time.
@@ -92,8 +93,11 @@ pub struct MetadataStore {
 
 /// Fetches a block of producer ids `(first, count)` from elsewhere (the controller's AllocateProducerIds,
 /// KIP-730, in cluster mode). Errors are a reason for the log.
-pub type ProducerIdSource =
-    Arc<dyn Fn() -> futures::future::BoxFuture<'static, Result<(i64, i32), String>> + Send + Sync>;
+pub type ProducerIdSource = Arc<
+    dyn Fn() -> futures::future::BoxFuture<'static, Result<(ProducerId, i32), String>>
+        + Send
+        + Sync,
+>;
 
 impl std::fmt::Debug for MetadataStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -307,7 +311,7 @@ impl MetadataStore {
 
     /// Allocates a new producer id (KIP-98). Ids are reserved on disk in blocks so that a restart never
     /// hands out an id twice.
-    pub async fn allocate_producer_id(&self) -> Result<i64, MetadataError> {
+    pub async fn allocate_producer_id(&self) -> Result<ProducerId, MetadataError> {
         let source = self.producer_id_source.read().clone();
         if let Some(source) = source {
             // Cluster mode: the block comes from the controller; no lock is held while waiting for it, and a
@@ -318,7 +322,7 @@ impl MetadataStore {
                     if ids.0 < ids.1 {
                         let id = ids.0;
                         ids.0 += 1;
-                        return Ok(id);
+                        return Ok(ProducerId(id));
                     }
                 }
                 let (first, count) = source()
@@ -326,7 +330,7 @@ impl MetadataStore {
                     .map_err(MetadataError::ProducerIdsUnavailable)?;
                 let mut ids = self.producer_ids.lock();
                 if ids.0 >= ids.1 {
-                    *ids = (first, first + i64::from(count.max(1)));
+                    *ids = (first.get(), first.get() + i64::from(count.max(1)));
                 }
             }
         }
@@ -342,7 +346,7 @@ impl MetadataStore {
         }
         let id = ids.0;
         ids.0 += 1;
-        Ok(id)
+        Ok(ProducerId(id))
     }
 
     fn persist(&self, state: &State) -> Result<(), MetadataError> {
@@ -434,7 +438,7 @@ mod tests {
         let s = MetadataStore::open(dir.path(), 1).unwrap();
         let a = s.allocate_producer_id().await.unwrap();
         let b = s.allocate_producer_id().await.unwrap();
-        assert_eq!(b, a + 1);
+        assert_eq!(b.get(), a.get() + 1);
         drop(s);
         let s = MetadataStore::open(dir.path(), 1).unwrap();
         assert!(s.allocate_producer_id().await.unwrap() > b);

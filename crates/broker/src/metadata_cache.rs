@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use metadata::{BrokerRegistration, MetadataImage, PartitionRegistration, TopicImage};
 use parking_lot::Mutex;
+use types::{BrokerId, LeaderEpoch, PartitionEpoch};
 
 use crate::config::BrokerConfig;
 use crate::metadata::MetadataStore;
@@ -30,7 +31,7 @@ pub trait MetadataCache: Send + Sync + std::fmt::Debug {
 /// The standalone [`MetadataCache`]: one broker that is its own controller and leads every partition.
 #[derive(Debug)]
 pub struct LocalMetadataCache {
-    node_id: i32,
+    node_id: BrokerId,
     host: String,
     port: u16,
     cluster_id: String,
@@ -43,7 +44,7 @@ impl LocalMetadataCache {
     /// The view of a standalone broker with `config` over its topic registry `metadata`.
     pub fn new(config: &BrokerConfig, metadata: Arc<MetadataStore>) -> LocalMetadataCache {
         LocalMetadataCache {
-            node_id: config.node_id,
+            node_id: BrokerId(config.node_id),
             host: config.advertised_listener.host.clone(),
             port: config.advertised_listener.port,
             cluster_id: metadata.cluster_id().to_string(),
@@ -68,8 +69,8 @@ impl LocalMetadataCache {
             replicas: vec![me],
             isr: vec![me],
             leader: me,
-            leader_epoch: 0,
-            partition_epoch: 0,
+            leader_epoch: LeaderEpoch(0),
+            partition_epoch: PartitionEpoch(0),
         };
         let topics = self
             .metadata
@@ -106,10 +107,10 @@ impl MetadataCache for LocalMetadataCache {
     }
 
     fn controller_id(&self) -> i32 {
-        self.node_id
+        self.node_id.get()
     }
 
     fn controllers(&self) -> Vec<ControllerEndpoint> {
-        vec![(self.node_id, self.host.clone(), self.port)]
+        vec![(self.node_id.get(), self.host.clone(), self.port)]
     }
 }

@@ -29,7 +29,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use storage::{FetchDataInfo, Log, LogAppendInfo, LogConfig, StorageError};
 use tokio::sync::Notify;
-use types::{LeaderEpoch, Offset};
+use types::{BrokerId, LeaderEpoch, Offset, PartitionEpoch};
 use uuid::Uuid;
 
 pub use crate::partition_results::{DivergingEpoch, LogOffsets, PartitionRead, ReplicaError};
@@ -57,7 +57,7 @@ pub(crate) enum RoleChange {
     /// This replica now follows `leader` (None: no leader known; nothing is fetched).
     Follower {
         /// The leader to fetch from.
-        leader: Option<i32>,
+        leader: Option<BrokerId>,
     },
 }
 
@@ -69,7 +69,7 @@ enum Role {
     /// Following broker `leader` (-1: no leader known; nothing is fetched).
     Follower {
         /// Leader broker id, -1 for none.
-        leader: i32,
+        leader: BrokerId,
     },
 }
 
@@ -83,14 +83,14 @@ struct PartitionInner {
     /// The leader epoch of the latest switch to follower (i32::MAX once stopped; -1 never): an acks=all
     /// append made in epoch E is still valid under a later leader epoch only if this is below E (this
     /// replica led without interruption, so its log was not truncated).
-    last_follower_epoch: i32,
+    last_follower_epoch: LeaderEpoch,
 }
 
 impl PartitionInner {
     /// True while following `leader` in `epoch` (the fetcher's guard).
-    fn follows(&self, leader: i32, epoch: LeaderEpoch) -> bool {
+    fn follows(&self, leader: BrokerId, epoch: LeaderEpoch) -> bool {
         matches!(self.role, Role::Follower { leader: l } if l == leader)
-            && self.registration.leader_epoch == epoch.get()
+            && self.registration.leader_epoch == epoch
     }
 }
 
@@ -128,14 +128,16 @@ impl Partition {
             state: Mutex::new(PartitionInner {
                 registration: PartitionState {
                     topic_id,
-                    leader: -1,
-                    leader_epoch: -1,
-                    partition_epoch: -1,
+                    leader: BrokerId::NONE,
+                    leader_epoch: LeaderEpoch::NONE,
+                    partition_epoch: PartitionEpoch::NONE,
                     isr: Vec::new(),
                     replicas: Vec::new(),
                 },
-                role: Role::Follower { leader: -1 },
-                last_follower_epoch: -1,
+                role: Role::Follower {
+                    leader: BrokerId::NONE,
+                },
+                last_follower_epoch: LeaderEpoch::NONE,
             }),
             changed: Notify::new(),
         }
@@ -188,7 +190,7 @@ impl Partition {
 
     /// The current leader epoch (from the last applied registration).
     pub fn leader_epoch(&self) -> LeaderEpoch {
-        LeaderEpoch(self.state.lock().registration.leader_epoch)
+        self.state.lock().registration.leader_epoch
     }
 
     /// True when this replica leads the partition.
@@ -280,7 +282,7 @@ impl Partition {
     /// leadership answers NOT_LEADER_OR_FOLLOWER). Errors: the epoch checkpoint cannot be written.
     pub(crate) fn apply_partition_state(
         &self,
-        local_id: i32,
+        local_id: BrokerId,
         state: &PartitionState,
         now_ms: i64,
     ) -> Result<RoleChange, StorageError> {
@@ -304,7 +306,7 @@ impl Partition {
     fn apply_locked(
         &self,
         st: &mut PartitionInner,
-        local_id: i32,
+        local_id: BrokerId,
         state: &PartitionState,
         now_ms: i64,
     ) -> Result<RoleChange, StorageError> {
@@ -332,8 +334,8 @@ impl Partition {
         if state.leader == local_id {
             let mut log = self.log.lock();
             let leo = log.log_end_offset();
-            if state.leader_epoch > 0 || leo > log.log_start_offset() {
-                log.assign_epoch_start_offset(LeaderEpoch(state.leader_epoch), leo)?;
+            if state.leader_epoch > LeaderEpoch(0) || leo > log.log_start_offset() {
+                log.assign_epoch_start_offset(state.leader_epoch, leo)?;
             }
             let mut rs = ReplicaStates::new(local_id, state, leo, log.high_watermark(), now_ms);
             if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
@@ -341,7 +343,7 @@ impl Partition {
             }
             st.role = Role::Leader(rs);
             st.registration = state.clone();
-            tracing::info!(topic = %self.topic, partition = self.partition, leader_epoch = state.leader_epoch, isr = ?state.isr, "became leader");
+            tracing::info!(topic = %self.topic, partition = self.partition, leader_epoch = %state.leader_epoch, isr = ?state.isr, "became leader");
             return Ok(RoleChange::Leader);
         }
         st.role = Role::Follower {
@@ -349,9 +351,9 @@ impl Partition {
         };
         st.last_follower_epoch = state.leader_epoch;
         st.registration = state.clone();
-        tracing::info!(topic = %self.topic, partition = self.partition, leader = state.leader, leader_epoch = state.leader_epoch, "became follower");
+        tracing::info!(topic = %self.topic, partition = self.partition, leader = %state.leader, leader_epoch = %state.leader_epoch, "became follower");
         Ok(RoleChange::Follower {
-            leader: (state.leader >= 0).then_some(state.leader),
+            leader: (!state.leader.is_none()).then_some(state.leader),
         })
     }
 
@@ -360,8 +362,10 @@ impl Partition {
     pub(crate) fn stop(&self) {
         {
             let mut st = self.state.lock();
-            st.role = Role::Follower { leader: -1 };
-            st.last_follower_epoch = i32::MAX;
+            st.role = Role::Follower {
+                leader: BrokerId::NONE,
+            };
+            st.last_follower_epoch = LeaderEpoch(i32::MAX);
         }
         self.wake();
     }
@@ -399,7 +403,7 @@ impl Partition {
             if isr < min_isr {
                 return Err(ReplicaError::NotEnoughReplicas { isr, min_isr });
             }
-            let epoch = LeaderEpoch(rs.leader_epoch());
+            let epoch = rs.leader_epoch();
             let mut log = self.log.lock();
             let info = log.append_as_leader(records, epoch, now_ms)?;
             let leo = log.log_end_offset();
@@ -450,7 +454,6 @@ impl Partition {
         leader_epoch: LeaderEpoch,
         min_isr: usize,
     ) -> Option<Result<(), ReplicaError>> {
-        let leader_epoch = leader_epoch.get();
         let st = self.state.lock();
         match &st.role {
             // Still leading, in the append's epoch or without interruption since.
@@ -518,7 +521,7 @@ impl Partition {
     /// expansion to send with AlterPartition when the follower caught up.
     pub fn follower_fetch(
         &self,
-        replica_id: i32,
+        replica_id: BrokerId,
         last_fetched_epoch: LeaderEpoch,
         fetch_offset: Offset,
         now_ms: i64,
@@ -613,7 +616,7 @@ impl Partition {
                 true
             }
             Ok(other) => {
-                tracing::info!(topic = %self.topic, partition = self.partition, leader_epoch = other.leader_epoch, "AlterPartition answered with another leader epoch");
+                tracing::info!(topic = %self.topic, partition = self.partition, leader_epoch = %other.leader_epoch, "AlterPartition answered with another leader epoch");
                 false
             }
             Err(e) => {
@@ -625,7 +628,7 @@ impl Partition {
 
     /// Forgets the in-flight AlterPartition proposal (all of it with None, else only when it is still
     /// `proposed_isr`), so the next check may propose again.
-    pub(crate) fn clear_pending_isr(&self, proposed_isr: Option<&[i32]>) {
+    pub(crate) fn clear_pending_isr(&self, proposed_isr: Option<&[BrokerId]>) {
         if let Role::Leader(rs) = &mut self.state.lock().role {
             match proposed_isr {
                 Some(isr) => rs.clear_pending_if(isr),
@@ -639,7 +642,7 @@ impl Partition {
 /// its `epoch` (else it does nothing and reports so).
 impl Partition {
     /// True while this replica follows `leader` in leader epoch `epoch`.
-    pub fn is_following(&self, leader: i32, epoch: LeaderEpoch) -> bool {
+    pub fn is_following(&self, leader: BrokerId, epoch: LeaderEpoch) -> bool {
         self.state.lock().follows(leader, epoch)
     }
 
@@ -658,7 +661,7 @@ impl Partition {
     /// partition no longer follows `leader` in `epoch`.
     pub(crate) fn truncate_by_epoch(
         &self,
-        leader: i32,
+        leader: BrokerId,
         epoch: LeaderEpoch,
         requested: Option<LeaderEpoch>,
         answer: (LeaderEpoch, Offset),
@@ -684,7 +687,7 @@ impl Partition {
     /// truncates again), storage failures.
     pub(crate) fn append_as_follower(
         &self,
-        leader: i32,
+        leader: BrokerId,
         epoch: LeaderEpoch,
         records: Bytes,
         leader_hw: Offset,
@@ -732,7 +735,7 @@ impl Partition {
     /// applies; true also when the partition no longer follows `leader` in `epoch` (nothing to do).
     pub(crate) fn truncate_out_of_range(
         &self,
-        leader: i32,
+        leader: BrokerId,
         epoch: LeaderEpoch,
         leader_log_start: Offset,
         leader_hw: Offset,

@@ -11,11 +11,11 @@ fn partition(dir: &std::path::Path) -> Partition {
 fn state(leader: i32, leader_epoch: i32) -> PartitionState {
     PartitionState {
         topic_id: Uuid::nil(),
-        leader,
-        leader_epoch,
-        partition_epoch: leader_epoch,
-        isr: vec![leader],
-        replicas: vec![1, 2],
+        leader: BrokerId(leader),
+        leader_epoch: LeaderEpoch(leader_epoch),
+        partition_epoch: PartitionEpoch(leader_epoch),
+        isr: vec![BrokerId(leader)],
+        replicas: vec![BrokerId(1), BrokerId(2)],
     }
 }
 
@@ -26,21 +26,39 @@ fn follower_verbs_apply_only_in_the_fetchers_epoch() {
     let dir = tempfile::tempdir().unwrap();
     let p = partition(dir.path());
     assert_eq!(
-        p.apply_partition_state(1, &state(2, 3), 0).unwrap(),
-        RoleChange::Follower { leader: Some(2) }
+        p.apply_partition_state(BrokerId(1), &state(2, 3), 0)
+            .unwrap(),
+        RoleChange::Follower {
+            leader: Some(BrokerId(2))
+        }
     );
-    assert!(p.is_following(2, LeaderEpoch(3)));
-    assert!(!p.is_following(2, LeaderEpoch(2)));
+    assert!(p.is_following(BrokerId(2), LeaderEpoch(3)));
+    assert!(!p.is_following(BrokerId(2), LeaderEpoch(2)));
     assert_eq!(
-        p.apply_partition_state(1, &state(2, 1), 0).unwrap(),
+        p.apply_partition_state(BrokerId(1), &state(2, 1), 0)
+            .unwrap(),
         RoleChange::Unchanged
     );
     assert_eq!(p.leader_epoch(), LeaderEpoch(3));
     assert!(!p
-        .append_as_follower(2, LeaderEpoch(2), Bytes::new(), Offset(0), Offset(0), 0)
+        .append_as_follower(
+            BrokerId(2),
+            LeaderEpoch(2),
+            Bytes::new(),
+            Offset(0),
+            Offset(0),
+            0
+        )
         .unwrap());
     assert!(p
-        .append_as_follower(2, LeaderEpoch(3), Bytes::new(), Offset(5), Offset(0), 0)
+        .append_as_follower(
+            BrokerId(2),
+            LeaderEpoch(3),
+            Bytes::new(),
+            Offset(5),
+            Offset(0),
+            0
+        )
         .unwrap());
     assert_eq!(
         p.high_watermark(),
@@ -52,10 +70,11 @@ fn follower_verbs_apply_only_in_the_fetchers_epoch() {
         PartitionRead::NotLeader
     ));
     assert_eq!(
-        p.apply_partition_state(1, &state(1, 4), 0).unwrap(),
+        p.apply_partition_state(BrokerId(1), &state(1, 4), 0)
+            .unwrap(),
         RoleChange::Leader
     );
-    assert!(!p.is_following(2, LeaderEpoch(3)));
+    assert!(!p.is_following(BrokerId(2), LeaderEpoch(3)));
     assert!(matches!(
         p.check_leader_epoch(LeaderEpoch(3)),
         Err(ReplicaError::FencedLeaderEpoch {

@@ -38,7 +38,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
-use types::{LeaderEpoch, Offset};
+use types::{BrokerId, LeaderEpoch, Offset};
 
 use crate::cluster_link::{ClusterLink, TopicPartition};
 use crate::partition::Partition;
@@ -70,8 +70,8 @@ struct FetchState {
 }
 
 struct Shared {
-    local_id: i32,
-    leader_id: i32,
+    local_id: BrokerId,
+    leader_id: BrokerId,
     link: Arc<dyn ClusterLink>,
     partitions: Mutex<HashMap<TopicPartition, FetchState>>,
     wake: Notify,
@@ -87,8 +87,8 @@ impl ReplicaFetcher {
     /// Starts the task for leader `leader_id` on `handle`.
     pub(crate) fn start(
         handle: &tokio::runtime::Handle,
-        local_id: i32,
-        leader_id: i32,
+        local_id: BrokerId,
+        leader_id: BrokerId,
         link: Arc<dyn ClusterLink>,
     ) -> ReplicaFetcher {
         let shared = Arc::new(Shared {
@@ -138,7 +138,7 @@ struct Connection {
 }
 
 impl Connection {
-    async fn connect(host: &str, port: u16, local_id: i32) -> std::io::Result<Connection> {
+    async fn connect(host: &str, port: u16, local_id: BrokerId) -> std::io::Result<Connection> {
         let stream = tokio::time::timeout(REQUEST_TIMEOUT, TcpStream::connect((host, port)))
             .await
             .map_err(|_| {
@@ -260,7 +260,7 @@ async fn run(shared: Arc<Shared>) {
             match connected {
                 Ok(c) => conn = Some(c),
                 Err(e) => {
-                    tracing::debug!(leader = shared.leader_id, error = %e, "replica fetcher cannot connect");
+                    tracing::debug!(leader = %shared.leader_id, error = %e, "replica fetcher cannot connect");
                     let _ = tokio::time::timeout(backoff, shared.wake.notified()).await;
                     backoff = (backoff * 2).min(MAX_BACKOFF);
                     continue;
@@ -276,7 +276,7 @@ async fn run(shared: Arc<Shared>) {
         match result {
             Ok(()) => backoff = MIN_BACKOFF,
             Err(e) => {
-                tracing::debug!(leader = shared.leader_id, error = %e, "replica fetcher connection lost");
+                tracing::debug!(leader = %shared.leader_id, error = %e, "replica fetcher connection lost");
                 conn = None;
                 let _ = tokio::time::timeout(backoff, shared.wake.notified()).await;
                 backoff = (backoff * 2).min(MAX_BACKOFF);
@@ -425,7 +425,7 @@ fn offset_for_leader_epoch_request(
         }
     }
     OffsetForLeaderEpochRequest {
-        replica_id: shared.local_id,
+        replica_id: shared.local_id.get(),
         topics,
         ..Default::default()
     }
@@ -506,7 +506,7 @@ fn fetch_request(shared: &Shared, picks: &[Pick]) -> FetchRequest {
         }
     }
     FetchRequest {
-        replica_id: shared.local_id,
+        replica_id: shared.local_id.get(),
         max_wait_ms: FETCH_MAX_WAIT_MS,
         min_bytes: 1,
         max_bytes: RESPONSE_MAX_BYTES,

@@ -26,7 +26,7 @@ use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use storage::{now_ms, LogAppendInfo, LogConfig, LogManager, StorageError};
 use tokio::task::JoinHandle;
-use types::{LeaderEpoch, Offset};
+use types::{BrokerId, LeaderEpoch, Offset, PartitionEpoch};
 use uuid::Uuid;
 
 use crate::cluster_link::{ClusterLink, TopicPartition};
@@ -55,12 +55,12 @@ pub struct FetchPartitionRequest {
 
 pub(crate) struct Inner {
     log_manager: Arc<LogManager>,
-    local_id: i32,
+    local_id: BrokerId,
     link: Arc<dyn ClusterLink>,
     lag_max_ms: i64,
     /// Hosted partitions by topic, then partition index (looked up by `&str`, no key allocation).
     partitions: RwLock<HashMap<String, HashMap<i32, Arc<Partition>>>>,
-    fetchers: Mutex<HashMap<i32, ReplicaFetcher>>,
+    fetchers: Mutex<HashMap<BrokerId, ReplicaFetcher>>,
     isr_task: Mutex<Option<JoinHandle<()>>>,
     stopped: AtomicBool,
 }
@@ -102,7 +102,7 @@ impl ReplicaManager {
         ReplicaManager {
             inner: Arc::new(Inner {
                 log_manager,
-                local_id: local_broker_id,
+                local_id: BrokerId(local_broker_id),
                 link,
                 lag_max_ms: replica_lag_time_max_ms.max(1),
                 partitions: RwLock::new(HashMap::new()),
@@ -119,7 +119,7 @@ impl ReplicaManager {
     }
 
     /// This broker's id.
-    pub fn local_broker_id(&self) -> i32 {
+    pub fn local_broker_id(&self) -> BrokerId {
         self.inner.local_id
     }
 
@@ -151,8 +151,8 @@ impl ReplicaManager {
         let state = PartitionState {
             topic_id,
             leader: me,
-            leader_epoch: 0,
-            partition_epoch: 0,
+            leader_epoch: LeaderEpoch(0),
+            partition_epoch: PartitionEpoch(0),
             isr: vec![me],
             replicas: vec![me],
         };
@@ -203,7 +203,7 @@ impl ReplicaManager {
             RoleChange::Follower { leader } => {
                 inner.remove_from_fetchers(&key, leader);
                 if let Some(leader) = leader {
-                    inner.add_to_fetcher(leader, p.clone(), LeaderEpoch(state.leader_epoch));
+                    inner.add_to_fetcher(leader, p.clone(), state.leader_epoch);
                 }
             }
         }
@@ -307,7 +307,7 @@ impl ReplicaManager {
     pub fn follower_fetch(
         &self,
         partition: &Arc<Partition>,
-        replica_id: i32,
+        replica_id: BrokerId,
         last_fetched_epoch: LeaderEpoch,
         fetch_offset: Offset,
     ) -> Result<Option<DivergingEpoch>, ReplicaError> {
@@ -427,7 +427,7 @@ impl Inner {
 
     /// Removes the partition from every fetcher except the one of `keep_leader`; fetchers left without
     /// partitions stop.
-    fn remove_from_fetchers(&self, key: &TopicPartition, keep_leader: Option<i32>) {
+    fn remove_from_fetchers(&self, key: &TopicPartition, keep_leader: Option<BrokerId>) {
         let mut fetchers = self.fetchers.lock();
         let mut empty = Vec::new();
         for (leader, f) in fetchers.iter() {
@@ -442,7 +442,12 @@ impl Inner {
         }
     }
 
-    fn add_to_fetcher(&self, leader: i32, partition: Arc<Partition>, leader_epoch: LeaderEpoch) {
+    fn add_to_fetcher(
+        &self,
+        leader: BrokerId,
+        partition: Arc<Partition>,
+        leader_epoch: LeaderEpoch,
+    ) {
         if self.stopped.load(Ordering::Acquire) {
             return;
         }
@@ -528,11 +533,11 @@ mod tests {
     fn state(leader: i32, leader_epoch: i32, isr: &[i32]) -> PartitionState {
         PartitionState {
             topic_id: Uuid::nil(),
-            leader,
-            leader_epoch,
-            partition_epoch: leader_epoch,
-            isr: isr.to_vec(),
-            replicas: vec![1, 2],
+            leader: BrokerId(leader),
+            leader_epoch: LeaderEpoch(leader_epoch),
+            partition_epoch: PartitionEpoch(leader_epoch),
+            isr: isr.iter().copied().map(BrokerId).collect(),
+            replicas: vec![BrokerId(1), BrokerId(2)],
         }
     }
 
@@ -573,7 +578,7 @@ mod tests {
         rm.apply_partition_state("t", 0, cfg.clone(), state(1, 2, &[1, 2]))
             .unwrap();
         assert!(matches!(
-            rm.follower_fetch(&p, 2, LeaderEpoch(-1), Offset(2)),
+            rm.follower_fetch(&p, BrokerId(2), LeaderEpoch(-1), Offset(2)),
             Ok(None)
         ));
         assert!(waiter.await.unwrap().is_ok());

@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 
-use types::{LeaderEpoch, Offset};
+use types::{BrokerId, LeaderEpoch, Offset, PartitionEpoch};
 use uuid::Uuid;
 
 /// A partition's replication state as the metadata image gives it (Kafka's `PartitionRegistration` /
@@ -24,16 +24,16 @@ use uuid::Uuid;
 pub struct PartitionState {
     /// Topic id (KIP-516).
     pub topic_id: Uuid,
-    /// Broker id of the leader; -1 when there is none.
-    pub leader: i32,
+    /// Broker id of the leader; [`BrokerId::NONE`] when there is none.
+    pub leader: BrokerId,
     /// Leader epoch: bumped by the controller on every leader change.
-    pub leader_epoch: i32,
+    pub leader_epoch: LeaderEpoch,
     /// Partition epoch: bumped on every change of the registration (ISR, replicas, leader).
-    pub partition_epoch: i32,
+    pub partition_epoch: PartitionEpoch,
     /// In-sync replica broker ids.
-    pub isr: Vec<i32>,
+    pub isr: Vec<BrokerId>,
     /// All replica broker ids (assignment order).
-    pub replicas: Vec<i32>,
+    pub replicas: Vec<BrokerId>,
 }
 
 /// What the leader knows of one follower (Kafka's `Replica` state).
@@ -54,15 +54,15 @@ pub struct FollowerState {
 /// the leader's LEO; proposals come back as values for the caller to send with AlterPartition.
 #[derive(Debug, Clone)]
 pub struct ReplicaStates {
-    local_id: i32,
-    leader_epoch: i32,
-    partition_epoch: i32,
-    isr: Vec<i32>,
-    replicas: Vec<i32>,
+    local_id: BrokerId,
+    leader_epoch: LeaderEpoch,
+    partition_epoch: PartitionEpoch,
+    isr: Vec<BrokerId>,
+    replicas: Vec<BrokerId>,
     leader_epoch_start_offset: Offset,
     high_watermark: Offset,
-    followers: HashMap<i32, FollowerState>,
-    pending_isr: Option<Vec<i32>>,
+    followers: HashMap<BrokerId, FollowerState>,
+    pending_isr: Option<Vec<BrokerId>>,
 }
 
 impl ReplicaStates {
@@ -70,7 +70,7 @@ impl ReplicaStates {
     /// LEO at that moment (the leader epoch's start offset), `hw` the HighWatermark carried over from
     /// being a follower (or from the checkpoint). ISR members count as caught up at `now_ms`.
     pub fn new(
-        local_id: i32,
+        local_id: BrokerId,
         state: &PartitionState,
         leo: Offset,
         hw: Offset,
@@ -126,24 +126,24 @@ impl ReplicaStates {
 
     /// Forgets the in-flight proposal when it is still `proposed_isr` (a failed AlterPartition whose
     /// proposal was not replaced meanwhile).
-    pub fn clear_pending_if(&mut self, proposed_isr: &[i32]) {
+    pub fn clear_pending_if(&mut self, proposed_isr: &[BrokerId]) {
         if self.pending_isr.as_deref() == Some(proposed_isr) {
             self.pending_isr = None;
         }
     }
 
     /// The committed ISR.
-    pub fn isr(&self) -> &[i32] {
+    pub fn isr(&self) -> &[BrokerId] {
         &self.isr
     }
 
     /// All replicas.
-    pub fn replicas(&self) -> &[i32] {
+    pub fn replicas(&self) -> &[BrokerId] {
         &self.replicas
     }
 
     /// The committed ISR plus an in-flight expansion (Kafka's `maximalIsr`): the set the HW waits for.
-    pub fn maximal_isr(&self) -> Vec<i32> {
+    pub fn maximal_isr(&self) -> Vec<BrokerId> {
         let mut m = self.isr.clone();
         if let Some(p) = &self.pending_isr {
             for id in p {
@@ -161,12 +161,12 @@ impl ReplicaStates {
     }
 
     /// Leader epoch of this leadership.
-    pub fn leader_epoch(&self) -> i32 {
+    pub fn leader_epoch(&self) -> LeaderEpoch {
         self.leader_epoch
     }
 
     /// Partition epoch of the last committed registration.
-    pub fn partition_epoch(&self) -> i32 {
+    pub fn partition_epoch(&self) -> PartitionEpoch {
         self.partition_epoch
     }
 
@@ -181,7 +181,7 @@ impl ReplicaStates {
     }
 
     /// The state of follower `id`, if it is a replica.
-    pub fn follower(&self, id: i32) -> Option<&FollowerState> {
+    pub fn follower(&self, id: BrokerId) -> Option<&FollowerState> {
         self.followers.get(&id)
     }
 
@@ -191,7 +191,7 @@ impl ReplicaStates {
     /// when `id` is not a replica.
     pub fn update_follower_fetch(
         &mut self,
-        id: i32,
+        id: BrokerId,
         fetch_offset: Offset,
         leader_leo: Offset,
         now_ms: i64,
@@ -236,7 +236,7 @@ impl ReplicaStates {
     /// Proposes adding follower `id` to the ISR when it is a replica outside the ISR whose LEO reached
     /// the HW and the leader epoch's start offset, and no AlterPartition is in flight. The proposal is
     /// recorded as in flight; the caller sends it.
-    pub fn maybe_expand_isr(&mut self, id: i32) -> Option<Vec<i32>> {
+    pub fn maybe_expand_isr(&mut self, id: BrokerId) -> Option<Vec<BrokerId>> {
         if self.pending_isr.is_some() || self.isr.contains(&id) || id == self.local_id {
             return None;
         }
@@ -260,11 +260,11 @@ impl ReplicaStates {
         leader_leo: Offset,
         now_ms: i64,
         lag_max_ms: i64,
-    ) -> Option<Vec<i32>> {
+    ) -> Option<Vec<BrokerId>> {
         if self.pending_isr.is_some() {
             return None;
         }
-        let out: Vec<i32> = self
+        let out: Vec<BrokerId> = self
             .isr
             .iter()
             .copied()
@@ -280,7 +280,7 @@ impl ReplicaStates {
         if out.is_empty() {
             return None;
         }
-        let proposed: Vec<i32> = self
+        let proposed: Vec<BrokerId> = self
             .isr
             .iter()
             .copied()
@@ -291,7 +291,7 @@ impl ReplicaStates {
     }
 
     /// The registration to send with AlterPartition for `proposed_isr`.
-    pub fn proposal(&self, topic_id: Uuid, proposed_isr: Vec<i32>) -> PartitionState {
+    pub fn proposal(&self, topic_id: Uuid, proposed_isr: Vec<BrokerId>) -> PartitionState {
         PartitionState {
             topic_id,
             leader: self.local_id,

@@ -3,24 +3,29 @@
 
 use super::*;
 
+/// Broker ids from raw integers (test shorthand).
+fn ids(raw: &[i32]) -> Vec<BrokerId> {
+    raw.iter().copied().map(BrokerId).collect()
+}
+
 fn state(leader: i32, leader_epoch: i32, partition_epoch: i32, isr: &[i32]) -> PartitionState {
     PartitionState {
         topic_id: Uuid::nil(),
-        leader,
-        leader_epoch,
-        partition_epoch,
-        isr: isr.to_vec(),
-        replicas: vec![1, 2, 3],
+        leader: BrokerId(leader),
+        leader_epoch: LeaderEpoch(leader_epoch),
+        partition_epoch: PartitionEpoch(partition_epoch),
+        isr: ids(isr),
+        replicas: ids(&[1, 2, 3]),
     }
 }
 
 #[test]
 fn sole_isr_member_has_hw_at_leo() {
     let s = PartitionState {
-        replicas: vec![1],
+        replicas: vec![BrokerId(1)],
         ..state(1, 0, 0, &[1])
     };
-    let mut rs = ReplicaStates::new(1, &s, Offset(10), Offset(3), 0);
+    let mut rs = ReplicaStates::new(BrokerId(1), &s, Offset(10), Offset(3), 0);
     assert_eq!(
         rs.maybe_increment_high_watermark(Offset(10)),
         Some(Offset(10))
@@ -34,92 +39,125 @@ fn sole_isr_member_has_hw_at_leo() {
 
 #[test]
 fn hw_is_min_leo_over_isr_and_never_goes_back() {
-    let mut rs = ReplicaStates::new(1, &state(1, 1, 0, &[1, 2, 3]), Offset(10), Offset(5), 0);
+    let mut rs = ReplicaStates::new(
+        BrokerId(1),
+        &state(1, 1, 0, &[1, 2, 3]),
+        Offset(10),
+        Offset(5),
+        0,
+    );
     // Followers have not fetched yet: HW stays.
     assert_eq!(rs.maybe_increment_high_watermark(Offset(10)), None);
     assert_eq!(rs.high_watermark(), Offset(5));
-    rs.update_follower_fetch(2, Offset(8), Offset(10), 1);
+    rs.update_follower_fetch(BrokerId(2), Offset(8), Offset(10), 1);
     assert_eq!(rs.maybe_increment_high_watermark(Offset(10)), None);
-    rs.update_follower_fetch(3, Offset(7), Offset(10), 1);
+    rs.update_follower_fetch(BrokerId(3), Offset(7), Offset(10), 1);
     assert_eq!(
         rs.maybe_increment_high_watermark(Offset(10)),
         Some(Offset(7))
     );
     // A follower reporting a lower LEO (it truncated) never lowers the HW.
-    rs.update_follower_fetch(3, Offset(6), Offset(10), 2);
+    rs.update_follower_fetch(BrokerId(3), Offset(6), Offset(10), 2);
     assert_eq!(rs.maybe_increment_high_watermark(Offset(10)), None);
     assert_eq!(rs.high_watermark(), Offset(7));
-    rs.update_follower_fetch(2, Offset(10), Offset(10), 3);
-    rs.update_follower_fetch(3, Offset(10), Offset(10), 3);
+    rs.update_follower_fetch(BrokerId(2), Offset(10), Offset(10), 3);
+    rs.update_follower_fetch(BrokerId(3), Offset(10), Offset(10), 3);
     assert_eq!(
         rs.maybe_increment_high_watermark(Offset(10)),
         Some(Offset(10))
     );
     // Unknown replicas are refused.
-    assert!(!rs.update_follower_fetch(9, Offset(10), Offset(10), 3));
+    assert!(!rs.update_follower_fetch(BrokerId(9), Offset(10), Offset(10), 3));
 }
 
 #[test]
 fn lagging_follower_is_shrunk_and_rejoins() {
     let lag = 100;
-    let mut rs = ReplicaStates::new(1, &state(1, 1, 0, &[1, 2, 3]), Offset(0), Offset(0), 0);
-    rs.update_follower_fetch(2, Offset(0), Offset(0), 10);
-    rs.update_follower_fetch(3, Offset(0), Offset(0), 10);
+    let mut rs = ReplicaStates::new(
+        BrokerId(1),
+        &state(1, 1, 0, &[1, 2, 3]),
+        Offset(0),
+        Offset(0),
+        0,
+    );
+    rs.update_follower_fetch(BrokerId(2), Offset(0), Offset(0), 10);
+    rs.update_follower_fetch(BrokerId(3), Offset(0), Offset(0), 10);
     // Leader appends; follower 2 keeps up, 3 stops fetching.
     for t in (20..=200).step_by(20) {
         let leo = t;
-        rs.update_follower_fetch(2, Offset(leo), Offset(leo), t);
+        rs.update_follower_fetch(BrokerId(2), Offset(leo), Offset(leo), t);
     }
     assert_eq!(rs.maybe_shrink_isr(Offset(200), 50, lag), None);
     let proposed = rs.maybe_shrink_isr(Offset(200), 200, lag).expect("shrink");
-    assert_eq!(proposed, vec![1, 2]);
+    assert_eq!(proposed, ids(&[1, 2]));
     assert!(rs.has_pending());
     // One in flight at a time.
     assert_eq!(rs.maybe_shrink_isr(Offset(200), 300, lag), None);
-    assert_eq!(rs.maybe_expand_isr(3), None);
+    assert_eq!(rs.maybe_expand_isr(BrokerId(3)), None);
     rs.apply_committed(&state(1, 1, 1, &[1, 2]), 200);
-    assert_eq!(rs.isr(), &[1, 2]);
+    assert_eq!(rs.isr(), ids(&[1, 2]));
     assert!(!rs.has_pending());
     assert_eq!(
         rs.maybe_increment_high_watermark(Offset(200)),
         Some(Offset(200))
     );
     // 3 comes back below the HW: not yet.
-    rs.update_follower_fetch(3, Offset(150), Offset(200), 210);
-    assert_eq!(rs.maybe_expand_isr(3), None);
-    rs.update_follower_fetch(3, Offset(200), Offset(200), 220);
-    assert_eq!(rs.maybe_expand_isr(3), Some(vec![1, 2, 3]));
+    rs.update_follower_fetch(BrokerId(3), Offset(150), Offset(200), 210);
+    assert_eq!(rs.maybe_expand_isr(BrokerId(3)), None);
+    rs.update_follower_fetch(BrokerId(3), Offset(200), Offset(200), 220);
+    assert_eq!(rs.maybe_expand_isr(BrokerId(3)), Some(ids(&[1, 2, 3])));
     // While the expansion is in flight the HW waits for 3 too (maximal ISR).
-    assert_eq!(rs.maximal_isr(), vec![1, 2, 3]);
-    let p = rs.proposal(Uuid::nil(), vec![1, 2, 3]);
-    assert_eq!((p.leader, p.leader_epoch, p.partition_epoch), (1, 1, 1));
+    assert_eq!(rs.maximal_isr(), ids(&[1, 2, 3]));
+    let p = rs.proposal(Uuid::nil(), vec![BrokerId(1), BrokerId(2), BrokerId(3)]);
+    assert_eq!(
+        (p.leader, p.leader_epoch, p.partition_epoch),
+        (BrokerId(1), LeaderEpoch(1), PartitionEpoch(1))
+    );
     // An older committed state is ignored.
     rs.apply_committed(&state(1, 1, 0, &[1, 2, 3]), 230);
     assert!(rs.has_pending());
     rs.apply_committed(&state(1, 1, 2, &[1, 2, 3]), 230);
-    assert_eq!(rs.isr(), &[1, 2, 3]);
+    assert_eq!(rs.isr(), ids(&[1, 2, 3]));
 }
 
 #[test]
 fn follower_must_reach_epoch_start_to_join() {
     // New leader at LEO 50 with HW 40: a follower at 45 has reached the HW but not the epoch start.
-    let mut rs = ReplicaStates::new(1, &state(1, 3, 0, &[1]), Offset(50), Offset(40), 0);
-    rs.update_follower_fetch(2, Offset(45), Offset(50), 1);
-    assert_eq!(rs.maybe_expand_isr(2), None);
-    rs.update_follower_fetch(2, Offset(50), Offset(50), 2);
-    assert_eq!(rs.maybe_expand_isr(2), Some(vec![1, 2]));
+    let mut rs = ReplicaStates::new(
+        BrokerId(1),
+        &state(1, 3, 0, &[1]),
+        Offset(50),
+        Offset(40),
+        0,
+    );
+    rs.update_follower_fetch(BrokerId(2), Offset(45), Offset(50), 1);
+    assert_eq!(rs.maybe_expand_isr(BrokerId(2)), None);
+    rs.update_follower_fetch(BrokerId(2), Offset(50), Offset(50), 2);
+    assert_eq!(rs.maybe_expand_isr(BrokerId(2)), Some(ids(&[1, 2])));
 }
 
 #[test]
 fn caught_up_time_uses_previous_fetch() {
-    let mut rs = ReplicaStates::new(1, &state(1, 1, 0, &[1, 2]), Offset(100), Offset(100), 0);
-    rs.update_follower_fetch(2, Offset(90), Offset(100), 1_000); // behind
-    assert_eq!(rs.follower(2).unwrap().last_caught_up_time_ms, 0);
+    let mut rs = ReplicaStates::new(
+        BrokerId(1),
+        &state(1, 1, 0, &[1, 2]),
+        Offset(100),
+        Offset(100),
+        0,
+    );
+    rs.update_follower_fetch(BrokerId(2), Offset(90), Offset(100), 1_000); // behind
+    assert_eq!(rs.follower(BrokerId(2)).unwrap().last_caught_up_time_ms, 0);
     // Reached what the leader had at the previous fetch: caught up as of then.
-    rs.update_follower_fetch(2, Offset(100), Offset(120), 1_500);
-    assert_eq!(rs.follower(2).unwrap().last_caught_up_time_ms, 1_000);
-    rs.update_follower_fetch(2, Offset(120), Offset(120), 2_000);
-    assert_eq!(rs.follower(2).unwrap().last_caught_up_time_ms, 2_000);
+    rs.update_follower_fetch(BrokerId(2), Offset(100), Offset(120), 1_500);
+    assert_eq!(
+        rs.follower(BrokerId(2)).unwrap().last_caught_up_time_ms,
+        1_000
+    );
+    rs.update_follower_fetch(BrokerId(2), Offset(120), Offset(120), 2_000);
+    assert_eq!(
+        rs.follower(BrokerId(2)).unwrap().last_caught_up_time_ms,
+        2_000
+    );
 }
 
 /// [`truncation_offset`] over raw integers (the simulation's epoch cache keeps them raw).
@@ -259,25 +297,25 @@ struct SimController {
 
 impl SimController {
     fn bump_leader(&mut self, leader: i32) {
-        self.reg.leader = leader;
-        self.reg.leader_epoch += 1;
-        self.reg.partition_epoch += 1;
+        self.reg.leader = BrokerId(leader);
+        self.reg.leader_epoch = LeaderEpoch(self.reg.leader_epoch.get() + 1);
+        self.reg.partition_epoch = self.reg.partition_epoch.next();
     }
     fn eligible(&self) -> Vec<i32> {
         self.reg
             .isr
             .iter()
-            .copied()
+            .map(|id| id.get())
             .filter(|id| !self.fenced[*id as usize])
             .collect()
     }
     fn fence(&mut self, id: i32, rng: &mut Rng) {
         self.fenced[id as usize] = true;
-        if self.reg.isr.len() > 1 && self.reg.isr.contains(&id) {
-            self.reg.isr.retain(|r| *r != id);
-            self.reg.partition_epoch += 1;
+        if self.reg.isr.len() > 1 && self.reg.isr.contains(&BrokerId(id)) {
+            self.reg.isr.retain(|r| *r != BrokerId(id));
+            self.reg.partition_epoch = self.reg.partition_epoch.next();
         }
-        if self.reg.leader == id {
+        if self.reg.leader == BrokerId(id) {
             let e = self.eligible();
             let next = if e.is_empty() {
                 -1
@@ -289,7 +327,7 @@ impl SimController {
     }
     fn unfence(&mut self, id: i32) {
         self.fenced[id as usize] = false;
-        if self.reg.leader == -1 && self.reg.isr.contains(&id) {
+        if self.reg.leader == BrokerId::NONE && self.reg.isr.contains(&BrokerId(id)) {
             self.bump_leader(id);
         }
     }
@@ -302,12 +340,12 @@ impl SimController {
         }
         if p.isr
             .iter()
-            .any(|id| self.fenced[*id as usize] && !self.reg.isr.contains(id))
+            .any(|id| self.fenced[id.get() as usize] && !self.reg.isr.contains(id))
         {
             return Err(95);
         }
         self.reg.isr = p.isr.clone();
-        self.reg.partition_epoch += 1;
+        self.reg.partition_epoch = self.reg.partition_epoch.next();
         Ok(self.reg.clone())
     }
 }
@@ -335,11 +373,11 @@ impl Sim {
     fn new(seed: u64) -> Sim {
         let reg = PartitionState {
             topic_id: Uuid::nil(),
-            leader: 0,
-            leader_epoch: 0,
-            partition_epoch: 0,
-            isr: vec![0, 1, 2],
-            replicas: vec![0, 1, 2],
+            leader: BrokerId(0),
+            leader_epoch: LeaderEpoch(0),
+            partition_epoch: PartitionEpoch(0),
+            isr: vec![BrokerId(0), BrokerId(1), BrokerId(2)],
+            replicas: vec![BrokerId(0), BrokerId(1), BrokerId(2)],
         };
         let replicas = (0..3)
             .map(|id| SimReplica {
@@ -410,16 +448,16 @@ impl Sim {
                 return;
             }
         }
-        if state.leader == id {
+        if state.leader == BrokerId(id) {
             let leo = r.leo();
-            r.cache.assign(state.leader_epoch, leo);
-            let mut rs = ReplicaStates::new(id, &state, Offset(leo), Offset(r.hw), now);
+            r.cache.assign(state.leader_epoch.get(), leo);
+            let mut rs = ReplicaStates::new(BrokerId(id), &state, Offset(leo), Offset(r.hw), now);
             if let Some(hw) = rs.maybe_increment_high_watermark(Offset(leo)) {
                 r.hw = hw.get();
             }
             r.role = SimRole::Leader(rs);
             // At most one leader per epoch.
-            let prev = self.epoch_leaders.insert(state.leader_epoch, id);
+            let prev = self.epoch_leaders.insert(state.leader_epoch.get(), id);
             assert!(
                 prev.is_none() || prev == Some(id),
                 "two leaders in epoch {}",
@@ -436,7 +474,7 @@ impl Sim {
             }
         } else {
             r.role = SimRole::Follower {
-                leader: state.leader,
+                leader: state.leader.get(),
                 needs_truncation: true,
             };
         }
@@ -452,7 +490,7 @@ impl Sim {
             if !r.alive {
                 continue;
             }
-            let key = (r.id, rs.leader_epoch());
+            let key = (r.id, rs.leader_epoch().get());
             let prev = self.leader_hws.insert(key, r.hw);
             assert!(
                 prev.is_none_or(|p| p <= r.hw),
@@ -514,7 +552,7 @@ impl Sim {
         let SimRole::Leader(rs) = &mut r.role else {
             return;
         };
-        let epoch = rs.leader_epoch();
+        let epoch = rs.leader_epoch().get();
         for _ in 0..n {
             let v = self.next_value;
             self.next_value += 1;
@@ -545,7 +583,7 @@ impl Sim {
         let epoch = self.replicas[f]
             .known
             .as_ref()
-            .map_or(-1, |k| k.leader_epoch);
+            .map_or(-1, |k| k.leader_epoch.get());
         let leader_r = &self.replicas[l];
         if !leader_r.alive {
             return;
@@ -553,7 +591,7 @@ impl Sim {
         let SimRole::Leader(lrs) = &leader_r.role else {
             return; // NOT_LEADER_OR_FOLLOWER
         };
-        if lrs.leader_epoch() != epoch {
+        if lrs.leader_epoch() != LeaderEpoch(epoch) {
             return; // FENCED / UNKNOWN_LEADER_EPOCH
         }
         let (leader_leo, leader_hw) = (leader_r.leo(), leader_r.hw);
@@ -605,11 +643,11 @@ impl Sim {
             let SimRole::Leader(rs) = &mut lr.role else {
                 unreachable!()
             };
-            assert!(rs.update_follower_fetch(f as i32, Offset(fleo), Offset(leo), now));
+            assert!(rs.update_follower_fetch(BrokerId(f as i32), Offset(fleo), Offset(leo), now));
             if let Some(hw) = rs.maybe_increment_high_watermark(Offset(leo)) {
                 lr.hw = hw.get();
             }
-            rs.maybe_expand_isr(f as i32)
+            rs.maybe_expand_isr(BrokerId(f as i32))
                 .map(|isr| rs.proposal(Uuid::nil(), isr))
         };
         if let Some(p) = proposal {
@@ -658,7 +696,7 @@ impl Sim {
         // Without fsync Kafka loses acknowledged data only when every ISR member loses its page cache at
         // once; the model excludes that: the last ISR member shuts down cleanly (keeps its tail).
         let isr = &self.ctrl.reg.isr;
-        let may_lose = !isr.contains(&id) || isr.len() >= 2;
+        let may_lose = !isr.contains(&BrokerId(id)) || isr.len() >= 2;
         let r = &mut self.replicas[i];
         if may_lose {
             let keep = r.flushed as i64;
@@ -727,7 +765,7 @@ impl Sim {
             .ctrl
             .eligible()
             .into_iter()
-            .filter(|id| *id != self.ctrl.reg.leader)
+            .filter(|id| BrokerId(*id) != self.ctrl.reg.leader)
             .collect();
         if candidates.is_empty() {
             return;
@@ -766,7 +804,7 @@ impl Sim {
             self.observe();
         }
         let leader = self.ctrl.reg.leader;
-        assert!(leader >= 0, "no leader after healing");
+        assert!(leader >= BrokerId(0), "no leader after healing");
         if std::env::var("SIM_DEBUG").is_ok() {
             for r in &self.replicas {
                 println!(
@@ -782,7 +820,7 @@ impl Sim {
                 );
             }
         }
-        let log = self.replicas[leader as usize].log.clone();
+        let log = self.replicas[leader.get() as usize].log.clone();
         for r in &self.replicas {
             assert!(
                 r.log == log,
@@ -799,7 +837,7 @@ impl Sim {
         }
         let mut isr = self.ctrl.reg.isr.clone();
         isr.sort();
-        assert_eq!(isr, vec![0, 1, 2], "ISR incomplete after healing");
+        assert_eq!(isr, ids(&[0, 1, 2]), "ISR incomplete after healing");
         assert_eq!(
             self.acked.len(),
             log.len(),

@@ -30,7 +30,12 @@ use crate::metadata::{MetadataStore, TopicMetadata};
 use crate::partition::PartitionState;
 use crate::replica_manager::ReplicaManager;
 use storage::now_ms;
-use types::Offset;
+use types::{BrokerId, LeaderEpoch, Offset, PartitionEpoch};
+
+/// Broker ids from raw integers (test shorthand).
+fn ids(raw: &[i32]) -> Vec<BrokerId> {
+    raw.iter().copied().map(BrokerId).collect()
+}
 
 const TOPIC: &str = "replicated";
 
@@ -38,12 +43,12 @@ const TOPIC: &str = "replicated";
 /// against the current epochs as KRaft does.
 #[derive(Default)]
 struct TestLink {
-    endpoints: Mutex<HashMap<i32, (String, u16)>>,
+    endpoints: Mutex<HashMap<BrokerId, (String, u16)>>,
     registration: Mutex<Option<PartitionState>>,
 }
 
 impl ClusterLink for TestLink {
-    fn broker_endpoint(&self, broker_id: i32) -> Option<(String, u16)> {
+    fn broker_endpoint(&self, broker_id: BrokerId) -> Option<(String, u16)> {
         self.endpoints.lock().get(&broker_id).cloned()
     }
 
@@ -64,7 +69,7 @@ impl ClusterLink for TestLink {
             ),
             Some(r) => {
                 r.isr = state.isr.clone();
-                r.partition_epoch += 1;
+                r.partition_epoch = r.partition_epoch.next();
                 Ok(r.clone())
             }
             None => Err(metadata::ControllerError::new(
@@ -128,7 +133,7 @@ async fn start_broker(id: i32, link: Arc<TestLink>, topic_id: Uuid) -> TestBroke
     let port = listener.local_addr().unwrap().port();
     link.endpoints
         .lock()
-        .insert(id, ("127.0.0.1".to_string(), port));
+        .insert(BrokerId(id), ("127.0.0.1".to_string(), port));
     let (shutdown, rx) = watch::channel(false);
     tokio::spawn(crate::network::serve(listener, apis, rx));
     TestBroker {
@@ -158,7 +163,7 @@ impl TestBroker {
     }
 
     async fn connect(&self) -> Connection {
-        Connection::connect("127.0.0.1", self.port, -1)
+        Connection::connect("127.0.0.1", self.port, BrokerId(-1))
             .await
             .unwrap()
     }
@@ -255,11 +260,11 @@ async fn two_brokers_replicate_fail_over_and_shrink_the_isr() {
     // Epoch 1: broker 1 leads, 2 follows.
     let mut reg = PartitionState {
         topic_id,
-        leader: 1,
-        leader_epoch: 1,
-        partition_epoch: 1,
-        isr: vec![1, 2],
-        replicas: vec![1, 2],
+        leader: BrokerId(1),
+        leader_epoch: LeaderEpoch(1),
+        partition_epoch: PartitionEpoch(1),
+        isr: vec![BrokerId(1), BrokerId(2)],
+        replicas: vec![BrokerId(1), BrokerId(2)],
     };
     *link.registration.lock() = Some(reg.clone());
     b1.apply(&reg);
@@ -359,10 +364,10 @@ async fn two_brokers_replicate_fail_over_and_shrink_the_isr() {
     assert_eq!(b1.offsets().2, 5);
 
     // Epoch 2: broker 2 takes over; broker 1 truncates its tail and follows.
-    reg.leader = 2;
-    reg.leader_epoch = 2;
-    reg.partition_epoch += 1;
-    reg.isr = vec![2, 1];
+    reg.leader = BrokerId(2);
+    reg.leader_epoch = LeaderEpoch(2);
+    reg.partition_epoch = reg.partition_epoch.next();
+    reg.isr = vec![BrokerId(2), BrokerId(1)];
     *link.registration.lock() = Some(reg.clone());
     b2.apply(&reg);
     b1.apply(&reg);
@@ -382,7 +387,7 @@ async fn two_brokers_replicate_fail_over_and_shrink_the_isr() {
     b1.rm.stop_replica(TOPIC, 0, false).unwrap();
     let (code, _) = produce(&mut c2, -1, 15_000, &["e"]).await;
     assert_eq!(code, ErrorCode::NOT_ENOUGH_REPLICAS_AFTER_APPEND.0);
-    assert_eq!(link.registration.lock().as_ref().unwrap().isr, vec![2]);
+    assert_eq!(link.registration.lock().as_ref().unwrap().isr, ids(&[2]));
     assert_eq!(
         produce(&mut c2, -1, 15_000, &["f"]).await.0,
         ErrorCode::NOT_ENOUGH_REPLICAS.0
@@ -403,11 +408,11 @@ async fn follower_behind_the_log_start_restarts_there_and_rejoins() {
     let b2 = start_broker(2, link.clone(), topic_id).await;
     let reg = PartitionState {
         topic_id,
-        leader: 1,
-        leader_epoch: 1,
-        partition_epoch: 1,
-        isr: vec![1, 2],
-        replicas: vec![1, 2],
+        leader: BrokerId(1),
+        leader_epoch: LeaderEpoch(1),
+        partition_epoch: PartitionEpoch(1),
+        isr: vec![BrokerId(1), BrokerId(2)],
+        replicas: vec![BrokerId(1), BrokerId(2)],
     };
     *link.registration.lock() = Some(reg.clone());
     b1.apply(&reg);
@@ -420,7 +425,7 @@ async fn follower_behind_the_log_start_restarts_there_and_rejoins() {
     b2.rm.stop_replica(TOPIC, 0, false).unwrap();
     assert_eq!(produce(&mut c1, 1, 1_000, &["c", "d", "e"]).await, (0, 2));
     wait_until(&b1, "ISR shrink lets the HW reach 5", |(_, hw, _)| hw == 5).await;
-    assert_eq!(link.registration.lock().as_ref().unwrap().isr, vec![1]);
+    assert_eq!(link.registration.lock().as_ref().unwrap().isr, ids(&[1]));
     let p1 = b1.rm.partition(TOPIC, 0).unwrap();
     assert_eq!(p1.delete_records_before(Offset(4)).unwrap(), Offset(4));
 
@@ -432,13 +437,13 @@ async fn follower_behind_the_log_start_restarts_there_and_rejoins() {
     })
     .await;
     wait_until(&b1, "follower back in the ISR", |_| {
-        link.registration.lock().as_ref().unwrap().isr == vec![1, 2]
+        link.registration.lock().as_ref().unwrap().isr == ids(&[1, 2])
     })
     .await;
     // The controller (the test link) has the expanded ISR; the leader applies the AlterPartition answer just
     // after, without a notification to await: poll, bounded.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while p1.registration().isr != vec![1, 2] {
+    while p1.registration().isr != ids(&[1, 2]) {
         assert!(
             tokio::time::Instant::now() < deadline,
             "the leader's partition state never showed ISR [1, 2]: {:?}",
@@ -460,11 +465,11 @@ async fn consumer_fetch_wakes_when_the_hw_advances() {
     let b2 = start_broker(2, link.clone(), topic_id).await;
     let reg = PartitionState {
         topic_id,
-        leader: 1,
-        leader_epoch: 1,
-        partition_epoch: 1,
-        isr: vec![1, 2],
-        replicas: vec![1, 2],
+        leader: BrokerId(1),
+        leader_epoch: LeaderEpoch(1),
+        partition_epoch: PartitionEpoch(1),
+        isr: vec![BrokerId(1), BrokerId(2)],
+        replicas: vec![BrokerId(1), BrokerId(2)],
     };
     *link.registration.lock() = Some(reg.clone());
     b1.apply(&reg);

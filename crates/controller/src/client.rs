@@ -14,7 +14,7 @@ use metadata::{
 use parking_lot::Mutex;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
-use types::ErrorCode;
+use types::{BrokerId, ErrorCode, LeaderEpoch, PartitionEpoch, ProducerId};
 use uuid::Uuid;
 
 use crate::rpc::{read_frame, write_frame, ClientRequest, ClientResponse, RpcRequest, RpcResponse};
@@ -186,7 +186,7 @@ impl ControllerClient {
     /// session, `INVALID_REQUEST` (42), `REQUEST_TIMED_OUT` (7).
     pub async fn register_broker(
         &self,
-        broker_id: i32,
+        broker_id: BrokerId,
         incarnation_id: Uuid,
         host: String,
         port: u16,
@@ -214,7 +214,7 @@ impl ControllerClient {
     /// Errors: `BROKER_ID_NOT_REGISTERED` (102), `STALE_BROKER_EPOCH` (77): register again.
     pub async fn heartbeat(
         &self,
-        broker_id: i32,
+        broker_id: BrokerId,
         broker_epoch: i64,
         metadata_offset: i64,
         want_fence: bool,
@@ -318,13 +318,13 @@ impl ControllerClient {
     #[allow(clippy::too_many_arguments)]
     pub async fn alter_partition(
         &self,
-        broker_id: i32,
+        broker_id: BrokerId,
         broker_epoch: i64,
         topic_id: Uuid,
         partition: i32,
-        leader_epoch: i32,
-        partition_epoch: i32,
-        new_isr: Vec<i32>,
+        leader_epoch: LeaderEpoch,
+        partition_epoch: PartitionEpoch,
+        new_isr: Vec<BrokerId>,
     ) -> Result<PartitionRegistration, ControllerError> {
         let req = ClientRequest::AlterPartition(AlterPartition {
             broker_id,
@@ -370,9 +370,9 @@ impl ControllerClient {
     /// Errors: `STALE_BROKER_EPOCH` (77).
     pub async fn allocate_producer_ids(
         &self,
-        broker_id: i32,
+        broker_id: BrokerId,
         broker_epoch: i64,
-    ) -> Result<(i64, i32), ControllerError> {
+    ) -> Result<(ProducerId, i32), ControllerError> {
         let req = ClientRequest::AllocateProducerIds {
             broker_id,
             broker_epoch,

@@ -15,7 +15,7 @@ use controller::{
     MetadataRecord, MetadataUpdate,
 };
 use tokio::net::TcpListener;
-use types::ErrorCode;
+use types::{BrokerId, ErrorCode, LeaderEpoch};
 use uuid::Uuid;
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -117,7 +117,7 @@ async fn register_all(client: &ControllerClient, ids: &[i32]) -> BTreeMap<i32, i
     for &b in ids {
         let epoch = client
             .register_broker(
-                b,
+                BrokerId(b),
                 Uuid::from_u128(b as u128),
                 "localhost".into(),
                 9090 + b as u16,
@@ -126,7 +126,7 @@ async fn register_all(client: &ControllerClient, ids: &[i32]) -> BTreeMap<i32, i
             .await
             .expect("register");
         let hb = client
-            .heartbeat(b, epoch, epoch, false, false)
+            .heartbeat(BrokerId(b), epoch, epoch, false, false)
             .await
             .unwrap();
         assert!(!hb.is_fenced && hb.is_caught_up);
@@ -180,7 +180,7 @@ async fn three_controllers_fail_over_and_restart_from_snapshot() {
     // Brokers register fenced, and the first caught-up heartbeat unfences them.
     let epochs = register_all(&client, &[1, 2, 3]).await;
     let err = client
-        .heartbeat(1, 12345, 0, false, false)
+        .heartbeat(BrokerId(1), 12345, 0, false, false)
         .await
         .unwrap_err();
     assert_eq!(err.code, ErrorCode::STALE_BROKER_EPOCH);
@@ -229,7 +229,10 @@ async fn three_controllers_fail_over_and_restart_from_snapshot() {
     };
     // Enough writes to build a snapshot (every 20 entries) and purge the log behind it.
     for _ in 0..30 {
-        client.allocate_producer_ids(1, epochs[&1]).await.unwrap();
+        client
+            .allocate_producer_ids(BrokerId(1), epochs[&1])
+            .await
+            .unwrap();
     }
     match poll.await.unwrap().unwrap() {
         MetadataUpdate::Records(r) => {
@@ -258,7 +261,7 @@ async fn three_controllers_fail_over_and_restart_from_snapshot() {
     assert_eq!(client.leader_hint(), Some(new_leader));
     // Sessions and epochs survive the failover.
     let hb = client
-        .heartbeat(2, epochs[&2], quorum.high_watermark, false, false)
+        .heartbeat(BrokerId(2), epochs[&2], quorum.high_watermark, false, false)
         .await
         .unwrap();
     assert!(!hb.is_fenced);
@@ -276,7 +279,10 @@ async fn three_controllers_fail_over_and_restart_from_snapshot() {
 
     // More commits (and snapshots) while it is down.
     for _ in 0..30 {
-        client.allocate_producer_ids(2, epochs[&2]).await.unwrap();
+        client
+            .allocate_producer_ids(BrokerId(2), epochs[&2])
+            .await
+            .unwrap();
     }
 
     // Restart it on its own port: it loads its snapshot, then catches up.
@@ -312,7 +318,10 @@ async fn silent_broker_is_fenced_and_controlled_shutdown_moves_leadership() {
     let client = ControllerClient::new(c.voters.clone()).with_timeout(WAIT);
     let epochs = register_all(&client, &[1, 2, 3]).await;
     let mut t = topic("t", -1, -1);
-    t.assignments = vec![(0, vec![2, 1, 3]), (1, vec![3, 1, 2])];
+    t.assignments = vec![
+        (0, vec![BrokerId(2), BrokerId(1), BrokerId(3)]),
+        (1, vec![BrokerId(3), BrokerId(1), BrokerId(2)]),
+    ];
     let created = client.create_topics(vec![t], false).await;
     let topic_id = created[0].as_ref().unwrap().topic_id;
 
@@ -326,26 +335,32 @@ async fn silent_broker_is_fenced_and_controlled_shutdown_moves_leadership() {
                 let mut tick = tokio::time::interval(Duration::from_millis(200));
                 loop {
                     tick.tick().await;
-                    let _ = c.heartbeat(b, epoch, i64::MAX, false, false).await;
+                    let _ = c
+                        .heartbeat(BrokerId(b), epoch, i64::MAX, false, false)
+                        .await;
                 }
             })
         })
         .collect();
-    let img = await_image(&client, |i| i.brokers[&2].fenced).await;
+    let img = await_image(&client, |i| i.brokers[&BrokerId(2)].fenced).await;
     let p0 = &img.topics["t"].partitions[&0];
-    assert_eq!(p0.leader, 1, "next ISR replica in replica order: {p0:?}");
-    assert_eq!(p0.leader_epoch, 1);
-    assert!(!p0.isr.contains(&2));
+    assert_eq!(
+        p0.leader,
+        BrokerId(1),
+        "next ISR replica in replica order: {p0:?}"
+    );
+    assert_eq!(p0.leader_epoch, LeaderEpoch(1));
+    assert!(!p0.isr.contains(&BrokerId(2)));
     let p1 = &img.topics["t"].partitions[&1];
-    assert_eq!(p1.leader, 3);
-    assert!(!img.brokers[&1].fenced && !img.brokers[&3].fenced);
+    assert_eq!(p1.leader, BrokerId(3));
+    assert!(!img.brokers[&BrokerId(1)].fenced && !img.brokers[&BrokerId(3)].fenced);
 
     // Controlled shutdown of broker 3: its leadership moves to 1, then it may exit (fenced).
     beaters[1].abort();
     let mut done = false;
     for _ in 0..10 {
         let r = client
-            .heartbeat(3, epochs[&3], i64::MAX, false, true)
+            .heartbeat(BrokerId(3), epochs[&3], i64::MAX, false, true)
             .await
             .unwrap();
         if r.should_shut_down {
@@ -355,22 +370,22 @@ async fn silent_broker_is_fenced_and_controlled_shutdown_moves_leadership() {
         }
     }
     assert!(done, "controlled shutdown did not complete");
-    let img = await_image(&client, |i| i.brokers[&3].fenced).await;
-    assert!(img.brokers[&3].in_controlled_shutdown);
+    let img = await_image(&client, |i| i.brokers[&BrokerId(3)].fenced).await;
+    assert!(img.brokers[&BrokerId(3)].in_controlled_shutdown);
     let p1 = &img.topics["t"].partitions[&1];
-    assert_eq!(p1.leader, 1);
-    assert_eq!(p1.isr, vec![1]);
+    assert_eq!(p1.leader, BrokerId(1));
+    assert_eq!(p1.isr, vec![BrokerId(1)]);
 
     // AlterPartition by the new leader: broker 2 is fenced, so it cannot rejoin the ISR.
     let err = client
         .alter_partition(
-            1,
+            BrokerId(1),
             epochs[&1],
             topic_id,
             1,
             p1.leader_epoch,
             p1.partition_epoch,
-            vec![1, 2],
+            vec![BrokerId(1), BrokerId(2)],
         )
         .await
         .unwrap_err();
@@ -417,7 +432,7 @@ async fn single_voter_recovers_its_state_after_restart() {
     assert_eq!(after.brokers, before.brokers);
     // The registration survives: the broker's epoch is still valid after the restart.
     let hb = client
-        .heartbeat(1, epochs[&1], after.offset, false, false)
+        .heartbeat(BrokerId(1), epochs[&1], after.offset, false, false)
         .await
         .unwrap();
     assert!(!hb.is_fenced);

@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use types::{BrokerId, LeaderEpoch, PartitionEpoch, ProducerId};
 use uuid::Uuid;
 
 use crate::record::{MetadataRecord, RESOURCE_BROKER, RESOURCE_TOPIC};
@@ -20,7 +21,7 @@ use crate::record::{MetadataRecord, RESOURCE_BROKER, RESOURCE_TOPIC};
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BrokerRegistration {
     /// Broker id.
-    pub broker_id: i32,
+    pub broker_id: BrokerId,
     /// Broker epoch: the offset of the `RegisterBrokerRecord` of this registration.
     pub broker_epoch: i64,
     /// Incarnation id sent by the broker process at registration.
@@ -38,19 +39,19 @@ pub struct BrokerRegistration {
 }
 
 /// A partition's replica state (Kafka `PartitionRegistration`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartitionRegistration {
     /// Replica broker ids, preferred leader first.
-    pub replicas: Vec<i32>,
+    pub replicas: Vec<BrokerId>,
     /// In-sync replicas (a subset of `replicas`).
-    pub isr: Vec<i32>,
-    /// Leader broker id, or [`crate::NO_LEADER`] (-1).
-    pub leader: i32,
+    pub isr: Vec<BrokerId>,
+    /// Leader broker id, or [`crate::NO_LEADER`] ([`BrokerId::NONE`], -1).
+    pub leader: BrokerId,
     /// Leader epoch: bumped on every leader change.
-    pub leader_epoch: i32,
+    pub leader_epoch: LeaderEpoch,
     /// Partition epoch: bumped on every change of this registration (KIP-497 AlterPartition uses it
     /// to reject stale updates).
-    pub partition_epoch: i32,
+    pub partition_epoch: PartitionEpoch,
 }
 
 /// A topic in the image.
@@ -74,13 +75,13 @@ pub struct MetadataImage {
     /// The cluster id (from the controller config; not a log record).
     pub cluster_id: String,
     /// Registered brokers by id.
-    pub brokers: BTreeMap<i32, BrokerRegistration>,
+    pub brokers: BTreeMap<BrokerId, BrokerRegistration>,
     /// Topics by name.
     pub topics: BTreeMap<String, TopicImage>,
     /// Dynamic broker configs: `""` = cluster default, otherwise the decimal broker id.
     pub broker_configs: BTreeMap<String, BTreeMap<String, String>>,
     /// First producer id not yet handed out (KIP-730).
-    pub next_producer_id: i64,
+    pub next_producer_id: ProducerId,
 }
 
 impl Default for MetadataImage {
@@ -91,7 +92,7 @@ impl Default for MetadataImage {
             brokers: BTreeMap::new(),
             topics: BTreeMap::new(),
             broker_configs: BTreeMap::new(),
-            next_producer_id: 0,
+            next_producer_id: ProducerId(0),
         }
     }
 }
@@ -189,7 +190,7 @@ impl MetadataImage {
     fn replay_register_broker(
         &mut self,
         offset: i64,
-        broker_id: i32,
+        broker_id: BrokerId,
         incarnation_id: Uuid,
         host: &str,
         port: u16,
@@ -214,7 +215,7 @@ impl MetadataImage {
     /// that are `Some`, if `broker_epoch` is the current registration's.
     fn replay_broker_flags(
         &mut self,
-        broker_id: i32,
+        broker_id: BrokerId,
         broker_epoch: i64,
         fenced: Option<bool>,
         in_controlled_shutdown: Option<bool>,
@@ -266,8 +267,8 @@ impl MetadataImage {
         &mut self,
         topic_id: Uuid,
         partition_id: i32,
-        isr: Option<&[i32]>,
-        leader: Option<i32>,
+        isr: Option<&[BrokerId]>,
+        leader: Option<BrokerId>,
     ) {
         let Some(p) = self
             .topic_by_id_mut(topic_id)
@@ -280,9 +281,9 @@ impl MetadataImage {
         }
         if let Some(leader) = leader {
             p.leader = leader;
-            p.leader_epoch = p.leader_epoch.saturating_add(1);
+            p.leader_epoch = LeaderEpoch(p.leader_epoch.get().saturating_add(1));
         }
-        p.partition_epoch = p.partition_epoch.saturating_add(1);
+        p.partition_epoch = p.partition_epoch.next();
     }
 
     /// `ConfigRecord`: sets (`Some`) or deletes (`None`) a topic or broker config; a broker resource
@@ -336,7 +337,7 @@ impl MetadataImage {
 
     /// True when `broker_id` is registered, unfenced and not in controlled shutdown: eligible as
     /// leader, new ISR member and placement target.
-    pub fn is_active_broker(&self, broker_id: i32) -> bool {
+    pub fn is_active_broker(&self, broker_id: BrokerId) -> bool {
         self.brokers
             .get(&broker_id)
             .is_some_and(|b| !b.fenced && !b.in_controlled_shutdown)
@@ -350,7 +351,11 @@ impl MetadataImage {
         self.topic_by_id(id).map(|t| t.name.clone())
     }
 
-    fn broker_mut(&mut self, broker_id: i32, broker_epoch: i64) -> Option<&mut BrokerRegistration> {
+    fn broker_mut(
+        &mut self,
+        broker_id: BrokerId,
+        broker_epoch: i64,
+    ) -> Option<&mut BrokerRegistration> {
         self.brokers
             .get_mut(&broker_id)
             .filter(|b| b.broker_epoch == broker_epoch)
@@ -369,23 +374,23 @@ mod tests {
         img.apply(
             3,
             &MetadataRecord::RegisterBrokerRecord {
-                broker_id: 1,
+                broker_id: BrokerId(1),
                 incarnation_id: Uuid::from_u128(1),
                 host: "h".into(),
                 port: 9092,
                 rack: None,
             },
         );
-        assert_eq!(img.brokers[&1].broker_epoch, 3);
-        assert!(img.brokers[&1].fenced);
+        assert_eq!(img.brokers[&BrokerId(1)].broker_epoch, 3);
+        assert!(img.brokers[&BrokerId(1)].fenced);
         img.apply(
             4,
             &MetadataRecord::UnfenceBrokerRecord {
-                broker_id: 1,
+                broker_id: BrokerId(1),
                 broker_epoch: 2, // stale: ignored
             },
         );
-        assert!(img.brokers[&1].fenced);
+        assert!(img.brokers[&BrokerId(1)].fenced);
         img.apply(
             5,
             &MetadataRecord::TopicRecord {
@@ -398,11 +403,11 @@ mod tests {
             &MetadataRecord::PartitionRecord {
                 topic_id: id,
                 partition_id: 0,
-                replicas: vec![1],
-                isr: vec![1],
-                leader: 1,
-                leader_epoch: 0,
-                partition_epoch: 0,
+                replicas: vec![BrokerId(1)],
+                isr: vec![BrokerId(1)],
+                leader: BrokerId(1),
+                leader_epoch: LeaderEpoch(0),
+                partition_epoch: PartitionEpoch(0),
             },
         );
         img.apply(
@@ -415,7 +420,10 @@ mod tests {
             },
         );
         let p = img.partition(id, 0).unwrap();
-        assert_eq!((p.leader, p.leader_epoch, p.partition_epoch), (-1, 1, 1));
+        assert_eq!(
+            (p.leader, p.leader_epoch, p.partition_epoch),
+            (NO_LEADER, LeaderEpoch(1), PartitionEpoch(1))
+        );
         img.apply(
             7,
             &MetadataRecord::ConfigRecord {

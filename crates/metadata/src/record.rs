@@ -5,10 +5,11 @@
 //! are the wire and disk format (raft log entries, snapshots, the controller RPC): do not change them.
 
 use serde::{Deserialize, Serialize};
+use types::{BrokerId, LeaderEpoch, PartitionEpoch, ProducerId};
 use uuid::Uuid;
 
 /// `leader` value of a partition without a leader (Kafka's `LeaderConstants.NO_LEADER`).
-pub const NO_LEADER: i32 = -1;
+pub const NO_LEADER: BrokerId = BrokerId::NONE;
 
 /// Config resource type of a topic (Kafka `ConfigResource.Type.TOPIC`).
 pub const RESOURCE_TOPIC: i8 = 2;
@@ -28,7 +29,7 @@ pub enum MetadataRecord {
     /// epoch is the offset (raft log index) at which this record is applied.
     RegisterBrokerRecord {
         /// The broker id (`node.id`).
-        broker_id: i32,
+        broker_id: BrokerId,
         /// Random id of this broker process incarnation.
         incarnation_id: Uuid,
         /// Advertised host of the broker's client listener.
@@ -42,14 +43,14 @@ pub enum MetadataRecord {
     /// Ignored unless `broker_epoch` matches the current registration.
     FenceBrokerRecord {
         /// The broker id.
-        broker_id: i32,
+        broker_id: BrokerId,
         /// The registration's broker epoch.
         broker_epoch: i64,
     },
     /// The broker is unfenced (KIP-631 `UnfenceBrokerRecord`). Ignored unless `broker_epoch` matches.
     UnfenceBrokerRecord {
         /// The broker id.
-        broker_id: i32,
+        broker_id: BrokerId,
         /// The registration's broker epoch.
         broker_epoch: i64,
     },
@@ -57,7 +58,7 @@ pub enum MetadataRecord {
     /// leaves a flag unchanged. Ignored unless `broker_epoch` matches.
     BrokerRegistrationChangeRecord {
         /// The broker id.
-        broker_id: i32,
+        broker_id: BrokerId,
         /// The registration's broker epoch.
         broker_epoch: i64,
         /// New fenced flag, if changed.
@@ -79,15 +80,15 @@ pub enum MetadataRecord {
         /// Partition index.
         partition_id: i32,
         /// Replica broker ids, preferred leader first.
-        replicas: Vec<i32>,
+        replicas: Vec<BrokerId>,
         /// In-sync replica broker ids.
-        isr: Vec<i32>,
+        isr: Vec<BrokerId>,
         /// Leader broker id or [`NO_LEADER`].
-        leader: i32,
+        leader: BrokerId,
         /// Leader epoch.
-        leader_epoch: i32,
+        leader_epoch: LeaderEpoch,
         /// Partition epoch (bumped on every change).
-        partition_epoch: i32,
+        partition_epoch: PartitionEpoch,
     },
     /// A change of a partition (KIP-631 `PartitionChangeRecord`). `None` leaves a field unchanged.
     /// Replay bumps `partition_epoch` by one, and `leader_epoch` by one when `leader` is `Some`.
@@ -97,9 +98,9 @@ pub enum MetadataRecord {
         /// Partition index.
         partition_id: i32,
         /// New ISR, if changed.
-        isr: Option<Vec<i32>>,
+        isr: Option<Vec<BrokerId>>,
         /// New leader (or [`NO_LEADER`]), if changed.
-        leader: Option<i32>,
+        leader: Option<BrokerId>,
     },
     /// The topic and all its partitions and configs are removed (KIP-631 `RemoveTopicRecord`).
     RemoveTopicRecord {
@@ -121,10 +122,10 @@ pub enum MetadataRecord {
     /// `next_producer_id` is the first id not yet handed out.
     ProducerIdsRecord {
         /// Broker that received the block.
-        broker_id: i32,
+        broker_id: BrokerId,
         /// Its broker epoch.
         broker_epoch: i64,
         /// First producer id not yet allocated.
-        next_producer_id: i64,
+        next_producer_id: ProducerId,
     },
 }

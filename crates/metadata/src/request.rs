@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 use serde::{Deserialize, Serialize};
+use types::{BrokerId, LeaderEpoch, PartitionEpoch};
 use uuid::Uuid;
 
 use crate::image::MetadataImage;
@@ -29,7 +30,7 @@ pub enum MetadataUpdate {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RegisterBroker {
     /// Broker id.
-    pub broker_id: i32,
+    pub broker_id: BrokerId,
     /// Incarnation id of the broker process.
     pub incarnation_id: Uuid,
     /// Advertised host.
@@ -44,7 +45,7 @@ pub struct RegisterBroker {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Heartbeat {
     /// Broker id.
-    pub broker_id: i32,
+    pub broker_id: BrokerId,
     /// Broker epoch from registration.
     pub broker_epoch: i64,
     /// Highest metadata offset the broker has replayed.
@@ -70,7 +71,7 @@ pub struct HeartbeatReply {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AlterPartition {
     /// The requesting broker (must lead the partition).
-    pub broker_id: i32,
+    pub broker_id: BrokerId,
     /// Its broker epoch.
     pub broker_epoch: i64,
     /// Topic id.
@@ -78,11 +79,11 @@ pub struct AlterPartition {
     /// Partition index.
     pub partition: i32,
     /// Leader epoch the leader believes current.
-    pub leader_epoch: i32,
+    pub leader_epoch: LeaderEpoch,
     /// Partition epoch the leader believes current.
-    pub partition_epoch: i32,
+    pub partition_epoch: PartitionEpoch,
     /// Proposed ISR.
-    pub new_isr: Vec<i32>,
+    pub new_isr: Vec<BrokerId>,
 }
 
 /// One topic of a CreateTopics request.
@@ -95,7 +96,7 @@ pub struct CreateTopic {
     /// Replication factor, -1 for the controller default; must be -1 with explicit assignments.
     pub replication_factor: i16,
     /// Explicit replica lists `(partition, replicas)`; empty = let the controller place replicas.
-    pub assignments: Vec<(i32, Vec<i32>)>,
+    pub assignments: Vec<(i32, Vec<BrokerId>)>,
     /// Topic configs to store (validated by the broker, stored verbatim).
     pub configs: BTreeMap<String, String>,
 }

@@ -6,6 +6,7 @@
 //! wire format: do not change them.
 
 use serde::{Deserialize, Serialize};
+use types::{BrokerId, ProducerId};
 use uuid::Uuid;
 
 use crate::error::ControllerError;
@@ -59,7 +60,7 @@ pub enum ClientRequest {
     /// AllocateProducerIds.
     AllocateProducerIds {
         /// Broker id.
-        broker_id: i32,
+        broker_id: BrokerId,
         /// Broker epoch.
         broker_epoch: i64,
     },
@@ -108,7 +109,7 @@ pub enum ClientResponse {
     /// IncrementalAlterConfigs answer.
     AlterConfigs(Result<(), ControllerError>),
     /// AllocateProducerIds answer.
-    AllocateProducerIds(Result<(i64, i32), ControllerError>),
+    AllocateProducerIds(Result<(ProducerId, i32), ControllerError>),
     /// Metadata long-poll answer.
     FetchMetadata(Result<MetadataUpdate, ControllerError>),
     /// DescribeQuorum answer.

@@ -6,7 +6,7 @@
 
 use metadata::rpc::{ClientRequest, ClientResponse};
 use metadata::*;
-use types::ErrorCode;
+use types::{BrokerId, ErrorCode, LeaderEpoch, PartitionEpoch, ProducerId};
 use uuid::Uuid;
 
 const RECORDS: &str = r#"[{"type":"RegisterBrokerRecord","broker_id":1,"incarnation_id":"00000000-0000-0000-0000-000000000001","host":"h","port":9092,"rack":"r"},{"type":"BrokerRegistrationChangeRecord","broker_id":1,"broker_epoch":3,"fenced":false,"in_controlled_shutdown":null},{"type":"TopicRecord","name":"t","topic_id":"00000000-0000-0000-0000-000000000007"},{"type":"PartitionRecord","topic_id":"00000000-0000-0000-0000-000000000007","partition_id":0,"replicas":[1],"isr":[1],"leader":1,"leader_epoch":0,"partition_epoch":0},{"type":"PartitionChangeRecord","topic_id":"00000000-0000-0000-0000-000000000007","partition_id":0,"isr":null,"leader":-1},{"type":"ConfigRecord","resource_type":2,"resource_name":"t","name":"retention.ms","value":"5"},{"type":"ConfigRecord","resource_type":4,"resource_name":"","name":"a","value":"1"},{"type":"ProducerIdsRecord","broker_id":1,"broker_epoch":3,"next_producer_id":1000}]"#;
@@ -24,14 +24,14 @@ fn json_is_unchanged() {
     };
     let recs = vec![
         MetadataRecord::RegisterBrokerRecord {
-            broker_id: 1,
+            broker_id: BrokerId(1),
             incarnation_id: Uuid::from_u128(1),
             host: "h".into(),
             port: 9092,
             rack: Some("r".into()),
         },
         MetadataRecord::BrokerRegistrationChangeRecord {
-            broker_id: 1,
+            broker_id: BrokerId(1),
             broker_epoch: 3,
             fenced: Some(false),
             in_controlled_shutdown: None,
@@ -43,11 +43,11 @@ fn json_is_unchanged() {
         MetadataRecord::PartitionRecord {
             topic_id: id,
             partition_id: 0,
-            replicas: vec![1],
-            isr: vec![1],
-            leader: 1,
-            leader_epoch: 0,
-            partition_epoch: 0,
+            replicas: vec![BrokerId(1)],
+            isr: vec![BrokerId(1)],
+            leader: BrokerId(1),
+            leader_epoch: LeaderEpoch(0),
+            partition_epoch: PartitionEpoch(0),
         },
         MetadataRecord::PartitionChangeRecord {
             topic_id: id,
@@ -68,9 +68,9 @@ fn json_is_unchanged() {
             value: Some("1".into()),
         },
         MetadataRecord::ProducerIdsRecord {
-            broker_id: 1,
+            broker_id: BrokerId(1),
             broker_epoch: 3,
-            next_producer_id: 1000,
+            next_producer_id: ProducerId(1000),
         },
     ];
     for (i, r) in recs.iter().enumerate() {
@@ -89,14 +89,14 @@ fn json_is_unchanged() {
     );
     let reqs = vec![
         ClientRequest::RegisterBroker(RegisterBroker {
-            broker_id: 1,
+            broker_id: BrokerId(1),
             incarnation_id: id,
             host: "h".into(),
             port: 1,
             rack: None,
         }),
         ClientRequest::Heartbeat(Heartbeat {
-            broker_id: 1,
+            broker_id: BrokerId(1),
             broker_epoch: 2,
             metadata_offset: 3,
             want_fence: false,
@@ -107,19 +107,19 @@ fn json_is_unchanged() {
                 name: "t".into(),
                 num_partitions: -1,
                 replication_factor: -1,
-                assignments: vec![(0, vec![1, 2])],
+                assignments: vec![(0, vec![BrokerId(1), BrokerId(2)])],
                 configs: [("k".to_string(), "v".to_string())].into(),
             }],
             validate_only: false,
         },
         ClientRequest::AlterPartition(AlterPartition {
-            broker_id: 1,
+            broker_id: BrokerId(1),
             broker_epoch: 2,
             topic_id: id,
             partition: 0,
-            leader_epoch: 1,
-            partition_epoch: 2,
-            new_isr: vec![1],
+            leader_epoch: LeaderEpoch(1),
+            partition_epoch: PartitionEpoch(2),
+            new_isr: vec![BrokerId(1)],
         }),
         ClientRequest::AlterConfigs {
             resource_type: 2,
@@ -161,13 +161,13 @@ fn json_is_unchanged() {
             Err(ControllerError::new(ErrorCode::TOPIC_ALREADY_EXISTS, "e")),
         ]),
         ClientResponse::AlterPartition(Ok(PartitionRegistration {
-            replicas: vec![1],
-            isr: vec![1],
-            leader: 1,
-            leader_epoch: 2,
-            partition_epoch: 3,
+            replicas: vec![BrokerId(1)],
+            isr: vec![BrokerId(1)],
+            leader: BrokerId(1),
+            leader_epoch: LeaderEpoch(2),
+            partition_epoch: PartitionEpoch(3),
         })),
-        ClientResponse::AllocateProducerIds(Ok((1000, 1000))),
+        ClientResponse::AllocateProducerIds(Ok((ProducerId(1000), 1000))),
         ClientResponse::FetchMetadata(Ok(MetadataUpdate::Records(vec![(3, recs[2].clone())]))),
         ClientResponse::DescribeQuorum(Ok(QuorumInfo {
             leader_id: Some(1),

@@ -1,4 +1,4 @@
-//! Offsets, epochs and producer ids: the integers that cross crate boundaries, each with its own type so that an
+//! Offsets, epochs, broker ids and producer ids: the integers that cross crate boundaries, each with its own type so that an
 //! offset cannot be passed where an epoch is expected (Redpanda's `model/fundamental.h` idea).
 //!
 //! Each is `#[repr(transparent)]` over the integer Kafka puts on the wire; the protocol crate's message structs
@@ -112,6 +112,59 @@ impl LeaderEpoch {
     }
 }
 
+/// A broker's id (Kafka's `broker.id` / `node.id`, INT32): names a broker in the metadata image, in replica
+/// lists and ISRs, and as a partition's leader.
+///
+/// [`BrokerId::NONE`] (-1) is Kafka's "no broker": a partition without a leader (`LeaderAndIsr.NO_LEADER`),
+/// an unknown coordinator. Registered brokers have ids ≥ 0.
+#[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(transparent))]
+#[repr(transparent)]
+pub struct BrokerId(pub i32);
+
+raw_newtype!(BrokerId, i32);
+
+impl BrokerId {
+    /// Kafka's -1: no broker (no leader, unknown node).
+    pub const NONE: BrokerId = BrokerId(-1);
+
+    /// True for [`BrokerId::NONE`] (-1).
+    #[inline]
+    pub const fn is_none(self) -> bool {
+        self.0 == -1
+    }
+}
+
+/// The version of a partition's registration (Kafka's `partition_epoch`, INT32), bumped by the controller
+/// on every change to the partition's leader, ISR or replicas; a leader's AlterPartition names the epoch it
+/// saw, and a stale one is rejected (`INVALID_UPDATE_VERSION`, KIP-497). Starts at 0.
+#[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(transparent))]
+#[repr(transparent)]
+pub struct PartitionEpoch(pub i32);
+
+raw_newtype!(PartitionEpoch, i32);
+
+impl PartitionEpoch {
+    /// Kafka's -1: unknown partition epoch.
+    pub const NONE: PartitionEpoch = PartitionEpoch(-1);
+
+    /// True for [`PartitionEpoch::NONE`] (-1).
+    #[inline]
+    pub const fn is_none(self) -> bool {
+        self.0 == -1
+    }
+
+    /// The next epoch (saturating at `i32::MAX`, as the controller's replay does).
+    #[inline]
+    #[must_use]
+    pub const fn next(self) -> PartitionEpoch {
+        PartitionEpoch(self.0.saturating_add(1))
+    }
+}
+
 /// An idempotent or transactional producer's id (Kafka's `producer_id`, INT64), handed out by the controller
 /// (InitProducerId) and carried in every record batch header.
 ///
@@ -187,7 +240,10 @@ mod tests {
         assert!(LeaderEpoch::NONE.is_none() && LeaderEpoch::NONE.get() == -1);
         assert!(ProducerId::NONE.is_none() && ProducerId::NONE.get() == -1);
         assert!(ProducerEpoch::NONE.is_none() && ProducerEpoch::NONE.get() == -1);
+        assert!(BrokerId::NONE.is_none() && BrokerId::NONE.get() == -1);
+        assert!(PartitionEpoch::NONE.is_none() && PartitionEpoch::NONE.get() == -1);
         assert!(!Offset::ZERO.is_none() && !LeaderEpoch(0).is_none());
+        assert!(!BrokerId(0).is_none() && !PartitionEpoch(0).is_none());
     }
 
     #[test]
@@ -196,6 +252,8 @@ mod tests {
         assert_eq!(LeaderEpoch(-1).to_string(), "-1");
         assert_eq!(ProducerId(1000).to_string(), "1000");
         assert_eq!(format!("{:>3}", ProducerEpoch(2)), "  2");
+        assert_eq!(BrokerId(3).to_string(), "3");
+        assert_eq!(PartitionEpoch(-1).to_string(), "-1");
     }
 
     #[cfg(feature = "serde")]
@@ -211,6 +269,15 @@ mod tests {
             ProducerId(9)
         );
         assert_eq!(serde_json::to_string(&ProducerEpoch(3)).unwrap(), "3");
+        assert_eq!(serde_json::to_string(&BrokerId(-1)).unwrap(), "-1");
+        assert_eq!(
+            serde_json::from_str::<Vec<BrokerId>>("[1,2]").unwrap(),
+            vec![BrokerId(1), BrokerId(2)]
+        );
+        assert_eq!(
+            serde_json::from_str::<PartitionEpoch>("4").unwrap(),
+            PartitionEpoch(4)
+        );
     }
 
     #[test]
@@ -219,5 +286,13 @@ mod tests {
         assert_eq!(std::mem::size_of::<LeaderEpoch>(), 4);
         assert_eq!(std::mem::size_of::<ProducerId>(), 8);
         assert_eq!(std::mem::size_of::<ProducerEpoch>(), 2);
+        assert_eq!(std::mem::size_of::<BrokerId>(), 4);
+        assert_eq!(std::mem::size_of::<PartitionEpoch>(), 4);
+    }
+
+    #[test]
+    fn partition_epoch_next_saturates() {
+        assert_eq!(PartitionEpoch(0).next(), PartitionEpoch(1));
+        assert_eq!(PartitionEpoch(i32::MAX).next(), PartitionEpoch(i32::MAX));
     }
 }

@@ -4,8 +4,9 @@
 //!   protocol edge (coordinator, controller) use these constants instead of keeping their own numbers.
 //! * [`Clock`], [`SystemClock`], [`ManualClock`]: wall-clock time in ms since the Unix epoch, injectable so
 //!   tests and a simulator control time.
-//! * [`Offset`], [`LeaderEpoch`], [`ProducerId`], [`ProducerEpoch`]: newtypes over the wire integers, used
-//!   wherever these values cross a crate boundary (storage ↔ broker first).
+//! * [`Offset`], [`LeaderEpoch`], [`PartitionEpoch`], [`BrokerId`], [`ProducerId`], [`ProducerEpoch`]: newtypes
+//!   over the wire integers, used wherever these values cross a crate boundary (storage ↔ broker, and the
+//!   metadata image, controller and replication state).
 //!
 //! Feature `serde`: `ErrorCode` and the id newtypes serialize as their plain integers.
 
@@ -17,4 +18,4 @@ pub mod ids;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error_code::ErrorCode;
-pub use ids::{LeaderEpoch, Offset, ProducerEpoch, ProducerId};
+pub use ids::{BrokerId, LeaderEpoch, Offset, PartitionEpoch, ProducerEpoch, ProducerId};

@@ -53,7 +53,7 @@ pub fn handle(
                 .values()
                 .filter(|b| !b.fenced || request.include_fenced_brokers)
                 .map(|b| DescribeClusterBroker {
-                    broker_id: b.broker_id,
+                    broker_id: b.broker_id.get(),
                     host: b.host.clone(),
                     port: i32::from(b.port),
                     rack: b.rack.clone(),

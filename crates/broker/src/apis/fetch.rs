@@ -25,7 +25,7 @@ use protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use protocol::messages::{FetchRequest, FetchResponse};
 use protocol::record::{Compression, RecordBatchHeader, Records, RECORD_BATCH_OVERHEAD};
 use protocol::RequestHeader;
-use types::{LeaderEpoch, Offset};
+use types::{BrokerId, LeaderEpoch, Offset};
 use uuid::Uuid;
 
 use super::produce::{batches_use_codec, replica_error_code};
@@ -175,7 +175,12 @@ fn resolve_partition(
     let fetch_offset = Offset(p.fetch_offset);
     if replica_id >= 0 {
         let last_fetched_epoch = LeaderEpoch(p.last_fetched_epoch);
-        match rm.follower_fetch(&partition, replica_id, last_fetched_epoch, fetch_offset) {
+        match rm.follower_fetch(
+            &partition,
+            BrokerId(replica_id),
+            last_fetched_epoch,
+            fetch_offset,
+        ) {
             Err(e) => return Slot::Error(replica_error_code(&e)),
             Ok(Some(diverging)) => return Slot::Diverging(diverging),
             Ok(None) => {}

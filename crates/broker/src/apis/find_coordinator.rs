@@ -49,7 +49,7 @@ pub async fn handle(
             match leader {
                 Some(b) => Coordinator {
                     key,
-                    node_id: b.broker_id,
+                    node_id: b.broker_id.get(),
                     host: b.host.clone(),
                     port: i32::from(b.port),
                     error_code: 0,

@@ -36,7 +36,7 @@ pub async fn handle(
     }
     match apis.metadata.allocate_producer_id().await {
         Ok(id) => {
-            response.producer_id = id;
+            response.producer_id = id.get();
             response.producer_epoch = 0;
         }
         // No block from the controller yet (e.g. this broker is not registered yet): the retriable

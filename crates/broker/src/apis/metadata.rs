@@ -66,7 +66,7 @@ pub async fn handle(
         .values()
         .filter(|b| !b.fenced)
         .map(|b| MetadataResponseBroker {
-            node_id: b.broker_id,
+            node_id: b.broker_id.get(),
             host: b.host.clone(),
             port: i32::from(b.port),
             rack: b.rack.clone(),
@@ -166,21 +166,21 @@ fn image_topic_response(
             t.partitions
                 .iter()
                 .map(|(p, reg)| MetadataResponsePartition {
-                    error_code: if reg.leader < 0 {
+                    error_code: if reg.leader.is_none() {
                         ErrorCode::LEADER_NOT_AVAILABLE.0
                     } else {
                         0
                     },
                     partition_index: *p,
-                    leader_id: reg.leader,
-                    leader_epoch: reg.leader_epoch,
-                    replica_nodes: reg.replicas.clone(),
-                    isr_nodes: reg.isr.clone(),
+                    leader_id: reg.leader.get(),
+                    leader_epoch: reg.leader_epoch.get(),
+                    replica_nodes: reg.replicas.iter().map(|r| r.get()).collect(),
+                    isr_nodes: reg.isr.iter().map(|r| r.get()).collect(),
                     offline_replicas: reg
                         .replicas
                         .iter()
-                        .copied()
                         .filter(|r| image.brokers.get(r).is_none_or(|b| b.fenced))
+                        .map(|r| r.get())
                         .collect(),
                     ..Default::default()
                 })

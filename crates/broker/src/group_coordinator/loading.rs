@@ -344,7 +344,7 @@ impl MetadataPublisher for GroupCoordinatorPublisher {
                 .topics
                 .get(OFFSETS_TOPIC)
                 .and_then(|t| t.partitions.get(&p))
-                .is_some_and(|r| r.leader == self.node_id)
+                .is_some_and(|r| r.leader.get() == self.node_id)
         };
         let count = |image: &metadata::MetadataImage| {
             image

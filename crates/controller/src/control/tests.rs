@@ -1,5 +1,13 @@
 use std::collections::HashMap;
 
+use metadata::{
+    CreateTopic, CreatedTopic, ElectionResult, ElectionType, HeartbeatReply, PartitionRegistration,
+    NO_LEADER, RESOURCE_BROKER, RESOURCE_TOPIC,
+};
+use rand::Rng;
+use types::{BrokerId, LeaderEpoch, PartitionEpoch, ProducerId};
+use uuid::Uuid;
+
 use super::*;
 
 fn cfg(unclean: bool) -> ControlConfig {
@@ -10,6 +18,28 @@ fn cfg(unclean: bool) -> ControlConfig {
         unclean_leader_election: unclean,
         auto_leader_rebalance: false,
         leader_imbalance_check_interval_ms: 300_000,
+    }
+}
+
+/// Broker ids from raw integers (test shorthand).
+fn ids(raw: &[i32]) -> Vec<BrokerId> {
+    raw.iter().copied().map(BrokerId).collect()
+}
+
+/// Test shorthand: the `Sim` helpers take a broker id as a raw integer or as a [`BrokerId`].
+trait AsBroker: Copy {
+    fn broker(self) -> BrokerId;
+}
+
+impl AsBroker for i32 {
+    fn broker(self) -> BrokerId {
+        BrokerId(self)
+    }
+}
+
+impl AsBroker for BrokerId {
+    fn broker(self) -> BrokerId {
+        self
     }
 }
 
@@ -42,14 +72,15 @@ impl Sim {
         }
     }
 
-    fn register(&mut self, id: i32, incarnation: u128) -> Result<i64, ControllerError> {
+    fn register(&mut self, id: impl AsBroker, incarnation: u128) -> Result<i64, ControllerError> {
+        let id = id.broker();
         let recs = self.ctl.register_broker(
             &self.image,
             &RegisterBroker {
                 broker_id: id,
                 incarnation_id: Uuid::from_u128(incarnation),
                 host: "localhost".into(),
-                port: 9000 + id as u16,
+                port: 9000 + id.get() as u16,
                 rack: None,
             },
             self.now,
@@ -60,10 +91,11 @@ impl Sim {
 
     fn hb(
         &mut self,
-        id: i32,
+        id: impl AsBroker,
         fence: bool,
         shutdown: bool,
     ) -> Result<HeartbeatReply, ControllerError> {
+        let id = id.broker();
         let epoch = self.image.brokers.get(&id).map_or(-1, |b| b.broker_epoch);
         let d = self.ctl.heartbeat(
             &self.image,
@@ -108,7 +140,7 @@ impl Sim {
     }
 
     /// AlterPartition from the current leader of `topic`-`p` setting its ISR to `isr`; must succeed.
-    fn set_isr(&mut self, topic: &str, p: i32, isr: Vec<i32>) {
+    fn set_isr(&mut self, topic: &str, p: i32, isr: Vec<impl AsBroker>) {
         let reg = self.part(topic, p);
         let leader = reg.leader;
         let d = self
@@ -122,7 +154,7 @@ impl Sim {
                     partition: p,
                     leader_epoch: reg.leader_epoch,
                     partition_epoch: reg.partition_epoch,
-                    new_isr: isr,
+                    new_isr: isr.into_iter().map(AsBroker::broker).collect(),
                 },
             )
             .unwrap();
@@ -140,14 +172,14 @@ impl Sim {
 fn registration_starts_fenced_and_first_heartbeat_unfences() {
     let mut s = Sim::new(false);
     let epoch = s.register(1, 11).unwrap();
-    assert!(s.image.brokers[&1].fenced);
+    assert!(s.image.brokers[&BrokerId(1)].fenced);
     // Not caught up: stays fenced.
     let d = s
         .ctl
         .heartbeat(
             &s.image,
             &Heartbeat {
-                broker_id: 1,
+                broker_id: BrokerId(1),
                 broker_epoch: epoch,
                 metadata_offset: epoch - 1,
                 want_fence: false,
@@ -160,7 +192,7 @@ fn registration_starts_fenced_and_first_heartbeat_unfences() {
     assert!(d.reply.is_fenced && !d.reply.is_caught_up);
     let r = s.hb(1, false, false).unwrap();
     assert!(!r.is_fenced && r.is_caught_up);
-    assert!(!s.image.brokers[&1].fenced);
+    assert!(!s.image.brokers[&BrokerId(1)].fenced);
 }
 
 #[test]
@@ -176,7 +208,7 @@ fn heartbeat_errors() {
         .heartbeat(
             &s.image,
             &Heartbeat {
-                broker_id: 5,
+                broker_id: BrokerId(5),
                 broker_epoch: 12345,
                 metadata_offset: 0,
                 want_fence: false,
@@ -192,7 +224,7 @@ fn heartbeat_errors() {
 fn duplicate_registration_needs_expired_session() {
     let mut s = Sim::new(false);
     s.active(&[1]);
-    let old = s.image.brokers[&1].broker_epoch;
+    let old = s.image.brokers[&BrokerId(1)].broker_epoch;
     assert_eq!(
         s.register(1, 99).unwrap_err().code,
         ErrorCode::DUPLICATE_BROKER_REGISTRATION
@@ -203,7 +235,10 @@ fn duplicate_registration_needs_expired_session() {
     s.now = 10_000;
     let e3 = s.register(1, 99).unwrap();
     assert!(e3 > e2);
-    assert_eq!(s.image.brokers[&1].incarnation_id, Uuid::from_u128(99));
+    assert_eq!(
+        s.image.brokers[&BrokerId(1)].incarnation_id,
+        Uuid::from_u128(99)
+    );
 }
 
 #[test]
@@ -212,7 +247,7 @@ fn placement_spreads_replicas_and_leaders() {
     s.active(&[1, 2, 3]);
     let t = s.create("t", 6, 2).unwrap();
     assert_eq!((t.num_partitions, t.replication_factor), (6, 2));
-    let mut leaders: BTreeMap<i32, usize> = BTreeMap::new();
+    let mut leaders: BTreeMap<BrokerId, usize> = BTreeMap::new();
     for p in 0..6 {
         let reg = s.part("t", p);
         assert_eq!(reg.replicas.len(), 2);
@@ -251,7 +286,7 @@ fn create_topics_validates_assignments_and_duplicates() {
         name: name.into(),
         num_partitions: -1,
         replication_factor: -1,
-        assignments,
+        assignments: assignments.into_iter().map(|(p, r)| (p, ids(&r))).collect(),
         configs: BTreeMap::from([("cleanup.policy".to_string(), "compact".to_string())]),
     };
     let d = s.ctl.create_topics(
@@ -285,8 +320,8 @@ fn create_topics_validates_assignments_and_duplicates() {
         ]
     );
     s.commit(d.records);
-    assert_eq!(s.part("a", 1).replicas, vec![2, 1]);
-    assert_eq!(s.part("a", 1).leader, 2);
+    assert_eq!(s.part("a", 1).replicas, ids(&[2, 1]));
+    assert_eq!(s.part("a", 1).leader, BrokerId(2));
     assert_eq!(s.image.topics["a"].configs["cleanup.policy"], "compact");
     // validate_only writes nothing.
     let v = s
@@ -307,22 +342,22 @@ fn session_expiry_fences_and_moves_leadership_within_isr() {
     s.hb(2, false, false).unwrap();
     s.hb(3, false, false).unwrap();
     s.tick_at(8999);
-    assert!(!s.image.brokers[&1].fenced);
+    assert!(!s.image.brokers[&BrokerId(1)].fenced);
     s.tick_at(9000);
-    assert!(s.image.brokers[&1].fenced);
+    assert!(s.image.brokers[&BrokerId(1)].fenced);
     for (p, old) in before.iter().enumerate() {
         let now = s.part("t", p as i32);
-        assert!(!now.isr.contains(&1));
-        assert_ne!(now.leader, 1);
+        assert!(!now.isr.contains(&BrokerId(1)));
+        assert_ne!(now.leader, BrokerId(1));
         assert!(now.isr.contains(&now.leader));
-        if old.leader == 1 {
-            assert_eq!(now.leader_epoch, old.leader_epoch + 1);
+        if old.leader == BrokerId(1) {
+            assert_eq!(now.leader_epoch, LeaderEpoch(old.leader_epoch.get() + 1));
             // First other replica in replica order.
             assert_eq!(now.leader, old.replicas[1]);
         } else {
             assert_eq!(now.leader_epoch, old.leader_epoch);
         }
-        assert_eq!(now.partition_epoch, old.partition_epoch + 1);
+        assert_eq!(now.partition_epoch, old.partition_epoch.next());
     }
 }
 
@@ -336,7 +371,7 @@ fn preferred_leaders_are_elected_back_once_per_check_interval() {
     s.ctl.activate(&s.image, 0);
     s.active(&[1, 2, 3]);
     s.create("t", 3, 3).unwrap();
-    let preferred: Vec<i32> = (0..3).map(|p| s.part("t", p).replicas[0]).collect();
+    let preferred: Vec<BrokerId> = (0..3).map(|p| s.part("t", p).replicas[0]).collect();
     for p in 0..3 {
         assert_eq!(
             s.part("t", p).leader,
@@ -349,11 +384,13 @@ fn preferred_leaders_are_elected_back_once_per_check_interval() {
     s.hb(2, false, false).unwrap();
     s.hb(3, false, false).unwrap();
     s.tick_at(9000);
-    assert!(s.image.brokers[&1].fenced);
-    let moved: Vec<i32> = (0..3).filter(|&p| preferred[p as usize] == 1).collect();
+    assert!(s.image.brokers[&BrokerId(1)].fenced);
+    let moved: Vec<i32> = (0..3)
+        .filter(|&p| preferred[p as usize] == BrokerId(1))
+        .collect();
     assert!(!moved.is_empty());
     for &p in &moved {
-        assert_ne!(s.part("t", p).leader, 1);
+        assert_ne!(s.part("t", p).leader, BrokerId(1));
     }
     // It comes back (new incarnation) and is unfenced, but is not in the ISR yet: no election.
     s.now = 9500;
@@ -365,16 +402,16 @@ fn preferred_leaders_are_elected_back_once_per_check_interval() {
     for &p in &moved {
         assert_ne!(
             s.part("t", p).leader,
-            1,
+            BrokerId(1),
             "preferred replica not in the ISR must not lead"
         );
     }
     // It catches up: the leaders add it to the ISR.
     for &p in &moved {
         let mut isr = s.part("t", p).isr;
-        isr.push(1);
+        isr.push(BrokerId(1));
         s.set_isr("t", p, isr);
-        assert!(s.part("t", p).isr.contains(&1));
+        assert!(s.part("t", p).isr.contains(&BrokerId(1)));
     }
     // Not before the check interval has passed since the last check (at 10,000).
     s.now = 15_000;
@@ -383,7 +420,7 @@ fn preferred_leaders_are_elected_back_once_per_check_interval() {
     }
     s.tick_at(19_999);
     for &p in &moved {
-        assert_ne!(s.part("t", p).leader, 1);
+        assert_ne!(s.part("t", p).leader, BrokerId(1));
     }
     let before: Vec<PartitionRegistration> = (0..3).map(|p| s.part("t", p)).collect();
     s.tick_at(20_000);
@@ -395,7 +432,7 @@ fn preferred_leaders_are_elected_back_once_per_check_interval() {
             "a preferred election leaves the ISR alone"
         );
         if moved.contains(&p) {
-            assert_eq!(now.leader_epoch, old.leader_epoch + 1);
+            assert_eq!(now.leader_epoch, LeaderEpoch(old.leader_epoch.get() + 1));
         } else {
             assert_eq!(
                 now.leader_epoch, old.leader_epoch,
@@ -427,7 +464,7 @@ fn preferred_leader_election_skips_a_shutting_down_replica_and_can_be_disabled()
             "a replica shutting down is never elected"
         );
         // It restarts, is unfenced and rejoins the ISR.
-        s.register(preferred, preferred as u128).unwrap();
+        s.register(preferred, preferred.get() as u128).unwrap();
         s.hb(preferred, false, false).unwrap();
         s.hb(other, false, false).unwrap();
         s.set_isr("t", 0, vec![other, preferred]);
@@ -549,7 +586,7 @@ fn elect_leaders_preferred_moves_leadership_and_bumps_the_epoch() {
     // Leadership moves to the other replica (controlled shutdown of the preferred one), then the preferred
     // one is back in the ISR without automatic rebalancing.
     s.hb(pref, false, true).unwrap();
-    s.register(pref, pref as u128).unwrap();
+    s.register(pref, pref.get() as u128).unwrap();
     s.hb(pref, false, false).unwrap();
     let reg = s.part("t", 0);
     assert_eq!(reg.leader, other);
@@ -561,7 +598,10 @@ fn elect_leaders_preferred_moves_leadership_and_bumps_the_epoch() {
     s.commit(d.records);
     let after = s.part("t", 0);
     assert_eq!(after.leader, pref);
-    assert_eq!(after.leader_epoch, before.leader_epoch + 1);
+    assert_eq!(
+        after.leader_epoch,
+        LeaderEpoch(before.leader_epoch.get() + 1)
+    );
     assert_eq!(after.isr, before.isr);
 }
 
@@ -575,7 +615,7 @@ fn last_isr_member_stays_and_comes_back_as_leader() {
             name: "t".into(),
             num_partitions: -1,
             replication_factor: -1,
-            assignments: vec![(0, vec![1, 2])],
+            assignments: vec![(0, ids(&[1, 2]))],
             configs: BTreeMap::new(),
         }],
         false,
@@ -589,13 +629,13 @@ fn last_isr_member_stays_and_comes_back_as_leader() {
         .alter_partition(
             &s.image,
             &AlterPartition {
-                broker_id: 1,
-                broker_epoch: s.image.brokers[&1].broker_epoch,
+                broker_id: BrokerId(1),
+                broker_epoch: s.image.brokers[&BrokerId(1)].broker_epoch,
                 topic_id: id,
                 partition: 0,
                 leader_epoch: reg.leader_epoch,
                 partition_epoch: reg.partition_epoch,
-                new_isr: vec![1],
+                new_isr: vec![BrokerId(1)],
             },
         )
         .unwrap();
@@ -606,7 +646,7 @@ fn last_isr_member_stays_and_comes_back_as_leader() {
     s.hb(2, false, false).unwrap();
     s.tick_at(9500);
     let p = s.part("t", 0);
-    assert_eq!((p.leader, p.isr.clone()), (NO_LEADER, vec![1]));
+    assert_eq!((p.leader, p.isr.clone()), (NO_LEADER, ids(&[1])));
     // Broker 2 coming back does not lead (not in ISR, no unclean election).
     s.hb(2, false, true).unwrap(); // unrelated: 2 goes through controlled shutdown later
     assert_eq!(s.part("t", 0).leader, NO_LEADER);
@@ -615,8 +655,8 @@ fn last_isr_member_stays_and_comes_back_as_leader() {
     assert_eq!(s.part("t", 0).leader, NO_LEADER);
     s.hb(1, false, false).unwrap();
     let p2 = s.part("t", 0);
-    assert_eq!(p2.leader, 1);
-    assert_eq!(p2.leader_epoch, p.leader_epoch + 1);
+    assert_eq!(p2.leader, BrokerId(1));
+    assert_eq!(p2.leader_epoch, LeaderEpoch(p.leader_epoch.get() + 1));
 }
 
 #[test]
@@ -629,7 +669,7 @@ fn unclean_election_picks_any_active_replica() {
             name: "t".into(),
             num_partitions: -1,
             replication_factor: -1,
-            assignments: vec![(0, vec![1, 2])],
+            assignments: vec![(0, ids(&[1, 2]))],
             configs: BTreeMap::new(),
         }],
         false,
@@ -642,13 +682,13 @@ fn unclean_election_picks_any_active_replica() {
         .alter_partition(
             &s.image,
             &AlterPartition {
-                broker_id: 1,
-                broker_epoch: s.image.brokers[&1].broker_epoch,
+                broker_id: BrokerId(1),
+                broker_epoch: s.image.brokers[&BrokerId(1)].broker_epoch,
                 topic_id: id,
                 partition: 0,
                 leader_epoch: reg.leader_epoch,
                 partition_epoch: reg.partition_epoch,
-                new_isr: vec![1],
+                new_isr: vec![BrokerId(1)],
             },
         )
         .unwrap();
@@ -657,7 +697,7 @@ fn unclean_election_picks_any_active_replica() {
     s.hb(2, false, false).unwrap();
     s.tick_at(9500);
     let p = s.part("t", 0);
-    assert_eq!((p.leader, p.isr), (2, vec![2]));
+    assert_eq!((p.leader, p.isr), (BrokerId(2), ids(&[2])));
 }
 
 #[test]
@@ -665,25 +705,27 @@ fn controlled_shutdown_moves_leadership_then_shuts_down() {
     let mut s = Sim::new(false);
     s.active(&[1, 2, 3]);
     s.create("t", 6, 2).unwrap();
-    let led_by_1 = (0..6).filter(|&p| s.part("t", p).leader == 1).count();
+    let led_by_1 = (0..6)
+        .filter(|&p| s.part("t", p).leader == BrokerId(1))
+        .count();
     assert!(led_by_1 > 0);
     let r = s.hb(1, false, true).unwrap();
     assert!(!r.should_shut_down);
-    assert!(s.image.brokers[&1].in_controlled_shutdown);
+    assert!(s.image.brokers[&BrokerId(1)].in_controlled_shutdown);
     for p in 0..6 {
         let reg = s.part("t", p);
-        assert_ne!(reg.leader, 1);
-        assert!(!reg.isr.contains(&1));
+        assert_ne!(reg.leader, BrokerId(1));
+        assert!(!reg.isr.contains(&BrokerId(1)));
     }
     // A broker in controlled shutdown is not a placement target.
     let t2 = s.create("u", 3, 2).unwrap();
     assert_eq!(t2.num_partitions, 3);
     for p in 0..3 {
-        assert!(!s.part("u", p).replicas.contains(&1));
+        assert!(!s.part("u", p).replicas.contains(&BrokerId(1)));
     }
     let r = s.hb(1, false, true).unwrap();
     assert!(r.should_shut_down && r.is_fenced);
-    assert!(s.image.brokers[&1].fenced);
+    assert!(s.image.brokers[&BrokerId(1)].fenced);
 }
 
 #[test]
@@ -692,11 +734,11 @@ fn controlled_shutdown_with_nowhere_to_move() {
     s.active(&[1]);
     s.create("t", 1, 1).unwrap();
     assert!(!s.hb(1, false, true).unwrap().should_shut_down);
-    assert_eq!(s.part("t", 0).leader, 1); // could not move: left alone
+    assert_eq!(s.part("t", 0).leader, BrokerId(1)); // could not move: left alone
     let r = s.hb(1, false, true).unwrap();
     assert!(r.should_shut_down);
     assert_eq!(s.part("t", 0).leader, NO_LEADER);
-    assert_eq!(s.part("t", 0).isr, vec![1]);
+    assert_eq!(s.part("t", 0).isr, ids(&[1]));
 }
 
 #[test]
@@ -709,23 +751,23 @@ fn alter_partition_rules() {
             name: "t".into(),
             num_partitions: -1,
             replication_factor: -1,
-            assignments: vec![(0, vec![1, 2, 3])],
+            assignments: vec![(0, vec![BrokerId(1), BrokerId(2), BrokerId(3)])],
             configs: BTreeMap::new(),
         }],
         false,
     );
     s.commit(d.records);
     let id = s.image.topics["t"].topic_id;
-    let e1 = s.image.brokers[&1].broker_epoch;
+    let e1 = s.image.brokers[&BrokerId(1)].broker_epoch;
     let reg = s.part("t", 0);
     let req = |isr: Vec<i32>| AlterPartition {
-        broker_id: 1,
+        broker_id: BrokerId(1),
         broker_epoch: e1,
         topic_id: id,
         partition: 0,
         leader_epoch: reg.leader_epoch,
         partition_epoch: reg.partition_epoch,
-        new_isr: isr,
+        new_isr: ids(&isr),
     };
     let code =
         |s: &mut Sim, r: AlterPartition| s.ctl.alter_partition(&s.image, &r).unwrap_err().code;
@@ -743,7 +785,7 @@ fn alter_partition_rules() {
         code(
             &mut s,
             AlterPartition {
-                leader_epoch: 9,
+                leader_epoch: LeaderEpoch(9),
                 ..req(vec![1])
             }
         ),
@@ -753,7 +795,7 @@ fn alter_partition_rules() {
         code(
             &mut s,
             AlterPartition {
-                partition_epoch: 9,
+                partition_epoch: PartitionEpoch(9),
                 ..req(vec![1])
             }
         ),
@@ -779,12 +821,12 @@ fn alter_partition_rules() {
         ),
         ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
     );
-    let e2 = s.image.brokers[&2].broker_epoch;
+    let e2 = s.image.brokers[&BrokerId(2)].broker_epoch;
     assert_eq!(
         code(
             &mut s,
             AlterPartition {
-                broker_id: 2,
+                broker_id: BrokerId(2),
                 broker_epoch: e2,
                 ..req(vec![2])
             }
@@ -803,9 +845,9 @@ fn alter_partition_rules() {
     // Shrink then try to re-add a fenced broker.
     let d = s.ctl.alter_partition(&s.image, &req(vec![1, 2])).unwrap();
     s.commit(d.records);
-    assert_eq!(s.part("t", 0).partition_epoch, reg.partition_epoch + 1);
+    assert_eq!(s.part("t", 0).partition_epoch, reg.partition_epoch.next());
     s.hb(3, true, false).unwrap(); // broker 3 asks to be fenced
-    assert!(s.image.brokers[&3].fenced);
+    assert!(s.image.brokers[&BrokerId(3)].fenced);
     let reg2 = s.part("t", 0);
     let r = AlterPartition {
         leader_epoch: reg2.leader_epoch,
@@ -876,15 +918,21 @@ fn delete_create_partitions_configs_producer_ids() {
         ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
     );
 
-    let e1 = s.image.brokers[&1].broker_epoch;
-    let d = s.ctl.allocate_producer_ids(&s.image, 1, e1).unwrap();
-    assert_eq!(d.reply, (0, PRODUCER_ID_BLOCK_SIZE));
+    let e1 = s.image.brokers[&BrokerId(1)].broker_epoch;
+    let d = s
+        .ctl
+        .allocate_producer_ids(&s.image, BrokerId(1), e1)
+        .unwrap();
+    assert_eq!(d.reply, (ProducerId(0), PRODUCER_ID_BLOCK_SIZE));
     s.commit(d.records);
-    let d = s.ctl.allocate_producer_ids(&s.image, 1, e1).unwrap();
-    assert_eq!(d.reply.0, PRODUCER_ID_BLOCK_SIZE as i64);
+    let d = s
+        .ctl
+        .allocate_producer_ids(&s.image, BrokerId(1), e1)
+        .unwrap();
+    assert_eq!(d.reply.0, ProducerId(PRODUCER_ID_BLOCK_SIZE as i64));
     assert_eq!(
         s.ctl
-            .allocate_producer_ids(&s.image, 1, e1 + 100)
+            .allocate_producer_ids(&s.image, BrokerId(1), e1 + 100)
             .unwrap_err()
             .code,
         ErrorCode::STALE_BROKER_EPOCH
@@ -903,8 +951,8 @@ fn delete_create_partitions_configs_producer_ids() {
 /// Invariants of every partition in `image`, plus epoch history checks against `seen`.
 fn check_invariants(
     image: &MetadataImage,
-    seen: &mut HashMap<(Uuid, i32), i32>,
-    leaders: &mut HashMap<(Uuid, i32, i32), i32>,
+    seen: &mut HashMap<(Uuid, i32), LeaderEpoch>,
+    leaders: &mut HashMap<(Uuid, i32, LeaderEpoch), BrokerId>,
     seed: u64,
 ) {
     for t in image.topics.values() {
@@ -919,7 +967,9 @@ fn check_invariants(
             }
             assert!(!p.isr.is_empty(), "ISR never empty: {ctx}");
             let key = (t.topic_id, pid);
-            let prev = seen.insert(key, p.leader_epoch).unwrap_or(i32::MIN);
+            let prev = seen
+                .insert(key, p.leader_epoch)
+                .unwrap_or(LeaderEpoch(i32::MIN));
             assert!(p.leader_epoch >= prev, "leader epoch went back: {ctx}");
             if let Some(&l) = leaders.get(&(t.topic_id, pid, p.leader_epoch)) {
                 assert_eq!(l, p.leader, "two leaders in one epoch: {ctx}");
@@ -962,7 +1012,7 @@ fn randomized_operations_keep_invariants() {
                 let _ = s.register(broker, inc);
             }
             10..=44 => {
-                if s.image.brokers.contains_key(&broker) {
+                if s.image.brokers.contains_key(&BrokerId(broker)) {
                     let fence = rng.gen_bool(0.05);
                     let shutdown = rng.gen_bool(0.05);
                     s.hb(broker, fence, shutdown).unwrap();
@@ -1016,27 +1066,31 @@ fn randomized_operations_keep_invariants() {
                 let from = if rng.gen_bool(0.8) {
                     reg.leader
                 } else {
-                    broker
+                    BrokerId(broker)
                 };
                 let Some(b) = s.image.brokers.get(&from) else {
                     continue;
                 };
-                let mut isr: Vec<i32> = reg
+                let mut isr: Vec<BrokerId> = reg
                     .replicas
                     .iter()
                     .copied()
                     .filter(|&r| r == from || rng.gen_bool(0.6))
                     .collect();
                 if rng.gen_bool(0.05) {
-                    isr.push(rng.gen_range(0..6));
+                    isr.push(BrokerId(rng.gen_range(0..6)));
                 }
                 let req = AlterPartition {
                     broker_id: from,
                     broker_epoch: b.broker_epoch,
                     topic_id: tid,
                     partition: pid,
-                    leader_epoch: reg.leader_epoch - i32::from(rng.gen_bool(0.05)),
-                    partition_epoch: reg.partition_epoch - i32::from(rng.gen_bool(0.05)),
+                    leader_epoch: LeaderEpoch(
+                        reg.leader_epoch.get() - i32::from(rng.gen_bool(0.05)),
+                    ),
+                    partition_epoch: PartitionEpoch(
+                        reg.partition_epoch.get() - i32::from(rng.gen_bool(0.05)),
+                    ),
                     new_isr: isr,
                 };
                 if let Ok(d) = s.ctl.alter_partition(&s.image, &req) {

@@ -1,0 +1,273 @@
+//! Broker registration, heartbeats, session expiry and fencing, controlled shutdown (Kafka's
+//! `ClusterControlManager` and `BrokerHeartbeatManager`), and what a broker leaving or arriving does
+//! to leaderships and ISRs.
+
+use metadata::{ControllerError, HeartbeatReply, MetadataImage, MetadataRecord, NO_LEADER};
+use types::{BrokerId, ErrorCode};
+
+use super::{
+    err, Batch, Decision, Heartbeat, QuorumControl, RegisterBroker,
+    MAX_PREFERRED_ELECTIONS_PER_TICK,
+};
+
+impl QuorumControl {
+    /// BrokerRegistration: the records to append. The broker epoch of the new registration is the
+    /// offset at which these records are committed.
+    ///
+    /// Errors: `INVALID_REQUEST` for a negative id; `DUPLICATE_BROKER_REGISTRATION` when another
+    /// incarnation of the id holds a live session.
+    pub fn register_broker(
+        &mut self,
+        image: &MetadataImage,
+        req: &RegisterBroker,
+        now_ms: i64,
+    ) -> Result<Vec<MetadataRecord>, ControllerError> {
+        if req.broker_id.get() < 0 {
+            return Err(err(ErrorCode::INVALID_REQUEST, "negative broker id"));
+        }
+        let mut batch = Batch::new(image);
+        if let Some(existing) = image.brokers.get(&req.broker_id) {
+            if existing.incarnation_id != req.incarnation_id
+                && self.has_valid_session(req.broker_id, now_ms)
+            {
+                return Err(err(
+                    ErrorCode::DUPLICATE_BROKER_REGISTRATION,
+                    format!(
+                        "another incarnation of broker {} has a live session",
+                        req.broker_id
+                    ),
+                ));
+            }
+            if !existing.fenced {
+                // The old registration goes away: move its leaderships and ISR memberships first.
+                self.broker_leaves(&mut batch, req.broker_id, true);
+            }
+        }
+        batch.push(MetadataRecord::RegisterBrokerRecord {
+            broker_id: req.broker_id,
+            incarnation_id: req.incarnation_id,
+            host: req.host.clone(),
+            port: req.port,
+            rack: req.rack.clone(),
+        });
+        self.last_contact_ms.insert(req.broker_id, now_ms);
+        Ok(batch.records)
+    }
+
+    /// BrokerHeartbeat: refreshes the session, unfences a caught-up broker, fences one that asks for
+    /// it, and drives controlled shutdown.
+    ///
+    /// Errors: `BROKER_ID_NOT_REGISTERED`, `STALE_BROKER_EPOCH`.
+    pub fn heartbeat(
+        &mut self,
+        image: &MetadataImage,
+        hb: &Heartbeat,
+        now_ms: i64,
+    ) -> Result<Decision<HeartbeatReply>, ControllerError> {
+        let reg = image.brokers.get(&hb.broker_id).ok_or_else(|| {
+            err(
+                ErrorCode::BROKER_ID_NOT_REGISTERED,
+                format!("broker {} is not registered", hb.broker_id),
+            )
+        })?;
+        if reg.broker_epoch != hb.broker_epoch {
+            return Err(err(
+                ErrorCode::STALE_BROKER_EPOCH,
+                format!(
+                    "broker {} epoch {} is not the registered epoch {}",
+                    hb.broker_id, hb.broker_epoch, reg.broker_epoch
+                ),
+            ));
+        }
+        self.last_contact_ms.insert(hb.broker_id, now_ms);
+        let caught_up = hb.metadata_offset >= reg.broker_epoch;
+        let (id, epoch) = (hb.broker_id, hb.broker_epoch);
+        let mut batch = Batch::new(image);
+        let mut should_shut_down = false;
+        if hb.want_shutdown {
+            if !reg.in_controlled_shutdown {
+                batch.push(MetadataRecord::BrokerRegistrationChangeRecord {
+                    broker_id: id,
+                    broker_epoch: epoch,
+                    fenced: None,
+                    in_controlled_shutdown: Some(true),
+                });
+            }
+            if reg.fenced {
+                should_shut_down = true;
+            } else {
+                let moved = self.broker_leaves(&mut batch, id, false);
+                if !moved && reg.in_controlled_shutdown {
+                    // Nothing left to move (and the previous heartbeat's moves are committed):
+                    // done. The broker is fenced as it goes.
+                    self.broker_leaves(&mut batch, id, true);
+                    batch.push(MetadataRecord::FenceBrokerRecord {
+                        broker_id: id,
+                        broker_epoch: epoch,
+                    });
+                    should_shut_down = true;
+                }
+            }
+        } else if reg.fenced {
+            if !hb.want_fence && caught_up && !reg.in_controlled_shutdown {
+                batch.push(MetadataRecord::UnfenceBrokerRecord {
+                    broker_id: id,
+                    broker_epoch: epoch,
+                });
+                self.broker_arrives(&mut batch, id);
+            }
+        } else if hb.want_fence {
+            self.broker_leaves(&mut batch, id, true);
+            batch.push(MetadataRecord::FenceBrokerRecord {
+                broker_id: id,
+                broker_epoch: epoch,
+            });
+        }
+        let is_fenced = batch.view.brokers.get(&id).is_none_or(|b| b.fenced);
+        Ok(Decision {
+            records: batch.records,
+            reply: HeartbeatReply {
+                is_fenced,
+                is_caught_up: caught_up,
+                should_shut_down,
+            },
+        })
+    }
+
+    /// The periodic check (Kafka's `maybeFenceOneStaleBroker`): fences every unfenced broker whose
+    /// session expired at `now_ms`, moving its leaderships and ISR memberships away. Then, with
+    /// `auto_leader_rebalance` and once per `leader_imbalance_check_interval_ms`, elects preferred
+    /// leaders (Kafka's `maybeBalancePartitionLeaders`, see [`elect_preferred_leaders`](Self::elect_preferred_leaders)).
+    pub fn tick(&mut self, image: &MetadataImage, now_ms: i64) -> Vec<MetadataRecord> {
+        let mut batch = Batch::new(image);
+        for (&id, reg) in &image.brokers {
+            if reg.fenced {
+                continue;
+            }
+            let last = *self.last_contact_ms.entry(id).or_insert(now_ms);
+            if now_ms.saturating_sub(last) < self.config.session_timeout_ms {
+                continue;
+            }
+            self.broker_leaves(&mut batch, id, true);
+            batch.push(MetadataRecord::FenceBrokerRecord {
+                broker_id: id,
+                broker_epoch: reg.broker_epoch,
+            });
+        }
+        if self.config.auto_leader_rebalance {
+            let interval = self.config.leader_imbalance_check_interval_ms.max(0);
+            let due = *self
+                .next_balance_ms
+                .get_or_insert(now_ms.saturating_add(interval));
+            if now_ms >= due {
+                let more =
+                    Self::elect_preferred_leaders(&mut batch, MAX_PREFERRED_ELECTIONS_PER_TICK);
+                // More imbalanced partitions than one step elects: continue on the next tick.
+                self.next_balance_ms = Some(if more {
+                    now_ms
+                } else {
+                    now_ms.saturating_add(interval)
+                });
+            }
+        }
+        batch.records
+    }
+
+    /// Moves leaderships and ISR memberships away from `broker` (Kafka's
+    /// `generateLeaderAndIsrUpdates`). With `fencing`, a partition whose leadership cannot move
+    /// loses its leader; without (controlled shutdown) it is left alone. Returns whether any record
+    /// was added.
+    fn broker_leaves(&self, batch: &mut Batch<'_>, broker: BrokerId, fencing: bool) -> bool {
+        let mut changes = Vec::new();
+        for t in batch.view.topics.values() {
+            for (&pid, p) in &t.partitions {
+                if !p.isr.contains(&broker) && p.leader != broker {
+                    continue;
+                }
+                let mut new_isr: Vec<BrokerId> =
+                    p.isr.iter().copied().filter(|&r| r != broker).collect();
+                if new_isr.is_empty() {
+                    // Kafka keeps the last ISR member so that it can come back as leader.
+                    new_isr = p.isr.clone();
+                }
+                let mut leader = None;
+                if p.leader == broker {
+                    let candidate = p.replicas.iter().copied().find(|&r| {
+                        r != broker && new_isr.contains(&r) && batch.view.is_active_broker(r)
+                    });
+                    match candidate {
+                        Some(c) => leader = Some(c),
+                        None => {
+                            let unclean =
+                                self.config
+                                    .unclean_leader_election
+                                    .then(|| {
+                                        p.replicas.iter().copied().find(|&r| {
+                                            r != broker && batch.view.is_active_broker(r)
+                                        })
+                                    })
+                                    .flatten();
+                            if let Some(u) = unclean {
+                                leader = Some(u);
+                                new_isr = vec![u];
+                            } else if fencing {
+                                leader = Some(NO_LEADER);
+                            } else {
+                                continue; // controlled shutdown: cannot move, leave it
+                            }
+                        }
+                    }
+                }
+                let isr = (new_isr != p.isr).then_some(new_isr);
+                if isr.is_some() || leader.is_some() {
+                    changes.push(MetadataRecord::PartitionChangeRecord {
+                        topic_id: t.topic_id,
+                        partition_id: pid,
+                        isr,
+                        leader,
+                    });
+                }
+            }
+        }
+        let any = !changes.is_empty();
+        for c in changes {
+            batch.push(c);
+        }
+        any
+    }
+
+    /// Elects `broker` (now active) leader of leaderless partitions it can lead.
+    fn broker_arrives(&self, batch: &mut Batch<'_>, broker: BrokerId) {
+        let mut changes = Vec::new();
+        for t in batch.view.topics.values() {
+            for (&pid, p) in &t.partitions {
+                if p.leader != NO_LEADER || !p.replicas.contains(&broker) {
+                    continue;
+                }
+                let clean = p
+                    .replicas
+                    .iter()
+                    .copied()
+                    .find(|&r| p.isr.contains(&r) && batch.view.is_active_broker(r));
+                let change = match clean {
+                    Some(l) => Some((l, None)),
+                    None if self.config.unclean_leader_election => {
+                        Some((broker, Some(vec![broker])))
+                    }
+                    None => None,
+                };
+                if let Some((leader, isr)) = change {
+                    changes.push(MetadataRecord::PartitionChangeRecord {
+                        topic_id: t.topic_id,
+                        partition_id: pid,
+                        isr,
+                        leader: Some(leader),
+                    });
+                }
+            }
+        }
+        for c in changes {
+            batch.push(c);
+        }
+    }
+}
