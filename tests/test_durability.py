@@ -204,3 +204,33 @@ def test_torn_tail_after_kill9_is_truncated(fresh_broker, topic, garbage):
         res = k.produce(c, topic, 0, k.encode_batch([k.Record(b"after", b"crash")]))
         assert res.error == 0 and res.base_offset == 10
         assert k.fetch(c, topic, 0, 10).batches()[0].records[0].key == b"after"
+
+
+@pytest.mark.skipif(__import__("conftest").MODE != "runnel", reason="edits runnel's metadata file")
+def test_a_delete_cut_short_by_a_crash_leaves_no_stray_log(fresh_broker, topic):
+    """A DeleteTopics rewrites the topic registry, then deletes the logs. `kill -9` between the two left the old
+    logs on disk: a re-created topic of the same name then failed with KAFKA_STORAGE_ERROR, stayed listed
+    without partitions, and the next start refused ("inconsistent topic id"). The crash is reproduced exactly
+    by removing the topic from the registry of a killed broker; the broker must start, delete the stray logs,
+    and serve a re-created topic from offset 0."""
+    import json
+    b = fresh_broker
+    make_topic(b.bootstrap, topic, partitions=2)
+    with k.Connection(b.bootstrap) as c:
+        for p in (0, 1):
+            assert k.produce(c, topic, p, k.encode_batch([k.Record(key=b"k", value=b"old")])).error == 0
+    b.kill9()
+    registry = b.data_dir / "runnel-metadata.json"
+    state = json.loads(registry.read_text())
+    del state["topics"][topic]
+    registry.write_text(json.dumps(state))
+    b.start()
+    assert not (b.data_dir / f"{topic}-0").exists(), "the stray log was not deleted at start"
+    make_topic(b.bootstrap, topic, partitions=2)
+    with k.Connection(b.bootstrap) as c:
+        for p in (0, 1):
+            assert k.list_offsets(c, topic, p, -1)[::2] == (0, 0), f"partition {p} kept the old records"
+            assert k.produce(c, topic, p, k.encode_batch([k.Record(key=b"k", value=b"new")])).error == 0
+    b.restart()
+    with k.Connection(b.bootstrap) as c:
+        assert k.list_offsets(c, topic, 0, -1)[2] == 1

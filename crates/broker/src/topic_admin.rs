@@ -86,9 +86,14 @@ pub trait TopicAdmin: Send + Sync + std::fmt::Debug {
 
 /// The standalone [`TopicAdmin`]: one broker, topics in its metadata file, every partition led here. Each
 /// change is published (the image before and after it) to the broker's [`Publishers`], as a cluster member's
-/// metadata listener publishes the images it replays.
+/// metadata listener publishes the images it replays. Changes run on the blocking pool (a topic's partitions
+/// are files to create or delete), so a large CreateTopics never holds a runtime worker.
+#[derive(Debug, Clone)]
+pub struct LocalTopicAdmin(Arc<LocalAdmin>);
+
+/// The state of a [`LocalTopicAdmin`].
 #[derive(Debug)]
-pub struct LocalTopicAdmin {
+struct LocalAdmin {
     metadata: Arc<MetadataStore>,
     replica_manager: Arc<ReplicaManager>,
     dynamic: Arc<DynamicBrokerConfig>,
@@ -109,16 +114,39 @@ impl LocalTopicAdmin {
         cache: Arc<LocalMetadataCache>,
         publishers: Arc<Publishers>,
     ) -> LocalTopicAdmin {
-        LocalTopicAdmin {
+        LocalTopicAdmin(Arc::new(LocalAdmin {
             metadata,
             replica_manager,
             dynamic,
             cache,
             publishers,
             changes: Mutex::new(()),
-        }
+        }))
     }
 
+    /// Runs `change` (a topic change of the shared state) on the blocking pool — inline when there is no tokio
+    /// runtime (synchronous tests). A change that panicked answers UNKNOWN_SERVER_ERROR.
+    fn run<T: Send + 'static>(
+        &self,
+        change: impl FnOnce(&LocalAdmin) -> Result<T, ApiError> + Send + 'static,
+    ) -> BoxFuture<'static, Result<T, ApiError>> {
+        let admin = self.0.clone();
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return Box::pin(std::future::ready(change(&admin)));
+        };
+        let task = runtime.spawn_blocking(move || change(&admin));
+        Box::pin(async move {
+            task.await.unwrap_or_else(|e| {
+                Err(ApiError::new(
+                    ErrorCode::UNKNOWN_SERVER_ERROR,
+                    format!("the topic change failed: {e}"),
+                ))
+            })
+        })
+    }
+}
+
+impl LocalAdmin {
     /// Runs `change` and publishes the image before and after it (when it changed anything).
     fn publishing<T>(&self, change: impl FnOnce() -> Result<T, ApiError>) -> Result<T, ApiError> {
         let _serial = self.changes.lock();
@@ -158,9 +186,7 @@ impl LocalTopicAdmin {
         }
         let config = log_config(&self.dynamic.effective(), &topic.configs);
         for p in 0..topic.partitions {
-            self.replica_manager
-                .make_leader(&t.name, p, topic.topic_id, config.clone())
-                .map_err(storage_error)?;
+            self.open_partition(&t.name, p, topic.topic_id, &config)?;
         }
         tracing::info!(
             topic = t.name,
@@ -168,6 +194,32 @@ impl LocalTopicAdmin {
             "created topic"
         );
         Ok(topic)
+    }
+
+    /// Opens (or creates) partition `p` of topic `id` as leader. A log left on disk by an older topic of the
+    /// same name (a delete cut short by a crash) is deleted first, as a stray log is (Kafka's KAFKA-14616).
+    fn open_partition(
+        &self,
+        name: &str,
+        p: i32,
+        id: Uuid,
+        config: &storage::LogConfig,
+    ) -> Result<(), ApiError> {
+        let rm = &self.replica_manager;
+        match rm.make_leader(name, p, id, config.clone()) {
+            Err(storage::StorageError::InconsistentTopicId(_)) => {
+                tracing::info!(
+                    topic = name,
+                    partition = p,
+                    "replacing the log of a deleted topic of the same name"
+                );
+                rm.stop_replica(name, p, true)
+                    .and_then(|()| rm.make_leader(name, p, id, config.clone()))
+                    .map(|_| ())
+                    .map_err(storage_error)
+            }
+            other => other.map(|_| ()).map_err(storage_error),
+        }
     }
 
     fn delete(&self, name: &str) -> Result<Uuid, ApiError> {
@@ -234,9 +286,7 @@ impl LocalTopicAdmin {
             .ok_or_else(unknown_topic)?;
         let config = log_config(&self.dynamic.effective(), &updated.configs);
         for p in 0..updated.partitions {
-            self.replica_manager
-                .make_leader(name, p, updated.topic_id, config.clone())
-                .map_err(storage_error)?;
+            self.open_partition(name, p, updated.topic_id, &config)?;
         }
         tracing::info!(topic = name, partitions = count, "partitions added");
         Ok(())
@@ -249,14 +299,11 @@ impl TopicAdmin for LocalTopicAdmin {
         topic: NewTopic,
         validate_only: bool,
     ) -> BoxFuture<'_, Result<TopicMetadata, ApiError>> {
-        // Local file and log work is short and bounded (one metadata rewrite, a few files per partition).
-        Box::pin(std::future::ready(
-            self.publishing(|| self.create(topic, validate_only)),
-        ))
+        self.run(move |a| a.publishing(|| a.create(topic, validate_only)))
     }
 
     fn delete_topic(&self, name: String) -> BoxFuture<'_, Result<Uuid, ApiError>> {
-        Box::pin(std::future::ready(self.publishing(|| self.delete(&name))))
+        self.run(move |a| a.publishing(|| a.delete(&name)))
     }
 
     fn set_topic_configs(
@@ -265,9 +312,7 @@ impl TopicAdmin for LocalTopicAdmin {
         configs: BTreeMap<String, String>,
         validate_only: bool,
     ) -> BoxFuture<'_, Result<(), ApiError>> {
-        Box::pin(std::future::ready(
-            self.publishing(|| self.set_configs(&name, configs, validate_only)),
-        ))
+        self.run(move |a| a.publishing(|| a.set_configs(&name, configs, validate_only)))
     }
 
     fn create_partitions(
@@ -276,9 +321,7 @@ impl TopicAdmin for LocalTopicAdmin {
         count: i32,
         validate_only: bool,
     ) -> BoxFuture<'_, Result<(), ApiError>> {
-        Box::pin(std::future::ready(
-            self.publishing(|| self.add_partitions(&name, count, validate_only)),
-        ))
+        self.run(move |a| a.publishing(|| a.add_partitions(&name, count, validate_only)))
     }
 
     fn elect_leaders(
@@ -293,6 +336,7 @@ impl TopicAdmin for LocalTopicAdmin {
             .into_iter()
             .map(|(topic, partition)| {
                 let exists = self
+                    .0
                     .metadata
                     .topic(&topic)
                     .is_some_and(|t| (0..t.partitions).contains(&partition));

@@ -79,9 +79,25 @@ impl TopicManager {
         }
     }
 
-    /// Opens every partition of every known topic (standalone startup).
+    /// Opens every partition of every known topic (standalone startup), after deleting stray logs: logs in the
+    /// data directory of a topic the registry no longer has, of an older topic of the same name, or of a
+    /// partition past the topic's count — what a DeleteTopics cut short by a crash between its metadata
+    /// rewrite and its log deletion leaves (Kafka's KAFKA-14616 handling; a cluster member does the same on
+    /// its first metadata image).
     pub fn load_all(&self) -> Result<(), storage::StorageError> {
-        for (name, topic) in self.metadata.topics() {
+        let topics = self.metadata.topics();
+        for (tp, log) in self.replica_manager.log_manager().all_logs() {
+            let id = log.lock().topic_id();
+            let known = topics.get(&tp.topic).is_some_and(|t| {
+                (id.is_nil() || id == t.topic_id) && (0..t.partitions).contains(&tp.partition)
+            });
+            if !known {
+                tracing::info!(topic = %tp.topic, partition = tp.partition, topic_id = %id, "deleting stray log");
+                self.replica_manager
+                    .stop_replica(&tp.topic, tp.partition, true)?;
+            }
+        }
+        for (name, topic) in topics {
             let config = self.log_config(&topic.configs);
             for p in 0..topic.partitions {
                 self.replica_manager
