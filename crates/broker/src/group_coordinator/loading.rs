@@ -44,6 +44,7 @@ impl GroupCoordinatorService {
             let now = st.now();
             let fx = st.coordinator.loaded(now);
             let _ = self.apply(&mut st, fx);
+            self.forget_missing_topics(&mut st, now);
         }
         self.loaded.store(true, Ordering::Release);
         self.timer.notify_one();
@@ -150,6 +151,7 @@ impl GroupCoordinatorService {
             let now = st.now();
             let fx = st.coordinator.load_groups(now, scratch);
             let _ = self.apply(&mut st, fx);
+            self.forget_missing_topics(&mut st, now);
         }
         self.timer.notify_one();
         tracing::info!(
@@ -159,6 +161,30 @@ impl GroupCoordinatorService {
             elapsed_ms = started.elapsed().as_millis() as u64,
             "{OFFSETS_TOPIC} partition loaded"
         );
+    }
+
+    /// Deletes the committed offsets of topics that no longer exist (tombstones written). Loading replays
+    /// offsets whose topic was deleted while this broker did not coordinate them (a coordinator failover, or a
+    /// crash between a DeleteTopics and its tombstones); without this a topic re-created under the same name
+    /// would be read from an offset of the old log.
+    fn forget_missing_topics(&self, st: &mut State, now: i64) {
+        let gone: Vec<String> = st
+            .coordinator
+            .committed_topics()
+            .into_iter()
+            .filter(|t| self.metadata.topic(t).is_none())
+            .collect();
+        if gone.is_empty() {
+            return;
+        }
+        tracing::info!(topics = ?gone, "deleting committed offsets of topics that no longer exist");
+        let fx = st.coordinator.delete_topics_offsets(now, &gone);
+        if let Err(e) = self.apply(st, fx) {
+            tracing::warn!(
+                error = e.0,
+                "writing offset tombstones of deleted topics failed"
+            );
+        }
     }
 
     /// Drops the groups of a partition no longer led here and answers their parked requests.

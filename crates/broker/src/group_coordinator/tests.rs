@@ -36,6 +36,15 @@ fn open_with_dynamic(
     .collect();
     let config = BrokerConfig::from_pairs(&pairs).unwrap();
     let metadata = Arc::new(MetadataStore::open(dir, config.node_id).unwrap());
+    // The topic the tests commit offsets for (offsets of topics that do not exist are dropped at load).
+    if metadata.topic("t").is_none() {
+        let t = crate::metadata::TopicMetadata {
+            topic_id: uuid::Uuid::new_v4(),
+            partitions: 1,
+            configs: Default::default(),
+        };
+        assert!(metadata.create_topic("t", t).unwrap());
+    }
     let md = metadata.clone();
     let cfg = config.clone();
     let lm = Arc::new(
@@ -418,4 +427,28 @@ fn cluster_mode_unload_answers_parked_joins_not_coordinator() {
             ErrorCode::NOT_COORDINATOR
         );
     });
+}
+
+/// Offsets replayed for a topic that no longer exists (deleted while this broker did not coordinate the group,
+/// or a crash before the tombstones) are deleted at load, so a re-created topic is read from its start.
+#[test]
+fn offsets_of_a_topic_deleted_meanwhile_are_dropped_at_load() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (svc, rm) = open(dir.path());
+        svc.load();
+        let (_, written) =
+            block(svc.with_group("g", |c, now| c.commit_offsets(now, &commit("g", 41)))).unwrap();
+        assert_eq!(written, Ok(()));
+        assert_eq!(committed(&svc, "g"), Ok(41));
+        // The topic goes from the registry, as a DeleteTopics cut short before the tombstones leaves it.
+        assert!(svc.metadata.delete_topic("t").unwrap().is_some());
+        rm.shutdown().unwrap();
+    }
+    let (svc, _rm) = open(dir.path());
+    // `open` creates "t" again: the offsets replayed are of the old topic's name, and it exists again — so
+    // drop it before loading to see the deletion.
+    assert!(svc.metadata.delete_topic("t").unwrap().is_some());
+    svc.load();
+    assert_eq!(committed(&svc, "g"), Ok(-1));
 }

@@ -310,6 +310,14 @@ impl GroupCoordinator {
         }
     }
 
+    /// Every topic some group has a committed offset for.
+    pub fn committed_topics(&self) -> std::collections::BTreeSet<String> {
+        self.offsets
+            .values()
+            .flat_map(|by_topic| by_topic.keys().cloned())
+            .collect()
+    }
+
     /// The topics were deleted (Kafka's `onPartitionsDeleted`): every group's committed offsets for them are
     /// removed (tombstones written), and a group left with no offsets that is Empty (or was only offsets)
     /// is deleted too. So a topic re-created under the same name is read from its start (or by
