@@ -259,11 +259,17 @@ run_bench_retry() {
         run_bench "$@"
     fi
 }
-# drop_cache DIR: fsync then posix_fadvise(DONTNEED) every file under DIR.
+# drop_cache DIR TOPIC: fsync then posix_fadvise(DONTNEED) every file of TOPIC's partition directories
+# (DIR/TOPIC-N/) — only that topic, so a later "cached" row of another topic still reads from the page cache
+# (dropping the whole data dir made the next cached row read from disk for the brokers whose data dir the
+# script knows, but not for a --peer).
 drop_cache() {
-    python3 - "$1" <<'EOF'
-import os, sys
+    python3 - "$1" "$2" <<'EOF'
+import os, re, sys
+part = re.compile(re.escape(sys.argv[2]) + r"-\d+$")
 for root, _, files in os.walk(sys.argv[1]):
+    if not part.match(os.path.basename(root)):
+        continue
     for f in files:
         try:
             fd = os.open(os.path.join(root, f), os.O_RDONLY)
@@ -338,7 +344,7 @@ for rep in $(seq 1 "$REPS"); do
         topic="p-$size-$parts-1-none-$rep"
         for mode in cached dropped; do
             for b in $(order $RUN); do
-                if [[ $mode == dropped && -n "${DATA[$b]}" ]]; then drop_cache "${DATA[$b]}"; fi
+                if [[ $mode == dropped && -n "${DATA[$b]}" ]]; then drop_cache "${DATA[$b]}" "$topic"; fi
                 [[ $mode == dropped && -z "${DATA[$b]}" ]] && continue
                 run_bench_retry "$b" "consume-$mode:$cfg" consume -t "$topic" --partitions "$parts"
             done
