@@ -35,7 +35,7 @@ use parking_lot::{Mutex, RwLock};
 use protocol::error::ErrorCode;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{broker_def, BrokerConfig, ConfigType};
+use crate::config::{broker_def, keys, BrokerConfig, ConfigType};
 use crate::error::ApiError;
 use crate::metadata::{write_atomically, MetadataError};
 
@@ -490,13 +490,8 @@ impl DynamicBrokerConfig {
         {
             c.explicit.insert(k.clone(), v.clone());
         }
-        if let Some(v) = c
-            .explicit
-            .get("producer.id.expiration.ms")
-            .and_then(|v| v.trim().parse().ok())
-        {
-            c.producer_id_expiration_ms = v;
-        }
+        // The one typed field with a dynamic key: follow the levels just laid over (values were validated).
+        c.producer_id_expiration_ms = c.get(keys::PRODUCER_ID_EXPIRATION_MS);
         *self.effective.write() = Arc::new(c);
     }
 

@@ -116,6 +116,8 @@ keys! {
     LOG_CLEANER_IO_MAX_BYTES_PER_SECOND: f64 = "log.cleaner.io.max.bytes.per.second";
     /// `log.cleaner.backoff.ms`: sleep when there is nothing to clean (ms).
     LOG_CLEANER_BACKOFF_MS: i64 = "log.cleaner.backoff.ms";
+    /// `producer.id.expiration.ms`: how long an idle producer id's state is kept (ms).
+    PRODUCER_ID_EXPIRATION_MS: i64 = "producer.id.expiration.ms";
     /// `min.insync.replicas`: replicas that must have a write for acks=all (and for group commits).
     MIN_INSYNC_REPLICAS: i32 = "min.insync.replicas";
     /// `offsets.topic.replication.factor`: replication factor of `__consumer_offsets` (capped by the live
