@@ -21,6 +21,15 @@ macro_rules! raw_newtype {
             pub const fn get(self) -> $raw {
                 self.0
             }
+
+            /// Kafka's -1: none / unknown (see the type's documentation for what it means here).
+            pub const NONE: $name = $name(-1);
+
+            /// True for [`Self::NONE`] (-1).
+            #[inline]
+            pub const fn is_none(self) -> bool {
+                self.0 == -1
+            }
         }
 
         impl fmt::Display for $name {
@@ -53,16 +62,8 @@ pub struct Offset(pub i64);
 raw_newtype!(Offset, i64);
 
 impl Offset {
-    /// Kafka's -1: no offset (unknown, or nothing to point at).
-    pub const NONE: Offset = Offset(-1);
     /// The first offset of a new log.
     pub const ZERO: Offset = Offset(0);
-
-    /// True for [`Offset::NONE`] (-1).
-    #[inline]
-    pub const fn is_none(self) -> bool {
-        self.0 == -1
-    }
 
     /// The offset after this one. Panics on overflow (an offset near `i64::MAX` is a bug).
     #[inline]
@@ -101,17 +102,6 @@ pub struct LeaderEpoch(pub i32);
 
 raw_newtype!(LeaderEpoch, i32);
 
-impl LeaderEpoch {
-    /// Kafka's -1: unknown / no epoch.
-    pub const NONE: LeaderEpoch = LeaderEpoch(-1);
-
-    /// True for [`LeaderEpoch::NONE`] (-1).
-    #[inline]
-    pub const fn is_none(self) -> bool {
-        self.0 == -1
-    }
-}
-
 /// A broker's id (Kafka's `broker.id` / `node.id`, INT32): names a broker in the metadata image, in replica
 /// lists and ISRs, and as a partition's leader.
 ///
@@ -125,17 +115,6 @@ pub struct BrokerId(pub i32);
 
 raw_newtype!(BrokerId, i32);
 
-impl BrokerId {
-    /// Kafka's -1: no broker (no leader, unknown node).
-    pub const NONE: BrokerId = BrokerId(-1);
-
-    /// True for [`BrokerId::NONE`] (-1).
-    #[inline]
-    pub const fn is_none(self) -> bool {
-        self.0 == -1
-    }
-}
-
 /// The version of a partition's registration (Kafka's `partition_epoch`, INT32), bumped by the controller
 /// on every change to the partition's leader, ISR or replicas; a leader's AlterPartition names the epoch it
 /// saw, and a stale one is rejected (`INVALID_UPDATE_VERSION`, KIP-497). Starts at 0.
@@ -148,15 +127,6 @@ pub struct PartitionEpoch(pub i32);
 raw_newtype!(PartitionEpoch, i32);
 
 impl PartitionEpoch {
-    /// Kafka's -1: unknown partition epoch.
-    pub const NONE: PartitionEpoch = PartitionEpoch(-1);
-
-    /// True for [`PartitionEpoch::NONE`] (-1).
-    #[inline]
-    pub const fn is_none(self) -> bool {
-        self.0 == -1
-    }
-
     /// The next epoch (saturating at `i32::MAX`, as the controller's replay does).
     #[inline]
     #[must_use]
@@ -177,17 +147,6 @@ pub struct ProducerId(pub i64);
 
 raw_newtype!(ProducerId, i64);
 
-impl ProducerId {
-    /// Kafka's -1 (`NO_PRODUCER_ID`): not an idempotent producer.
-    pub const NONE: ProducerId = ProducerId(-1);
-
-    /// True for [`ProducerId::NONE`] (-1).
-    #[inline]
-    pub const fn is_none(self) -> bool {
-        self.0 == -1
-    }
-}
-
 /// The epoch of a producer id (Kafka's `producer_epoch`, INT16), bumped when a transactional producer
 /// re-initializes, fencing the older instance.
 ///
@@ -199,17 +158,6 @@ impl ProducerId {
 pub struct ProducerEpoch(pub i16);
 
 raw_newtype!(ProducerEpoch, i16);
-
-impl ProducerEpoch {
-    /// Kafka's -1 (`NO_PRODUCER_EPOCH`).
-    pub const NONE: ProducerEpoch = ProducerEpoch(-1);
-
-    /// True for [`ProducerEpoch::NONE`] (-1).
-    #[inline]
-    pub const fn is_none(self) -> bool {
-        self.0 == -1
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -97,8 +97,9 @@ pub async fn handle(
 }
 
 fn list_all(apis: &KafkaApis, out: &mut Vec<MetadataResponseTopic>) {
+    let image = apis.metadata_cache().image();
     for (name, topic) in apis.metadata.topics() {
-        out.push(topic_response(apis, &name, &topic));
+        out.push(image_topic_response(&image, &name, &topic));
     }
 }
 
