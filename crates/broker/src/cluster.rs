@@ -36,16 +36,16 @@ use tokio::sync::watch;
 use types::{BrokerId, ProducerId};
 use uuid::Uuid;
 
-use crate::cluster_link::ClusterLink;
 use crate::config::BrokerConfig;
 use crate::dynamic_config::DynamicBrokerConfig;
 use crate::error::ApiError;
 use crate::metadata::{MetadataStore, TopicMetadata};
 use crate::metadata_cache::{ControllerEndpoint, MetadataCache};
 use crate::publisher::Publishers;
-use crate::replica_manager::{PartitionState, ReplicaManager};
 use crate::topic_admin::{NewTopic, TopicAdmin};
 use crate::topic_config::log_config;
+use replica::cluster_link::ClusterLink;
+use replica::replica_manager::{PartitionState, ReplicaManager};
 
 /// How long a broker waits for its own image to show a change it asked the controller for.
 const READ_YOUR_WRITES_TIMEOUT: Duration = Duration::from_secs(15);

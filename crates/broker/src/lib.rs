@@ -5,9 +5,7 @@
 
 #![warn(missing_docs)]
 
-pub mod apis;
 pub mod cluster;
-pub mod cluster_link;
 pub mod config;
 pub mod dynamic_config;
 pub mod error;
@@ -15,13 +13,10 @@ pub mod group_coordinator;
 pub mod lifecycle;
 pub mod metadata;
 pub mod metadata_cache;
-pub mod network;
-pub mod partition;
-mod partition_results;
 pub mod publisher;
-mod replica_fetcher;
-pub mod replica_manager;
-mod replica_states;
+#[cfg(test)]
+mod replication_tests;
+pub mod server;
 pub mod topic_admin;
 pub mod topic_config;
 pub mod topics;

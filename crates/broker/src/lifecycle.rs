@@ -13,20 +13,20 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::apis::KafkaApis;
 use crate::cluster::{BrokerCluster, ControllerLink, QuorumTopicAdmin};
-use crate::cluster_link::{ClusterLink, StandaloneLink};
 use crate::config::{bind_addr, keys, BrokerConfig};
 use crate::dynamic_config::DynamicBrokerConfig;
 use crate::group_coordinator::{GroupCoordinatorPublisher, GroupCoordinatorService};
 use crate::metadata::MetadataStore;
 use crate::metadata_cache::{LocalMetadataCache, MetadataCache};
-use crate::network;
 use crate::publisher::Publishers;
-use crate::replica_manager::ReplicaManager;
+use crate::server::apis::KafkaApis;
+use crate::server::network;
 use crate::topic_admin::{LocalTopicAdmin, TopicAdmin};
 use crate::topic_config::{cleaner_config, log_config};
 use crate::topics::TopicManager;
+use replica::cluster_link::{ClusterLink, StandaloneLink};
+use replica::replica_manager::ReplicaManager;
 
 /// A running broker (and, in cluster mode, possibly a controller).
 pub struct Server {

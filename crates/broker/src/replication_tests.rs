@@ -23,12 +23,12 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use uuid::Uuid;
 
-use super::Connection;
-use crate::cluster_link::ClusterLink;
 use crate::config::BrokerConfig;
 use crate::metadata::{MetadataStore, TopicMetadata};
-use crate::partition::PartitionState;
-use crate::replica_manager::ReplicaManager;
+use replica::cluster_link::ClusterLink;
+use replica::partition::PartitionState;
+use replica::replica_fetcher::Connection;
+use replica::replica_manager::ReplicaManager;
 use storage::now_ms;
 use types::{BrokerId, LeaderEpoch, Offset, PartitionEpoch};
 
@@ -135,7 +135,7 @@ async fn start_broker(id: i32, link: Arc<TestLink>, topic_id: Uuid) -> TestBroke
         .lock()
         .insert(BrokerId(id), ("127.0.0.1".to_string(), port));
     let (shutdown, rx) = watch::channel(false);
-    tokio::spawn(crate::network::serve(listener, apis, rx));
+    tokio::spawn(crate::server::network::serve(listener, apis, rx));
     TestBroker {
         id,
         rm,

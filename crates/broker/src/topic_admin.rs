@@ -20,8 +20,8 @@ use crate::error::ApiError;
 use crate::metadata::{MetadataStore, TopicMetadata, UpdateError};
 use crate::metadata_cache::{LocalMetadataCache, MetadataCache};
 use crate::publisher::Publishers;
-use crate::replica_manager::ReplicaManager;
 use crate::topic_config::log_config;
+use replica::replica_manager::ReplicaManager;
 
 /// A validated CreateTopics entry: name legal and free, counts resolved (no -1), configs valid.
 #[derive(Debug, Clone)]

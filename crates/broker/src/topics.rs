@@ -12,11 +12,11 @@ use crate::config::{topic_value, validate_topic_config, BrokerConfig};
 use crate::dynamic_config::DynamicBrokerConfig;
 pub use crate::error::ApiError;
 use crate::metadata::{MetadataStore, TopicMetadata};
-use crate::replica_manager::ReplicaManager;
 use crate::topic_admin::{
     already_exists, check_partition_count, unknown_topic, NewTopic, TopicAdmin,
 };
 use crate::topic_config::log_config;
+use replica::replica_manager::ReplicaManager;
 
 /// Longest legal topic name (Kafka's `Topic.MAX_NAME_LENGTH`).
 pub const MAX_TOPIC_NAME_LENGTH: usize = 249;

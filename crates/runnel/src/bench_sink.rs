@@ -5,7 +5,7 @@
 //!
 //! What it serves (everything else closes the connection):
 //! - ApiVersions: only the APIs below, in the version ranges the real broker advertises
-//!   ([`broker::apis::advertised_range`]; Produce from v0, as the broker does for librdkafka).
+//!   ([`broker::server::apis::advertised_range`]; Produce from v0, as the broker does for librdkafka).
 //! - Metadata: this node (id 1, the connection's local address) is the only broker and the
 //!   controller; any requested topic exists, with `--partitions` partitions (or the count given to
 //!   CreateTopics), leader 1, leader epoch 0. A request for all topics lists the topics seen so far.
@@ -45,7 +45,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, Context};
-use broker::apis::advertised_range;
+use broker::server::apis::advertised_range;
 use bytes::{Bytes, BytesMut};
 use protocol::error::ErrorCode;
 use protocol::messages::create_topics_response::CreatableTopicResult;
@@ -474,7 +474,7 @@ fn served_range(api: ApiKey) -> Option<(i16, i16)> {
 
 /// The ApiVersions response listing [`SINK_APIS`].
 fn api_versions(error: ErrorCode) -> ApiVersionsResponse {
-    broker::apis::api_versions_response_for(error, SINK_APIS.iter().copied())
+    broker::server::apis::api_versions_response_for(error, SINK_APIS.iter().copied())
 }
 
 fn encode(

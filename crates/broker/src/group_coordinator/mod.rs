@@ -60,10 +60,10 @@ use tokio::sync::{oneshot, watch, Notify};
 
 use crate::config::{keys, BrokerConfig};
 use crate::metadata::MetadataStore;
-use crate::partition::Partition;
 use crate::publisher::MetadataPublisher;
-use crate::replica_manager::{ReplicaError, ReplicaManager};
 use crate::topics::TopicManager;
+use replica::partition::Partition;
+use replica::replica_manager::{ReplicaError, ReplicaManager};
 
 /// Name of the internal topic holding committed offsets and group metadata.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";

@@ -61,7 +61,7 @@ fn open_with_dynamic(
     let rm = Arc::new(ReplicaManager::new(
         lm,
         config.node_id,
-        Arc::new(crate::cluster_link::StandaloneLink),
+        Arc::new(replica::cluster_link::StandaloneLink),
         30_000,
     ));
     let dynamic = Arc::new(DynamicBrokerConfig::in_memory(config.clone()));

@@ -25,7 +25,7 @@ use storage::{LogAppendInfo, StorageError};
 use types::{LeaderEpoch, Offset};
 
 use super::{storage_error_code, KafkaApis};
-use crate::replica_manager::{Partition, ReplicaError};
+use replica::replica_manager::{Partition, ReplicaError};
 
 /// Upper bound on how long an acks=all Produce waits for replication (ms), whatever the client asks.
 const MAX_TIMEOUT_MS: i32 = 300_000;

@@ -47,8 +47,8 @@ use crate::dynamic_config::DynamicBrokerConfig;
 use crate::group_coordinator::GroupCoordinatorService;
 use crate::metadata::MetadataStore;
 use crate::metadata_cache::MetadataCache;
-use crate::replica_manager::ReplicaManager;
 use crate::topics::TopicManager;
+use replica::replica_manager::ReplicaManager;
 
 /// The APIs and version ranges this broker serves and advertises in ApiVersions (pitfall 12: exactly what
 /// works). Each is the intersection of what the codec knows and what the handler implements; ranges follow

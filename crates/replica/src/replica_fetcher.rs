@@ -130,15 +130,19 @@ impl ReplicaFetcher {
     }
 }
 
-/// A Kafka-protocol connection to the leader: one request in flight.
-struct Connection {
+/// A Kafka-protocol connection to the leader: one request in flight. Public so the broker's two-broker
+/// replication tests can drive a leader the way the fetcher does.
+pub struct Connection {
     stream: TcpStream,
     next_correlation_id: i32,
     client_id: String,
 }
 
 impl Connection {
-    async fn connect(host: &str, port: u16, local_id: BrokerId) -> std::io::Result<Connection> {
+    /// Connects to `host:port` within the request timeout; the client id names `local_id`.
+    ///
+    /// Errors: the connect's I/O error, or `TimedOut`.
+    pub async fn connect(host: &str, port: u16, local_id: BrokerId) -> std::io::Result<Connection> {
         let stream = tokio::time::timeout(REQUEST_TIMEOUT, TcpStream::connect((host, port)))
             .await
             .map_err(|_| {
@@ -154,7 +158,7 @@ impl Connection {
 
     /// Sends `body` in `version` and reads the matching response, bounded by `timeout`; the response frame
     /// is bounded by `protocol::MAX_FRAME_SIZE` bytes.
-    async fn call(
+    pub async fn call(
         &mut self,
         version: i16,
         body: RequestBody,
@@ -588,7 +592,3 @@ fn apply_fetched(shared: &Shared, pick: Pick, data: &PartitionData) {
         }
     }
 }
-
-#[cfg(test)]
-#[path = "replication_tests.rs"]
-mod replication_tests;

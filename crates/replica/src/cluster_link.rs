@@ -2,7 +2,7 @@
 //! [`crate::replica_fetcher`] import (so neither imports the other for it): the [`ClusterLink`] trait,
 //! its single-node implementation [`StandaloneLink`], and the [`TopicPartition`] key.
 //!
-//! The cluster-mode implementation is `crate::cluster::ControllerLink` (endpoints from the metadata image,
+//! The cluster-mode implementation is `broker::cluster::ControllerLink` (endpoints from the metadata image,
 //! AlterPartition through the controller, KIP-497).
 
 use futures::future::BoxFuture;

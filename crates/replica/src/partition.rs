@@ -376,7 +376,7 @@ impl Partition {
     }
 
     /// The notification a delayed fetch or produce waits on (see `changed`).
-    pub(crate) fn changed(&self) -> &Notify {
+    pub fn changed(&self) -> &Notify {
         &self.changed
     }
 }

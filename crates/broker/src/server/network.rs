@@ -1,5 +1,5 @@
 //! The socket layer: accepts TCP connections, reads size-prefixed request frames, hands them to
-//! [`KafkaApis`](crate::apis::KafkaApis), and writes responses back in request order.
+//! [`KafkaApis`](crate::server::apis::KafkaApis), and writes responses back in request order.
 //!
 //! Source: Kafka protocol guide, "Network" section: a frame is an `int32` size followed by that many bytes.
 //!
@@ -25,7 +25,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
-use crate::apis::{KafkaApis, RequestOutcome};
+use crate::server::apis::{KafkaApis, RequestOutcome};
 
 /// Largest read-ahead the frame reader allocates before bytes arrive (bytes).
 const READ_CHUNK: usize = 64 * 1024;

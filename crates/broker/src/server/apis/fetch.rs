@@ -30,8 +30,8 @@ use uuid::Uuid;
 
 use super::produce::{batches_use_codec, replica_error_code};
 use super::{storage_error_code, KafkaApis};
-use crate::partition::{DivergingEpoch, Partition, PartitionRead};
-use crate::replica_manager::FetchPartitionRequest;
+use replica::partition::{DivergingEpoch, Partition, PartitionRead};
+use replica::replica_manager::FetchPartitionRequest;
 
 /// Upper bound on how long one Fetch may be held (ms), whatever the client asks.
 const MAX_WAIT_CAP_MS: i32 = 30_000;
