@@ -64,6 +64,7 @@ impl LocalMetadataCache {
             rack: None,
             fenced: false,
             in_controlled_shutdown: false,
+            log_dir_offline: false,
         };
         let only_me = PartitionRegistration {
             replicas: vec![me],

@@ -220,14 +220,21 @@ impl ControllerClient {
         want_fence: bool,
         want_shutdown: bool,
     ) -> Result<HeartbeatReply, ControllerError> {
-        let req = ClientRequest::Heartbeat(Heartbeat {
+        self.send_heartbeat(Heartbeat {
             broker_id,
             broker_epoch,
             metadata_offset,
             want_fence,
             want_shutdown,
-        });
-        match self.call(req, Duration::ZERO).await? {
+            log_dir_offline: false,
+        })
+        .await
+    }
+
+    /// BrokerHeartbeat with every field given, including `log_dir_offline` (KIP-858's
+    /// `OfflineLogDirs`); see [`heartbeat`](Self::heartbeat) for the reply and errors.
+    pub async fn send_heartbeat(&self, hb: Heartbeat) -> Result<HeartbeatReply, ControllerError> {
+        match self.call(ClientRequest::Heartbeat(hb), Duration::ZERO).await? {
             ClientResponse::Heartbeat(r) => r,
             _ => Err(unexpected()),
         }

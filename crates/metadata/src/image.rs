@@ -36,6 +36,11 @@ pub struct BrokerRegistration {
     pub fenced: bool,
     /// The broker asked for controlled shutdown (KIP-631); it is not chosen as leader or added to ISRs.
     pub in_controlled_shutdown: bool,
+    /// The broker reported its data dir offline (KIP-858 `OfflineLogDirs`, one dir per broker): it stays
+    /// registered and unfenced but is not chosen as leader, added to ISRs or given new replicas. Absent
+    /// from the JSON when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub log_dir_offline: bool,
 }
 
 /// A partition's replica state (Kafka `PartitionRegistration`).
@@ -132,12 +137,15 @@ impl MetadataImage {
                 broker_epoch,
                 fenced,
                 in_controlled_shutdown,
-            } => self.replay_broker_flags(
-                *broker_id,
-                *broker_epoch,
-                *fenced,
-                *in_controlled_shutdown,
-            ),
+                log_dir_offline,
+            } => {
+                self.replay_broker_flags(*broker_id, *broker_epoch, *fenced, *in_controlled_shutdown);
+                if let (Some(o), Some(b)) =
+                    (log_dir_offline, self.broker_mut(*broker_id, *broker_epoch))
+                {
+                    b.log_dir_offline = *o;
+                }
+            }
             MetadataRecord::TopicRecord { name, topic_id } => self.replay_topic(name, *topic_id),
             MetadataRecord::PartitionRecord {
                 topic_id,
@@ -207,6 +215,7 @@ impl MetadataImage {
                 rack: rack.map(str::to_owned),
                 fenced: true,
                 in_controlled_shutdown: false,
+                log_dir_offline: false,
             },
         );
     }
@@ -335,12 +344,12 @@ impl MetadataImage {
             .and_then(|t| t.partitions.get(&partition))
     }
 
-    /// True when `broker_id` is registered, unfenced and not in controlled shutdown: eligible as
-    /// leader, new ISR member and placement target.
+    /// True when `broker_id` is registered, unfenced, not in controlled shutdown and its data dir is
+    /// online: eligible as leader, new ISR member and placement target.
     pub fn is_active_broker(&self, broker_id: BrokerId) -> bool {
         self.brokers
             .get(&broker_id)
-            .is_some_and(|b| !b.fenced && !b.in_controlled_shutdown)
+            .is_some_and(|b| !b.fenced && !b.in_controlled_shutdown && !b.log_dir_offline)
     }
 
     fn topic_by_id_mut(&mut self, id: Uuid) -> Option<&mut TopicImage> {

@@ -65,6 +65,11 @@ pub enum MetadataRecord {
         fenced: Option<bool>,
         /// New controlled-shutdown flag, if changed.
         in_controlled_shutdown: Option<bool>,
+        /// New log-directory-offline flag, if changed (KIP-858's offline log dirs reduced to Runnel's one
+        /// data dir per broker: `true` = the broker's storage failed, its replicas are neither leaders nor
+        /// ISR members until it reports the dir online again). Absent from the JSON when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        log_dir_offline: Option<bool>,
     },
     /// A topic was created (KIP-631 `TopicRecord`); its partitions follow as `PartitionRecord`s.
     TopicRecord {

@@ -54,6 +54,11 @@ pub struct Heartbeat {
     pub want_fence: bool,
     /// The broker wants to shut down (controlled shutdown).
     pub want_shutdown: bool,
+    /// The broker's data dir failed (Kafka's `OfflineLogDirs`, BrokerHeartbeatRequest v1+, KIP-858,
+    /// reduced to one dir per broker): its logs are offline until the dir is healthy again. Absent from
+    /// the JSON when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub log_dir_offline: bool,
 }
 
 /// Answer to a broker heartbeat (KIP-631 `BrokerHeartbeatResponse`).

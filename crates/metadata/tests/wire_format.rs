@@ -35,6 +35,7 @@ fn json_is_unchanged() {
             broker_epoch: 3,
             fenced: Some(false),
             in_controlled_shutdown: None,
+            log_dir_offline: None,
         },
         MetadataRecord::TopicRecord {
             name: "t".into(),
@@ -101,6 +102,7 @@ fn json_is_unchanged() {
             metadata_offset: 3,
             want_fence: false,
             want_shutdown: true,
+            log_dir_offline: false,
         }),
         ClientRequest::CreateTopics {
             topics: vec![CreateTopic {
@@ -188,4 +190,35 @@ fn json_is_unchanged() {
             .unwrap(),
         RESPONSES
     );
+}
+
+/// The log-dir-offline fields (KIP-858, added later) are absent from the JSON at their defaults, so
+/// older encodings decode unchanged, and present when set.
+#[test]
+fn log_dir_offline_fields_are_optional_on_the_wire() {
+    let rec = MetadataRecord::BrokerRegistrationChangeRecord {
+        broker_id: BrokerId(1),
+        broker_epoch: 3,
+        fenced: None,
+        in_controlled_shutdown: None,
+        log_dir_offline: Some(true),
+    };
+    let json = serde_json::to_string(&rec).unwrap();
+    assert_eq!(
+        json,
+        r#"{"type":"BrokerRegistrationChangeRecord","broker_id":1,"broker_epoch":3,"fenced":null,"in_controlled_shutdown":null,"log_dir_offline":true}"#
+    );
+    assert_eq!(serde_json::from_str::<MetadataRecord>(&json).unwrap(), rec);
+    let hb = Heartbeat {
+        broker_id: BrokerId(1),
+        broker_epoch: 2,
+        metadata_offset: 3,
+        want_fence: false,
+        want_shutdown: false,
+        log_dir_offline: true,
+    };
+    let json = serde_json::to_string(&hb).unwrap();
+    assert!(json.ends_with(r#""log_dir_offline":true}"#), "{json}");
+    let old = r#"{"broker_id":1,"broker_epoch":2,"metadata_offset":3,"want_fence":false,"want_shutdown":false}"#;
+    assert!(!serde_json::from_str::<Heartbeat>(old).unwrap().log_dir_offline);
 }

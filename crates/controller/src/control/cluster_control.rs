@@ -2,7 +2,9 @@
 //! `ClusterControlManager` and `BrokerHeartbeatManager`), and what a broker leaving or arriving does
 //! to leaderships and ISRs.
 
-use metadata::{ControllerError, HeartbeatReply, MetadataImage, MetadataRecord, NO_LEADER};
+use metadata::{
+    BrokerRegistration, ControllerError, HeartbeatReply, MetadataImage, MetadataRecord, NO_LEADER,
+};
 use types::{BrokerId, ErrorCode};
 
 use super::{
@@ -54,7 +56,8 @@ impl QuorumControl {
         Ok(batch.records)
     }
 
-    /// BrokerHeartbeat: refreshes the session, unfences a caught-up broker, fences one that asks for
+    /// BrokerHeartbeat: refreshes the session, records a change of the broker's log dir state (see
+    /// [`log_dir_change`](Self::log_dir_change)), unfences a caught-up broker, fences one that asks for
     /// it, and drives controlled shutdown.
     ///
     /// Errors: `BROKER_ID_NOT_REGISTERED`, `STALE_BROKER_EPOCH`.
@@ -83,6 +86,7 @@ impl QuorumControl {
         let caught_up = hb.metadata_offset >= reg.broker_epoch;
         let (id, epoch) = (hb.broker_id, hb.broker_epoch);
         let mut batch = Batch::new(image);
+        self.log_dir_change(&mut batch, reg, hb.log_dir_offline);
         let mut should_shut_down = false;
         if hb.want_shutdown {
             if !reg.in_controlled_shutdown {
@@ -91,6 +95,7 @@ impl QuorumControl {
                     broker_epoch: epoch,
                     fenced: None,
                     in_controlled_shutdown: Some(true),
+                    log_dir_offline: None,
                 });
             }
             if reg.fenced {
@@ -132,6 +137,34 @@ impl QuorumControl {
                 should_shut_down,
             },
         })
+    }
+
+    /// A heartbeat's `log_dir_offline` differs from the registration (KIP-858's `OfflineLogDirs`, one
+    /// dir per broker): records the new state. Going offline, the broker's leaderships move to other
+    /// active ISR members (or the partition loses its leader) and it leaves every ISR, as when it is
+    /// fenced; while offline [`MetadataImage::is_active_broker`] keeps it from being elected, added to an
+    /// ISR or given new replicas. Back online (and unfenced), leaderless partitions it can lead get it as
+    /// leader; its followers rejoin ISRs through the leaders' AlterPartition.
+    fn log_dir_change(&self, batch: &mut Batch<'_>, reg: &BrokerRegistration, offline: bool) {
+        if reg.log_dir_offline == offline {
+            return;
+        }
+        let id = reg.broker_id;
+        batch.push(MetadataRecord::BrokerRegistrationChangeRecord {
+            broker_id: id,
+            broker_epoch: reg.broker_epoch,
+            fenced: None,
+            in_controlled_shutdown: None,
+            log_dir_offline: Some(offline),
+        });
+        if reg.fenced {
+            return; // a fenced broker leads nothing and is in no ISR that fencing could shrink
+        }
+        if offline {
+            self.broker_leaves(batch, id, true);
+        } else if !reg.in_controlled_shutdown {
+            self.broker_arrives(batch, id);
+        }
     }
 
     /// The periodic check (Kafka's `maybeFenceOneStaleBroker`): fences every unfenced broker whose

@@ -10,6 +10,8 @@ use uuid::Uuid;
 
 use super::*;
 
+mod log_dir_tests;
+
 fn cfg(unclean: bool) -> ControlConfig {
     ControlConfig {
         session_timeout_ms: 9000,
@@ -95,6 +97,17 @@ impl Sim {
         fence: bool,
         shutdown: bool,
     ) -> Result<HeartbeatReply, ControllerError> {
+        self.hb_dir(id, fence, shutdown, false)
+    }
+
+    /// A heartbeat that also reports the broker's log dir as offline (`true`) or online.
+    fn hb_dir(
+        &mut self,
+        id: impl AsBroker,
+        fence: bool,
+        shutdown: bool,
+        log_dir_offline: bool,
+    ) -> Result<HeartbeatReply, ControllerError> {
         let id = id.broker();
         let epoch = self.image.brokers.get(&id).map_or(-1, |b| b.broker_epoch);
         let d = self.ctl.heartbeat(
@@ -105,6 +118,7 @@ impl Sim {
                 metadata_offset: self.image.offset,
                 want_fence: fence,
                 want_shutdown: shutdown,
+                log_dir_offline,
             },
             self.now,
         )?;
@@ -184,6 +198,7 @@ fn registration_starts_fenced_and_first_heartbeat_unfences() {
                 metadata_offset: epoch - 1,
                 want_fence: false,
                 want_shutdown: false,
+                log_dir_offline: false,
             },
             0,
         )
@@ -213,6 +228,7 @@ fn heartbeat_errors() {
                 metadata_offset: 0,
                 want_fence: false,
                 want_shutdown: false,
+                log_dir_offline: false,
             },
             0,
         )
