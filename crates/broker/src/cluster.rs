@@ -63,6 +63,10 @@ pub struct BrokerCluster {
     published: watch::Sender<i64>,
     /// The controller quorum's voters as configured.
     controllers: Vec<ControllerEndpoint>,
+    /// This broker's data dir is offline (reported in every heartbeat, KIP-858).
+    log_dir_offline: std::sync::atomic::AtomicBool,
+    /// Wakes the heartbeat loop to report a log dir change at once.
+    heartbeat_now: tokio::sync::Notify,
 }
 
 impl std::fmt::Debug for BrokerCluster {
@@ -99,6 +103,27 @@ impl BrokerCluster {
                 .iter()
                 .map(|(id, e)| (*id, e.host.clone(), e.port))
                 .collect(),
+            log_dir_offline: Default::default(),
+            heartbeat_now: Default::default(),
+        }
+    }
+
+    /// Records whether this broker's data dir is offline and heartbeats at once to tell the controller
+    /// (see [`crate::log_dir_failure`]).
+    pub fn set_log_dir_offline(&self, offline: bool) {
+        self.log_dir_offline.store(offline, Ordering::Relaxed);
+        self.heartbeat_now.notify_one();
+    }
+
+    /// The heartbeat this broker sends now (KIP-631 BrokerHeartbeat with KIP-858's offline log dirs).
+    fn heartbeat_request(&self, want_shutdown: bool) -> metadata::Heartbeat {
+        metadata::Heartbeat {
+            broker_id: self.node_id,
+            broker_epoch: self.broker_epoch(),
+            metadata_offset: self.image.read().offset,
+            want_fence: false,
+            want_shutdown,
+            log_dir_offline: self.log_dir_offline.load(Ordering::Relaxed),
         }
     }
 
@@ -177,15 +202,15 @@ impl BrokerCluster {
         loop {
             tokio::select! {
                 _ = tokio::time::sleep(interval) => {}
+                _ = self.heartbeat_now.notified() => {}
                 _ = shutdown.changed() => return,
             }
             if *shutdown.borrow() {
                 return;
             }
-            let offset = self.image.read().offset;
             match self
                 .client
-                .heartbeat(self.node_id, self.broker_epoch(), offset, false, false)
+                .send_heartbeat(self.heartbeat_request(false))
                 .await
             {
                 Ok(_) => self.refresh_controller_id(),
@@ -210,10 +235,9 @@ impl BrokerCluster {
         }
         let deadline = Instant::now() + timeout;
         while Instant::now() < deadline {
-            let offset = self.image.read().offset;
             match self
                 .client
-                .heartbeat(self.node_id, self.broker_epoch(), offset, false, true)
+                .send_heartbeat(self.heartbeat_request(true))
                 .await
             {
                 Ok(reply) if reply.should_shut_down => {

@@ -11,6 +11,7 @@ pub mod dynamic_config;
 pub mod error;
 pub mod group_coordinator;
 pub mod lifecycle;
+pub mod log_dir_failure;
 pub mod metadata;
 pub mod metadata_cache;
 pub mod publisher;

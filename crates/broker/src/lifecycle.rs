@@ -302,6 +302,11 @@ impl Services {
             self.log_manager.clone(),
             shutdown_rx.clone(),
         )));
+        tasks.push(tokio::spawn(crate::log_dir_failure::run(
+            self.replica_manager.clone(),
+            self.cluster.clone(),
+            shutdown_rx.clone(),
+        )));
         let Some(c) = &self.cluster else {
             return tasks;
         };

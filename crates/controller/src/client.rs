@@ -234,7 +234,10 @@ impl ControllerClient {
     /// BrokerHeartbeat with every field given, including `log_dir_offline` (KIP-858's
     /// `OfflineLogDirs`); see [`heartbeat`](Self::heartbeat) for the reply and errors.
     pub async fn send_heartbeat(&self, hb: Heartbeat) -> Result<HeartbeatReply, ControllerError> {
-        match self.call(ClientRequest::Heartbeat(hb), Duration::ZERO).await? {
+        match self
+            .call(ClientRequest::Heartbeat(hb), Duration::ZERO)
+            .await?
+        {
             ClientResponse::Heartbeat(r) => r,
             _ => Err(unexpected()),
         }

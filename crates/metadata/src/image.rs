@@ -139,7 +139,12 @@ impl MetadataImage {
                 in_controlled_shutdown,
                 log_dir_offline,
             } => {
-                self.replay_broker_flags(*broker_id, *broker_epoch, *fenced, *in_controlled_shutdown);
+                self.replay_broker_flags(
+                    *broker_id,
+                    *broker_epoch,
+                    *fenced,
+                    *in_controlled_shutdown,
+                );
                 if let (Some(o), Some(b)) =
                     (log_dir_offline, self.broker_mut(*broker_id, *broker_epoch))
                 {

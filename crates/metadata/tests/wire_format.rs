@@ -220,5 +220,9 @@ fn log_dir_offline_fields_are_optional_on_the_wire() {
     let json = serde_json::to_string(&hb).unwrap();
     assert!(json.ends_with(r#""log_dir_offline":true}"#), "{json}");
     let old = r#"{"broker_id":1,"broker_epoch":2,"metadata_offset":3,"want_fence":false,"want_shutdown":false}"#;
-    assert!(!serde_json::from_str::<Heartbeat>(old).unwrap().log_dir_offline);
+    assert!(
+        !serde_json::from_str::<Heartbeat>(old)
+            .unwrap()
+            .log_dir_offline
+    );
 }

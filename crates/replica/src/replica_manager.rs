@@ -213,6 +213,24 @@ impl ReplicaManager {
         Ok(p)
     }
 
+    /// After the data dir came back online ([`LogManager::try_recover_dir`] reopened every log with
+    /// recovery): every followed partition rejoins its leader's fetcher from the start, so it first
+    /// truncates by epoch (OffsetForLeaderEpoch, KIP-101/KIP-279) what recovery kept past the leader's
+    /// log, then catches up; the leader adds it back to the ISR once it has (AlterPartition).
+    pub fn log_dir_recovered(&self) {
+        let me = self.inner.local_id;
+        for p in self.inner.all_partitions() {
+            let reg = p.registration();
+            if reg.leader != me
+                && reg.leader != BrokerId::NONE
+                && p.is_following(reg.leader, reg.leader_epoch)
+            {
+                self.inner
+                    .add_to_fetcher(reg.leader, p.clone(), reg.leader_epoch);
+            }
+        }
+    }
+
     /// Stops hosting (and fetching) a partition; deletes its log when `delete`. Waiters on it are woken
     /// (NOT_LEADER_OR_FOLLOWER). Unknown partitions are a no-op.
     pub fn stop_replica(

@@ -37,6 +37,7 @@ mod error;
 mod index;
 mod leader_epoch;
 mod log;
+mod log_dir;
 mod manager;
 mod producer_state;
 mod segment;
@@ -51,6 +52,7 @@ pub use error::StorageError;
 pub use index::{OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
 pub use leader_epoch::{LeaderEpochFileCache, LEADER_EPOCH_CHECKPOINT};
 pub use log::{FetchDataInfo, FlushJob, Log, LogAppendInfo, LogOffsetMetadata};
+pub use log_dir::{probe_dir, LogDirHealth, DIR_PROBE_FILE};
 pub use manager::{
     validate_topic_name, LogManager, TopicPartition, CLEAN_SHUTDOWN_FILE, METADATA_LOG_DIR,
 };
@@ -107,6 +109,8 @@ pub fn now_ms() -> i64 {
 
 #[cfg(test)]
 mod cleaner_tests;
+#[cfg(test)]
+mod log_dir_tests;
 #[cfg(test)]
 mod op_fuzz_tests;
 #[cfg(test)]

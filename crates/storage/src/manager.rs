@@ -7,6 +7,7 @@ use crate::checkpoint::{
 use crate::config::LogConfig;
 use crate::error::StorageError;
 use crate::log::Log;
+use crate::log_dir::{probe_dir, LogDirHealth};
 use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
 use std::fs;
@@ -94,6 +95,8 @@ pub struct LogManager {
     had_clean_shutdown: bool,
     /// Serializes create/delete so two creators can't open the same directory.
     create_lock: Mutex<()>,
+    /// Online/offline state of the directory, shared with every log.
+    health: Arc<LogDirHealth>,
 }
 
 impl LogManager {
@@ -119,6 +122,7 @@ impl LogManager {
         let recovery_points = read_cp(RECOVERY_POINT_CHECKPOINT);
         let log_starts = read_cp(LOG_START_CHECKPOINT);
         let hws = read_cp(REPLICATION_CHECKPOINT);
+        let health = Arc::new(LogDirHealth::default());
         let mut logs = HashMap::new();
         for entry in fs::read_dir(&dir)? {
             let entry = entry?;
@@ -155,6 +159,7 @@ impl LogManager {
             // The checkpoint may be ahead of a log whose unflushed tail was lost in a crash: clamp.
             let hw = hws.get(&key).copied().unwrap_or(0);
             log.update_high_watermark(Offset(hw).min(log.log_end_offset()));
+            log.attach_dir_health(health.clone());
             logs.insert(tp, Arc::new(Mutex::new(log)));
         }
         if clean {
@@ -167,6 +172,7 @@ impl LogManager {
             logs: RwLock::new(logs),
             had_clean_shutdown: clean,
             create_lock: Mutex::new(()),
+            health,
         })
     }
 
@@ -226,11 +232,16 @@ impl LogManager {
             self.check_topic_id(&l, topic_id)?;
             return Ok(l);
         }
+        if let Some(reason) = self.health.offline_reason() {
+            return Err(StorageError::LogOffline(format!(
+                "log directory offline: {reason}"
+            )));
+        }
         let path = self.dir.join(tp.dir_name());
         fs::create_dir_all(&path)?;
         write_partition_metadata(&path, &topic_id)?;
         fsync_dir(&self.dir)?;
-        let log = Log::open(
+        let mut log = Log::open(
             &path,
             config,
             topic_id,
@@ -238,6 +249,7 @@ impl LogManager {
             Offset::ZERO,
             crate::now_ms(),
         )?;
+        log.attach_dir_health(self.health.clone());
         let log = Arc::new(Mutex::new(log));
         self.logs.write().insert(tp, log.clone());
         Ok(log)
@@ -286,8 +298,12 @@ impl LogManager {
     }
 
     /// Writes the three checkpoint files (recovery points, log start offsets, high watermarks)
-    /// for all logs.
+    /// for all logs; skipped while the directory is offline. [`run_retention`](Self::run_retention)
+    /// and [`flush_dirty`](Self::flush_dirty) are likewise no-ops then.
     pub fn checkpoint(&self) -> Result<(), StorageError> {
+        if self.health.is_offline() {
+            return Ok(()); // nothing can be written; the files are put right after recovery
+        }
         let mut rp = HashMap::new();
         let mut ls = HashMap::new();
         let mut hw = HashMap::new();
@@ -308,6 +324,9 @@ impl LogManager {
     /// segments deleted; a failing log is logged and skipped.
     pub fn run_retention(&self, now_ms: i64) -> usize {
         let mut n = 0;
+        if self.health.is_offline() {
+            return n;
+        }
         for (tp, log) in self.all_logs() {
             match log.lock().delete_old_segments(now_ms) {
                 Ok(d) => n += d,
@@ -323,6 +342,9 @@ impl LogManager {
     /// done outside each log's lock. Returns how many logs fsynced something.
     pub fn flush_dirty(&self, now_ms: i64) -> usize {
         let mut n = 0;
+        if self.health.is_offline() {
+            return n;
+        }
         for (tp, log) in self.all_logs() {
             let job = match log.lock().prepare_flush(now_ms) {
                 Ok(Some(job)) => job,
@@ -358,5 +380,49 @@ impl LogManager {
         self.checkpoint()?;
         write_atomically(&self.dir.join(CLEAN_SHUTDOWN_FILE), b"")?;
         Ok(())
+    }
+
+    /// The directory's health (offline after a write failure of any of its logs).
+    pub fn dir_health(&self) -> &Arc<LogDirHealth> {
+        &self.health
+    }
+
+    /// Takes every log of the directory offline (KIP-112: a failed dir takes all its logs with it):
+    /// appends, truncations and flushes fail with [`StorageError::LogOffline`] until
+    /// [`try_recover_dir`](Self::try_recover_dir) succeeds; reads of what was written go on. A no-op
+    /// while the directory is online.
+    pub fn take_dir_offline(&self) {
+        let Some(reason) = self.health.offline_reason() else {
+            return;
+        };
+        for (_, log) in self.all_logs() {
+            log.lock().mark_dir_offline(&reason);
+        }
+    }
+
+    /// Brings an offline directory back: [`probe_dir`] (write + fsync + delete a file) in the data dir
+    /// and in the directory of the log that failed (which may be a mount of its own), then every log
+    /// is [`Log::reopen`]ed with recovery (a torn tail is truncated to the last valid batch) and the
+    /// directory is marked online. Returns false when the directory was online (nothing done). Errors:
+    /// the probe's or a reopen's; the directory stays offline (logs already reopened take writes again,
+    /// and are reopened again by the next successful try).
+    pub fn try_recover_dir(&self, now_ms: i64) -> Result<bool, StorageError> {
+        if !self.health.is_offline() {
+            return Ok(false);
+        }
+        probe_dir(&self.dir)?;
+        if let Some(p) = self.health.failed_path().filter(|p| p.is_dir()) {
+            probe_dir(&p)?;
+        }
+        let _g = self.create_lock.lock();
+        for (tp, log) in self.all_logs() {
+            if let Err(e) = log.lock().reopen(now_ms) {
+                tracing::warn!(partition = %tp.dir_name(), error = %e, "log not recovered yet");
+                return Err(e);
+            }
+        }
+        self.health.mark_online();
+        tracing::info!(dir = %self.dir.display(), "log directory is online again");
+        Ok(true)
     }
 }

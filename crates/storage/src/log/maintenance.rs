@@ -292,4 +292,40 @@ impl Log {
         self.offline = Some(format!("log {} is closed", self.dir.display()));
         Ok(())
     }
+
+    /// Ties the log to its data directory's health: a later write failure marks the dir offline.
+    pub(crate) fn attach_dir_health(&mut self, health: std::sync::Arc<crate::LogDirHealth>) {
+        self.dir_health = Some(health);
+    }
+
+    /// Takes the log offline because its data directory failed (`reason`); a no-op for a log that
+    /// is already offline.
+    pub(crate) fn mark_dir_offline(&mut self, reason: &str) {
+        if self.offline.is_none() {
+            self.offline = Some(format!("log directory offline: {reason}"));
+        }
+    }
+
+    /// Brings a log back after its directory failed and is healthy again: opens it afresh with
+    /// recovery from the recovery point (every batch past it re-validated, a torn or corrupt tail
+    /// truncated, indexes rebuilt, producer state reloaded), keeping the log start offset and the
+    /// HighWatermark (clamped to the recovered LogEndOffset). On error the log stays as it was
+    /// (offline). Readers holding file slices of the old segments keep reading them.
+    pub fn reopen(&mut self, now_ms: i64) -> Result<(), StorageError> {
+        let mut fresh = Log::open(
+            &self.dir,
+            self.config.clone(),
+            self.topic_id,
+            true,
+            Offset(self.recovery_point),
+            now_ms,
+        )?;
+        fresh.restore_log_start_offset(Offset(self.log_start_offset));
+        let hw = Offset(self.high_watermark).min(fresh.log_end_offset());
+        fresh.update_high_watermark(hw);
+        fresh.dir_health = self.dir_health.take();
+        tracing::info!(dir = %self.dir.display(), log_end_offset = fresh.log_end_offset, "log reopened after its directory came back");
+        *self = fresh;
+        Ok(())
+    }
 }

@@ -155,8 +155,9 @@ impl FetchDataInfo {
 /// offset of each leader epoch that appended.
 ///
 /// Failure rule: an I/O error while writing or syncing takes the log offline: later appends,
-/// flushes and truncations fail with [`StorageError::LogOffline`] (no silent retry). After
-/// [`close`](Self::close) the log is likewise read-only.
+/// flushes and truncations fail with [`StorageError::LogOffline`] (no silent retry), and the log's
+/// data directory is marked offline ([`crate::LogDirHealth`]); only [`reopen`](Self::reopen) (with
+/// recovery) brings it back. After [`close`](Self::close) the log is likewise read-only.
 #[derive(Debug)]
 pub struct Log {
     dir: PathBuf,
@@ -174,6 +175,8 @@ pub struct Log {
     last_flush_ms: i64,
     pending_roll_flush: Option<i64>,
     offline: Option<String>,
+    /// The data directory's health, told of a write failure (set by the LogManager).
+    dir_health: Option<std::sync::Arc<crate::LogDirHealth>>,
     /// Test hook: fail the next segment write with an I/O error.
     #[cfg(test)]
     pub(crate) fail_next_write: bool,
@@ -308,6 +311,7 @@ impl Log {
             last_flush_ms: now_ms,
             pending_roll_flush: None,
             offline: None,
+            dir_health: None,
             #[cfg(test)]
             fail_next_write: false,
         };
@@ -584,6 +588,9 @@ impl Log {
     fn poison<T>(&mut self, what: &str, e: io::Error) -> Result<T, StorageError> {
         let msg = format!("{what} failed in {}: {e}", self.dir.display());
         tracing::error!("{msg}; log is now offline");
+        if let Some(h) = &self.dir_health {
+            h.mark_offline(&msg, &self.dir);
+        }
         self.offline = Some(msg);
         Err(StorageError::KafkaStorage(e))
     }

@@ -1,12 +1,14 @@
 //! DescribeLogDirs (key 35), v1–5. Source: Kafka protocol guide; KIP-113, KIP-827 (total/usable bytes, v4+).
 //!
-//! One log dir (the configured data directory); per partition its size in bytes and offset lag 0.
+//! One log dir (the configured data directory); per partition its size in bytes and offset lag 0. While
+//! the dir is offline (a write failed, KIP-112) its result carries KAFKA_STORAGE_ERROR (56).
 
 use protocol::messages::describe_log_dirs_response::{
     DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
 };
 use protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse};
 use protocol::RequestHeader;
+use types::ErrorCode;
 
 use super::KafkaApis;
 
@@ -53,10 +55,15 @@ pub fn handle(
         })
         .collect();
     let dir = apis.config().log_dir.clone();
+    let offline = apis.replica_manager.log_manager().dir_health().is_offline();
     let (total, usable) = disk_space(&dir).unwrap_or((-1, -1));
     DescribeLogDirsResponse {
         results: vec![DescribeLogDirsResult {
-            error_code: 0,
+            error_code: if offline {
+                ErrorCode::KAFKA_STORAGE_ERROR.0
+            } else {
+                0
+            },
             log_dir: std::fs::canonicalize(&dir)
                 .unwrap_or(dir)
                 .display()

@@ -180,7 +180,12 @@ fn image_topic_response(
                     offline_replicas: reg
                         .replicas
                         .iter()
-                        .filter(|r| image.brokers.get(r).is_none_or(|b| b.fenced))
+                        .filter(|r| {
+                            image
+                                .brokers
+                                .get(r)
+                                .is_none_or(|b| b.fenced || b.log_dir_offline)
+                        })
                         .map(|r| r.get())
                         .collect(),
                     ..Default::default()

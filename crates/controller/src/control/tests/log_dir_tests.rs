@@ -19,12 +19,21 @@ fn offline_log_dir_moves_leadership_and_shrinks_the_isr() {
     let old_leader = before.leader;
     assert_eq!(before.isr.len(), 3);
     let reply = s.hb_dir(old_leader, false, false, true).unwrap();
-    assert!(!reply.is_fenced, "a broker with an offline dir stays registered and unfenced");
+    assert!(
+        !reply.is_fenced,
+        "a broker with an offline dir stays registered and unfenced"
+    );
     let after = s.part("t", 0);
-    assert_ne!(after.leader, old_leader, "leadership moved off the failed dir");
+    assert_ne!(
+        after.leader, old_leader,
+        "leadership moved off the failed dir"
+    );
     assert_ne!(after.leader, NO_LEADER);
     assert!(before.isr.contains(&after.leader));
-    assert!(!after.isr.contains(&old_leader), "failed replica left the ISR");
+    assert!(
+        !after.isr.contains(&old_leader),
+        "failed replica left the ISR"
+    );
     assert_eq!(after.leader_epoch.get(), before.leader_epoch.get() + 1);
     assert!(s.image.brokers[&old_leader].log_dir_offline);
     assert!(!s.image.is_active_broker(old_leader));
@@ -90,10 +99,21 @@ fn sole_replica_partition_goes_leaderless_and_comes_back_with_its_dir() {
     assert_eq!(s.part("solo", 0).leader, BrokerId(1));
     s.hb_dir(1, false, false, true).unwrap();
     let p = s.part("solo", 0);
-    assert_eq!(p.leader, NO_LEADER, "no other replica: the partition is offline");
-    assert_eq!(p.isr, ids(&[1]), "the last ISR member stays so it can come back");
+    assert_eq!(
+        p.leader, NO_LEADER,
+        "no other replica: the partition is offline"
+    );
+    assert_eq!(
+        p.isr,
+        ids(&[1]),
+        "the last ISR member stays so it can come back"
+    );
     s.hb_dir(1, false, false, false).unwrap();
-    assert_eq!(s.part("solo", 0).leader, BrokerId(1), "back as leader once online");
+    assert_eq!(
+        s.part("solo", 0).leader,
+        BrokerId(1),
+        "back as leader once online"
+    );
 }
 
 #[test]

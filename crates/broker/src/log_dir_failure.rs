@@ -1,0 +1,82 @@
+//! Log directory failure handling (Kafka's `LogDirFailureHandler`, KIP-112; KRaft reporting per KIP-858),
+//! with Runnel's one data dir per broker, and recovery without a restart (beyond Kafka).
+//!
+//! The first write or fsync failure of any log (ENOSPC, EIO, ...) marks the data dir offline
+//! ([`storage::LogDirHealth`]) and wakes [`run`], which
+//! 1. takes every log of the dir offline: appends answer KAFKA_STORAGE_ERROR (56) at once, standalone
+//!    too (no hang), reads of what was written go on;
+//! 2. in a cluster, heartbeats at once with `log_dir_offline` (the controller moves the broker's
+//!    leaderships to other ISR members, drops it from every ISR and elects it nowhere meanwhile);
+//! 3. every [`PROBE_INTERVAL`] probes the dir (write + fsync + delete a page-sized file); after a
+//!    successful probe every log is reopened with recovery (a torn tail is cut to the last valid batch),
+//!    the dir is online again, followers rejoin their leaders' fetchers (truncate by epoch, catch up,
+//!    ISR expansion by the leader) and the next heartbeat reports the dir online, which makes the broker
+//!    eligible again.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use replica::replica_manager::ReplicaManager;
+use tokio::sync::{watch, Notify};
+
+use crate::cluster::BrokerCluster;
+
+/// How often an offline data dir is probed.
+pub const PROBE_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Runs until `shutdown`: reacts to the data dir going offline and brings it back once healthy (see
+/// the module docs). `cluster` is `None` standalone.
+pub async fn run(
+    replica_manager: Arc<ReplicaManager>,
+    cluster: Option<Arc<BrokerCluster>>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let log_manager = replica_manager.log_manager().clone();
+    let wake = Arc::new(Notify::new());
+    let w = wake.clone();
+    log_manager
+        .dir_health()
+        .set_listener(move |_| w.notify_one());
+    let mut handled = false;
+    loop {
+        let offline = log_manager.dir_health().is_offline();
+        if offline && !handled {
+            let lm = log_manager.clone();
+            let _ = tokio::task::spawn_blocking(move || lm.take_dir_offline()).await;
+            handled = true;
+            if let Some(c) = &cluster {
+                c.set_log_dir_offline(true);
+            }
+            continue;
+        }
+        // Online: wait for a failure (the listener); offline: probe again after the interval.
+        let wait = if offline {
+            PROBE_INTERVAL
+        } else {
+            Duration::from_secs(3600)
+        };
+        tokio::select! {
+            _ = wake.notified() => continue,
+            _ = tokio::time::sleep(wait) => {}
+            _ = shutdown.changed() => return,
+        }
+        if !offline || *shutdown.borrow() {
+            continue;
+        }
+        let lm = log_manager.clone();
+        let recovered =
+            tokio::task::spawn_blocking(move || lm.try_recover_dir(storage::now_ms())).await;
+        match recovered {
+            Ok(Ok(true)) => {
+                handled = false;
+                replica_manager.log_dir_recovered();
+                if let Some(c) = &cluster {
+                    c.set_log_dir_offline(false);
+                }
+            }
+            Ok(Ok(false)) => handled = false,
+            Ok(Err(e)) => tracing::debug!(error = %e, "log directory still failing"),
+            Err(e) => tracing::error!(error = %e, "log directory recovery panicked"),
+        }
+    }
+}

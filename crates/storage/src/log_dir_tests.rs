@@ -1,0 +1,75 @@
+//! A data directory going offline on a write failure and coming back without a restart.
+
+use crate::tests::batch;
+use crate::*;
+use std::io::Write;
+use types::{LeaderEpoch, Offset};
+
+const NOW: i64 = 1_700_000_000_000;
+
+#[test]
+fn write_failure_takes_the_dir_offline_and_recovery_brings_every_log_back() {
+    let d = tempfile::tempdir().unwrap();
+    let lm = LogManager::open(d.path(), |_| LogConfig::default(), NOW).unwrap();
+    let id = uuid::Uuid::from_u128(7);
+    let a = lm
+        .get_or_create_log("a", 0, id, LogConfig::default())
+        .unwrap();
+    let b = lm
+        .get_or_create_log("b", 0, id, LogConfig::default())
+        .unwrap();
+    a.lock()
+        .append_as_leader(batch(2, NOW, 10), LeaderEpoch(0), NOW)
+        .unwrap();
+    let told = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let t = told.clone();
+    lm.dir_health().set_listener(move |_| {
+        t.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    });
+    // An append that fails (as on ENOSPC) takes the directory offline, once.
+    a.lock().fail_next_write = true;
+    assert!(a
+        .lock()
+        .append_as_leader(batch(1, NOW, 10), LeaderEpoch(0), NOW)
+        .is_err());
+    assert!(lm.dir_health().is_offline());
+    assert_eq!(told.load(std::sync::atomic::Ordering::SeqCst), 1);
+    // Every log of the dir goes offline with it; no new log can be created there.
+    lm.take_dir_offline();
+    assert!(matches!(
+        b.lock()
+            .append_as_leader(batch(1, NOW, 10), LeaderEpoch(0), NOW),
+        Err(StorageError::LogOffline(_))
+    ));
+    assert!(matches!(
+        lm.get_or_create_log("c", 0, id, LogConfig::default()),
+        Err(StorageError::LogOffline(_))
+    ));
+    // A torn tail left by the failure is cut at recovery.
+    let path = {
+        let l = a.lock();
+        let base = *l.segment_base_offsets().last().unwrap();
+        l.dir().join(offset_file_name(base.get(), "log"))
+    };
+    let len = std::fs::metadata(&path).unwrap().len();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .write_all(&[1, 2, 3])
+        .unwrap();
+    // The dir is healthy: recovery reopens both logs, which take writes again.
+    assert!(lm.try_recover_dir(NOW).unwrap());
+    assert!(!lm.dir_health().is_offline());
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), len);
+    assert_eq!(a.lock().log_end_offset(), Offset(2));
+    a.lock()
+        .append_as_leader(batch(1, NOW, 10), LeaderEpoch(0), NOW)
+        .unwrap();
+    b.lock()
+        .append_as_leader(batch(1, NOW, 10), LeaderEpoch(0), NOW)
+        .unwrap();
+    assert_eq!(a.lock().log_end_offset(), Offset(3));
+    assert!(!lm.try_recover_dir(NOW).unwrap(), "online: nothing to do");
+    assert!(!d.path().join(DIR_PROBE_FILE).exists());
+}
