@@ -411,6 +411,20 @@ def test_p11_malformed_frame_closes_only_that_connection(broker, case):
             assert k.api_versions_v0(newcomer)[0] == 0
 
 
+class IdleTimeoutBroker(BrokerProcess):
+    """A broker with `sets` given statically to Kafka too (its server.properties)."""
+
+    def argv(self):
+        argv = super().argv()
+        if self.kind == "kafka":
+            props = self.dir / "server.properties"
+            text = props.read_text()
+            if "connections.max.idle.ms" not in text:
+                props.write_text(text + "".join(f"{key}={v}\n" for key, v in self.sets.items()
+                                                if key == "connections.max.idle.ms"))
+        return argv
+
+
 def test_idle_and_stalled_connections_are_closed_active_ones_are_not():
     """`connections.max.idle.ms` (Kafka's key, default 10 min): a connection that sends nothing, and one that
     stalls after 3 bytes of a size prefix (slow-loris), are closed once that long has passed without a complete
@@ -418,7 +432,7 @@ def test_idle_and_stalled_connections_are_closed_active_ones_are_not():
     if MODE == "external":
         pytest.skip("needs a broker started with connections.max.idle.ms")
     idle_ms = 2000
-    b = BrokerProcess({"connections.max.idle.ms": str(idle_ms)}).start()
+    b = IdleTimeoutBroker({"connections.max.idle.ms": str(idle_ms)}).start()
     try:
         with k.Connection(b.bootstrap) as idle, k.Connection(b.bootstrap) as stalled, \
                 k.Connection(b.bootstrap) as active:

@@ -14,6 +14,7 @@ pub mod lifecycle;
 pub mod metadata;
 pub mod metadata_cache;
 pub mod publisher;
+pub mod registry_log;
 #[cfg(test)]
 mod replication_tests;
 pub mod server;
