@@ -1,5 +1,5 @@
 """Kafka behaviours of issue 2's APIs beyond the pitfalls, over raw sockets (validated against Kafka 4.4.0):
-produce validation (CRC, structure, max.message.bytes), LogAppendTime, ListOffsets (-1, -2, -3, by timestamp),
+produce validation (CRC, structure, max.message.bytes, internal topics refused), LogAppendTime, ListOffsets (-1, -2, -3, by timestamp),
 Metadata auto-creation and its allow flag, CreateTopics/DeleteTopics errors, DescribeConfigs.
 """
 
@@ -95,6 +95,50 @@ def test_create_time_is_kept_as_sent(broker, topic):
         (b,) = k.fetch(c, topic, 0, 0).batches()
         assert not b.attributes & 0x08
         assert [r.timestamp for r in b.records] == [ts, ts]
+
+
+def produce_two_topics(conn, a: str, b: str, batch: bytes) -> dict:
+    """One Produce v8 (acks=-1) with partition 0 of topics `a` and `b`; returns {topic: (error, base_offset)}."""
+    w = k.Writer().string(None).i16(-1).i32(30000).i32(2)
+    for t in (a, b):
+        w.string(t).i32(1).i32(0).bytes_(batch)
+    r = conn.request(k.PRODUCE, 8, bytes(w.buf))
+    out = {}
+    for _ in range(r.i32()):
+        name = r.string()
+        for _ in range(r.i32()):
+            r.i32()
+            err, base = r.i16(), r.i64()
+            r.i64(), r.i64()
+            r.array(lambda r: (r.i32(), r.string()))
+            r.string()
+            out[name] = (err, base)
+    r.i32()
+    return out
+
+
+def test_produce_to_consumer_offsets_is_refused_but_the_coordinator_still_writes(broker, topic):
+    """Kafka refuses a client's Produce to an internal topic with INVALID_TOPIC_EXCEPTION (17), per partition
+    (the request's other partitions are appended); the group coordinator's own writes go on."""
+    from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+    make_topic(broker.bootstrap, topic, 1)
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"g-{uuid.uuid4().hex[:8]}",
+                  "enable.auto.commit": False})
+    try:
+        c.commit(offsets=[TopicPartition(topic, 0, 5)], asynchronous=False)  # __consumer_offsets exists now
+        errors = []
+        p = Producer({"bootstrap.servers": broker.bootstrap, "message.timeout.ms": 20000})
+        p.produce("__consumer_offsets", key=b"k", value=b"v", partition=0,
+                  on_delivery=lambda err, msg: errors.append(err))
+        assert p.flush(30) == 0
+        assert errors[0] is not None and errors[0].code() == KafkaError.TOPIC_EXCEPTION, errors
+        with k.Connection(broker.bootstrap) as conn:
+            got = produce_two_topics(conn, topic, "__consumer_offsets", k.encode_batch(recs(2)))
+        assert got[topic] == (0, 0) and got["__consumer_offsets"][0] == INVALID_TOPIC, got
+        c.commit(offsets=[TopicPartition(topic, 0, 7)], asynchronous=False)
+        assert c.committed([TopicPartition(topic, 0)], timeout=10)[0].offset == 7
+    finally:
+        c.close()
 
 
 # ------------------------------------------------------------------ ListOffsets

@@ -8,11 +8,14 @@ all three. Checked with confluent-kafka (librdkafka):
   acknowledged record is read back exactly once and in order; the killed broker restarts, catches up and
   rejoins the ISR;
 - the active controller is killed while producing continues; a new one is elected;
-- a broker stopped with SIGTERM moves its leaderships away before it exits (controlled shutdown).
+- a broker stopped with SIGTERM moves its leaderships away before it exits (controlled shutdown);
+- a broker frozen (SIGSTOP) while it led an epoch in which it appended nothing rejoins the ISR (issue 13).
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 
 import pytest
@@ -33,6 +36,17 @@ class ClusterNode(BrokerProcess):
         self.node_id = node_id
         self.controller_port = controller_port
         self.sets.update({"controller.quorum.voters": voters})
+        self.paused = False
+
+    def pause(self):
+        """SIGSTOP: the process stays, but answers nothing (no heartbeats, no fetches) until `resume`."""
+        os.kill(self.proc.pid, signal.SIGSTOP)
+        self.paused = True
+
+    def resume(self):
+        if self.paused and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGCONT)
+        self.paused = False
 
     def argv(self) -> list[str]:
         argv = super().argv()
@@ -63,10 +77,12 @@ class Cluster:
 
     def close(self):
         for n in self.nodes.values():
+            n.resume()
             n.close()
 
     def alive_bootstrap(self) -> str:
-        return ",".join(n.bootstrap for n in self.nodes.values() if n.proc and n.proc.poll() is None)
+        return ",".join(n.bootstrap for n in self.nodes.values()
+                        if n.proc and n.proc.poll() is None and not n.paused)
 
     def metadata(self, topic: str | None = None):
         from confluent_kafka.admin import AdminClient
@@ -426,3 +442,35 @@ def test_dynamic_broker_config_survives_topic_config_and_leader_changes(cluster,
     cluster.wait(lambda md: md.topics[topic].partitions[0].leader not in (-1, leader), "a new leader")
     refused("after a leader change")
     assert produce_one(cluster.alive_bootstrap(), topic, 500) is None
+
+
+def test_follower_that_led_an_empty_epoch_rejoins_the_isr(cluster, topic):
+    """Issue 13: leader A (epoch 0, 10 records) is frozen past the session timeout, B leads epoch 1 and
+    appends nothing; A returns and the ISR is full again; B is frozen, another broker leads epoch 2; B returns
+    with its epoch cache ending in (1, 10) while the leader's has (0, 0), (2, 10). B must drop that entry and
+    fetch again (it used to get a diverging epoch on every Fetch and stay out of the ISR for good)."""
+    from confluent_kafka import Producer
+    create_topic(cluster, topic)
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(10):
+        p.produce(topic, value=b"r%d" % i, partition=0)
+    assert p.flush(60) == 0
+
+    def leader_is_not(old: int):
+        return lambda md: md.topics[topic].partitions[0].leader not in (-1, old)
+
+    def isr_full(md):
+        pm = md.topics[topic].partitions[0]
+        return pm.leader >= 0 and sorted(pm.isrs) == [1, 2, 3]
+
+    a = cluster.partition(topic).leader
+    cluster.nodes[a].pause()
+    b = cluster.wait(leader_is_not(a), f"a new leader while broker {a} is stopped").topics[topic].partitions[0].leader
+    cluster.nodes[a].resume()
+    cluster.wait(isr_full, f"broker {a} back in the ISR")
+    cluster.nodes[b].pause()
+    cluster.wait(leader_is_not(b), f"a new leader while broker {b} is stopped")
+    cluster.nodes[b].resume()
+    cluster.wait(isr_full, f"broker {b} (stale epoch at its log end) back in the ISR", timeout=30)
+    got = consume_all(cluster.bootstrap, topic, 10)
+    assert [v for _, v in got] == [b"r%d" % i for i in range(10)]

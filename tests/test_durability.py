@@ -220,10 +220,10 @@ def test_a_delete_cut_short_by_a_crash_leaves_no_stray_log(fresh_broker, topic):
         for p in (0, 1):
             assert k.produce(c, topic, p, k.encode_batch([k.Record(key=b"k", value=b"old")])).error == 0
     b.kill9()
-    registry = b.data_dir / "runnel-metadata.json"
-    state = json.loads(registry.read_text())
-    del state["topics"][topic]
-    registry.write_text(json.dumps(state))
+    # the registry's change log gets the deletion (length, CRC-32C, JSON change), as a DeleteTopics writes it
+    change = json.dumps({"op": "delete_topic", "name": topic}).encode()
+    with open(b.data_dir / "runnel-metadata.log", "ab") as log:
+        log.write(struct.pack(">II", len(change), k.crc32c(change)) + change)
     b.start()
     assert not (b.data_dir / f"{topic}-0").exists(), "the stray log was not deleted at start"
     make_topic(b.bootstrap, topic, partitions=2)

@@ -12,7 +12,7 @@ import time
 import pytest
 
 import kproto as k
-from conftest import make_topic
+from conftest import MODE, BrokerProcess, make_topic
 
 pytestmark = pytest.mark.pitfalls
 
@@ -409,6 +409,45 @@ def test_p11_malformed_frame_closes_only_that_connection(broker, case):
         assert k.api_versions_v0(bystander)[0] == 0
         with k.Connection(broker.bootstrap) as newcomer:
             assert k.api_versions_v0(newcomer)[0] == 0
+
+
+class IdleTimeoutBroker(BrokerProcess):
+    """A broker with `sets` given statically to Kafka too (its server.properties)."""
+
+    def argv(self):
+        argv = super().argv()
+        if self.kind == "kafka":
+            props = self.dir / "server.properties"
+            text = props.read_text()
+            if "connections.max.idle.ms" not in text:
+                props.write_text(text + "".join(f"{key}={v}\n" for key, v in self.sets.items()
+                                                if key == "connections.max.idle.ms"))
+        return argv
+
+
+def test_idle_and_stalled_connections_are_closed_active_ones_are_not():
+    """`connections.max.idle.ms` (Kafka's key, default 10 min): a connection that sends nothing, and one that
+    stalls after 3 bytes of a size prefix (slow-loris), are closed once that long has passed without a complete
+    request; a connection sending requests stays open."""
+    if MODE == "external":
+        pytest.skip("needs a broker started with connections.max.idle.ms")
+    idle_ms = 2000
+    b = IdleTimeoutBroker({"connections.max.idle.ms": str(idle_ms)}).start()
+    try:
+        with k.Connection(b.bootstrap) as idle, k.Connection(b.bootstrap) as stalled, \
+                k.Connection(b.bootstrap) as active:
+            t0 = time.monotonic()
+            stalled.send_raw(b"\x00\x00\x01")
+            assert not idle.is_closed_by_peer(timeout=idle_ms / 4000), "closed long before the idle timeout"
+            # keep `active` busy for three idle periods; the other two must be closed by then
+            while time.monotonic() < t0 + 3 * idle_ms / 1000:
+                assert k.api_versions_v0(active)[0] == 0, "an active connection was closed"
+                time.sleep(0.1)
+            assert idle.is_closed_by_peer(timeout=0.5), "idle connection still open after 3x the idle timeout"
+            assert stalled.is_closed_by_peer(timeout=0.5), "stalled frame still open after 3x the idle timeout"
+            assert k.api_versions_v0(active)[0] == 0
+    finally:
+        b.close()
 
 
 # ------------------------------------------------------------------ 12. ApiVersions drives librdkafka features

@@ -15,6 +15,7 @@ pub mod log_dir_failure;
 pub mod metadata;
 pub mod metadata_cache;
 pub mod publisher;
+pub mod registry_log;
 #[cfg(test)]
 mod replication_tests;
 pub mod server;

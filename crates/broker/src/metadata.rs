@@ -4,9 +4,20 @@
 //! On disk (in `log.dirs`):
 //! - `meta.properties` — Kafka's format: `version=1`, `cluster.id=<22-char base64url UUID>`, `node.id=<n>`.
 //!   Written once; a later start with a different `node.id` is refused.
-//! - `runnel-metadata.json` — `{ "topics": { name: { "topic_id", "partitions", "configs" } },
-//!   "next_producer_id": n }`, rewritten atomically (write temp, fsync, rename, fsync directory) on every
-//!   change. A crash leaves either the old or the new file.
+//! - `runnel-metadata.json` — the snapshot: `{ "topics": { name: { "topic_id", "partitions", "configs" } },
+//!   "next_producer_id": n }`, written atomically (write temp, fsync, rename, fsync directory), so a crash
+//!   leaves either the old or the new file. Data dirs of earlier versions hold only this file.
+//! - `runnel-metadata.log` — the changes since the snapshot ([`crate::registry_log`]: length-prefixed,
+//!   CRC-checked entries, each synced before the change is acknowledged; a torn tail is cut at open). One
+//!   JSON [`Change`] per entry: `{"op":"put_topic","name","topic"}`, `{"op":"delete_topic","name"}`,
+//!   `{"op":"next_producer_id","next"}`. A change costs one small append, not a rewrite of the registry.
+//!   When the log grows past the snapshot's size (at least [`COMPACT_MIN_BYTES`]) the current state is written
+//!   as a new snapshot and the log emptied.
+//!
+//! Recovery rule: the state is the snapshot (empty if absent) with the log's valid entries applied in order.
+//! Every change is absolute (a topic's whole definition, a removal, the next producer id), so replaying entries
+//! the snapshot already contains — a crash between writing a snapshot and emptying the log — ends in the same
+//! state.
 //!
 //! This stands in for the KRaft metadata log until the cluster issue replaces it; the types here are the
 //! records that log will carry (topic ids are UUIDs from the start).
@@ -18,12 +29,55 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
+
+use crate::registry_log::RegistryLog;
 use serde::{Deserialize, Serialize};
 use types::ProducerId;
 use uuid::Uuid;
 
 /// How many producer ids are reserved on disk at a time.
 const PRODUCER_ID_BLOCK: i64 = 1000;
+
+/// The change log is compacted into a snapshot once it is larger than the snapshot and than this (bytes).
+pub const COMPACT_MIN_BYTES: u64 = 64 * 1024;
+
+/// The snapshot file.
+const SNAPSHOT: &str = "runnel-metadata.json";
+/// The change log file.
+const CHANGE_LOG: &str = "runnel-metadata.log";
+
+/// One change of the registry, as logged (see the module doc).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "op", rename_all = "snake_case")]
+enum Change {
+    /// Creates or replaces a topic.
+    PutTopic { name: String, topic: TopicMetadata },
+    /// Removes a topic.
+    DeleteTopic { name: String },
+    /// Sets the first producer id not yet reserved.
+    NextProducerId { next: i64 },
+}
+
+impl State {
+    fn apply(&mut self, change: Change) {
+        match change {
+            Change::PutTopic { name, topic } => {
+                self.topics.insert(name, topic);
+            }
+            Change::DeleteTopic { name } => {
+                self.topics.remove(&name);
+            }
+            Change::NextProducerId { next } => self.next_producer_id = next,
+        }
+    }
+}
+
+/// The open change log and the size of the snapshot it follows.
+#[derive(Debug)]
+struct Persistence {
+    log: RegistryLog,
+    snapshot_bytes: u64,
+}
 
 /// A topic's definition.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -89,6 +143,8 @@ pub struct MetadataStore {
     producer_id_source: RwLock<Option<ProducerIdSource>>,
     /// See [`MetadataStore::generation`].
     generation: std::sync::atomic::AtomicU64,
+    /// The change log; taken under the state write lock (state before log).
+    persistence: parking_lot::Mutex<Persistence>,
 }
 
 /// Fetches a block of producer ids `(first, count)` from elsewhere (the controller's AllocateProducerIds,
@@ -149,16 +205,7 @@ impl MetadataStore {
             write_atomically(dir, "meta.properties", text.as_bytes())?;
             id
         };
-        let path = dir.join("runnel-metadata.json");
-        let state: State = if path.exists() {
-            let text = fs::read(&path).map_err(io(&path))?;
-            serde_json::from_slice(&text).map_err(|e| MetadataError::Invalid {
-                path: path.clone(),
-                reason: e.to_string(),
-            })?
-        } else {
-            State::default()
-        };
+        let (state, persistence) = load_registry(dir)?;
         let next = state.next_producer_id;
         Ok(MetadataStore {
             dir: dir.to_path_buf(),
@@ -167,6 +214,7 @@ impl MetadataStore {
             producer_ids: parking_lot::Mutex::new((next, next)),
             producer_id_source: RwLock::new(None),
             generation: std::sync::atomic::AtomicU64::new(0),
+            persistence: parking_lot::Mutex::new(persistence),
         })
     }
 
@@ -268,10 +316,8 @@ impl MetadataStore {
         if state.topics.contains_key(name) {
             return Ok(false);
         }
-        let mut next = state.clone();
-        next.topics.insert(name.to_string(), topic);
-        self.persist(&next)?;
-        *state = next;
+        let name = name.to_string();
+        self.record(&mut state, Change::PutTopic { name, topic })?;
         self.bump();
         Ok(true)
     }
@@ -279,11 +325,10 @@ impl MetadataStore {
     /// Removes a topic; returns its metadata, or `None` when it did not exist.
     pub fn delete_topic(&self, name: &str) -> Result<Option<TopicMetadata>, MetadataError> {
         let mut state = self.state.write();
-        let mut next = state.clone();
-        let removed = next.topics.remove(name);
+        let removed = state.topics.get(name).cloned();
         if removed.is_some() {
-            self.persist(&next)?;
-            *state = next;
+            let name = name.to_string();
+            self.record(&mut state, Change::DeleteTopic { name })?;
             self.bump();
         }
         Ok(removed)
@@ -301,10 +346,12 @@ impl MetadataStore {
             return Ok(None);
         };
         let updated = update(current).map_err(UpdateError::Rejected)?;
-        let mut next = state.clone();
-        next.topics.insert(name.to_string(), updated.clone());
-        self.persist(&next).map_err(UpdateError::Metadata)?;
-        *state = next;
+        let change = Change::PutTopic {
+            name: name.to_string(),
+            topic: updated.clone(),
+        };
+        self.record(&mut state, change)
+            .map_err(UpdateError::Metadata)?;
         self.bump();
         Ok(Some(updated))
     }
@@ -337,11 +384,9 @@ impl MetadataStore {
         let mut ids = self.producer_ids.lock();
         if ids.0 >= ids.1 {
             let mut state = self.state.write();
-            let mut next = state.clone();
-            let start = next.next_producer_id;
-            next.next_producer_id = start + PRODUCER_ID_BLOCK;
-            self.persist(&next)?;
-            *state = next;
+            let start = state.next_producer_id;
+            let next = start + PRODUCER_ID_BLOCK;
+            self.record(&mut state, Change::NextProducerId { next })?;
             *ids = (start, start + PRODUCER_ID_BLOCK);
         }
         let id = ids.0;
@@ -349,13 +394,70 @@ impl MetadataStore {
         Ok(ProducerId(id))
     }
 
-    fn persist(&self, state: &State) -> Result<(), MetadataError> {
-        let bytes = serde_json::to_vec_pretty(state).map_err(|e| MetadataError::Invalid {
-            path: self.dir.join("runnel-metadata.json"),
-            reason: e.to_string(),
+    /// Makes `change` durable (one synced log append), then applies it to `state` (held write-locked by the
+    /// caller); compacts the log into a snapshot when it has outgrown it. Nothing changes when the append
+    /// fails. A failed compaction is only logged: the change is durable in the log either way.
+    fn record(&self, state: &mut State, change: Change) -> Result<(), MetadataError> {
+        let mut p = self.persistence.lock();
+        let payload = serde_json::to_vec(&change).expect("a change serializes");
+        p.log.append(&payload).map_err(|source| MetadataError::Io {
+            path: p.log.path().to_path_buf(),
+            source,
         })?;
-        write_atomically(&self.dir, "runnel-metadata.json", &bytes)
+        state.apply(change);
+        if p.log.len() > p.snapshot_bytes.max(COMPACT_MIN_BYTES) {
+            if let Err(e) = compact(&self.dir, state, &mut p) {
+                tracing::warn!(error = %e, "topic registry: compaction failed; the change log keeps growing");
+            }
+        }
+        Ok(())
     }
+}
+
+/// Reads the snapshot and applies the change log (the recovery rule of the module doc).
+fn load_registry(dir: &Path) -> Result<(State, Persistence), MetadataError> {
+    let path = dir.join(SNAPSHOT);
+    let invalid = |path: &Path, reason: String| MetadataError::Invalid {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let (mut state, snapshot_bytes) = if path.exists() {
+        let text = fs::read(&path).map_err(|source| MetadataError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        let state: State =
+            serde_json::from_slice(&text).map_err(|e| invalid(&path, e.to_string()))?;
+        (state, text.len() as u64)
+    } else {
+        (State::default(), 0)
+    };
+    let log_path = dir.join(CHANGE_LOG);
+    let (log, entries) = RegistryLog::open(&log_path).map_err(|source| MetadataError::Io {
+        path: log_path.clone(),
+        source,
+    })?;
+    for entry in entries {
+        let change: Change =
+            serde_json::from_slice(&entry).map_err(|e| invalid(&log_path, e.to_string()))?;
+        state.apply(change);
+    }
+    let persistence = Persistence {
+        log,
+        snapshot_bytes,
+    };
+    Ok((state, persistence))
+}
+
+/// Writes `state` as the new snapshot, then empties the change log.
+fn compact(dir: &Path, state: &State, p: &mut Persistence) -> Result<(), MetadataError> {
+    let bytes = serde_json::to_vec_pretty(state).expect("the registry serializes");
+    write_atomically(dir, SNAPSHOT, &bytes)?;
+    p.snapshot_bytes = bytes.len() as u64;
+    p.log.clear().map_err(|source| MetadataError::Io {
+        path: p.log.path().to_path_buf(),
+        source,
+    })
 }
 
 /// Writes `dir/name` so that a crash leaves the old or the new content: temp file, fsync, rename, fsync dir.
@@ -442,6 +544,108 @@ mod tests {
         drop(s);
         let s = MetadataStore::open(dir.path(), 1).unwrap();
         assert!(s.allocate_producer_id().await.unwrap() > b);
+    }
+
+    fn topic(partitions: i32) -> TopicMetadata {
+        TopicMetadata {
+            topic_id: Uuid::new_v4(),
+            partitions,
+            configs: BTreeMap::new(),
+        }
+    }
+
+    /// Crash safety of the change log: the log cut at every byte offset of its last entry (a torn append)
+    /// reopens with every earlier change and without the torn one; the cut tail is removed from the file.
+    #[test]
+    fn a_torn_last_change_is_dropped_and_earlier_ones_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = MetadataStore::open(dir.path(), 1).unwrap();
+        let (a, b) = (topic(1), topic(2));
+        s.create_topic("a", a.clone()).unwrap();
+        s.create_topic("b", b.clone()).unwrap();
+        s.update_topic("a", |t| {
+            Ok::<_, ()>(TopicMetadata {
+                partitions: 5,
+                ..t.clone()
+            })
+        })
+        .unwrap();
+        assert!(s.delete_topic("b").unwrap().is_some());
+        let log = dir.path().join(CHANGE_LOG);
+        let before_last = fs::metadata(&log).unwrap().len();
+        s.create_topic("c", topic(3)).unwrap();
+        drop(s);
+        let full = fs::read(&log).unwrap();
+        assert!(
+            !dir.path().join(SNAPSHOT).exists(),
+            "no compaction expected yet"
+        );
+        for cut in before_last..full.len() as u64 {
+            fs::write(&log, &full[..cut as usize]).unwrap();
+            let s = MetadataStore::open(dir.path(), 1).unwrap();
+            assert_eq!(s.topic("a").map(|t| t.partitions), Some(5), "cut at {cut}");
+            assert_eq!(s.topic("b"), None, "cut at {cut}");
+            assert_eq!(s.topic("c"), None, "cut at {cut}");
+            assert_eq!(
+                fs::metadata(&log).unwrap().len(),
+                before_last,
+                "cut at {cut}"
+            );
+            drop(s);
+        }
+        fs::write(&log, &full).unwrap();
+        let s = MetadataStore::open(dir.path(), 1).unwrap();
+        assert_eq!(s.topic("c").map(|t| t.partitions), Some(3));
+    }
+
+    /// The log is compacted into the snapshot once it outgrows it; a crash between writing the snapshot and
+    /// emptying the log (the old entries replayed over the new snapshot) ends in the same state.
+    #[test]
+    fn the_log_compacts_into_the_snapshot_and_replay_over_it_is_harmless() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = MetadataStore::open(dir.path(), 1).unwrap();
+        let log = dir.path().join(CHANGE_LOG);
+        let mut n = 0;
+        while !dir.path().join(SNAPSHOT).exists() {
+            s.create_topic(&format!("t{n}"), topic(1)).unwrap();
+            n += 1;
+            assert!(n < 10_000, "never compacted");
+        }
+        assert_eq!(fs::metadata(&log).unwrap().len(), 0);
+        let before = s.topics();
+        s.create_topic("after", topic(2)).unwrap();
+        s.delete_topic("t0").unwrap();
+        let entries = fs::read(&log).unwrap();
+        {
+            let state = s.state.read();
+            compact(dir.path(), &state, &mut s.persistence.lock()).unwrap();
+        }
+        drop(s);
+        fs::write(&log, &entries).unwrap(); // the crash left the log as it was
+        let s = MetadataStore::open(dir.path(), 1).unwrap();
+        let mut want = before;
+        want.remove("t0");
+        want.insert("after".into(), s.topic("after").unwrap());
+        assert_eq!(s.topics(), want);
+        assert_eq!(s.topics().len(), n);
+    }
+
+    /// A data dir of an earlier version (the snapshot only) opens, and later changes go to the log.
+    #[test]
+    fn a_snapshot_only_data_dir_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = topic(4);
+        let old = serde_json::json!({
+            "topics": { "old": { "topic_id": t.topic_id, "partitions": 4, "configs": {} } },
+            "next_producer_id": 2000
+        });
+        fs::write(dir.path().join(SNAPSHOT), old.to_string()).unwrap();
+        let s = MetadataStore::open(dir.path(), 1).unwrap();
+        assert_eq!(s.topic("old"), Some(t));
+        s.create_topic("new", topic(1)).unwrap();
+        drop(s);
+        let s = MetadataStore::open(dir.path(), 1).unwrap();
+        assert_eq!(s.topics().len(), 2);
     }
 
     #[test]

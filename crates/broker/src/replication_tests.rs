@@ -536,3 +536,61 @@ async fn consumer_fetch_wakes_when_the_hw_advances() {
     b1.rm.shutdown().unwrap();
     b2.rm.shutdown().unwrap();
 }
+
+/// Issue 13: a replica that led an epoch without appending keeps that epoch's entry at its LogEndOffset;
+/// when the other replica leads the next epoch, the follower's truncation target equals its LEO. The real
+/// fetchers must still drop the stale entry and fetch again (else the follower never rejoins and acks=all
+/// fails once the ISR shrinks).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn follower_with_an_empty_epoch_at_its_log_end_rejoins() {
+    let link = Arc::new(TestLink::default());
+    let topic_id = Uuid::new_v4();
+    let b1 = start_broker(1, link.clone(), topic_id).await;
+    let b2 = start_broker(2, link.clone(), topic_id).await;
+    let mut reg = PartitionState {
+        topic_id,
+        leader: BrokerId(1),
+        leader_epoch: LeaderEpoch(1),
+        partition_epoch: PartitionEpoch(1),
+        isr: vec![BrokerId(1), BrokerId(2)],
+        replicas: vec![BrokerId(1), BrokerId(2)],
+    };
+    let next = |leader: i32, reg: &mut PartitionState| {
+        reg.leader = BrokerId(leader);
+        reg.leader_epoch = LeaderEpoch(reg.leader_epoch.get() + 1);
+        reg.partition_epoch = reg.partition_epoch.next();
+        reg.isr = vec![BrokerId(1), BrokerId(2)];
+        *link.registration.lock() = Some(reg.clone());
+        b1.apply(reg);
+        b2.apply(reg);
+    };
+    *link.registration.lock() = Some(reg.clone());
+    b1.apply(&reg);
+    b2.apply(&reg);
+    let mut c1 = b1.connect().await;
+    let ten: Vec<String> = (0..10).map(|i| format!("r{i}")).collect();
+    let ten: Vec<&str> = ten.iter().map(String::as_str).collect();
+    assert_eq!(produce(&mut c1, -1, 15_000, &ten).await, (0, 0));
+    wait_until(&b2, "follower HW 10", |(_, hw, _)| hw == 10).await;
+
+    // Epoch 2: broker 2 leads and appends nothing; epoch 3: broker 1 leads again.
+    next(2, &mut reg);
+    next(1, &mut reg);
+    let p2 = b2.rm.partition(TOPIC, 0).unwrap();
+    assert_eq!(
+        b1.rm.partition(TOPIC, 0).unwrap().latest_epoch(),
+        Some(LeaderEpoch(3))
+    );
+    // acks=all completes only when broker 2 fetches again (min.insync.replicas = 2; a stuck follower is
+    // shrunk out of the ISR after 300 ms and the produce fails).
+    assert_eq!(produce(&mut c1, -1, 15_000, &["after"]).await, (0, 10));
+    wait_until(&b2, "follower caught up in epoch 3", |(_, _, leo)| {
+        leo == 11
+    })
+    .await;
+    assert_eq!(p2.latest_epoch(), Some(LeaderEpoch(3)));
+    assert_eq!(log_bytes(&b1), log_bytes(&b2), "replica logs differ");
+    assert_eq!(link.registration.lock().as_ref().unwrap().isr, ids(&[1, 2]));
+    b1.rm.shutdown().unwrap();
+    b2.rm.shutdown().unwrap();
+}

@@ -657,7 +657,8 @@ impl Partition {
     }
 
     /// Truncates by the leader's (epoch, end offset) `answer` for `requested` (our latest epoch when asked;
-    /// None: our cache was empty) to [`truncation_offset`] (KIP-101, KIP-279). Returns false when the
+    /// None: our cache was empty) to [`truncation_offset`] (KIP-101, KIP-279); a target equal to the
+    /// LogEndOffset still drops the epoch-cache entries starting there. Returns false when the
     /// partition no longer follows `leader` in `epoch`.
     pub(crate) fn truncate_by_epoch(
         &self,
@@ -676,8 +677,11 @@ impl Partition {
         let to = truncation_offset(requested, answer, |e| log.end_offset_for_epoch(e), leo, hw);
         if to < leo {
             tracing::info!(topic = %self.topic, partition = self.partition, from = %leo, to = %to, "truncating follower log");
-            log.truncate_to(to)?;
         }
+        // Also at the LEO (no record removed): the log still drops epoch entries starting there — an
+        // epoch this replica led without appending, which would make every Fetch diverge (Kafka's
+        // `truncateTo` always truncates the epoch cache).
+        log.truncate_to(to)?;
         Ok(true)
     }
 

@@ -87,3 +87,92 @@ fn follower_verbs_apply_only_in_the_fetchers_epoch() {
             && p.check_leader_epoch(LeaderEpoch(-1)).is_ok()
     );
 }
+
+/// `PartitionState` of a two-replica partition (brokers 1 and 2, both in the ISR) led by `leader`.
+fn state2(leader: i32, leader_epoch: i32) -> PartitionState {
+    PartitionState {
+        isr: vec![BrokerId(1), BrokerId(2)],
+        ..state(leader, leader_epoch)
+    }
+}
+
+/// A batch of `n` records in leader epoch `epoch` starting at `base`, as a leader stores it.
+fn epoch_batch(base: i64, epoch: i32, n: usize) -> Bytes {
+    let mut b = protocol::record::RecordBatchBuilder::new(protocol::record::Compression::None)
+        .base_offset(base)
+        .partition_leader_epoch(epoch);
+    for i in 0..n {
+        b.append(0, None, Some(Bytes::from(format!("v{i}"))), vec![]);
+    }
+    b.build().unwrap()
+}
+
+/// The stale-epoch follower (issue 13): B led epoch 1 without appending, so its epoch cache ends with
+/// (1, 10) at its LogEndOffset; the new leader A's cache is (0, 0), (2, 10). The leader's answer for
+/// epoch 1 is (0, 10): the truncation target equals B's LEO, so no record is removed — but the stale
+/// (1, 10) entry must be (Kafka's `truncateTo` → `truncateFromEnd(LEO)`), or every Fetch diverges again.
+#[test]
+fn follower_drops_a_stale_epoch_entry_at_its_log_end_offset() {
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (partition(da.path()), partition(db.path()));
+    // Epoch 0: A (broker 1) leads, writes 10 records; B (broker 2) replicates them.
+    a.apply_partition_state(BrokerId(1), &state2(1, 0), 0)
+        .unwrap();
+    b.apply_partition_state(BrokerId(2), &state2(1, 0), 0)
+        .unwrap();
+    a.append_as_leader(epoch_batch(0, -1, 10), 0, 0).unwrap();
+    let fetched = epoch_batch(0, 0, 10);
+    assert!(b
+        .append_as_follower(
+            BrokerId(1),
+            LeaderEpoch(0),
+            fetched,
+            Offset(10),
+            Offset(0),
+            0
+        )
+        .unwrap());
+    // Epoch 1: B leads and appends nothing; epoch 2: A leads again, B follows.
+    b.apply_partition_state(BrokerId(2), &state2(2, 1), 0)
+        .unwrap();
+    a.apply_partition_state(BrokerId(1), &state2(2, 1), 0)
+        .unwrap();
+    a.apply_partition_state(BrokerId(1), &state2(1, 2), 0)
+        .unwrap();
+    b.apply_partition_state(BrokerId(2), &state2(1, 2), 0)
+        .unwrap();
+    assert_eq!(b.latest_epoch(), Some(LeaderEpoch(1)));
+    assert_eq!(a.latest_epoch(), Some(LeaderEpoch(2)));
+
+    // B's Fetch (last fetched epoch 1 at offset 10) diverges: the leader knows epoch 0 ending at 10.
+    let pos = b.fetch_position();
+    let (diverging, _) = a
+        .follower_fetch(BrokerId(2), pos.last_fetched_epoch, pos.log_end_offset, 0)
+        .unwrap();
+    let d = diverging.expect("a diverging epoch for the stale follower");
+    assert_eq!((d.epoch, d.end_offset), (LeaderEpoch(0), Offset(10)));
+    assert_eq!(
+        a.end_offset_for_epoch(LeaderEpoch(1)),
+        (LeaderEpoch(0), Offset(10))
+    );
+    assert!(b
+        .truncate_by_epoch(
+            BrokerId(1),
+            LeaderEpoch(2),
+            Some(LeaderEpoch(1)),
+            (d.epoch, d.end_offset)
+        )
+        .unwrap());
+    assert_eq!(b.log_end_offset(), Offset(10), "no record is removed");
+    assert_eq!(
+        b.latest_epoch(),
+        Some(LeaderEpoch(0)),
+        "the stale epoch-1 entry at the LogEndOffset stays: the follower diverges forever"
+    );
+    // The next Fetch no longer diverges: the follower is recorded and catches up.
+    let pos = b.fetch_position();
+    let (diverging, _) = a
+        .follower_fetch(BrokerId(2), pos.last_fetched_epoch, pos.log_end_offset, 0)
+        .unwrap();
+    assert!(diverging.is_none(), "still diverging: {diverging:?}");
+}

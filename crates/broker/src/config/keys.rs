@@ -131,6 +131,9 @@ keys! {
     OFFSET_METADATA_MAX_BYTES: i32 = "offset.metadata.max.bytes";
     /// `offsets.retention.check.interval.ms`: how often expired offsets are removed (ms).
     OFFSETS_RETENTION_CHECK_INTERVAL_MS: i64 = "offsets.retention.check.interval.ms";
+    /// `connections.max.idle.ms`: a client connection without a complete request for this long is closed,
+    /// also in the middle of a frame (ms; negative: never). Read once at startup (Kafka: read-only).
+    CONNECTIONS_MAX_IDLE_MS: i64 = "connections.max.idle.ms";
 }
 
 #[cfg(test)]

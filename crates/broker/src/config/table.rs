@@ -116,6 +116,7 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("log.roll.jitter.ms", T::Long, Some("0")),
     def("message.max.bytes", T::Int, Some("1048588")),
     def("socket.request.max.bytes", T::Int, Some("104857600")),
+    def("connections.max.idle.ms", T::Long, Some("600000")),
     def("compression.type", T::String, Some("producer")),
     def("min.insync.replicas", T::Int, Some("1")),
     def("unclean.leader.election.enable", T::Boolean, Some("false")),

@@ -13,10 +13,15 @@
 //!   ApiVersions above our range, which gets error 35 and our real ranges (pitfall 1, KIP-511).
 //! - On plaintext connections, Fetch response record data goes from the segment file to the socket with
 //!   `sendfile(2)`.
+//! - A connection on which no complete request arrives for `connections.max.idle.ms` (Kafka's key, default
+//!   10 min) is closed: an idle one, and one stalled in the middle of a frame (slow-loris). The clock starts
+//!   when the connection waits for its next request (after the previous response), so a request being served
+//!   (a long-polling Fetch, a parked JoinGroup) never counts as idle.
 
 use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::BytesMut;
 use protocol::record::FileSlice;
@@ -25,6 +30,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
+use crate::config::keys;
 use crate::server::apis::{KafkaApis, RequestOutcome};
 
 /// Largest read-ahead the frame reader allocates before bytes arrive (bytes).
@@ -71,6 +77,9 @@ pub enum ConnectionError {
     /// The request could not be served (malformed, unknown API key, unsupported version).
     #[error("invalid request: {0}")]
     InvalidRequest(String),
+    /// No complete request within `connections.max.idle.ms`.
+    #[error("no complete request for {0:?} (connections.max.idle.ms)")]
+    Idle(Duration),
 }
 
 async fn handle_connection(
@@ -79,11 +88,13 @@ async fn handle_connection(
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), ConnectionError> {
     let max = apis.config().socket_request_max_bytes;
+    let idle_ms = apis.config().get(keys::CONNECTIONS_MAX_IDLE_MS);
+    let idle = (idle_ms >= 0).then(|| Duration::from_millis(idle_ms as u64));
     let peer = stream.peer_addr().ok();
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     loop {
         let frame = tokio::select! {
-            f = read_frame(&mut stream, &mut buf, max) => f?,
+            f = read_frame_within(&mut stream, &mut buf, max, idle) => f?,
             _ = shutdown.changed() => return Ok(()),
         };
         let Some(frame) = frame else { return Ok(()) };
@@ -92,6 +103,22 @@ async fn handle_connection(
             RequestOutcome::NoResponse => {}
             RequestOutcome::Close(reason) => return Err(ConnectionError::InvalidRequest(reason)),
         }
+    }
+}
+
+/// [`read_frame`], failing with [`ConnectionError::Idle`] when the frame is not complete within `idle` (None:
+/// no limit). Cancelling mid-frame is fine: the connection is closed then.
+async fn read_frame_within(
+    stream: &mut TcpStream,
+    buf: &mut BytesMut,
+    max: i32,
+    idle: Option<Duration>,
+) -> Result<Option<bytes::Bytes>, ConnectionError> {
+    match idle {
+        None => read_frame(stream, buf, max).await,
+        Some(d) => tokio::time::timeout(d, read_frame(stream, buf, max))
+            .await
+            .map_err(|_| ConnectionError::Idle(d))?,
     }
 }
 
@@ -192,4 +219,41 @@ async fn send_file(stream: &mut TcpStream, slice: &FileSlice) -> io::Result<()> 
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A frame that declares 100 MB and stalls after a few bytes is cut off by the idle timeout, and the
+    /// buffer never reserved more than one read chunk for it.
+    #[tokio::test]
+    async fn a_stalled_frame_times_out_without_reserving_its_declared_size() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut client = TcpStream::connect(addr).await.unwrap();
+        let (mut server, _) = listener.accept().await.unwrap();
+        let declared: i32 = 100 << 20;
+        client.write_all(&declared.to_be_bytes()).await.unwrap();
+        client.write_all(&[0u8; 10]).await.unwrap();
+        let mut buf = BytesMut::new();
+        let idle = Some(Duration::from_millis(200));
+        let got = read_frame_within(&mut server, &mut buf, i32::MAX, idle).await;
+        assert!(matches!(got, Err(ConnectionError::Idle(_))), "{got:?}");
+        assert_eq!(buf.len(), 14);
+        assert!(
+            buf.capacity() <= 2 * READ_CHUNK,
+            "reserved {}",
+            buf.capacity()
+        );
+        // A complete frame within the limit is read.
+        let mut client = TcpStream::connect(addr).await.unwrap();
+        let (mut server, _) = listener.accept().await.unwrap();
+        client
+            .write_all(&[0, 0, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8])
+            .await
+            .unwrap();
+        let got = read_frame_within(&mut server, &mut BytesMut::new(), i32::MAX, idle).await;
+        assert_eq!(&got.unwrap().unwrap()[..], &[1, 2, 3, 4, 5, 6, 7, 8]);
+    }
 }

@@ -9,6 +9,11 @@
 //! NOT_ENOUGH_REPLICAS_AFTER_APPEND (20); losing the leadership meanwhile gives NOT_LEADER_OR_FOLLOWER.
 //! All partitions of a request wait together. acks=0 gets no response at all (pitfall 2); if a partition
 //! fails under acks=0 the connection is closed so the client notices, as Kafka does.
+//!
+//! A client's Produce to an internal topic (`__consumer_offsets`, Kafka's `Topic.isInternal` list) is refused
+//! with INVALID_TOPIC_EXCEPTION (17) per partition, the rest of the request proceeding (Kafka's
+//! `ReplicaManager.appendToLocalLog`); only the client id `__admin_client` may, as in Kafka
+//! (`KafkaApis.handleProduceRequest`). The group coordinator appends through the ReplicaManager, not here.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,6 +31,16 @@ use types::{LeaderEpoch, Offset};
 
 use super::{storage_error_code, KafkaApis};
 use replica::replica_manager::{Partition, ReplicaError};
+
+/// Topics only the broker writes (Kafka's `Topic.INTERNAL_TOPICS`).
+const INTERNAL_TOPICS: [&str; 3] = [
+    "__consumer_offsets",
+    "__transaction_state",
+    "__share_group_state",
+];
+
+/// The client id Kafka lets write to internal topics (`AdminUtils.ADMIN_CLIENT_ID`).
+const ADMIN_CLIENT_ID: &str = "__admin_client";
 
 /// Upper bound on how long an acks=all Produce waits for replication (ms), whatever the client asks.
 const MAX_TIMEOUT_MS: i32 = 300_000;
@@ -102,6 +117,8 @@ struct ProduceContext {
     version: i16,
     acks: i16,
     transactional: bool,
+    /// The client may write to internal topics (client id `__admin_client`).
+    internal_topics_allowed: bool,
 }
 
 /// The Kafka error code of a replication error.
@@ -137,6 +154,7 @@ pub async fn handle(apis: &KafkaApis, header: &RequestHeader, request: ProduceRe
         version: header.request_api_version,
         acks: request.acks,
         transactional: request.transactional_id.is_some(),
+        internal_topics_allowed: header.client_id.as_deref() == Some(ADMIN_CLIENT_ID),
     };
     let mut responses = Vec::with_capacity(request.topic_data.len());
     let mut first_error: Option<String> = None;
@@ -211,6 +229,13 @@ fn append_partition(
         .partition(topic, p.index)
         .filter(|_| topic_known)
         .ok_or(Failure::code(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION))?;
+    if !ctx.internal_topics_allowed && INTERNAL_TOPICS.contains(&topic) {
+        let message = format!("clients cannot append to the internal topic {topic}");
+        return Err(Failure::with_message(
+            ErrorCode::INVALID_TOPIC_EXCEPTION,
+            &message,
+        ));
+    }
     let Some(Records::Memory(records)) = p.records else {
         let code = ErrorCode::CORRUPT_MESSAGE;
         return Err(Failure::with_message(
