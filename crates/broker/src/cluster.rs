@@ -30,7 +30,6 @@ use metadata::{
     PartitionRegistration,
 };
 use parking_lot::RwLock;
-use protocol::error::ErrorCode;
 use storage::StorageError;
 use tokio::sync::watch;
 use types::{BrokerId, ProducerId};
@@ -38,7 +37,7 @@ use uuid::Uuid;
 
 use crate::config::BrokerConfig;
 use crate::dynamic_config::DynamicBrokerConfig;
-use crate::error::ApiError;
+use crate::error::TopicError;
 use crate::metadata::{MetadataStore, TopicMetadata};
 use crate::metadata_cache::{ControllerEndpoint, MetadataCache};
 use crate::publisher::Publishers;
@@ -73,11 +72,6 @@ impl std::fmt::Debug for BrokerCluster {
             .field("image_offset", &self.image.read().offset)
             .finish()
     }
-}
-
-/// Maps a controller error to the API error a client sees.
-pub fn api_error(e: ControllerError) -> ApiError {
-    ApiError::new(e.code, e.message)
 }
 
 impl BrokerCluster {
@@ -189,10 +183,7 @@ impl BrokerCluster {
                 .await
             {
                 Ok(_) => self.refresh_controller_id(),
-                Err(e)
-                    if e.code == ErrorCode::STALE_BROKER_EPOCH
-                        || e.code == ErrorCode::BROKER_ID_NOT_REGISTERED =>
-                {
+                Err(e) if e.is_stale_registration() => {
                     tracing::warn!(error = %e, "heartbeat refused; registering again");
                     let _ = self.register(&host, port, interval * 5).await;
                 }
@@ -376,7 +367,7 @@ impl BrokerCluster {
     pub async fn wait_for_image(
         &self,
         done: impl Fn(&MetadataImage) -> bool,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), TopicError> {
         let mut rx = self.published.subscribe();
         let deadline = tokio::time::Instant::now() + READ_YOUR_WRITES_TIMEOUT;
         loop {
@@ -385,10 +376,7 @@ impl BrokerCluster {
             }
             match tokio::time::timeout_at(deadline, rx.changed()).await {
                 Ok(Ok(())) => {}
-                _ => return Err(ApiError::new(
-                    ErrorCode::REQUEST_TIMED_OUT,
-                    "the change was committed but this broker's metadata did not show it in time",
-                )),
+                _ => return Err(TopicError::NotShownInTime),
             }
         }
     }
@@ -398,7 +386,7 @@ impl BrokerCluster {
         &self,
         topic: CreateTopic,
         validate_only: bool,
-    ) -> Result<TopicMetadata, ApiError> {
+    ) -> Result<TopicMetadata, TopicError> {
         let name = topic.name.clone();
         let configs = topic.configs.clone();
         let created = self
@@ -406,8 +394,8 @@ impl BrokerCluster {
             .create_topics(vec![topic], validate_only)
             .await
             .pop()
-            .unwrap_or_else(|| Err(ControllerError::new(ErrorCode(-1), "no result")))
-            .map_err(api_error)?;
+            .unwrap_or_else(|| Err(ControllerError::unknown("no result")))
+            .map_err(TopicError::Controller)?;
         if !validate_only {
             let id = created.topic_id;
             self.wait_for_image(|i| i.topics.get(&name).is_some_and(|t| t.topic_id == id))
@@ -421,14 +409,14 @@ impl BrokerCluster {
     }
 
     /// DeleteTopics through the controller; answers once this broker's image no longer has the topic.
-    pub async fn delete_topic(&self, name: &str) -> Result<Uuid, ApiError> {
+    pub async fn delete_topic(&self, name: &str) -> Result<Uuid, TopicError> {
         let id = self
             .client
             .delete_topics(vec![name.to_string()])
             .await
             .pop()
-            .unwrap_or_else(|| Err(ControllerError::new(ErrorCode(-1), "no result")))
-            .map_err(api_error)?;
+            .unwrap_or_else(|| Err(ControllerError::unknown("no result")))
+            .map_err(TopicError::Controller)?;
         self.wait_for_image(|i| i.topics.get(name).is_none_or(|t| t.topic_id != id))
             .await?;
         Ok(id)
@@ -440,12 +428,12 @@ impl BrokerCluster {
         &self,
         election: ElectionType,
         partitions: Option<Vec<(String, i32)>>,
-    ) -> Result<Vec<ElectionResult>, ApiError> {
+    ) -> Result<Vec<ElectionResult>, TopicError> {
         let results = self
             .client
             .elect_leaders(election, partitions)
             .await
-            .map_err(api_error)?;
+            .map_err(TopicError::Controller)?;
         let elected: Vec<(String, i32)> = results
             .iter()
             .filter(|r| r.error_code == 0)
@@ -472,11 +460,11 @@ impl BrokerCluster {
         name: &str,
         count: i32,
         validate_only: bool,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), TopicError> {
         self.client
             .create_partitions(name.to_string(), count, validate_only)
             .await
-            .map_err(api_error)?;
+            .map_err(TopicError::Controller)?;
         if !validate_only {
             self.wait_for_image(|i| {
                 i.topics
@@ -495,18 +483,13 @@ impl BrokerCluster {
         name: &str,
         configs: BTreeMap<String, String>,
         validate_only: bool,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), TopicError> {
         let current = self
             .image()
             .topics
             .get(name)
             .map(|t| t.configs.clone())
-            .ok_or_else(|| {
-                ApiError::new(
-                    ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
-                    "This server does not host this topic-partition.",
-                )
-            })?;
+            .ok_or(TopicError::UnknownTopic)?;
         let mut ops: Vec<(String, Option<String>)> = current
             .keys()
             .filter(|k| !configs.contains_key(*k))
@@ -516,7 +499,7 @@ impl BrokerCluster {
         self.client
             .alter_configs(2, name.to_string(), ops, validate_only)
             .await
-            .map_err(api_error)?;
+            .map_err(TopicError::Controller)?;
         if !validate_only {
             self.wait_for_image(|i| i.topics.get(name).is_some_and(|t| t.configs == configs))
                 .await?;
@@ -525,11 +508,10 @@ impl BrokerCluster {
     }
 
     /// A block of producer ids from the controller (KIP-730 AllocateProducerIds).
-    pub async fn allocate_producer_ids(&self) -> Result<(ProducerId, i32), ApiError> {
+    pub async fn allocate_producer_ids(&self) -> Result<(ProducerId, i32), ControllerError> {
         self.client
             .allocate_producer_ids(self.node_id, self.broker_epoch())
             .await
-            .map_err(api_error)
     }
 }
 
@@ -597,7 +579,7 @@ impl TopicAdmin for QuorumTopicAdmin {
         &self,
         topic: NewTopic,
         validate_only: bool,
-    ) -> BoxFuture<'_, Result<TopicMetadata, ApiError>> {
+    ) -> BoxFuture<'_, Result<TopicMetadata, TopicError>> {
         let create = CreateTopic {
             name: topic.name,
             num_partitions: topic.partitions,
@@ -608,7 +590,7 @@ impl TopicAdmin for QuorumTopicAdmin {
         Box::pin(self.0.create_topic(create, validate_only))
     }
 
-    fn delete_topic(&self, name: String) -> BoxFuture<'_, Result<Uuid, ApiError>> {
+    fn delete_topic(&self, name: String) -> BoxFuture<'_, Result<Uuid, TopicError>> {
         Box::pin(async move { self.0.delete_topic(&name).await })
     }
 
@@ -617,7 +599,7 @@ impl TopicAdmin for QuorumTopicAdmin {
         name: String,
         configs: BTreeMap<String, String>,
         validate_only: bool,
-    ) -> BoxFuture<'_, Result<(), ApiError>> {
+    ) -> BoxFuture<'_, Result<(), TopicError>> {
         Box::pin(async move {
             self.0
                 .set_topic_configs(&name, configs, validate_only)
@@ -630,7 +612,7 @@ impl TopicAdmin for QuorumTopicAdmin {
         name: String,
         count: i32,
         validate_only: bool,
-    ) -> BoxFuture<'_, Result<(), ApiError>> {
+    ) -> BoxFuture<'_, Result<(), TopicError>> {
         Box::pin(async move { self.0.create_partitions(&name, count, validate_only).await })
     }
 
@@ -638,7 +620,7 @@ impl TopicAdmin for QuorumTopicAdmin {
         &self,
         election: ElectionType,
         partitions: Option<Vec<(String, i32)>>,
-    ) -> BoxFuture<'_, Result<Vec<ElectionResult>, ApiError>> {
+    ) -> BoxFuture<'_, Result<Vec<ElectionResult>, TopicError>> {
         Box::pin(self.0.elect_leaders(election, partitions))
     }
 

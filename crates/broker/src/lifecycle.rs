@@ -289,6 +289,7 @@ impl Services {
     ) -> Vec<JoinHandle<()>> {
         let mut tasks = vec![tokio::spawn(network::serve(
             listener,
+            config.listener.name.as_str().into(),
             self.apis.clone(),
             shutdown_rx.clone(),
         ))];

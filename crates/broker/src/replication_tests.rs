@@ -135,7 +135,12 @@ async fn start_broker(id: i32, link: Arc<TestLink>, topic_id: Uuid) -> TestBroke
         .lock()
         .insert(BrokerId(id), ("127.0.0.1".to_string(), port));
     let (shutdown, rx) = watch::channel(false);
-    tokio::spawn(crate::server::network::serve(listener, apis, rx));
+    tokio::spawn(crate::server::network::serve(
+        listener,
+        "PLAINTEXT".into(),
+        apis,
+        rx,
+    ));
     TestBroker {
         id,
         rm,

@@ -147,3 +147,26 @@ pub struct ElectionResult {
     /// Why, for errors.
     pub message: Option<String>,
 }
+
+impl ElectionResult {
+    /// ELECTION_NOT_NEEDED (84) for `topic`-`partition`: its leader is already the one asked for.
+    pub fn not_needed(topic: String, partition: i32, message: impl Into<String>) -> ElectionResult {
+        ElectionResult {
+            topic,
+            partition,
+            error_code: types::ErrorCode::ELECTION_NOT_NEEDED.0,
+            message: Some(message.into()),
+        }
+    }
+
+    /// UNKNOWN_TOPIC_OR_PARTITION (3): `topic`-`partition` does not exist.
+    pub fn unknown_partition(topic: String, partition: i32) -> ElectionResult {
+        let message = format!("{topic}-{partition} does not exist");
+        ElectionResult {
+            topic,
+            partition,
+            error_code: types::ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0,
+            message: Some(message),
+        }
+    }
+}

@@ -80,7 +80,7 @@ impl ConfigType {
 }
 
 /// Configuration errors: reported at startup (broker) or as INVALID_CONFIG (topic).
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum ConfigError {
     /// The key is not a Kafka key Runnel knows.
     #[error("unknown configuration key '{0}'")]
@@ -139,6 +139,8 @@ pub fn parse_override(arg: &str) -> Result<(String, String), ConfigError> {
 /// A host and port as given in `listeners` / `advertised.listeners` (`PLAINTEXT://host:port` or `host:port`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
+    /// Listener name (the `NAME://` prefix, upper-cased; `PLAINTEXT` when the entry has none).
+    pub name: String,
     /// Host name or IP literal.
     pub host: String,
     /// TCP port.
@@ -154,9 +156,9 @@ impl Endpoint {
             reason: why.to_string(),
         };
         let first = text.split(',').next().unwrap_or("").trim();
-        let addr = match first.split_once("://") {
-            Some((_, rest)) => rest,
-            None => first,
+        let (name, addr) = match first.split_once("://") {
+            Some((name, rest)) => (name.to_ascii_uppercase(), rest),
+            None => ("PLAINTEXT".to_string(), first),
         };
         let (host, port) = addr
             .rsplit_once(':')
@@ -165,6 +167,7 @@ impl Endpoint {
         let host = host.trim_start_matches('[').trim_end_matches(']');
         let host = if host.is_empty() { "0.0.0.0" } else { host };
         Ok(Endpoint {
+            name,
             host: host.to_string(),
             port,
         })

@@ -4,9 +4,9 @@
 use protocol::error::ErrorCode;
 use protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use protocol::messages::{DescribeClusterRequest, DescribeClusterResponse};
-use protocol::RequestHeader;
 
 use super::KafkaApis;
+use crate::server::context::RequestContext;
 
 /// Endpoint type "brokers" (1).
 const ENDPOINT_TYPE_BROKERS: i8 = 1;
@@ -18,7 +18,7 @@ const ENDPOINT_TYPE_CONTROLLERS: i8 = 2;
 /// broker is the whole cluster and its only controller.
 pub fn handle(
     apis: &KafkaApis,
-    _header: &RequestHeader,
+    _ctx: &RequestContext,
     request: DescribeClusterRequest,
 ) -> DescribeClusterResponse {
     let config = apis.config();

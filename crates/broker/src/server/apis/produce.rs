@@ -20,11 +20,12 @@ use protocol::messages::produce_response::{
 };
 use protocol::messages::{ProduceRequest, ProduceResponse};
 use protocol::record::{Compression, Records};
-use protocol::RequestHeader;
 use storage::{LogAppendInfo, StorageError};
 use types::{LeaderEpoch, Offset};
 
-use super::{storage_error_code, KafkaApis};
+use super::errors::replica_error_code;
+use super::KafkaApis;
+use crate::server::context::RequestContext;
 use replica::replica_manager::{Partition, ReplicaError};
 
 /// Upper bound on how long an acks=all Produce waits for replication (ms), whatever the client asks.
@@ -104,21 +105,6 @@ struct ProduceContext {
     transactional: bool,
 }
 
-/// The Kafka error code of a replication error.
-pub(super) fn replica_error_code(e: &ReplicaError) -> ErrorCode {
-    match e {
-        ReplicaError::NotLeaderOrFollower => ErrorCode::NOT_LEADER_OR_FOLLOWER,
-        ReplicaError::FencedLeaderEpoch { .. } => ErrorCode::FENCED_LEADER_EPOCH,
-        ReplicaError::UnknownLeaderEpoch { .. } => ErrorCode::UNKNOWN_LEADER_EPOCH,
-        ReplicaError::NotEnoughReplicas { .. } => ErrorCode::NOT_ENOUGH_REPLICAS,
-        ReplicaError::NotEnoughReplicasAfterAppend { .. } => {
-            ErrorCode::NOT_ENOUGH_REPLICAS_AFTER_APPEND
-        }
-        ReplicaError::RequestTimedOut => ErrorCode::REQUEST_TIMED_OUT,
-        ReplicaError::Storage(s) => storage_error_code(s),
-    }
-}
-
 /// What the connection does after a Produce.
 #[derive(Debug)]
 pub enum Outcome {
@@ -132,9 +118,9 @@ pub enum Outcome {
 
 /// Appends every partition's records, waits for replication under acks=all, and reports each partition's
 /// outcome.
-pub async fn handle(apis: &KafkaApis, header: &RequestHeader, request: ProduceRequest) -> Outcome {
+pub async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: ProduceRequest) -> Outcome {
     let ctx = ProduceContext {
-        version: header.request_api_version,
+        version: ctx.api_version(),
         acks: request.acks,
         transactional: request.transactional_id.is_some(),
     };
