@@ -32,7 +32,7 @@ use metadata::{
 use parking_lot::RwLock;
 use storage::StorageError;
 use tokio::sync::watch;
-use types::{BrokerId, ProducerId};
+use types::{BrokerEpoch, BrokerId, ProducerId};
 use uuid::Uuid;
 
 use crate::config::BrokerConfig;
@@ -114,9 +114,9 @@ impl BrokerCluster {
         }
     }
 
-    /// This broker's epoch from its last registration (-1 before it registered).
-    pub fn broker_epoch(&self) -> i64 {
-        self.broker_epoch.load(Ordering::Relaxed)
+    /// This broker's epoch from its last registration ([`BrokerEpoch::NONE`] before it registered).
+    pub fn broker_epoch(&self) -> BrokerEpoch {
+        BrokerEpoch(self.broker_epoch.load(Ordering::Relaxed))
     }
 
     /// The last published metadata image.
@@ -141,8 +141,8 @@ impl BrokerCluster {
                 .await
             {
                 Ok(epoch) => {
-                    self.broker_epoch.store(epoch, Ordering::Relaxed);
-                    tracing::info!(broker_epoch = epoch, "registered with the controller");
+                    self.broker_epoch.store(epoch.get(), Ordering::Relaxed);
+                    tracing::info!(broker_epoch = %epoch, "registered with the controller");
                     return Ok(());
                 }
                 Err(e) if Instant::now() < deadline => {
@@ -195,7 +195,7 @@ impl BrokerCluster {
     /// Controlled shutdown (KIP-631): heartbeats with `want_shutdown` until the controller says every
     /// leadership has moved, or `timeout` passes.
     pub async fn controlled_shutdown(&self, timeout: Duration) {
-        if self.broker_epoch() < 0 {
+        if self.broker_epoch().get() < 0 {
             tracing::info!("not registered with the controller: no controlled shutdown");
             return;
         }

@@ -57,7 +57,7 @@ impl LocalMetadataCache {
         let me = self.node_id;
         let broker = BrokerRegistration {
             broker_id: me,
-            broker_epoch: 0,
+            broker_epoch: types::BrokerEpoch(0),
             incarnation_id: uuid::Uuid::nil(),
             host: self.host.clone(),
             port: self.port,

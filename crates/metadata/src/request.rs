@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 use serde::{Deserialize, Serialize};
-use types::{BrokerId, LeaderEpoch, PartitionEpoch};
+use types::{BrokerEpoch, BrokerId, LeaderEpoch, PartitionEpoch};
 use uuid::Uuid;
 
 use crate::image::MetadataImage;
@@ -47,7 +47,7 @@ pub struct Heartbeat {
     /// Broker id.
     pub broker_id: BrokerId,
     /// Broker epoch from registration.
-    pub broker_epoch: i64,
+    pub broker_epoch: BrokerEpoch,
     /// Highest metadata offset the broker has replayed.
     pub metadata_offset: i64,
     /// The broker wants to be (stay) fenced.
@@ -73,7 +73,7 @@ pub struct AlterPartition {
     /// The requesting broker (must lead the partition).
     pub broker_id: BrokerId,
     /// Its broker epoch.
-    pub broker_epoch: i64,
+    pub broker_epoch: BrokerEpoch,
     /// Topic id.
     pub topic_id: Uuid,
     /// Partition index.
