@@ -81,7 +81,7 @@ impl BrokerCluster {
         voters: BTreeMap<i32, std::net::SocketAddr>,
     ) -> BrokerCluster {
         BrokerCluster {
-            node_id: BrokerId(config.node_id),
+            node_id: config.node_id,
             client: ControllerClient::new(voters),
             incarnation_id: Uuid::new_v4(),
             broker_epoch: AtomicI64::new(-1),

@@ -269,7 +269,7 @@ impl DynamicBrokerConfig {
         if resource_name.is_empty() {
             return Ok(ConfigLevel::ClusterDefault);
         }
-        let node = self.static_config.node_id;
+        let node = self.static_config.node_id.get();
         let Ok(id) = resource_name.parse::<i32>() else {
             let what = if for_describe { "Broker" } else { "Node" };
             return Err(AlterConfigError::InvalidRequest(format!(

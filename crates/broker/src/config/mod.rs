@@ -15,6 +15,8 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use types::BrokerId;
+
 /// A config value's type, as Kafka's `ConfigDef.Type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConfigType {
@@ -189,8 +191,8 @@ impl std::fmt::Display for Endpoint {
 pub struct BrokerConfig {
     /// Keys set explicitly (file or `--set`), for DescribeConfigs' STATIC_BROKER_CONFIG source.
     pub explicit: BTreeMap<String, String>,
-    /// `node.id` (or `broker.id`).
-    pub node_id: i32,
+    /// `node.id` (or `broker.id`): this broker's id (in combined mode also its controller's node id).
+    pub node_id: BrokerId,
     /// First entry of `log.dirs`, else `log.dir`.
     pub log_dir: PathBuf,
     /// `listeners`: where the broker binds.
@@ -330,7 +332,7 @@ impl BrokerConfig {
             at_least_one("socket.request.max.bytes", int("socket.request.max.bytes"))?;
         let num_partitions = at_least_one("num.partitions", int("num.partitions"))?;
         Ok(BrokerConfig {
-            node_id,
+            node_id: BrokerId(node_id),
             log_dir,
             listener,
             advertised_listener,

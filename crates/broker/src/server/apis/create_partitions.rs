@@ -50,7 +50,7 @@ fn check_assignments(apis: &KafkaApis, t: &CreatePartitionsTopic) -> Result<(), 
     let Some(assignments) = &t.assignments else {
         return Ok(());
     };
-    let node = apis.config().node_id;
+    let node = apis.config().node_id.get();
     let current = apis
         .metadata
         .topic(&t.name)

@@ -105,7 +105,7 @@ fn check_assignments(apis: &KafkaApis, t: &CreatableTopic) -> Result<i32, ApiErr
             "Partitions must be numbered consecutively from 0.",
         ));
     }
-    let node = apis.config().node_id;
+    let node = apis.config().node_id.get();
     for a in &t.assignments {
         if a.broker_ids.len() != 1 || a.broker_ids[0] != node {
             return Err(ApiError::new(

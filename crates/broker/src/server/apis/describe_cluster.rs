@@ -64,7 +64,7 @@ pub fn handle(
             if brokers.is_empty() {
                 // A cluster member not yet registered: the client reached this broker.
                 brokers.push(DescribeClusterBroker {
-                    broker_id: config.node_id,
+                    broker_id: config.node_id.get(),
                     host: config.advertised_listener.host.clone(),
                     port: i32::from(config.advertised_listener.port),
                     ..Default::default()
@@ -76,7 +76,7 @@ pub fn handle(
             DescribeClusterResponse {
                 endpoint_type: ENDPOINT_TYPE_BROKERS,
                 cluster_id,
-                controller_id: config.node_id,
+                controller_id: config.node_id.get(),
                 brokers,
                 ..Default::default()
             }

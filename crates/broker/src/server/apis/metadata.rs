@@ -34,7 +34,7 @@ pub async fn handle(
 ) -> MetadataResponse {
     let version = ctx.api_version();
     let config = apis.config();
-    let node = config.node_id;
+    let node = config.node_id.get();
     let allow_auto_create =
         config.auto_create_topics_enable && (version < 4 || request.allow_auto_topic_creation);
     let authorized_ops = if request.include_topic_authorized_operations {
