@@ -7,7 +7,10 @@
 //! * a function in non-test code (free, impl or trait default; closures excluded) spans at most [`FN_LIMIT`]
 //!   lines, from the line of `fn` to the line of its closing brace;
 //! * non-test code in `crates/broker` names neither `block_on` nor `block_in_place` (they pin a runtime
-//!   worker while waiting).
+//!   worker while waiting);
+//! * non-test code in `crates/broker/src` outside `server/` names no `ErrorCode` value (`ErrorCode::X`,
+//!   `ErrorCode(n)`): layers return typed errors and only the server edge (`server/apis/errors.rs`) maps
+//!   them to Kafka codes. Naming the type (imports, signatures) is not counted.
 //!
 //! Today's offenders are listed in `xtask/tidy-allow.txt` with their current size. The list may only shrink:
 //! an offender that grew fails; one that shrank but is still over the limit prints a note asking to lower its
@@ -31,6 +34,11 @@ pub const FN_LIMIT: usize = 100;
 pub const BLOCKING_CALLS: &[&str] = &["block_on", "block_in_place"];
 /// Where the blocking-call ban applies.
 const BLOCKING_SCOPE: &str = "crates/broker/";
+/// Where the error-code rule applies, and the edge it exempts.
+const ERROR_CODE_SCOPE: &str = "crates/broker/src/";
+const ERROR_CODE_EDGE: &str = "crates/broker/src/server/";
+/// The type whose values only the edge names.
+const ERROR_CODE_TYPE: &str = "ErrorCode";
 /// The ratchet file, relative to the repository root.
 pub const ALLOW_FILE: &str = "xtask/tidy-allow.txt";
 
@@ -45,6 +53,9 @@ pub enum Kind {
     Fn(String),
     /// Number of `block_on` / `block_in_place` names in a file's non-test code.
     Blocking,
+    /// Number of `ErrorCode` values (`ErrorCode::X`, `ErrorCode(n)`) in a broker file's non-test code
+    /// outside `server/`.
+    ErrorCodes,
 }
 
 impl Kind {
@@ -53,7 +64,7 @@ impl Kind {
             Kind::File => FILE_LIMIT,
             Kind::TestFile => TEST_FILE_LIMIT,
             Kind::Fn(_) => FN_LIMIT,
-            Kind::Blocking => 0,
+            Kind::Blocking | Kind::ErrorCodes => 0,
         }
     }
 
@@ -63,12 +74,13 @@ impl Kind {
             Kind::TestFile => "test file".into(),
             Kind::Fn(name) => format!("fn `{name}`"),
             Kind::Blocking => "block_on/block_in_place uses".into(),
+            Kind::ErrorCodes => "ErrorCode values outside the server edge".into(),
         }
     }
 
     fn unit(&self) -> &'static str {
         match self {
-            Kind::Blocking => "",
+            Kind::Blocking | Kind::ErrorCodes => "",
             _ => " lines",
         }
     }
@@ -83,7 +95,7 @@ pub struct Measure {
     pub line: usize,
     /// What was measured.
     pub kind: Kind,
-    /// Lines, or a count for [`Kind::Blocking`].
+    /// Lines, or a count for [`Kind::Blocking`] and [`Kind::ErrorCodes`].
     pub size: usize,
 }
 
@@ -218,6 +230,16 @@ pub fn measure_sources(sources: &[(String, String)]) -> Result<Vec<Measure>, Str
                 size: v.blocking.len(),
             });
         }
+        let in_error_scope =
+            path.starts_with(ERROR_CODE_SCOPE) && !path.starts_with(ERROR_CODE_EDGE);
+        if in_error_scope && !v.error_codes.is_empty() {
+            out.push(Measure {
+                path: path.clone(),
+                line: v.error_codes[0],
+                kind: Kind::ErrorCodes,
+                size: v.error_codes.len(),
+            });
+        }
     }
     Ok(out)
 }
@@ -290,6 +312,8 @@ struct FnVisitor {
     fns: Vec<(String, usize, usize)>,
     /// Lines naming a blocking call.
     blocking: Vec<usize>,
+    /// Lines naming an `ErrorCode` value.
+    error_codes: Vec<usize>,
 }
 
 impl FnVisitor {
@@ -375,27 +399,69 @@ impl<'ast> Visit<'ast> for FnVisitor {
         }
     }
 
+    fn visit_path(&mut self, p: &'ast syn::Path) {
+        // `ErrorCode::X` (a value, or a pattern); a path ending in `ErrorCode` is the type.
+        let n = p.segments.len();
+        if let Some(s) = p
+            .segments
+            .iter()
+            .take(n.saturating_sub(1))
+            .find(|s| s.ident == ERROR_CODE_TYPE)
+        {
+            self.error_codes.push(s.ident.span().start().line);
+        }
+        visit::visit_path(self, p);
+    }
+
+    fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+        // `ErrorCode(n)`: the tuple constructor.
+        if let syn::Expr::Path(p) = &*c.func {
+            if let Some(last) = p
+                .path
+                .segments
+                .last()
+                .filter(|s| s.ident == ERROR_CODE_TYPE)
+            {
+                self.error_codes.push(last.ident.span().start().line);
+            }
+        }
+        visit::visit_expr_call(self, c);
+    }
+
     fn visit_macro(&mut self, m: &'ast syn::Macro) {
         // Macro bodies are not parsed as syntax; scan their tokens so `select!`/`assert!` arguments count too.
-        scan_tokens(m.tokens.clone(), &mut self.blocking);
+        scan_tokens(m.tokens.clone(), self);
         visit::visit_macro(self, m);
     }
 }
 
-fn scan_tokens(tokens: proc_macro2::TokenStream, out: &mut Vec<usize>) {
-    for tt in tokens {
+fn scan_tokens(tokens: proc_macro2::TokenStream, v: &mut FnVisitor) {
+    let mut tokens = tokens.into_iter().peekable();
+    while let Some(tt) = tokens.next() {
         match tt {
             proc_macro2::TokenTree::Ident(i) if BLOCKING_CALLS.iter().any(|b| i == b) => {
-                out.push(i.span().start().line);
+                v.blocking.push(i.span().start().line);
             }
-            proc_macro2::TokenTree::Group(g) => scan_tokens(g.stream(), out),
+            proc_macro2::TokenTree::Ident(i) if i == ERROR_CODE_TYPE => {
+                let value = match tokens.peek() {
+                    Some(proc_macro2::TokenTree::Punct(p)) => p.as_char() == ':',
+                    Some(proc_macro2::TokenTree::Group(g)) => {
+                        g.delimiter() == proc_macro2::Delimiter::Parenthesis
+                    }
+                    _ => false,
+                };
+                if value {
+                    v.error_codes.push(i.span().start().line);
+                }
+            }
+            proc_macro2::TokenTree::Group(g) => scan_tokens(g.stream(), v),
             _ => {}
         }
     }
 }
 
 /// Parses the allow list: one offender per line, `<kind> <path> [<fn name>] <size>`, where kind is `file`,
-/// `test-file`, `fn` or `blocking`; `#` starts a comment.
+/// `test-file`, `fn`, `blocking` or `error-codes`; `#` starts a comment.
 pub fn parse_allow(text: &str) -> Result<BTreeMap<Key, usize>, String> {
     let mut out = BTreeMap::new();
     for (i, raw) in text.lines().enumerate() {
@@ -409,6 +475,7 @@ pub fn parse_allow(text: &str) -> Result<BTreeMap<Key, usize>, String> {
             ["file", path, size] => (Kind::File, path, size),
             ["test-file", path, size] => (Kind::TestFile, path, size),
             ["blocking", path, size] => (Kind::Blocking, path, size),
+            ["error-codes", path, size] => (Kind::ErrorCodes, path, size),
             ["fn", path, name, size] => (Kind::Fn(name.to_string()), path, size),
             _ => return Err(bad()),
         };
@@ -425,6 +492,7 @@ fn allow_line(m: &Measure) -> String {
         Kind::File => format!("file {} {}", m.path, m.size),
         Kind::TestFile => format!("test-file {} {}", m.path, m.size),
         Kind::Blocking => format!("blocking {} {}", m.path, m.size),
+        Kind::ErrorCodes => format!("error-codes {} {}", m.path, m.size),
         Kind::Fn(name) => format!("fn {} {} {}", m.path, name, m.size),
     }
 }
@@ -565,6 +633,23 @@ mod tests {
             ),
             ("crates/broker/src/x.rs", 1, 3)
         );
+    }
+
+    #[test]
+    fn counts_error_code_values_in_broker_layers_only() {
+        let text = "use protocol::error::ErrorCode;\nfn a(c: ErrorCode) -> types::ErrorCode { ErrorCode::NONE }\nfn b() { let _ = ErrorCode(-1); match x { ErrorCode::NONE => {} _ => {} } }\nfn c() { assert_eq!(x, ErrorCode::NONE, \"{}\", ErrorCode(3)); let _ = ErrorCode; }\n#[cfg(test)]\nmod tests { fn t() { ErrorCode::NONE; } }\n";
+        let m = measure_sources(&[
+            src("crates/broker/src/topics.rs", text),
+            src("crates/broker/src/server/apis/errors.rs", text),
+            src("crates/replica/src/x.rs", text),
+        ])
+        .unwrap();
+        let found: Vec<_> = m
+            .iter()
+            .filter(|m| m.kind == Kind::ErrorCodes)
+            .map(|m| (m.path.as_str(), m.line, m.size))
+            .collect();
+        assert_eq!(found, vec![("crates/broker/src/topics.rs", 2, 5)]);
     }
 
     #[test]

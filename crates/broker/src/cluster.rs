@@ -30,15 +30,14 @@ use metadata::{
     PartitionRegistration,
 };
 use parking_lot::RwLock;
-use protocol::error::ErrorCode;
 use storage::StorageError;
 use tokio::sync::watch;
-use types::{BrokerId, ProducerId};
+use types::{BrokerEpoch, BrokerId, ProducerId};
 use uuid::Uuid;
 
 use crate::config::BrokerConfig;
 use crate::dynamic_config::DynamicBrokerConfig;
-use crate::error::ApiError;
+use crate::error::TopicError;
 use crate::metadata::{MetadataStore, TopicMetadata};
 use crate::metadata_cache::{ControllerEndpoint, MetadataCache};
 use crate::publisher::Publishers;
@@ -79,11 +78,6 @@ impl std::fmt::Debug for BrokerCluster {
     }
 }
 
-/// Maps a controller error to the API error a client sees.
-pub fn api_error(e: ControllerError) -> ApiError {
-    ApiError::new(e.code, e.message)
-}
-
 impl BrokerCluster {
     /// A member for `config` (cluster mode) whose controller client knows `voters`.
     pub fn new(
@@ -91,7 +85,7 @@ impl BrokerCluster {
         voters: BTreeMap<i32, std::net::SocketAddr>,
     ) -> BrokerCluster {
         BrokerCluster {
-            node_id: BrokerId(config.node_id),
+            node_id: config.node_id,
             client: ControllerClient::new(voters),
             incarnation_id: Uuid::new_v4(),
             broker_epoch: AtomicI64::new(-1),
@@ -145,9 +139,9 @@ impl BrokerCluster {
         }
     }
 
-    /// This broker's epoch from its last registration (-1 before it registered).
-    pub fn broker_epoch(&self) -> i64 {
-        self.broker_epoch.load(Ordering::Relaxed)
+    /// This broker's epoch from its last registration ([`BrokerEpoch::NONE`] before it registered).
+    pub fn broker_epoch(&self) -> BrokerEpoch {
+        BrokerEpoch(self.broker_epoch.load(Ordering::Relaxed))
     }
 
     /// The last published metadata image.
@@ -172,8 +166,8 @@ impl BrokerCluster {
                 .await
             {
                 Ok(epoch) => {
-                    self.broker_epoch.store(epoch, Ordering::Relaxed);
-                    tracing::info!(broker_epoch = epoch, "registered with the controller");
+                    self.broker_epoch.store(epoch.get(), Ordering::Relaxed);
+                    tracing::info!(broker_epoch = %epoch, "registered with the controller");
                     return Ok(());
                 }
                 Err(e) if Instant::now() < deadline => {
@@ -214,10 +208,7 @@ impl BrokerCluster {
                 .await
             {
                 Ok(_) => self.refresh_controller_id(),
-                Err(e)
-                    if e.code == ErrorCode::STALE_BROKER_EPOCH
-                        || e.code == ErrorCode::BROKER_ID_NOT_REGISTERED =>
-                {
+                Err(e) if e.is_stale_registration() => {
                     tracing::warn!(error = %e, "heartbeat refused; registering again");
                     let _ = self.register(&host, port, interval * 5).await;
                 }
@@ -229,7 +220,7 @@ impl BrokerCluster {
     /// Controlled shutdown (KIP-631): heartbeats with `want_shutdown` until the controller says every
     /// leadership has moved, or `timeout` passes.
     pub async fn controlled_shutdown(&self, timeout: Duration) {
-        if self.broker_epoch() < 0 {
+        if self.broker_epoch().get() < 0 {
             tracing::info!("not registered with the controller: no controlled shutdown");
             return;
         }
@@ -400,7 +391,7 @@ impl BrokerCluster {
     pub async fn wait_for_image(
         &self,
         done: impl Fn(&MetadataImage) -> bool,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), TopicError> {
         let mut rx = self.published.subscribe();
         let deadline = tokio::time::Instant::now() + READ_YOUR_WRITES_TIMEOUT;
         loop {
@@ -409,10 +400,7 @@ impl BrokerCluster {
             }
             match tokio::time::timeout_at(deadline, rx.changed()).await {
                 Ok(Ok(())) => {}
-                _ => return Err(ApiError::new(
-                    ErrorCode::REQUEST_TIMED_OUT,
-                    "the change was committed but this broker's metadata did not show it in time",
-                )),
+                _ => return Err(TopicError::NotShownInTime),
             }
         }
     }
@@ -422,7 +410,7 @@ impl BrokerCluster {
         &self,
         topic: CreateTopic,
         validate_only: bool,
-    ) -> Result<TopicMetadata, ApiError> {
+    ) -> Result<TopicMetadata, TopicError> {
         let name = topic.name.clone();
         let configs = topic.configs.clone();
         let created = self
@@ -430,8 +418,8 @@ impl BrokerCluster {
             .create_topics(vec![topic], validate_only)
             .await
             .pop()
-            .unwrap_or_else(|| Err(ControllerError::new(ErrorCode(-1), "no result")))
-            .map_err(api_error)?;
+            .unwrap_or_else(|| Err(ControllerError::unknown("no result")))
+            .map_err(TopicError::Controller)?;
         if !validate_only {
             let id = created.topic_id;
             self.wait_for_image(|i| i.topics.get(&name).is_some_and(|t| t.topic_id == id))
@@ -445,14 +433,14 @@ impl BrokerCluster {
     }
 
     /// DeleteTopics through the controller; answers once this broker's image no longer has the topic.
-    pub async fn delete_topic(&self, name: &str) -> Result<Uuid, ApiError> {
+    pub async fn delete_topic(&self, name: &str) -> Result<Uuid, TopicError> {
         let id = self
             .client
             .delete_topics(vec![name.to_string()])
             .await
             .pop()
-            .unwrap_or_else(|| Err(ControllerError::new(ErrorCode(-1), "no result")))
-            .map_err(api_error)?;
+            .unwrap_or_else(|| Err(ControllerError::unknown("no result")))
+            .map_err(TopicError::Controller)?;
         self.wait_for_image(|i| i.topics.get(name).is_none_or(|t| t.topic_id != id))
             .await?;
         Ok(id)
@@ -464,12 +452,12 @@ impl BrokerCluster {
         &self,
         election: ElectionType,
         partitions: Option<Vec<(String, i32)>>,
-    ) -> Result<Vec<ElectionResult>, ApiError> {
+    ) -> Result<Vec<ElectionResult>, TopicError> {
         let results = self
             .client
             .elect_leaders(election, partitions)
             .await
-            .map_err(api_error)?;
+            .map_err(TopicError::Controller)?;
         let elected: Vec<(String, i32)> = results
             .iter()
             .filter(|r| r.error_code == 0)
@@ -496,11 +484,11 @@ impl BrokerCluster {
         name: &str,
         count: i32,
         validate_only: bool,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), TopicError> {
         self.client
             .create_partitions(name.to_string(), count, validate_only)
             .await
-            .map_err(api_error)?;
+            .map_err(TopicError::Controller)?;
         if !validate_only {
             self.wait_for_image(|i| {
                 i.topics
@@ -519,18 +507,13 @@ impl BrokerCluster {
         name: &str,
         configs: BTreeMap<String, String>,
         validate_only: bool,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), TopicError> {
         let current = self
             .image()
             .topics
             .get(name)
             .map(|t| t.configs.clone())
-            .ok_or_else(|| {
-                ApiError::new(
-                    ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
-                    "This server does not host this topic-partition.",
-                )
-            })?;
+            .ok_or(TopicError::UnknownTopic)?;
         let mut ops: Vec<(String, Option<String>)> = current
             .keys()
             .filter(|k| !configs.contains_key(*k))
@@ -540,7 +523,7 @@ impl BrokerCluster {
         self.client
             .alter_configs(2, name.to_string(), ops, validate_only)
             .await
-            .map_err(api_error)?;
+            .map_err(TopicError::Controller)?;
         if !validate_only {
             self.wait_for_image(|i| i.topics.get(name).is_some_and(|t| t.configs == configs))
                 .await?;
@@ -549,11 +532,10 @@ impl BrokerCluster {
     }
 
     /// A block of producer ids from the controller (KIP-730 AllocateProducerIds).
-    pub async fn allocate_producer_ids(&self) -> Result<(ProducerId, i32), ApiError> {
+    pub async fn allocate_producer_ids(&self) -> Result<(ProducerId, i32), ControllerError> {
         self.client
             .allocate_producer_ids(self.node_id, self.broker_epoch())
             .await
-            .map_err(api_error)
     }
 }
 
@@ -621,7 +603,7 @@ impl TopicAdmin for QuorumTopicAdmin {
         &self,
         topic: NewTopic,
         validate_only: bool,
-    ) -> BoxFuture<'_, Result<TopicMetadata, ApiError>> {
+    ) -> BoxFuture<'_, Result<TopicMetadata, TopicError>> {
         let create = CreateTopic {
             name: topic.name,
             num_partitions: topic.partitions,
@@ -632,7 +614,7 @@ impl TopicAdmin for QuorumTopicAdmin {
         Box::pin(self.0.create_topic(create, validate_only))
     }
 
-    fn delete_topic(&self, name: String) -> BoxFuture<'_, Result<Uuid, ApiError>> {
+    fn delete_topic(&self, name: String) -> BoxFuture<'_, Result<Uuid, TopicError>> {
         Box::pin(async move { self.0.delete_topic(&name).await })
     }
 
@@ -641,7 +623,7 @@ impl TopicAdmin for QuorumTopicAdmin {
         name: String,
         configs: BTreeMap<String, String>,
         validate_only: bool,
-    ) -> BoxFuture<'_, Result<(), ApiError>> {
+    ) -> BoxFuture<'_, Result<(), TopicError>> {
         Box::pin(async move {
             self.0
                 .set_topic_configs(&name, configs, validate_only)
@@ -654,7 +636,7 @@ impl TopicAdmin for QuorumTopicAdmin {
         name: String,
         count: i32,
         validate_only: bool,
-    ) -> BoxFuture<'_, Result<(), ApiError>> {
+    ) -> BoxFuture<'_, Result<(), TopicError>> {
         Box::pin(async move { self.0.create_partitions(&name, count, validate_only).await })
     }
 
@@ -662,7 +644,7 @@ impl TopicAdmin for QuorumTopicAdmin {
         &self,
         election: ElectionType,
         partitions: Option<Vec<(String, i32)>>,
-    ) -> BoxFuture<'_, Result<Vec<ElectionResult>, ApiError>> {
+    ) -> BoxFuture<'_, Result<Vec<ElectionResult>, TopicError>> {
         Box::pin(self.0.elect_leaders(election, partitions))
     }
 

@@ -32,11 +32,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
-use protocol::error::ErrorCode;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{broker_def, keys, BrokerConfig, ConfigType};
-use crate::error::ApiError;
+use crate::error::AlterConfigError;
 use crate::metadata::{write_atomically, MetadataError};
 
 /// File name of the persisted dynamic configs inside the data directory.
@@ -266,26 +265,22 @@ impl DynamicBrokerConfig {
         &self,
         resource_name: &str,
         for_describe: bool,
-    ) -> Result<ConfigLevel, ApiError> {
+    ) -> Result<ConfigLevel, AlterConfigError> {
         if resource_name.is_empty() {
             return Ok(ConfigLevel::ClusterDefault);
         }
-        let node = self.static_config.node_id;
+        let node = self.static_config.node_id.get();
         let Ok(id) = resource_name.parse::<i32>() else {
             let what = if for_describe { "Broker" } else { "Node" };
-            return Err(ApiError::new(
-                ErrorCode::INVALID_REQUEST,
-                format!("{what} id must be an integer, but it is: {resource_name}"),
-            ));
+            return Err(AlterConfigError::InvalidRequest(format!(
+                "{what} id must be an integer, but it is: {resource_name}"
+            )));
         };
         if id != node {
             let or_empty = if for_describe { " or empty string" } else { "" };
-            return Err(ApiError::new(
-                ErrorCode::INVALID_REQUEST,
-                format!(
-                    "Unexpected broker id, expected {node}{or_empty}, but received {resource_name}"
-                ),
-            ));
+            return Err(AlterConfigError::InvalidRequest(format!(
+                "Unexpected broker id, expected {node}{or_empty}, but received {resource_name}"
+            )));
         }
         Ok(ConfigLevel::PerBroker)
     }
@@ -326,12 +321,9 @@ impl DynamicBrokerConfig {
         &self,
         level: ConfigLevel,
         entries: &[(String, String)],
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), AlterConfigError> {
         if let Some((k, _)) = entries.iter().find(|(k, _)| broker_def(k).is_none()) {
-            return Err(ApiError::new(
-                ErrorCode::INVALID_CONFIG,
-                format!("Unknown broker config name: {k}"),
-            ));
+            return Err(AlterConfigError::UnknownKey(k.clone()));
         }
         if level == ConfigLevel::ClusterDefault {
             let per_broker: Vec<&str> = entries
@@ -340,13 +332,10 @@ impl DynamicBrokerConfig {
                 .filter(|k| PER_BROKER_ONLY_KEYS.contains(k))
                 .collect();
             if !per_broker.is_empty() {
-                return Err(ApiError::new(
-                    ErrorCode::INVALID_REQUEST,
-                    format!(
-                        "Cannot update these configs at default cluster level, broker id must be specified: [{}]",
-                        per_broker.join(", ")
-                    ),
-                ));
+                return Err(AlterConfigError::InvalidRequest(format!(
+                    "Cannot update these configs at default cluster level, broker id must be specified: [{}]",
+                    per_broker.join(", ")
+                )));
             }
         }
         let read_only: Vec<&str> = entries
@@ -355,13 +344,10 @@ impl DynamicBrokerConfig {
             .filter(|k| !is_dynamic(k))
             .collect();
         if !read_only.is_empty() {
-            return Err(ApiError::new(
-                ErrorCode::INVALID_REQUEST,
-                format!(
-                    "Cannot update these configs dynamically: [{}]",
-                    read_only.join(", ")
-                ),
-            ));
+            return Err(AlterConfigError::InvalidRequest(format!(
+                "Cannot update these configs dynamically: [{}]",
+                read_only.join(", ")
+            )));
         }
         let threads = entries
             .iter()
@@ -387,7 +373,7 @@ impl DynamicBrokerConfig {
         level: ConfigLevel,
         entries: Vec<(String, String)>,
         validate_only: bool,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), AlterConfigError> {
         self.validate(level, &entries)?;
         if validate_only {
             return Ok(());
@@ -410,7 +396,7 @@ impl DynamicBrokerConfig {
             }
         }
         self.persist(&next)
-            .map_err(|e| ApiError::new(ErrorCode::KAFKA_STORAGE_ERROR, e.to_string()))?;
+            .map_err(|e| AlterConfigError::Storage(e.to_string()))?;
         *levels = next;
         self.recompute(&levels);
         tracing::info!(?level, "dynamic broker configs changed");
@@ -526,7 +512,7 @@ fn keep_valid(
             match checker.validate(level, &[(k.clone(), v.clone())]) {
                 Ok(()) => true,
                 Err(e) => {
-                    tracing::warn!(key = %k, value = %v, error = %e.message, "ignoring persisted dynamic broker config");
+                    tracing::warn!(key = %k, value = %v, error = %e, "ignoring persisted dynamic broker config");
                     false
                 }
             }
@@ -536,12 +522,11 @@ fn keep_valid(
 
 /// Checks one dynamic key's value: its type, then its range or allowed values. Errors are INVALID_REQUEST
 /// "Invalid value V for configuration K: REASON" (Kafka's wording).
-fn validate_value(key: &str, value: &str, cleaner_threads: i64) -> Result<(), ApiError> {
+fn validate_value(key: &str, value: &str, cleaner_threads: i64) -> Result<(), AlterConfigError> {
     let bad = |why: String| {
-        ApiError::new(
-            ErrorCode::INVALID_REQUEST,
-            format!("Invalid value {value} for configuration {key}: {why}"),
-        )
+        AlterConfigError::InvalidRequest(format!(
+            "Invalid value {value} for configuration {key}: {why}"
+        ))
     };
     let ty = broker_def(key).map_or(ConfigType::String, |d| d.ty);
     let v = value.trim();
@@ -603,22 +588,18 @@ fn validate_value(key: &str, value: &str, cleaner_threads: i64) -> Result<(), Ap
         Check::ListOf(allowed) => {
             for item in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
                 if !allowed.contains(&item) {
-                    return Err(ApiError::new(
-                        ErrorCode::INVALID_REQUEST,
-                        format!(
-                            "Invalid value {item} for configuration {key}: String must be one of: {}",
-                            allowed.join(", ")
-                        ),
-                    ));
+                    return Err(AlterConfigError::InvalidRequest(format!(
+                        "Invalid value {item} for configuration {key}: String must be one of: {}",
+                        allowed.join(", ")
+                    )));
                 }
             }
         }
         Check::DedupeBuffer => {
             if number.is_some_and(|n| n < (1_048_576 * cleaner_threads) as f64) {
-                return Err(ApiError::new(
-                    ErrorCode::INVALID_REQUEST,
-                    format!("requirement failed: {key} must be at least 1MB per cleaner thread."),
-                ));
+                return Err(AlterConfigError::InvalidRequest(format!(
+                    "requirement failed: {key} must be at least 1MB per cleaner thread."
+                )));
             }
         }
     }

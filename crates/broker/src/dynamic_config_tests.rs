@@ -1,6 +1,8 @@
 //! Unit tests of `dynamic_config`.
 
 use super::*;
+use crate::server::apis::errors::ApiError;
+use protocol::error::ErrorCode;
 
 fn static_config(dir: &Path, pairs: &[(&str, &str)]) -> BrokerConfig {
     let mut p: Vec<(String, String)> = pairs
@@ -133,7 +135,7 @@ fn corrupt_file_is_an_error_and_bad_entries_are_skipped() {
 #[test]
 fn errors_match_kafka() {
     let d = DynamicBrokerConfig::in_memory(BrokerConfig::from_pairs(&[]).unwrap());
-    let err = |l, p: &[(&str, &str)]| d.set(l, entries(p), false).unwrap_err();
+    let err = |l, p: &[(&str, &str)]| ApiError::from(d.set(l, entries(p), false).unwrap_err());
     let e = err(
         ConfigLevel::PerBroker,
         &[("num.partitions", "3"), ("log.dirs", "/x")],
@@ -164,11 +166,11 @@ fn errors_match_kafka() {
     assert_eq!(d.resolve("", false), Ok(ConfigLevel::ClusterDefault));
     assert_eq!(d.resolve("1", false), Ok(ConfigLevel::PerBroker));
     assert_eq!(
-        d.resolve("2", false).unwrap_err().message,
+        d.resolve("2", false).unwrap_err().to_string(),
         "Unexpected broker id, expected 1, but received 2"
     );
     assert_eq!(
-        d.resolve("x", true).unwrap_err().message,
+        d.resolve("x", true).unwrap_err().to_string(),
         "Broker id must be an integer, but it is: x"
     );
 }

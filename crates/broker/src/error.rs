@@ -1,31 +1,73 @@
-//! The broker's request-level error: a Kafka [`ErrorCode`] plus the message a client sees. Layer errors
-//! (storage, replica, coordinator, controller, config) become an `ApiError` where a handler answers.
+//! The broker's layer errors: what topic changes ([`TopicError`]) and dynamic broker configs
+//! ([`AlterConfigError`]) fail with. They name what went wrong, not a Kafka code: only the server edge
+//! (`server::apis::errors`) turns them, and the storage, replica, controller and config errors, into the
+//! (code, message) a client sees. Each variant's doc names the code it becomes there.
 
-use protocol::error::ErrorCode;
+use metadata::ControllerError;
 
 use crate::config::ConfigError;
 
-/// An error with the Kafka code and message a client sees.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApiError {
-    /// Kafka error code.
-    pub code: ErrorCode,
-    /// Human-readable reason.
-    pub message: String,
+/// Why a topic change (create, delete, config change, partition growth, election) failed, in either mode.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TopicError {
+    /// An illegal or colliding topic name (INVALID_TOPIC_EXCEPTION, 17); the message says why.
+    #[error("{0}")]
+    InvalidTopic(String),
+    /// The topic exists already (TOPIC_ALREADY_EXISTS, 36).
+    #[error("Topic '{0}' already exists.")]
+    AlreadyExists(String),
+    /// The topic does not exist (UNKNOWN_TOPIC_OR_PARTITION, 3).
+    #[error("This server does not host this topic-partition.")]
+    UnknownTopic,
+    /// A partition count that is not allowed (INVALID_PARTITIONS, 37); the message says why.
+    #[error("{0}")]
+    InvalidPartitions(String),
+    /// A replication factor that is not allowed (INVALID_REPLICATION_FACTOR, 38); the message says why.
+    #[error("{0}")]
+    InvalidReplicationFactor(String),
+    /// A topic config override that is unknown or has a bad value (INVALID_CONFIG, 40).
+    #[error(transparent)]
+    InvalidConfig(#[from] ConfigError),
+    /// `delete.topic.enable` is false (TOPIC_DELETION_DISABLED, 73).
+    #[error("delete.topic.enable is false")]
+    DeletionDisabled,
+    /// The metadata file or a log could not be written (KAFKA_STORAGE_ERROR, 56).
+    #[error("{0}")]
+    Storage(String),
+    /// The change was committed but this broker's metadata image did not show it within the bounded wait
+    /// (REQUEST_TIMED_OUT, 7).
+    #[error("the change was committed but this broker's metadata did not show it in time")]
+    NotShownInTime,
+    /// The controller refused or could not make the change; its code is passed through as it is.
+    #[error(transparent)]
+    Controller(#[from] ControllerError),
+    /// An unexpected failure: a panicked change task, a missing controller result (UNKNOWN_SERVER_ERROR, -1).
+    #[error("{0}")]
+    Internal(String),
 }
 
-impl ApiError {
-    /// Builds an error.
-    pub fn new(code: ErrorCode, message: impl Into<String>) -> ApiError {
-        ApiError {
-            code,
-            message: message.into(),
+impl TopicError {
+    /// True when the topic exists already: refused here or by the controller.
+    pub fn is_already_exists(&self) -> bool {
+        match self {
+            TopicError::AlreadyExists(_) => true,
+            TopicError::Controller(e) => e.is_topic_already_exists(),
+            _ => false,
         }
     }
 }
 
-impl From<ConfigError> for ApiError {
-    fn from(e: ConfigError) -> ApiError {
-        ApiError::new(ErrorCode::INVALID_CONFIG, e.to_string())
-    }
+/// Why a dynamic broker config request (KIP-226) was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AlterConfigError {
+    /// A key that is no broker config (INVALID_CONFIG, 40).
+    #[error("Unknown broker config name: {0}")]
+    UnknownKey(String),
+    /// A bad resource name, a read-only or per-broker-only key, or a bad value (INVALID_REQUEST, 42); the
+    /// message is Kafka's wording.
+    #[error("{0}")]
+    InvalidRequest(String),
+    /// The dynamic config file could not be written; nothing changed (KAFKA_STORAGE_ERROR, 56).
+    #[error("{0}")]
+    Storage(String),
 }

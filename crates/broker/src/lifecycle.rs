@@ -93,7 +93,7 @@ impl Server {
         tracing::info!(
             listen = %local_addr,
             advertised = %config.advertised_listener,
-            node_id = config.node_id,
+            node_id = config.node_id.get(),
             cluster_id = services.metadata.cluster_id(),
             data_dir = %config.log_dir.display(),
             startup_ms = started.elapsed().as_millis() as u64,
@@ -162,10 +162,10 @@ async fn start_controller(
     }
     let listen = match &config.controller_listener {
         Some(l) => bind_addr(l)?,
-        None => voters[&config.node_id],
+        None => voters[&config.node_id.get()],
     };
     let controller = ControllerServer::start(ControllerConfig {
-        node_id: config.node_id,
+        node_id: config.node_id.get(),
         voters: voters.clone(),
         listen,
         data_dir: config.log_dir.clone(),
@@ -208,8 +208,8 @@ impl Services {
         let dir = &config.log_dir;
         let metadata = Arc::new(
             match cluster_id {
-                Some(id) => MetadataStore::open_for_cluster(dir, config.node_id, id),
-                None => MetadataStore::open(dir, config.node_id),
+                Some(id) => MetadataStore::open_for_cluster(dir, config.node_id.get(), id),
+                None => MetadataStore::open(dir, config.node_id.get()),
             }
             .with_context(|| format!("opening metadata in {}", dir.display()))?,
         );
@@ -289,6 +289,7 @@ impl Services {
     ) -> Vec<JoinHandle<()>> {
         let mut tasks = vec![tokio::spawn(network::serve(
             listener,
+            config.listener.name.as_str().into(),
             self.apis.clone(),
             shutdown_rx.clone(),
         ))];

@@ -44,7 +44,7 @@ impl LocalMetadataCache {
     /// The view of a standalone broker with `config` over its topic registry `metadata`.
     pub fn new(config: &BrokerConfig, metadata: Arc<MetadataStore>) -> LocalMetadataCache {
         LocalMetadataCache {
-            node_id: BrokerId(config.node_id),
+            node_id: config.node_id,
             host: config.advertised_listener.host.clone(),
             port: config.advertised_listener.port,
             cluster_id: metadata.cluster_id().to_string(),
@@ -57,7 +57,7 @@ impl LocalMetadataCache {
         let me = self.node_id;
         let broker = BrokerRegistration {
             broker_id: me,
-            broker_epoch: 0,
+            broker_epoch: types::BrokerEpoch(0),
             incarnation_id: uuid::Uuid::nil(),
             host: self.host.clone(),
             port: self.port,

@@ -117,7 +117,7 @@ async fn start_broker(id: i32, link: Arc<TestLink>, topic_id: Uuid) -> TestBroke
     let lc = log_config.clone();
     let lm =
         Arc::new(storage::LogManager::open(dir.path(), move |_| lc.clone(), now_ms()).unwrap());
-    let rm = Arc::new(ReplicaManager::new(lm, id, link.clone(), 300));
+    let rm = Arc::new(ReplicaManager::new(lm, BrokerId(id), link.clone(), 300));
     let dynamic = Arc::new(crate::dynamic_config::DynamicBrokerConfig::in_memory(
         config.clone(),
     ));
@@ -135,7 +135,12 @@ async fn start_broker(id: i32, link: Arc<TestLink>, topic_id: Uuid) -> TestBroke
         .lock()
         .insert(BrokerId(id), ("127.0.0.1".to_string(), port));
     let (shutdown, rx) = watch::channel(false);
-    tokio::spawn(crate::server::network::serve(listener, apis, rx));
+    tokio::spawn(crate::server::network::serve(
+        listener,
+        "PLAINTEXT".into(),
+        apis,
+        rx,
+    ));
     TestBroker {
         id,
         rm,

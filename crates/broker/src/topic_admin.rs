@@ -12,11 +12,10 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use metadata::{ElectionResult, ElectionType};
 use parking_lot::Mutex;
-use protocol::error::ErrorCode;
 use uuid::Uuid;
 
 use crate::dynamic_config::DynamicBrokerConfig;
-use crate::error::ApiError;
+use crate::error::TopicError;
 use crate::metadata::{MetadataStore, TopicMetadata, UpdateError};
 use crate::metadata_cache::{LocalMetadataCache, MetadataCache};
 use crate::publisher::Publishers;
@@ -45,11 +44,11 @@ pub trait TopicAdmin: Send + Sync + std::fmt::Debug {
         &self,
         topic: NewTopic,
         validate_only: bool,
-    ) -> BoxFuture<'_, Result<TopicMetadata, ApiError>>;
+    ) -> BoxFuture<'_, Result<TopicMetadata, TopicError>>;
 
     /// Deletes topic `name` and its logs; returns its id. Errors: UNKNOWN_TOPIC_OR_PARTITION (3),
     /// KAFKA_STORAGE_ERROR (56), controller errors.
-    fn delete_topic(&self, name: String) -> BoxFuture<'_, Result<Uuid, ApiError>>;
+    fn delete_topic(&self, name: String) -> BoxFuture<'_, Result<Uuid, TopicError>>;
 
     /// Replaces the config overrides of topic `name` (keys absent from `configs` are removed) and applies them
     /// to its live partitions. Errors: UNKNOWN_TOPIC_OR_PARTITION (3), KAFKA_STORAGE_ERROR (56), controller
@@ -59,7 +58,7 @@ pub trait TopicAdmin: Send + Sync + std::fmt::Debug {
         name: String,
         configs: BTreeMap<String, String>,
         validate_only: bool,
-    ) -> BoxFuture<'_, Result<(), ApiError>>;
+    ) -> BoxFuture<'_, Result<(), TopicError>>;
 
     /// Grows topic `name` to `count` partitions (the caller checked that `count` is larger). Errors:
     /// UNKNOWN_TOPIC_OR_PARTITION (3), INVALID_PARTITIONS (37), KAFKA_STORAGE_ERROR (56), controller errors.
@@ -68,7 +67,7 @@ pub trait TopicAdmin: Send + Sync + std::fmt::Debug {
         name: String,
         count: i32,
         validate_only: bool,
-    ) -> BoxFuture<'_, Result<(), ApiError>>;
+    ) -> BoxFuture<'_, Result<(), TopicError>>;
 
     /// Runs a preferred or unclean leader election (KIP-183, KIP-460) for `partitions` (`None`: every
     /// partition that needs one) and answers per partition: ELECTION_NOT_NEEDED (84),
@@ -78,7 +77,7 @@ pub trait TopicAdmin: Send + Sync + std::fmt::Debug {
         &self,
         election: ElectionType,
         partitions: Option<Vec<(String, i32)>>,
-    ) -> BoxFuture<'_, Result<Vec<ElectionResult>, ApiError>>;
+    ) -> BoxFuture<'_, Result<Vec<ElectionResult>, TopicError>>;
 
     /// Brokers that can host replicas now (registered and not fenced; 1 standalone).
     fn live_brokers(&self) -> usize;
@@ -128,8 +127,8 @@ impl LocalTopicAdmin {
     /// runtime (synchronous tests). A change that panicked answers UNKNOWN_SERVER_ERROR.
     fn run<T: Send + 'static>(
         &self,
-        change: impl FnOnce(&LocalAdmin) -> Result<T, ApiError> + Send + 'static,
-    ) -> BoxFuture<'static, Result<T, ApiError>> {
+        change: impl FnOnce(&LocalAdmin) -> Result<T, TopicError> + Send + 'static,
+    ) -> BoxFuture<'static, Result<T, TopicError>> {
         let admin = self.0.clone();
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return Box::pin(std::future::ready(change(&admin)));
@@ -137,10 +136,9 @@ impl LocalTopicAdmin {
         let task = runtime.spawn_blocking(move || change(&admin));
         Box::pin(async move {
             task.await.unwrap_or_else(|e| {
-                Err(ApiError::new(
-                    ErrorCode::UNKNOWN_SERVER_ERROR,
-                    format!("the topic change failed: {e}"),
-                ))
+                Err(TopicError::Internal(format!(
+                    "the topic change failed: {e}"
+                )))
             })
         })
     }
@@ -148,7 +146,10 @@ impl LocalTopicAdmin {
 
 impl LocalAdmin {
     /// Runs `change` and publishes the image before and after it (when it changed anything).
-    fn publishing<T>(&self, change: impl FnOnce() -> Result<T, ApiError>) -> Result<T, ApiError> {
+    fn publishing<T>(
+        &self,
+        change: impl FnOnce() -> Result<T, TopicError>,
+    ) -> Result<T, TopicError> {
         let _serial = self.changes.lock();
         let previous = self.cache.image();
         let result = change();
@@ -159,15 +160,12 @@ impl LocalAdmin {
         result
     }
 
-    fn create(&self, t: NewTopic, validate_only: bool) -> Result<TopicMetadata, ApiError> {
+    fn create(&self, t: NewTopic, validate_only: bool) -> Result<TopicMetadata, TopicError> {
         if t.replication_factor > 1 {
-            return Err(ApiError::new(
-                ErrorCode::INVALID_REPLICATION_FACTOR,
-                format!(
-                    "Replication factor: {} larger than available brokers: 1.",
-                    t.replication_factor
-                ),
-            ));
+            return Err(TopicError::InvalidReplicationFactor(format!(
+                "Replication factor: {} larger than available brokers: 1.",
+                t.replication_factor
+            )));
         }
         let topic = TopicMetadata {
             topic_id: Uuid::new_v4(),
@@ -182,7 +180,7 @@ impl LocalAdmin {
             .create_topic(&t.name, topic.clone())
             .map_err(storage_error)?;
         if !created {
-            return Err(already_exists(&t.name));
+            return Err(TopicError::AlreadyExists(t.name));
         }
         let config = log_config(&self.dynamic.effective(), &topic.configs);
         for p in 0..topic.partitions {
@@ -204,7 +202,7 @@ impl LocalAdmin {
         p: i32,
         id: Uuid,
         config: &storage::LogConfig,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), TopicError> {
         let rm = &self.replica_manager;
         match rm.make_leader(name, p, id, config.clone()) {
             Err(storage::StorageError::InconsistentTopicId(_)) => {
@@ -222,10 +220,10 @@ impl LocalAdmin {
         }
     }
 
-    fn delete(&self, name: &str) -> Result<Uuid, ApiError> {
+    fn delete(&self, name: &str) -> Result<Uuid, TopicError> {
         let removed = self.metadata.delete_topic(name).map_err(storage_error)?;
         let Some(topic) = removed else {
-            return Err(unknown_topic());
+            return Err(TopicError::UnknownTopic);
         };
         self.replica_manager
             .delete_topic(name)
@@ -239,24 +237,24 @@ impl LocalAdmin {
         name: &str,
         configs: BTreeMap<String, String>,
         validate_only: bool,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), TopicError> {
         if validate_only {
             return self
                 .metadata
                 .topic(name)
                 .map(|_| ())
-                .ok_or_else(unknown_topic);
+                .ok_or(TopicError::UnknownTopic);
         }
         let updated = self
             .metadata
-            .update_topic(name, |t| -> Result<_, ApiError> {
+            .update_topic(name, |t| -> Result<_, TopicError> {
                 Ok(TopicMetadata {
                     configs: configs.clone(),
                     ..t.clone()
                 })
             })
             .map_err(update_error)?
-            .ok_or_else(unknown_topic)?;
+            .ok_or(TopicError::UnknownTopic)?;
         let config = log_config(&self.dynamic.effective(), &updated.configs);
         for p in 0..updated.partitions {
             if let Some(part) = self.replica_manager.partition(name, p) {
@@ -267,8 +265,13 @@ impl LocalAdmin {
         Ok(())
     }
 
-    fn add_partitions(&self, name: &str, count: i32, validate_only: bool) -> Result<(), ApiError> {
-        let grow = |t: &TopicMetadata| -> Result<TopicMetadata, ApiError> {
+    fn add_partitions(
+        &self,
+        name: &str,
+        count: i32,
+        validate_only: bool,
+    ) -> Result<(), TopicError> {
+        let grow = |t: &TopicMetadata| -> Result<TopicMetadata, TopicError> {
             check_partition_count(t, count)?;
             Ok(TopicMetadata {
                 partitions: count,
@@ -276,14 +279,14 @@ impl LocalAdmin {
             })
         };
         if validate_only {
-            let t = self.metadata.topic(name).ok_or_else(unknown_topic)?;
+            let t = self.metadata.topic(name).ok_or(TopicError::UnknownTopic)?;
             return grow(&t).map(|_| ());
         }
         let updated = self
             .metadata
             .update_topic(name, grow)
             .map_err(update_error)?
-            .ok_or_else(unknown_topic)?;
+            .ok_or(TopicError::UnknownTopic)?;
         let config = log_config(&self.dynamic.effective(), &updated.configs);
         for p in 0..updated.partitions {
             self.open_partition(name, p, updated.topic_id, &config)?;
@@ -298,11 +301,11 @@ impl TopicAdmin for LocalTopicAdmin {
         &self,
         topic: NewTopic,
         validate_only: bool,
-    ) -> BoxFuture<'_, Result<TopicMetadata, ApiError>> {
+    ) -> BoxFuture<'_, Result<TopicMetadata, TopicError>> {
         self.run(move |a| a.publishing(|| a.create(topic, validate_only)))
     }
 
-    fn delete_topic(&self, name: String) -> BoxFuture<'_, Result<Uuid, ApiError>> {
+    fn delete_topic(&self, name: String) -> BoxFuture<'_, Result<Uuid, TopicError>> {
         self.run(move |a| a.publishing(|| a.delete(&name)))
     }
 
@@ -311,7 +314,7 @@ impl TopicAdmin for LocalTopicAdmin {
         name: String,
         configs: BTreeMap<String, String>,
         validate_only: bool,
-    ) -> BoxFuture<'_, Result<(), ApiError>> {
+    ) -> BoxFuture<'_, Result<(), TopicError>> {
         self.run(move |a| a.publishing(|| a.set_configs(&name, configs, validate_only)))
     }
 
@@ -320,7 +323,7 @@ impl TopicAdmin for LocalTopicAdmin {
         name: String,
         count: i32,
         validate_only: bool,
-    ) -> BoxFuture<'_, Result<(), ApiError>> {
+    ) -> BoxFuture<'_, Result<(), TopicError>> {
         self.run(move |a| a.publishing(|| a.add_partitions(&name, count, validate_only)))
     }
 
@@ -328,7 +331,7 @@ impl TopicAdmin for LocalTopicAdmin {
         &self,
         _election: ElectionType,
         partitions: Option<Vec<(String, i32)>>,
-    ) -> BoxFuture<'_, Result<Vec<ElectionResult>, ApiError>> {
+    ) -> BoxFuture<'_, Result<Vec<ElectionResult>, TopicError>> {
         // One broker: each existing partition already has the only possible leader, and "every partition
         // that needs an election" is none.
         let results = partitions
@@ -340,22 +343,10 @@ impl TopicAdmin for LocalTopicAdmin {
                     .metadata
                     .topic(&topic)
                     .is_some_and(|t| (0..t.partitions).contains(&partition));
-                let (error_code, message) = if exists {
-                    (
-                        ErrorCode::ELECTION_NOT_NEEDED,
-                        "the only replica is the leader".to_string(),
-                    )
+                if exists {
+                    ElectionResult::not_needed(topic, partition, "the only replica is the leader")
                 } else {
-                    (
-                        ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
-                        format!("{topic}-{partition} does not exist"),
-                    )
-                };
-                ElectionResult {
-                    topic,
-                    partition,
-                    error_code: error_code.0,
-                    message: Some(message),
+                    ElectionResult::unknown_partition(topic, partition)
                 }
             })
             .collect();
@@ -367,41 +358,22 @@ impl TopicAdmin for LocalTopicAdmin {
     }
 }
 
-/// INVALID_PARTITIONS (37) unless `count` is larger than the topic's partition count (Kafka's message).
-pub fn check_partition_count(t: &TopicMetadata, count: i32) -> Result<(), ApiError> {
+/// [`TopicError::InvalidPartitions`] unless `count` is larger than the topic's partition count (Kafka's message).
+pub fn check_partition_count(t: &TopicMetadata, count: i32) -> Result<(), TopicError> {
     if count <= t.partitions {
-        return Err(ApiError::new(
-            ErrorCode::INVALID_PARTITIONS,
-            format!(
-                "Topic currently has {} partitions, which is higher than or equal to the requested {count}.",
-                t.partitions
-            ),
-        ));
+        return Err(TopicError::InvalidPartitions(format!(
+            "Topic currently has {} partitions, which is higher than or equal to the requested {count}.",
+            t.partitions
+        )));
     }
     Ok(())
 }
 
-/// TOPIC_ALREADY_EXISTS (36) for `name`, with Kafka's message.
-pub fn already_exists(name: &str) -> ApiError {
-    ApiError::new(
-        ErrorCode::TOPIC_ALREADY_EXISTS,
-        format!("Topic '{name}' already exists."),
-    )
+fn storage_error(e: impl std::fmt::Display) -> TopicError {
+    TopicError::Storage(e.to_string())
 }
 
-/// UNKNOWN_TOPIC_OR_PARTITION (3), with Kafka's message.
-pub fn unknown_topic() -> ApiError {
-    ApiError::new(
-        ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
-        "This server does not host this topic-partition.",
-    )
-}
-
-fn storage_error(e: impl std::fmt::Display) -> ApiError {
-    ApiError::new(ErrorCode::KAFKA_STORAGE_ERROR, e.to_string())
-}
-
-fn update_error(e: UpdateError<ApiError>) -> ApiError {
+fn update_error(e: UpdateError<TopicError>) -> TopicError {
     match e {
         UpdateError::Rejected(e) => e,
         UpdateError::Metadata(e) => storage_error(e),

@@ -4,17 +4,14 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use protocol::error::ErrorCode;
 use storage::LogConfig;
 use uuid::Uuid;
 
 use crate::config::{topic_value, validate_topic_config, BrokerConfig};
 use crate::dynamic_config::DynamicBrokerConfig;
-pub use crate::error::ApiError;
+pub use crate::error::TopicError;
 use crate::metadata::{MetadataStore, TopicMetadata};
-use crate::topic_admin::{
-    already_exists, check_partition_count, unknown_topic, NewTopic, TopicAdmin,
-};
+use crate::topic_admin::{check_partition_count, NewTopic, TopicAdmin};
 use crate::topic_config::log_config;
 use replica::replica_manager::ReplicaManager;
 
@@ -22,14 +19,10 @@ use replica::replica_manager::ReplicaManager;
 pub const MAX_TOPIC_NAME_LENGTH: usize = 249;
 
 /// Checks a topic name as Kafka does: 1..=249 characters of `[a-zA-Z0-9._-]`, not `.` or `..`.
-/// Error: INVALID_TOPIC_EXCEPTION (17).
-pub fn validate_topic_name(name: &str) -> Result<(), ApiError> {
-    let bad = |why: &str| {
-        ApiError::new(
-            ErrorCode::INVALID_TOPIC_EXCEPTION,
-            format!("topic name '{name}' is illegal: {why}"),
-        )
-    };
+/// Error: [`TopicError::InvalidTopic`].
+pub fn validate_topic_name(name: &str) -> Result<(), TopicError> {
+    let bad =
+        |why: &str| TopicError::InvalidTopic(format!("topic name '{name}' is illegal: {why}"));
     if name.is_empty() {
         return Err(bad("it is empty"));
     }
@@ -117,7 +110,7 @@ impl TopicManager {
         &self,
         election: metadata::ElectionType,
         partitions: Option<Vec<(String, i32)>>,
-    ) -> Result<Vec<metadata::ElectionResult>, ApiError> {
+    ) -> Result<Vec<metadata::ElectionResult>, TopicError> {
         self.admin.elect_leaders(election, partitions).await
     }
 
@@ -131,7 +124,7 @@ impl TopicManager {
         replication_factor: i16,
         configs: BTreeMap<String, String>,
         validate_only: bool,
-    ) -> Result<TopicMetadata, ApiError> {
+    ) -> Result<TopicMetadata, TopicError> {
         let topic = self.validate_new_topic(name, partitions, replication_factor, configs)?;
         self.admin.create_topic(topic, validate_only).await
     }
@@ -142,18 +135,15 @@ impl TopicManager {
         partitions: i32,
         replication_factor: i16,
         configs: BTreeMap<String, String>,
-    ) -> Result<NewTopic, ApiError> {
+    ) -> Result<NewTopic, TopicError> {
         validate_topic_name(name)?;
         if self.metadata.topic(name).is_some() {
-            return Err(already_exists(name));
+            return Err(TopicError::AlreadyExists(name.to_string()));
         }
         if let Some(other) = self.metadata.colliding_topic(name) {
-            return Err(ApiError::new(
-                ErrorCode::INVALID_TOPIC_EXCEPTION,
-                format!(
-                    "Topic '{name}' collides with existing topic '{other}' ('.' and '_' collide)."
-                ),
-            ));
+            return Err(TopicError::InvalidTopic(format!(
+                "Topic '{name}' collides with existing topic '{other}' ('.' and '_' collide)."
+            )));
         }
         let partitions = if partitions == -1 {
             self.config.num_partitions
@@ -161,10 +151,9 @@ impl TopicManager {
             partitions
         };
         if partitions < 1 {
-            return Err(ApiError::new(
-                ErrorCode::INVALID_PARTITIONS,
-                format!("Number of partitions must be larger than 0, got {partitions}."),
-            ));
+            return Err(TopicError::InvalidPartitions(format!(
+                "Number of partitions must be larger than 0, got {partitions}."
+            )));
         }
         let rf = if replication_factor == -1 {
             self.config.default_replication_factor
@@ -172,10 +161,9 @@ impl TopicManager {
             replication_factor
         };
         if rf < 1 {
-            return Err(ApiError::new(
-                ErrorCode::INVALID_REPLICATION_FACTOR,
-                format!("Replication factor must be larger than 0, got {rf}."),
-            ));
+            return Err(TopicError::InvalidReplicationFactor(format!(
+                "Replication factor must be larger than 0, got {rf}."
+            )));
         }
         for (k, v) in &configs {
             validate_topic_config(k, v)?;
@@ -190,12 +178,9 @@ impl TopicManager {
     }
 
     /// Deletes a topic and its logs. Errors: UNKNOWN_TOPIC_OR_PARTITION (3), TOPIC_DELETION_DISABLED (73).
-    pub async fn delete_topic(&self, name: &str) -> Result<Uuid, ApiError> {
+    pub async fn delete_topic(&self, name: &str) -> Result<Uuid, TopicError> {
         if !self.config.delete_topic_enable {
-            return Err(ApiError::new(
-                ErrorCode::TOPIC_DELETION_DISABLED,
-                "delete.topic.enable is false",
-            ));
+            return Err(TopicError::DeletionDisabled);
         }
         self.admin.delete_topic(name.to_string()).await
     }
@@ -207,7 +192,7 @@ impl TopicManager {
         name: &str,
         configs: BTreeMap<String, String>,
         validate_only: bool,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), TopicError> {
         for (k, v) in &configs {
             validate_topic_config(k, v)?;
         }
@@ -223,8 +208,8 @@ impl TopicManager {
         name: &str,
         count: i32,
         validate_only: bool,
-    ) -> Result<(), ApiError> {
-        let t = self.metadata.topic(name).ok_or_else(unknown_topic)?;
+    ) -> Result<(), TopicError> {
+        let t = self.metadata.topic(name).ok_or(TopicError::UnknownTopic)?;
         check_partition_count(&t, count)?;
         self.check_partition_budget(i64::from(count) - i64::from(t.partitions))?;
         self.admin
@@ -263,7 +248,7 @@ impl TopicManager {
     /// partitions in all (every topic's count, as if all were local): each partition keeps at least one
     /// file open, and running out of file handles mid-creation leaves a half-created topic and a broker
     /// that cannot accept connections. Error: INVALID_PARTITIONS (37), naming the limit.
-    fn check_partition_budget(&self, more: i64) -> Result<(), ApiError> {
+    fn check_partition_budget(&self, more: i64) -> Result<(), TopicError> {
         let existing: i64 = self
             .metadata
             .topics()
@@ -272,14 +257,11 @@ impl TopicManager {
             .sum();
         let budget = partition_budget();
         if more > 0 && existing + more > budget {
-            return Err(ApiError::new(
-                ErrorCode::INVALID_PARTITIONS,
-                format!(
-                    "{more} more partitions would make {} on this broker, over its limit of {budget} \
-                     (derived from the open-file limit RLIMIT_NOFILE; raise it with `ulimit -n`).",
-                    existing + more
-                ),
-            ));
+            return Err(TopicError::InvalidPartitions(format!(
+                "{more} more partitions would make {} on this broker, over its limit of {budget} \
+                 (derived from the open-file limit RLIMIT_NOFILE; raise it with `ulimit -n`).",
+                existing + more
+            )));
         }
         Ok(())
     }

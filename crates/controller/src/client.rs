@@ -14,7 +14,7 @@ use metadata::{
 use parking_lot::Mutex;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
-use types::{BrokerId, ErrorCode, LeaderEpoch, PartitionEpoch, ProducerId};
+use types::{BrokerEpoch, BrokerId, ErrorCode, LeaderEpoch, PartitionEpoch, ProducerId};
 use uuid::Uuid;
 
 use crate::rpc::{read_frame, write_frame, ClientRequest, ClientResponse, RpcRequest, RpcResponse};
@@ -191,7 +191,7 @@ impl ControllerClient {
         host: String,
         port: u16,
         rack: Option<String>,
-    ) -> Result<i64, ControllerError> {
+    ) -> Result<BrokerEpoch, ControllerError> {
         let req = ClientRequest::RegisterBroker(RegisterBroker {
             broker_id,
             incarnation_id,
@@ -215,7 +215,7 @@ impl ControllerClient {
     pub async fn heartbeat(
         &self,
         broker_id: BrokerId,
-        broker_epoch: i64,
+        broker_epoch: BrokerEpoch,
         metadata_offset: i64,
         want_fence: bool,
         want_shutdown: bool,
@@ -329,7 +329,7 @@ impl ControllerClient {
     pub async fn alter_partition(
         &self,
         broker_id: BrokerId,
-        broker_epoch: i64,
+        broker_epoch: BrokerEpoch,
         topic_id: Uuid,
         partition: i32,
         leader_epoch: LeaderEpoch,
@@ -381,7 +381,7 @@ impl ControllerClient {
     pub async fn allocate_producer_ids(
         &self,
         broker_id: BrokerId,
-        broker_epoch: i64,
+        broker_epoch: BrokerEpoch,
     ) -> Result<(ProducerId, i32), ControllerError> {
         let req = ClientRequest::AllocateProducerIds {
             broker_id,

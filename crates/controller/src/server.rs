@@ -29,7 +29,7 @@ use crate::rpc::{
     MAX_BATCH_BYTES,
 };
 use crate::state_machine::{SmShared, StateMachineStore};
-use types::ErrorCode;
+use types::{BrokerEpoch, ErrorCode};
 
 /// Directory (under `data_dir`) of the metadata log, vote and snapshots.
 pub const METADATA_DIR: &str = "__cluster_metadata-0";
@@ -497,7 +497,7 @@ impl Inner {
                     )
                     .await?;
                 ClientResponse::RegisterBroker(reply.and_then(|()| {
-                    offset.ok_or_else(|| {
+                    offset.map(BrokerEpoch).ok_or_else(|| {
                         ControllerError::new(ErrorCode::UNKNOWN_SERVER_ERROR, "nothing registered")
                     })
                 }))

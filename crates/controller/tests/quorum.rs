@@ -15,7 +15,7 @@ use controller::{
     MetadataRecord, MetadataUpdate,
 };
 use tokio::net::TcpListener;
-use types::{BrokerId, ErrorCode, LeaderEpoch};
+use types::{BrokerEpoch, BrokerId, ErrorCode, LeaderEpoch};
 use uuid::Uuid;
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -112,7 +112,7 @@ async fn cluster(session_ms: i64) -> Cluster {
     }
 }
 
-async fn register_all(client: &ControllerClient, ids: &[i32]) -> BTreeMap<i32, i64> {
+async fn register_all(client: &ControllerClient, ids: &[i32]) -> BTreeMap<i32, BrokerEpoch> {
     let mut epochs = BTreeMap::new();
     for &b in ids {
         let epoch = client
@@ -126,7 +126,7 @@ async fn register_all(client: &ControllerClient, ids: &[i32]) -> BTreeMap<i32, i
             .await
             .expect("register");
         let hb = client
-            .heartbeat(BrokerId(b), epoch, epoch, false, false)
+            .heartbeat(BrokerId(b), epoch, epoch.get(), false, false)
             .await
             .unwrap();
         assert!(!hb.is_fenced && hb.is_caught_up);
@@ -180,7 +180,7 @@ async fn three_controllers_fail_over_and_restart_from_snapshot() {
     // Brokers register fenced, and the first caught-up heartbeat unfences them.
     let epochs = register_all(&client, &[1, 2, 3]).await;
     let err = client
-        .heartbeat(BrokerId(1), 12345, 0, false, false)
+        .heartbeat(BrokerId(1), BrokerEpoch(12345), 0, false, false)
         .await
         .unwrap_err();
     assert_eq!(err.code, ErrorCode::STALE_BROKER_EPOCH);

@@ -24,6 +24,23 @@ impl ControllerError {
             message: message.into(),
         }
     }
+
+    /// An unexpected failure (UNKNOWN_SERVER_ERROR, -1) with `message`.
+    pub fn unknown(message: impl Into<String>) -> Self {
+        ControllerError::new(ErrorCode::UNKNOWN_SERVER_ERROR, message)
+    }
+
+    /// True for TOPIC_ALREADY_EXISTS (36).
+    pub fn is_topic_already_exists(&self) -> bool {
+        self.code == ErrorCode::TOPIC_ALREADY_EXISTS
+    }
+
+    /// True when the controller no longer knows this broker's registration (STALE_BROKER_EPOCH, 77, or
+    /// BROKER_ID_NOT_REGISTERED, 102): the broker must register again.
+    pub fn is_stale_registration(&self) -> bool {
+        self.code == ErrorCode::STALE_BROKER_EPOCH
+            || self.code == ErrorCode::BROKER_ID_NOT_REGISTERED
+    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use types::{BrokerId, LeaderEpoch, PartitionEpoch, ProducerId};
+use types::{BrokerEpoch, BrokerId, LeaderEpoch, PartitionEpoch, ProducerId};
 use uuid::Uuid;
 
 use crate::record::{MetadataRecord, RESOURCE_BROKER, RESOURCE_TOPIC};
@@ -23,7 +23,7 @@ pub struct BrokerRegistration {
     /// Broker id.
     pub broker_id: BrokerId,
     /// Broker epoch: the offset of the `RegisterBrokerRecord` of this registration.
-    pub broker_epoch: i64,
+    pub broker_epoch: BrokerEpoch,
     /// Incarnation id sent by the broker process at registration.
     pub incarnation_id: Uuid,
     /// Advertised host.
@@ -213,7 +213,7 @@ impl MetadataImage {
             broker_id,
             BrokerRegistration {
                 broker_id,
-                broker_epoch: offset,
+                broker_epoch: BrokerEpoch(offset),
                 incarnation_id,
                 host: host.to_owned(),
                 port,
@@ -230,7 +230,7 @@ impl MetadataImage {
     fn replay_broker_flags(
         &mut self,
         broker_id: BrokerId,
-        broker_epoch: i64,
+        broker_epoch: BrokerEpoch,
         fenced: Option<bool>,
         in_controlled_shutdown: Option<bool>,
     ) {
@@ -368,7 +368,7 @@ impl MetadataImage {
     fn broker_mut(
         &mut self,
         broker_id: BrokerId,
-        broker_epoch: i64,
+        broker_epoch: BrokerEpoch,
     ) -> Option<&mut BrokerRegistration> {
         self.brokers
             .get_mut(&broker_id)
@@ -395,13 +395,13 @@ mod tests {
                 rack: None,
             },
         );
-        assert_eq!(img.brokers[&BrokerId(1)].broker_epoch, 3);
+        assert_eq!(img.brokers[&BrokerId(1)].broker_epoch, BrokerEpoch(3));
         assert!(img.brokers[&BrokerId(1)].fenced);
         img.apply(
             4,
             &MetadataRecord::UnfenceBrokerRecord {
                 broker_id: BrokerId(1),
-                broker_epoch: 2, // stale: ignored
+                broker_epoch: BrokerEpoch(2), // stale: ignored
             },
         );
         assert!(img.brokers[&BrokerId(1)].fenced);

@@ -5,7 +5,7 @@
 //! are the wire and disk format (raft log entries, snapshots, the controller RPC): do not change them.
 
 use serde::{Deserialize, Serialize};
-use types::{BrokerId, LeaderEpoch, PartitionEpoch, ProducerId};
+use types::{BrokerEpoch, BrokerId, LeaderEpoch, PartitionEpoch, ProducerId};
 use uuid::Uuid;
 
 /// `leader` value of a partition without a leader (Kafka's `LeaderConstants.NO_LEADER`).
@@ -45,14 +45,14 @@ pub enum MetadataRecord {
         /// The broker id.
         broker_id: BrokerId,
         /// The registration's broker epoch.
-        broker_epoch: i64,
+        broker_epoch: BrokerEpoch,
     },
     /// The broker is unfenced (KIP-631 `UnfenceBrokerRecord`). Ignored unless `broker_epoch` matches.
     UnfenceBrokerRecord {
         /// The broker id.
         broker_id: BrokerId,
         /// The registration's broker epoch.
-        broker_epoch: i64,
+        broker_epoch: BrokerEpoch,
     },
     /// A change of a registration's flags (KIP-631/KIP-841 `BrokerRegistrationChangeRecord`); `None`
     /// leaves a flag unchanged. Ignored unless `broker_epoch` matches.
@@ -60,7 +60,7 @@ pub enum MetadataRecord {
         /// The broker id.
         broker_id: BrokerId,
         /// The registration's broker epoch.
-        broker_epoch: i64,
+        broker_epoch: BrokerEpoch,
         /// New fenced flag, if changed.
         fenced: Option<bool>,
         /// New controlled-shutdown flag, if changed.
@@ -129,7 +129,7 @@ pub enum MetadataRecord {
         /// Broker that received the block.
         broker_id: BrokerId,
         /// Its broker epoch.
-        broker_epoch: i64,
+        broker_epoch: BrokerEpoch,
         /// First producer id not yet allocated.
         next_producer_id: ProducerId,
     },

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 use serde::{Deserialize, Serialize};
-use types::{BrokerId, LeaderEpoch, PartitionEpoch};
+use types::{BrokerEpoch, BrokerId, LeaderEpoch, PartitionEpoch};
 use uuid::Uuid;
 
 use crate::image::MetadataImage;
@@ -47,7 +47,7 @@ pub struct Heartbeat {
     /// Broker id.
     pub broker_id: BrokerId,
     /// Broker epoch from registration.
-    pub broker_epoch: i64,
+    pub broker_epoch: BrokerEpoch,
     /// Highest metadata offset the broker has replayed.
     pub metadata_offset: i64,
     /// The broker wants to be (stay) fenced.
@@ -78,7 +78,7 @@ pub struct AlterPartition {
     /// The requesting broker (must lead the partition).
     pub broker_id: BrokerId,
     /// Its broker epoch.
-    pub broker_epoch: i64,
+    pub broker_epoch: BrokerEpoch,
     /// Topic id.
     pub topic_id: Uuid,
     /// Partition index.
@@ -151,4 +151,27 @@ pub struct ElectionResult {
     pub error_code: i16,
     /// Why, for errors.
     pub message: Option<String>,
+}
+
+impl ElectionResult {
+    /// ELECTION_NOT_NEEDED (84) for `topic`-`partition`: its leader is already the one asked for.
+    pub fn not_needed(topic: String, partition: i32, message: impl Into<String>) -> ElectionResult {
+        ElectionResult {
+            topic,
+            partition,
+            error_code: types::ErrorCode::ELECTION_NOT_NEEDED.0,
+            message: Some(message.into()),
+        }
+    }
+
+    /// UNKNOWN_TOPIC_OR_PARTITION (3): `topic`-`partition` does not exist.
+    pub fn unknown_partition(topic: String, partition: i32) -> ElectionResult {
+        let message = format!("{topic}-{partition} does not exist");
+        ElectionResult {
+            topic,
+            partition,
+            error_code: types::ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0,
+            message: Some(message),
+        }
+    }
 }

@@ -6,7 +6,7 @@
 //! wire format: do not change them.
 
 use serde::{Deserialize, Serialize};
-use types::{BrokerId, ProducerId};
+use types::{BrokerEpoch, BrokerId, ProducerId};
 use uuid::Uuid;
 
 use crate::error::ControllerError;
@@ -62,7 +62,7 @@ pub enum ClientRequest {
         /// Broker id.
         broker_id: BrokerId,
         /// Broker epoch.
-        broker_epoch: i64,
+        broker_epoch: BrokerEpoch,
     },
     /// Metadata long-poll.
     FetchMetadata {
@@ -95,7 +95,7 @@ pub enum ClientResponse {
         leader: Option<i32>,
     },
     /// BrokerRegistration answer: the broker epoch.
-    RegisterBroker(Result<i64, ControllerError>),
+    RegisterBroker(Result<BrokerEpoch, ControllerError>),
     /// BrokerHeartbeat answer.
     Heartbeat(Result<HeartbeatReply, ControllerError>),
     /// CreateTopics answer, one per topic.

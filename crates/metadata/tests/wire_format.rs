@@ -6,7 +6,7 @@
 
 use metadata::rpc::{ClientRequest, ClientResponse};
 use metadata::*;
-use types::{BrokerId, ErrorCode, LeaderEpoch, PartitionEpoch, ProducerId};
+use types::{BrokerEpoch, BrokerId, ErrorCode, LeaderEpoch, PartitionEpoch, ProducerId};
 use uuid::Uuid;
 
 const RECORDS: &str = r#"[{"type":"RegisterBrokerRecord","broker_id":1,"incarnation_id":"00000000-0000-0000-0000-000000000001","host":"h","port":9092,"rack":"r"},{"type":"BrokerRegistrationChangeRecord","broker_id":1,"broker_epoch":3,"fenced":false,"in_controlled_shutdown":null},{"type":"TopicRecord","name":"t","topic_id":"00000000-0000-0000-0000-000000000007"},{"type":"PartitionRecord","topic_id":"00000000-0000-0000-0000-000000000007","partition_id":0,"replicas":[1],"isr":[1],"leader":1,"leader_epoch":0,"partition_epoch":0},{"type":"PartitionChangeRecord","topic_id":"00000000-0000-0000-0000-000000000007","partition_id":0,"isr":null,"leader":-1},{"type":"ConfigRecord","resource_type":2,"resource_name":"t","name":"retention.ms","value":"5"},{"type":"ConfigRecord","resource_type":4,"resource_name":"","name":"a","value":"1"},{"type":"ProducerIdsRecord","broker_id":1,"broker_epoch":3,"next_producer_id":1000}]"#;
@@ -32,7 +32,7 @@ fn json_is_unchanged() {
         },
         MetadataRecord::BrokerRegistrationChangeRecord {
             broker_id: BrokerId(1),
-            broker_epoch: 3,
+            broker_epoch: BrokerEpoch(3),
             fenced: Some(false),
             in_controlled_shutdown: None,
             log_dir_offline: None,
@@ -70,7 +70,7 @@ fn json_is_unchanged() {
         },
         MetadataRecord::ProducerIdsRecord {
             broker_id: BrokerId(1),
-            broker_epoch: 3,
+            broker_epoch: BrokerEpoch(3),
             next_producer_id: ProducerId(1000),
         },
     ];
@@ -98,7 +98,7 @@ fn json_is_unchanged() {
         }),
         ClientRequest::Heartbeat(Heartbeat {
             broker_id: BrokerId(1),
-            broker_epoch: 2,
+            broker_epoch: BrokerEpoch(2),
             metadata_offset: 3,
             want_fence: false,
             want_shutdown: true,
@@ -116,7 +116,7 @@ fn json_is_unchanged() {
         },
         ClientRequest::AlterPartition(AlterPartition {
             broker_id: BrokerId(1),
-            broker_epoch: 2,
+            broker_epoch: BrokerEpoch(2),
             topic_id: id,
             partition: 0,
             leader_epoch: LeaderEpoch(1),
@@ -148,7 +148,7 @@ fn json_is_unchanged() {
     let resps = vec![
         ClientResponse::Error(ControllerError::new(ErrorCode::TOPIC_ALREADY_EXISTS, "x")),
         ClientResponse::NotController { leader: Some(2) },
-        ClientResponse::RegisterBroker(Ok(5)),
+        ClientResponse::RegisterBroker(Ok(BrokerEpoch(5))),
         ClientResponse::Heartbeat(Ok(HeartbeatReply {
             is_fenced: false,
             is_caught_up: true,
@@ -198,7 +198,7 @@ fn json_is_unchanged() {
 fn log_dir_offline_fields_are_optional_on_the_wire() {
     let rec = MetadataRecord::BrokerRegistrationChangeRecord {
         broker_id: BrokerId(1),
-        broker_epoch: 3,
+        broker_epoch: types::BrokerEpoch(3),
         fenced: None,
         in_controlled_shutdown: None,
         log_dir_offline: Some(true),
@@ -211,7 +211,7 @@ fn log_dir_offline_fields_are_optional_on_the_wire() {
     assert_eq!(serde_json::from_str::<MetadataRecord>(&json).unwrap(), rec);
     let hb = Heartbeat {
         broker_id: BrokerId(1),
-        broker_epoch: 2,
+        broker_epoch: types::BrokerEpoch(2),
         metadata_offset: 3,
         want_fence: false,
         want_shutdown: false,

@@ -95,14 +95,14 @@ impl ReplicaManager {
     /// first partition needs it.
     pub fn new(
         log_manager: Arc<LogManager>,
-        local_broker_id: i32,
+        local_broker_id: BrokerId,
         link: Arc<dyn ClusterLink>,
         replica_lag_time_max_ms: i64,
     ) -> ReplicaManager {
         ReplicaManager {
             inner: Arc::new(Inner {
                 log_manager,
-                local_id: BrokerId(local_broker_id),
+                local_id: local_broker_id,
                 link,
                 lag_max_ms: replica_lag_time_max_ms.max(1),
                 partitions: RwLock::new(HashMap::new()),
@@ -568,7 +568,7 @@ mod tests {
             Arc::new(LogManager::open(dir.path(), |_| LogConfig::default(), now_ms()).unwrap());
         let rm = Arc::new(ReplicaManager::new(
             lm,
-            1,
+            BrokerId(1),
             Arc::new(crate::cluster_link::StandaloneLink),
             30_000,
         ));

@@ -115,6 +115,19 @@ pub struct BrokerId(pub i32);
 
 raw_newtype!(BrokerId, i32);
 
+/// A broker's registration epoch (Kafka's `broker_epoch`, INT64, KIP-631): the metadata offset of the
+/// broker's latest RegisterBroker record, given to it by the controller. Heartbeats, fence/unfence and
+/// AllocateProducerIds name it, and anything naming an older registration is refused (STALE_BROKER_EPOCH).
+///
+/// [`BrokerEpoch::NONE`] (-1) is "not registered yet". Registered epochs are ≥ 0.
+#[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(transparent))]
+#[repr(transparent)]
+pub struct BrokerEpoch(pub i64);
+
+raw_newtype!(BrokerEpoch, i64);
+
 /// The version of a partition's registration (Kafka's `partition_epoch`, INT32), bumped by the controller
 /// on every change to the partition's leader, ISR or replicas; a leader's AlterPartition names the epoch it
 /// saw, and a stale one is rejected (`INVALID_UPDATE_VERSION`, KIP-497). Starts at 0.

@@ -18,4 +18,6 @@ pub mod ids;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error_code::ErrorCode;
-pub use ids::{BrokerId, LeaderEpoch, Offset, PartitionEpoch, ProducerEpoch, ProducerId};
+pub use ids::{
+    BrokerEpoch, BrokerId, LeaderEpoch, Offset, PartitionEpoch, ProducerEpoch, ProducerId,
+};

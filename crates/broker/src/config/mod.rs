@@ -15,6 +15,8 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use types::BrokerId;
+
 /// A config value's type, as Kafka's `ConfigDef.Type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConfigType {
@@ -80,7 +82,7 @@ impl ConfigType {
 }
 
 /// Configuration errors: reported at startup (broker) or as INVALID_CONFIG (topic).
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum ConfigError {
     /// The key is not a Kafka key Runnel knows.
     #[error("unknown configuration key '{0}'")]
@@ -139,6 +141,8 @@ pub fn parse_override(arg: &str) -> Result<(String, String), ConfigError> {
 /// A host and port as given in `listeners` / `advertised.listeners` (`PLAINTEXT://host:port` or `host:port`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
+    /// Listener name (the `NAME://` prefix, upper-cased; `PLAINTEXT` when the entry has none).
+    pub name: String,
     /// Host name or IP literal.
     pub host: String,
     /// TCP port.
@@ -154,9 +158,9 @@ impl Endpoint {
             reason: why.to_string(),
         };
         let first = text.split(',').next().unwrap_or("").trim();
-        let addr = match first.split_once("://") {
-            Some((_, rest)) => rest,
-            None => first,
+        let (name, addr) = match first.split_once("://") {
+            Some((name, rest)) => (name.to_ascii_uppercase(), rest),
+            None => ("PLAINTEXT".to_string(), first),
         };
         let (host, port) = addr
             .rsplit_once(':')
@@ -165,6 +169,7 @@ impl Endpoint {
         let host = host.trim_start_matches('[').trim_end_matches(']');
         let host = if host.is_empty() { "0.0.0.0" } else { host };
         Ok(Endpoint {
+            name,
             host: host.to_string(),
             port,
         })
@@ -186,8 +191,8 @@ impl std::fmt::Display for Endpoint {
 pub struct BrokerConfig {
     /// Keys set explicitly (file or `--set`), for DescribeConfigs' STATIC_BROKER_CONFIG source.
     pub explicit: BTreeMap<String, String>,
-    /// `node.id` (or `broker.id`).
-    pub node_id: i32,
+    /// `node.id` (or `broker.id`): this broker's id (in combined mode also its controller's node id).
+    pub node_id: BrokerId,
     /// First entry of `log.dirs`, else `log.dir`.
     pub log_dir: PathBuf,
     /// `listeners`: where the broker binds.
@@ -327,7 +332,7 @@ impl BrokerConfig {
             at_least_one("socket.request.max.bytes", int("socket.request.max.bytes"))?;
         let num_partitions = at_least_one("num.partitions", int("num.partitions"))?;
         Ok(BrokerConfig {
-            node_id,
+            node_id: BrokerId(node_id),
             log_dir,
             listener,
             advertised_listener,

@@ -347,7 +347,7 @@ pub struct GroupCoordinatorPublisher {
     /// The coordinator told of each image.
     pub groups: Arc<GroupCoordinatorService>,
     /// This broker's id.
-    pub node_id: i32,
+    pub node_id: types::BrokerId,
 }
 
 impl MetadataPublisher for GroupCoordinatorPublisher {
@@ -370,7 +370,7 @@ impl MetadataPublisher for GroupCoordinatorPublisher {
                 .topics
                 .get(OFFSETS_TOPIC)
                 .and_then(|t| t.partitions.get(&p))
-                .is_some_and(|r| r.leader.get() == self.node_id)
+                .is_some_and(|r| r.leader == self.node_id)
         };
         let count = |image: &metadata::MetadataImage| {
             image

@@ -380,9 +380,9 @@ impl GroupCoordinatorService {
                 );
                 Ok(())
             }
-            Err(e) if e.code == ErrorCode::TOPIC_ALREADY_EXISTS => Ok(()),
+            Err(e) if e.is_already_exists() => Ok(()),
             Err(e) => {
-                tracing::error!(error = %e.message, "cannot create {OFFSETS_TOPIC}");
+                tracing::error!(error = %e, "cannot create {OFFSETS_TOPIC}");
                 Err(ErrorCode::COORDINATOR_NOT_AVAILABLE)
             }
         }

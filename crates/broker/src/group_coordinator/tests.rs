@@ -35,7 +35,7 @@ fn open_with_dynamic(
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect();
     let config = BrokerConfig::from_pairs(&pairs).unwrap();
-    let metadata = Arc::new(MetadataStore::open(dir, config.node_id).unwrap());
+    let metadata = Arc::new(MetadataStore::open(dir, config.node_id.get()).unwrap());
     // The topic the tests commit offsets for (offsets of topics that do not exist are dropped at load).
     if metadata.topic("t").is_none() {
         let t = crate::metadata::TopicMetadata {

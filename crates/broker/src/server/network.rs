@@ -32,6 +32,7 @@ use tokio::sync::watch;
 
 use crate::config::keys;
 use crate::server::apis::{KafkaApis, RequestOutcome};
+use crate::server::context::ConnectionContext;
 
 /// Largest read-ahead the frame reader allocates before bytes arrive (bytes).
 const READ_CHUNK: usize = 64 * 1024;
@@ -39,6 +40,7 @@ const READ_CHUNK: usize = 64 * 1024;
 /// Accepts connections until `shutdown` flips to true.
 pub async fn serve(
     listener: TcpListener,
+    listener_name: Arc<str>,
     apis: Arc<KafkaApis>,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -49,8 +51,9 @@ pub async fn serve(
                     let _ = stream.set_nodelay(true);
                     let apis = apis.clone();
                     let shutdown = shutdown.clone();
+                    let conn = ConnectionContext::anonymous(listener_name.clone(), Some(peer));
                     tokio::spawn(async move {
-                        if let Err(e) = handle_connection(stream, apis, shutdown).await {
+                        if let Err(e) = handle_connection(stream, Arc::new(conn), apis, shutdown).await {
                             tracing::debug!(%peer, error = %e, "connection closed");
                         }
                     });
@@ -84,13 +87,13 @@ pub enum ConnectionError {
 
 async fn handle_connection(
     mut stream: TcpStream,
+    conn: Arc<ConnectionContext>,
     apis: Arc<KafkaApis>,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), ConnectionError> {
     let max = apis.config().socket_request_max_bytes;
     let idle_ms = apis.config().get(keys::CONNECTIONS_MAX_IDLE_MS);
     let idle = (idle_ms >= 0).then(|| Duration::from_millis(idle_ms as u64));
-    let peer = stream.peer_addr().ok();
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     loop {
         let frame = tokio::select! {
@@ -98,7 +101,7 @@ async fn handle_connection(
             _ = shutdown.changed() => return Ok(()),
         };
         let Some(frame) = frame else { return Ok(()) };
-        match apis.handle_from(frame, peer).await {
+        match apis.handle(frame, &conn).await {
             RequestOutcome::Respond(chunks) => write_chunks(&mut stream, chunks).await?,
             RequestOutcome::NoResponse => {}
             RequestOutcome::Close(reason) => return Err(ConnectionError::InvalidRequest(reason)),

@@ -83,7 +83,7 @@ impl QuorumControl {
             ));
         }
         self.last_contact_ms.insert(hb.broker_id, now_ms);
-        let caught_up = hb.metadata_offset >= reg.broker_epoch;
+        let caught_up = hb.metadata_offset >= reg.broker_epoch.get();
         let (id, epoch) = (hb.broker_id, hb.broker_epoch);
         let mut batch = Batch::new(image);
         self.log_dir_change(&mut batch, reg, hb.log_dir_offline);

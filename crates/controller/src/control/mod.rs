@@ -37,7 +37,7 @@ use std::collections::BTreeMap;
 use metadata::{ControllerError, MetadataImage, MetadataRecord};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
-use types::{BrokerId, ErrorCode};
+use types::{BrokerEpoch, BrokerId, ErrorCode};
 
 /// The requests [`QuorumControl`] decides on; they moved to the `metadata` crate with the other
 /// broker-controller formats.
@@ -155,7 +155,7 @@ impl QuorumControl {
 fn check_broker_epoch(
     image: &MetadataImage,
     broker_id: BrokerId,
-    broker_epoch: i64,
+    broker_epoch: BrokerEpoch,
 ) -> Result<(), ControllerError> {
     match image.brokers.get(&broker_id) {
         Some(b) if b.broker_epoch == broker_epoch => Ok(()),

@@ -1,7 +1,7 @@
 //! Producer-id blocks (AllocateProducerIds, KIP-730; Kafka's `ProducerIdControlManager`).
 
 use metadata::{ControllerError, MetadataImage, MetadataRecord};
-use types::{BrokerId, ErrorCode, ProducerId};
+use types::{BrokerEpoch, BrokerId, ErrorCode, ProducerId};
 
 use super::{check_broker_epoch, err, Decision, QuorumControl, PRODUCER_ID_BLOCK_SIZE};
 
@@ -13,7 +13,7 @@ impl QuorumControl {
         &mut self,
         image: &MetadataImage,
         broker_id: BrokerId,
-        broker_epoch: i64,
+        broker_epoch: BrokerEpoch,
     ) -> Result<Decision<(ProducerId, i32)>, ControllerError> {
         check_broker_epoch(image, broker_id, broker_epoch)?;
         let first = image.next_producer_id;

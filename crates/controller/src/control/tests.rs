@@ -5,7 +5,7 @@ use metadata::{
     NO_LEADER, RESOURCE_BROKER, RESOURCE_TOPIC,
 };
 use rand::Rng;
-use types::{BrokerId, LeaderEpoch, PartitionEpoch, ProducerId};
+use types::{BrokerEpoch, BrokerId, LeaderEpoch, PartitionEpoch, ProducerId};
 use uuid::Uuid;
 
 use super::*;
@@ -74,7 +74,11 @@ impl Sim {
         }
     }
 
-    fn register(&mut self, id: impl AsBroker, incarnation: u128) -> Result<i64, ControllerError> {
+    fn register(
+        &mut self,
+        id: impl AsBroker,
+        incarnation: u128,
+    ) -> Result<BrokerEpoch, ControllerError> {
         let id = id.broker();
         let recs = self.ctl.register_broker(
             &self.image,
@@ -109,7 +113,11 @@ impl Sim {
         log_dir_offline: bool,
     ) -> Result<HeartbeatReply, ControllerError> {
         let id = id.broker();
-        let epoch = self.image.brokers.get(&id).map_or(-1, |b| b.broker_epoch);
+        let epoch = self
+            .image
+            .brokers
+            .get(&id)
+            .map_or(BrokerEpoch::NONE, |b| b.broker_epoch);
         let d = self.ctl.heartbeat(
             &self.image,
             &Heartbeat {
@@ -195,7 +203,7 @@ fn registration_starts_fenced_and_first_heartbeat_unfences() {
             &Heartbeat {
                 broker_id: BrokerId(1),
                 broker_epoch: epoch,
-                metadata_offset: epoch - 1,
+                metadata_offset: epoch.get() - 1,
                 want_fence: false,
                 want_shutdown: false,
                 log_dir_offline: false,
@@ -224,7 +232,7 @@ fn heartbeat_errors() {
             &s.image,
             &Heartbeat {
                 broker_id: BrokerId(5),
-                broker_epoch: 12345,
+                broker_epoch: BrokerEpoch(12345),
                 metadata_offset: 0,
                 want_fence: false,
                 want_shutdown: false,
@@ -791,7 +799,7 @@ fn alter_partition_rules() {
         code(
             &mut s,
             AlterPartition {
-                broker_epoch: 1,
+                broker_epoch: BrokerEpoch(1),
                 ..req(vec![1])
             }
         ),
@@ -948,7 +956,7 @@ fn delete_create_partitions_configs_producer_ids() {
     assert_eq!(d.reply.0, ProducerId(PRODUCER_ID_BLOCK_SIZE as i64));
     assert_eq!(
         s.ctl
-            .allocate_producer_ids(&s.image, BrokerId(1), e1 + 100)
+            .allocate_producer_ids(&s.image, BrokerId(1), BrokerEpoch(e1.get() + 100))
             .unwrap_err()
             .code,
         ErrorCode::STALE_BROKER_EPOCH

@@ -16,16 +16,16 @@ use std::collections::BTreeMap;
 use protocol::error::ErrorCode;
 use protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
 use protocol::messages::{AlterConfigsRequest, AlterConfigsResponse};
-use protocol::RequestHeader;
 
 use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
+use super::errors::ApiError;
 use super::KafkaApis;
-use crate::error::ApiError;
+use crate::server::context::RequestContext;
 
 /// Answers AlterConfigs: each resource's config set becomes exactly the given set.
 pub async fn handle(
     apis: &KafkaApis,
-    _header: &RequestHeader,
+    _ctx: &RequestContext,
     request: AlterConfigsRequest,
 ) -> AlterConfigsResponse {
     let mut responses = Vec::with_capacity(request.resources.len());
@@ -72,9 +72,10 @@ async fn alter_topic(
         })?;
         configs.insert(name, value);
     }
-    apis.topics
+    Ok(apis
+        .topics
         .set_topic_configs(topic, configs, validate_only)
-        .await
+        .await?)
 }
 
 fn alter_broker(

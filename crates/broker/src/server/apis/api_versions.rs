@@ -4,13 +4,14 @@
 use protocol::error::ErrorCode;
 use protocol::messages::api_versions_response::ApiVersion;
 use protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
-use protocol::{ApiKey, RequestHeader};
+use protocol::ApiKey;
 
 use super::{advertised_range, SUPPORTED_APIS};
+use crate::server::context::RequestContext;
 
 /// Answers with every API and version range we serve. A v3+ request with an empty or invalid client
 /// software name/version gets INVALID_REQUEST (42), as Kafka does.
-pub fn handle(_header: &RequestHeader, request: ApiVersionsRequest) -> ApiVersionsResponse {
+pub fn handle(_ctx: &RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse {
     let valid = |s: &str| {
         !s.is_empty()
             && s.bytes()
@@ -18,7 +19,7 @@ pub fn handle(_header: &RequestHeader, request: ApiVersionsRequest) -> ApiVersio
             && s.as_bytes()[0].is_ascii_alphanumeric()
             && s.as_bytes()[s.len() - 1].is_ascii_alphanumeric()
     };
-    if _header.request_api_version >= 3
+    if _ctx.api_version() >= 3
         && !(valid(&request.client_software_name) && valid(&request.client_software_version))
     {
         return response(ErrorCode::INVALID_REQUEST);

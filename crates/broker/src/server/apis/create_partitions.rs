@@ -7,25 +7,25 @@ use protocol::error::ErrorCode;
 use protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
-use protocol::RequestHeader;
 
+use super::errors::ApiError;
 use super::KafkaApis;
-use crate::error::ApiError;
+use crate::server::context::RequestContext;
 
 /// Answers CreatePartitions, one result per topic in request order.
 pub async fn handle(
     apis: &KafkaApis,
-    _header: &RequestHeader,
+    _ctx: &RequestContext,
     request: CreatePartitionsRequest,
 ) -> CreatePartitionsResponse {
     let mut results = Vec::with_capacity(request.topics.len());
     for t in request.topics {
         let result = match check_assignments(apis, &t) {
-            Ok(()) => {
-                apis.topics
-                    .add_partitions(&t.name, t.count, request.validate_only)
-                    .await
-            }
+            Ok(()) => apis
+                .topics
+                .add_partitions(&t.name, t.count, request.validate_only)
+                .await
+                .map_err(ApiError::from),
             Err(e) => Err(e),
         };
         let (error_code, error_message) = match result {
@@ -50,7 +50,7 @@ fn check_assignments(apis: &KafkaApis, t: &CreatePartitionsTopic) -> Result<(), 
     let Some(assignments) = &t.assignments else {
         return Ok(());
     };
-    let node = apis.config().node_id;
+    let node = apis.config().node_id.get();
     let current = apis
         .metadata
         .topic(&t.name)

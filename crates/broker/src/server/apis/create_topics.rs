@@ -9,20 +9,20 @@ use protocol::error::ErrorCode;
 use protocol::messages::create_topics_request::CreatableTopic;
 use protocol::messages::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult};
 use protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
-use protocol::RequestHeader;
 
 use super::describe_configs::{config_source_for_topic, is_sensitive, topic_config_names};
+use super::errors::ApiError;
 use super::KafkaApis;
-use crate::error::ApiError;
 use crate::metadata::TopicMetadata;
+use crate::server::context::RequestContext;
 
 /// Creates each topic; one result per requested topic, in order. A name given twice gets INVALID_REQUEST.
 pub async fn handle(
     apis: &KafkaApis,
-    header: &RequestHeader,
+    ctx: &RequestContext,
     request: CreateTopicsRequest,
 ) -> CreateTopicsResponse {
-    let version = header.request_api_version;
+    let version = ctx.api_version();
     let mut seen = std::collections::HashMap::new();
     for t in &request.topics {
         *seen.entry(t.name.clone()).or_insert(0) += 1;
@@ -83,9 +83,10 @@ async fn create_one(
         };
         configs.insert(c.name.clone(), v.clone());
     }
-    apis.topics
+    Ok(apis
+        .topics
         .create_topic(&t.name, partitions, rf, configs, validate_only)
-        .await
+        .await?)
 }
 
 /// Explicit replica assignments: partitions numbered 0..n, each naming only this broker. Returns n.
@@ -104,7 +105,7 @@ fn check_assignments(apis: &KafkaApis, t: &CreatableTopic) -> Result<i32, ApiErr
             "Partitions must be numbered consecutively from 0.",
         ));
     }
-    let node = apis.config().node_id;
+    let node = apis.config().node_id.get();
     for a in &t.assignments {
         if a.broker_ids.len() != 1 || a.broker_ids[0] != node {
             return Err(ApiError::new(

@@ -10,16 +10,16 @@
 use protocol::error::ErrorCode;
 use protocol::messages::delete_groups_response::DeletableGroupResult;
 use protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse};
-use protocol::RequestHeader;
 
 use super::KafkaApis;
+use crate::server::context::RequestContext;
 
 /// Deletes each group; one result per requested group, in request order. Each group is checked and deleted
 /// on its own (in cluster mode groups of one request may have different coordinators: a group coordinated
 /// elsewhere gets NOT_COORDINATOR (16), one whose partition is loading COORDINATOR_LOAD_IN_PROGRESS (14)).
 pub async fn handle(
     apis: &KafkaApis,
-    _header: &RequestHeader,
+    _ctx: &RequestContext,
     request: DeleteGroupsRequest,
 ) -> DeleteGroupsResponse {
     let mut results = Vec::with_capacity(request.groups_names.len());

@@ -10,15 +10,16 @@ use protocol::messages::delete_records_response::{
     DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
 };
 use protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
-use protocol::RequestHeader;
 use types::Offset;
 
-use super::{storage_error_code, KafkaApis};
+use super::errors::storage_error_code;
+use super::KafkaApis;
+use crate::server::context::RequestContext;
 
 /// Answers DeleteRecords.
 pub fn handle(
     apis: &KafkaApis,
-    _header: &RequestHeader,
+    _ctx: &RequestContext,
     request: DeleteRecordsRequest,
 ) -> DeleteRecordsResponse {
     let topics = request

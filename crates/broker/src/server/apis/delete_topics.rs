@@ -3,18 +3,19 @@
 use protocol::error::ErrorCode;
 use protocol::messages::delete_topics_response::DeletableTopicResult;
 use protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse};
-use protocol::RequestHeader;
 use uuid::Uuid;
 
+use super::errors::ApiError;
 use super::KafkaApis;
+use crate::server::context::RequestContext;
 
 /// Deletes each named topic (by name below v6, by name or id from v6).
 pub async fn handle(
     apis: &KafkaApis,
-    header: &RequestHeader,
+    ctx: &RequestContext,
     request: DeleteTopicsRequest,
 ) -> DeleteTopicsResponse {
-    let targets: Vec<(Option<String>, Uuid)> = if header.request_api_version >= 6 {
+    let targets: Vec<(Option<String>, Uuid)> = if ctx.api_version() >= 6 {
         request
             .topics
             .into_iter()
@@ -45,10 +46,7 @@ pub async fn handle(
                     // The groups' offsets for it go when the metadata change is published (in every
                     // mode, through the group coordinator's MetadataPublisher).
                     Ok(topic_id) => r.topic_id = topic_id,
-                    Err(e) => {
-                        r.error_code = e.code.0;
-                        r.error_message = Some(e.message);
-                    }
+                    Err(e) => (r.error_code, r.error_message) = ApiError::from(e).into_parts(),
                 },
             }
             r

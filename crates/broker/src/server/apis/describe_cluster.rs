@@ -4,9 +4,9 @@
 use protocol::error::ErrorCode;
 use protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use protocol::messages::{DescribeClusterRequest, DescribeClusterResponse};
-use protocol::RequestHeader;
 
 use super::KafkaApis;
+use crate::server::context::RequestContext;
 
 /// Endpoint type "brokers" (1).
 const ENDPOINT_TYPE_BROKERS: i8 = 1;
@@ -18,7 +18,7 @@ const ENDPOINT_TYPE_CONTROLLERS: i8 = 2;
 /// broker is the whole cluster and its only controller.
 pub fn handle(
     apis: &KafkaApis,
-    _header: &RequestHeader,
+    _ctx: &RequestContext,
     request: DescribeClusterRequest,
 ) -> DescribeClusterResponse {
     let config = apis.config();
@@ -64,7 +64,7 @@ pub fn handle(
             if brokers.is_empty() {
                 // A cluster member not yet registered: the client reached this broker.
                 brokers.push(DescribeClusterBroker {
-                    broker_id: config.node_id,
+                    broker_id: config.node_id.get(),
                     host: config.advertised_listener.host.clone(),
                     port: i32::from(config.advertised_listener.port),
                     ..Default::default()
@@ -76,7 +76,7 @@ pub fn handle(
             DescribeClusterResponse {
                 endpoint_type: ENDPOINT_TYPE_BROKERS,
                 cluster_id,
-                controller_id: config.node_id,
+                controller_id: config.node_id.get(),
                 brokers,
                 ..Default::default()
             }

@@ -19,11 +19,12 @@ use protocol::messages::describe_configs_response::{
     DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
 };
 use protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
-use protocol::RequestHeader;
 
+use super::errors::ApiError;
 use super::KafkaApis;
 use crate::config::{broker_def, topic_def, ConfigType, BROKER_CONFIGS, TOPIC_CONFIGS};
 use crate::dynamic_config::{is_dynamic, source, ConfigLevel, ConfigSynonym};
+use crate::server::context::RequestContext;
 
 /// Resource type TOPIC.
 pub const RESOURCE_TOPIC: i8 = 2;
@@ -75,10 +76,10 @@ fn topic_synonyms(
 /// Answers DescribeConfigs for topics and this broker.
 pub fn handle(
     apis: &KafkaApis,
-    header: &RequestHeader,
+    ctx: &RequestContext,
     request: DescribeConfigsRequest,
 ) -> DescribeConfigsResponse {
-    let version = header.request_api_version;
+    let version = ctx.api_version();
     let synonyms_wanted = request.include_synonyms;
     let results = request
         .resources
@@ -135,8 +136,7 @@ pub fn handle(
                     let level = match apis.dynamic_config.resolve(&res.resource_name, true) {
                         Ok(level) => level,
                         Err(e) => {
-                            out.error_code = e.code.0;
-                            out.error_message = Some(e.message);
+                            (out.error_code, out.error_message) = ApiError::from(e).into_parts();
                             return out;
                         }
                     };

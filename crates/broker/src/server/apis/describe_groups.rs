@@ -9,9 +9,9 @@
 use protocol::error::ErrorCode;
 use protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse};
-use protocol::RequestHeader;
 
 use super::KafkaApis;
+use crate::server::context::RequestContext;
 
 /// Group operations allowed without an authorizer (KIP-430 bit positions): READ 3, DELETE 6, DESCRIBE 8.
 const ALL_GROUP_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8);
@@ -22,10 +22,10 @@ const AUTHORIZED_OPERATIONS_OMITTED: i32 = i32::MIN;
 /// Describes each requested group, in request order.
 pub fn handle(
     apis: &KafkaApis,
-    header: &RequestHeader,
+    ctx: &RequestContext,
     request: DescribeGroupsRequest,
 ) -> DescribeGroupsResponse {
-    let version = header.request_api_version;
+    let version = ctx.api_version();
     let ops = if request.include_authorized_operations {
         ALL_GROUP_OPERATIONS
     } else {

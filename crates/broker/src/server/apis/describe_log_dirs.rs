@@ -7,15 +7,15 @@ use protocol::messages::describe_log_dirs_response::{
     DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
 };
 use protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse};
-use protocol::RequestHeader;
 use types::ErrorCode;
 
 use super::KafkaApis;
+use crate::server::context::RequestContext;
 
 /// Describes the data directory and the requested partitions in it (all for a null topic list).
 pub fn handle(
     apis: &KafkaApis,
-    _header: &RequestHeader,
+    _ctx: &RequestContext,
     request: DescribeLogDirsRequest,
 ) -> DescribeLogDirsResponse {
     let wanted: Vec<(String, Vec<i32>)> = match request.topics {

@@ -15,9 +15,10 @@ use metadata::{ElectionResult, ElectionType};
 use protocol::error::ErrorCode;
 use protocol::messages::elect_leaders_response::{PartitionResult, ReplicaElectionResult};
 use protocol::messages::{ElectLeadersRequest, ElectLeadersResponse};
-use protocol::RequestHeader;
 
+use super::errors::ApiError;
 use super::KafkaApis;
+use crate::server::context::RequestContext;
 
 /// Most partitions one request may name (the answer and the controller call grow with it).
 const MAX_PARTITIONS: usize = 100_000;
@@ -25,10 +26,10 @@ const MAX_PARTITIONS: usize = 100_000;
 /// Runs the election and answers per partition, grouped by topic in request (or name) order.
 pub async fn handle(
     apis: &KafkaApis,
-    header: &RequestHeader,
+    ctx: &RequestContext,
     request: ElectLeadersRequest,
 ) -> ElectLeadersResponse {
-    let version = header.request_api_version;
+    let version = ctx.api_version();
     let asked: usize = request
         .topic_partitions
         .as_ref()
@@ -98,6 +99,7 @@ pub async fn handle(
     {
         Ok(r) => r,
         Err(e) => {
+            let e = ApiError::from(e);
             // The controller could not be reached or did not answer in time: every partition asked for
             // gets that error (v0 has no top-level code).
             if version >= 1 && partitions.is_none() {

@@ -24,12 +24,13 @@ use protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use protocol::messages::{FetchRequest, FetchResponse};
 use protocol::record::{Compression, RecordBatchHeader, Records, RECORD_BATCH_OVERHEAD};
-use protocol::RequestHeader;
 use types::{BrokerId, LeaderEpoch, Offset};
 use uuid::Uuid;
 
-use super::produce::{batches_use_codec, replica_error_code};
-use super::{storage_error_code, KafkaApis};
+use super::errors::{replica_error_code, storage_error_code};
+use super::produce::batches_use_codec;
+use super::KafkaApis;
+use crate::server::context::RequestContext;
 use replica::partition::{DivergingEpoch, Partition, PartitionRead};
 use replica::replica_manager::FetchPartitionRequest;
 
@@ -58,10 +59,10 @@ enum Slot {
 /// partition (topic, leader epoch, a follower's position), read them together, map each result.
 pub async fn handle(
     apis: &KafkaApis,
-    header: &RequestHeader,
+    ctx: &RequestContext,
     request: FetchRequest,
 ) -> FetchResponse {
-    let version = header.request_api_version;
+    let version = ctx.api_version();
     let replica_id = if version >= 15 {
         request.replica_state.replica_id
     } else {

@@ -8,10 +8,10 @@
 use protocol::error::ErrorCode;
 use protocol::messages::find_coordinator_response::Coordinator;
 use protocol::messages::{FindCoordinatorRequest, FindCoordinatorResponse};
-use protocol::RequestHeader;
 
 use super::KafkaApis;
 use crate::group_coordinator::OFFSETS_TOPIC;
+use crate::server::context::RequestContext;
 
 /// Key type of a consumer group.
 const KEY_TYPE_GROUP: i8 = 0;
@@ -19,7 +19,7 @@ const KEY_TYPE_GROUP: i8 = 0;
 /// Answers each key with its coordinator (group keys) or COORDINATOR_NOT_AVAILABLE.
 pub async fn handle(
     apis: &KafkaApis,
-    header: &RequestHeader,
+    ctx: &RequestContext,
     request: FindCoordinatorRequest,
 ) -> FindCoordinatorResponse {
     let group_error = if request.key_type == KEY_TYPE_GROUP {
@@ -78,7 +78,7 @@ pub async fn handle(
             }
         }
     };
-    if header.request_api_version >= 4 {
+    if ctx.api_version() >= 4 {
         FindCoordinatorResponse {
             coordinators: request
                 .coordinator_keys

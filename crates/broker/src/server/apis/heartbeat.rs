@@ -5,14 +5,14 @@
 //! broker, COORDINATOR_LOAD_IN_PROGRESS (14) while its `__consumer_offsets` partition loads.
 
 use protocol::messages::{HeartbeatRequest, HeartbeatResponse};
-use protocol::RequestHeader;
 
 use super::KafkaApis;
+use crate::server::context::RequestContext;
 
 /// Records the heartbeat; returns the member's error code.
 pub async fn handle(
     apis: &KafkaApis,
-    _header: &RequestHeader,
+    _ctx: &RequestContext,
     request: HeartbeatRequest,
 ) -> HeartbeatResponse {
     let code = if request.group_id.is_empty() {

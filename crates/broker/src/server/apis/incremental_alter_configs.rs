@@ -15,14 +15,14 @@ use protocol::error::ErrorCode;
 use protocol::messages::incremental_alter_configs_request::AlterableConfig;
 use protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
 use protocol::messages::{IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse};
-use protocol::RequestHeader;
 
 use super::alter_configs::{check_duplicates, null_value, split, unsupported_resource};
 use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
+use super::errors::ApiError;
 use super::KafkaApis;
 use crate::config::{broker_def, topic_def, ConfigType};
 use crate::dynamic_config::ConfigLevel;
-use crate::error::ApiError;
+use crate::server::context::RequestContext;
 
 const OP_SET: i8 = 0;
 const OP_DELETE: i8 = 1;
@@ -32,7 +32,7 @@ const OP_SUBTRACT: i8 = 3;
 /// Answers IncrementalAlterConfigs.
 pub async fn handle(
     apis: &KafkaApis,
-    _header: &RequestHeader,
+    _ctx: &RequestContext,
     request: IncrementalAlterConfigsRequest,
 ) -> IncrementalAlterConfigsResponse {
     let mut responses = Vec::with_capacity(request.resources.len());
@@ -152,9 +152,10 @@ async fn alter_topic(
             op => return Err(list_op_not_allowed(op, &c.name)),
         }
     }
-    apis.topics
+    Ok(apis
+        .topics
         .set_topic_configs(name, overrides, validate_only)
-        .await
+        .await?)
 }
 
 fn alter_broker(

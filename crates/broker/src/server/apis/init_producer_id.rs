@@ -6,15 +6,15 @@
 
 use protocol::error::ErrorCode;
 use protocol::messages::{InitProducerIdRequest, InitProducerIdResponse};
-use protocol::RequestHeader;
 
 use super::KafkaApis;
 use crate::metadata::MetadataError;
+use crate::server::context::RequestContext;
 
 /// Allocates a producer id with epoch 0, or bumps the epoch of the given id (a new id when it would overflow).
 pub async fn handle(
     apis: &KafkaApis,
-    _header: &RequestHeader,
+    _ctx: &RequestContext,
     request: InitProducerIdRequest,
 ) -> InitProducerIdResponse {
     let mut response = InitProducerIdResponse {

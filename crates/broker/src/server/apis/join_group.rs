@@ -12,22 +12,21 @@
 
 use protocol::messages::join_group_response::JoinGroupResponseMember;
 use protocol::messages::{JoinGroupRequest, JoinGroupResponse};
-use protocol::RequestHeader;
 
 use super::KafkaApis;
+use crate::server::context::RequestContext;
 
 /// Joins (or rejoins) the member and waits for the rebalance outcome.
 pub async fn handle(
     apis: &KafkaApis,
-    header: &RequestHeader,
-    client_host: &str,
+    ctx: &RequestContext,
     request: JoinGroupRequest,
 ) -> JoinGroupResponse {
-    let version = header.request_api_version;
+    let version = ctx.api_version();
     let member_id = request.member_id.clone();
     let group_id = request.group_id.clone();
     tracing::debug!(group = %group_id, member = %member_id, version, instance = ?request.group_instance_id,
-        client = ?header.client_id, "JoinGroup");
+        client = ?ctx.client_id(), "JoinGroup");
     let req = coordinator::JoinGroupRequest {
         api_version: version,
         group_id: request.group_id,
@@ -48,8 +47,8 @@ pub async fn handle(
                 metadata: p.metadata,
             })
             .collect(),
-        client_id: header.client_id.clone().unwrap_or_default(),
-        client_host: client_host.to_string(),
+        client_id: ctx.client_id().unwrap_or_default().to_string(),
+        client_host: ctx.client_host(),
     };
     let result = match apis.groups.join_group(req).await {
         Ok(r) => r,

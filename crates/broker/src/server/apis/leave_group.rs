@@ -7,17 +7,18 @@
 
 use protocol::messages::leave_group_response::MemberResponse;
 use protocol::messages::{LeaveGroupRequest, LeaveGroupResponse};
-use protocol::{ErrorCode, RequestHeader};
+use protocol::ErrorCode;
 
 use super::KafkaApis;
+use crate::server::context::RequestContext;
 
 /// Removes the members from the group (a rebalance follows if the group had others).
 pub async fn handle(
     apis: &KafkaApis,
-    header: &RequestHeader,
+    ctx: &RequestContext,
     request: LeaveGroupRequest,
 ) -> LeaveGroupResponse {
-    let version = header.request_api_version;
+    let version = ctx.api_version();
     let members: Vec<coordinator::LeaveMember> = if version <= 2 {
         vec![coordinator::LeaveMember {
             member_id: request.member_id.clone(),

@@ -6,9 +6,9 @@
 
 use protocol::messages::list_groups_response::ListedGroup;
 use protocol::messages::{ListGroupsRequest, ListGroupsResponse};
-use protocol::RequestHeader;
 
 use super::KafkaApis;
+use crate::server::context::RequestContext;
 
 /// Type name of classic-protocol groups.
 const CLASSIC: &str = "classic";
@@ -16,10 +16,10 @@ const CLASSIC: &str = "classic";
 /// Lists the groups matching the filters (empty filter = all).
 pub fn handle(
     apis: &KafkaApis,
-    header: &RequestHeader,
+    ctx: &RequestContext,
     request: ListGroupsRequest,
 ) -> ListGroupsResponse {
-    let version = header.request_api_version;
+    let version = ctx.api_version();
     let states = if version >= 4 {
         request.states_filter
     } else {

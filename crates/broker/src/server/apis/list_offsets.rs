@@ -14,9 +14,9 @@ use protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
 use protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
-use protocol::RequestHeader;
 
 use super::KafkaApis;
+use crate::server::context::RequestContext;
 
 const LATEST: i64 = -1;
 const EARLIEST: i64 = -2;
@@ -29,7 +29,7 @@ const DEBUGGING_REPLICA_ID: i32 = -2;
 /// Answers a ListOffsets request.
 pub fn handle(
     apis: &KafkaApis,
-    _header: &RequestHeader,
+    _ctx: &RequestContext,
     request: ListOffsetsRequest,
 ) -> ListOffsetsResponse {
     let leader_only = request.replica_id != DEBUGGING_REPLICA_ID;

@@ -10,11 +10,12 @@ use protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
 use protocol::messages::{MetadataRequest, MetadataResponse};
-use protocol::RequestHeader;
 use uuid::Uuid;
 
+use super::errors::topic_error_code;
 use super::KafkaApis;
 use crate::metadata::TopicMetadata;
+use crate::server::context::RequestContext;
 use crate::topics::validate_topic_name;
 
 /// Sentinel for "authorized operations not requested" (`Integer.MIN_VALUE`).
@@ -28,12 +29,12 @@ const ALL_TOPIC_OPERATIONS: i32 =
 /// Answers a Metadata request.
 pub async fn handle(
     apis: &KafkaApis,
-    header: &RequestHeader,
+    ctx: &RequestContext,
     request: MetadataRequest,
 ) -> MetadataResponse {
-    let version = header.request_api_version;
+    let version = ctx.api_version();
     let config = apis.config();
-    let node = config.node_id;
+    let node = config.node_id.get();
     let allow_auto_create =
         config.auto_create_topics_enable && (version < 4 || request.allow_auto_topic_creation);
     let authorized_ops = if request.include_topic_authorized_operations {
@@ -117,7 +118,7 @@ async fn describe_by_name(
         ..Default::default()
     };
     if let Err(e) = validate_topic_name(name) {
-        return error(e.code);
+        return error(topic_error_code(&e));
     }
     if !allow_auto_create {
         return error(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
@@ -129,11 +130,11 @@ async fn describe_by_name(
     {
         Ok(topic) => topic_response(apis, name, &topic),
         // A concurrent Metadata request created it first.
-        Err(e) if e.code == ErrorCode::TOPIC_ALREADY_EXISTS => match apis.metadata.topic(name) {
+        Err(e) if e.is_already_exists() => match apis.metadata.topic(name) {
             Some(topic) => topic_response(apis, name, &topic),
             None => error(ErrorCode::LEADER_NOT_AVAILABLE),
         },
-        Err(e) => error(e.code),
+        Err(e) => error(topic_error_code(&e)),
     }
 }
 

@@ -17,6 +17,7 @@ mod describe_configs;
 mod describe_groups;
 mod describe_log_dirs;
 mod elect_leaders;
+pub mod errors;
 mod fetch;
 mod find_coordinator;
 mod heartbeat;
@@ -34,19 +35,18 @@ mod offset_for_leader_epoch;
 mod produce;
 mod sync_group;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use protocol::error::ErrorCode;
 use protocol::{ApiKey, Chunk, RequestBody, RequestHeader, ResponseBody};
-use storage::StorageError;
 
 use crate::config::BrokerConfig;
 use crate::dynamic_config::DynamicBrokerConfig;
 use crate::group_coordinator::GroupCoordinatorService;
 use crate::metadata::MetadataStore;
 use crate::metadata_cache::MetadataCache;
+use crate::server::context::{ConnectionContext, RequestContext};
 use crate::topics::TopicManager;
 use replica::replica_manager::ReplicaManager;
 
@@ -159,14 +159,13 @@ impl KafkaApis {
         &self.config
     }
 
-    /// Handles one request frame from an unknown peer (see [`KafkaApis::handle_from`]).
-    pub async fn handle(&self, frame: Bytes) -> RequestOutcome {
-        self.handle_from(frame, None).await
-    }
-
-    /// Handles one request frame from `peer` (its IP becomes the group member's `client_host`, "/a.b.c.d" as
-    /// Kafka shows it).
-    pub async fn handle_from(&self, frame: Bytes, peer: Option<SocketAddr>) -> RequestOutcome {
+    /// Handles one request frame that arrived on `connection`: the decoded header and the connection make the
+    /// [`RequestContext`] every handler receives.
+    pub async fn handle(
+        &self,
+        frame: Bytes,
+        connection: &Arc<ConnectionContext>,
+    ) -> RequestOutcome {
         let Some((key, version, correlation_id)) = RequestHeader::peek(&frame) else {
             return RequestOutcome::Close("request shorter than its header".into());
         };
@@ -191,7 +190,8 @@ impl KafkaApis {
             Ok(decoded) => decoded,
             Err(e) => return RequestOutcome::Close(format!("{} v{version}: {e}", api.name())),
         };
-        let response = match self.dispatch(&header, body, peer).await {
+        let ctx = RequestContext::new(header, connection.clone());
+        let response = match self.dispatch(&ctx, body).await {
             Ok(response) => response,
             Err(outcome) => return outcome,
         };
@@ -202,95 +202,91 @@ impl KafkaApis {
     /// Produce: nothing; a request that is not served: close).
     async fn dispatch(
         &self,
-        header: &RequestHeader,
+        ctx: &RequestContext,
         body: RequestBody,
-        peer: Option<SocketAddr>,
     ) -> Result<ResponseBody, RequestOutcome> {
         Ok(match body {
-            RequestBody::ApiVersions(r) => {
-                ResponseBody::ApiVersions(api_versions::handle(header, r))
-            }
+            RequestBody::ApiVersions(r) => ResponseBody::ApiVersions(api_versions::handle(ctx, r)),
             RequestBody::Metadata(r) => {
-                ResponseBody::Metadata(metadata::handle(self, header, r).await)
+                ResponseBody::Metadata(metadata::handle(self, ctx, r).await)
             }
-            RequestBody::Produce(r) => match produce::handle(self, header, r).await {
+            RequestBody::Produce(r) => match produce::handle(self, ctx, r).await {
                 produce::Outcome::Respond(resp) => ResponseBody::Produce(resp),
                 produce::Outcome::NoResponse => return Err(RequestOutcome::NoResponse),
                 produce::Outcome::Close(reason) => return Err(RequestOutcome::Close(reason)),
             },
-            RequestBody::Fetch(r) => ResponseBody::Fetch(fetch::handle(self, header, r).await),
+            RequestBody::Fetch(r) => ResponseBody::Fetch(fetch::handle(self, ctx, r).await),
             RequestBody::ListOffsets(r) => {
-                ResponseBody::ListOffsets(list_offsets::handle(self, header, r))
+                ResponseBody::ListOffsets(list_offsets::handle(self, ctx, r))
             }
             RequestBody::CreateTopics(r) => {
-                ResponseBody::CreateTopics(create_topics::handle(self, header, r).await)
+                ResponseBody::CreateTopics(create_topics::handle(self, ctx, r).await)
             }
             RequestBody::DeleteTopics(r) => {
-                ResponseBody::DeleteTopics(delete_topics::handle(self, header, r).await)
+                ResponseBody::DeleteTopics(delete_topics::handle(self, ctx, r).await)
             }
             RequestBody::InitProducerId(r) => {
-                ResponseBody::InitProducerId(init_producer_id::handle(self, header, r).await)
+                ResponseBody::InitProducerId(init_producer_id::handle(self, ctx, r).await)
             }
             RequestBody::DescribeConfigs(r) => {
-                ResponseBody::DescribeConfigs(describe_configs::handle(self, header, r))
+                ResponseBody::DescribeConfigs(describe_configs::handle(self, ctx, r))
             }
             RequestBody::FindCoordinator(r) => {
-                ResponseBody::FindCoordinator(find_coordinator::handle(self, header, r).await)
+                ResponseBody::FindCoordinator(find_coordinator::handle(self, ctx, r).await)
             }
             RequestBody::JoinGroup(r) => {
-                let host = peer.map_or_else(|| "/unknown".to_string(), |p| format!("/{}", p.ip()));
-                ResponseBody::JoinGroup(join_group::handle(self, header, &host, r).await)
+                ResponseBody::JoinGroup(join_group::handle(self, ctx, r).await)
             }
             RequestBody::SyncGroup(r) => {
-                ResponseBody::SyncGroup(sync_group::handle(self, header, r).await)
+                ResponseBody::SyncGroup(sync_group::handle(self, ctx, r).await)
             }
             RequestBody::Heartbeat(r) => {
-                ResponseBody::Heartbeat(heartbeat::handle(self, header, r).await)
+                ResponseBody::Heartbeat(heartbeat::handle(self, ctx, r).await)
             }
             RequestBody::LeaveGroup(r) => {
-                ResponseBody::LeaveGroup(leave_group::handle(self, header, r).await)
+                ResponseBody::LeaveGroup(leave_group::handle(self, ctx, r).await)
             }
             RequestBody::OffsetCommit(r) => {
-                ResponseBody::OffsetCommit(offset_commit::handle_async(self, header, r).await)
+                ResponseBody::OffsetCommit(offset_commit::handle_async(self, ctx, r).await)
             }
             RequestBody::OffsetFetch(r) => {
-                ResponseBody::OffsetFetch(offset_fetch::handle(self, header, r))
+                ResponseBody::OffsetFetch(offset_fetch::handle(self, ctx, r))
             }
             RequestBody::DescribeGroups(r) => {
-                ResponseBody::DescribeGroups(describe_groups::handle(self, header, r))
+                ResponseBody::DescribeGroups(describe_groups::handle(self, ctx, r))
             }
             RequestBody::ListGroups(r) => {
-                ResponseBody::ListGroups(list_groups::handle(self, header, r))
+                ResponseBody::ListGroups(list_groups::handle(self, ctx, r))
             }
             RequestBody::DeleteGroups(r) => {
-                ResponseBody::DeleteGroups(delete_groups::handle(self, header, r).await)
+                ResponseBody::DeleteGroups(delete_groups::handle(self, ctx, r).await)
             }
             RequestBody::OffsetDelete(r) => {
-                ResponseBody::OffsetDelete(offset_delete::handle(self, header, r).await)
+                ResponseBody::OffsetDelete(offset_delete::handle(self, ctx, r).await)
             }
             RequestBody::AlterConfigs(r) => {
-                ResponseBody::AlterConfigs(alter_configs::handle(self, header, r).await)
+                ResponseBody::AlterConfigs(alter_configs::handle(self, ctx, r).await)
             }
             RequestBody::IncrementalAlterConfigs(r) => ResponseBody::IncrementalAlterConfigs(
-                incremental_alter_configs::handle(self, header, r).await,
+                incremental_alter_configs::handle(self, ctx, r).await,
             ),
             RequestBody::CreatePartitions(r) => {
-                ResponseBody::CreatePartitions(create_partitions::handle(self, header, r).await)
+                ResponseBody::CreatePartitions(create_partitions::handle(self, ctx, r).await)
             }
             RequestBody::DeleteRecords(r) => {
-                ResponseBody::DeleteRecords(delete_records::handle(self, header, r))
+                ResponseBody::DeleteRecords(delete_records::handle(self, ctx, r))
             }
             RequestBody::DescribeCluster(r) => {
-                ResponseBody::DescribeCluster(describe_cluster::handle(self, header, r))
+                ResponseBody::DescribeCluster(describe_cluster::handle(self, ctx, r))
             }
             RequestBody::DescribeLogDirs(r) => {
-                ResponseBody::DescribeLogDirs(describe_log_dirs::handle(self, header, r))
+                ResponseBody::DescribeLogDirs(describe_log_dirs::handle(self, ctx, r))
             }
             RequestBody::ElectLeaders(r) => {
-                ResponseBody::ElectLeaders(elect_leaders::handle(self, header, r).await)
+                ResponseBody::ElectLeaders(elect_leaders::handle(self, ctx, r).await)
             }
             RequestBody::OffsetForLeaderEpoch(r) => {
-                ResponseBody::OffsetForLeaderEpoch(offset_for_leader_epoch::handle(self, header, r))
+                ResponseBody::OffsetForLeaderEpoch(offset_for_leader_epoch::handle(self, ctx, r))
             }
             other => {
                 return Err(RequestOutcome::Close(format!(
@@ -308,30 +304,6 @@ fn encode(correlation_id: i32, api: ApiKey, version: i16, body: &ResponseBody) -
         Err(e) => {
             tracing::error!(api = api.name(), version, error = %e, "cannot encode response");
             RequestOutcome::Close(format!("encoding {} v{version}: {e}", api.name()))
-        }
-    }
-}
-
-/// Maps a storage error to the Kafka error code the client sees.
-pub fn storage_error_code(e: &StorageError) -> ErrorCode {
-    match e {
-        StorageError::OffsetOutOfRange { .. } => ErrorCode::OFFSET_OUT_OF_RANGE,
-        StorageError::CorruptMessage(_) => ErrorCode::CORRUPT_MESSAGE,
-        StorageError::InvalidRecord(_) | StorageError::InvalidRecords { .. } => {
-            ErrorCode::INVALID_RECORD
-        }
-        StorageError::MessageTooLarge { .. } => ErrorCode::MESSAGE_TOO_LARGE,
-        StorageError::OutOfOrderSequence(_) => ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER,
-        StorageError::InvalidProducerEpoch(_) => ErrorCode::INVALID_PRODUCER_EPOCH,
-        StorageError::UnknownProducerId(_) => ErrorCode::UNKNOWN_PRODUCER_ID,
-        StorageError::InvalidTimestamp(_) => ErrorCode::INVALID_TIMESTAMP,
-        StorageError::RecordListTooLarge { .. } => ErrorCode::RECORD_LIST_TOO_LARGE,
-        StorageError::DuplicateSequence(_) => ErrorCode::DUPLICATE_SEQUENCE_NUMBER,
-        StorageError::InvalidTopic(_) => ErrorCode::INVALID_TOPIC_EXCEPTION,
-        StorageError::InconsistentTopicId(_) => ErrorCode::INCONSISTENT_TOPIC_ID,
-        StorageError::UnexpectedAppendOffset(_) => ErrorCode::UNKNOWN_SERVER_ERROR,
-        StorageError::KafkaStorage(_) | StorageError::LogOffline(_) => {
-            ErrorCode::KAFKA_STORAGE_ERROR
         }
     }
 }

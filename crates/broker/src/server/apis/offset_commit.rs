@@ -19,10 +19,10 @@ use protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 };
 use protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
-use protocol::RequestHeader;
 
 use super::KafkaApis;
 use crate::group_coordinator::Written;
+use crate::server::context::RequestContext;
 
 /// The coordinator's per-topic, per-partition commit results.
 type CommitResult = coordinator::OffsetCommitResult;
@@ -41,10 +41,10 @@ enum Prepared {
 /// commits with acks=all.
 pub async fn handle_async(
     apis: &KafkaApis,
-    header: &RequestHeader,
+    ctx: &RequestContext,
     request: OffsetCommitRequest,
 ) -> OffsetCommitResponse {
-    match prepare(apis, header, &request) {
+    match prepare(apis, ctx, &request) {
         Prepared::Done(r) => r,
         Prepared::Commit(req, known) => {
             let outcome = apis.groups.commit_offsets(&req).await;
@@ -78,8 +78,8 @@ fn all_with(request: &OffsetCommitRequest, code: i16) -> OffsetCommitResponse {
 }
 
 /// Validates the group id, splits off unknown topics and builds the coordinator request.
-fn prepare(apis: &KafkaApis, header: &RequestHeader, request: &OffsetCommitRequest) -> Prepared {
-    let version = header.request_api_version;
+fn prepare(apis: &KafkaApis, ctx: &RequestContext, request: &OffsetCommitRequest) -> Prepared {
+    let version = ctx.api_version();
     if request.group_id.is_empty() {
         return Prepared::Done(all_with(request, ErrorCode::INVALID_GROUP_ID.0));
     }

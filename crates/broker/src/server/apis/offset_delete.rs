@@ -11,14 +11,14 @@ use protocol::messages::offset_delete_response::{
     OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
 };
 use protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse};
-use protocol::RequestHeader;
 
 use super::KafkaApis;
+use crate::server::context::RequestContext;
 
 /// Deletes the offsets; per-partition results in request order.
 pub async fn handle(
     apis: &KafkaApis,
-    _header: &RequestHeader,
+    _ctx: &RequestContext,
     request: OffsetDeleteRequest,
 ) -> OffsetDeleteResponse {
     let group_error = |code: ErrorCode| OffsetDeleteResponse {

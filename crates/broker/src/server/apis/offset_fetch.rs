@@ -14,9 +14,9 @@ use protocol::messages::offset_fetch_response::{
     OffsetFetchResponseTopic, OffsetFetchResponseTopics,
 };
 use protocol::messages::{OffsetFetchRequest, OffsetFetchResponse};
-use protocol::RequestHeader;
 
 use super::KafkaApis;
+use crate::server::context::RequestContext;
 
 /// One group's answer: the coordinator's result, or a group-level error code.
 fn fetch(
@@ -38,10 +38,10 @@ fn fetch(
 /// Answers the committed offsets of the requested group(s).
 pub fn handle(
     apis: &KafkaApis,
-    header: &RequestHeader,
+    ctx: &RequestContext,
     request: OffsetFetchRequest,
 ) -> OffsetFetchResponse {
-    let version = header.request_api_version;
+    let version = ctx.api_version();
     if version >= 8 {
         let groups = request
             .groups

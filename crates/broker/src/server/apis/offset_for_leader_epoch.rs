@@ -13,10 +13,10 @@ use protocol::messages::offset_for_leader_epoch_response::{
     EpochEndOffset, OffsetForLeaderTopicResult,
 };
 use protocol::messages::{OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
-use protocol::RequestHeader;
 use types::LeaderEpoch;
 
 use super::KafkaApis;
+use crate::server::context::RequestContext;
 
 /// Kafka's `DEBUGGING_REPLICA_ID`: may ask any replica.
 const DEBUGGING_REPLICA_ID: i32 = -2;
@@ -24,11 +24,11 @@ const DEBUGGING_REPLICA_ID: i32 = -2;
 /// Answers OffsetForLeaderEpoch.
 pub fn handle(
     apis: &KafkaApis,
-    header: &RequestHeader,
+    ctx: &RequestContext,
     request: OffsetForLeaderEpochRequest,
 ) -> OffsetForLeaderEpochResponse {
     // v2 has no replica_id field: those requests come from consumers (leader only).
-    let replica_id = if header.request_api_version >= 3 {
+    let replica_id = if ctx.api_version() >= 3 {
         request.replica_id
     } else {
         -1

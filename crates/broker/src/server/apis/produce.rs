@@ -12,8 +12,9 @@
 //!
 //! A client's Produce to an internal topic (`__consumer_offsets`, Kafka's `Topic.isInternal` list) is refused
 //! with INVALID_TOPIC_EXCEPTION (17) per partition, the rest of the request proceeding (Kafka's
-//! `ReplicaManager.appendToLocalLog`); only the client id `__admin_client` may, as in Kafka
-//! (`KafkaApis.handleProduceRequest`). The group coordinator appends through the ReplicaManager, not here.
+//! `ReplicaManager.appendToLocalLog`). Unlike Kafka, the client id `__admin_client` gets no exemption
+//! (`KafkaApis.handleProduceRequest` lets it write): any client can claim a client id, so the exemption would let
+//! anyone forge committed offsets. The group coordinator appends through the ReplicaManager, not here.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,11 +26,12 @@ use protocol::messages::produce_response::{
 };
 use protocol::messages::{ProduceRequest, ProduceResponse};
 use protocol::record::{Compression, Records};
-use protocol::RequestHeader;
 use storage::{LogAppendInfo, StorageError};
 use types::{LeaderEpoch, Offset};
 
-use super::{storage_error_code, KafkaApis};
+use super::errors::replica_error_code;
+use super::KafkaApis;
+use crate::server::context::RequestContext;
 use replica::replica_manager::{Partition, ReplicaError};
 
 /// Topics only the broker writes (Kafka's `Topic.INTERNAL_TOPICS`).
@@ -38,9 +40,6 @@ const INTERNAL_TOPICS: [&str; 3] = [
     "__transaction_state",
     "__share_group_state",
 ];
-
-/// The client id Kafka lets write to internal topics (`AdminUtils.ADMIN_CLIENT_ID`).
-const ADMIN_CLIENT_ID: &str = "__admin_client";
 
 /// Upper bound on how long an acks=all Produce waits for replication (ms), whatever the client asks.
 const MAX_TIMEOUT_MS: i32 = 300_000;
@@ -117,23 +116,6 @@ struct ProduceContext {
     version: i16,
     acks: i16,
     transactional: bool,
-    /// The client may write to internal topics (client id `__admin_client`).
-    internal_topics_allowed: bool,
-}
-
-/// The Kafka error code of a replication error.
-pub(super) fn replica_error_code(e: &ReplicaError) -> ErrorCode {
-    match e {
-        ReplicaError::NotLeaderOrFollower => ErrorCode::NOT_LEADER_OR_FOLLOWER,
-        ReplicaError::FencedLeaderEpoch { .. } => ErrorCode::FENCED_LEADER_EPOCH,
-        ReplicaError::UnknownLeaderEpoch { .. } => ErrorCode::UNKNOWN_LEADER_EPOCH,
-        ReplicaError::NotEnoughReplicas { .. } => ErrorCode::NOT_ENOUGH_REPLICAS,
-        ReplicaError::NotEnoughReplicasAfterAppend { .. } => {
-            ErrorCode::NOT_ENOUGH_REPLICAS_AFTER_APPEND
-        }
-        ReplicaError::RequestTimedOut => ErrorCode::REQUEST_TIMED_OUT,
-        ReplicaError::Storage(s) => storage_error_code(s),
-    }
 }
 
 /// What the connection does after a Produce.
@@ -149,12 +131,11 @@ pub enum Outcome {
 
 /// Appends every partition's records, waits for replication under acks=all, and reports each partition's
 /// outcome.
-pub async fn handle(apis: &KafkaApis, header: &RequestHeader, request: ProduceRequest) -> Outcome {
+pub async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: ProduceRequest) -> Outcome {
     let ctx = ProduceContext {
-        version: header.request_api_version,
+        version: ctx.api_version(),
         acks: request.acks,
         transactional: request.transactional_id.is_some(),
-        internal_topics_allowed: header.client_id.as_deref() == Some(ADMIN_CLIENT_ID),
     };
     let mut responses = Vec::with_capacity(request.topic_data.len());
     let mut first_error: Option<String> = None;
@@ -229,7 +210,7 @@ fn append_partition(
         .partition(topic, p.index)
         .filter(|_| topic_known)
         .ok_or(Failure::code(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION))?;
-    if !ctx.internal_topics_allowed && INTERNAL_TOPICS.contains(&topic) {
+    if INTERNAL_TOPICS.contains(&topic) {
         let message = format!("clients cannot append to the internal topic {topic}");
         return Err(Failure::with_message(
             ErrorCode::INVALID_TOPIC_EXCEPTION,

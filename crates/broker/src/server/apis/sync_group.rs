@@ -9,17 +9,17 @@
 //! `GroupCoordinatorService::sync_group`).
 
 use protocol::messages::{SyncGroupRequest, SyncGroupResponse};
-use protocol::RequestHeader;
 
 use super::KafkaApis;
+use crate::server::context::RequestContext;
 
 /// Syncs the member and waits for its assignment.
 pub async fn handle(
     apis: &KafkaApis,
-    header: &RequestHeader,
+    ctx: &RequestContext,
     request: SyncGroupRequest,
 ) -> SyncGroupResponse {
-    let version = header.request_api_version;
+    let version = ctx.api_version();
     let (group_id, member_id) = (request.group_id.clone(), request.member_id.clone());
     tracing::debug!(group = %group_id, member = %member_id, generation = request.generation_id,
         assignments = ?request.assignments.iter().map(|a| (a.member_id.as_str(), a.assignment.len())).collect::<Vec<_>>(),
