@@ -124,7 +124,7 @@ impl GroupCoordinatorService {
         if let Err(e) = self.apply(&mut st, fx) {
             tracing::warn!(
                 ?topics,
-                error = e.0,
+                error = %e,
                 "writing offset tombstones of deleted topics failed"
             );
         }
@@ -181,7 +181,7 @@ impl GroupCoordinatorService {
         let fx = st.coordinator.delete_topics_offsets(now, &gone);
         if let Err(e) = self.apply(st, fx) {
             tracing::warn!(
-                error = e.0,
+                error = %e,
                 "writing offset tombstones of deleted topics failed"
             );
         }
@@ -209,24 +209,10 @@ impl GroupCoordinatorService {
         for id in stale {
             match st.pending.remove(&id) {
                 Some((_, Pending::Join(tx))) => {
-                    let _ = tx.send(JoinResult {
-                        error_code: ErrorCode::NOT_COORDINATOR,
-                        generation_id: -1,
-                        protocol_type: None,
-                        protocol_name: None,
-                        leader: String::new(),
-                        skip_assignment: false,
-                        member_id: String::new(),
-                        members: Vec::new(),
-                    });
+                    let _ = tx.send(Err(CoordinatorError::NotCoordinator));
                 }
                 Some((_, Pending::Sync(tx))) => {
-                    let _ = tx.send(SyncResult {
-                        error_code: ErrorCode::NOT_COORDINATOR,
-                        protocol_type: None,
-                        protocol_name: None,
-                        assignment: Bytes::new(),
-                    });
+                    let _ = tx.send(Err(CoordinatorError::NotCoordinator));
                 }
                 None => {}
             }

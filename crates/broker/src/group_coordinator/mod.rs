@@ -47,13 +47,11 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use coordinator::{
     decode_record, encode_record, partition_for, Effect, GroupConfig, GroupCoordinator,
     GroupRecord, JoinGroupRequest, JoinResult, RequestId, SyncGroupRequest, SyncResult,
 };
 use parking_lot::Mutex;
-use protocol::error::ErrorCode;
 use protocol::record::{batches, Compression, RecordBatchBuilder};
 use storage::now_ms;
 use tokio::sync::{oneshot, watch, Notify};
@@ -74,46 +72,65 @@ const OFFSETS_TOPIC_SEGMENT_BYTES: &str = "104857600";
 /// Bytes read per step while loading a partition.
 const LOAD_READ_BYTES: usize = 4 * 1024 * 1024;
 
-/// A request-level failure of the group coordinator, as a Kafka error code: COORDINATOR_LOAD_IN_PROGRESS (14)
-/// while loading, NOT_COORDINATOR (16) for a group coordinated elsewhere (cluster mode),
-/// COORDINATOR_NOT_AVAILABLE (15) when `__consumer_offsets` cannot be created or written.
-pub type CoordinatorError = ErrorCode;
+/// A request-level failure of the group coordinator runtime (Kafka's `CoordinatorRuntime` errors). The server
+/// edge (`server::apis::errors`) maps each to its Kafka code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum CoordinatorError {
+    /// The group's `__consumer_offsets` partition is still loading (COORDINATOR_LOAD_IN_PROGRESS, 14).
+    #[error("the coordinator is loading the group's offsets partition")]
+    LoadInProgress,
+    /// The group is coordinated elsewhere, or leadership was lost meanwhile (NOT_COORDINATOR, 16).
+    #[error("this broker is not the group's coordinator")]
+    NotCoordinator,
+    /// `__consumer_offsets` cannot be created or written (COORDINATOR_NOT_AVAILABLE, 15).
+    #[error("the coordinator is not available")]
+    NotAvailable,
+    /// The group's records can never fit in a batch; not retriable (UNKNOWN_SERVER_ERROR, -1, as Kafka).
+    #[error("the group's records are too large to write")]
+    RecordsTooLarge,
+    /// The parked request's answer was dropped (the service shut down) (UNKNOWN_SERVER_ERROR, -1).
+    #[error("the coordinator dropped the request")]
+    Dropped,
+}
 
 /// Whether the records of one call were written: `Ok` when every record reached the leader log (or there were
 /// none), else NOT_COORDINATOR (16, leadership lost) or COORDINATOR_NOT_AVAILABLE (15).
 pub type Written = Result<(), CoordinatorError>;
 
+/// A parked request's answer: the coordinator's result, or a runtime failure.
+type Parked<T> = oneshot::Sender<Result<T, CoordinatorError>>;
+
 enum Pending {
-    Join(oneshot::Sender<JoinResult>),
-    Sync(oneshot::Sender<SyncResult>),
+    Join(Parked<JoinResult>),
+    Sync(Parked<SyncResult>),
 }
 
 /// A parked request with its answer, held back until the group records written with it are replicated.
 enum Reply {
-    Join(oneshot::Sender<JoinResult>, JoinResult),
-    Sync(oneshot::Sender<SyncResult>, SyncResult),
+    Join(Parked<JoinResult>, JoinResult),
+    Sync(Parked<SyncResult>, SyncResult),
 }
 
 impl Reply {
     fn send(self) {
         match self {
             Reply::Join(tx, r) => {
-                let _ = tx.send(r);
+                let _ = tx.send(Ok(r));
             }
             Reply::Sync(tx, r) => {
-                let _ = tx.send(r);
+                let _ = tx.send(Ok(r));
             }
         }
     }
 
-    /// Sends `code` instead (the records could not be replicated).
-    fn fail(self, code: CoordinatorError) {
+    /// Sends `error` instead (the records could not be replicated).
+    fn fail(self, error: CoordinatorError) {
         match self {
-            Reply::Join(tx, r) => {
-                let _ = tx.send(JoinResult::error(&r.member_id, code));
+            Reply::Join(tx, _) => {
+                let _ = tx.send(Err(error));
             }
             Reply::Sync(tx, _) => {
-                let _ = tx.send(SyncResult::error(code));
+                let _ = tx.send(Err(error));
             }
         }
     }
@@ -240,14 +257,14 @@ async fn wait_appended(
 /// else (storage, ISR, timeout) → COORDINATOR_NOT_AVAILABLE.
 fn write_error(e: &ReplicaError) -> CoordinatorError {
     match e {
-        ReplicaError::NotLeaderOrFollower => ErrorCode::NOT_COORDINATOR,
+        ReplicaError::NotLeaderOrFollower => CoordinatorError::NotCoordinator,
         // Kafka's coordinator answers records that can never fit with UNKNOWN_SERVER_ERROR (not a retriable
         // code, so clients do not retry a commit that cannot succeed).
         ReplicaError::Storage(
             storage::StorageError::MessageTooLarge { .. }
             | storage::StorageError::RecordListTooLarge { .. },
-        ) => ErrorCode::UNKNOWN_SERVER_ERROR,
-        _ => ErrorCode::COORDINATOR_NOT_AVAILABLE,
+        ) => CoordinatorError::RecordsTooLarge,
+        _ => CoordinatorError::NotAvailable,
     }
 }
 
@@ -310,7 +327,7 @@ impl GroupCoordinatorService {
         if self.is_loaded() {
             Ok(())
         } else {
-            Err(ErrorCode::COORDINATOR_LOAD_IN_PROGRESS)
+            Err(CoordinatorError::LoadInProgress)
         }
     }
 
@@ -325,8 +342,8 @@ impl GroupCoordinatorService {
         let p = partition_for(group_id, self.num_partitions.load(Ordering::Acquire));
         match self.partitions.lock().get(&p) {
             Some(Coordination::Loaded) => Ok(()),
-            Some(Coordination::Loading(_)) => Err(ErrorCode::COORDINATOR_LOAD_IN_PROGRESS),
-            None => Err(ErrorCode::NOT_COORDINATOR),
+            Some(Coordination::Loading(_)) => Err(CoordinatorError::LoadInProgress),
+            None => Err(CoordinatorError::NotCoordinator),
         }
     }
 
@@ -383,7 +400,7 @@ impl GroupCoordinatorService {
             Err(e) if e.is_already_exists() => Ok(()),
             Err(e) => {
                 tracing::error!(error = %e, "cannot create {OFFSETS_TOPIC}");
-                Err(ErrorCode::COORDINATOR_NOT_AVAILABLE)
+                Err(CoordinatorError::NotAvailable)
             }
         }
     }
@@ -570,7 +587,7 @@ impl GroupCoordinatorService {
         }
         // Created by `ready`/`ready_for` before any call that writes; never created under the state lock.
         if self.metadata.topic(OFFSETS_TOPIC).is_none() {
-            return Err(ErrorCode::COORDINATOR_NOT_AVAILABLE);
+            return Err(CoordinatorError::NotAvailable);
         }
         let n = self.num_partitions.load(Ordering::Acquire);
         let mut by_partition: BTreeMap<i32, Vec<&GroupRecord>> = BTreeMap::new();
@@ -591,15 +608,15 @@ impl GroupCoordinatorService {
             let appended = match builder.build() {
                 Err(e) => {
                     tracing::error!(partition = p, error = %e, "cannot encode group records");
-                    Err(ErrorCode::COORDINATOR_NOT_AVAILABLE)
+                    Err(CoordinatorError::NotAvailable)
                 }
                 Ok(bytes) => match self.replica_manager.partition(OFFSETS_TOPIC, p) {
                     None => {
                         tracing::error!(partition = p, "{OFFSETS_TOPIC} partition is not hosted");
                         Err(if self.cluster_mode {
-                            ErrorCode::NOT_COORDINATOR
+                            CoordinatorError::NotCoordinator
                         } else {
-                            ErrorCode::COORDINATOR_NOT_AVAILABLE
+                            CoordinatorError::NotAvailable
                         })
                     }
                     Some(partition) => {
@@ -626,7 +643,6 @@ impl GroupCoordinatorService {
     /// Errors: see [`check_coordinator`](Self::check_coordinator), COORDINATOR_NOT_AVAILABLE.
     pub async fn join_group(&self, req: JoinGroupRequest) -> Result<JoinResult, CoordinatorError> {
         self.ready_for(&req.group_id).await?;
-        let member_id = req.member_id.clone();
         let group = req.group_id.clone();
         let (tx, rx) = oneshot::channel();
         // A failed write of the group's records is not reported to the parked members (the group is
@@ -635,16 +651,7 @@ impl GroupCoordinatorService {
             let id = st.park(&group, Pending::Join(tx));
             ((), st.coordinator.join_group(now, id, req))
         })?;
-        Ok(rx.await.unwrap_or_else(|_| JoinResult {
-            error_code: ErrorCode::UNKNOWN_SERVER_ERROR,
-            generation_id: -1,
-            protocol_type: None,
-            protocol_name: None,
-            leader: String::new(),
-            skip_assignment: false,
-            member_id,
-            members: Vec::new(),
-        }))
+        rx.await.unwrap_or(Err(CoordinatorError::Dropped))
     }
 
     /// SyncGroup: parks until the leader's assignment arrives (or at once on errors / for the leader).
@@ -659,12 +666,7 @@ impl GroupCoordinatorService {
             let id = st.park(&group, Pending::Sync(tx));
             ((), st.coordinator.sync_group(now, id, req))
         })?;
-        Ok(rx.await.unwrap_or_else(|_| SyncResult {
-            error_code: ErrorCode::UNKNOWN_SERVER_ERROR,
-            protocol_type: None,
-            protocol_name: None,
-            assignment: Bytes::new(),
-        }))
+        rx.await.unwrap_or(Err(CoordinatorError::Dropped))
     }
 
     /// Runs a call that names no group and answers at once (`Outcome`-returning coordinator methods).

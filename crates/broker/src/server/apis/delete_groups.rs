@@ -36,11 +36,11 @@ pub async fn handle(
                     .first()
                     .map_or(ErrorCode::UNKNOWN_SERVER_ERROR, |(_, c)| *c);
                 match written {
-                    Err(e) if code == ErrorCode::NONE => e,
+                    Err(e) if code == ErrorCode::NONE => e.into(),
                     _ => code,
                 }
             }
-            Err(code) => code,
+            Err(e) => e.into(),
         };
         results.push(DeletableGroupResult {
             group_id,

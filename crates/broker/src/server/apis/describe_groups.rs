@@ -48,7 +48,7 @@ pub fn handle(
                 .read_group(&group_id, |c| c.describe_group(&group_id))
             {
                 Ok(d) => d,
-                Err(code) => return error(code.0, None),
+                Err(code) => return error(ErrorCode::from(code).0, None),
             };
             let (error_code, error_message) = if d.error_code == ErrorCode::GROUP_ID_NOT_FOUND {
                 if version >= 6 {

@@ -16,6 +16,7 @@ use storage::StorageError;
 
 use crate::config::ConfigError;
 use crate::error::{AlterConfigError, TopicError};
+use crate::group_coordinator::CoordinatorError;
 
 /// An error as a client sees it: a Kafka code and a message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,6 +39,23 @@ impl ApiError {
     /// The `(error_code, error_message)` pair of a response entry.
     pub fn into_parts(self) -> (i16, Option<String>) {
         (self.code.0, Some(self.message))
+    }
+}
+
+/// The Kafka code of a group coordinator runtime failure (Kafka's `CoordinatorRuntime`): loading →
+/// COORDINATOR_LOAD_IN_PROGRESS (14); elsewhere or leadership lost → NOT_COORDINATOR (16); `__consumer_offsets`
+/// not creatable or writable → COORDINATOR_NOT_AVAILABLE (15); records that can never fit, or an answer dropped
+/// at shutdown → UNKNOWN_SERVER_ERROR (-1, not retriable, as Kafka answers them).
+impl From<CoordinatorError> for ErrorCode {
+    fn from(e: CoordinatorError) -> ErrorCode {
+        match e {
+            CoordinatorError::LoadInProgress => ErrorCode::COORDINATOR_LOAD_IN_PROGRESS,
+            CoordinatorError::NotCoordinator => ErrorCode::NOT_COORDINATOR,
+            CoordinatorError::NotAvailable => ErrorCode::COORDINATOR_NOT_AVAILABLE,
+            CoordinatorError::RecordsTooLarge | CoordinatorError::Dropped => {
+                ErrorCode::UNKNOWN_SERVER_ERROR
+            }
+        }
     }
 }
 

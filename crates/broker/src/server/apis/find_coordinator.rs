@@ -34,7 +34,7 @@ pub async fn handle(
                 node_id: -1,
                 host: String::new(),
                 port: -1,
-                error_code: code.0,
+                error_code: ErrorCode::from(code).0,
                 error_message: Some("the group coordinator is not available".into()),
                 ..Default::default()
             }

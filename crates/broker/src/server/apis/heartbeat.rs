@@ -31,7 +31,8 @@ pub async fn handle(
             })
             .await
         {
-            Ok((code, _)) | Err(code) => code,
+            Ok((code, _)) => code,
+            Err(e) => e.into(),
         }
     };
     tracing::debug!(group = %request.group_id, member = %request.member_id, generation = request.generation_id,

@@ -10,6 +10,7 @@
 //! stops coordinating the group is answered NOT_COORDINATOR (checked by
 //! `GroupCoordinatorService::join_group`).
 
+use protocol::error::ErrorCode;
 use protocol::messages::join_group_response::JoinGroupResponseMember;
 use protocol::messages::{JoinGroupRequest, JoinGroupResponse};
 
@@ -53,9 +54,9 @@ pub async fn handle(
     let result = match apis.groups.join_group(req).await {
         Ok(r) => r,
         Err(code) => {
-            tracing::debug!(group = %group_id, member = %member_id, error = code.0, "JoinGroup answered");
+            tracing::debug!(group = %group_id, member = %member_id, error = %code, "JoinGroup answered");
             return JoinGroupResponse {
-                error_code: code.0,
+                error_code: ErrorCode::from(code).0,
                 generation_id: -1,
                 protocol_name: (version < 7).then(String::new),
                 member_id,

@@ -47,7 +47,7 @@ pub async fn handle(
             .await
         {
             Ok((r, _)) => Ok(r),
-            Err(code) => Err(code),
+            Err(e) => Err(e.into()),
         }
     };
     let result = match result {

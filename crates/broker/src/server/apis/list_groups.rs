@@ -4,6 +4,7 @@
 //! Every group is a classic group (type "classic"); groups that only hold offsets committed from outside
 //! group management are listed with protocol type "" and state "Empty", as in Kafka.
 
+use protocol::error::ErrorCode;
 use protocol::messages::list_groups_response::ListedGroup;
 use protocol::messages::{ListGroupsRequest, ListGroupsResponse};
 
@@ -51,7 +52,7 @@ pub fn handle(
             ..Default::default()
         },
         Err(code) => ListGroupsResponse {
-            error_code: code.0,
+            error_code: ErrorCode::from(code).0,
             ..Default::default()
         },
     }

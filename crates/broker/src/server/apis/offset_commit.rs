@@ -21,7 +21,7 @@ use protocol::messages::offset_commit_response::{
 use protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
 
 use super::KafkaApis;
-use crate::group_coordinator::Written;
+use crate::group_coordinator::{CoordinatorError, Written};
 use crate::server::context::RequestContext;
 
 /// The coordinator's per-topic, per-partition commit results.
@@ -84,7 +84,7 @@ fn prepare(apis: &KafkaApis, ctx: &RequestContext, request: &OffsetCommitRequest
         return Prepared::Done(all_with(request, ErrorCode::INVALID_GROUP_ID.0));
     }
     if let Err(code) = apis.groups.check_coordinator(&request.group_id) {
-        return Prepared::Done(all_with(request, code.0));
+        return Prepared::Done(all_with(request, ErrorCode::from(code).0));
     }
     let known: Vec<Option<i32>> = request
         .topics
@@ -140,7 +140,7 @@ fn prepare(apis: &KafkaApis, ctx: &RequestContext, request: &OffsetCommitRequest
 fn finish(
     request: &OffsetCommitRequest,
     known: Vec<Option<i32>>,
-    outcome: Result<(CommitResult, Written), ErrorCode>,
+    outcome: Result<(CommitResult, Written), CoordinatorError>,
 ) -> OffsetCommitResponse {
     let mut results = match outcome {
         Ok((mut r, written)) => {
@@ -148,14 +148,14 @@ fn finish(
                 for (_, parts) in r.iter_mut() {
                     for (_, code) in parts.iter_mut() {
                         if *code == ErrorCode::NONE {
-                            *code = e;
+                            *code = e.into();
                         }
                     }
                 }
             }
             r.into_iter()
         }
-        Err(code) => return all_with(request, code.0),
+        Err(code) => return all_with(request, ErrorCode::from(code).0),
     };
     let unknown = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0;
     OffsetCommitResponse {

@@ -54,9 +54,9 @@ pub async fn handle(
     {
         Ok((r, Ok(()))) => r,
         // The tombstones were not written (NOT_COORDINATOR when leadership was lost).
-        Ok((r, Err(code))) if r.error_code == ErrorCode::NONE => return group_error(code),
+        Ok((r, Err(code))) if r.error_code == ErrorCode::NONE => return group_error(code.into()),
         Ok((r, Err(_))) => r,
-        Err(code) => return group_error(code),
+        Err(code) => return group_error(code.into()),
     };
     if result.error_code != ErrorCode::NONE {
         return group_error(result.error_code);

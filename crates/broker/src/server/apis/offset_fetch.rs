@@ -16,6 +16,7 @@ use protocol::messages::offset_fetch_response::{
 use protocol::messages::{OffsetFetchRequest, OffsetFetchResponse};
 
 use super::KafkaApis;
+use crate::group_coordinator::CoordinatorError;
 use crate::server::context::RequestContext;
 
 /// One group's answer: the coordinator's result, or a group-level error code.
@@ -24,9 +25,9 @@ fn fetch(
     group_id: &str,
     topics: Option<Vec<(String, Vec<i32>)>>,
 ) -> coordinator::OffsetFetchGroup {
-    let error = |code: protocol::ErrorCode| coordinator::OffsetFetchGroup {
+    let error = |e: CoordinatorError| coordinator::OffsetFetchGroup {
         group_id: group_id.to_string(),
-        error_code: code,
+        error_code: e.into(),
         topics: Vec::new(),
     };
     // An empty group id is just a group nobody joined (Kafka 4 answers its offsets as −1).

@@ -8,6 +8,7 @@
 //! stops coordinating the group is answered NOT_COORDINATOR (checked by
 //! `GroupCoordinatorService::sync_group`).
 
+use protocol::error::ErrorCode;
 use protocol::messages::{SyncGroupRequest, SyncGroupResponse};
 
 use super::KafkaApis;
@@ -39,7 +40,7 @@ pub async fn handle(
     };
     let result = apis.groups.sync_group(req).await;
     tracing::debug!(group = %group_id, member = %member_id,
-        result = ?result.as_ref().map(|r| (r.error_code.0, r.assignment.len())).map_err(|e| e.0), "SyncGroup answered");
+        result = ?result.as_ref().map(|r| (r.error_code.0, r.assignment.len())).map_err(|e| e.to_string()), "SyncGroup answered");
     match result {
         Ok(r) => SyncGroupResponse {
             error_code: r.error_code.0,
@@ -49,7 +50,7 @@ pub async fn handle(
             ..Default::default()
         },
         Err(code) => SyncGroupResponse {
-            error_code: code.0,
+            error_code: ErrorCode::from(code).0,
             ..Default::default()
         },
     }
