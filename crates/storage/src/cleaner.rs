@@ -63,7 +63,6 @@ use protocol::record::{
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -396,6 +395,7 @@ struct Plan {
     urgent: bool,
     /// Dirty enough or urgent.
     wanted: bool,
+    fs: crate::vfs::Fs,
     dir: std::path::PathBuf,
     config: crate::config::LogConfig,
 }
@@ -426,7 +426,12 @@ impl Cleaner {
     /// A cleaner for the logs of data directory `data_dir`, loading
     /// `cleaner-offset-checkpoint` (unreadable → start from scratch, with a warning).
     pub fn new(data_dir: &std::path::Path, config: CleanerConfig) -> Self {
-        let checkpoint = OffsetCheckpointFile::new(data_dir.join(CLEANER_OFFSET_CHECKPOINT));
+        Self::new_in(crate::vfs::real_fs(), data_dir, config)
+    }
+
+    /// [`new`](Self::new) on the file system `fs`.
+    pub fn new_in(fs: crate::vfs::Fs, data_dir: &std::path::Path, config: CleanerConfig) -> Self {
+        let checkpoint = OffsetCheckpointFile::new_in(fs, data_dir.join(CLEANER_OFFSET_CHECKPOINT));
         let first_dirty = match checkpoint.read() {
             Ok(m) => m
                 .into_iter()
@@ -517,6 +522,7 @@ impl Cleaner {
             ratio,
             urgent,
             wanted,
+            fs: view.fs.clone(),
             dir: view.dir.clone(),
             config: view.config.clone(),
         })
@@ -601,6 +607,7 @@ impl Cleaner {
         };
         let view_cfg = plan.config.clone();
         let dir = plan.dir.clone();
+        let fs = plan.fs.clone();
         let mut map = OffsetMap::new(self.config.dedupe_buffer_size);
         let dirty_end = plan
             .cleanable
@@ -649,6 +656,7 @@ impl Cleaner {
                 return Err(stopping());
             }
             let out = clean_segment(
+                &fs,
                 &dir,
                 seg,
                 &view_cfg,
@@ -716,6 +724,7 @@ struct SegmentOutcome {
 /// would equal the input (the cleaned files are then deleted).
 #[allow(clippy::too_many_arguments)]
 fn clean_segment(
+    fs: &crate::vfs::Fs,
     dir: &std::path::Path,
     seg: &CleanerSegment,
     cfg: &crate::config::LogConfig,
@@ -728,6 +737,7 @@ fn clean_segment(
     peak_buf: &mut usize,
 ) -> Result<SegmentOutcome, StorageError> {
     let mut out = LogSegment::create_cleaned(
+        fs,
         dir,
         seg.base_offset,
         cfg.index_interval_bytes,
@@ -805,7 +815,7 @@ fn clean_segment(
     drop(out);
     match &r {
         Ok(o) if o.changed => {}
-        _ => discard_cleaned(dir, seg.base_offset),
+        _ => discard_cleaned(fs, dir, seg.base_offset),
     }
     r
 }
@@ -952,7 +962,7 @@ pub struct LogCleaner {
 impl LogCleaner {
     /// Starts the cleaner thread for `manager`'s logs.
     pub fn start(manager: Arc<LogManager>, config: CleanerConfig) -> io::Result<LogCleaner> {
-        let mut cleaner = Cleaner::new(manager.dir(), config.clone());
+        let mut cleaner = Cleaner::new_in(manager.fs().clone(), manager.dir(), config.clone());
         // Crash injection for system tests: the process aborts right after the named step of
         // the first segment swap.
         let crash = std::env::var(CRASH_ENV)

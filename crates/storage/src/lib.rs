@@ -40,6 +40,7 @@ mod log;
 mod manager;
 mod producer_state;
 mod segment;
+pub mod vfs;
 
 pub use checkpoint::OffsetCheckpointFile;
 pub use cleaner::{
@@ -56,6 +57,7 @@ pub use manager::{
 };
 pub use producer_state::{BatchMetadata, ProducerStateEntry, ProducerStateManager};
 pub use segment::LogSegment;
+pub use vfs::{real_fs, FileSystem, Fs, RealFs, SimFs, StorageFile};
 
 /// Timestamp argument of [`Log::fetch_offset_by_timestamp`]: the log end offset.
 pub const LATEST_TIMESTAMP: i64 = -1;
@@ -77,6 +79,7 @@ pub fn offset_file_name(offset: i64, suffix: &str) -> String {
 pub fn records_to_bytes(records: &protocol::record::Records) -> std::io::Result<bytes::Bytes> {
     use protocol::record::Records;
     use std::os::unix::fs::FileExt;
+    // A `Records::File` comes from the real file system; a simulated one returns memory.
     match records {
         Records::Memory(b) => Ok(b.clone()),
         Records::File(slice) => {

@@ -104,7 +104,7 @@ impl Log {
             }
         }
         if res.is_ok() && self.needs_dir_fsync {
-            res = crate::checkpoint::fsync_dir(&self.dir);
+            res = self.fs.sync_dir(&self.dir);
         }
         if let Err(e) = res {
             return self.poison("fsync", e);
@@ -156,6 +156,7 @@ impl Log {
             .next_back()
             .map_or(i64::MIN, |(b, _)| *b);
         let mut job = FlushJob {
+            fs: self.fs.clone(),
             files: Vec::new(),
             paths: Vec::new(),
             dir: None,
@@ -256,7 +257,8 @@ impl Log {
             }
             self.producer_state.delete_all_snapshots()?;
             self.leader_epoch_cache.clear()?;
-            let seg = LogSegment::open(
+            let seg = LogSegment::open_in(
+                &self.fs,
                 &self.dir,
                 offset,
                 self.config.index_interval_bytes,
