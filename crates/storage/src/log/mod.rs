@@ -323,7 +323,10 @@ impl Log {
             recovery_point: 0,
             producer_state,
             leader_epoch_cache,
-            needs_dir_fsync: false,
+            // Segment files created by this open, or by an earlier process that crashed before
+            // fsyncing the directory, are durable names only after a directory fsync: the first
+            // flush does one (found by the SimFs crash simulation).
+            needs_dir_fsync: true,
             unflushed_messages: 0,
             last_flush_ms: now_ms,
             pending_roll_flush: None,
@@ -332,6 +335,13 @@ impl Log {
             fail_next_write: false,
         };
         log.load_segments(recover, recovery_point, &rebuild)?;
+        if recover {
+            // Recovery fsyncs the recovered segments and moves the recovery point to the LEO, so
+            // their names (possibly created by the crashed process and never made durable) and the
+            // removals it did must be durable too before that recovery point is checkpointed.
+            log.fs.sync_dir(dir)?;
+            log.needs_dir_fsync = false;
+        }
         log.recovery_point = if recover {
             log.log_end_offset
         } else {

@@ -247,6 +247,13 @@ impl SimFs {
         self.state.lock().fail_next_sync = true;
     }
 
+    /// Ends every injected fault (disk full, pending fsync failure).
+    pub fn clear_faults(&self) {
+        let mut st = self.state.lock();
+        st.disk_full = false;
+        st.fail_next_sync = false;
+    }
+
     /// The time stamped on written files (ms since the epoch), for retention by file age.
     pub fn set_now_ms(&self, now_ms: i64) {
         self.state.lock().now_ms = now_ms;
