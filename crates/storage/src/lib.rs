@@ -26,6 +26,9 @@
 //! (producer state: [`types::ProducerId`], [`types::ProducerEpoch`]); segments, indexes and checkpoint files
 //! keep raw integers inside the crate.
 //!
+//! File system: every file operation goes through [`vfs::FileSystem`] ([`RealFs`] in production,
+//! [`SimFs`] in crash simulations); see the `vfs` module.
+//!
 //! Threading: a [`Log`] is single-writer (`&mut self`); [`LogManager`] hands out
 //! `Arc<parking_lot::Mutex<Log>>`. Reads return a [`protocol::record::FileSlice`] holding an
 //! `Arc<File>`, so the bytes are read/sent after the lock is released.

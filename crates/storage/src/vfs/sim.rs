@@ -488,3 +488,81 @@ impl StorageFile for SimFile {
         Ok(Records::Memory(Bytes::from(buf)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup(seed: u64) -> (SimFs, FileRef) {
+        let fs = SimFs::new(seed);
+        fs.create_dir_all(Path::new("/d")).unwrap();
+        fs.sync_dir(Path::new("/")).unwrap();
+        let f = fs.open(Path::new("/d/f"), true).unwrap();
+        fs.sync_dir(Path::new("/d")).unwrap();
+        (fs, f)
+    }
+
+    #[test]
+    fn synced_writes_survive_and_unsynced_ones_keep_a_prefix() {
+        for seed in 0..100 {
+            let (fs, f) = setup(seed);
+            f.write_all_at(b"durable", 0).unwrap();
+            f.sync_data().unwrap();
+            f.write_all_at(b"-pending-more", 7).unwrap();
+            fs.crash();
+            let got = fs.read(Path::new("/d/f")).unwrap();
+            let full = b"durable-pending-more";
+            assert!(
+                got.len() >= 7 && full.starts_with(&got),
+                "seed {seed}: {got:?}"
+            );
+            assert!(f.read_at(&mut [0; 4], 0).is_err(), "stale handle works");
+        }
+    }
+
+    #[test]
+    fn directory_entries_need_a_directory_fsync() {
+        let (fs, f) = setup(1);
+        f.sync_data().unwrap();
+        fs.open(Path::new("/d/new"), true)
+            .unwrap()
+            .sync_data()
+            .unwrap();
+        fs.rename(Path::new("/d/f"), Path::new("/d/g")).unwrap();
+        fs.crash();
+        assert!(fs.exists(Path::new("/d/f")));
+        assert!(!fs.exists(Path::new("/d/g")) && !fs.exists(Path::new("/d/new")));
+        fs.rename(Path::new("/d/f"), Path::new("/d/g")).unwrap();
+        fs.sync_dir(Path::new("/d")).unwrap();
+        fs.crash();
+        assert!(fs.exists(Path::new("/d/g")) && !fs.exists(Path::new("/d/f")));
+    }
+
+    #[test]
+    fn faults() {
+        let (fs, f) = setup(3);
+        fs.set_disk_full(true);
+        let e = f.write_all_at(b"abc", 0).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENOSPC));
+        fs.set_disk_full(false);
+        f.write_all_at(b"abc", 0).unwrap();
+        fs.fail_next_sync();
+        assert!(f.sync_data().is_err());
+        assert!(fs.unsynced_ops() >= 1);
+        f.sync_data().unwrap();
+        assert_eq!(fs.unsynced_ops(), 0);
+    }
+
+    #[test]
+    fn same_seed_same_crash() {
+        let run = |seed| {
+            let (fs, f) = setup(seed);
+            for i in 0..20u8 {
+                f.write_all_at(&[i; 10], u64::from(i) * 10).unwrap();
+            }
+            fs.crash();
+            fs.read(Path::new("/d/f")).unwrap()
+        };
+        assert_eq!(run(9), run(9));
+    }
+}
