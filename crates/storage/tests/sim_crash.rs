@@ -3,8 +3,9 @@
 //! losses (unsynced writes lost or torn, unsynced directory entries undone), each followed by a
 //! normal reopen with recovery and a check of what a broker would serve.
 //!
-//! `SIM_SEEDS=<n>` runs n seeds (default 200); `SIM_SEED=<s>` runs only seed s. Every failure
-//! names its seed.
+//! `SIM_SEEDS=<n>` runs n seeds (default 200); `SIM_SEED=<s>` runs only seed s; `SIM_TRACE=1`
+//! prints every step; `SIM_TRUNCATE=1` adds follower truncations (an open bug, see `step`). Every
+//! failure names its seed.
 
 use bytes::Bytes;
 use protocol::record::{batches, Compression, RecordBatchBuilder, Records};
@@ -219,6 +220,25 @@ impl Sim {
                 self.model.flushed = log.lock().log_end_offset().get();
             }
             return Ok(false);
+        } else if r < 96 && std::env::var("SIM_TRUNCATE").is_ok() {
+            // A follower's truncation (OffsetForLeaderEpoch), possibly below the flushed offset.
+            // Off by default: open bug — the recovery-point checkpoint stays ahead of a truncated
+            // log until the next LogManager::checkpoint, so a restart in between trusts the
+            // unflushed appends made after the truncation (e.g. SIM_TRUNCATE=1 SIM_SEED=95).
+            let mut l = log.lock();
+            let to = self.rng.below(l.log_end_offset().get() as u64 + 1) as i64;
+            match l.truncate_to(Offset(to)) {
+                Ok(()) => {
+                    // Whole batches go: the LEO may end below `to`.
+                    let leo = l.log_end_offset().get();
+                    self.model.values.split_off(&leo);
+                    self.model.flushed = self.model.flushed.min(leo);
+                }
+                Err(StorageError::LogOffline(_)) => {}
+                // Failed midway (EIO, ENOSPC): the batch holding `to` (at most 8 records) and
+                // everything after may be gone after a crash.
+                Err(_) => self.model.flushed = self.model.flushed.min((to - 7).max(0)),
+            }
         } else {
             return Ok(false);
         }
