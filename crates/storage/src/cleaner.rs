@@ -423,14 +423,9 @@ impl std::fmt::Debug for Cleaner {
 }
 
 impl Cleaner {
-    /// A cleaner for the logs of data directory `data_dir`, loading
+    /// A cleaner for the logs of data directory `data_dir` on `fs`, loading
     /// `cleaner-offset-checkpoint` (unreadable → start from scratch, with a warning).
-    pub fn new(data_dir: &std::path::Path, config: CleanerConfig) -> Self {
-        Self::new_in(crate::vfs::real_fs(), data_dir, config)
-    }
-
-    /// [`new`](Self::new) on the file system `fs`.
-    pub fn new_in(fs: crate::vfs::Fs, data_dir: &std::path::Path, config: CleanerConfig) -> Self {
+    pub fn new(fs: crate::vfs::Fs, data_dir: &std::path::Path, config: CleanerConfig) -> Self {
         let checkpoint = OffsetCheckpointFile::new_in(fs, data_dir.join(CLEANER_OFFSET_CHECKPOINT));
         let first_dirty = match checkpoint.read() {
             Ok(m) => m
@@ -605,9 +600,6 @@ impl Cleaner {
             first_dirty_offset: plan.first_dirty,
             ..Default::default()
         };
-        let view_cfg = plan.config.clone();
-        let dir = plan.dir.clone();
-        let fs = plan.fs.clone();
         let mut map = OffsetMap::new(self.config.dedupe_buffer_size);
         let dirty_end = plan
             .cleanable
@@ -656,10 +648,8 @@ impl Cleaner {
                 return Err(stopping());
             }
             let out = clean_segment(
-                &fs,
-                &dir,
+                &plan,
                 seg,
-                &view_cfg,
                 &map,
                 end,
                 now_ms,
@@ -724,10 +714,8 @@ struct SegmentOutcome {
 /// would equal the input (the cleaned files are then deleted).
 #[allow(clippy::too_many_arguments)]
 fn clean_segment(
-    fs: &crate::vfs::Fs,
-    dir: &std::path::Path,
+    plan: &Plan,
     seg: &CleanerSegment,
-    cfg: &crate::config::LogConfig,
     map: &OffsetMap,
     end: i64,
     now_ms: i64,
@@ -736,9 +724,10 @@ fn clean_segment(
     stop: &AtomicBool,
     peak_buf: &mut usize,
 ) -> Result<SegmentOutcome, StorageError> {
+    let cfg = &plan.config;
     let mut out = LogSegment::create_cleaned(
-        fs,
-        dir,
+        &plan.fs,
+        &plan.dir,
         seg.base_offset,
         cfg.index_interval_bytes,
         cfg.segment_index_bytes,
@@ -815,7 +804,7 @@ fn clean_segment(
     drop(out);
     match &r {
         Ok(o) if o.changed => {}
-        _ => discard_cleaned(fs, dir, seg.base_offset),
+        _ => discard_cleaned(&plan.fs, &plan.dir, seg.base_offset),
     }
     r
 }
@@ -962,7 +951,7 @@ pub struct LogCleaner {
 impl LogCleaner {
     /// Starts the cleaner thread for `manager`'s logs.
     pub fn start(manager: Arc<LogManager>, config: CleanerConfig) -> io::Result<LogCleaner> {
-        let mut cleaner = Cleaner::new_in(manager.fs().clone(), manager.dir(), config.clone());
+        let mut cleaner = Cleaner::new(manager.fs().clone(), manager.dir(), config.clone());
         // Crash injection for system tests: the process aborts right after the named step of
         // the first segment swap.
         let crash = std::env::var(CRASH_ENV)
