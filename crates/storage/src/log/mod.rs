@@ -5,6 +5,7 @@
 //! (retention, flush, truncation, close) add to it.
 
 mod append;
+mod layout;
 mod maintenance;
 mod read;
 
@@ -265,36 +266,7 @@ impl Log {
         let recovery_point = recovery_point.get();
         fs.create_dir_all(dir)?;
         let rebuild = complete_swaps(&fs, dir)?;
-        let mut bases = Vec::new();
-        for entry in fs.read_dir(dir)? {
-            let name = entry.name;
-            if is_leftover(&name) {
-                let _ = fs.remove_file(&dir.join(&name));
-                continue;
-            }
-            if let Some(stem) = name.strip_suffix(".log") {
-                if let Ok(o) = stem.parse::<i64>() {
-                    bases.push(o);
-                }
-            }
-        }
-        bases.sort_unstable();
-        // Index files whose .log is missing are stale.
-        for entry in fs.read_dir(dir)? {
-            let name = entry.name;
-            for suffix in [".index", ".timeindex"] {
-                if let Some(stem) = name.strip_suffix(suffix) {
-                    if let Ok(o) = stem.parse::<i64>() {
-                        if bases.binary_search(&o).is_err() {
-                            let _ = fs.remove_file(&dir.join(&name));
-                        }
-                    }
-                }
-            }
-        }
-        if bases.is_empty() {
-            bases.push(0);
-        }
+        let bases = layout::segment_bases(&fs, dir)?;
         let mut segments = BTreeMap::new();
         for &b in &bases {
             segments.insert(
@@ -323,9 +295,7 @@ impl Log {
             recovery_point: 0,
             producer_state,
             leader_epoch_cache,
-            // Segment files created by this open, or by an earlier process that crashed before
-            // fsyncing the directory, are durable names only after a directory fsync: the first
-            // flush does one (found by the SimFs crash simulation).
+            // Segment files created now (or by a crashed process) need a directory fsync to last.
             needs_dir_fsync: true,
             unflushed_messages: 0,
             last_flush_ms: now_ms,
@@ -336,9 +306,8 @@ impl Log {
         };
         log.load_segments(recover, recovery_point, &rebuild)?;
         if recover {
-            // Recovery fsyncs the recovered segments and moves the recovery point to the LEO, so
-            // their names (possibly created by the crashed process and never made durable) and the
-            // removals it did must be durable too before that recovery point is checkpointed.
+            // The recovery point moves to the LEO: the names of the segments below it (maybe created
+            // by the crashed process) and recovery's removals must be durable (SimFs found it).
             log.fs.sync_dir(dir)?;
             log.needs_dir_fsync = false;
         }
