@@ -1,8 +1,8 @@
 //! Kafka's offset checkpoint files and `partition.metadata`.
 
+use crate::vfs::{real_fs, Fs};
 use std::collections::HashMap;
-use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 /// A checkpoint file mapping (topic, partition) → offset, Kafka's text format:
@@ -18,13 +18,22 @@ use std::path::{Path, PathBuf};
 /// as empty; a malformed one is an `InvalidData` error.
 #[derive(Debug, Clone)]
 pub struct OffsetCheckpointFile {
+    fs: Fs,
     path: PathBuf,
 }
 
 impl OffsetCheckpointFile {
-    /// The checkpoint at `path`.
+    /// The checkpoint at `path` on the real file system.
     pub fn new(path: impl Into<PathBuf>) -> Self {
-        OffsetCheckpointFile { path: path.into() }
+        Self::new_in(real_fs(), path)
+    }
+
+    /// The checkpoint at `path` on `fs`.
+    pub fn new_in(fs: Fs, path: impl Into<PathBuf>) -> Self {
+        OffsetCheckpointFile {
+            fs,
+            path: path.into(),
+        }
     }
 
     /// Writes all entries.
@@ -35,13 +44,15 @@ impl OffsetCheckpointFile {
         for ((t, p), o) in v {
             s.push_str(&format!("{t} {p} {o}\n"));
         }
-        write_atomically(&self.path, s.as_bytes())
+        write_atomically(&self.fs, &self.path, s.as_bytes())
     }
 
     /// Reads all entries (empty when the file doesn't exist).
     pub fn read(&self) -> io::Result<HashMap<(String, i32), i64>> {
-        let s = match fs::read_to_string(&self.path) {
-            Ok(s) => s,
+        let s = match self.fs.read(&self.path) {
+            Ok(b) => {
+                String::from_utf8(b).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(HashMap::new()),
             Err(e) => return Err(e),
         };
@@ -78,23 +89,18 @@ impl OffsetCheckpointFile {
 }
 
 /// Writes `data` to `path` via a temp file + fsync + rename + directory fsync.
-pub(crate) fn write_atomically(path: &Path, data: &[u8]) -> io::Result<()> {
+pub(crate) fn write_atomically(fs: &Fs, path: &Path, data: &[u8]) -> io::Result<()> {
     let tmp = path.with_extension("tmp");
     {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(data)?;
+        let f = fs.create(&tmp)?;
+        f.write_all_at(data, 0)?;
         f.sync_all()?;
     }
-    fs::rename(&tmp, path)?;
+    fs.rename(&tmp, path)?;
     if let Some(dir) = path.parent() {
-        fsync_dir(dir)?;
+        fs.sync_dir(dir)?;
     }
     Ok(())
-}
-
-/// fsyncs a directory (makes renames/creates durable).
-pub(crate) fn fsync_dir(dir: &Path) -> io::Result<()> {
-    fs::File::open(dir)?.sync_all()
 }
 
 const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
@@ -137,14 +143,18 @@ pub(crate) fn uuid_from_base64(s: &str) -> Option<uuid::Uuid> {
 }
 
 /// `partition.metadata` (Kafka's format): `version: 0\ntopic_id: <base64url uuid>\n`.
-pub(crate) fn write_partition_metadata(dir: &Path, topic_id: &uuid::Uuid) -> io::Result<()> {
+pub(crate) fn write_partition_metadata(
+    fs: &Fs,
+    dir: &Path,
+    topic_id: &uuid::Uuid,
+) -> io::Result<()> {
     let s = format!("version: 0\ntopic_id: {}\n", uuid_to_base64(topic_id));
-    write_atomically(&dir.join("partition.metadata"), s.as_bytes())
+    write_atomically(fs, &dir.join("partition.metadata"), s.as_bytes())
 }
 
 /// Reads `partition.metadata`; `None` when missing or unreadable.
-pub(crate) fn read_partition_metadata(dir: &Path) -> Option<uuid::Uuid> {
-    let s = fs::read_to_string(dir.join("partition.metadata")).ok()?;
+pub(crate) fn read_partition_metadata(fs: &Fs, dir: &Path) -> Option<uuid::Uuid> {
+    let s = String::from_utf8(fs.read(&dir.join("partition.metadata")).ok()?).ok()?;
     s.lines()
         .find_map(|l| l.strip_prefix("topic_id:"))
         .and_then(|v| uuid_from_base64(v.trim()))
@@ -153,6 +163,7 @@ pub(crate) fn read_partition_metadata(dir: &Path) -> Option<uuid::Uuid> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn checkpoint_round_trip() {
@@ -187,7 +198,7 @@ mod tests {
         );
         let d = tempfile::tempdir().unwrap();
         let u = uuid::Uuid::new_v4();
-        write_partition_metadata(d.path(), &u).unwrap();
-        assert_eq!(read_partition_metadata(d.path()), Some(u));
+        write_partition_metadata(&real_fs(), d.path(), &u).unwrap();
+        assert_eq!(read_partition_metadata(&real_fs(), d.path()), Some(u));
     }
 }

@@ -63,7 +63,6 @@ use protocol::record::{
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -396,6 +395,7 @@ struct Plan {
     urgent: bool,
     /// Dirty enough or urgent.
     wanted: bool,
+    fs: crate::vfs::Fs,
     dir: std::path::PathBuf,
     config: crate::config::LogConfig,
 }
@@ -423,10 +423,10 @@ impl std::fmt::Debug for Cleaner {
 }
 
 impl Cleaner {
-    /// A cleaner for the logs of data directory `data_dir`, loading
+    /// A cleaner for the logs of data directory `data_dir` on `fs`, loading
     /// `cleaner-offset-checkpoint` (unreadable → start from scratch, with a warning).
-    pub fn new(data_dir: &std::path::Path, config: CleanerConfig) -> Self {
-        let checkpoint = OffsetCheckpointFile::new(data_dir.join(CLEANER_OFFSET_CHECKPOINT));
+    pub fn new(fs: crate::vfs::Fs, data_dir: &std::path::Path, config: CleanerConfig) -> Self {
+        let checkpoint = OffsetCheckpointFile::new_in(fs, data_dir.join(CLEANER_OFFSET_CHECKPOINT));
         let first_dirty = match checkpoint.read() {
             Ok(m) => m
                 .into_iter()
@@ -517,6 +517,7 @@ impl Cleaner {
             ratio,
             urgent,
             wanted,
+            fs: view.fs.clone(),
             dir: view.dir.clone(),
             config: view.config.clone(),
         })
@@ -599,8 +600,6 @@ impl Cleaner {
             first_dirty_offset: plan.first_dirty,
             ..Default::default()
         };
-        let view_cfg = plan.config.clone();
-        let dir = plan.dir.clone();
         let mut map = OffsetMap::new(self.config.dedupe_buffer_size);
         let dirty_end = plan
             .cleanable
@@ -649,9 +648,8 @@ impl Cleaner {
                 return Err(stopping());
             }
             let out = clean_segment(
-                &dir,
+                &plan,
                 seg,
-                &view_cfg,
                 &map,
                 end,
                 now_ms,
@@ -716,9 +714,8 @@ struct SegmentOutcome {
 /// would equal the input (the cleaned files are then deleted).
 #[allow(clippy::too_many_arguments)]
 fn clean_segment(
-    dir: &std::path::Path,
+    plan: &Plan,
     seg: &CleanerSegment,
-    cfg: &crate::config::LogConfig,
     map: &OffsetMap,
     end: i64,
     now_ms: i64,
@@ -727,8 +724,10 @@ fn clean_segment(
     stop: &AtomicBool,
     peak_buf: &mut usize,
 ) -> Result<SegmentOutcome, StorageError> {
+    let cfg = &plan.config;
     let mut out = LogSegment::create_cleaned(
-        dir,
+        &plan.fs,
+        &plan.dir,
         seg.base_offset,
         cfg.index_interval_bytes,
         cfg.segment_index_bytes,
@@ -805,7 +804,7 @@ fn clean_segment(
     drop(out);
     match &r {
         Ok(o) if o.changed => {}
-        _ => discard_cleaned(dir, seg.base_offset),
+        _ => discard_cleaned(&plan.fs, &plan.dir, seg.base_offset),
     }
     r
 }
@@ -952,7 +951,7 @@ pub struct LogCleaner {
 impl LogCleaner {
     /// Starts the cleaner thread for `manager`'s logs.
     pub fn start(manager: Arc<LogManager>, config: CleanerConfig) -> io::Result<LogCleaner> {
-        let mut cleaner = Cleaner::new(manager.dir(), config.clone());
+        let mut cleaner = Cleaner::new(manager.fs().clone(), manager.dir(), config.clone());
         // Crash injection for system tests: the process aborts right after the named step of
         // the first segment swap.
         let crash = std::env::var(CRASH_ENV)

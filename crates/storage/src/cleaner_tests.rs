@@ -105,7 +105,7 @@ fn tp() -> TopicPartition {
 }
 
 fn cleaner(dir: &Path) -> Cleaner {
-    Cleaner::new(dir, CleanerConfig::default())
+    Cleaner::new(crate::real_fs(), dir, CleanerConfig::default())
 }
 
 /// Appends `rounds` rounds over `keys` keys ("k<i>" → "v<round>-<i>") in batches of 5,
@@ -306,6 +306,7 @@ fn small_offset_map_cleans_in_rounds() {
     expected.sort();
     // Room for ~56 keys: several rounds needed.
     let mut c = Cleaner::new(
+        crate::real_fs(),
         d.path(),
         CleanerConfig {
             dedupe_buffer_size: 64 * 25 * 2,
@@ -326,7 +327,7 @@ fn small_offset_map_cleans_in_rounds() {
     }
     let mut full = cleaner(d.path());
     full.clean_log(&tp(), &log, NOW).unwrap();
-    let mut full2 = Cleaner::new(d.path(), CleanerConfig::default());
+    let mut full2 = Cleaner::new(crate::real_fs(), d.path(), CleanerConfig::default());
     full2.clean_log(&tp(), &log, NOW).unwrap();
     assert_eq!(read_all(&log), expected);
 }
@@ -458,6 +459,7 @@ fn cleaner_matches_model() {
         };
         let mut log = open(d.path(), cfg.clone(), false);
         let mut c = Cleaner::new(
+            crate::real_fs(),
             d.path(),
             CleanerConfig {
                 dedupe_buffer_size: if rng.gen_bool(0.5) { 2000 } else { 1 << 20 },

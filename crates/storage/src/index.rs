@@ -1,14 +1,14 @@
 //! Sparse offset and time indexes of a log segment.
 
-use std::fs::{File, OpenOptions};
+use crate::vfs::{real_fs, FileRef, Fs};
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 /// An append-only file of fixed-size entries, loaded into memory on first lookup (so opening a
 /// segment costs one `stat`, not a read).
 #[derive(Debug)]
 struct IndexFile {
+    fs: Fs,
     path: PathBuf,
     entry_size: usize,
     max_entries: usize,
@@ -17,24 +17,25 @@ struct IndexFile {
     /// Number of entries (on disk == in memory once loaded).
     len: usize,
     /// Open handle, `None` while released (inactive segments hold no index descriptors).
-    file: Option<File>,
+    file: Option<FileRef>,
     dirty: bool,
     /// File length was not a multiple of the entry size when opened.
     torn: bool,
 }
 
 impl IndexFile {
-    fn open(path: &Path, entry_size: usize, max_bytes: u64) -> io::Result<Self> {
-        let disk_len = match std::fs::metadata(path) {
-            Ok(m) => m.len(),
+    fn open(fs: Fs, path: &Path, entry_size: usize, max_bytes: u64) -> io::Result<Self> {
+        let disk_len = match fs.len(path) {
+            Ok(l) => l,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                File::create(path)?;
+                fs.create(path)?;
                 0
             }
             Err(e) => return Err(e),
         };
         let torn = disk_len % entry_size as u64 != 0;
         Ok(IndexFile {
+            fs,
             path: path.to_path_buf(),
             entry_size,
             max_entries: ((max_bytes / entry_size as u64).max(1)) as usize,
@@ -46,10 +47,9 @@ impl IndexFile {
         })
     }
 
-    fn handle(&mut self) -> io::Result<&File> {
+    fn handle(&mut self) -> io::Result<&FileRef> {
         if self.file.is_none() {
-            let f = OpenOptions::new().read(true).write(true).open(&self.path)?;
-            self.file = Some(f);
+            self.file = Some(self.fs.open(&self.path, false)?);
         }
         Ok(self.file.as_ref().expect("opened"))
     }
@@ -171,9 +171,19 @@ impl OffsetIndex {
 
     /// Opens (creating if missing) the index at `path`; reads nothing yet.
     pub fn open(path: &Path, base_offset: i64, max_index_bytes: u64) -> io::Result<Self> {
+        Self::open_in(real_fs(), path, base_offset, max_index_bytes)
+    }
+
+    /// [`open`](Self::open) on `fs`.
+    pub fn open_in(
+        fs: Fs,
+        path: &Path,
+        base_offset: i64,
+        max_index_bytes: u64,
+    ) -> io::Result<Self> {
         Ok(OffsetIndex {
             base_offset,
-            inner: IndexFile::open(path, Self::ENTRY_SIZE, max_index_bytes)?,
+            inner: IndexFile::open(fs, path, Self::ENTRY_SIZE, max_index_bytes)?,
         })
     }
 
@@ -336,9 +346,19 @@ impl TimeIndex {
 
     /// Opens (creating if missing) the index at `path`; reads nothing yet.
     pub fn open(path: &Path, base_offset: i64, max_index_bytes: u64) -> io::Result<Self> {
+        Self::open_in(real_fs(), path, base_offset, max_index_bytes)
+    }
+
+    /// [`open`](Self::open) on `fs`.
+    pub fn open_in(
+        fs: Fs,
+        path: &Path,
+        base_offset: i64,
+        max_index_bytes: u64,
+    ) -> io::Result<Self> {
         Ok(TimeIndex {
             base_offset,
-            inner: IndexFile::open(path, Self::ENTRY_SIZE, max_index_bytes)?,
+            inner: IndexFile::open(fs, path, Self::ENTRY_SIZE, max_index_bytes)?,
         })
     }
 

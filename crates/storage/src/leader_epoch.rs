@@ -1,6 +1,7 @@
 //! Leader epoch cache of one partition (Kafka's `LeaderEpochFileCache`).
 
 use crate::checkpoint::write_atomically;
+use crate::vfs::{real_fs, Fs};
 use std::io;
 use std::path::{Path, PathBuf};
 use types::{LeaderEpoch, Offset};
@@ -17,6 +18,7 @@ pub const LEADER_EPOCH_CHECKPOINT: &str = "leader-epoch-checkpoint";
 /// Recovery rule: loaded at open; entries at or beyond the recovered log end are dropped.
 #[derive(Debug)]
 pub struct LeaderEpochFileCache {
+    fs: Fs,
     path: PathBuf,
     entries: Vec<(LeaderEpoch, Offset)>,
 }
@@ -25,12 +27,19 @@ impl LeaderEpochFileCache {
     /// Loads the cache of partition directory `dir` (empty when the file is missing or
     /// malformed).
     pub fn load(dir: &Path) -> Self {
+        Self::load_in(real_fs(), dir)
+    }
+
+    /// [`load`](Self::load) on `fs`.
+    pub fn load_in(fs: Fs, dir: &Path) -> Self {
         let path = dir.join(LEADER_EPOCH_CHECKPOINT);
-        let entries = std::fs::read_to_string(&path)
+        let entries = fs
+            .read(&path)
             .ok()
+            .and_then(|b| String::from_utf8(b).ok())
             .and_then(|s| parse(&s))
             .unwrap_or_default();
-        LeaderEpochFileCache { path, entries }
+        LeaderEpochFileCache { fs, path, entries }
     }
 
     /// The entries, ascending.
@@ -119,7 +128,7 @@ impl LeaderEpochFileCache {
         for (e, o) in &self.entries {
             s.push_str(&format!("{e} {o}\n"));
         }
-        write_atomically(&self.path, s.as_bytes())
+        write_atomically(&self.fs, &self.path, s.as_bytes())
     }
 }
 

@@ -26,6 +26,9 @@
 //! (producer state: [`types::ProducerId`], [`types::ProducerEpoch`]); segments, indexes and checkpoint files
 //! keep raw integers inside the crate.
 //!
+//! File system: every file operation goes through [`vfs::FileSystem`] ([`RealFs`] in production,
+//! [`SimFs`] in crash simulations); see the `vfs` module.
+//!
 //! Threading: a [`Log`] is single-writer (`&mut self`); [`LogManager`] hands out
 //! `Arc<parking_lot::Mutex<Log>>`. Reads return a [`protocol::record::FileSlice`] holding an
 //! `Arc<File>`, so the bytes are read/sent after the lock is released.
@@ -41,6 +44,7 @@ mod log_dir;
 mod manager;
 mod producer_state;
 mod segment;
+pub mod vfs;
 
 pub use checkpoint::OffsetCheckpointFile;
 pub use cleaner::{
@@ -58,6 +62,7 @@ pub use manager::{
 };
 pub use producer_state::{BatchMetadata, ProducerStateEntry, ProducerStateManager};
 pub use segment::LogSegment;
+pub use vfs::{real_fs, FileSystem, Fs, RealFs, SimFs, StorageFile};
 
 /// Timestamp argument of [`Log::fetch_offset_by_timestamp`]: the log end offset.
 pub const LATEST_TIMESTAMP: i64 = -1;
@@ -79,6 +84,7 @@ pub fn offset_file_name(offset: i64, suffix: &str) -> String {
 pub fn records_to_bytes(records: &protocol::record::Records) -> std::io::Result<bytes::Bytes> {
     use protocol::record::Records;
     use std::os::unix::fs::FileExt;
+    // A `Records::File` comes from the real file system; a simulated one returns memory.
     match records {
         Records::Memory(b) => Ok(b.clone()),
         Records::File(slice) => {

@@ -7,8 +7,8 @@
 //! controller, and probes it ([`probe_dir`]) until a probe succeeds, when
 //! [`crate::LogManager::try_recover_dir`] reopens every log with recovery and marks the dir online.
 
-use std::fs;
-use std::io::{self, Write};
+use crate::vfs::Fs;
+use std::io;
 use std::path::{Path, PathBuf};
 
 use parking_lot::Mutex;
@@ -86,15 +86,15 @@ impl LogDirHealth {
 
 /// Checks that `dir` takes writes again: creates [`DIR_PROBE_FILE`], writes one page, fsyncs it, deletes
 /// it and fsyncs the directory. Errors: the first I/O error (ENOSPC while the file system is full).
-pub fn probe_dir(dir: &Path) -> io::Result<()> {
+pub fn probe_dir(fs: &Fs, dir: &Path) -> io::Result<()> {
     let path = dir.join(DIR_PROBE_FILE);
     let result = (|| {
-        let mut f = fs::File::create(&path)?;
-        f.write_all(&[0u8; PROBE_BYTES])?;
+        let f = fs.create(&path)?;
+        f.write_all_at(&[0u8; PROBE_BYTES], 0)?;
         f.sync_all()
     })();
-    let removed = fs::remove_file(&path);
+    let removed = fs.remove_file(&path);
     result?;
     removed?;
-    crate::checkpoint::fsync_dir(dir)
+    fs.sync_dir(dir)
 }

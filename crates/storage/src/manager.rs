@@ -1,16 +1,15 @@
 //! [`LogManager`]: all partition logs of one data directory.
 
 use crate::checkpoint::{
-    fsync_dir, read_partition_metadata, write_atomically, write_partition_metadata,
-    OffsetCheckpointFile,
+    read_partition_metadata, write_atomically, write_partition_metadata, OffsetCheckpointFile,
 };
 use crate::config::LogConfig;
 use crate::error::StorageError;
 use crate::log::Log;
 use crate::log_dir::{probe_dir, LogDirHealth};
+use crate::vfs::{real_fs, Fs};
 use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use types::Offset;
@@ -90,6 +89,7 @@ type LogMap = HashMap<TopicPartition, Arc<Mutex<Log>>>;
 /// Thread-safety: each log is an `Arc<parking_lot::Mutex<Log>>`; hold the lock only for the
 /// duration of one call (reads return file slices consumed after unlocking).
 pub struct LogManager {
+    fs: Fs,
     dir: PathBuf,
     logs: RwLock<LogMap>,
     had_clean_shutdown: bool,
@@ -107,12 +107,22 @@ impl LogManager {
         config_for: impl Fn(&str) -> LogConfig,
         now_ms: i64,
     ) -> Result<Self, StorageError> {
+        Self::open_in(real_fs(), dir, config_for, now_ms)
+    }
+
+    /// [`open`](Self::open) on the file system `fs` (a [`crate::SimFs`] in simulations).
+    pub fn open_in(
+        fs: Fs,
+        dir: impl Into<PathBuf>,
+        config_for: impl Fn(&str) -> LogConfig,
+        now_ms: i64,
+    ) -> Result<Self, StorageError> {
         let dir = dir.into();
-        fs::create_dir_all(&dir)?;
+        fs.create_dir_all(&dir)?;
         let marker = dir.join(CLEAN_SHUTDOWN_FILE);
-        let clean = marker.exists();
+        let clean = fs.exists(&marker);
         let read_cp = |name: &str| {
-            OffsetCheckpointFile::new(dir.join(name))
+            OffsetCheckpointFile::new_in(fs.clone(), dir.join(name))
                 .read()
                 .unwrap_or_else(|e| {
                     tracing::warn!(error = %e, "ignoring unreadable checkpoint file");
@@ -124,14 +134,14 @@ impl LogManager {
         let hws = read_cp(REPLICATION_CHECKPOINT);
         let health = Arc::new(LogDirHealth::default());
         let mut logs = HashMap::new();
-        for entry in fs::read_dir(&dir)? {
-            let entry = entry?;
-            if !entry.file_type()?.is_dir() {
+        for entry in fs.read_dir(&dir)? {
+            if !entry.is_dir {
                 continue;
             }
-            let name = entry.file_name().to_string_lossy().into_owned();
+            let name = entry.name;
+            let path = dir.join(&name);
             if name.ends_with("-delete") {
-                fs::remove_dir_all(entry.path())?;
+                fs.remove_dir_all(&path)?;
                 continue;
             }
             // The metadata quorum's own Raft log (cluster mode) lives beside the partitions, as in Kafka.
@@ -139,14 +149,15 @@ impl LogManager {
                 continue;
             }
             let Some(tp) = TopicPartition::from_dir_name(&name) else {
-                tracing::warn!(dir = %entry.path().display(), "ignoring directory that is not <topic>-<partition>");
+                tracing::warn!(dir = %path.display(), "ignoring directory that is not <topic>-<partition>");
                 continue;
             };
             let key = (tp.topic.clone(), tp.partition);
-            let topic_id = read_partition_metadata(&entry.path()).unwrap_or(uuid::Uuid::nil());
+            let topic_id = read_partition_metadata(&fs, &path).unwrap_or(uuid::Uuid::nil());
             let rp = recovery_points.get(&key).copied().unwrap_or(0);
-            let mut log = Log::open(
-                &entry.path(),
+            let mut log = Log::open_in(
+                fs.clone(),
+                &path,
                 config_for(&tp.topic),
                 topic_id,
                 !clean,
@@ -163,17 +174,23 @@ impl LogManager {
             logs.insert(tp, Arc::new(Mutex::new(log)));
         }
         if clean {
-            fs::remove_file(&marker)?;
-            fsync_dir(&dir)?;
+            fs.remove_file(&marker)?;
+            fs.sync_dir(&dir)?;
         }
         tracing::info!(dir = %dir.display(), logs = logs.len(), clean, "log manager started");
         Ok(LogManager {
+            fs,
             dir,
             logs: RwLock::new(logs),
             had_clean_shutdown: clean,
             create_lock: Mutex::new(()),
             health,
         })
+    }
+
+    /// The file system the data directory is on.
+    pub fn fs(&self) -> &Fs {
+        &self.fs
     }
 
     /// The data directory.
@@ -238,10 +255,11 @@ impl LogManager {
             )));
         }
         let path = self.dir.join(tp.dir_name());
-        fs::create_dir_all(&path)?;
-        write_partition_metadata(&path, &topic_id)?;
-        fsync_dir(&self.dir)?;
-        let mut log = Log::open(
+        self.fs.create_dir_all(&path)?;
+        write_partition_metadata(&self.fs, &path, &topic_id)?;
+        self.fs.sync_dir(&self.dir)?;
+        let mut log = Log::open_in(
+            self.fs.clone(),
             &path,
             config,
             topic_id,
@@ -269,7 +287,7 @@ impl LogManager {
             )));
         }
         if stored.is_nil() && !topic_id.is_nil() {
-            write_partition_metadata(l.dir(), &topic_id)?;
+            write_partition_metadata(&self.fs, l.dir(), &topic_id)?;
         }
         Ok(())
     }
@@ -290,10 +308,10 @@ impl LogManager {
             tp.dir_name(),
             uuid::Uuid::new_v4().simple()
         ));
-        fs::rename(&from, &to)?;
-        fsync_dir(&self.dir)?;
+        self.fs.rename(&from, &to)?;
+        self.fs.sync_dir(&self.dir)?;
         drop(guard);
-        fs::remove_dir_all(&to)?;
+        self.fs.remove_dir_all(&to)?;
         Ok(true)
     }
 
@@ -314,9 +332,10 @@ impl LogManager {
             ls.insert(key.clone(), l.log_start_offset().get());
             hw.insert(key, l.high_watermark().get());
         }
-        OffsetCheckpointFile::new(self.dir.join(RECOVERY_POINT_CHECKPOINT)).write(&rp)?;
-        OffsetCheckpointFile::new(self.dir.join(LOG_START_CHECKPOINT)).write(&ls)?;
-        OffsetCheckpointFile::new(self.dir.join(REPLICATION_CHECKPOINT)).write(&hw)?;
+        let cp = |name: &str| OffsetCheckpointFile::new_in(self.fs.clone(), self.dir.join(name));
+        cp(RECOVERY_POINT_CHECKPOINT).write(&rp)?;
+        cp(LOG_START_CHECKPOINT).write(&ls)?;
+        cp(REPLICATION_CHECKPOINT).write(&hw)?;
         Ok(())
     }
 
@@ -378,7 +397,7 @@ impl LogManager {
             return Err(e);
         }
         self.checkpoint()?;
-        write_atomically(&self.dir.join(CLEAN_SHUTDOWN_FILE), b"")?;
+        write_atomically(&self.fs, &self.dir.join(CLEAN_SHUTDOWN_FILE), b"")?;
         Ok(())
     }
 
@@ -410,9 +429,9 @@ impl LogManager {
         if !self.health.is_offline() {
             return Ok(false);
         }
-        probe_dir(&self.dir)?;
-        if let Some(p) = self.health.failed_path().filter(|p| p.is_dir()) {
-            probe_dir(&p)?;
+        probe_dir(&self.fs, &self.dir)?;
+        if let Some(p) = self.health.failed_path().filter(|p| self.fs.exists(p)) {
+            probe_dir(&self.fs, &p)?;
         }
         let _g = self.create_lock.lock();
         for (tp, log) in self.all_logs() {

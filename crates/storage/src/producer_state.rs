@@ -2,9 +2,9 @@
 
 use crate::error::StorageError;
 use crate::offset_file_name;
+use crate::vfs::{real_fs, Fs};
 use protocol::record::{increment_sequence, RecordBatchHeader, NO_PRODUCER_EPOCH};
 use std::collections::{BTreeSet, HashMap, VecDeque};
-use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use types::{Offset, ProducerEpoch, ProducerId};
@@ -118,6 +118,7 @@ fn in_sequence(last_seq: i32, next_seq: i32) -> bool {
 /// unreadable ones skipped), then batch headers from its offset to the log end are replayed.
 #[derive(Debug)]
 pub struct ProducerStateManager {
+    fs: Fs,
     dir: PathBuf,
     producers: HashMap<i64, ProducerStateEntry>,
     /// Offset up to which (exclusive) batches have been applied.
@@ -138,17 +139,21 @@ pub(crate) enum SequenceCheck {
 impl ProducerStateManager {
     /// Empty state for the partition directory `dir`; lists existing snapshot files.
     pub fn new(dir: &Path, producer_id_expiration_ms: i64) -> io::Result<Self> {
+        Self::new_in(real_fs(), dir, producer_id_expiration_ms)
+    }
+
+    /// [`new`](Self::new) on `fs`.
+    pub fn new_in(fs: Fs, dir: &Path, producer_id_expiration_ms: i64) -> io::Result<Self> {
         let mut snapshots = BTreeSet::new();
-        for entry in fs::read_dir(dir)? {
-            let name = entry?.file_name();
-            let name = name.to_string_lossy();
-            if let Some(stem) = name.strip_suffix(".snapshot") {
+        for entry in fs.read_dir(dir)? {
+            if let Some(stem) = entry.name.strip_suffix(".snapshot") {
                 if let Ok(o) = stem.parse::<i64>() {
                     snapshots.insert(o);
                 }
             }
         }
         Ok(ProducerStateManager {
+            fs,
             dir: dir.to_path_buf(),
             producers: HashMap::new(),
             map_end_offset: 0,
@@ -381,14 +386,13 @@ impl ProducerStateManager {
         let path = self.dir.join(offset_file_name(offset, "snapshot"));
         let tmp = self.dir.join(offset_file_name(offset, "snapshot.tmp"));
         {
-            use std::io::Write;
-            let mut f = fs::File::create(&tmp)?;
-            f.write_all(&self.encode())?;
+            let f = self.fs.create(&tmp)?;
+            f.write_all_at(&self.encode(), 0)?;
             if sync {
                 f.sync_all()?;
             }
         }
-        fs::rename(&tmp, &path)?;
+        self.fs.rename(&tmp, &path)?;
         self.snapshots.insert(offset);
         while self.snapshots.len() > SNAPSHOTS_TO_KEEP {
             let oldest = *self.snapshots.iter().next().expect("non-empty");
@@ -399,7 +403,10 @@ impl ProducerStateManager {
 
     fn delete_snapshot(&mut self, offset: i64) -> io::Result<()> {
         self.snapshots.remove(&offset);
-        match fs::remove_file(self.dir.join(offset_file_name(offset, "snapshot"))) {
+        match self
+            .fs
+            .remove_file(&self.dir.join(offset_file_name(offset, "snapshot")))
+        {
             Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
             _ => Ok(()),
         }
@@ -424,7 +431,7 @@ impl ProducerStateManager {
         self.producers.clear();
         while let Some(&o) = self.snapshots.iter().next_back() {
             let path = self.dir.join(offset_file_name(o, "snapshot"));
-            match fs::read(&path).ok().and_then(|b| Self::decode(&b)) {
+            match self.fs.read(&path).ok().and_then(|b| Self::decode(&b)) {
                 Some(p) => {
                     self.producers = p;
                     self.map_end_offset = o.max(log_start_offset);

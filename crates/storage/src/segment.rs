@@ -2,12 +2,10 @@
 
 use crate::index::{OffsetIndex, TimeIndex};
 use crate::offset_file_name;
-use protocol::record::{FileSlice, RecordBatchHeader, RecordError, RECORD_BATCH_OVERHEAD};
-use std::fs::{File, OpenOptions};
+use crate::vfs::{real_fs, FileRef, Fs, StorageFile};
+use protocol::record::{RecordBatchHeader, RecordError, Records, RECORD_BATCH_OVERHEAD};
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 /// What the segment needs to know about each appended batch.
 #[derive(Debug, Clone, Copy)]
@@ -38,9 +36,10 @@ pub(crate) struct LocatedBatch {
 /// order, truncates the file at the first bad or incomplete batch and rebuilds both indexes.
 #[derive(Debug)]
 pub struct LogSegment {
+    fs: Fs,
     base_offset: i64,
     log_path: PathBuf,
-    log: Arc<File>,
+    log: FileRef,
     size: u64,
     offset_index: OffsetIndex,
     time_index: TimeIndex,
@@ -71,7 +70,25 @@ impl LogSegment {
         index_interval_bytes: u64,
         segment_index_bytes: u64,
     ) -> io::Result<Self> {
+        Self::open_in(
+            &real_fs(),
+            dir,
+            base_offset,
+            index_interval_bytes,
+            segment_index_bytes,
+        )
+    }
+
+    /// [`open`](Self::open) on `fs`.
+    pub fn open_in(
+        fs: &Fs,
+        dir: &Path,
+        base_offset: i64,
+        index_interval_bytes: u64,
+        segment_index_bytes: u64,
+    ) -> io::Result<Self> {
         Self::open_with_suffix(
+            fs,
             dir,
             base_offset,
             index_interval_bytes,
@@ -85,6 +102,7 @@ impl LogSegment {
     /// cleaner's output before it is swapped in (see [`crate::cleaner`]). Stale files of that
     /// name are removed first.
     pub(crate) fn create_cleaned(
+        fs: &Fs,
         dir: &Path,
         base_offset: i64,
         index_interval_bytes: u64,
@@ -95,13 +113,14 @@ impl LogSegment {
                 "{}{CLEANED_SUFFIX}",
                 offset_file_name(base_offset, suffix)
             ));
-            match std::fs::remove_file(&p) {
+            match fs.remove_file(&p) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => return Err(e),
             }
         }
         Self::open_with_suffix(
+            fs,
             dir,
             base_offset,
             index_interval_bytes,
@@ -111,6 +130,7 @@ impl LogSegment {
     }
 
     fn open_with_suffix(
+        fs: &Fs,
         dir: &Path,
         base_offset: i64,
         index_interval_bytes: u64,
@@ -118,14 +138,10 @@ impl LogSegment {
         suffix: &str,
     ) -> io::Result<Self> {
         let log_path = dir.join(format!("{}{suffix}", offset_file_name(base_offset, "log")));
-        let log = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&log_path)?;
-        let size = log.metadata()?.len();
-        let offset_index = OffsetIndex::open(
+        let log = fs.open(&log_path, true)?;
+        let size = log.len()?;
+        let offset_index = OffsetIndex::open_in(
+            fs.clone(),
             &dir.join(format!(
                 "{}{suffix}",
                 offset_file_name(base_offset, "index")
@@ -133,7 +149,8 @@ impl LogSegment {
             base_offset,
             segment_index_bytes,
         )?;
-        let time_index = TimeIndex::open(
+        let time_index = TimeIndex::open_in(
+            fs.clone(),
             &dir.join(format!(
                 "{}{suffix}",
                 offset_file_name(base_offset, "timeindex")
@@ -142,9 +159,10 @@ impl LogSegment {
             segment_index_bytes,
         )?;
         Ok(LogSegment {
+            fs: fs.clone(),
             base_offset,
             log_path,
-            log: Arc::new(log),
+            log,
             size,
             offset_index,
             time_index,
@@ -169,7 +187,7 @@ impl LogSegment {
     }
 
     /// The open `.log` file (the cleaner reads inactive segments through it without the lock).
-    pub(crate) fn log_file(&self) -> &Arc<File> {
+    pub(crate) fn log_file(&self) -> &FileRef {
         &self.log
     }
 
@@ -240,7 +258,7 @@ impl LogSegment {
                 "offset index points past the end of the log".into(),
             ));
         }
-        let mut scanner = HeaderScanner::new(&self.log, self.size);
+        let mut scanner = HeaderScanner::new(&*self.log, self.size);
         let mut pos = start;
         let mut next = self.base_offset;
         let mut since_index = 0u64;
@@ -349,7 +367,7 @@ impl LogSegment {
     /// Finds the first batch whose last offset >= `target`, starting from the offset index.
     pub(crate) fn find_batch(&mut self, target: i64) -> io::Result<Option<LocatedBatch>> {
         let start = self.offset_index.lookup(target)?.position as u64;
-        let mut scanner = HeaderScanner::new(&self.log, self.size);
+        let mut scanner = HeaderScanner::new(&*self.log, self.size);
         let mut pos = start;
         while pos < self.size {
             let Some(h) = scanner.header_at(pos)? else {
@@ -372,7 +390,7 @@ impl LogSegment {
         from: u64,
         mut f: impl FnMut(&LocatedBatch) -> io::Result<bool>,
     ) -> io::Result<()> {
-        let mut scanner = HeaderScanner::new(&self.log, self.size);
+        let mut scanner = HeaderScanner::new(&*self.log, self.size);
         let mut pos = from;
         while pos < self.size {
             let Some(h) = scanner.header_at(pos)? else {
@@ -404,11 +422,11 @@ impl LogSegment {
         max_bytes: usize,
         max_offset_exclusive: i64,
         min_one_batch: bool,
-    ) -> io::Result<Option<(FileSlice, i64)>> {
+    ) -> io::Result<Option<(Records, u64, i64)>> {
         let Some(first) = self.find_batch(start_offset)? else {
             return Ok(None);
         };
-        let mut scanner = HeaderScanner::new(&self.log, self.size);
+        let mut scanner = HeaderScanner::new(&*self.log, self.size);
         let start = first.position;
         let mut end = start;
         let mut h = first.header;
@@ -450,11 +468,8 @@ impl LogSegment {
             }
         }
         Ok(Some((
-            FileSlice {
-                file: self.log.clone(),
-                position: start,
-                len: (end - start) as u32,
-            },
+            self.log.slice(start, (end - start) as u32)?,
+            start,
             first.header.base_offset,
         )))
     }
@@ -545,7 +560,7 @@ impl LogSegment {
     /// Moves this segment's unsynced files into `job` (to be fsynced without the log lock).
     pub(crate) fn take_flush_targets(
         &mut self,
-        files: &mut Vec<Arc<File>>,
+        files: &mut Vec<FileRef>,
         paths: &mut Vec<PathBuf>,
     ) {
         if std::mem::take(&mut self.dirty) {
@@ -558,7 +573,10 @@ impl LogSegment {
     /// Deletes the segment's files.
     pub(crate) fn delete_files(self, dir: &Path) -> io::Result<()> {
         for suffix in ["log", "index", "timeindex"] {
-            match std::fs::remove_file(dir.join(offset_file_name(self.base_offset, suffix))) {
+            match self
+                .fs
+                .remove_file(&dir.join(offset_file_name(self.base_offset, suffix)))
+            {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => return Err(e),
@@ -569,19 +587,14 @@ impl LogSegment {
 
     /// File modification time in ms (fallback for retention when no timestamp is known).
     pub(crate) fn last_modified_ms(&self) -> i64 {
-        self.log
-            .metadata()
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_millis() as i64)
+        self.log.modified_ms().unwrap_or(0)
     }
 }
 
 /// Reads batch headers through a window buffer, so a run of small batches costs one `pread` per
 /// window rather than one per batch.
 pub(crate) struct HeaderScanner<'a> {
-    file: &'a File,
+    file: &'a dyn StorageFile,
     file_size: u64,
     window: Vec<u8>,
     window_start: u64,
@@ -590,7 +603,7 @@ pub(crate) struct HeaderScanner<'a> {
 const SCAN_WINDOW: usize = 16 * 1024;
 
 impl<'a> HeaderScanner<'a> {
-    pub(crate) fn new(file: &'a File, file_size: u64) -> Self {
+    pub(crate) fn new(file: &'a dyn StorageFile, file_size: u64) -> Self {
         HeaderScanner {
             file,
             file_size,

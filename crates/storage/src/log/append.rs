@@ -396,11 +396,12 @@ impl Log {
         self.producer_state.take_snapshot(false)?;
         for suffix in ["log", "index", "timeindex"] {
             let p = self.dir.join(offset_file_name(new_base, suffix));
-            if p.exists() {
-                fs::remove_file(p)?;
+            if self.fs.exists(&p) {
+                self.fs.remove_file(&p)?;
             }
         }
-        let seg = LogSegment::open(
+        let seg = LogSegment::open_in(
+            &self.fs,
             &self.dir,
             new_base,
             self.config.index_interval_bytes,

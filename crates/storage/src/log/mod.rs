@@ -5,6 +5,7 @@
 //! (retention, flush, truncation, close) add to it.
 
 mod append;
+mod layout;
 mod maintenance;
 mod read;
 
@@ -13,13 +14,13 @@ use crate::error::StorageError;
 use crate::leader_epoch::LeaderEpochFileCache;
 use crate::producer_state::{ProducerStateEntry, ProducerStateManager, SequenceCheck};
 use crate::segment::{AppendedBatch, LogSegment};
+use crate::vfs::{real_fs, FileRef, Fs};
 use crate::{
     offset_file_name, EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP,
 };
 use bytes::Bytes;
 use protocol::record::{batches, RecordBatch, RecordBatchMut, Records, TimestampType};
 use std::collections::{BTreeMap, HashMap};
-use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use types::{LeaderEpoch, Offset};
@@ -27,7 +28,8 @@ use types::{LeaderEpoch, Offset};
 /// Files to fsync, prepared by [`Log::prepare_flush`] and run without the log's lock.
 #[derive(Debug)]
 pub struct FlushJob {
-    files: Vec<std::sync::Arc<std::fs::File>>,
+    fs: Fs,
+    files: Vec<FileRef>,
     paths: Vec<PathBuf>,
     dir: Option<PathBuf>,
     upto: i64,
@@ -42,14 +44,14 @@ impl FlushJob {
             f.sync_data()?;
         }
         for p in &self.paths {
-            match fs::File::open(p) {
+            match self.fs.open(p, false) {
                 Ok(f) => f.sync_all()?,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => return Err(e),
             }
         }
         if let Some(d) = &self.dir {
-            crate::checkpoint::fsync_dir(d)?;
+            self.fs.sync_dir(d)?;
         }
         Ok(())
     }
@@ -160,6 +162,7 @@ impl FetchDataInfo {
 /// recovery) brings it back. After [`close`](Self::close) the log is likewise read-only.
 #[derive(Debug)]
 pub struct Log {
+    fs: Fs,
     dir: PathBuf,
     topic_id: uuid::Uuid,
     config: LogConfig,
@@ -193,15 +196,12 @@ fn is_leftover(name: &str) -> bool {
 /// see [`crate::cleaner`]): `*.cleaned` files are an unfinished clean and are deleted (the old
 /// segment is intact); `<base>.log.swap` was committed and replaces `<base>.log`; index
 /// `.swap` files are deleted. Returns the bases whose indexes must be rebuilt.
-fn complete_swaps(dir: &Path) -> io::Result<Vec<i64>> {
+fn complete_swaps(fs: &Fs, dir: &Path) -> io::Result<Vec<i64>> {
     let mut rebuild = Vec::new();
-    let mut names = Vec::new();
-    for entry in fs::read_dir(dir)? {
-        names.push(entry?.file_name().to_string_lossy().into_owned());
-    }
+    let names: Vec<String> = fs.read_dir(dir)?.into_iter().map(|e| e.name).collect();
     for name in &names {
         if name.ends_with(crate::segment::CLEANED_SUFFIX) {
-            fs::remove_file(dir.join(name))?;
+            fs.remove_file(&dir.join(name))?;
         }
     }
     let mut changed = false;
@@ -219,14 +219,14 @@ fn complete_swaps(dir: &Path) -> io::Result<Vec<i64>> {
         }
         if stem.ends_with(".log") && base.is_some() {
             tracing::warn!(dir = %dir.display(), file = %name, "completing interrupted log cleaner swap");
-            fs::rename(dir.join(name), dir.join(stem))?;
+            fs.rename(&dir.join(name), &dir.join(stem))?;
         } else {
-            fs::remove_file(dir.join(name))?;
+            fs.remove_file(&dir.join(name))?;
         }
         changed = true;
     }
     if changed {
-        crate::checkpoint::fsync_dir(dir)?;
+        fs.sync_dir(dir)?;
     }
     rebuild.sort_unstable();
     rebuild.dedup();
@@ -245,48 +245,37 @@ impl Log {
         recovery_point: Offset,
         now_ms: i64,
     ) -> Result<Log, StorageError> {
+        Self::open_in(
+            real_fs(),
+            dir,
+            config,
+            topic_id,
+            recover,
+            recovery_point,
+            now_ms,
+        )
+    }
+
+    /// [`open`](Self::open) on the file system `fs` (a [`crate::SimFs`] in simulations).
+    pub fn open_in(
+        fs: Fs,
+        dir: &Path,
+        config: LogConfig,
+        topic_id: uuid::Uuid,
+        recover: bool,
+        recovery_point: Offset,
+        now_ms: i64,
+    ) -> Result<Log, StorageError> {
         let recovery_point = recovery_point.get();
-        fs::create_dir_all(dir)?;
-        let rebuild = complete_swaps(dir)?;
-        let mut bases = Vec::new();
-        for entry in fs::read_dir(dir)? {
-            let entry = entry?;
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            if is_leftover(&name) {
-                let _ = fs::remove_file(entry.path());
-                continue;
-            }
-            if let Some(stem) = name.strip_suffix(".log") {
-                if let Ok(o) = stem.parse::<i64>() {
-                    bases.push(o);
-                }
-            }
-        }
-        bases.sort_unstable();
-        // Index files whose .log is missing are stale.
-        for entry in fs::read_dir(dir)? {
-            let entry = entry?;
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            for suffix in [".index", ".timeindex"] {
-                if let Some(stem) = name.strip_suffix(suffix) {
-                    if let Ok(o) = stem.parse::<i64>() {
-                        if bases.binary_search(&o).is_err() {
-                            let _ = fs::remove_file(entry.path());
-                        }
-                    }
-                }
-            }
-        }
-        if bases.is_empty() {
-            bases.push(0);
-        }
+        fs.create_dir_all(dir)?;
+        let rebuild = complete_swaps(&fs, dir)?;
+        let bases = layout::segment_bases(&fs, dir)?;
         let mut segments = BTreeMap::new();
         for &b in &bases {
             segments.insert(
                 b,
-                LogSegment::open(
+                LogSegment::open_in(
+                    &fs,
                     dir,
                     b,
                     config.index_interval_bytes,
@@ -294,8 +283,11 @@ impl Log {
                 )?,
             );
         }
-        let producer_state = ProducerStateManager::new(dir, config.producer_id_expiration_ms)?;
+        let producer_state =
+            ProducerStateManager::new_in(fs.clone(), dir, config.producer_id_expiration_ms)?;
+        let leader_epoch_cache = LeaderEpochFileCache::load_in(fs.clone(), dir);
         let mut log = Log {
+            fs,
             dir: dir.to_path_buf(),
             topic_id,
             config,
@@ -305,8 +297,9 @@ impl Log {
             high_watermark: bases[0],
             recovery_point: 0,
             producer_state,
-            leader_epoch_cache: LeaderEpochFileCache::load(dir),
-            needs_dir_fsync: false,
+            leader_epoch_cache,
+            // Segment files created now (or by a crashed process) need a directory fsync to last.
+            needs_dir_fsync: true,
             unflushed_messages: 0,
             last_flush_ms: now_ms,
             pending_roll_flush: None,
@@ -316,6 +309,12 @@ impl Log {
             fail_next_write: false,
         };
         log.load_segments(recover, recovery_point, &rebuild)?;
+        if recover {
+            // The recovery point moves to the LEO: the names of the segments below it (maybe created
+            // by the crashed process) and recovery's removals must be durable (SimFs found it).
+            log.fs.sync_dir(dir)?;
+            log.needs_dir_fsync = false;
+        }
         log.recovery_point = if recover {
             log.log_end_offset
         } else {
@@ -428,6 +427,11 @@ impl Log {
             })?;
         }
         Ok(())
+    }
+
+    /// The file system the log lives on.
+    pub fn fs(&self) -> &Fs {
+        &self.fs
     }
 
     /// The partition directory.
@@ -609,7 +613,7 @@ pub(crate) struct CleanerSegment {
     pub base_offset: i64,
     /// Base offset of the following segment (everything here is below it).
     pub next_base: i64,
-    pub file: std::sync::Arc<fs::File>,
+    pub file: FileRef,
     pub size: u64,
     pub max_timestamp: i64,
 }
@@ -617,6 +621,7 @@ pub(crate) struct CleanerSegment {
 /// What the log cleaner needs to know about a log, copied under the lock.
 #[derive(Debug, Clone)]
 pub(crate) struct CleanerView {
+    pub fs: Fs,
     pub dir: PathBuf,
     pub config: LogConfig,
     pub log_start_offset: i64,
@@ -643,9 +648,9 @@ pub(crate) enum SwapStep {
 }
 
 /// Deletes the cleaner's `.cleaned` files of segment `base` (an abandoned clean).
-pub(crate) fn discard_cleaned(dir: &Path, base: i64) {
+pub(crate) fn discard_cleaned(fs: &Fs, dir: &Path, base: i64) {
     for suffix in ["log", "index", "timeindex"] {
-        let _ = fs::remove_file(dir.join(format!(
+        let _ = fs.remove_file(&dir.join(format!(
             "{}{}",
             offset_file_name(base, suffix),
             crate::segment::CLEANED_SUFFIX
@@ -672,6 +677,7 @@ impl Log {
             })
             .collect();
         CleanerView {
+            fs: self.fs.clone(),
             dir: self.dir.clone(),
             config: self.config.clone(),
             log_start_offset: self.log_start_offset,
@@ -694,7 +700,7 @@ impl Log {
     pub(crate) fn swap_cleaned_segment(
         &mut self,
         base: i64,
-        expected: &std::sync::Arc<fs::File>,
+        expected: &FileRef,
         expected_size: u64,
         crash_after: Option<SwapStep>,
     ) -> Result<bool, StorageError> {
@@ -705,7 +711,7 @@ impl Log {
                 std::sync::Arc::ptr_eq(s.log_file(), expected) && s.size() == expected_size
             });
         if !unchanged {
-            discard_cleaned(&self.dir, base);
+            discard_cleaned(&self.fs, &self.dir, base);
             return Ok(false);
         }
         let dir = self.dir.clone();
@@ -719,20 +725,21 @@ impl Log {
             }
             Ok(())
         };
+        let fs = self.fs.clone();
         let r: io::Result<()> = (|| {
             for sfx in ["index", "timeindex"] {
-                fs::rename(name(sfx, cleaned), name(sfx, swap))?;
+                fs.rename(&name(sfx, cleaned), &name(sfx, swap))?;
             }
             crash(SwapStep::IndexesToSwap)?;
-            fs::rename(name("log", cleaned), name("log", swap))?;
-            crate::checkpoint::fsync_dir(&dir)?;
+            fs.rename(&name("log", cleaned), &name("log", swap))?;
+            fs.sync_dir(&dir)?;
             crash(SwapStep::LogToSwap)?;
             for sfx in ["index", "timeindex"] {
-                fs::rename(name(sfx, swap), name(sfx, ""))?;
+                fs.rename(&name(sfx, swap), &name(sfx, ""))?;
             }
             crash(SwapStep::IndexesInPlace)?;
-            fs::rename(name("log", swap), name("log", ""))?;
-            crate::checkpoint::fsync_dir(&dir)?;
+            fs.rename(&name("log", swap), &name("log", ""))?;
+            fs.sync_dir(&dir)?;
             crash(SwapStep::LogInPlace)?;
             Ok(())
         })();
@@ -740,7 +747,8 @@ impl Log {
             return self.poison("log cleaner swap", e);
         }
         let opened: io::Result<LogSegment> = (|| {
-            let mut seg = LogSegment::open(
+            let mut seg = LogSegment::open_in(
+                &fs,
                 &dir,
                 base,
                 self.config.index_interval_bytes,

@@ -45,20 +45,22 @@ impl Log {
             .map_or(i64::MIN, |(b, _)| *b);
         for (base, seg) in self.segments.range_mut(floor..) {
             let from = start_offset.max(*base);
-            if let Some((slice, first_base)) = seg.read(from, max_bytes, limit, min_one_batch)? {
+            if let Some((records, position, first_base)) =
+                seg.read(from, max_bytes, limit, min_one_batch)?
+            {
                 let meta = LogOffsetMetadata {
                     message_offset: Offset(start_offset),
                     segment_base_offset: Offset(*base),
-                    relative_position: slice.position as i64,
+                    relative_position: position as i64,
                 };
-                if slice.len == 0 {
+                if records.is_empty() {
                     return Ok(FetchDataInfo {
                         fetch_offset_metadata: meta,
                         ..FetchDataInfo::empty(start_offset)
                     });
                 }
                 return Ok(FetchDataInfo {
-                    records: Records::File(slice),
+                    records,
                     fetch_offset_metadata: meta,
                     first_batch_base_offset: Offset(first_base),
                 });
