@@ -525,7 +525,7 @@ def test_concurrent_config_changes_and_partition_additions_on_one_topic_answer_i
                 if err not in (0, 37):
                     errors.append((node, err, count))
 
-    threads = [threading.Thread(target=configs, args=(n, 8)) for n in NODES]
+    threads = [threading.Thread(target=configs, args=(n, 20)) for n in NODES]
     threads += [threading.Thread(target=partitions, args=(n, 4)) for n in NODES]
     started = time.monotonic()
     for t in threads:
@@ -535,7 +535,7 @@ def test_concurrent_config_changes_and_partition_additions_on_one_topic_answer_i
     assert not any(t.is_alive() for t in threads), "a request never answered"
     slowest = max(a[3] for a in answers)
     print(f"{len(answers)} answers in {time.monotonic() - started:.1f}s, slowest {slowest:.2f}s")
-    assert len(answers) == 3 * 8 + 3 * 4
+    assert len(answers) == 3 * 20 + 3 * 4
     assert not errors, errors
     assert slowest < 10, sorted(answers, key=lambda a: -a[3])[:5]
     assert sum(1 for a in answers if a[0] == "partitions" and a[2] == 0) >= 1
