@@ -474,3 +474,116 @@ def test_follower_that_led_an_empty_epoch_rejoins_the_isr(cluster, topic):
     cluster.wait(isr_full, f"broker {b} (stale epoch at its log end) back in the ISR", timeout=30)
     got = consume_all(cluster.bootstrap, topic, 10)
     assert [v for _, v in got] == [b"r%d" % i for i in range(10)]
+
+
+# ------------------------------------------------------------ issue 12: one resolver in both modes
+def raw_produce_too_big(bootstrap: str, topic: str, partition: int, size: int) -> int:
+    """Produces one `size`-byte record to `partition` on the broker at `bootstrap` (its leader); the error code."""
+    import kproto as k
+    batch = k.encode_batch([k.Record(None, b"x" * size)])
+    with k.Connection(bootstrap) as c:
+        return k.produce(c, topic, partition, batch).error
+
+
+def test_dynamic_broker_configs_go_through_the_metadata_log(cluster, topic):
+    """Issue 12: BROKER configs sent to one broker are `ConfigRecord`s in the metadata log, so every broker
+    applies them. The `--entity-default` `message.max.bytes` set through broker 1 makes the leader on every
+    broker refuse a bigger record (MESSAGE_TOO_LARGE) and shows on broker 3 as DYNAMIC_DEFAULT_BROKER_CONFIG;
+    a per-broker config for broker 2 set through broker 3 shows on broker 2 (DYNAMIC_BROKER_CONFIG), and a bad
+    value for broker 2 is refused by broker 3 as INVALID_REQUEST; a restarted broker keeps both."""
+    import kproto as k
+    from test_broker_configs import (BROKER, DYNAMIC_BROKER, DYNAMIC_DEFAULT, SET, describe, eventually,
+                                     incremental_alter, ok)
+    create_topic(cluster, topic, partitions=3)
+    nodes = cluster.nodes
+    with k.Connection(nodes[1].bootstrap) as c1:
+        ok(incremental_alter(c1, BROKER, "", [("message.max.bytes", SET, "2000")]))
+    md = cluster.metadata(topic)
+    leaders = {p: pm.leader for p, pm in md.topics[topic].partitions.items()}
+    assert set(leaders.values()) == set(NODES), f"placement puts one leader on each broker: {leaders}"
+    for p, leader in leaders.items():
+        def refused(p=p, leader=leader):
+            assert raw_produce_too_big(nodes[leader].bootstrap, topic, p, 5000) == 10, f"leader {leader}"
+        eventually(refused)
+        assert raw_produce_too_big(nodes[leader].bootstrap, topic, p, 100) == 0
+
+    def shows(node: int, name: str, value: str, source: int):
+        with k.Connection(nodes[node].bootstrap) as c:
+            err, _, entries = describe(c, BROKER, name, ["message.max.bytes"])
+        assert err == 0 and entries["message.max.bytes"][:2] == (value, source), entries
+
+    eventually(lambda: shows(3, "3", "2000", DYNAMIC_DEFAULT))
+    with k.Connection(nodes[3].bootstrap) as c3:
+        ok(incremental_alter(c3, BROKER, "2", [("message.max.bytes", SET, "3000")]))
+        err, msg = incremental_alter(c3, BROKER, "2", [("message.max.bytes", SET, "lots")])
+        assert err == 42 and "Invalid value lots" in msg, (err, msg)
+    eventually(lambda: shows(2, "2", "3000", DYNAMIC_BROKER))
+    shows(3, "3", "2000", DYNAMIC_DEFAULT)
+    nodes[2].restart()
+    eventually(lambda: shows(2, "2", "3000", DYNAMIC_BROKER), timeout=60)
+    with k.Connection(nodes[2].bootstrap) as c2:
+        _, _, entries = describe(c2, BROKER, "2", ["message.max.bytes"])
+    synonyms = [(s[1], s[2]) for s in entries["message.max.bytes"][3]]
+    assert synonyms[:2] == [("3000", DYNAMIC_BROKER), ("2000", DYNAMIC_DEFAULT)], synonyms
+    assert not any((n.data_dir / "dynamic-broker-configs.json").exists() for n in nodes.values())
+
+
+def create_partitions_raw(c, topic: str, count: int) -> int:
+    """CreatePartitions v0 of one topic to `count` (no assignments) → error code."""
+    import kproto as k
+    w = k.Writer().i32(1).string(topic).i32(count).i32(-1).i32(30000).i8(0)
+    r = c.request(37, 0, bytes(w.buf))
+    r.i32()
+    ((_, err, _msg),) = r.array(lambda r: (r.string(), r.i16(), r.string()))
+    return err
+
+
+def test_concurrent_config_changes_and_partition_additions_on_one_topic_answer_in_bounds(cluster, topic):
+    """Issue 12 (wait_for_image races): threads on all three brokers change one topic's configs and add
+    partitions to it at once. Each answer waits for the metadata offset the controller committed the change
+    at, which a later change cannot overtake (waiting for "the image shows my configs" could be, and timed
+    out after 15 s with REQUEST_TIMED_OUT). Every answer comes within 10 s: configs succeed, partition
+    additions succeed or are INVALID_PARTITIONS (37, a concurrent one already grew the topic further)."""
+    import threading
+    import kproto as k
+    from test_broker_configs import SET, TOPIC, incremental_alter
+    create_topic(cluster, topic)
+    lock = threading.Lock()
+    next_count = [2]
+    answers, errors = [], []
+
+    def configs(node: int, rounds: int):
+        with k.Connection(cluster.nodes[node].bootstrap) as c:
+            for i in range(rounds):
+                t0 = time.monotonic()
+                err, msg = incremental_alter(c, TOPIC, topic, [("retention.ms", SET, str(60_000 + node * 100 + i))])
+                answers.append(("configs", node, err, time.monotonic() - t0))
+                if err != 0:
+                    errors.append((node, err, msg))
+
+    def partitions(node: int, rounds: int):
+        with k.Connection(cluster.nodes[node].bootstrap) as c:
+            for _ in range(rounds):
+                with lock:
+                    count = next_count[0]
+                    next_count[0] += 1
+                t0 = time.monotonic()
+                err = create_partitions_raw(c, topic, count)
+                answers.append(("partitions", node, err, time.monotonic() - t0))
+                if err not in (0, 37):
+                    errors.append((node, err, count))
+
+    threads = [threading.Thread(target=configs, args=(n, 20)) for n in NODES]
+    threads += [threading.Thread(target=partitions, args=(n, 4)) for n in NODES]
+    started = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not any(t.is_alive() for t in threads), "a request never answered"
+    slowest = max(a[3] for a in answers)
+    print(f"{len(answers)} answers in {time.monotonic() - started:.1f}s, slowest {slowest:.2f}s")
+    assert len(answers) == 3 * 20 + 3 * 4
+    assert not errors, errors
+    assert slowest < 10, sorted(answers, key=lambda a: -a[3])[:5]
+    assert sum(1 for a in answers if a[0] == "partitions" and a[2] == 0) >= 1

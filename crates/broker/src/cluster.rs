@@ -9,9 +9,11 @@
 //!   replaced, and every partition this broker is a replica of is handed to the [`ReplicaManager`] as
 //!   leader or follower with its leader epoch and ISR (partitions no longer assigned here are stopped and
 //!   deleted);
-//! - sends topic changes (CreateTopics, DeleteTopics, CreatePartitions, configs), producer-id block requests
-//!   and ISR changes (AlterPartition, KIP-497) to the controller, and waits until its own image shows the
-//!   committed change before answering the client (read-your-writes across the broker's handlers);
+//! - sends topic changes (CreateTopics, DeleteTopics, CreatePartitions, configs), dynamic broker configs
+//!   (BROKER `ConfigRecord`s), elections, producer-id block requests and ISR changes (AlterPartition, KIP-497)
+//!   to the controller; an admin change is answered once this broker has published an image at the metadata
+//!   offset the controller's reply names (read-your-writes across the broker's handlers; an offset, unlike a
+//!   condition on the topic, cannot be overtaken by a concurrent change);
 //! - on SIGTERM, asks for controlled shutdown (heartbeats with `want_shutdown`) so that its leaderships
 //!   move before it exits.
 //!
@@ -27,7 +29,7 @@ use controller::ControllerClient;
 use futures::future::BoxFuture;
 use metadata::{
     ControllerError, CreateTopic, ElectionResult, ElectionType, MetadataImage, MetadataUpdate,
-    PartitionRegistration,
+    PartitionRegistration, RESOURCE_BROKER, RESOURCE_TOPIC,
 };
 use parking_lot::RwLock;
 use storage::StorageError;
@@ -36,8 +38,9 @@ use types::{BrokerEpoch, BrokerId, ProducerId};
 use uuid::Uuid;
 
 use crate::config::BrokerConfig;
-use crate::dynamic_config::DynamicBrokerConfig;
-use crate::error::TopicError;
+use crate::config_admin::{diff_ops, BrokerConfigAdmin, ConfigOps};
+use crate::dynamic_config::{ConfigLevel, DynamicBrokerConfig};
+use crate::error::{AlterConfigError, MetadataLag, TopicError};
 use crate::metadata::{MetadataStore, TopicMetadata};
 use crate::metadata_cache::{ControllerEndpoint, MetadataCache};
 use crate::publisher::Publishers;
@@ -58,7 +61,7 @@ pub struct BrokerCluster {
     /// The active controller as last learned (-1 unknown).
     controller_id: std::sync::atomic::AtomicI32,
     image: RwLock<Arc<MetadataImage>>,
-    /// The offset of the last published image.
+    /// The offset of the last image published to every [`MetadataPublisher`](crate::publisher::MetadataPublisher).
     published: watch::Sender<i64>,
     /// The controller quorum's voters as configured.
     controllers: Vec<ControllerEndpoint>,
@@ -283,10 +286,12 @@ impl BrokerCluster {
             self.publish(&dynamic, &metadata, &replica_manager, &previous, next);
             let current = self.image.read().clone();
             publishers.publish(&previous, &current);
+            // Only now may a change waiting for this offset answer: every publisher has the image.
+            self.published.send_replace(current.offset);
         }
     }
 
-    /// Makes `next` the current image: topic registry, partition states, then the published offset.
+    /// Makes `next` the current image: topic registry, partition states, then the image itself.
     fn publish(
         &self,
         dynamic: &DynamicBrokerConfig,
@@ -382,25 +387,23 @@ impl BrokerCluster {
                 }
             }
         }
-        let offset = next.offset;
         *self.image.write() = Arc::new(next);
-        self.published.send_replace(offset);
     }
 
-    /// Waits (bounded) until the published image satisfies `done`.
-    pub async fn wait_for_image(
-        &self,
-        done: impl Fn(&MetadataImage) -> bool,
-    ) -> Result<(), TopicError> {
+    /// Waits (bounded) until this broker has published an image at or past metadata offset `offset` (every
+    /// [`MetadataPublisher`](crate::publisher::MetadataPublisher) included): the offset the controller named
+    /// for a change, as Kafka's brokers wait for their metadata to reach a change's offset. Error:
+    /// REQUEST_TIMED_OUT after 15 s (the change is committed; this broker's metadata lags).
+    pub async fn wait_for_offset(&self, offset: i64) -> Result<(), MetadataLag> {
         let mut rx = self.published.subscribe();
         let deadline = tokio::time::Instant::now() + READ_YOUR_WRITES_TIMEOUT;
         loop {
-            if done(&self.image.read()) {
+            if *rx.borrow_and_update() >= offset {
                 return Ok(());
             }
             match tokio::time::timeout_at(deadline, rx.changed()).await {
                 Ok(Ok(())) => {}
-                _ => return Err(TopicError::NotShownInTime),
+                _ => return Err(MetadataLag(offset)),
             }
         }
     }
@@ -411,19 +414,15 @@ impl BrokerCluster {
         topic: CreateTopic,
         validate_only: bool,
     ) -> Result<TopicMetadata, TopicError> {
-        let name = topic.name.clone();
         let configs = topic.configs.clone();
-        let created = self
-            .client
-            .create_topics(vec![topic], validate_only)
-            .await
+        let mut committed = self.client.create_topics(vec![topic], validate_only).await;
+        let created = committed
+            .reply
             .pop()
             .unwrap_or_else(|| Err(ControllerError::unknown("no result")))
             .map_err(TopicError::Controller)?;
         if !validate_only {
-            let id = created.topic_id;
-            self.wait_for_image(|i| i.topics.get(&name).is_some_and(|t| t.topic_id == id))
-                .await?;
+            self.wait_for_offset(committed.offset).await?;
         }
         Ok(TopicMetadata {
             topic_id: created.topic_id,
@@ -434,48 +433,30 @@ impl BrokerCluster {
 
     /// DeleteTopics through the controller; answers once this broker's image no longer has the topic.
     pub async fn delete_topic(&self, name: &str) -> Result<Uuid, TopicError> {
-        let id = self
-            .client
-            .delete_topics(vec![name.to_string()])
-            .await
+        let mut committed = self.client.delete_topics(vec![name.to_string()]).await;
+        let id = committed
+            .reply
             .pop()
             .unwrap_or_else(|| Err(ControllerError::unknown("no result")))
             .map_err(TopicError::Controller)?;
-        self.wait_for_image(|i| i.topics.get(name).is_none_or(|t| t.topic_id != id))
-            .await?;
+        self.wait_for_offset(committed.offset).await?;
         Ok(id)
     }
 
-    /// ElectLeaders through the controller (KIP-460); answers once this broker's image shows a leader of
-    /// the kind asked for on every partition elected (bounded wait: REQUEST_TIMED_OUT).
+    /// ElectLeaders through the controller (KIP-460); answers once this broker's image shows the outcome
+    /// (bounded wait: REQUEST_TIMED_OUT).
     pub async fn elect_leaders(
         &self,
         election: ElectionType,
         partitions: Option<Vec<(String, i32)>>,
     ) -> Result<Vec<ElectionResult>, TopicError> {
-        let results = self
+        let committed = self
             .client
             .elect_leaders(election, partitions)
             .await
             .map_err(TopicError::Controller)?;
-        let elected: Vec<(String, i32)> = results
-            .iter()
-            .filter(|r| r.error_code == 0)
-            .map(|r| (r.topic.clone(), r.partition))
-            .collect();
-        self.wait_for_image(|i| {
-            elected.iter().all(|(t, p)| {
-                i.topics
-                    .get(t)
-                    .and_then(|t| t.partitions.get(p))
-                    .is_none_or(|p| match election {
-                        ElectionType::Preferred => p.replicas.first() == Some(&p.leader),
-                        ElectionType::Unclean => !p.leader.is_none(),
-                    })
-            })
-        })
-        .await?;
-        Ok(results)
+        self.wait_for_offset(committed.offset).await?;
+        Ok(committed.reply)
     }
 
     /// CreatePartitions through the controller; answers once this broker's image shows `count` partitions.
@@ -485,17 +466,13 @@ impl BrokerCluster {
         count: i32,
         validate_only: bool,
     ) -> Result<(), TopicError> {
-        self.client
+        let at = self
+            .client
             .create_partitions(name.to_string(), count, validate_only)
             .await
             .map_err(TopicError::Controller)?;
         if !validate_only {
-            self.wait_for_image(|i| {
-                i.topics
-                    .get(name)
-                    .is_some_and(|t| t.partitions.len() as i32 >= count)
-            })
-            .await?;
+            self.wait_for_offset(at).await?;
         }
         Ok(())
     }
@@ -520,13 +497,25 @@ impl BrokerCluster {
             .map(|k| (k.clone(), None))
             .collect();
         ops.extend(configs.iter().map(|(k, v)| (k.clone(), Some(v.clone()))));
-        self.client
-            .alter_configs(2, name.to_string(), ops, validate_only)
+        self.alter_configs(RESOURCE_TOPIC, name.to_string(), ops, validate_only)
             .await
-            .map_err(TopicError::Controller)?;
+    }
+
+    /// IncrementalAlterConfigs of one resource (topic or broker) through the controller; answers once this
+    /// broker's image shows it.
+    async fn alter_configs<E: From<ControllerError> + From<MetadataLag>>(
+        &self,
+        resource_type: i8,
+        name: String,
+        ops: Vec<(String, Option<String>)>,
+        validate_only: bool,
+    ) -> Result<(), E> {
+        let at = self
+            .client
+            .alter_configs(resource_type, name, ops, validate_only)
+            .await?;
         if !validate_only {
-            self.wait_for_image(|i| i.topics.get(name).is_some_and(|t| t.configs == configs))
-                .await?;
+            self.wait_for_offset(at).await?;
         }
         Ok(())
     }
@@ -655,6 +644,47 @@ impl TopicAdmin for QuorumTopicAdmin {
             .values()
             .filter(|b| !b.fenced)
             .count()
+    }
+}
+
+/// The cluster-mode [`BrokerConfigAdmin`]: a dynamic broker config change becomes `ConfigRecord`s of resource
+/// type BROKER (name `""` or the broker id) that the active controller writes to the metadata log (KIP-631);
+/// the answer comes once this broker has published the image at the change's offset, so its own
+/// [`crate::config_admin::DynamicConfigPublisher`] has laid the levels in. Any broker id may be changed.
+#[derive(Debug)]
+pub struct QuorumBrokerConfigAdmin {
+    cluster: Arc<BrokerCluster>,
+    dynamic: Arc<DynamicBrokerConfig>,
+}
+
+impl QuorumBrokerConfigAdmin {
+    /// The admin of a cluster member whose levels `dynamic` follows.
+    pub fn new(cluster: Arc<BrokerCluster>, dynamic: Arc<DynamicBrokerConfig>) -> Self {
+        QuorumBrokerConfigAdmin { cluster, dynamic }
+    }
+}
+
+impl BrokerConfigAdmin for QuorumBrokerConfigAdmin {
+    fn alter(
+        &self,
+        level: ConfigLevel,
+        ops: ConfigOps,
+        replace: bool,
+    ) -> BoxFuture<'_, Result<(), AlterConfigError>> {
+        Box::pin(async move {
+            // The controller stores key by key: a replacing change is sent as the difference from the
+            // levels this broker's image holds; an incremental one as given.
+            let ops = if replace {
+                let next = self.dynamic.next_level(level, &ops, true)?;
+                diff_ops(&self.dynamic.level_configs(level), &next)
+            } else {
+                ops
+            };
+            let name = self.dynamic.resource_name(level);
+            self.cluster
+                .alter_configs(RESOURCE_BROKER, name, ops, false)
+                .await
+        })
     }
 }
 

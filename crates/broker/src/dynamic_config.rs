@@ -19,13 +19,17 @@
 //! "Invalid value V for configuration K: REASON". Unknown keys are INVALID_CONFIG (40) naming the key (Kafka
 //! stores unknown broker keys as custom configs; Runnel refuses them, as it refuses them at startup).
 //!
-//! Storage: `<log.dirs>/dynamic-broker-configs.json`, rewritten whole and atomically (temp file, fsync, rename,
-//! fsync dir) on every change:
-//! `{"version":1,"default":{KEY:VALUE,...},"brokers":{"NODE_ID":{KEY:VALUE,...},...}}`. Recovery rule: a missing
-//! file means no dynamic configs; a file that does not parse is a startup error naming it; entries that are no
-//! longer valid (unknown or read-only key, bad value) are logged and skipped. The levels are kept behind this
-//! type's `get` / `set` / `synonyms` so that cluster mode can later move their storage to the controller's
-//! ConfigRecords.
+//! This type is the one resolver of both modes (levels, validation, effective config, synonyms); where the
+//! levels are stored is the mode's [`crate::config_admin::BrokerConfigAdmin`]:
+//! - standalone ([`DynamicBrokerConfig::load`]): `<log.dirs>/dynamic-broker-configs.json`, rewritten whole and
+//!   atomically (temp file, fsync, rename, fsync dir) on every change ([`DynamicBrokerConfig::alter`]):
+//!   `{"version":1,"default":{KEY:VALUE,...},"brokers":{"NODE_ID":{KEY:VALUE,...},...}}`. Recovery rule: a
+//!   missing file means no dynamic configs; a file that does not parse is a startup error naming it;
+//! - cluster member ([`DynamicBrokerConfig::following_image`]): the metadata log's `ConfigRecord`s of resource
+//!   type BROKER (KIP-631), laid in from each new image with [`DynamicBrokerConfig::replace_levels`]; every
+//!   broker id's level is held, so a change for another broker may be sent to any broker, as in Kafka.
+//!
+//! In both, entries that are no longer valid (unknown or read-only key, bad value) are logged and skipped.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -62,6 +66,9 @@ pub enum ConfigLevel {
     PerBroker,
     /// Resource name `""`: the cluster-wide default.
     ClusterDefault,
+    /// Resource name = another broker's id (a cluster member's AlterConfigs only; validated against this
+    /// broker's static config, as Kafka's receiving broker does).
+    OtherBroker(i32),
 }
 
 /// One entry of a DescribeConfigs synonyms list: a key, its value at one level (`None` for secrets) and the
@@ -194,6 +201,8 @@ struct Levels {
 pub struct DynamicBrokerConfig {
     static_config: BrokerConfig,
     path: Option<PathBuf>,
+    /// Levels of other broker ids may be addressed (a cluster member's levels come from the image).
+    other_brokers: bool,
     levels: Mutex<Levels>,
     effective: RwLock<Arc<BrokerConfig>>,
 }
@@ -231,6 +240,7 @@ impl DynamicBrokerConfig {
             effective: RwLock::new(Arc::new(static_config.clone())),
             static_config,
             path: Some(path),
+            other_brokers: false,
             levels: Mutex::new(levels),
         };
         me.recompute(&me.levels.lock());
@@ -244,7 +254,23 @@ impl DynamicBrokerConfig {
             effective: RwLock::new(Arc::new(static_config.clone())),
             static_config,
             path: None,
+            other_brokers: false,
             levels: Mutex::new(Levels::default()),
+        }
+    }
+
+    /// A cluster member's dynamic configs: no levels until the first metadata image is laid in with
+    /// [`DynamicBrokerConfig::replace_levels`]; every broker id may be addressed. A
+    /// `dynamic-broker-configs.json` left in the data directory (a standalone broker's, or one written before
+    /// cluster members kept these levels in the metadata log) is not read; a warning names it.
+    pub fn following_image(static_config: BrokerConfig) -> DynamicBrokerConfig {
+        let file = static_config.log_dir.join(DYNAMIC_CONFIG_FILE);
+        if file.exists() {
+            tracing::warn!(file = %file.display(), "ignoring the dynamic broker config file: a cluster member's dynamic broker configs are in the metadata log");
+        }
+        DynamicBrokerConfig {
+            other_brokers: true,
+            ..DynamicBrokerConfig::in_memory(static_config)
         }
     }
 
@@ -276,6 +302,9 @@ impl DynamicBrokerConfig {
                 "{what} id must be an integer, but it is: {resource_name}"
             )));
         };
+        if id != node && self.other_brokers && !for_describe && id >= 0 {
+            return Ok(ConfigLevel::OtherBroker(id));
+        }
         if id != node {
             let or_empty = if for_describe { " or empty string" } else { "" };
             return Err(AlterConfigError::InvalidRequest(format!(
@@ -302,11 +331,14 @@ impl DynamicBrokerConfig {
     /// cluster default, else the static/default value; for the cluster default the static/default value.
     /// This is the base that IncrementalAlterConfigs APPEND / SUBTRACT edit.
     pub fn value_or_inherited(&self, level: ConfigLevel, key: &str) -> Option<String> {
-        let levels = self.levels.lock();
-        if let Some(v) = self.level_map(&levels, level).and_then(|m| m.get(key)) {
+        self.inherited_in(&self.levels.lock(), level, key)
+    }
+
+    fn inherited_in(&self, levels: &Levels, level: ConfigLevel, key: &str) -> Option<String> {
+        if let Some(v) = self.level_map(levels, level).and_then(|m| m.get(key)) {
             return Some(v.clone());
         }
-        if level == ConfigLevel::PerBroker {
+        if level != ConfigLevel::ClusterDefault {
             if let Some(v) = levels.default.get(key) {
                 return Some(v.clone());
             }
@@ -322,6 +354,16 @@ impl DynamicBrokerConfig {
         level: ConfigLevel,
         entries: &[(String, String)],
     ) -> Result<(), AlterConfigError> {
+        self.validate_in(&self.levels.lock(), level, entries)
+    }
+
+    /// [`DynamicBrokerConfig::validate`] against `levels` (held by the caller).
+    fn validate_in(
+        &self,
+        levels: &Levels,
+        level: ConfigLevel,
+        entries: &[(String, String)],
+    ) -> Result<(), AlterConfigError> {
         if let Some((k, _)) = entries.iter().find(|(k, _)| broker_def(k).is_none()) {
             return Err(AlterConfigError::UnknownKey(k.clone()));
         }
@@ -333,9 +375,10 @@ impl DynamicBrokerConfig {
                 .collect();
             if !per_broker.is_empty() {
                 return Err(AlterConfigError::InvalidRequest(format!(
-                    "Cannot update these configs at default cluster level, broker id must be specified: [{}]",
-                    per_broker.join(", ")
-                )));
+                        "Cannot update these configs at default cluster level, broker id must be specified: [{}]",
+                        per_broker.join(", ")
+                    ),
+                ));
             }
         }
         let read_only: Vec<&str> = entries
@@ -353,7 +396,7 @@ impl DynamicBrokerConfig {
             .iter()
             .find(|(k, _)| k == "log.cleaner.threads")
             .map(|(_, v)| v.clone())
-            .or_else(|| self.value_or_inherited(level, "log.cleaner.threads"))
+            .or_else(|| self.inherited_in(levels, level, "log.cleaner.threads"))
             .and_then(|v| v.trim().parse::<i64>().ok())
             .unwrap_or(1)
             .max(1);
@@ -363,31 +406,77 @@ impl DynamicBrokerConfig {
         Ok(())
     }
 
-    /// Replaces every key of `level` with `entries` (AlterConfigs semantics; IncrementalAlterConfigs computes
-    /// the whole new set first; a key given twice keeps its last value), persists the result and recomputes
-    /// [`DynamicBrokerConfig::effective`]. `validate_only` checks and changes nothing. Errors: as
-    /// [`DynamicBrokerConfig::validate`]; KAFKA_STORAGE_ERROR (56) when the file cannot be written (nothing
-    /// changes then).
-    pub fn set(
+    /// The resource name of `level` in AlterConfigs and in the metadata log's `ConfigRecord`s: `""` for the
+    /// cluster default, else the decimal broker id.
+    pub fn resource_name(&self, level: ConfigLevel) -> String {
+        match level {
+            ConfigLevel::ClusterDefault => String::new(),
+            ConfigLevel::PerBroker => self.static_config.node_id.to_string(),
+            ConfigLevel::OtherBroker(id) => id.to_string(),
+        }
+    }
+
+    /// The key set `level` would have after `ops` (`(key, Some(value))` set, `(key, None)` delete; with
+    /// `replace`, every key not set by `ops` is removed first — AlterConfigs' semantics), checked with
+    /// [`DynamicBrokerConfig::validate`] — the one validation of both modes. Errors: as `validate`.
+    pub fn next_level(
         &self,
         level: ConfigLevel,
-        entries: Vec<(String, String)>,
-        validate_only: bool,
-    ) -> Result<(), AlterConfigError> {
-        self.validate(level, &entries)?;
-        if validate_only {
-            return Ok(());
+        ops: &[(String, Option<String>)],
+        replace: bool,
+    ) -> Result<BTreeMap<String, String>, AlterConfigError> {
+        let levels = self.levels.lock();
+        self.next_of(&levels, level, ops, replace)
+    }
+
+    fn next_of(
+        &self,
+        levels: &Levels,
+        level: ConfigLevel,
+        ops: &[(String, Option<String>)],
+        replace: bool,
+    ) -> Result<BTreeMap<String, String>, AlterConfigError> {
+        let mut next = match replace {
+            true => BTreeMap::new(),
+            false => self.level_map(levels, level).cloned().unwrap_or_default(),
+        };
+        for (k, v) in ops {
+            match v {
+                Some(v) => next.insert(k.clone(), v.clone()),
+                None => next.remove(k),
+            };
         }
+        // The request's keys first, in request order, so errors name them as Kafka does; then the whole set.
+        let given: Vec<(String, String)> = ops
+            .iter()
+            .filter_map(|(k, v)| v.clone().map(|v| (k.clone(), v)))
+            .collect();
+        self.validate_in(levels, level, &given)?;
+        let entries: Vec<(String, String)> = next.clone().into_iter().collect();
+        self.validate_in(levels, level, &entries)?;
+        Ok(next)
+    }
+
+    /// Applies `ops` to `level` as [`DynamicBrokerConfig::next_level`] computes it, persists the result (the
+    /// standalone file) and recomputes [`DynamicBrokerConfig::effective`]; one change at a time, each from
+    /// the levels the previous one left. Errors: as `validate`; KAFKA_STORAGE_ERROR (56) when the file
+    /// cannot be written (nothing changes then).
+    pub fn alter(
+        &self,
+        level: ConfigLevel,
+        ops: &[(String, Option<String>)],
+        replace: bool,
+    ) -> Result<(), AlterConfigError> {
         let mut levels = self.levels.lock();
+        let map = self.next_of(&levels, level, ops, replace)?;
         let mut next = Levels {
             brokers: levels.brokers.clone(),
             default: levels.default.clone(),
         };
-        let map: BTreeMap<String, String> = entries.into_iter().collect();
         match level {
             ConfigLevel::ClusterDefault => next.default = map,
-            ConfigLevel::PerBroker => {
-                let id = self.static_config.node_id.to_string();
+            ConfigLevel::PerBroker | ConfigLevel::OtherBroker(_) => {
+                let id = self.resource_name(level);
                 if map.is_empty() {
                     next.brokers.remove(&id);
                 } else {
@@ -401,6 +490,56 @@ impl DynamicBrokerConfig {
         self.recompute(&levels);
         tracing::info!(?level, "dynamic broker configs changed");
         Ok(())
+    }
+
+    /// Replaces every key of `level` with `entries` (AlterConfigs semantics; a key given twice keeps its last
+    /// value): [`DynamicBrokerConfig::alter`] with `replace`. `validate_only` checks and changes nothing.
+    pub fn set(
+        &self,
+        level: ConfigLevel,
+        entries: Vec<(String, String)>,
+        validate_only: bool,
+    ) -> Result<(), AlterConfigError> {
+        let ops: Vec<(String, Option<String>)> =
+            entries.into_iter().map(|(k, v)| (k, Some(v))).collect();
+        if validate_only {
+            return self.next_level(level, &ops, true).map(|_| ());
+        }
+        self.alter(level, &ops, true)
+    }
+
+    /// Replaces every level with those of a metadata image (`broker_configs`: `""` the cluster default,
+    /// else a decimal broker id), skipping invalid entries with a warning, and recomputes
+    /// [`DynamicBrokerConfig::effective`]. Returns whether this broker's levels (its own and the default)
+    /// changed.
+    pub fn replace_levels(
+        &self,
+        broker_configs: &BTreeMap<String, BTreeMap<String, String>>,
+    ) -> bool {
+        let mut next = Levels::default();
+        for (name, map) in broker_configs {
+            let level = match name.as_str() {
+                "" => ConfigLevel::ClusterDefault,
+                _ => ConfigLevel::PerBroker,
+            };
+            let kept = keep_valid(map.clone(), level, &self.static_config);
+            match level {
+                ConfigLevel::ClusterDefault => next.default = kept,
+                _ => {
+                    next.brokers.insert(name.clone(), kept);
+                }
+            }
+        }
+        let mut levels = self.levels.lock();
+        let changed = levels.default != next.default
+            || self.level_map(&levels, ConfigLevel::PerBroker)
+                != self.level_map(&next, ConfigLevel::PerBroker);
+        *levels = next;
+        self.recompute(&levels);
+        if changed {
+            tracing::info!("dynamic broker configs changed in the metadata log");
+        }
+        changed
     }
 
     /// The synonyms of broker key `name` across the levels, as Kafka lists them: for each of `name`'s
@@ -462,7 +601,9 @@ impl DynamicBrokerConfig {
     ) -> Option<&'a BTreeMap<String, String>> {
         match level {
             ConfigLevel::ClusterDefault => Some(&levels.default),
-            ConfigLevel::PerBroker => levels.brokers.get(&self.static_config.node_id.to_string()),
+            ConfigLevel::PerBroker | ConfigLevel::OtherBroker(_) => {
+                levels.brokers.get(&self.resource_name(level))
+            }
         }
     }
 

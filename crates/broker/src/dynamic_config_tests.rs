@@ -174,3 +174,59 @@ fn errors_match_kafka() {
         "Broker id must be an integer, but it is: x"
     );
 }
+
+/// A cluster member's levels come from the image (`broker_configs`: "" and broker ids), not from a file;
+/// another broker's id is addressable for AlterConfigs (not for DescribeConfigs), and only this broker's
+/// levels reach its effective config.
+#[test]
+fn following_an_image_lays_in_the_default_and_own_levels_and_addresses_other_brokers() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = static_config(dir.path(), &[("message.max.bytes", "1000")]);
+    config.node_id = types::BrokerId(1);
+    let standalone = DynamicBrokerConfig::in_memory(config.clone());
+    assert!(standalone.resolve("2", false).is_err());
+    let d = DynamicBrokerConfig::following_image(config);
+    assert_eq!(d.resolve("2", false).unwrap(), ConfigLevel::OtherBroker(2));
+    assert_eq!(d.resolve("1", false).unwrap(), ConfigLevel::PerBroker);
+    assert!(d.resolve("2", true).is_err());
+    assert!(d.resolve("-3", false).is_err());
+    let mut image: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    image.insert("".into(), map(&[("message.max.bytes", "2000")]));
+    image.insert("2".into(), map(&[("message.max.bytes", "3000")]));
+    assert!(d.replace_levels(&image));
+    assert_eq!(
+        d.effective().value("message.max.bytes").as_deref(),
+        Some("2000")
+    );
+    assert_eq!(
+        d.get(ConfigLevel::OtherBroker(2), "message.max.bytes")
+            .as_deref(),
+        Some("3000")
+    );
+    let sources: Vec<i8> = d
+        .synonyms("message.max.bytes")
+        .iter()
+        .map(|s| s.source)
+        .collect();
+    assert_eq!(sources[0], source::DYNAMIC_DEFAULT_BROKER_CONFIG);
+    // Another broker's level changes nothing here; this broker's own level (valid entries only) does.
+    image.insert("2".into(), map(&[("message.max.bytes", "4000")]));
+    assert!(!d.replace_levels(&image));
+    image.insert(
+        "1".into(),
+        map(&[("message.max.bytes", "5000"), ("node.id", "9")]),
+    );
+    assert!(d.replace_levels(&image));
+    assert_eq!(
+        d.effective().value("message.max.bytes").as_deref(),
+        Some("5000")
+    );
+    assert_eq!(
+        d.level_configs(ConfigLevel::PerBroker),
+        map(&[("message.max.bytes", "5000")])
+    );
+    assert_eq!(
+        d.synonyms("message.max.bytes")[0].source,
+        source::DYNAMIC_BROKER_CONFIG
+    );
+}

@@ -70,4 +70,25 @@ pub enum AlterConfigError {
     /// The dynamic config file could not be written; nothing changed (KAFKA_STORAGE_ERROR, 56).
     #[error("{0}")]
     Storage(String),
+    /// The controller refused or could not make the change (cluster mode); its code is passed through.
+    #[error(transparent)]
+    Controller(#[from] ControllerError),
+    /// The change was committed but this broker's metadata did not reach it in time (REQUEST_TIMED_OUT, 7).
+    #[error(transparent)]
+    NotShownInTime(#[from] MetadataLag),
+    /// An unexpected failure: a panicked change task (UNKNOWN_SERVER_ERROR, -1).
+    #[error("{0}")]
+    Internal(String),
+}
+
+/// A change the controller committed at metadata offset `.0` that this broker's published image did not
+/// reach within the bounded read-your-writes wait (cluster mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the change was committed at metadata offset {0} but this broker's metadata did not reach it in time")]
+pub struct MetadataLag(pub i64);
+
+impl From<MetadataLag> for TopicError {
+    fn from(_: MetadataLag) -> TopicError {
+        TopicError::NotShownInTime
+    }
 }

@@ -7,6 +7,7 @@
 
 pub mod cluster;
 pub mod config;
+pub mod config_admin;
 pub mod dynamic_config;
 pub mod error;
 pub mod group_coordinator;

@@ -13,8 +13,11 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::cluster::{BrokerCluster, ControllerLink, QuorumTopicAdmin};
+use crate::cluster::{BrokerCluster, ControllerLink, QuorumBrokerConfigAdmin, QuorumTopicAdmin};
 use crate::config::{bind_addr, keys, BrokerConfig};
+use crate::config_admin::{
+    BrokerConfigAdmin, BrokerConfigManager, DynamicConfigPublisher, LocalBrokerConfigAdmin,
+};
 use crate::dynamic_config::DynamicBrokerConfig;
 use crate::group_coordinator::{GroupCoordinatorPublisher, GroupCoordinatorService};
 use crate::metadata::MetadataStore;
@@ -213,9 +216,12 @@ impl Services {
             }
             .with_context(|| format!("opening metadata in {}", dir.display()))?,
         );
-        let dynamic = Arc::new(
-            DynamicBrokerConfig::load(config.clone()).context("loading dynamic broker configs")?,
-        );
+        // Dynamic broker configs: the data dir's file standalone, the metadata log's in a cluster.
+        let dynamic = Arc::new(match cluster_id {
+            Some(_) => DynamicBrokerConfig::following_image(config.clone()),
+            None => DynamicBrokerConfig::load(config.clone())
+                .context("loading dynamic broker configs")?,
+        });
         let log_manager = Arc::new(
             storage::LogManager::open(
                 dir,
@@ -370,6 +376,16 @@ pub(crate) fn wire(
         dynamic.clone(),
         admin,
     ));
+    let config_admin: Arc<dyn BrokerConfigAdmin> = match &cluster {
+        Some(c) => {
+            // First publisher: later ones (and the partitions' LogConfigs) see the image's broker configs.
+            let publisher = DynamicConfigPublisher::new(dynamic.clone(), topics.clone());
+            publishers.install(Arc::new(publisher));
+            Arc::new(QuorumBrokerConfigAdmin::new(c.clone(), dynamic.clone()))
+        }
+        None => Arc::new(LocalBrokerConfigAdmin::new(dynamic.clone(), topics.clone())),
+    };
+    let broker_configs = Arc::new(BrokerConfigManager::new(dynamic, config_admin));
     let groups = Arc::new(GroupCoordinatorService::new(
         config.clone(),
         metadata.clone(),
@@ -394,7 +410,7 @@ pub(crate) fn wire(
         replica_manager,
         topics,
         groups,
-        dynamic,
+        broker_configs,
         cache,
     ))
 }

@@ -49,6 +49,18 @@ pub struct ControllerClient {
     timeout: Duration,
 }
 
+/// A controller's answer to a change, with the metadata offset (raft log index) at which its outcome is
+/// visible: a broker whose image has applied `offset` shows it (read-your-writes, as Kafka's brokers wait
+/// for their metadata to reach a change's offset). `offset` is -1 when the call failed before any controller
+/// answered.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Committed<T> {
+    /// The controller's answer.
+    pub reply: T,
+    /// The offset at which the outcome is visible, -1 if unknown.
+    pub offset: i64,
+}
+
 fn unexpected() -> ControllerError {
     ControllerError::new(
         ErrorCode::UNKNOWN_SERVER_ERROR,
@@ -179,6 +191,21 @@ impl ControllerClient {
         }
     }
 
+    /// [`ControllerClient::call`] of `req` wrapped in [`ClientRequest::WithOffset`]: the inner answer and the
+    /// offset at which its outcome is visible.
+    async fn call_with_offset(
+        &self,
+        req: ClientRequest,
+    ) -> Result<(ClientResponse, i64), ControllerError> {
+        match self
+            .call(ClientRequest::WithOffset(Box::new(req)), Duration::ZERO)
+            .await?
+        {
+            ClientResponse::WithOffset { offset, response } => Ok((*response, offset)),
+            _ => Err(unexpected()),
+        }
+    }
+
     /// BrokerRegistration (KIP-631): registers `broker_id` (fenced until a heartbeat finds it
     /// caught up) and returns its new broker epoch (the offset of the registration record).
     ///
@@ -243,7 +270,8 @@ impl ControllerClient {
         }
     }
 
-    /// CreateTopics: one result per topic, in order. Ids are nil with `validate_only`.
+    /// CreateTopics: one result per topic, in order, and the offset at which they are visible. Ids are
+    /// nil with `validate_only`.
     ///
     /// Errors per topic: see [`crate::control::QuorumControl::create_topics`]; on transport failure
     /// every topic gets the same error.
@@ -251,35 +279,42 @@ impl ControllerClient {
         &self,
         topics: Vec<CreateTopic>,
         validate_only: bool,
-    ) -> Vec<Result<CreatedTopic, ControllerError>> {
+    ) -> Committed<Vec<Result<CreatedTopic, ControllerError>>> {
         let n = topics.len();
         let req = ClientRequest::CreateTopics {
             topics,
             validate_only,
         };
-        match self.call(req, Duration::ZERO).await {
-            Ok(ClientResponse::CreateTopics(r)) if r.len() == n => r,
-            Ok(_) => vec![Err(unexpected()); n],
-            Err(e) => vec![Err(e); n],
-        }
+        let (reply, offset) = match self.call_with_offset(req).await {
+            Ok((ClientResponse::CreateTopics(r), offset)) if r.len() == n => (r, offset),
+            Ok(_) => (vec![Err(unexpected()); n], -1),
+            Err(e) => (vec![Err(e); n], -1),
+        };
+        Committed { reply, offset }
     }
 
-    /// DeleteTopics by name: one result (the deleted topic id) per name, in order.
+    /// DeleteTopics by name: one result (the deleted topic id) per name, in order, and the offset at
+    /// which they are visible.
     ///
     /// Errors per name: `UNKNOWN_TOPIC_OR_PARTITION` (3), `INVALID_REQUEST` (42, name repeated).
-    pub async fn delete_topics(&self, names: Vec<String>) -> Vec<Result<Uuid, ControllerError>> {
+    pub async fn delete_topics(
+        &self,
+        names: Vec<String>,
+    ) -> Committed<Vec<Result<Uuid, ControllerError>>> {
         let n = names.len();
-        match self
-            .call(ClientRequest::DeleteTopics { names }, Duration::ZERO)
+        let (reply, offset) = match self
+            .call_with_offset(ClientRequest::DeleteTopics { names })
             .await
         {
-            Ok(ClientResponse::DeleteTopics(r)) if r.len() == n => r,
-            Ok(_) => vec![Err(unexpected()); n],
-            Err(e) => vec![Err(e); n],
-        }
+            Ok((ClientResponse::DeleteTopics(r), offset)) if r.len() == n => (r, offset),
+            Ok(_) => (vec![Err(unexpected()); n], -1),
+            Err(e) => (vec![Err(e); n], -1),
+        };
+        Committed { reply, offset }
     }
 
-    /// CreatePartitions: grows topic `name` to `count` partitions in total.
+    /// CreatePartitions: grows topic `name` to `count` partitions in total; returns the offset at which
+    /// that is visible.
     ///
     /// Errors: `UNKNOWN_TOPIC_OR_PARTITION` (3), `INVALID_PARTITIONS` (37),
     /// `INVALID_REPLICATION_FACTOR` (38, too few active brokers).
@@ -288,32 +323,33 @@ impl ControllerClient {
         name: String,
         count: i32,
         validate_only: bool,
-    ) -> Result<(), ControllerError> {
+    ) -> Result<i64, ControllerError> {
         let req = ClientRequest::CreatePartitions {
             name,
             count,
             validate_only,
         };
-        match self.call(req, Duration::ZERO).await? {
-            ClientResponse::CreatePartitions(r) => r,
+        match self.call_with_offset(req).await? {
+            (ClientResponse::CreatePartitions(r), offset) => r.map(|()| offset),
             _ => Err(unexpected()),
         }
     }
 
     /// ElectLeaders (KIP-460): elects leaders of `partitions` (`None`: every partition); answers once the
-    /// records are committed. Per-partition errors are in the results (see
-    /// `QuorumControl::elect_leaders`); the call fails as a whole only when no controller answers.
+    /// records are committed, with the offset at which the outcome is visible. Per-partition errors are in
+    /// the results (see `QuorumControl::elect_leaders`); the call fails as a whole only when no controller
+    /// answers.
     pub async fn elect_leaders(
         &self,
         election: ElectionType,
         partitions: Option<Vec<(String, i32)>>,
-    ) -> Result<Vec<ElectionResult>, ControllerError> {
+    ) -> Result<Committed<Vec<ElectionResult>>, ControllerError> {
         let req = ClientRequest::ElectLeaders {
             election,
             partitions,
         };
-        match self.call(req, Duration::ZERO).await? {
-            ClientResponse::ElectLeaders(r) => Ok(r),
+        match self.call_with_offset(req).await? {
+            (ClientResponse::ElectLeaders(reply), offset) => Ok(Committed { reply, offset }),
             _ => Err(unexpected()),
         }
     }
@@ -353,7 +389,8 @@ impl ControllerClient {
 
     /// IncrementalAlterConfigs: `resource_type` 2 (topic, by name) or 4 (broker: `""` = cluster
     /// default, else the broker id); `ops` are `(name, Some(value))` to set, `(name, None)` to
-    /// delete. Values are stored as given (the broker validates them).
+    /// delete. Values are stored as given (the broker validates them). Returns the offset at which the
+    /// change is visible.
     ///
     /// Errors: `UNKNOWN_TOPIC_OR_PARTITION` (3), `INVALID_REQUEST` (42), `INVALID_CONFIG` (40).
     pub async fn alter_configs(
@@ -362,15 +399,15 @@ impl ControllerClient {
         resource_name: String,
         ops: Vec<(String, Option<String>)>,
         validate_only: bool,
-    ) -> Result<(), ControllerError> {
+    ) -> Result<i64, ControllerError> {
         let req = ClientRequest::AlterConfigs {
             resource_type,
             resource_name,
             ops,
             validate_only,
         };
-        match self.call(req, Duration::ZERO).await? {
-            ClientResponse::AlterConfigs(r) => r,
+        match self.call_with_offset(req).await? {
+            (ClientResponse::AlterConfigs(r), offset) => r.map(|()| offset),
             _ => Err(unexpected()),
         }
     }

@@ -26,7 +26,7 @@ pub mod rpc;
 pub mod server;
 pub mod state_machine;
 
-pub use client::ControllerClient;
+pub use client::{Committed, ControllerClient};
 pub use config::{parse_voters, ControllerConfig};
 pub use metadata::{
     AlterPartition, BrokerRegistration, ControllerError, CreateTopic, CreatedTopic, ElectionResult,

@@ -101,6 +101,47 @@ pub struct ControllerServer {
 /// An early answer to a client request: `NotController`, or `Error` for the whole request.
 type NotController = ClientResponse;
 
+/// The outcome of one controller decision.
+struct Decided<T> {
+    /// The reply.
+    reply: T,
+    /// The offset (raft log index) the decision's records were committed at; `None` when it wrote none.
+    written: Option<i64>,
+    /// The offset at which a broker's image shows the outcome: `written`, or for a decision that wrote
+    /// nothing the offset of the last record of the image it was decided on.
+    visible_at: i64,
+}
+
+impl<T> Decided<T> {
+    fn map<U>(self, f: impl FnOnce(T) -> U) -> Decided<U> {
+        Decided {
+            reply: f(self.reply),
+            written: self.written,
+            visible_at: self.visible_at,
+        }
+    }
+}
+
+/// A fallible decision that returns records only: the records (none on error) and the reply.
+fn unit(
+    r: Result<Vec<MetadataRecord>, ControllerError>,
+) -> (Vec<MetadataRecord>, Result<(), ControllerError>) {
+    match r {
+        Ok(records) => (records, Ok(())),
+        Err(e) => (Vec::new(), Err(e)),
+    }
+}
+
+/// A fallible [`crate::control::Decision`]: its records (none on error) and the reply.
+fn decision<T>(
+    r: Result<crate::control::Decision<T>, ControllerError>,
+) -> (Vec<MetadataRecord>, Result<T, ControllerError>) {
+    match r {
+        Ok(d) => (d.records, Ok(d.reply)),
+        Err(e) => (Vec::new(), Err(e)),
+    }
+}
+
 impl ControllerServer {
     /// Binds `config.listen` and starts the controller with default [`ControllerTuning`]: opens
     /// (recovers) the metadata log and latest snapshot under `data_dir/__cluster_metadata-0/`,
@@ -433,20 +474,26 @@ impl Inner {
     }
 
     /// One decision: activate, decide against the applied image, propose the records (if any).
-    /// Returns the reply and the offset the records were committed at (None: nothing written).
+    /// Returns the reply, the offset the records were committed at (None: nothing written) and the
+    /// offset at which the outcome is visible to a broker replaying the log.
     async fn decide<T>(
         &self,
         f: impl FnOnce(&mut QuorumControl, &MetadataImage, i64) -> (Vec<MetadataRecord>, T),
-    ) -> Result<(T, Option<i64>), NotController> {
+    ) -> Result<Decided<T>, NotController> {
         let mut active = self.active.lock().await;
         self.activate(&mut active).await?;
         let now = self.now_ms();
-        let (records, reply) = {
+        let (records, reply, visible_at) = {
             let st = self.sm.state.read();
-            f(&mut active.control, &st.image, now)
+            let (records, reply) = f(&mut active.control, &st.image, now);
+            (records, reply, st.last_record_offset())
         };
         if records.is_empty() {
-            return Ok((reply, None));
+            return Ok(Decided {
+                reply,
+                written: None,
+                visible_at,
+            });
         }
         let size = serde_json::to_vec(&records).map_or(usize::MAX, |v| v.len());
         if size > MAX_BATCH_BYTES {
@@ -456,7 +503,11 @@ impl Inner {
             )));
         }
         let offset = self.propose(&mut active, records).await?;
-        Ok((reply, Some(offset)))
+        Ok(Decided {
+            reply,
+            written: Some(offset),
+            visible_at: offset,
+        })
     }
 
     async fn tick(&self) {
@@ -485,125 +536,116 @@ impl Inner {
         }
     }
 
+    /// A broker request; [`ClientRequest::WithOffset`] gets its inner answer with the offset at which the
+    /// outcome is visible.
     async fn handle_client(&self, req: ClientRequest) -> Result<ClientResponse, NotController> {
-        Ok(match req {
+        match req {
+            ClientRequest::WithOffset(inner) if matches!(*inner, ClientRequest::WithOffset(_)) => {
+                Ok(ClientResponse::Error(ControllerError::new(
+                    ErrorCode::INVALID_REQUEST,
+                    "nested WithOffset request",
+                )))
+            }
+            ClientRequest::WithOffset(inner) => {
+                let (response, offset) = self.answer(*inner).await?;
+                Ok(ClientResponse::WithOffset {
+                    offset,
+                    response: Box::new(response),
+                })
+            }
+            req => Ok(self.answer(req).await?.0),
+        }
+    }
+
+    /// Answers one (not wrapped) broker request: its response and the metadata offset at which its outcome
+    /// is visible.
+    async fn answer(&self, req: ClientRequest) -> Result<(ClientResponse, i64), NotController> {
+        use ClientResponse as R;
+        let d = match req {
             ClientRequest::RegisterBroker(r) => {
-                let (reply, offset) = self
-                    .decide(
-                        |ctl, image, now| match ctl.register_broker(image, &r, now) {
-                            Ok(recs) => (recs, Ok(())),
-                            Err(e) => (Vec::new(), Err(e)),
-                        },
-                    )
+                let d = self
+                    .decide(|ctl, image, now| unit(ctl.register_broker(image, &r, now)))
                     .await?;
-                ClientResponse::RegisterBroker(reply.and_then(|()| {
-                    offset.map(BrokerEpoch).ok_or_else(|| {
-                        ControllerError::new(ErrorCode::UNKNOWN_SERVER_ERROR, "nothing registered")
-                    })
-                }))
+                let epoch = d.written.map(BrokerEpoch).ok_or_else(|| {
+                    ControllerError::new(ErrorCode::UNKNOWN_SERVER_ERROR, "nothing registered")
+                });
+                let reply = R::RegisterBroker(d.reply.and(epoch));
+                return Ok((reply, d.visible_at));
             }
-            ClientRequest::Heartbeat(hb) => {
-                let (reply, _) = self
-                    .decide(|ctl, image, now| match ctl.heartbeat(image, &hb, now) {
-                        Ok(d) => (d.records, Ok(d.reply)),
-                        Err(e) => (Vec::new(), Err(e)),
-                    })
-                    .await?;
-                ClientResponse::Heartbeat(reply)
-            }
+            ClientRequest::Heartbeat(hb) => self
+                .decide(|ctl, image, now| decision(ctl.heartbeat(image, &hb, now)))
+                .await?
+                .map(R::Heartbeat),
             ClientRequest::CreateTopics {
                 topics,
                 validate_only,
-            } => {
-                let (reply, _) = self
-                    .decide(|ctl, image, _| {
-                        let d = ctl.create_topics(image, &topics, validate_only);
-                        (d.records, d.reply)
-                    })
-                    .await?;
-                ClientResponse::CreateTopics(reply)
-            }
-            ClientRequest::DeleteTopics { names } => {
-                let (reply, _) = self
-                    .decide(|ctl, image, _| {
-                        let d = ctl.delete_topics(image, &names);
-                        (d.records, d.reply)
-                    })
-                    .await?;
-                ClientResponse::DeleteTopics(reply)
-            }
+            } => self
+                .decide(|ctl, image, _| {
+                    let d = ctl.create_topics(image, &topics, validate_only);
+                    (d.records, d.reply)
+                })
+                .await?
+                .map(R::CreateTopics),
+            ClientRequest::DeleteTopics { names } => self
+                .decide(|ctl, image, _| {
+                    let d = ctl.delete_topics(image, &names);
+                    (d.records, d.reply)
+                })
+                .await?
+                .map(R::DeleteTopics),
             ClientRequest::CreatePartitions {
                 name,
                 count,
                 validate_only,
-            } => {
-                let (reply, _) = self
-                    .decide(|ctl, image, _| {
-                        match ctl.create_partitions(image, &name, count, validate_only) {
-                            Ok(recs) => (recs, Ok(())),
-                            Err(e) => (Vec::new(), Err(e)),
-                        }
-                    })
-                    .await?;
-                ClientResponse::CreatePartitions(reply)
-            }
+            } => self
+                .decide(|ctl, image, _| {
+                    unit(ctl.create_partitions(image, &name, count, validate_only))
+                })
+                .await?
+                .map(R::CreatePartitions),
             ClientRequest::ElectLeaders {
                 election,
                 partitions,
-            } => {
-                let (reply, _) = self
-                    .decide(|ctl, image, _| {
-                        let d = ctl.elect_leaders(image, election, partitions.as_deref());
-                        (d.records, d.reply)
-                    })
-                    .await?;
-                ClientResponse::ElectLeaders(reply)
-            }
-            ClientRequest::AlterPartition(r) => {
-                let (reply, _) = self
-                    .decide(|ctl, image, _| match ctl.alter_partition(image, &r) {
-                        Ok(d) => (d.records, Ok(d.reply)),
-                        Err(e) => (Vec::new(), Err(e)),
-                    })
-                    .await?;
-                ClientResponse::AlterPartition(reply)
-            }
+            } => self
+                .decide(|ctl, image, _| {
+                    let d = ctl.elect_leaders(image, election, partitions.as_deref());
+                    (d.records, d.reply)
+                })
+                .await?
+                .map(R::ElectLeaders),
+            ClientRequest::AlterPartition(r) => self
+                .decide(|ctl, image, _| decision(ctl.alter_partition(image, &r)))
+                .await?
+                .map(R::AlterPartition),
             ClientRequest::AlterConfigs {
                 resource_type,
                 resource_name,
                 ops,
                 validate_only,
-            } => {
-                let (reply, _) = self
-                    .decide(|ctl, image, _| {
-                        match ctl.alter_configs(
-                            image,
-                            resource_type,
-                            &resource_name,
-                            &ops,
-                            validate_only,
-                        ) {
-                            Ok(recs) => (recs, Ok(())),
-                            Err(e) => (Vec::new(), Err(e)),
-                        }
-                    })
-                    .await?;
-                ClientResponse::AlterConfigs(reply)
-            }
+            } => self
+                .decide(|ctl, image, _| {
+                    let name = &resource_name;
+                    unit(ctl.alter_configs(image, resource_type, name, &ops, validate_only))
+                })
+                .await?
+                .map(R::AlterConfigs),
             ClientRequest::AllocateProducerIds {
                 broker_id,
                 broker_epoch,
-            } => {
-                let (reply, _) = self
-                    .decide(|ctl, image, _| {
-                        match ctl.allocate_producer_ids(image, broker_id, broker_epoch) {
-                            Ok(d) => (d.records, Ok(d.reply)),
-                            Err(e) => (Vec::new(), Err(e)),
-                        }
-                    })
-                    .await?;
-                ClientResponse::AllocateProducerIds(reply)
-            }
+            } => self
+                .decide(|ctl, image, _| {
+                    decision(ctl.allocate_producer_ids(image, broker_id, broker_epoch))
+                })
+                .await?
+                .map(R::AllocateProducerIds),
+            req => return self.read_only(req).await,
+        };
+        Ok((d.reply, d.visible_at))
+    }
+
+    /// The requests that decide nothing: metadata fetches and DescribeQuorum (leader only).
+    async fn read_only(&self, req: ClientRequest) -> Result<(ClientResponse, i64), NotController> {
+        let response = match req {
             ClientRequest::FetchMetadata {
                 since_offset,
                 max_wait_ms,
@@ -628,7 +670,12 @@ impl Inner {
                     voters: self.voters.clone(),
                 }))
             }
-        })
+            _ => ClientResponse::Error(ControllerError::new(
+                ErrorCode::INVALID_REQUEST,
+                "unexpected request",
+            )),
+        };
+        Ok((response, self.sm.state.read().last_record_offset()))
     }
 
     async fn fetch_metadata(&self, since: i64, max_wait_ms: u64) -> MetadataUpdate {

@@ -48,6 +48,16 @@ pub(crate) struct SmState {
     snapshot_seq: u64,
 }
 
+impl SmState {
+    /// The offset a broker's image reaches once it holds everything this image holds: the offset of the
+    /// last applied record, or `retained_from` (the snapshot's offset) when none followed it. Entries
+    /// without records (blank, membership) advance the controller's image offset but never a broker's that
+    /// replays records, so they are not counted.
+    pub fn last_record_offset(&self) -> i64 {
+        self.recent.back().map_or(self.retained_from, |(o, _)| *o)
+    }
+}
+
 /// Shared handle to the applied state plus a notification of the last applied offset.
 #[derive(Debug)]
 pub(crate) struct SmShared {

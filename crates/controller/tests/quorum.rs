@@ -185,10 +185,16 @@ async fn three_controllers_fail_over_and_restart_from_snapshot() {
         .unwrap_err();
     assert_eq!(err.code, ErrorCode::STALE_BROKER_EPOCH);
 
-    let created = client.create_topics(vec![topic("t", 6, 3)], false).await;
+    let created = client
+        .create_topics(vec![topic("t", 6, 3)], false)
+        .await
+        .reply;
     let t = created[0].as_ref().expect("create t");
     assert_eq!((t.num_partitions, t.replication_factor), (6, 3));
-    let dup = client.create_topics(vec![topic("t", 1, 1)], false).await;
+    let dup = client
+        .create_topics(vec![topic("t", 1, 1)], false)
+        .await
+        .reply;
     assert_eq!(
         dup[0].as_ref().unwrap_err().code,
         ErrorCode::TOPIC_ALREADY_EXISTS
@@ -253,7 +259,10 @@ async fn three_controllers_fail_over_and_restart_from_snapshot() {
     // Kill the active controller; the client finds the new one and keeps working.
     let old = servers.remove(&leader).unwrap();
     old.shutdown().await.unwrap();
-    let created = client.create_topics(vec![topic("u", 2, 3)], false).await;
+    let created = client
+        .create_topics(vec![topic("u", 2, 3)], false)
+        .await
+        .reply;
     assert!(created[0].is_ok(), "{created:?}");
     let quorum = client.describe_quorum().await.unwrap();
     let new_leader = quorum.leader_id.unwrap();
@@ -305,7 +314,7 @@ async fn three_controllers_fail_over_and_restart_from_snapshot() {
     servers.insert(leader, restarted);
 
     // The quorum still answers after the restart.
-    let deleted = client.delete_topics(vec!["u".into()]).await;
+    let deleted = client.delete_topics(vec!["u".into()]).await.reply;
     assert!(deleted[0].is_ok());
     for s in servers.into_values() {
         s.shutdown().await.unwrap();
@@ -322,7 +331,7 @@ async fn silent_broker_is_fenced_and_controlled_shutdown_moves_leadership() {
         (0, vec![BrokerId(2), BrokerId(1), BrokerId(3)]),
         (1, vec![BrokerId(3), BrokerId(1), BrokerId(2)]),
     ];
-    let created = client.create_topics(vec![t], false).await;
+    let created = client.create_topics(vec![t], false).await.reply;
     let topic_id = created[0].as_ref().unwrap().topic_id;
 
     // Brokers 1 and 3 heartbeat; broker 2 goes silent.
@@ -411,9 +420,12 @@ async fn single_voter_recovers_its_state_after_restart() {
     assert_eq!(s.wait_for_leader(WAIT).await, Some(7));
     let client = ControllerClient::new(voters.clone()).with_timeout(WAIT);
     let epochs = register_all(&client, &[1]).await;
-    let created = client.create_topics(vec![topic("solo", 3, 1)], false).await;
+    let created = client
+        .create_topics(vec![topic("solo", 3, 1)], false)
+        .await
+        .reply;
     assert!(created[0].is_ok());
-    client
+    let at = client
         .alter_configs(
             2,
             "solo".into(),
@@ -422,6 +434,15 @@ async fn single_voter_recovers_its_state_after_restart() {
         )
         .await
         .unwrap();
+    // The answer names the offset at which the change is visible.
+    assert!(s.wait_for_offset(at, WAIT).await);
+    assert_eq!(s.image().topics["solo"].configs["retention.ms"], "1000");
+    // A decision that writes nothing is visible at the offset of the last record it was decided on.
+    let noop = client
+        .alter_configs(2, "solo".into(), Vec::new(), true)
+        .await
+        .unwrap();
+    assert!(noop >= at && noop <= s.image().offset, "{noop} vs {at}");
     let before = s.image();
     s.shutdown().await.unwrap();
 

@@ -80,6 +80,11 @@ pub enum ClientRequest {
         /// (topic, partition) pairs; `None` = every partition.
         partitions: Option<Vec<(String, i32)>>,
     },
+    /// Any other request, asking that its answer say at which metadata offset its outcome is visible:
+    /// answered with [`ClientResponse::WithOffset`] (a broker then waits until its own image has applied
+    /// that offset — read-your-writes without re-checking the outcome). Not nested. Controllers older
+    /// than this variant close the connection on it: upgrade the controllers before the brokers.
+    WithOffset(Box<ClientRequest>),
 }
 
 /// Answers to [`ClientRequest`]s.
@@ -116,4 +121,13 @@ pub enum ClientResponse {
     DescribeQuorum(Result<QuorumInfo, ControllerError>),
     /// ElectLeaders answer, one result per partition (see `QuorumControl::elect_leaders`).
     ElectLeaders(Vec<ElectionResult>),
+    /// Answer to a [`ClientRequest::WithOffset`]: the inner request's answer and the metadata offset (raft
+    /// log index) at which its outcome is visible — the index its records were committed at, or, for a
+    /// decision that wrote nothing, the offset of the last record the deciding image held.
+    WithOffset {
+        /// Metadata log offset; an image whose `offset` is at least this shows the outcome.
+        offset: i64,
+        /// The inner request's answer.
+        response: Box<ClientResponse>,
+    },
 }

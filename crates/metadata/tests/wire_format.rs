@@ -226,3 +226,29 @@ fn log_dir_offline_fields_are_optional_on_the_wire() {
             .log_dir_offline
     );
 }
+
+const WITH_OFFSET_REQUEST: &str = r#"{"WithOffset":{"AlterConfigs":{"resource_type":4,"resource_name":"","ops":[["a","1"]],"validate_only":false}}}"#;
+const WITH_OFFSET_RESPONSE: &str =
+    r#"{"WithOffset":{"offset":12,"response":{"AlterConfigs":{"Ok":null}}}}"#;
+
+/// The read-your-writes wrapper (added after the strings above were pinned): a request asking for the
+/// metadata offset of its outcome, and the answer carrying it.
+#[test]
+fn with_offset_json_is_unchanged() {
+    let req = ClientRequest::WithOffset(Box::new(ClientRequest::AlterConfigs {
+        resource_type: RESOURCE_BROKER,
+        resource_name: String::new(),
+        ops: vec![("a".into(), Some("1".into()))],
+        validate_only: false,
+    }));
+    assert_eq!(serde_json::to_string(&req).unwrap(), WITH_OFFSET_REQUEST);
+    let back: ClientRequest = serde_json::from_str(WITH_OFFSET_REQUEST).unwrap();
+    assert_eq!(serde_json::to_string(&back).unwrap(), WITH_OFFSET_REQUEST);
+    let resp = ClientResponse::WithOffset {
+        offset: 12,
+        response: Box::new(ClientResponse::AlterConfigs(Ok(()))),
+    };
+    assert_eq!(serde_json::to_string(&resp).unwrap(), WITH_OFFSET_RESPONSE);
+    let back: ClientResponse = serde_json::from_str(WITH_OFFSET_RESPONSE).unwrap();
+    assert_eq!(serde_json::to_string(&back).unwrap(), WITH_OFFSET_RESPONSE);
+}

@@ -10,6 +10,7 @@ use uuid::Uuid;
 
 use super::*;
 
+mod broker_config_tests;
 mod log_dir_tests;
 
 fn cfg(unclean: bool) -> ControlConfig {

@@ -4,10 +4,12 @@
 //! Each resource's config set is replaced by exactly the given entries (keys not given are removed):
 //! - TOPIC: the topic's overrides. Unknown key or bad value → INVALID_CONFIG (40) naming it. Persisted with the
 //!   topic and applied to its live logs at once.
-//! - BROKER named by this broker's id (per-broker level) or `""` (cluster-default level): the dynamic broker
-//!   configs of that level (see [`crate::dynamic_config`]); read-only keys and bad values → INVALID_REQUEST
-//!   (42), unknown keys → INVALID_CONFIG (40), another broker's id or a non-numeric name → INVALID_REQUEST, all
-//!   with Kafka's messages. Persisted in the data directory; every topic's `LogConfig` is recomputed at once.
+//! - BROKER named by this broker's id (per-broker level) or `""` (cluster-default level), or in a cluster any
+//!   broker's id: the dynamic broker configs of that level (see [`crate::dynamic_config`]); read-only keys and
+//!   bad values → INVALID_REQUEST (42), unknown keys → INVALID_CONFIG (40), a non-numeric name (or, standalone,
+//!   another broker's id) → INVALID_REQUEST, all with Kafka's messages. Stored by the mode's
+//!   [`crate::config_admin::BrokerConfigAdmin`] (the data directory standalone, the metadata log in a cluster);
+//!   every topic's `LogConfig` follows before the answer.
 //!
 //! `validate_only` checks everything and changes nothing.
 
@@ -37,7 +39,7 @@ pub async fn handle(
                 alter_topic(apis, &res.resource_name, entries, request.validate_only).await
             }
             RESOURCE_BROKER => {
-                alter_broker(apis, &res.resource_name, entries, request.validate_only)
+                alter_broker(apis, &res.resource_name, entries, request.validate_only).await
             }
             other => Err(unsupported_resource(other)),
         };
@@ -78,26 +80,21 @@ async fn alter_topic(
         .await?)
 }
 
-fn alter_broker(
+async fn alter_broker(
     apis: &KafkaApis,
     name: &str,
     entries: Vec<(String, Option<String>)>,
     validate_only: bool,
 ) -> Result<(), ApiError> {
-    let level = apis.dynamic_config.resolve(name, false)?;
+    let level = apis.dynamic_config().resolve(name, false)?;
     check_duplicates(entries.iter().map(|(k, _)| k.as_str()))?;
-    let entries = entries
-        .into_iter()
-        .map(|(k, v)| match v {
-            Some(v) => Ok((k, v)),
-            None => Err(null_value(&k)),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    apis.dynamic_config.set(level, entries, validate_only)?;
-    if !validate_only {
-        apis.topics.reapply_log_configs();
+    if let Some((k, _)) = entries.iter().find(|(_, v)| v.is_none()) {
+        return Err(null_value(k));
     }
-    Ok(())
+    apis.broker_configs
+        .alter(level, entries, true, validate_only)
+        .await
+        .map_err(ApiError::from)
 }
 
 /// INVALID_REQUEST "Error due to duplicate config keys" when a key appears twice (Kafka's check).

@@ -68,7 +68,7 @@ fn topic_synonyms(
         });
     }
     if let Some(d) = topic_def(name) {
-        out.extend(apis.dynamic_config.synonyms(d.broker_synonym));
+        out.extend(apis.dynamic_config().synonyms(d.broker_synonym));
     }
     out
 }
@@ -133,7 +133,7 @@ pub fn handle(
                         .collect();
                 }
                 RESOURCE_BROKER => {
-                    let level = match apis.dynamic_config.resolve(&res.resource_name, true) {
+                    let level = match apis.dynamic_config().resolve(&res.resource_name, true) {
                         Ok(level) => level,
                         Err(e) => {
                             (out.error_code, out.error_message) = ApiError::from(e).into_parts();
@@ -164,9 +164,9 @@ fn broker_entries(
     synonyms_wanted: bool,
     version: i16,
 ) -> Vec<DescribeConfigsResourceResult> {
-    let effective = apis.dynamic_config.effective();
+    let effective = apis.dynamic_config().effective();
     let defaults = apis
-        .dynamic_config
+        .dynamic_config()
         .level_configs(ConfigLevel::ClusterDefault);
     BROKER_CONFIGS
         .iter()
@@ -174,9 +174,9 @@ fn broker_entries(
         .filter(|d| level == ConfigLevel::PerBroker || defaults.contains_key(d.name))
         .map(|d| {
             let sensitive = d.ty == ConfigType::Password;
-            let mut synonyms = apis.dynamic_config.synonyms(d.name);
+            let mut synonyms = apis.dynamic_config().synonyms(d.name);
             let value = match level {
-                ConfigLevel::PerBroker => effective.value(d.name),
+                ConfigLevel::PerBroker | ConfigLevel::OtherBroker(_) => effective.value(d.name),
                 ConfigLevel::ClusterDefault => {
                     synonyms.retain(|s| s.source == source::DYNAMIC_DEFAULT_BROKER_CONFIG);
                     defaults.get(d.name).cloned()

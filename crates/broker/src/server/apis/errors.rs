@@ -121,6 +121,9 @@ pub fn alter_config_error_code(e: &AlterConfigError) -> ErrorCode {
         AlterConfigError::UnknownKey(_) => ErrorCode::INVALID_CONFIG,
         AlterConfigError::InvalidRequest(_) => ErrorCode::INVALID_REQUEST,
         AlterConfigError::Storage(_) => ErrorCode::KAFKA_STORAGE_ERROR,
+        AlterConfigError::Controller(c) => c.code,
+        AlterConfigError::NotShownInTime(_) => ErrorCode::REQUEST_TIMED_OUT,
+        AlterConfigError::Internal(_) => ErrorCode::UNKNOWN_SERVER_ERROR,
     }
 }
 
@@ -143,7 +146,11 @@ impl From<ControllerError> for ApiError {
 
 impl From<AlterConfigError> for ApiError {
     fn from(e: AlterConfigError) -> ApiError {
-        ApiError::new(alter_config_error_code(&e), e.to_string())
+        match e {
+            // The controller's message as it is, as for topic changes.
+            AlterConfigError::Controller(c) => ApiError::from(c),
+            other => ApiError::new(alter_config_error_code(&other), other.to_string()),
+        }
     }
 }
 

@@ -5,8 +5,9 @@
 //! `log.cleanup.policy`) and edit the current effective list (INVALID_CONFIG otherwise). DELETE of a key that
 //! is not set is a no-op.
 //! - TOPIC: the topic's overrides (unknown key or bad value → INVALID_CONFIG naming it), applied live.
-//! - BROKER named by this broker's id or `""`: that dynamic level (see [`crate::dynamic_config`] for which keys
-//!   may change and the errors); every topic's `LogConfig` is recomputed at once.
+//! - BROKER named by this broker's id or `""` (in a cluster: any broker's id): that dynamic level (see
+//!   [`crate::dynamic_config`] for which keys may change and the errors), stored by the mode's
+//!   [`crate::config_admin::BrokerConfigAdmin`]; every topic's `LogConfig` follows before the answer.
 //!
 //! Before any change: a key given twice or an unknown operation → INVALID_REQUEST; SET without a value →
 //! INVALID_REQUEST (Kafka's messages). `validate_only` checks everything and changes nothing.
@@ -43,7 +44,7 @@ pub async fn handle(
                 alter_topic(apis, &res.resource_name, res.configs, request.validate_only).await
             }
             (Ok(()), RESOURCE_BROKER) => {
-                alter_broker(apis, &res.resource_name, res.configs, request.validate_only)
+                alter_broker(apis, &res.resource_name, res.configs, request.validate_only).await
             }
             (Ok(()), other) => Err(unsupported_resource(other)),
         };
@@ -158,20 +159,19 @@ async fn alter_topic(
         .await?)
 }
 
-fn alter_broker(
+async fn alter_broker(
     apis: &KafkaApis,
     name: &str,
     configs: Vec<AlterableConfig>,
     validate_only: bool,
 ) -> Result<(), ApiError> {
-    let dynamic = &apis.dynamic_config;
+    let dynamic = apis.dynamic_config();
     let level: ConfigLevel = dynamic.resolve(name, false)?;
-    let mut changed = Vec::new();
-    let mut deleted = Vec::new();
+    let mut ops = Vec::new();
     for c in &configs {
         match c.config_operation {
-            OP_SET => changed.push((c.name.clone(), c.value.clone().unwrap_or_default())),
-            OP_DELETE => deleted.push(c.name.clone()),
+            OP_SET => ops.push((c.name.clone(), Some(c.value.clone().unwrap_or_default()))),
+            OP_DELETE => ops.push((c.name.clone(), None)),
             op => {
                 let def = broker_def(&c.name).ok_or_else(|| {
                     ApiError::new(
@@ -183,20 +183,13 @@ fn alter_broker(
                     return Err(list_op_not_allowed(op, &c.name));
                 }
                 let current = dynamic.value_or_inherited(level, &c.name);
-                changed.push((c.name.clone(), edit_list(current, c.value.as_deref(), op)));
+                let edited = edit_list(current, c.value.as_deref(), op);
+                ops.push((c.name.clone(), Some(edited)));
             }
         }
     }
-    // The request's keys first, in request order, so errors name them as Kafka does.
-    dynamic.validate(level, &changed)?;
-    let mut next = dynamic.level_configs(level);
-    for k in &deleted {
-        next.remove(k);
-    }
-    next.extend(changed);
-    dynamic.set(level, next.into_iter().collect(), validate_only)?;
-    if !validate_only {
-        apis.topics.reapply_log_configs();
-    }
-    Ok(())
+    apis.broker_configs
+        .alter(level, ops, false, validate_only)
+        .await
+        .map_err(ApiError::from)
 }

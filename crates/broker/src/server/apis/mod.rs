@@ -42,6 +42,7 @@ use protocol::error::ErrorCode;
 use protocol::{ApiKey, Chunk, RequestBody, RequestHeader, ResponseBody};
 
 use crate::config::BrokerConfig;
+use crate::config_admin::BrokerConfigManager;
 use crate::dynamic_config::DynamicBrokerConfig;
 use crate::group_coordinator::GroupCoordinatorService;
 use crate::metadata::MetadataStore;
@@ -111,8 +112,8 @@ pub struct KafkaApis {
     replica_manager: Arc<ReplicaManager>,
     topics: Arc<TopicManager>,
     groups: Arc<GroupCoordinatorService>,
-    /// Dynamic broker configs (KIP-226), shared with the topic manager.
-    dynamic_config: Arc<DynamicBrokerConfig>,
+    /// Dynamic broker configs (KIP-226): the resolver, shared with the topic manager, and where changes go.
+    broker_configs: Arc<BrokerConfigManager>,
     /// The cluster metadata handlers read (the replayed image in a cluster, a derived one standalone).
     metadata_cache: Arc<dyn MetadataCache>,
 }
@@ -125,7 +126,7 @@ impl KafkaApis {
         replica_manager: Arc<ReplicaManager>,
         topics: Arc<TopicManager>,
         groups: Arc<GroupCoordinatorService>,
-        dynamic_config: Arc<DynamicBrokerConfig>,
+        broker_configs: Arc<BrokerConfigManager>,
         metadata_cache: Arc<dyn MetadataCache>,
     ) -> KafkaApis {
         KafkaApis {
@@ -134,9 +135,14 @@ impl KafkaApis {
             replica_manager,
             topics,
             groups,
-            dynamic_config,
+            broker_configs,
             metadata_cache,
         }
+    }
+
+    /// The dynamic broker configs' resolver (KIP-226).
+    pub fn dynamic_config(&self) -> &DynamicBrokerConfig {
+        self.broker_configs.dynamic()
     }
 
     /// The cluster metadata (brokers, partitions, controllers) the handlers answer from.
