@@ -2,7 +2,7 @@
 //! from/to the wire messages (field names follow the Kafka message schemas).
 
 use bytes::Bytes;
-use types::ErrorCode;
+use types::{ErrorCode, LeaderEpoch, Offset};
 
 use crate::records::GroupRecord;
 
@@ -210,9 +210,9 @@ pub struct OffsetCommitPartition {
     /// Partition index.
     pub partition_index: i32,
     /// Offset to commit.
-    pub committed_offset: i64,
-    /// Leader epoch (v6+), -1 when unknown.
-    pub committed_leader_epoch: i32,
+    pub committed_offset: Offset,
+    /// Leader epoch (v6+), [`LeaderEpoch::NONE`] when unknown.
+    pub committed_leader_epoch: LeaderEpoch,
     /// Metadata string; `None` (null) is stored as "".
     pub committed_metadata: Option<String>,
 }
@@ -245,10 +245,10 @@ pub type OffsetCommitResult = Vec<(String, Vec<(i32, ErrorCode)>)>;
 pub struct OffsetFetchPartition {
     /// Partition index.
     pub partition_index: i32,
-    /// Committed offset, -1 when none.
-    pub committed_offset: i64,
-    /// Committed leader epoch, -1 when none.
-    pub committed_leader_epoch: i32,
+    /// Committed offset, [`Offset::NONE`] when none.
+    pub committed_offset: Offset,
+    /// Committed leader epoch, [`LeaderEpoch::NONE`] when none.
+    pub committed_leader_epoch: LeaderEpoch,
     /// Commit metadata ("" when none).
     pub metadata: String,
     /// Error code (0).

@@ -23,6 +23,7 @@
 //! count + elements. Decoding never trusts a length beyond the bytes that remain.
 
 use bytes::{BufMut, Bytes, BytesMut};
+use types::{LeaderEpoch, Offset};
 
 /// One record of `__consumer_offsets` as the coordinator produces and replays it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,9 +63,10 @@ impl GroupRecord {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OffsetCommitValue {
     /// The committed offset (the next record the group will consume).
-    pub offset: i64,
-    /// Leader epoch of the last consumed record, -1 when unknown (OffsetCommit v6+ `committed_leader_epoch`).
-    pub leader_epoch: i32,
+    pub offset: Offset,
+    /// Leader epoch of the last consumed record, [`LeaderEpoch::NONE`] when unknown (OffsetCommit v6+
+    /// `committed_leader_epoch`).
+    pub leader_epoch: LeaderEpoch,
     /// Client metadata string, round-tripped verbatim ("" when the client sent null).
     pub metadata: String,
     /// Broker time of the commit, ms since the epoch.
@@ -162,14 +164,14 @@ pub fn encode_record(record: &GroupRecord) -> (Bytes, Option<Bytes>) {
                 let mut b = BytesMut::new();
                 if v.expire_timestamp >= 0 {
                     b.put_i16(1);
-                    b.put_i64(v.offset);
+                    b.put_i64(v.offset.0);
                     put_string(&mut b, &v.metadata);
                     b.put_i64(v.commit_timestamp);
                     b.put_i64(v.expire_timestamp);
                 } else {
                     b.put_i16(3);
-                    b.put_i64(v.offset);
-                    b.put_i32(v.leader_epoch);
+                    b.put_i64(v.offset.0);
+                    b.put_i32(v.leader_epoch.0);
                     put_string(&mut b, &v.metadata);
                     b.put_i64(v.commit_timestamp);
                 }
@@ -251,8 +253,8 @@ fn decode_offset_value(v: &[u8]) -> Result<OffsetCommitValue, RecordDecodeError>
         });
     }
     let mut r = Reader::new(&v[2..], version >= 4);
-    let offset = r.i64()?;
-    let leader_epoch = if version >= 3 { r.i32()? } else { -1 };
+    let offset = Offset(r.i64()?);
+    let leader_epoch = LeaderEpoch(if version >= 3 { r.i32()? } else { -1 });
     let metadata = r.string()?;
     let commit_timestamp = r.i64()?;
     let expire_timestamp = if version == 1 { r.i64()? } else { -1 };
@@ -524,8 +526,8 @@ mod tests {
                 topic: "t".into(),
                 partition: 7,
                 value: Some(OffsetCommitValue {
-                    offset: 42,
-                    leader_epoch: if expire >= 0 { -1 } else { 5 },
+                    offset: Offset(42),
+                    leader_epoch: LeaderEpoch(if expire >= 0 { -1 } else { 5 }),
                     metadata: "meta".into(),
                     commit_timestamp: 1000,
                     expire_timestamp: expire,
@@ -623,7 +625,7 @@ mod tests {
                         v.metadata.as_str(),
                         v.commit_timestamp
                     ),
-                    (10, 2, "md", 77)
+                    (Offset(10), LeaderEpoch(2), "md", 77)
                 );
             }
             other => panic!("{other:?}"),

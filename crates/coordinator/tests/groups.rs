@@ -456,8 +456,8 @@ fn static_member_rejoin_keeps_assignment_without_rebalance_and_fences_old_id() {
                 TOPIC.into(),
                 vec![OffsetCommitPartition {
                     partition_index: 0,
-                    committed_offset: 1,
-                    committed_leader_epoch: -1,
+                    committed_offset: types::Offset(1),
+                    committed_leader_epoch: types::LeaderEpoch(-1),
                     committed_metadata: None,
                 }],
             )],

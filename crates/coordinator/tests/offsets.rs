@@ -22,14 +22,14 @@ fn commit_req(group: &str, generation: i32, member: &str, version: i16) -> Offse
             vec![
                 OffsetCommitPartition {
                     partition_index: 0,
-                    committed_offset: 10,
-                    committed_leader_epoch: 4,
+                    committed_offset: types::Offset(10),
+                    committed_leader_epoch: types::LeaderEpoch(4),
                     committed_metadata: Some("meta-0".into()),
                 },
                 OffsetCommitPartition {
                     partition_index: 1,
-                    committed_offset: 20,
-                    committed_leader_epoch: -1,
+                    committed_offset: types::Offset(20),
+                    committed_leader_epoch: types::LeaderEpoch(-1),
                     committed_metadata: None,
                 },
             ],
@@ -59,7 +59,7 @@ fn non_member_commits_accepted_for_empty_group_refused_for_active_group() {
             p[0].committed_leader_epoch,
             p[0].metadata.as_str()
         ),
-        (10, 4, "meta-0")
+        (types::Offset(10), types::LeaderEpoch(4), "meta-0")
     );
     assert_eq!(
         (
@@ -67,7 +67,7 @@ fn non_member_commits_accepted_for_empty_group_refused_for_active_group() {
             p[1].committed_leader_epoch,
             p[1].metadata.as_str()
         ),
-        (20, -1, "")
+        (types::Offset(20), types::LeaderEpoch(-1), "")
     );
     assert_eq!(
         (
@@ -75,7 +75,7 @@ fn non_member_commits_accepted_for_empty_group_refused_for_active_group() {
             p[2].committed_leader_epoch,
             p[2].metadata.as_str()
         ),
-        (-1, -1, "")
+        (types::Offset(-1), types::LeaderEpoch(-1), "")
     );
     // Unknown group, generation >= 0: ILLEGAL_GENERATION before v9, GROUP_ID_NOT_FOUND from v9.
     let out = h.c.commit_offsets(h.now, &commit_req("ghost", 3, "m", 8));
@@ -144,8 +144,8 @@ fn fetch_all_offsets_sorted() {
         "a-topic".into(),
         vec![OffsetCommitPartition {
             partition_index: 3,
-            committed_offset: 7,
-            committed_leader_epoch: -1,
+            committed_offset: types::Offset(7),
+            committed_leader_epoch: types::LeaderEpoch(-1),
             committed_metadata: None,
         }],
     ));
@@ -170,8 +170,8 @@ fn offset_delete_refuses_subscribed_topics() {
         "other".into(),
         vec![OffsetCommitPartition {
             partition_index: 0,
-            committed_offset: 1,
-            committed_leader_epoch: -1,
+            committed_offset: types::Offset(1),
+            committed_leader_epoch: types::LeaderEpoch(-1),
             committed_metadata: None,
         }],
     ));
@@ -335,7 +335,7 @@ fn replay_round_trip() {
     });
     assert_eq!(
         c3.fetch_offsets(G, Some(&[(TOPIC.into(), vec![0])])).topics[0].1[0].committed_offset,
-        -1
+        types::Offset(-1)
     );
     assert!(c3.group_state("static").is_none());
     // Records of other group types are reported, not misread.
@@ -362,8 +362,8 @@ fn offsets_retention_expires_empty_groups_only() {
         "unsubscribed".into(),
         vec![OffsetCommitPartition {
             partition_index: 0,
-            committed_offset: 5,
-            committed_leader_epoch: -1,
+            committed_offset: types::Offset(5),
+            committed_leader_epoch: types::LeaderEpoch(-1),
             committed_metadata: None,
         }],
     ));
@@ -472,8 +472,8 @@ fn deleted_topics_lose_their_offsets_and_empty_groups_go() {
         "other".into(),
         vec![OffsetCommitPartition {
             partition_index: 0,
-            committed_offset: 5,
-            committed_leader_epoch: -1,
+            committed_offset: types::Offset(5),
+            committed_leader_epoch: types::LeaderEpoch(-1),
             committed_metadata: None,
         }],
     ));
@@ -496,7 +496,7 @@ fn deleted_topics_lose_their_offsets_and_empty_groups_go() {
     assert_eq!(h.committed("simple"), -1);
     assert_eq!(h.committed(G), -1);
     let f = h.c.fetch_offsets(G, Some(&[("other".into(), vec![0])]));
-    assert_eq!(f.topics[0].1[0].committed_offset, 5);
+    assert_eq!(f.topics[0].1[0].committed_offset, types::Offset(5));
     assert!(h.c.group_state(G).is_some());
     // Nothing to do for a topic nobody committed.
     assert!(persisted(&h.c.delete_topics_offsets(h.now, &["nobody".to_string()])).is_empty());

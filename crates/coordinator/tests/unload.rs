@@ -114,8 +114,8 @@ fn load_groups_merges_one_partition_and_starts_only_its_sessions() {
         topic: TOPIC.into(),
         partition: 0,
         value: Some(OffsetCommitValue {
-            offset: 200,
-            leader_epoch: -1,
+            offset: types::Offset(200),
+            leader_epoch: types::LeaderEpoch::NONE,
             metadata: String::new(),
             commit_timestamp: h.now,
             expire_timestamp: -1,

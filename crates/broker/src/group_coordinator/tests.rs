@@ -121,8 +121,8 @@ fn commit(group: &str, offset: i64) -> OffsetCommitRequest {
             "t".into(),
             vec![OffsetCommitPartition {
                 partition_index: 0,
-                committed_offset: offset,
-                committed_leader_epoch: 3,
+                committed_offset: types::Offset(offset),
+                committed_leader_epoch: types::LeaderEpoch(3),
                 committed_metadata: Some("meta".into()),
             }],
         )],
@@ -169,7 +169,7 @@ fn requests_wait_for_loading_and_commits_survive_reopen() {
             p.committed_leader_epoch,
             p.metadata.as_str()
         ),
-        (42, 3, "meta")
+        (types::Offset(42), types::LeaderEpoch(3), "meta")
     );
 }
 
@@ -264,6 +264,7 @@ fn committed(svc: &GroupCoordinatorService, group: &str) -> Result<i64, Coordina
             .topics[0]
             .1[0]
             .committed_offset
+            .0
     })
 }
 

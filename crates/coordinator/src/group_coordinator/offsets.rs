@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use types::ErrorCode;
+use types::{ErrorCode, LeaderEpoch, Offset};
 
 use super::{too_long, validate_member, GroupCoordinator, OffsetStore};
 use crate::api::{
@@ -156,8 +156,8 @@ impl GroupCoordinator {
             },
             None => OffsetFetchPartition {
                 partition_index: p,
-                committed_offset: -1,
-                committed_leader_epoch: -1,
+                committed_offset: Offset::NONE,
+                committed_leader_epoch: LeaderEpoch::NONE,
                 metadata: String::new(),
                 error_code: ErrorCode::NONE,
             },

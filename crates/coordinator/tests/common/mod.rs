@@ -179,8 +179,8 @@ impl H {
                 TOPIC.into(),
                 vec![OffsetCommitPartition {
                     partition_index: 0,
-                    committed_offset: offset,
-                    committed_leader_epoch: 3,
+                    committed_offset: types::Offset(offset),
+                    committed_leader_epoch: types::LeaderEpoch(3),
                     committed_metadata: Some("m".into()),
                 }],
             )],
@@ -196,6 +196,7 @@ impl H {
             .topics[0]
             .1[0]
             .committed_offset
+            .0
     }
 }
 

@@ -124,8 +124,8 @@ fn prepare(apis: &KafkaApis, ctx: &RequestContext, request: &OffsetCommitRequest
                         .filter(|p| exists(*k, p.partition_index))
                         .map(|p| coordinator::OffsetCommitPartition {
                             partition_index: p.partition_index,
-                            committed_offset: p.committed_offset,
-                            committed_leader_epoch: p.committed_leader_epoch,
+                            committed_offset: types::Offset(p.committed_offset),
+                            committed_leader_epoch: types::LeaderEpoch(p.committed_leader_epoch),
                             committed_metadata: p.committed_metadata.clone(),
                         })
                         .collect(),

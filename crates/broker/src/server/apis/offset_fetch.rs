@@ -115,8 +115,8 @@ fn topic_v1(
             .into_iter()
             .map(|p| OffsetFetchResponsePartition {
                 partition_index: p.partition_index,
-                committed_offset: p.committed_offset,
-                committed_leader_epoch: p.committed_leader_epoch,
+                committed_offset: p.committed_offset.0,
+                committed_leader_epoch: p.committed_leader_epoch.0,
                 metadata: Some(p.metadata),
                 error_code: p.error_code.0,
                 ..Default::default()
@@ -140,8 +140,8 @@ fn group_v8(group_id: String, r: coordinator::OffsetFetchGroup) -> OffsetFetchRe
                     .into_iter()
                     .map(|p| OffsetFetchResponsePartitions {
                         partition_index: p.partition_index,
-                        committed_offset: p.committed_offset,
-                        committed_leader_epoch: p.committed_leader_epoch,
+                        committed_offset: p.committed_offset.0,
+                        committed_leader_epoch: p.committed_leader_epoch.0,
                         metadata: Some(p.metadata),
                         error_code: p.error_code.0,
                         ..Default::default()
