@@ -27,7 +27,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use parking_lot::Mutex;
-use storage::{FetchDataInfo, Log, LogAppendInfo, LogConfig, StorageError};
+use storage::{FetchDataInfo, Log, LogAppendInfo, LogConfig, LogManager, StorageError};
 use tokio::sync::Notify;
 use types::{BrokerId, LeaderEpoch, Offset, PartitionEpoch};
 use uuid::Uuid;
@@ -110,6 +110,9 @@ pub struct Partition {
     /// Notified after every append, HighWatermark advance, ISR change and role change: wakes delayed
     /// fetches and produces.
     changed: Notify,
+    /// Checkpointed after a follower truncation lowers the recovery point (Kafka's `LogManager.truncateTo`):
+    /// a restart must not trust unflushed appends made after it. None in unit tests.
+    log_manager: Option<Arc<LogManager>>,
 }
 
 impl Partition {
@@ -125,6 +128,7 @@ impl Partition {
             partition,
             topic_id,
             log,
+            log_manager: None,
             state: Mutex::new(PartitionInner {
                 registration: PartitionState {
                     topic_id,
@@ -368,6 +372,13 @@ impl Partition {
             st.last_follower_epoch = LeaderEpoch(i32::MAX);
         }
         self.wake();
+    }
+
+    /// Has truncations that lower the recovery point checkpointed through `log_manager` (the ReplicaManager
+    /// sets it; unit tests leave it out).
+    pub(crate) fn with_log_manager(mut self, log_manager: Arc<LogManager>) -> Partition {
+        self.log_manager = Some(log_manager);
+        self
     }
 
     /// Wakes delayed produces and fetches on this partition.
@@ -638,130 +649,7 @@ impl Partition {
     }
 }
 
-/// Follower side: every verb applies only while the partition still follows the fetcher's `leader` in
-/// its `epoch` (else it does nothing and reports so).
-impl Partition {
-    /// True while this replica follows `leader` in leader epoch `epoch`.
-    pub fn is_following(&self, leader: BrokerId, epoch: LeaderEpoch) -> bool {
-        self.state.lock().follows(leader, epoch)
-    }
-
-    /// Where the next follower Fetch starts.
-    pub(crate) fn fetch_position(&self) -> FetchPosition {
-        let log = self.log.lock();
-        FetchPosition {
-            log_end_offset: log.log_end_offset(),
-            log_start_offset: log.log_start_offset(),
-            last_fetched_epoch: log.latest_epoch().unwrap_or(LeaderEpoch::NONE),
-        }
-    }
-
-    /// Truncates by the leader's (epoch, end offset) `answer` for `requested` (our latest epoch when asked;
-    /// None: our cache was empty) to [`truncation_offset`] (KIP-101, KIP-279); a target equal to the
-    /// LogEndOffset still drops the epoch-cache entries starting there. Returns false when the
-    /// partition no longer follows `leader` in `epoch`.
-    pub(crate) fn truncate_by_epoch(
-        &self,
-        leader: BrokerId,
-        epoch: LeaderEpoch,
-        requested: Option<LeaderEpoch>,
-        answer: (LeaderEpoch, Offset),
-    ) -> Result<bool, StorageError> {
-        let st = self.state.lock();
-        if !st.follows(leader, epoch) {
-            return Ok(false);
-        }
-        let mut log = self.log.lock();
-        let leo = log.log_end_offset();
-        let hw = log.high_watermark();
-        let to = truncation_offset(requested, answer, |e| log.end_offset_for_epoch(e), leo, hw);
-        if to < leo {
-            tracing::info!(topic = %self.topic, partition = self.partition, from = %leo, to = %to, "truncating follower log");
-        }
-        // Also at the LEO (no record removed): the log still drops epoch entries starting there — an
-        // epoch this replica led without appending, which would make every Fetch diverge (Kafka's
-        // `truncateTo` always truncates the epoch cache).
-        log.truncate_to(to)?;
-        Ok(true)
-    }
-
-    /// Appends fetched batches (Kafka's `appendRecordsToFollowerOrFutureReplica`) and follows the leader's
-    /// HighWatermark (capped by our LEO) and LogStartOffset. Returns false when the partition no longer
-    /// follows `leader` in `epoch` (nothing applied). Errors: UnexpectedAppendOffset (the fetcher then
-    /// truncates again), storage failures.
-    pub(crate) fn append_as_follower(
-        &self,
-        leader: BrokerId,
-        epoch: LeaderEpoch,
-        records: Bytes,
-        leader_hw: Offset,
-        leader_log_start: Offset,
-        now_ms: i64,
-    ) -> Result<bool, StorageError> {
-        {
-            let st = self.state.lock();
-            if !st.follows(leader, epoch) {
-                return Ok(false);
-            }
-            let mut log = self.log.lock();
-            if !records.is_empty() {
-                // An empty log restarted inside a batch (the leader's LogStartOffset fell mid-batch, e.g.
-                // after DeleteRecords): start it at the batch's base offset instead; the LogStartOffset
-                // follows the leader's below.
-                let leo = log.log_end_offset();
-                if leo == log.log_start_offset() {
-                    if let Some(Ok(first)) = protocol::record::batches(&records).next() {
-                        let (base, last) =
-                            (Offset(first.base_offset()), Offset(first.last_offset()));
-                        if base < leo && last >= leo {
-                            log.truncate_fully_and_start_at(base)?;
-                        }
-                    }
-                }
-                log.append_as_follower(records, now_ms)?;
-            }
-            // The leader's HW may be past what we hold: the one caller that clamps to the LEO.
-            let leo = log.log_end_offset();
-            log.update_high_watermark(leader_hw.min(leo));
-            if leader_log_start > log.log_start_offset() {
-                let to = leader_log_start.min(log.high_watermark());
-                if to > log.log_start_offset() {
-                    log.delete_records_before(to)?;
-                }
-            }
-        }
-        self.wake();
-        Ok(true)
-    }
-
-    /// OFFSET_OUT_OF_RANGE from the leader: below the leader's LogStartOffset → start over there; else
-    /// truncate to the leader's HW (our LEO is past the leader's log end). Returns false when neither
-    /// applies; true also when the partition no longer follows `leader` in `epoch` (nothing to do).
-    pub(crate) fn truncate_out_of_range(
-        &self,
-        leader: BrokerId,
-        epoch: LeaderEpoch,
-        leader_log_start: Offset,
-        leader_hw: Offset,
-    ) -> Result<bool, StorageError> {
-        let st = self.state.lock();
-        if !st.follows(leader, epoch) {
-            return Ok(true);
-        }
-        let mut log = self.log.lock();
-        let leo = log.log_end_offset();
-        if leader_log_start.get() >= 0 && leo < leader_log_start {
-            tracing::info!(topic = %self.topic, partition = self.partition, %leo, %leader_log_start, "follower behind the leader's log start: starting over");
-            log.truncate_fully_and_start_at(leader_log_start)?;
-            Ok(true)
-        } else if leader_hw.get() >= 0 && leader_hw < leo {
-            log.truncate_to(leader_hw)?;
-            Ok(true)
-        } else {
-            Ok(false)
-        }
-    }
-}
+mod follower;
 
 #[cfg(test)]
 #[path = "partition_tests.rs"]

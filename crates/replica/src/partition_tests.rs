@@ -176,3 +176,51 @@ fn follower_drops_a_stale_epoch_entry_at_its_log_end_offset() {
         .unwrap();
     assert!(diverging.is_none(), "still diverging: {diverging:?}");
 }
+
+/// A follower truncation below the recovery point writes the recovery-point checkpoint before the verb
+/// returns (Kafka's `LogManager.truncateTo`): otherwise a restart before the next periodic checkpoint
+/// would start recovery past the truncation and trust unflushed appends made after it (found by the
+/// storage crate's SimFs crash simulation, `tests/sim_crash.rs`).
+#[test]
+fn truncation_below_the_recovery_point_is_checkpointed_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let lm = Arc::new(LogManager::open(dir.path(), |_| LogConfig::default(), 0).unwrap());
+    let log = lm
+        .get_or_create_log("t", 0, Uuid::nil(), LogConfig::default())
+        .unwrap();
+    let p = Partition::new("t", 0, Uuid::nil(), log.clone()).with_log_manager(lm.clone());
+    p.apply_partition_state(BrokerId(2), &state2(1, 0), 0)
+        .unwrap();
+    let fetched = epoch_batch(0, 0, 10);
+    assert!(p
+        .append_as_follower(
+            BrokerId(1),
+            LeaderEpoch(0),
+            fetched,
+            Offset(0),
+            Offset(0),
+            0
+        )
+        .unwrap());
+    log.lock().flush().unwrap();
+    lm.checkpoint().unwrap();
+    let file =
+        storage::OffsetCheckpointFile::new(dir.path().join("recovery-point-offset-checkpoint"));
+    assert_eq!(file.read().unwrap()[&("t".to_string(), 0)], 10);
+    // The leader's epoch 0 ended at 4 (a batch boundary is needed: the whole 10-record batch goes).
+    assert!(p
+        .truncate_by_epoch(
+            BrokerId(1),
+            LeaderEpoch(0),
+            Some(LeaderEpoch(0)),
+            (LeaderEpoch(0), Offset(4))
+        )
+        .unwrap());
+    let leo = log.lock().log_end_offset().get();
+    assert!(leo < 10, "truncated to {leo}");
+    assert_eq!(
+        file.read().unwrap()[&("t".to_string(), 0)],
+        leo,
+        "the on-disk recovery point follows the truncation at once"
+    );
+}

@@ -188,7 +188,10 @@ impl ReplicaManager {
                     state.topic_id,
                     config,
                 )?;
-                let p = Arc::new(Partition::new(topic, partition, state.topic_id, log));
+                let p = Arc::new(
+                    Partition::new(topic, partition, state.topic_id, log)
+                        .with_log_manager(inner.log_manager.clone()),
+                );
                 let mut partitions = inner.partitions.write();
                 let by_index = partitions.entry(topic.to_string()).or_default();
                 by_index.entry(partition).or_insert(p).clone()

@@ -99,6 +99,14 @@ pub struct LogManager {
     health: Arc<LogDirHealth>,
 }
 
+impl std::fmt::Debug for LogManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogManager")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
 impl LogManager {
     /// Opens the data directory `dir` (created if missing) and all partition logs in it,
     /// using `config_for(topic)` as each log's config.
@@ -333,9 +341,20 @@ impl LogManager {
             hw.insert(key, l.high_watermark().get());
         }
         let cp = |name: &str| OffsetCheckpointFile::new_in(self.fs.clone(), self.dir.join(name));
-        cp(RECOVERY_POINT_CHECKPOINT).write(&rp)?;
-        cp(LOG_START_CHECKPOINT).write(&ls)?;
-        cp(REPLICATION_CHECKPOINT).write(&hw)?;
+        let written = cp(RECOVERY_POINT_CHECKPOINT)
+            .write(&rp)
+            .and_then(|()| cp(LOG_START_CHECKPOINT).write(&ls))
+            .and_then(|()| cp(REPLICATION_CHECKPOINT).write(&hw));
+        if let Err(e) = written {
+            // As Kafka (`checkpointLogRecoveryOffsetsInDir` → the LogDirFailureChannel): a checkpoint that
+            // cannot be written takes the directory offline; a stale recovery point must not be trusted
+            // while appends go on (recovery after the directory comes back starts from each log's own).
+            let msg = format!("checkpoint failed in {}: {e}", self.dir.display());
+            tracing::error!("{msg}; log directory is now offline");
+            self.health.mark_offline(&msg, &self.dir);
+            self.take_dir_offline();
+            return Err(e.into());
+        }
         Ok(())
     }
 

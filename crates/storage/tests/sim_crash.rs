@@ -4,7 +4,7 @@
 //! normal reopen with recovery and a check of what a broker would serve.
 //!
 //! `SIM_SEEDS=<n>` runs n seeds (default 200); `SIM_SEED=<s>` runs only seed s; `SIM_TRACE=1`
-//! prints every step; `SIM_TRUNCATE=1` adds follower truncations (an open bug, see `step`). Every
+//! prints every step. Follower truncations are followed by the recovery-point checkpoint. Every
 //! failure names its seed.
 
 use bytes::Bytes;
@@ -220,19 +220,23 @@ impl Sim {
                 self.model.flushed = log.lock().log_end_offset().get();
             }
             return Ok(false);
-        } else if r < 96 && std::env::var("SIM_TRUNCATE").is_ok() {
-            // A follower's truncation (OffsetForLeaderEpoch), possibly below the flushed offset.
-            // Off by default: open bug — the recovery-point checkpoint stays ahead of a truncated
-            // log until the next LogManager::checkpoint, so a restart in between trusts the
-            // unflushed appends made after the truncation (e.g. SIM_TRUNCATE=1 SIM_SEED=95).
+        } else if r < 96 {
+            // A follower's truncation (OffsetForLeaderEpoch), possibly below the flushed offset, then
+            // the recovery-point checkpoint the replica layer writes right after it (Kafka's
+            // `LogManager.truncateTo`; `Partition`'s follower verbs): without it a restart trusted the
+            // unflushed appends made after the truncation (this simulation found it: seed 95).
             let mut l = log.lock();
             let to = self.rng.below(l.log_end_offset().get() as u64 + 1) as i64;
-            match l.truncate_to(Offset(to)) {
+            let truncated = l.truncate_to(Offset(to));
+            let leo = l.log_end_offset().get();
+            drop(l);
+            match truncated {
                 Ok(()) => {
                     // Whole batches go: the LEO may end below `to`.
-                    let leo = l.log_end_offset().get();
                     self.model.values.split_off(&leo);
                     self.model.flushed = self.model.flushed.min(leo);
+                    // A failed checkpoint takes the directory offline: later appends are refused.
+                    let _ = mgr.checkpoint();
                 }
                 Err(StorageError::LogOffline(_)) => {}
                 // Failed midway (EIO, ENOSPC): the batch holding `to` (at most 8 records) and
