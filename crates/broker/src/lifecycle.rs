@@ -309,9 +309,13 @@ impl Services {
             self.log_manager.clone(),
             shutdown_rx.clone(),
         )));
+        let report: crate::log_dir_failure::ReportLogDir = match self.cluster.clone() {
+            Some(c) => Arc::new(move |offline| c.set_log_dir_offline(offline)),
+            None => Arc::new(|_| {}),
+        };
         tasks.push(tokio::spawn(crate::log_dir_failure::run(
             self.replica_manager.clone(),
-            self.cluster.clone(),
+            report,
             shutdown_rx.clone(),
         )));
         let Some(c) = &self.cluster else {

@@ -19,16 +19,18 @@ use std::time::Duration;
 use replica::replica_manager::ReplicaManager;
 use tokio::sync::{watch, Notify};
 
-use crate::cluster::BrokerCluster;
+/// Tells the controller whether this broker's data dir is offline (`true`) or online again (`false`): a
+/// cluster member's next heartbeat carries it (KIP-858); a standalone broker has no one to tell.
+pub type ReportLogDir = Arc<dyn Fn(bool) + Send + Sync>;
 
 /// How often an offline data dir is probed.
 pub const PROBE_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Runs until `shutdown`: reacts to the data dir going offline and brings it back once healthy (see
-/// the module docs). `cluster` is `None` standalone.
+/// the module docs); `report` is called on each change of the dir's state.
 pub async fn run(
     replica_manager: Arc<ReplicaManager>,
-    cluster: Option<Arc<BrokerCluster>>,
+    report: ReportLogDir,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let log_manager = replica_manager.log_manager().clone();
@@ -44,9 +46,7 @@ pub async fn run(
             let lm = log_manager.clone();
             let _ = tokio::task::spawn_blocking(move || lm.take_dir_offline()).await;
             handled = true;
-            if let Some(c) = &cluster {
-                c.set_log_dir_offline(true);
-            }
+            report(true);
             continue;
         }
         // Online: wait for a failure (the listener); offline: probe again after the interval.
@@ -70,9 +70,7 @@ pub async fn run(
             Ok(Ok(true)) => {
                 handled = false;
                 replica_manager.log_dir_recovered();
-                if let Some(c) = &cluster {
-                    c.set_log_dir_offline(false);
-                }
+                report(false);
             }
             Ok(Ok(false)) => handled = false,
             Ok(Err(e)) => tracing::debug!(error = %e, "log directory still failing"),
