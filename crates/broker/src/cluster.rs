@@ -85,7 +85,7 @@ impl BrokerCluster {
     /// A member for `config` (cluster mode) whose controller client knows `voters`.
     pub fn new(
         config: &BrokerConfig,
-        voters: BTreeMap<i32, std::net::SocketAddr>,
+        voters: BTreeMap<BrokerId, std::net::SocketAddr>,
     ) -> BrokerCluster {
         BrokerCluster {
             node_id: config.node_id,
@@ -130,15 +130,15 @@ impl BrokerCluster {
     }
 
     /// The active controller (Raft leader of the metadata quorum) as last learned, if known.
-    pub fn controller_id(&self) -> Option<i32> {
-        let id = self.controller_id.load(Ordering::Relaxed);
-        (id >= 0).then_some(id)
+    pub fn controller_id(&self) -> Option<BrokerId> {
+        let id = BrokerId(self.controller_id.load(Ordering::Relaxed));
+        (!id.is_none()).then_some(id)
     }
 
     /// Remembers the active controller the client last talked to.
     fn refresh_controller_id(&self) {
         if let Some(id) = self.client.leader_hint() {
-            self.controller_id.store(id, Ordering::Relaxed);
+            self.controller_id.store(id.get(), Ordering::Relaxed);
         }
     }
 
@@ -693,8 +693,8 @@ impl MetadataCache for BrokerCluster {
         BrokerCluster::image(self)
     }
 
-    fn controller_id(&self) -> i32 {
-        BrokerCluster::controller_id(self).unwrap_or(-1)
+    fn controller_id(&self) -> BrokerId {
+        BrokerCluster::controller_id(self).unwrap_or(BrokerId::NONE)
     }
 
     fn controllers(&self) -> Vec<ControllerEndpoint> {

@@ -12,6 +12,7 @@ use storage::now_ms;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use types::BrokerId;
 
 use crate::cluster::{BrokerCluster, ControllerLink, QuorumBrokerConfigAdmin, QuorumTopicAdmin};
 use crate::config::{bind_addr, keys, BrokerConfig};
@@ -157,7 +158,7 @@ impl Server {
 /// Starts this process's controller (a quorum voter) when it has the controller role in a cluster.
 async fn start_controller(
     config: &BrokerConfig,
-    voters: &BTreeMap<i32, SocketAddr>,
+    voters: &BTreeMap<BrokerId, SocketAddr>,
     cluster_id: Option<&str>,
 ) -> anyhow::Result<Option<ControllerServer>> {
     if !(config.is_cluster() && config.process_roles.controller) {
@@ -165,10 +166,10 @@ async fn start_controller(
     }
     let listen = match &config.controller_listener {
         Some(l) => bind_addr(l)?,
-        None => voters[&config.node_id.get()],
+        None => voters[&config.node_id],
     };
     let controller = ControllerServer::start(ControllerConfig {
-        node_id: config.node_id.get(),
+        node_id: config.node_id,
         voters: voters.clone(),
         listen,
         data_dir: config.log_dir.clone(),
@@ -205,7 +206,7 @@ impl Services {
     /// member (a [`QuorumTopicAdmin`]; partitions arrive with metadata images).
     fn build(
         config: &BrokerConfig,
-        voters: BTreeMap<i32, SocketAddr>,
+        voters: BTreeMap<BrokerId, SocketAddr>,
         cluster_id: Option<&str>,
     ) -> anyhow::Result<Services> {
         let dir = &config.log_dir;
@@ -422,7 +423,7 @@ pub(crate) fn wire(
 /// Resolves `controller.quorum.voters` to socket addresses (empty in standalone mode).
 fn resolve_voters(
     config: &BrokerConfig,
-) -> anyhow::Result<std::collections::BTreeMap<i32, std::net::SocketAddr>> {
+) -> anyhow::Result<std::collections::BTreeMap<BrokerId, std::net::SocketAddr>> {
     config
         .controller_quorum_voters
         .iter()

@@ -16,14 +16,14 @@ use crate::config::BrokerConfig;
 use crate::metadata::MetadataStore;
 
 /// A controller endpoint: (node id, host, port).
-pub type ControllerEndpoint = (i32, String, u16);
+pub type ControllerEndpoint = (BrokerId, String, u16);
 
 /// Where handlers read cluster metadata.
 pub trait MetadataCache: Send + Sync + std::fmt::Debug {
     /// The current image (cheap: shared, rebuilt only when metadata changed).
     fn image(&self) -> Arc<MetadataImage>;
-    /// The active controller as last known, −1 when unknown.
-    fn controller_id(&self) -> i32;
+    /// The active controller as last known, [`BrokerId::NONE`] when unknown.
+    fn controller_id(&self) -> BrokerId;
     /// The controller quorum's voters (KIP-919 controller endpoints).
     fn controllers(&self) -> Vec<ControllerEndpoint>;
 }
@@ -107,11 +107,11 @@ impl MetadataCache for LocalMetadataCache {
         cached.1.clone()
     }
 
-    fn controller_id(&self) -> i32 {
-        self.node_id.get()
+    fn controller_id(&self) -> BrokerId {
+        self.node_id
     }
 
     fn controllers(&self) -> Vec<ControllerEndpoint> {
-        vec![(self.node_id.get(), self.host.clone(), self.port)]
+        vec![(self.node_id, self.host.clone(), self.port)]
     }
 }

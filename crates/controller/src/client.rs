@@ -44,8 +44,8 @@ pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(12);
 /// (e.g. `TOPIC_ALREADY_EXISTS`).
 #[derive(Clone, Debug)]
 pub struct ControllerClient {
-    voters: Arc<BTreeMap<i32, SocketAddr>>,
-    leader_hint: Arc<Mutex<Option<i32>>>,
+    voters: Arc<BTreeMap<BrokerId, SocketAddr>>,
+    leader_hint: Arc<Mutex<Option<BrokerId>>>,
     timeout: Duration,
 }
 
@@ -70,7 +70,7 @@ fn unexpected() -> ControllerError {
 
 impl ControllerClient {
     /// A client of the quorum `voters` (`controller.quorum.voters`).
-    pub fn new(voters: BTreeMap<i32, SocketAddr>) -> ControllerClient {
+    pub fn new(voters: BTreeMap<BrokerId, SocketAddr>) -> ControllerClient {
         ControllerClient {
             voters: Arc::new(voters),
             leader_hint: Arc::new(Mutex::new(None)),
@@ -85,7 +85,7 @@ impl ControllerClient {
     }
 
     /// The controller this client currently believes active, if any.
-    pub fn leader_hint(&self) -> Option<i32> {
+    pub fn leader_hint(&self) -> Option<BrokerId> {
         *self.leader_hint.lock()
     }
 
@@ -128,7 +128,7 @@ impl ControllerClient {
         let deadline = now
             .checked_add(budget)
             .unwrap_or_else(|| now + Duration::from_secs(86_400));
-        let ids: Vec<i32> = self.voters.keys().copied().collect();
+        let ids: Vec<BrokerId> = self.voters.keys().copied().collect();
         if ids.is_empty() {
             return Err(ControllerError::new(
                 ErrorCode::INVALID_REQUEST,

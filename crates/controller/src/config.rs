@@ -4,13 +4,15 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use types::BrokerId;
+
 /// Configuration of one controller (Kafka `process.roles=controller` settings, KIP-595/KIP-631).
 #[derive(Clone, Debug)]
 pub struct ControllerConfig {
-    /// This controller's id (`node.id`); must be a key of `voters`.
-    pub node_id: i32,
+    /// This controller's id (`node.id`, the id space brokers share); must be a key of `voters`.
+    pub node_id: BrokerId,
     /// Static voters (`controller.quorum.voters`: `id@host:port,...`), see [`parse_voters`].
-    pub voters: BTreeMap<i32, SocketAddr>,
+    pub voters: BTreeMap<BrokerId, SocketAddr>,
     /// Address the controller RPC listener binds (port 0 picks a free port).
     pub listen: SocketAddr,
     /// Data directory; the raft log, vote and snapshots live under `data_dir/__cluster_metadata-0/`.
@@ -35,7 +37,7 @@ pub struct ControllerConfig {
 /// resolved with the system resolver, first address wins).
 ///
 /// Errors: an empty list, a malformed entry, a negative or duplicate id, or an unresolvable address.
-pub fn parse_voters(s: &str) -> anyhow::Result<BTreeMap<i32, SocketAddr>> {
+pub fn parse_voters(s: &str) -> anyhow::Result<BTreeMap<BrokerId, SocketAddr>> {
     use std::net::ToSocketAddrs;
     let mut out = BTreeMap::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -53,7 +55,10 @@ pub fn parse_voters(s: &str) -> anyhow::Result<BTreeMap<i32, SocketAddr>> {
             .map_err(|e| anyhow::anyhow!("voter address in {part:?}: {e}"))?
             .next()
             .ok_or_else(|| anyhow::anyhow!("voter address in {part:?} resolves to nothing"))?;
-        anyhow::ensure!(out.insert(id, addr).is_none(), "duplicate voter id {id}");
+        anyhow::ensure!(
+            out.insert(BrokerId(id), addr).is_none(),
+            "duplicate voter id {id}"
+        );
     }
     anyhow::ensure!(!out.is_empty(), "controller.quorum.voters is empty");
     Ok(out)
@@ -67,7 +72,7 @@ mod tests {
     fn parses_voters() {
         let v = parse_voters("1@127.0.0.1:9093, 2@127.0.0.1:9094").unwrap();
         assert_eq!(v.len(), 2);
-        assert_eq!(v[&2].port(), 9094);
+        assert_eq!(v[&BrokerId(2)].port(), 9094);
         assert!(parse_voters("").is_err());
         assert!(parse_voters("x@127.0.0.1:1").is_err());
         assert!(parse_voters("1@127.0.0.1:1,1@127.0.0.1:2").is_err());

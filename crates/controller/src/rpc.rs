@@ -107,11 +107,11 @@ where
 
 /// Voters as openraft nodes.
 pub(crate) fn voter_nodes(
-    voters: &BTreeMap<i32, std::net::SocketAddr>,
+    voters: &BTreeMap<types::BrokerId, std::net::SocketAddr>,
 ) -> BTreeMap<u64, openraft::BasicNode> {
     voters
         .iter()
-        .map(|(&id, addr)| (id as u64, openraft::BasicNode::new(addr.to_string())))
+        .map(|(&id, addr)| (id.get() as u64, openraft::BasicNode::new(addr.to_string())))
         .collect()
 }
 

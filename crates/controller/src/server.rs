@@ -29,7 +29,7 @@ use crate::rpc::{
     MAX_BATCH_BYTES,
 };
 use crate::state_machine::{SmShared, StateMachineStore};
-use types::{BrokerEpoch, ErrorCode};
+use types::{BrokerEpoch, BrokerId, ErrorCode};
 
 /// Directory (under `data_dir`) of the metadata log, vote and snapshots.
 pub const METADATA_DIR: &str = "__cluster_metadata-0";
@@ -79,8 +79,8 @@ struct Active {
 }
 
 struct Inner {
-    node_id: i32,
-    voters: BTreeMap<i32, SocketAddr>,
+    node_id: BrokerId,
+    voters: BTreeMap<BrokerId, SocketAddr>,
     raft: Raft<TypeConfig>,
     sm: Arc<SmShared>,
     active: tokio::sync::Mutex<Active>,
@@ -167,7 +167,7 @@ impl ControllerServer {
             config.node_id,
             config.voters.keys().collect::<Vec<_>>()
         );
-        anyhow::ensure!(config.node_id >= 0, "negative node id");
+        anyhow::ensure!(config.node_id.get() >= 0, "negative node id");
         let local_addr = listener.local_addr()?;
         let dir = config.data_dir.join(METADATA_DIR);
         std::fs::create_dir_all(&dir)?;
@@ -186,7 +186,7 @@ impl ControllerServer {
         }
         .validate()?;
         let raft = Raft::new(
-            config.node_id as u64,
+            config.node_id.get() as u64,
             Arc::new(raft_config),
             NetworkFactory,
             log_store,
@@ -242,27 +242,22 @@ impl ControllerServer {
     }
 
     /// This controller's id.
-    pub fn node_id(&self) -> i32 {
+    pub fn node_id(&self) -> BrokerId {
         self.inner.node_id
     }
 
     /// The raft leader (active controller) id as this node currently sees it, if known.
-    pub fn leader_id(&self) -> Option<i32> {
-        self.inner
-            .raft
-            .metrics()
-            .borrow()
-            .current_leader
-            .map(|l| l as i32)
+    pub fn leader_id(&self) -> Option<BrokerId> {
+        self.inner.current_leader()
     }
 
     /// Waits (at most `timeout`) until this node knows a leader, and returns it.
-    pub async fn wait_for_leader(&self, timeout: Duration) -> Option<i32> {
+    pub async fn wait_for_leader(&self, timeout: Duration) -> Option<BrokerId> {
         let mut rx = self.inner.raft.metrics();
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             if let Some(l) = rx.borrow_and_update().current_leader {
-                return Some(l as i32);
+                return Some(node_id(l));
             }
             match tokio::time::timeout_at(deadline, rx.changed()).await {
                 Ok(Ok(())) => continue,
@@ -386,12 +381,8 @@ impl Inner {
         self.started.elapsed().as_millis() as i64
     }
 
-    fn current_leader(&self) -> Option<i32> {
-        self.raft
-            .metrics()
-            .borrow()
-            .current_leader
-            .map(|l| l as i32)
+    fn current_leader(&self) -> Option<BrokerId> {
+        self.raft.metrics().borrow().current_leader.map(node_id)
     }
 
     /// Waits (at most COMMIT_TIMEOUT_MS) until this node, as leader, has applied everything committed;
@@ -429,7 +420,7 @@ impl Inner {
             let m = m.borrow();
             (m.current_leader, m.current_term)
         };
-        if leader != Some(self.node_id as u64) {
+        if leader != Some(self.node_id.get() as u64) {
             active.term = None;
             return Err(self.not_controller());
         }
@@ -664,7 +655,7 @@ impl Inner {
                 self.require_leader()?;
                 let m = self.raft.metrics().borrow().clone();
                 ClientResponse::DescribeQuorum(Ok(QuorumInfo {
-                    leader_id: m.current_leader.map(|l| l as i32),
+                    leader_id: m.current_leader.map(node_id),
                     leader_epoch: m.current_term as i64,
                     high_watermark: m.last_applied.map_or(-1, |l| l.index as i64),
                     voters: self.voters.clone(),
@@ -697,4 +688,9 @@ impl Inner {
             }
         }
     }
+}
+
+/// A raft node id (openraft's `u64`) as the node id brokers and controllers share.
+fn node_id(raft_id: u64) -> BrokerId {
+    BrokerId(i32::try_from(raft_id).unwrap_or(i32::MAX))
 }

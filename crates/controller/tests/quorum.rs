@@ -32,6 +32,11 @@ fn tuning() -> ControllerTuning {
     }
 }
 
+/// The voters keyed by node id, as the controller API takes them.
+fn typed(voters: &BTreeMap<i32, SocketAddr>) -> BTreeMap<BrokerId, SocketAddr> {
+    voters.iter().map(|(&id, &a)| (BrokerId(id), a)).collect()
+}
+
 fn config(
     id: i32,
     voters: &BTreeMap<i32, SocketAddr>,
@@ -39,8 +44,8 @@ fn config(
     session_ms: i64,
 ) -> ControllerConfig {
     ControllerConfig {
-        node_id: id,
-        voters: voters.clone(),
+        node_id: BrokerId(id),
+        voters: typed(voters),
         listen: voters[&id],
         data_dir: dir.to_path_buf(),
         cluster_id: "test-cluster".into(),
@@ -175,7 +180,7 @@ async fn three_controllers_fail_over_and_restart_from_snapshot() {
         dirs,
         mut servers,
     } = cluster(SESSION_MS).await;
-    let client = ControllerClient::new(voters.clone()).with_timeout(WAIT);
+    let client = ControllerClient::new(typed(&voters)).with_timeout(WAIT);
 
     // Brokers register fenced, and the first caught-up heartbeat unfences them.
     let epochs = register_all(&client, &[1, 2, 3]).await;
@@ -202,8 +207,8 @@ async fn three_controllers_fail_over_and_restart_from_snapshot() {
 
     // A long poll from the current offset wakes up on the next commit.
     let quorum = client.describe_quorum().await.unwrap();
-    let leader = quorum.leader_id.expect("leader");
-    assert_eq!(quorum.voters, voters);
+    let leader = quorum.leader_id.expect("leader").get();
+    assert_eq!(quorum.voters, typed(&voters));
     // A follower answers broker requests with NOT_CONTROLLER naming the leader.
     let follower = *voters.keys().find(|&&id| id != leader).unwrap();
     let mut conn = tokio::net::TcpStream::connect(voters[&follower])
@@ -217,7 +222,7 @@ async fn three_controllers_fail_over_and_restart_from_snapshot() {
     .unwrap();
     match read_frame(&mut conn).await.unwrap() {
         RpcResponse::Client(ClientResponse::NotController { leader: l }) => {
-            assert_eq!(l, Some(leader))
+            assert_eq!(l, Some(BrokerId(leader)))
         }
         other => panic!("expected NOT_CONTROLLER, got {other:?}"),
     }
@@ -265,9 +270,9 @@ async fn three_controllers_fail_over_and_restart_from_snapshot() {
         .reply;
     assert!(created[0].is_ok(), "{created:?}");
     let quorum = client.describe_quorum().await.unwrap();
-    let new_leader = quorum.leader_id.unwrap();
+    let new_leader = quorum.leader_id.unwrap().get();
     assert_ne!(new_leader, leader);
-    assert_eq!(client.leader_hint(), Some(new_leader));
+    assert_eq!(client.leader_hint(), Some(BrokerId(new_leader)));
     // Sessions and epochs survive the failover.
     let hb = client
         .heartbeat(BrokerId(2), epochs[&2], quorum.high_watermark, false, false)
@@ -324,7 +329,7 @@ async fn three_controllers_fail_over_and_restart_from_snapshot() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn silent_broker_is_fenced_and_controlled_shutdown_moves_leadership() {
     let c = cluster(2500).await;
-    let client = ControllerClient::new(c.voters.clone()).with_timeout(WAIT);
+    let client = ControllerClient::new(typed(&c.voters)).with_timeout(WAIT);
     let epochs = register_all(&client, &[1, 2, 3]).await;
     let mut t = topic("t", -1, -1);
     t.assignments = vec![
@@ -417,8 +422,8 @@ async fn single_voter_recovers_its_state_after_restart() {
     )
     .await
     .unwrap();
-    assert_eq!(s.wait_for_leader(WAIT).await, Some(7));
-    let client = ControllerClient::new(voters.clone()).with_timeout(WAIT);
+    assert_eq!(s.wait_for_leader(WAIT).await, Some(BrokerId(7)));
+    let client = ControllerClient::new(typed(&voters)).with_timeout(WAIT);
     let epochs = register_all(&client, &[1]).await;
     let created = client
         .create_topics(vec![topic("solo", 3, 1)], false)

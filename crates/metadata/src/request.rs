@@ -120,14 +120,14 @@ pub struct CreatedTopic {
 /// Quorum state (Kafka DescribeQuorum, KIP-595, reduced).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QuorumInfo {
-    /// Id of the active controller (raft leader), if known.
-    pub leader_id: Option<i32>,
+    /// Node id of the active controller (raft leader), if known.
+    pub leader_id: Option<BrokerId>,
     /// The raft term of that leader.
     pub leader_epoch: i64,
     /// Highest committed metadata offset (raft log index), -1 if none.
     pub high_watermark: i64,
-    /// The static voters.
-    pub voters: BTreeMap<i32, SocketAddr>,
+    /// The static voters by node id.
+    pub voters: BTreeMap<BrokerId, SocketAddr>,
 }
 
 /// ElectLeaders election type (KIP-460): 0 preferred, 1 unclean.

@@ -96,8 +96,8 @@ pub enum ClientResponse {
     Error(ControllerError),
     /// This node is not the active controller; `leader` is the active one if known.
     NotController {
-        /// The leader's id, if known.
-        leader: Option<i32>,
+        /// The leader's node id, if known.
+        leader: Option<BrokerId>,
     },
     /// BrokerRegistration answer: the broker epoch.
     RegisterBroker(Result<BrokerEpoch, ControllerError>),

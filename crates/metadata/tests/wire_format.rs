@@ -147,7 +147,9 @@ fn json_is_unchanged() {
     );
     let resps = vec![
         ClientResponse::Error(ControllerError::new(ErrorCode::TOPIC_ALREADY_EXISTS, "x")),
-        ClientResponse::NotController { leader: Some(2) },
+        ClientResponse::NotController {
+            leader: Some(BrokerId(2)),
+        },
         ClientResponse::RegisterBroker(Ok(BrokerEpoch(5))),
         ClientResponse::Heartbeat(Ok(HeartbeatReply {
             is_fenced: false,
@@ -172,10 +174,10 @@ fn json_is_unchanged() {
         ClientResponse::AllocateProducerIds(Ok((ProducerId(1000), 1000))),
         ClientResponse::FetchMetadata(Ok(MetadataUpdate::Records(vec![(3, recs[2].clone())]))),
         ClientResponse::DescribeQuorum(Ok(QuorumInfo {
-            leader_id: Some(1),
+            leader_id: Some(BrokerId(1)),
             leader_epoch: 2,
             high_watermark: 3,
-            voters: [(1, "127.0.0.1:9093".parse().unwrap())].into(),
+            voters: [(BrokerId(1), "127.0.0.1:9093".parse().unwrap())].into(),
         })),
         ClientResponse::ElectLeaders(vec![ElectionResult {
             topic: "t".into(),

@@ -232,7 +232,7 @@ pub struct BrokerConfig {
     pub process_roles: ProcessRoles,
     /// `controller.quorum.voters` (`id@host:port,...`): the static Raft voters, by node id. Empty means
     /// standalone mode (one process, metadata kept in the local data dir, no quorum).
-    pub controller_quorum_voters: BTreeMap<i32, Endpoint>,
+    pub controller_quorum_voters: BTreeMap<BrokerId, Endpoint>,
     /// The `listeners` entry named in `controller.listener.names` (default `CONTROLLER`), where this process's
     /// controller binds; when absent, the voter entry for `node.id` is used.
     pub controller_listener: Option<Endpoint>,
@@ -269,7 +269,7 @@ impl BrokerConfig {
 }
 
 /// Parses `controller.quorum.voters`: `id@host:port` entries separated by commas.
-fn parse_voters(text: &str) -> Result<BTreeMap<i32, Endpoint>, ConfigError> {
+fn parse_voters(text: &str) -> Result<BTreeMap<BrokerId, Endpoint>, ConfigError> {
     let mut voters = BTreeMap::new();
     for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
         let bad = |why: &str| ConfigError::InvalidValue {
@@ -280,7 +280,7 @@ fn parse_voters(text: &str) -> Result<BTreeMap<i32, Endpoint>, ConfigError> {
         let (id, addr) = entry.split_once('@').ok_or_else(|| bad("no '@'"))?;
         let id: i32 = id.trim().parse().map_err(|_| bad("bad node id"))?;
         let endpoint = Endpoint::parse("controller.quorum.voters", addr)?;
-        if voters.insert(id, endpoint).is_some() {
+        if voters.insert(BrokerId(id), endpoint).is_some() {
             return Err(bad("duplicate node id"));
         }
     }
@@ -459,7 +459,7 @@ fn parse_roles_and_voters(
     get: &dyn Fn(&str) -> Option<String>,
     node_id: i32,
     controller_listener: Option<&Endpoint>,
-) -> Result<(ProcessRoles, BTreeMap<i32, Endpoint>), ConfigError> {
+) -> Result<(ProcessRoles, BTreeMap<BrokerId, Endpoint>), ConfigError> {
     let roles = get("process.roles")
         .unwrap_or_default()
         .to_ascii_lowercase();
@@ -484,9 +484,10 @@ fn parse_roles_and_voters(
                 .into(),
         });
     }
-    if let (Some(listen), Some(voter)) =
-        (controller_listener, controller_quorum_voters.get(&node_id))
-    {
+    if let (Some(listen), Some(voter)) = (
+        controller_listener,
+        controller_quorum_voters.get(&BrokerId(node_id)),
+    ) {
         if process_roles.controller && (listen.port != voter.port || listen.host != voter.host) {
             return Err(ConfigError::InvalidValue {
                     key: "listeners".into(),
@@ -499,7 +500,7 @@ fn parse_roles_and_voters(
     }
     if process_roles.controller
         && !controller_quorum_voters.is_empty()
-        && !controller_quorum_voters.contains_key(&node_id)
+        && !controller_quorum_voters.contains_key(&BrokerId(node_id))
     {
         return Err(ConfigError::InvalidValue {
             key: "controller.quorum.voters".into(),
@@ -634,7 +635,7 @@ mod tests {
         assert_eq!(c.listener.port, 9093);
         assert_eq!(c.controller_listener.as_ref().unwrap().port, 19093);
         assert_eq!(c.controller_quorum_voters.len(), 3);
-        assert_eq!(c.controller_quorum_voters[&3].port, 19094);
+        assert_eq!(c.controller_quorum_voters[&BrokerId(3)].port, 19094);
         assert!(c.process_roles.broker && c.process_roles.controller);
         let standalone = BrokerConfig::from_pairs(&[]).unwrap();
         assert!(!standalone.is_cluster());

@@ -30,12 +30,12 @@ pub fn handle(
         ENDPOINT_TYPE_CONTROLLERS => DescribeClusterResponse {
             endpoint_type: ENDPOINT_TYPE_CONTROLLERS,
             cluster_id,
-            controller_id: cache.controller_id(),
+            controller_id: cache.controller_id().get(),
             brokers: cache
                 .controllers()
                 .into_iter()
                 .map(|(id, host, port)| DescribeClusterBroker {
-                    broker_id: id,
+                    broker_id: id.get(),
                     host,
                     port: i32::from(port),
                     rack: None,
