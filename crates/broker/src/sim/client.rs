@@ -38,7 +38,7 @@ fn batch(seq: i32) -> Bytes {
     let b = RecordBatchBuilder::new(Compression::None).producer(PRODUCER_ID, 0, seq);
     let mut b = b;
     b.append(
-        SimClock.now_ms(),
+        SimClock::default().now_ms(),
         None,
         Some(Bytes::from(format!("s{seq}"))),
         vec![],

@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
@@ -63,13 +64,24 @@ impl Connector for TurmoilConnector {
     }
 }
 
-/// Wall-clock time of the simulation: the epoch plus turmoil's virtual elapsed time.
-#[derive(Debug)]
-pub struct SimClock;
+/// Wall-clock time of the simulation: the epoch plus turmoil's virtual elapsed time, plus this clock's
+/// skew (a broker's clock jumps by changing it).
+#[derive(Debug, Default, Clone)]
+pub struct SimClock {
+    skew_ms: Arc<AtomicI64>,
+}
+
+impl SimClock {
+    /// Steps this clock by `delta_ms` (either way), as an NTP step or an operator would.
+    pub fn jump(&self, delta_ms: i64) {
+        self.skew_ms.fetch_add(delta_ms, Ordering::SeqCst);
+    }
+}
 
 impl Clock for SimClock {
     fn now_ms(&self) -> i64 {
-        turmoil::since_epoch().map_or(EPOCH_MS, |d| d.as_millis() as i64)
+        let now = turmoil::since_epoch().map_or(EPOCH_MS, |d| d.as_millis() as i64);
+        now + self.skew_ms.load(Ordering::SeqCst)
     }
 }
 
@@ -93,6 +105,8 @@ pub struct World {
     pub brokers: Mutex<BTreeMap<i32, Arc<ReplicaManager>>>,
     /// Each broker's disk; survives crashes.
     pub disks: BTreeMap<i32, SimFs>,
+    /// Each broker's wall clock (jumps survive restarts, as a machine's clock would).
+    pub clocks: BTreeMap<i32, SimClock>,
     /// Each broker's registry directory (real, written once at the first start).
     dirs: BTreeMap<i32, tempfile::TempDir>,
     topic_id: Uuid,
@@ -124,6 +138,7 @@ impl World {
                 .iter()
                 .map(|&b| (b, SimFs::new(seed.wrapping_mul(31).wrapping_add(b as u64))))
                 .collect(),
+            clocks: BROKERS.iter().map(|&b| (b, SimClock::default())).collect(),
             dirs: BROKERS
                 .iter()
                 .map(|&b| (b, tempfile::tempdir().unwrap()))
@@ -266,18 +281,19 @@ pub async fn run_broker(world: Arc<World>, id: i32) -> turmoil::Result {
     log_config.segment_bytes = 4096;
     let lc = log_config.clone();
     let fs = world.disks[&id].fs();
+    let clock = world.clocks[&id].clone();
     let lm = LogManager::open_in(
         fs,
         PathBuf::from("/data"),
         move |_| lc.clone(),
-        SimClock.now_ms(),
+        clock.now_ms(),
     )?;
     let rm = Arc::new(ReplicaManager::with_seams(
         Arc::new(lm),
         BrokerId(id),
         Arc::new(SimLink(world.clone())),
         LAG_MAX_MS,
-        Arc::new(SimClock),
+        Arc::new(clock),
         Arc::new(TurmoilConnector),
     ));
     let dynamic = Arc::new(crate::dynamic_config::DynamicBrokerConfig::in_memory(

@@ -4,7 +4,7 @@
 //! `server::network::serve`, and a test controller ([`cluster::SimLink`]) in KRaft's place. An idempotent
 //! producer sends acks=all records while seeded faults hit: symmetric and one-way network partitions,
 //! held (delayed) links, broker crashes with a power loss of their disk and a restart that recovers the
-//! logs, and leader elections.
+//! logs, wall-clock jumps (up to 10 min either way) and leader elections.
 //!
 //! Checked: no acknowledged record lost (present at its acknowledged offset on every replica at the end),
 //! no duplicate and no reorder (the log holds sequences 0, 1, 2, ... exactly once), a leader's HighWatermark
@@ -93,7 +93,7 @@ fn inject(
     trace: &mut Vec<String>,
 ) -> Option<(Duration, Undo)> {
     let dur = rng.ms(100, 3_000);
-    match rng.below(6) {
+    match rng.below(7) {
         0 => {
             let (a, b) = pair(rng);
             trace.push(format!("partition {a} {b} for {dur:?}"));
@@ -138,6 +138,15 @@ fn inject(
             world.disks[&b].crash();
             world.fence(b);
             Some((dur, Undo::Restart(b)))
+        }
+        5 => {
+            // A wall-clock step of up to 10 minutes either way (record timestamps stay within Kafka's
+            // default message.timestamp.after.max.ms of 1 h).
+            let b = BROKERS[rng.below(3) as usize];
+            let delta = rng.below(1_200_000) as i64 - 600_000;
+            trace.push(format!("clock of {b} jumps {delta} ms"));
+            world.clocks[&b].jump(delta);
+            None
         }
         _ => {
             let pick = rng.below(3) as usize;
