@@ -20,6 +20,8 @@ pub mod registry_log;
 #[cfg(test)]
 mod replication_tests;
 pub mod server;
+#[cfg(test)]
+mod sim;
 pub mod topic_admin;
 pub mod topic_config;
 pub mod topics;

@@ -3,8 +3,9 @@
 //! verbs (append as leader or follower, read, truncate, become leader or follower);
 //! [`replica_states::ReplicaStates`] is the sans-I/O model of the leader's view of its followers (ISR,
 //! HighWatermark); [`replica_manager::ReplicaManager`] holds every partition, the produce/fetch purgatories
-//! and the ISR-shrink timer; the replica fetcher pulls from leaders over the Kafka protocol; and
-//! [`cluster_link::ClusterLink`] is the one seam to the controller (AlterPartition, broker endpoints).
+//! and the ISR-shrink timer; the replica fetcher pulls from leaders over the Kafka protocol (its connections
+//! come from a [`transport::Connector`], tokio TCP in production); and [`cluster_link::ClusterLink`] is the
+//! one seam to the controller (AlterPartition, broker endpoints).
 //!
 //! Depends on `storage`, `protocol`, `metadata` and `types` only; knows nothing of configuration files,
 //! request handlers or the cluster mode (the broker's composition root passes what it needs).
@@ -17,3 +18,4 @@ mod partition_results;
 pub mod replica_fetcher;
 pub mod replica_manager;
 mod replica_states;
+pub mod transport;

@@ -23,7 +23,7 @@
 
 use metadata::ControllerError;
 use std::sync::Arc;
-use std::time::Instant;
+use tokio::time::Instant;
 
 use bytes::Bytes;
 use parking_lot::Mutex;

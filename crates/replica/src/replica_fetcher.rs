@@ -20,7 +20,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
@@ -33,15 +33,15 @@ use protocol::messages::offset_for_leader_epoch_request::{
 use protocol::messages::{FetchRequest, OffsetForLeaderEpochRequest};
 use protocol::record::Records;
 use protocol::{RequestBody, RequestHeader, ResponseBody};
-use storage::now_ms;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
-use types::{BrokerId, LeaderEpoch, Offset};
+use tokio::time::Instant;
+use types::{BrokerId, Clock, LeaderEpoch, Offset};
 
 use crate::cluster_link::{ClusterLink, TopicPartition};
 use crate::partition::Partition;
+use crate::transport::{BoxedStream, Connector, TcpConnector};
 
 /// Fetch version used by followers (topic names, flexible; KIP-595 diverging epochs).
 const FETCH_VERSION: i16 = 12;
@@ -73,6 +73,8 @@ struct Shared {
     local_id: BrokerId,
     leader_id: BrokerId,
     link: Arc<dyn ClusterLink>,
+    connector: Arc<dyn Connector>,
+    clock: Arc<dyn Clock>,
     partitions: Mutex<HashMap<TopicPartition, FetchState>>,
     wake: Notify,
 }
@@ -84,17 +86,21 @@ pub(crate) struct ReplicaFetcher {
 }
 
 impl ReplicaFetcher {
-    /// Starts the task for leader `leader_id` on `handle`.
+    /// Starts the task for leader `leader_id` on `handle`; it connects with `seams.connector` and stamps
+    /// follower appends with `seams.clock`.
     pub(crate) fn start(
         handle: &tokio::runtime::Handle,
         local_id: BrokerId,
         leader_id: BrokerId,
         link: Arc<dyn ClusterLink>,
+        seams: &FetcherSeams,
     ) -> ReplicaFetcher {
         let shared = Arc::new(Shared {
             local_id,
             leader_id,
             link,
+            connector: seams.connector.clone(),
+            clock: seams.clock.clone(),
             partitions: Mutex::new(HashMap::new()),
             wake: Notify::new(),
         });
@@ -130,10 +136,18 @@ impl ReplicaFetcher {
     }
 }
 
-/// A Kafka-protocol connection to the leader: one request in flight. Public so the broker's two-broker
-/// replication tests can drive a leader the way the fetcher does.
+/// The I/O seams of the fetchers: how they connect to leaders and what time they stamp follower appends
+/// with (production: [`TcpConnector`] and `types::SystemClock`).
+#[derive(Clone)]
+pub(crate) struct FetcherSeams {
+    pub(crate) connector: Arc<dyn Connector>,
+    pub(crate) clock: Arc<dyn Clock>,
+}
+
+/// A Kafka-protocol connection to the leader: one request in flight. Public so the broker's replication
+/// tests and simulation can drive a leader the way the fetcher does.
 pub struct Connection {
-    stream: TcpStream,
+    stream: BoxedStream,
     next_correlation_id: i32,
     client_id: String,
 }
@@ -143,12 +157,23 @@ impl Connection {
     ///
     /// Errors: the connect's I/O error, or `TimedOut`.
     pub async fn connect(host: &str, port: u16, local_id: BrokerId) -> std::io::Result<Connection> {
-        let stream = tokio::time::timeout(REQUEST_TIMEOUT, TcpStream::connect((host, port)))
+        Connection::connect_with(&TcpConnector, host, port, local_id).await
+    }
+
+    /// [`connect`](Self::connect) through `connector` (a simulated network, for one).
+    ///
+    /// Errors: the connect's I/O error, or `TimedOut`.
+    pub async fn connect_with(
+        connector: &dyn Connector,
+        host: &str,
+        port: u16,
+        local_id: BrokerId,
+    ) -> std::io::Result<Connection> {
+        let stream = tokio::time::timeout(REQUEST_TIMEOUT, connector.connect(host, port))
             .await
             .map_err(|_| {
                 std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out")
             })??;
-        stream.set_nodelay(true)?;
         Ok(Connection {
             stream,
             next_correlation_id: 1,
@@ -256,9 +281,11 @@ async fn run(shared: Arc<Shared>) {
         if conn.is_none() {
             let endpoint = shared.link.broker_endpoint(shared.leader_id);
             let connected = match endpoint {
-                Some((host, port)) => Connection::connect(&host, port, shared.local_id)
-                    .await
-                    .map_err(|e| e.to_string()),
+                Some((host, port)) => {
+                    Connection::connect_with(&*shared.connector, &host, port, shared.local_id)
+                        .await
+                        .map_err(|e| e.to_string())
+                }
                 None => Err("no endpoint known".to_string()),
             };
             match connected {
@@ -583,7 +610,8 @@ fn apply_fetched(shared: &Shared, pick: Pick, data: &PartitionData) {
         _ => Bytes::new(),
     };
     let (hw, log_start) = (Offset(data.high_watermark), Offset(data.log_start_offset));
-    if let Err(e) = p.append_as_follower(leader, epoch, bytes, hw, log_start, now_ms()) {
+    if let Err(e) = p.append_as_follower(leader, epoch, bytes, hw, log_start, shared.clock.now_ms())
+    {
         tracing::warn!(topic = %key.topic, partition = key.partition, error = %e, "follower append failed");
         if matches!(e, storage::StorageError::UnexpectedAppendOffset(_)) {
             update_state(shared, &key, epoch, |s| s.needs_truncation = true);

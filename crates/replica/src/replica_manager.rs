@@ -20,13 +20,14 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
-use storage::{now_ms, LogAppendInfo, LogConfig, LogManager, StorageError};
+use storage::{LogAppendInfo, LogConfig, LogManager, StorageError};
 use tokio::task::JoinHandle;
-use types::{BrokerId, LeaderEpoch, Offset, PartitionEpoch};
+use tokio::time::Instant;
+use types::{BrokerId, Clock, LeaderEpoch, Offset, PartitionEpoch, SystemClock};
 use uuid::Uuid;
 
 use crate::cluster_link::{ClusterLink, TopicPartition};
@@ -34,7 +35,8 @@ use crate::partition::RoleChange;
 pub use crate::partition::{
     DivergingEpoch, Partition, PartitionRead, PartitionState, ReplicaError, ReplicaStates,
 };
-use crate::replica_fetcher::ReplicaFetcher;
+use crate::replica_fetcher::{FetcherSeams, ReplicaFetcher};
+use crate::transport::{Connector, TcpConnector};
 
 /// How long a leader waits after a failed AlterPartition before proposing again.
 const ALTER_PARTITION_RETRY_BACKOFF: Duration = Duration::from_millis(500);
@@ -57,6 +59,8 @@ pub(crate) struct Inner {
     log_manager: Arc<LogManager>,
     local_id: BrokerId,
     link: Arc<dyn ClusterLink>,
+    /// The fetchers' connector and the clock every replication decision reads (ISR lag, append times).
+    seams: FetcherSeams,
     lag_max_ms: i64,
     /// Hosted partitions by topic, then partition index (looked up by `&str`, no key allocation).
     partitions: RwLock<HashMap<String, HashMap<i32, Arc<Partition>>>>,
@@ -99,11 +103,33 @@ impl ReplicaManager {
         link: Arc<dyn ClusterLink>,
         replica_lag_time_max_ms: i64,
     ) -> ReplicaManager {
+        ReplicaManager::with_seams(
+            log_manager,
+            local_broker_id,
+            link,
+            replica_lag_time_max_ms,
+            Arc::new(SystemClock),
+            Arc::new(TcpConnector),
+        )
+    }
+
+    /// [`new`](Self::new) with the I/O seams a simulation replaces: `clock` is read for every append time
+    /// and ISR-lag decision (ms since the Unix epoch), `connector` opens the fetchers' connections to
+    /// leaders. Deadlines and backoffs use tokio's clock, which a simulation pauses and advances.
+    pub fn with_seams(
+        log_manager: Arc<LogManager>,
+        local_broker_id: BrokerId,
+        link: Arc<dyn ClusterLink>,
+        replica_lag_time_max_ms: i64,
+        clock: Arc<dyn Clock>,
+        connector: Arc<dyn Connector>,
+    ) -> ReplicaManager {
         ReplicaManager {
             inner: Arc::new(Inner {
                 log_manager,
                 local_id: local_broker_id,
                 link,
+                seams: FetcherSeams { connector, clock },
                 lag_max_ms: replica_lag_time_max_ms.max(1),
                 partitions: RwLock::new(HashMap::new()),
                 fetchers: Mutex::new(HashMap::new()),
@@ -197,7 +223,7 @@ impl ReplicaManager {
                 by_index.entry(partition).or_insert(p).clone()
             }
         };
-        let change = p.apply_partition_state(inner.local_id, &state, now_ms())?;
+        let change = p.apply_partition_state(inner.local_id, &state, inner.now_ms())?;
         // Fetcher membership follows the role.
         let key = TopicPartition::new(topic, partition);
         match change {
@@ -305,7 +331,7 @@ impl ReplicaManager {
         records: Bytes,
         min_isr: usize,
     ) -> Result<(LogAppendInfo, LeaderEpoch), ReplicaError> {
-        partition.append_as_leader(records, min_isr, now_ms())
+        partition.append_as_leader(records, min_isr, self.inner.now_ms())
     }
 
     /// The delayed produce (acks=all): see [`Partition::wait_for_replication`].
@@ -332,8 +358,12 @@ impl ReplicaManager {
         last_fetched_epoch: LeaderEpoch,
         fetch_offset: Offset,
     ) -> Result<Option<DivergingEpoch>, ReplicaError> {
-        let (diverging, proposal) =
-            partition.follower_fetch(replica_id, last_fetched_epoch, fetch_offset, now_ms())?;
+        let (diverging, proposal) = partition.follower_fetch(
+            replica_id,
+            last_fetched_epoch,
+            fetch_offset,
+            self.inner.now_ms(),
+        )?;
         if let Some(p) = proposal {
             tracing::info!(topic = %partition.topic, partition = partition.partition, isr = ?p.isr, "expanding ISR");
             self.inner.send_alter_partition(partition.clone(), p);
@@ -434,6 +464,11 @@ impl ReplicaManager {
 }
 
 impl Inner {
+    /// Now, from the injected clock (ms since the Unix epoch).
+    fn now_ms(&self) -> i64 {
+        self.seams.clock.now_ms()
+    }
+
     fn partition(&self, topic: &str, partition: i32) -> Option<Arc<Partition>> {
         self.partitions.read().get(topic)?.get(&partition).cloned()
     }
@@ -478,7 +513,13 @@ impl Inner {
         };
         let mut fetchers = self.fetchers.lock();
         let f = fetchers.entry(leader).or_insert_with(|| {
-            ReplicaFetcher::start(&handle, self.local_id, leader, self.link.clone())
+            ReplicaFetcher::start(
+                &handle,
+                self.local_id,
+                leader,
+                self.link.clone(),
+                &self.seams,
+            )
         });
         f.add_partition(partition, leader_epoch);
     }
@@ -501,6 +542,7 @@ impl Inner {
             partition.clear_pending_isr(None);
             return;
         };
+        let clock = self.seams.clock.clone();
         let fut = self.link.alter_partition(
             partition.topic.clone(),
             partition.partition,
@@ -508,7 +550,7 @@ impl Inner {
         );
         handle.spawn(async move {
             let result = fut.await;
-            if !partition.complete_alter_partition(&proposal, result, now_ms()) {
+            if !partition.complete_alter_partition(&proposal, result, clock.now_ms()) {
                 // Back off before the next proposal (the metadata image usually brings the newer state
                 // meanwhile, which clears the proposal by itself); then allow proposals again.
                 tokio::time::sleep(ALTER_PARTITION_RETRY_BACKOFF).await;
@@ -529,7 +571,7 @@ async fn isr_expiration(inner: Weak<Inner>, period: Duration) {
         if inner.stopped.load(Ordering::Acquire) {
             return;
         }
-        let now = now_ms();
+        let now = inner.now_ms();
         for p in inner.all_partitions() {
             if let Some(proposal) = p.maybe_shrink_isr(now, inner.lag_max_ms) {
                 tracing::info!(topic = %p.topic, partition = p.partition, isr = ?proposal.isr, "shrinking ISR");
@@ -542,6 +584,7 @@ async fn isr_expiration(inner: Weak<Inner>, period: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use storage::now_ms;
 
     fn batch(n: usize) -> Bytes {
         let mut b = protocol::record::RecordBatchBuilder::new(protocol::record::Compression::None);

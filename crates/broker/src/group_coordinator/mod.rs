@@ -237,7 +237,7 @@ async fn wait_appended(
     rm: &ReplicaManager,
     appended: &[Appended],
     min_isr: usize,
-    deadline: std::time::Instant,
+    deadline: tokio::time::Instant,
 ) -> Written {
     for (partition, required, epoch) in appended {
         if let Err(e) = rm
@@ -734,9 +734,9 @@ impl GroupCoordinatorService {
 
     /// `min.insync.replicas` of `__consumer_offsets` and the deadline of a replication wait started now
     /// (`offsets.commit.timeout.ms`, default 5000 ms).
-    fn replication_bounds(&self) -> (usize, std::time::Instant) {
+    fn replication_bounds(&self) -> (usize, tokio::time::Instant) {
         let timeout = self.config.get(keys::OFFSETS_COMMIT_TIMEOUT_MS).max(0) as u64;
-        let deadline = std::time::Instant::now() + Duration::from_millis(timeout);
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout);
         let min_isr = self
             .metadata
             .topic(OFFSETS_TOPIC)

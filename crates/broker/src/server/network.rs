@@ -12,13 +12,20 @@
 //! - A request we cannot decode, or an API key/version we do not serve, closes the connection — except
 //!   ApiVersions above our range, which gets error 35 and our real ranges (pitfall 1, KIP-511).
 //! - On plaintext connections, Fetch response record data goes from the segment file to the socket with
-//!   `sendfile(2)`.
+//!   `sendfile(2)` ([`ServerStream::send_file`] of tokio's `TcpStream`; a stream without a socket, such as
+//!   a simulated one, gets the bytes copied).
 //! - A connection on which no complete request arrives for `connections.max.idle.ms` (Kafka's key, default
 //!   10 min) is closed: an idle one, and one stalled in the middle of a frame (slow-loris). The clock starts
 //!   when the connection waits for its next request (after the previous response), so a request being served
 //!   (a long-polling Fetch, a parked JoinGroup) never counts as idle.
+//!
+//! The transport is a seam: [`serve`] takes any [`Listener`] (tokio's `TcpListener` in production; a
+//! deterministic simulation passes a simulated network's listener), and connections are its
+//! [`ServerStream`]s.
 
+use std::future::Future;
 use std::io;
+use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,7 +33,7 @@ use std::time::Duration;
 use bytes::BytesMut;
 use protocol::record::FileSlice;
 use protocol::Chunk;
-use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, Interest};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
@@ -37,9 +44,55 @@ use crate::server::context::ConnectionContext;
 /// Largest read-ahead the frame reader allocates before bytes arrive (bytes).
 const READ_CHUNK: usize = 64 * 1024;
 
+/// A listening socket the broker accepts Kafka connections on.
+pub trait Listener: Send + Sync + 'static {
+    /// An accepted connection.
+    type Stream: ServerStream;
+    /// Waits for the next connection; returns it and the peer's address. Errors: the accept's I/O error
+    /// (the caller logs it and accepts again).
+    fn accept(&self) -> impl Future<Output = io::Result<(Self::Stream, SocketAddr)>> + Send;
+}
+
+/// An accepted connection: a byte stream that can also send a slice of a segment file.
+pub trait ServerStream: AsyncRead + AsyncWrite + Unpin + Send + 'static {
+    /// Writes the `slice.len` bytes of `slice.file` from `slice.position`. The default reads them into
+    /// memory and writes them (a stream without a socket). Errors: a file shorter than the slice
+    /// (`UnexpectedEof`), the read's or write's I/O error; the frame size is already on the wire, so the
+    /// connection closes.
+    fn send_file<'a>(
+        &'a mut self,
+        slice: &'a FileSlice,
+    ) -> impl Future<Output = io::Result<()>> + Send + 'a {
+        async move {
+            use std::os::unix::fs::FileExt;
+            let mut bytes = vec![0u8; slice.len as usize];
+            slice.file.read_exact_at(&mut bytes, slice.position)?;
+            self.write_all(&bytes).await
+        }
+    }
+}
+
+/// Production: tokio TCP, with `TCP_NODELAY` on every accepted connection.
+impl Listener for TcpListener {
+    type Stream = TcpStream;
+
+    async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
+        let (stream, peer) = TcpListener::accept(self).await?;
+        let _ = stream.set_nodelay(true);
+        Ok((stream, peer))
+    }
+}
+
+/// Production: file slices go to the socket with `sendfile(2)`.
+impl ServerStream for TcpStream {
+    async fn send_file(&mut self, slice: &FileSlice) -> io::Result<()> {
+        sendfile_to_socket(self, slice).await
+    }
+}
+
 /// Accepts connections until `shutdown` flips to true.
-pub async fn serve(
-    listener: TcpListener,
+pub async fn serve<L: Listener>(
+    listener: L,
     listener_name: Arc<str>,
     apis: Arc<KafkaApis>,
     mut shutdown: watch::Receiver<bool>,
@@ -48,7 +101,6 @@ pub async fn serve(
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
-                    let _ = stream.set_nodelay(true);
                     let apis = apis.clone();
                     let shutdown = shutdown.clone();
                     let conn = ConnectionContext::anonymous(listener_name.clone(), Some(peer));
@@ -85,8 +137,8 @@ pub enum ConnectionError {
     Idle(Duration),
 }
 
-async fn handle_connection(
-    mut stream: TcpStream,
+async fn handle_connection<S: ServerStream>(
+    mut stream: S,
     conn: Arc<ConnectionContext>,
     apis: Arc<KafkaApis>,
     mut shutdown: watch::Receiver<bool>,
@@ -111,8 +163,8 @@ async fn handle_connection(
 
 /// [`read_frame`], failing with [`ConnectionError::Idle`] when the frame is not complete within `idle` (None:
 /// no limit). Cancelling mid-frame is fine: the connection is closed then.
-async fn read_frame_within(
-    stream: &mut TcpStream,
+async fn read_frame_within<S: AsyncRead + Unpin>(
+    stream: &mut S,
     buf: &mut BytesMut,
     max: i32,
     idle: Option<Duration>,
@@ -126,8 +178,8 @@ async fn read_frame_within(
 }
 
 /// Reads one frame. Returns `None` on a clean EOF between frames.
-async fn read_frame(
-    stream: &mut TcpStream,
+async fn read_frame<S: AsyncRead + Unpin>(
+    stream: &mut S,
     buf: &mut BytesMut,
     max: i32,
 ) -> Result<Option<bytes::Bytes>, ConnectionError> {
@@ -165,22 +217,26 @@ async fn read_frame(
     Ok(Some(frame.freeze()))
 }
 
-/// Writes an encoded response: memory chunks with vectored writes, file chunks with `sendfile`.
-async fn write_chunks(stream: &mut TcpStream, chunks: Vec<Chunk>) -> io::Result<()> {
+/// Writes an encoded response: memory chunks joined into one write, file chunks with
+/// [`ServerStream::send_file`] (`sendfile` on a TCP socket).
+async fn write_chunks<S: ServerStream>(stream: &mut S, chunks: Vec<Chunk>) -> io::Result<()> {
     let mut pending: Vec<bytes::Bytes> = Vec::new();
     for chunk in chunks {
         match chunk {
             Chunk::Bytes(b) => pending.push(b),
             Chunk::File(slice) => {
                 flush_pending(stream, &mut pending).await?;
-                send_file(stream, &slice).await?;
+                stream.send_file(&slice).await?;
             }
         }
     }
     flush_pending(stream, &mut pending).await
 }
 
-async fn flush_pending(stream: &mut TcpStream, pending: &mut Vec<bytes::Bytes>) -> io::Result<()> {
+async fn flush_pending<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    pending: &mut Vec<bytes::Bytes>,
+) -> io::Result<()> {
     if pending.len() == 1 {
         stream.write_all(&pending[0]).await?;
     } else if !pending.is_empty() {
@@ -197,7 +253,7 @@ async fn flush_pending(stream: &mut TcpStream, pending: &mut Vec<bytes::Bytes>) 
 
 /// Sends `slice` from its file straight to the socket with `sendfile(2)`. A file shorter than the slice
 /// (a segment deleted under us) is an error: the frame size is already on the wire, so the connection closes.
-async fn send_file(stream: &mut TcpStream, slice: &FileSlice) -> io::Result<()> {
+async fn sendfile_to_socket(stream: &mut TcpStream, slice: &FileSlice) -> io::Result<()> {
     let mut offset = slice.position as libc::off_t;
     let mut remaining = slice.len as usize;
     let file_fd = slice.file.as_raw_fd();

@@ -17,7 +17,7 @@
 //! anyone forge committed offsets. The group coordinator appends through the ReplicaManager, not here.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use protocol::error::ErrorCode;
 use protocol::messages::produce_request::PartitionProduceData;
@@ -27,6 +27,7 @@ use protocol::messages::produce_response::{
 use protocol::messages::{ProduceRequest, ProduceResponse};
 use protocol::record::{Compression, Records};
 use storage::{LogAppendInfo, StorageError};
+use tokio::time::Instant;
 use types::{LeaderEpoch, Offset};
 
 use super::errors::replica_error_code;

@@ -1,0 +1,330 @@
+//! The simulated cluster: the turmoil transports behind the network seams, the simulated clock, the test
+//! controller (a [`ClusterLink`] that plays KRaft for one partition) and a broker host's software.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use parking_lot::Mutex;
+use protocol::error::ErrorCode;
+use replica::cluster_link::ClusterLink;
+use replica::partition::PartitionState;
+use replica::replica_manager::ReplicaManager;
+use replica::transport::{BoxedStream, Connector};
+use storage::{LogConfig, LogManager, SimFs};
+use tokio::sync::watch;
+use types::{BrokerId, Clock, LeaderEpoch, PartitionEpoch};
+use uuid::Uuid;
+
+use crate::config::BrokerConfig;
+use crate::metadata::{MetadataStore, TopicMetadata};
+use crate::server::network::{Listener, ServerStream};
+
+/// The one simulated topic (one partition, replicas 1..=3).
+pub const TOPIC: &str = "sim";
+/// The brokers' Kafka port on their simulated hosts.
+pub const PORT: u16 = 9092;
+/// Broker ids.
+pub const BROKERS: [i32; 3] = [1, 2, 3];
+/// `replica.lag.time.max.ms` of the simulated brokers.
+const LAG_MAX_MS: i64 = 1_000;
+/// The simulation's epoch (ms since the Unix epoch), fixed so a run is the same every time.
+pub const EPOCH_MS: i64 = 1_767_225_600_000; // 2026-01-01T00:00:00Z
+
+/// Host name of broker `id`.
+pub fn host(id: i32) -> String {
+    format!("b{id}")
+}
+
+impl Listener for turmoil::net::TcpListener {
+    type Stream = turmoil::net::TcpStream;
+
+    async fn accept(&self) -> std::io::Result<(turmoil::net::TcpStream, SocketAddr)> {
+        turmoil::net::TcpListener::accept(self).await
+    }
+}
+
+/// A simulated stream: file slices are copied (the trait's default); storage on `SimFs` hands out memory
+/// records anyway.
+impl ServerStream for turmoil::net::TcpStream {}
+
+/// The fetchers' (and the test client's) connections over the simulated network.
+pub struct TurmoilConnector;
+
+impl Connector for TurmoilConnector {
+    fn connect(&self, host: &str, port: u16) -> BoxFuture<'static, std::io::Result<BoxedStream>> {
+        let host = host.to_string();
+        Box::pin(async move {
+            let s = turmoil::net::TcpStream::connect((host.as_str(), port)).await?;
+            Ok(Box::new(s) as BoxedStream)
+        })
+    }
+}
+
+/// Wall-clock time of the simulation: the epoch plus turmoil's virtual elapsed time, plus this clock's
+/// skew (a broker's clock jumps by changing it).
+#[derive(Debug, Default, Clone)]
+pub struct SimClock {
+    skew_ms: Arc<AtomicI64>,
+}
+
+impl SimClock {
+    /// Steps this clock by `delta_ms` (either way), as an NTP step or an operator would.
+    pub fn jump(&self, delta_ms: i64) {
+        self.skew_ms.fetch_add(delta_ms, Ordering::SeqCst);
+    }
+}
+
+impl Clock for SimClock {
+    fn now_ms(&self) -> i64 {
+        let now = turmoil::since_epoch().map_or(EPOCH_MS, |d| d.as_millis() as i64);
+        now + self.skew_ms.load(Ordering::SeqCst)
+    }
+}
+
+/// What the test controller knows: the partition's registration and which brokers are up.
+pub struct Controller {
+    /// The committed partition state (KRaft's PartitionRecord + changes).
+    pub state: PartitionState,
+    /// Brokers whose host is running (not crashed); the controller fences the others.
+    pub alive: BTreeSet<i32>,
+    /// Decisions, in order (part of the run's trace).
+    pub log: Vec<String>,
+}
+
+/// State shared by the test loop, the hosts and the controller link.
+pub struct World {
+    /// The controller.
+    pub ctl: Mutex<Controller>,
+    /// The metadata every broker follows (the controller publishes each committed state).
+    pub meta: watch::Sender<PartitionState>,
+    /// The running incarnation of each broker's ReplicaManager (None while crashed).
+    pub brokers: Mutex<BTreeMap<i32, Arc<ReplicaManager>>>,
+    /// Each broker's disk; survives crashes.
+    pub disks: BTreeMap<i32, SimFs>,
+    /// Each broker's wall clock (jumps survive restarts, as a machine's clock would).
+    pub clocks: BTreeMap<i32, SimClock>,
+    /// Each broker's registry directory (real, written once at the first start).
+    dirs: BTreeMap<i32, tempfile::TempDir>,
+    topic_id: Uuid,
+}
+
+impl World {
+    /// Three brokers, broker 1 leading epoch 1 with the full ISR; disks seeded from `seed`.
+    pub fn new(seed: u64) -> Arc<World> {
+        let topic_id = Uuid::from_u64_pair(seed, 13);
+        let all: Vec<BrokerId> = BROKERS.iter().copied().map(BrokerId).collect();
+        let state = PartitionState {
+            topic_id,
+            leader: BrokerId(1),
+            leader_epoch: LeaderEpoch(1),
+            partition_epoch: PartitionEpoch(1),
+            isr: all.clone(),
+            replicas: all,
+        };
+        let (meta, _) = watch::channel(state.clone());
+        Arc::new(World {
+            ctl: Mutex::new(Controller {
+                state,
+                alive: BROKERS.iter().copied().collect(),
+                log: Vec::new(),
+            }),
+            meta,
+            brokers: Mutex::new(BTreeMap::new()),
+            disks: BROKERS
+                .iter()
+                .map(|&b| (b, SimFs::new(seed.wrapping_mul(31).wrapping_add(b as u64))))
+                .collect(),
+            clocks: BROKERS.iter().map(|&b| (b, SimClock::default())).collect(),
+            dirs: BROKERS
+                .iter()
+                .map(|&b| (b, tempfile::tempdir().unwrap()))
+                .collect(),
+            topic_id,
+        })
+    }
+
+    /// Commits `state` (partition epoch bumped) and publishes it to every broker.
+    fn commit(&self, ctl: &mut Controller, why: &str) {
+        ctl.state.partition_epoch = ctl.state.partition_epoch.next();
+        let s = &ctl.state;
+        ctl.log.push(format!(
+            "{why}: leader {} epoch {} pe {} isr {:?}",
+            s.leader.get(),
+            s.leader_epoch.get(),
+            s.partition_epoch.get(),
+            s.isr.iter().map(|b| b.get()).collect::<Vec<_>>()
+        ));
+        self.meta.send_replace(ctl.state.clone());
+    }
+
+    /// Whether broker `b` may crash now: every other broker is up and the ISR keeps a member without it
+    /// (crashing the last ISR member would lose its unflushed acknowledged records, as in Kafka without
+    /// KIP-966; the simulation does not model that case).
+    pub fn may_crash(&self, b: i32) -> bool {
+        let ctl = self.ctl.lock();
+        ctl.alive.len() == BROKERS.len() && ctl.state.isr.iter().any(|i| i.get() != b)
+    }
+
+    /// The controller fences crashed broker `b`: out of the ISR; a new leader from the ISR if it led.
+    pub fn fence(&self, b: i32) {
+        let mut ctl = self.ctl.lock();
+        ctl.alive.remove(&b);
+        ctl.state.isr.retain(|i| i.get() != b);
+        if ctl.state.leader.get() == b {
+            ctl.state.leader = ctl.state.isr[0];
+            ctl.state.leader_epoch = LeaderEpoch(ctl.state.leader_epoch.get() + 1);
+        }
+        self.commit(&mut ctl, &format!("fence {b}"));
+    }
+
+    /// Broker `b` is back (registered again, unfenced); it rejoins the ISR through its leader.
+    pub fn unfence(&self, b: i32) {
+        let mut ctl = self.ctl.lock();
+        ctl.alive.insert(b);
+        ctl.log.push(format!("unfence {b}"));
+    }
+
+    /// A leader election (as a preferred-leader election or a controlled move): the `pick`-th other
+    /// ISR member leads the next epoch. False when the ISR has no other member.
+    pub fn elect(&self, pick: usize) -> bool {
+        let mut ctl = self.ctl.lock();
+        let leader = ctl.state.leader;
+        let others: Vec<BrokerId> = ctl
+            .state
+            .isr
+            .iter()
+            .copied()
+            .filter(|b| *b != leader && ctl.alive.contains(&b.get()))
+            .collect();
+        if others.is_empty() {
+            return false;
+        }
+        ctl.state.leader = others[pick % others.len()];
+        ctl.state.leader_epoch = LeaderEpoch(ctl.state.leader_epoch.get() + 1);
+        self.commit(&mut ctl, "elect");
+        true
+    }
+
+    /// The current leader (None while there is none).
+    pub fn leader(&self) -> Option<i32> {
+        let l = self.ctl.lock().state.leader;
+        (l != BrokerId::NONE).then(|| l.get())
+    }
+}
+
+/// The controller side of [`ClusterLink`]: endpoints by host name; AlterPartition checked as KRaft
+/// does (leader epoch, partition epoch, only alive brokers added).
+pub struct SimLink(pub Arc<World>);
+
+impl ClusterLink for SimLink {
+    fn broker_endpoint(&self, broker_id: BrokerId) -> Option<(String, u16)> {
+        Some((host(broker_id.get()), PORT))
+    }
+
+    fn alter_partition(
+        &self,
+        _topic: String,
+        _partition: i32,
+        state: PartitionState,
+    ) -> BoxFuture<'static, Result<PartitionState, metadata::ControllerError>> {
+        let world = &self.0;
+        let mut ctl = world.ctl.lock();
+        let refuse = |code, why: &str| Err(metadata::ControllerError::new(code, why));
+        let result = if ctl.state.leader_epoch != state.leader_epoch {
+            refuse(ErrorCode::FENCED_LEADER_EPOCH, "stale leader epoch")
+        } else if ctl.state.partition_epoch != state.partition_epoch {
+            refuse(ErrorCode::INVALID_UPDATE_VERSION, "stale partition epoch")
+        } else if state.isr.iter().any(|b| !ctl.alive.contains(&b.get())) {
+            refuse(ErrorCode::INELIGIBLE_REPLICA, "fenced broker")
+        } else {
+            ctl.state.isr = state.isr.clone();
+            world.commit(&mut ctl, "alter");
+            Ok(ctl.state.clone())
+        };
+        Box::pin(futures::future::ready(result))
+    }
+}
+
+/// The topic's log config: `min.insync.replicas` = 2, small segments so rolls happen.
+fn topic_configs() -> BTreeMap<String, String> {
+    let mut c = BTreeMap::new();
+    c.insert("min.insync.replicas".to_string(), "2".to_string());
+    c
+}
+
+/// A broker host's software: opens its logs from its SimFs (recovery after a crash), serves the Kafka
+/// protocol on the simulated network with the real KafkaApis, and applies every published partition state.
+pub async fn run_broker(world: Arc<World>, id: i32) -> turmoil::Result {
+    let dir = world.dirs[&id].path().to_path_buf();
+    let pairs: Vec<(String, String)> = [
+        ("log.dirs", dir.to_str().unwrap()),
+        ("node.id", &id.to_string()),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let config = BrokerConfig::from_pairs(&pairs)?;
+    let metadata = Arc::new(MetadataStore::open(&dir, id)?);
+    if metadata.topic(TOPIC).is_none() {
+        let topic = TopicMetadata {
+            topic_id: world.topic_id,
+            partitions: 1,
+            configs: topic_configs(),
+        };
+        metadata.create_topic(TOPIC, topic)?;
+    }
+    let mut log_config: LogConfig = crate::topic_config::log_config(&config, &topic_configs());
+    log_config.segment_bytes = 4096;
+    let lc = log_config.clone();
+    let fs = world.disks[&id].fs();
+    let clock = world.clocks[&id].clone();
+    let lm = LogManager::open_in(
+        fs,
+        PathBuf::from("/data"),
+        move |_| lc.clone(),
+        clock.now_ms(),
+    )?;
+    let rm = Arc::new(ReplicaManager::with_seams(
+        Arc::new(lm),
+        BrokerId(id),
+        Arc::new(SimLink(world.clone())),
+        LAG_MAX_MS,
+        Arc::new(clock),
+        Arc::new(TurmoilConnector),
+    ));
+    let dynamic = Arc::new(crate::dynamic_config::DynamicBrokerConfig::in_memory(
+        config.clone(),
+    ));
+    let apis = crate::lifecycle::wire(
+        &config,
+        metadata,
+        dynamic,
+        rm.clone(),
+        None,
+        &Default::default(),
+    );
+    let listener = turmoil::net::TcpListener::bind(("0.0.0.0", PORT)).await?;
+    let (_shutdown, rx) = watch::channel(false);
+    tokio::spawn(crate::server::network::serve(
+        listener,
+        "PLAINTEXT".into(),
+        apis,
+        rx,
+    ));
+    world.brokers.lock().insert(id, rm.clone());
+    world.unfence(id);
+    let mut meta = world.meta.subscribe();
+    loop {
+        let state = meta.borrow_and_update().clone();
+        if let Err(e) = rm.apply_partition_state(TOPIC, 0, log_config.clone(), state) {
+            tracing::warn!(broker = id, error = %e, "apply_partition_state failed");
+        }
+        if meta.changed().await.is_err() {
+            return Ok(());
+        }
+    }
+}
