@@ -44,11 +44,12 @@ def log(msg: str):
 
 
 def full_isr(cluster: rig.Cluster, topics: list[str]) -> bool:
-    """Every node answers and agrees: each partition of `topics` has a leader and all three in its ISR."""
+    """Every node answers and agrees: all three brokers are registered (unfenced) and each partition of
+    `topics` has a leader and all three in its ISR."""
     leaders = None
     for n in rig.NODES:
         md = cluster.ask(n, topics)
-        if not md:
+        if not md or md["brokers"] != list(rig.NODES):  # all three registered and unfenced, as seen by n
             return False
         mine = {}
         for t in topics:
@@ -102,6 +103,11 @@ def run_round(cfg, cluster: rig.Cluster, mounts: rig.Mounts, net: rig.Net, cls: 
     ctx.wait_full_isr = lambda: wait_full_isr(ctx, time.monotonic(), LIVENESS_S)
     if cls == "disk_full":
         faults.prepare_disk_full(ctx)
+    deadline = time.monotonic() + 30
+    while not full_isr(cluster, []):  # the previous round's victim may still be registering
+        if time.monotonic() > deadline:
+            raise rig.RigError("three brokers not all registered 30 s into the round")
+        time.sleep(0.1)
     create_topic(cluster, topic, cfg.partitions)
     workers = [workload.ProducerWorker(i, cluster.bootstrap, topic, cfg.partitions) for i in range(cfg.producers)]
     for w in workers:
@@ -115,6 +121,7 @@ def run_round(cfg, cluster: rig.Cluster, mounts: rig.Mounts, net: rig.Net, cls: 
         if cls == "coordinator_kill":
             group = ctx.group = workload.Group(cluster.bootstrap, topic, cfg.partitions)
             group.start()
+        row["controller_before"] = ctx.controller()
         row["fault"] = faults.CLASSES[cls][0](ctx)
         isr_s = wait_full_isr(ctx, ctx.heal_at)
         row["time_to_full_isr_s"] = isr_s
@@ -205,7 +212,9 @@ def run_class(cfg, net: rig.Net, cls: str, budget_s: float, out) -> list[dict]:
                 row = run_round(cfg, run.cluster, run.mounts, net, cls, r)
             except KeyboardInterrupt:
                 raise
-            except BaseException as e:  # noqa: BLE001 - a harness error ends this cluster, not the campaign
+            except:  # noqa: E722 - a harness error ends this cluster, not the campaign (bare: librdkafka's
+                # KafkaError is raised from C without deriving from BaseException)
+                e = sys.exc_info()[1]
                 row = {"class": cls, "round": r, "seed": cfg.seed, "error": f"{type(e).__name__}: {e}",
                        "traceback": traceback.format_exc()[-2000:], "tails": run.cluster.tails(15),
                        "violations": []}
@@ -226,8 +235,8 @@ def run_class(cfg, net: rig.Net, cls: str, budget_s: float, out) -> list[dict]:
                 note = f" acked-without-offset={row['acked_without_offset']}" if row["acked_without_offset"] else ""
                 log(f"{cls} r{r}: ok acked={row['acked']}{note} full-ISR {row['time_to_full_isr_s']}s "
                     f"fault={json.dumps(row['fault'])} ({row['duration_s']}s)")
-    except BaseException:
-        keep = True  # interrupted or failed mid-round: keep what it left
+    except:  # noqa: E722 - interrupted or failed mid-round: keep what it left
+        keep = True
         raise
     finally:
         if run.cluster is not None:

@@ -13,6 +13,7 @@ from collections import defaultdict
 
 import logging
 import os
+import sys
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 
@@ -29,7 +30,7 @@ def client_log_to(path):
     h = logging.FileHandler(path)
     h.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
     CLIENT_LOG.addHandler(h)
-    CLIENT_LOG.setLevel(logging.INFO)
+    CLIENT_LOG.setLevel(logging.DEBUG if DEBUG else logging.INFO)
 
 
 def conf(bootstrap: str, **kw) -> dict:
@@ -81,8 +82,8 @@ class ProducerWorker(threading.Thread):
                     except BufferError:
                         break
                 self.p.poll(self.tick_s)
-        except KafkaException as e:  # a fatal error raised from poll(): the producer is unusable
-            self.fatal = str(e)
+        except:  # noqa: E722 - a fatal error raised from poll() (KafkaError/KafkaException): unusable
+            self.fatal = str(sys.exc_info()[1])
 
     def finish(self, timeout: float = 70.0) -> int:
         """Stops producing and waits for every outstanding delivery report; returns how many are left."""
@@ -90,8 +91,8 @@ class ProducerWorker(threading.Thread):
         self.join(10)
         try:
             left = self.p.flush(timeout)
-        except KafkaException as e:
-            self.fatal = self.fatal or str(e)
+        except:  # noqa: E722 - a fatal KafkaError (raised from C, not a BaseException subclass)
+            self.fatal = self.fatal or str(sys.exc_info()[1])
             left = len(self.p)
         try:  # no client outlives its round (it would keep reconnecting to the next cluster's addresses)
             self.p.purge()
