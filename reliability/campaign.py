@@ -160,7 +160,8 @@ def run_round(cfg, cluster: rig.Cluster, mounts: rig.Mounts, net: rig.Net, cls: 
                 "duration_s": round(time.monotonic() - t0, 2), "acked": sum(len(w.acked) for w in workers),
                 "failed_deliveries": sum(len(w.failed) for w in workers),
                 "stored": sum(len(v) for v in records.values()), "violations": violations})
-    if cls != "disk_full":  # the tmpfs mount points stay until the class's cluster is gone
+    # The tmpfs mount points stay until the class's cluster is gone; a failed round's topic stays as evidence.
+    if cls != "disk_full" and not violations:
         delete_topic(cluster, topic)
     return row
 
@@ -196,8 +197,8 @@ class ClassRun:
         self.cluster = self.mounts = None
 
 
-def run_class(cfg, net: rig.Net, cls: str, budget_s: float, out) -> list[dict]:
-    rows = []
+def run_class(cfg, net: rig.Net, cls: str, budget_s: float, out, rows: list[dict]):
+    """Runs `cls`'s rounds, appending each round's row to `rows` (kept if interrupted) and to `out`."""
     run = ClassRun(cfg, net, cls)
     t_end = time.monotonic() + budget_s
     keep = cfg.keep
@@ -241,7 +242,6 @@ def run_class(cfg, net: rig.Net, cls: str, budget_s: float, out) -> list[dict]:
     finally:
         if run.cluster is not None:
             run.down(keep=keep)
-    return rows
 
 
 def pct(xs: list[float], q: float):
@@ -337,7 +337,7 @@ def main():
                 if left <= 0:
                     log(f"--max-minutes reached; {cls} and later classes not run")
                     break
-                rows += run_class(cfg, net, cls, left / (len(todo) - i), out)
+                run_class(cfg, net, cls, left / (len(todo) - i), out, rows)
     except KeyboardInterrupt:
         log("interrupted")
     finally:

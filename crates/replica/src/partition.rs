@@ -676,8 +676,11 @@ impl Partition {
         let to = truncation_offset(requested, answer, |e| log.end_offset_for_epoch(e), leo, hw);
         if to < leo {
             tracing::info!(topic = %self.topic, partition = self.partition, from = %leo, to = %to, "truncating follower log");
-            log.truncate_to(to)?;
         }
+        // Also when nothing is cut: `truncate_to` at or past the LEO still drops an epoch entry starting at
+        // the LEO (this replica led an epoch without appending). Kept, it is our latest epoch in every
+        // Fetch, the leader answers it as diverging and this truncation changes nothing: stuck for good.
+        log.truncate_to(to)?;
         Ok(true)
     }
 
