@@ -124,11 +124,12 @@ def run_round(cfg, cluster: rig.Cluster, mounts: rig.Mounts, net: rig.Net, cls: 
         row["controller_before"] = ctx.controller()
         row["fault"] = faults.CLASSES[cls][0](ctx)
         isr_s = wait_full_isr(ctx, ctx.heal_at)
+        watched = [topic] + (["__consumer_offsets"] if group is not None else [])
         row["time_to_full_isr_s"] = isr_s
         if isr_s is None or isr_s > LIVENESS_S:
             ctx.violations.append({"kind": "liveness", "evidence": f"full ISR and leaders "
                                    f"{'not within ' + str(LIVENESS_WAIT_S) if isr_s is None else f'after {isr_s}'}"
-                                   f" s of the heal; metadata: {[cluster.ask(n, [topic]) for n in rig.NODES]}"})
+                                   f" s of the heal; metadata: {[cluster.ask(n, watched) for n in rig.NODES]}"})
         if not workload.wait_acks(workers, WARM_ACKS, 60):
             ctx.violations.append({"kind": "writes_not_resumed", "evidence": f"acks per producer "
                                    f"{[len(w.acked) for w in workers]} did not grow by {WARM_ACKS} within 60 s"})
