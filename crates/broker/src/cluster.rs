@@ -89,7 +89,11 @@ impl BrokerCluster {
     ) -> BrokerCluster {
         BrokerCluster {
             node_id: config.node_id,
-            client: ControllerClient::new(voters),
+            // Heartbeats and metadata fetches give up on a silent controller within half the session
+            // (Kafka's heartbeat channel uses the same bound).
+            client: ControllerClient::new(voters).with_session_attempt_timeout(
+                Duration::from_millis((config.broker_session_timeout_ms / 2).max(100) as u64),
+            ),
             incarnation_id: Uuid::new_v4(),
             broker_epoch: AtomicI64::new(-1),
             controller_id: std::sync::atomic::AtomicI32::new(-1),

@@ -29,6 +29,9 @@ pub const MAX_BACKOFF: Duration = Duration::from_millis(500);
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// Bound on one attempt's connect + exchange (plus any long-poll wait).
 pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(12);
+/// Default bound on one attempt of a heartbeat or metadata fetch (see
+/// [`ControllerClient::with_session_attempt_timeout`]).
+pub const SESSION_ATTEMPT_TIMEOUT: Duration = Duration::from_millis(4500);
 
 /// Client of the controller quorum, used by brokers (any process). Cheap to clone (shares the
 /// known-leader hint); `Send + Sync`.
@@ -47,6 +50,7 @@ pub struct ControllerClient {
     voters: Arc<BTreeMap<BrokerId, SocketAddr>>,
     leader_hint: Arc<Mutex<Option<BrokerId>>>,
     timeout: Duration,
+    session_attempt: Duration,
 }
 
 /// A controller's answer to a change, with the metadata offset (raft log index) at which its outcome is
@@ -75,7 +79,19 @@ impl ControllerClient {
             voters: Arc::new(voters),
             leader_hint: Arc::new(Mutex::new(None)),
             timeout: DEFAULT_REQUEST_TIMEOUT,
+            session_attempt: SESSION_ATTEMPT_TIMEOUT,
         }
+    }
+
+    /// The same client with another bound on one attempt of a heartbeat or metadata fetch (default
+    /// [`SESSION_ATTEMPT_TIMEOUT`], 4.5 s: half of Kafka's default `broker.session.timeout.ms`).
+    /// Brokers pass half their `broker.session.timeout.ms`, as Kafka's heartbeat channel times out
+    /// requests: an active controller that stops answering without closing its connections (stopped,
+    /// partitioned after the connect) must not hold a heartbeat past the session timeout, or the next
+    /// active controller fences this healthy broker; nor hold its metadata fetches that long.
+    pub fn with_session_attempt_timeout(mut self, attempt: Duration) -> ControllerClient {
+        self.session_attempt = attempt;
+        self
     }
 
     /// The same client with another per-call deadline.
@@ -122,6 +138,16 @@ impl ControllerClient {
         req: ClientRequest,
         extra: Duration,
     ) -> Result<ClientResponse, ControllerError> {
+        self.call_bounded(req, extra, ATTEMPT_TIMEOUT).await
+    }
+
+    /// [`call`](Self::call) with each attempt bounded by `attempt` (plus `extra`).
+    async fn call_bounded(
+        &self,
+        req: ClientRequest,
+        extra: Duration,
+        attempt: Duration,
+    ) -> Result<ClientResponse, ControllerError> {
         let req = RpcRequest::Client(req);
         let now = Instant::now();
         let budget = self.timeout.saturating_add(extra);
@@ -139,12 +165,17 @@ impl ControllerClient {
         let mut backoff = INITIAL_BACKOFF;
         let mut redirects = 0usize;
         let mut last_err = String::from("no attempt");
+        let mut failed: Option<BrokerId> = None;
         loop {
             let hint = *self.leader_hint.lock();
             let target = match hint {
                 Some(l) if self.voters.contains_key(&l) => l,
                 _ => {
                     rr += 1;
+                    // Not straight back to the voter that just failed (a silent one costs a whole attempt).
+                    if ids.len() > 1 && failed == Some(ids[rr % ids.len()]) {
+                        rr += 1;
+                    }
                     ids[rr % ids.len()]
                 }
             };
@@ -156,7 +187,7 @@ impl ControllerClient {
                     format!("no active controller answered in time: {last_err}"),
                 ));
             }
-            let limit = remaining.min(ATTEMPT_TIMEOUT.saturating_add(extra));
+            let limit = remaining.min(attempt.saturating_add(extra));
             let mut retry_now = false;
             match Self::attempt(addr, &req, limit).await {
                 Ok(ClientResponse::NotController { leader }) => {
@@ -180,6 +211,7 @@ impl ControllerClient {
                 Err(e) => {
                     last_err = format!("controller {target} at {addr}: {e}");
                     *self.leader_hint.lock() = None;
+                    failed = Some(target);
                 }
             }
             if !retry_now {
@@ -262,7 +294,11 @@ impl ControllerClient {
     /// `OfflineLogDirs`); see [`heartbeat`](Self::heartbeat) for the reply and errors.
     pub async fn send_heartbeat(&self, hb: Heartbeat) -> Result<HeartbeatReply, ControllerError> {
         match self
-            .call(ClientRequest::Heartbeat(hb), Duration::ZERO)
+            .call_bounded(
+                ClientRequest::Heartbeat(hb),
+                Duration::ZERO,
+                self.session_attempt,
+            )
             .await?
         {
             ClientResponse::Heartbeat(r) => r,
@@ -445,7 +481,10 @@ impl ControllerClient {
             since_offset,
             max_wait_ms,
         };
-        match self.call(req, max_wait).await? {
+        match self
+            .call_bounded(req, max_wait, self.session_attempt)
+            .await?
+        {
             ClientResponse::FetchMetadata(r) => r,
             _ => Err(unexpected()),
         }

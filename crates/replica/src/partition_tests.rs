@@ -224,3 +224,33 @@ fn truncation_below_the_recovery_point_is_checkpointed_at_once() {
         "the on-disk recovery point follows the truncation at once"
     );
 }
+
+/// Found by the fault campaign (reliability/, kill_two_of_three): this replica became leader of epoch 2,
+/// recorded the epoch's start at its LEO, and was replaced before appending anything. Following the epoch 3
+/// leader, whose log has no epoch 2 and reaches past our LEO, the diverging answer truncates nothing, but
+/// the empty epoch 2 entry must go (Kafka's `truncateTo` drops it), or every later Fetch sends
+/// last_fetched_epoch 2 again, is answered as diverging again, and the replica never rejoins the ISR.
+#[test]
+fn diverging_answer_drops_an_epoch_led_without_appending() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = partition(dir.path());
+    assert_eq!(
+        p.apply_partition_state(BrokerId(1), &state(1, 2), 0)
+            .unwrap(),
+        RoleChange::Leader
+    );
+    assert_eq!(p.latest_epoch(), Some(LeaderEpoch(2)));
+    p.apply_partition_state(BrokerId(1), &state(2, 3), 0)
+        .unwrap();
+    // The new leader's cache: epoch 0 up to offset 10, then its own epoch 3.
+    let answer = (LeaderEpoch(0), Offset(10));
+    assert!(p
+        .truncate_by_epoch(BrokerId(2), LeaderEpoch(3), Some(LeaderEpoch(2)), answer)
+        .unwrap());
+    assert_eq!(p.log_end_offset(), Offset(0));
+    assert_eq!(
+        p.latest_epoch(),
+        None,
+        "the empty epoch 2 entry is gone: the next Fetch no longer diverges"
+    );
+}
