@@ -300,7 +300,14 @@ def main():
     ap.add_argument("--producers", type=int, default=3)
     ap.add_argument("--keep", action="store_true", help="keep every cluster's data dirs and logs")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
+    ap.add_argument("--unprivileged", action="store_true",
+                    help="never use root-only setup (namespaces, mounts) even as root; those classes are "
+                         "skipped (the CI smoke)")
+    ap.add_argument("--fail-on-error", action="store_true",
+                    help="exit 1 on a harness error too, not only on a violation (the CI smoke)")
     cfg = ap.parse_args()
+    if cfg.unprivileged:
+        os.environ["RUNNEL_CAMPAIGN_UNPRIVILEGED"] = "1"
     cfg.classes = [c.strip() for c in cfg.classes.split(",") if c.strip()]
     unknown = [c for c in cfg.classes if c not in faults.CLASSES]
     if unknown:
@@ -347,9 +354,9 @@ def main():
         report(cfg, rows, skipped, started, Path(f"{stem}.md"))
         log(f"report {stem}.md, rounds {stem}.jsonl")
     nv = sum(len(r["violations"]) for r in rows)
-    log(f"{len(rows)} rounds, {nv} violations, {sum(1 for r in rows if r.get('error'))} harness errors; "
-        f"seed {cfg.seed}")
-    sys.exit(1 if nv else 0)
+    ne = sum(1 for r in rows if r.get("error"))
+    log(f"{len(rows)} rounds, {nv} violations, {ne} harness errors; seed {cfg.seed}")
+    sys.exit(1 if nv or (cfg.fail_on_error and (ne or not rows)) else 0)
 
 
 if __name__ == "__main__":

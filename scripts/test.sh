@@ -10,6 +10,8 @@
 #   RUNNEL_TEST_BOOTSTRAP=h:p    run the Python tests against an external broker (e.g. Apache Kafka)
 #   RUNNEL_TEST_BROKER=kafka     run the Python tests against Apache Kafka 4.4.0 started by the fixtures
 #   RUNNEL_TEST_RECORDS=N        records per client/codec round trip (default 100000)
+#   RUNNEL_CAMPAIGN_SMOKE=0      skip the fault campaign smoke (one round of each class that needs no root,
+#                                unprivileged, in a temp dir; the full campaign: reliability/README.md)
 #   RUNNEL_LIBRDKAFKA_TESTS=1    also build and run librdkafka's own test suite (scripts/librdkafka-tests.sh,
 #                                ~8 min to build on 2 cores the first time)
 set -euo pipefail
@@ -44,6 +46,16 @@ fi
 
 step "python -m pytest tests/ -v"
 bounded "${RUNNEL_PYTEST_TIMEOUT:-1800}" python3 -m pytest tests/ -v --durations=25 "$@"
+
+if [[ -z "${RUNNEL_TEST_BOOTSTRAP:-}" && "${RUNNEL_TEST_BROKER:-runnel}" == runnel \
+      && "${RUNNEL_CAMPAIGN_SMOKE:-1}" == 1 ]]; then
+    step "fault campaign smoke (reliability/, one round per unprivileged class)"
+    smoke_dir="$(mktemp -d)"
+    RUNNEL_CAMPAIGN_DIR="$smoke_dir/work" bounded 900 python3 reliability/campaign.py --unprivileged \
+        --classes kill9_leader,kill9_controller,sigstop_leader,kill_two_of_three,coordinator_kill,rolling_restart \
+        --rounds 1 --seed 1 --max-minutes 12 --fail-on-error --out "$smoke_dir/results"
+    rm -rf "$smoke_dir"
+fi
 
 if [[ "${RUNNEL_LIBRDKAFKA_TESTS:-0}" == 1 ]]; then
     step "librdkafka's own integration tests"
