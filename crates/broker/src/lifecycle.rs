@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use anyhow::Context;
 use controller::{ControllerConfig, ControllerServer};
-use storage::now_ms;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -230,7 +229,7 @@ impl Services {
                     let overrides = metadata.topic(topic).map(|t| t.configs).unwrap_or_default();
                     log_config(&dynamic.effective(), &overrides)
                 },
-                now_ms(),
+                Arc::new(types::SystemClock),
             )
             .with_context(|| format!("opening logs in {}", dir.display()))?,
         );
@@ -477,14 +476,16 @@ async fn log_maintenance(
 ) {
     let tick =
         Duration::from_millis(config.log_flush_scheduler_interval_ms.clamp(100, 1000) as u64);
-    let mut next_retention = now_ms() + config.log_retention_check_interval_ms.max(100);
-    let mut next_checkpoint = now_ms() + config.log_flush_offset_checkpoint_interval_ms.max(100);
+    let clock = log_manager.clock().clone();
+    let mut next_retention = clock.now_ms() + config.log_retention_check_interval_ms.max(100);
+    let mut next_checkpoint =
+        clock.now_ms() + config.log_flush_offset_checkpoint_interval_ms.max(100);
     loop {
         tokio::select! {
             _ = tokio::time::sleep(tick) => {}
             _ = shutdown.changed() => return,
         }
-        let now = now_ms();
+        let now = clock.now_ms();
         let lm = log_manager.clone();
         let do_retention = now >= next_retention;
         let do_checkpoint = now >= next_checkpoint;

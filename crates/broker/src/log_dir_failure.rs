@@ -64,8 +64,7 @@ pub async fn run(
             continue;
         }
         let lm = log_manager.clone();
-        let recovered =
-            tokio::task::spawn_blocking(move || lm.try_recover_dir(storage::now_ms())).await;
+        let recovered = tokio::task::spawn_blocking(move || lm.try_recover_dir()).await;
         match recovered {
             Ok(Ok(true)) => {
                 handled = false;

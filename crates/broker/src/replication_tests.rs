@@ -115,8 +115,14 @@ async fn start_broker(id: i32, link: Arc<TestLink>, topic_id: Uuid) -> TestBroke
         .unwrap();
     let log_config = crate::topic_config::log_config(&config, &configs);
     let lc = log_config.clone();
-    let lm =
-        Arc::new(storage::LogManager::open(dir.path(), move |_| lc.clone(), now_ms()).unwrap());
+    let lm = Arc::new(
+        storage::LogManager::open(
+            dir.path(),
+            move |_| lc.clone(),
+            Arc::new(types::SystemClock),
+        )
+        .unwrap(),
+    );
     let rm = Arc::new(ReplicaManager::new(lm, BrokerId(id), link.clone(), 300));
     let dynamic = Arc::new(crate::dynamic_config::DynamicBrokerConfig::in_memory(
         config.clone(),

@@ -184,7 +184,14 @@ fn follower_drops_a_stale_epoch_entry_at_its_log_end_offset() {
 #[test]
 fn truncation_below_the_recovery_point_is_checkpointed_at_once() {
     let dir = tempfile::tempdir().unwrap();
-    let lm = Arc::new(LogManager::open(dir.path(), |_| LogConfig::default(), 0).unwrap());
+    let lm = Arc::new(
+        LogManager::open(
+            dir.path(),
+            |_| LogConfig::default(),
+            Arc::new(types::ManualClock::new(0)),
+        )
+        .unwrap(),
+    );
     let log = lm
         .get_or_create_log("t", 0, Uuid::nil(), LogConfig::default())
         .unwrap();

@@ -610,8 +610,14 @@ mod tests {
     #[tokio::test]
     async fn acks_all_wait_across_leader_epochs() {
         let dir = tempfile::tempdir().unwrap();
-        let lm =
-            Arc::new(LogManager::open(dir.path(), |_| LogConfig::default(), now_ms()).unwrap());
+        let lm = Arc::new(
+            LogManager::open(
+                dir.path(),
+                |_| LogConfig::default(),
+                Arc::new(types::SystemClock),
+            )
+            .unwrap(),
+        );
         let rm = Arc::new(ReplicaManager::new(
             lm,
             BrokerId(1),

@@ -10,7 +10,12 @@ const NOW: i64 = 1_700_000_000_000;
 #[test]
 fn write_failure_takes_the_dir_offline_and_recovery_brings_every_log_back() {
     let d = tempfile::tempdir().unwrap();
-    let lm = LogManager::open(d.path(), |_| LogConfig::default(), NOW).unwrap();
+    let lm = LogManager::open(
+        d.path(),
+        |_| LogConfig::default(),
+        crate::tests::clock_at(NOW),
+    )
+    .unwrap();
     let id = uuid::Uuid::from_u128(7);
     let a = lm
         .get_or_create_log("a", 0, id, LogConfig::default())
@@ -59,7 +64,7 @@ fn write_failure_takes_the_dir_offline_and_recovery_brings_every_log_back() {
         .write_all(&[1, 2, 3])
         .unwrap();
     // The dir is healthy: recovery reopens both logs, which take writes again.
-    assert!(lm.try_recover_dir(NOW).unwrap());
+    assert!(lm.try_recover_dir().unwrap());
     assert!(!lm.dir_health().is_offline());
     assert_eq!(std::fs::metadata(&path).unwrap().len(), len);
     assert_eq!(a.lock().log_end_offset(), Offset(2));
@@ -70,6 +75,6 @@ fn write_failure_takes_the_dir_offline_and_recovery_brings_every_log_back() {
         .append_as_leader(batch(1, NOW, 10), LeaderEpoch(0), NOW)
         .unwrap();
     assert_eq!(a.lock().log_end_offset(), Offset(3));
-    assert!(!lm.try_recover_dir(NOW).unwrap(), "online: nothing to do");
+    assert!(!lm.try_recover_dir().unwrap(), "online: nothing to do");
     assert!(!d.path().join(DIR_PROBE_FILE).exists());
 }

@@ -12,7 +12,7 @@ use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use types::Offset;
+use types::{Clock, Offset};
 
 /// The directory of the metadata quorum's Raft log inside a data dir (Kafka's `__cluster_metadata-0`);
 /// never opened as a partition.
@@ -97,6 +97,9 @@ pub struct LogManager {
     create_lock: Mutex<()>,
     /// Online/offline state of the directory, shared with every log.
     health: Arc<LogDirHealth>,
+    /// The wall clock (ms since the Unix epoch) every log of the directory reads when it decides by
+    /// itself; `types::SystemClock` in production, the simulated clock in simulations.
+    clock: Arc<dyn Clock>,
 }
 
 impl std::fmt::Debug for LogManager {
@@ -109,13 +112,14 @@ impl std::fmt::Debug for LogManager {
 
 impl LogManager {
     /// Opens the data directory `dir` (created if missing) and all partition logs in it,
-    /// using `config_for(topic)` as each log's config.
+    /// using `config_for(topic)` as each log's config and `clock` as the wall clock of the directory's
+    /// logs (recovery's producer expiry, flush times, retention the logs run by themselves).
     pub fn open(
         dir: impl Into<PathBuf>,
         config_for: impl Fn(&str) -> LogConfig,
-        now_ms: i64,
+        clock: Arc<dyn Clock>,
     ) -> Result<Self, StorageError> {
-        Self::open_in(real_fs(), dir, config_for, now_ms)
+        Self::open_in(real_fs(), dir, config_for, clock)
     }
 
     /// [`open`](Self::open) on the file system `fs` (a [`crate::SimFs`] in simulations).
@@ -123,8 +127,9 @@ impl LogManager {
         fs: Fs,
         dir: impl Into<PathBuf>,
         config_for: impl Fn(&str) -> LogConfig,
-        now_ms: i64,
+        clock: Arc<dyn Clock>,
     ) -> Result<Self, StorageError> {
+        let now_ms = clock.now_ms();
         let dir = dir.into();
         fs.create_dir_all(&dir)?;
         let marker = dir.join(CLEAN_SHUTDOWN_FILE);
@@ -179,6 +184,7 @@ impl LogManager {
             let hw = hws.get(&key).copied().unwrap_or(0);
             log.update_high_watermark(Offset(hw).min(log.log_end_offset()));
             log.attach_dir_health(health.clone());
+            log.attach_clock(clock.clone());
             logs.insert(tp, Arc::new(Mutex::new(log)));
         }
         if clean {
@@ -193,7 +199,14 @@ impl LogManager {
             had_clean_shutdown: clean,
             create_lock: Mutex::new(()),
             health,
+            clock,
         })
+    }
+
+    /// The wall clock the directory's logs read (ms since the Unix epoch): what the maintenance loop
+    /// should pass as `now_ms` so retention and flushes agree with the logs.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
     }
 
     /// The file system the data directory is on.
@@ -273,9 +286,10 @@ impl LogManager {
             topic_id,
             false,
             Offset::ZERO,
-            crate::now_ms(),
+            self.clock.now_ms(),
         )?;
         log.attach_dir_health(self.health.clone());
+        log.attach_clock(self.clock.clone());
         let log = Arc::new(Mutex::new(log));
         self.logs.write().insert(tp, log.clone());
         Ok(log)
@@ -444,7 +458,8 @@ impl LogManager {
     /// directory is marked online. Returns false when the directory was online (nothing done). Errors:
     /// the probe's or a reopen's; the directory stays offline (logs already reopened take writes again,
     /// and are reopened again by the next successful try).
-    pub fn try_recover_dir(&self, now_ms: i64) -> Result<bool, StorageError> {
+    pub fn try_recover_dir(&self) -> Result<bool, StorageError> {
+        let now_ms = self.clock.now_ms();
         if !self.health.is_offline() {
             return Ok(false);
         }

@@ -57,6 +57,11 @@ pub(crate) fn small_config() -> LogConfig {
 
 const NOW: i64 = 1_700_000_000_000;
 
+/// A clock that reads `now_ms` (for `LogManager::open`).
+pub(crate) fn clock_at(now_ms: i64) -> std::sync::Arc<dyn types::Clock> {
+    std::sync::Arc::new(types::ManualClock::new(now_ms))
+}
+
 /// The segment base offsets as raw integers, for comparing with literals.
 fn segment_bases(log: &Log) -> Vec<i64> {
     log.segment_base_offsets().iter().map(|o| o.get()).collect()
@@ -456,7 +461,7 @@ fn log_manager_create_restart_delete() {
     let d = tempfile::tempdir().unwrap();
     let id = uuid::Uuid::new_v4();
     {
-        let m = LogManager::open(d.path(), |_| LogConfig::default(), NOW).unwrap();
+        let m = LogManager::open(d.path(), |_| LogConfig::default(), clock_at(NOW)).unwrap();
         assert!(!m.had_clean_shutdown());
         let l = m
             .get_or_create_log("orders", 3, id, LogConfig::default())
@@ -480,7 +485,7 @@ fn log_manager_create_restart_delete() {
         let cp = std::fs::read_to_string(d.path().join("replication-offset-checkpoint")).unwrap();
         assert_eq!(cp, "0\n2\norders 3 4\nother 0 0\n");
     }
-    let m = LogManager::open(d.path(), |_| LogConfig::default(), NOW).unwrap();
+    let m = LogManager::open(d.path(), |_| LogConfig::default(), clock_at(NOW)).unwrap();
     assert!(m.had_clean_shutdown());
     assert!(!d.path().join(CLEAN_SHUTDOWN_FILE).exists());
     let l = m.get_log("orders", 3).unwrap();
@@ -926,7 +931,7 @@ fn crash_restart_through_log_manager_recovers() {
     let d = tempfile::tempdir().unwrap();
     let id = uuid::Uuid::new_v4();
     {
-        let m = LogManager::open(d.path(), |_| small_config(), NOW).unwrap();
+        let m = LogManager::open(d.path(), |_| small_config(), clock_at(NOW)).unwrap();
         let l = m.get_or_create_log("t", 0, id, small_config()).unwrap();
         for _ in 0..20 {
             l.lock()
@@ -937,7 +942,7 @@ fn crash_restart_through_log_manager_recovers() {
         m.checkpoint().unwrap();
         // crash: no shutdown
     }
-    let m = LogManager::open(d.path(), |_| small_config(), NOW).unwrap();
+    let m = LogManager::open(d.path(), |_| small_config(), clock_at(NOW)).unwrap();
     assert!(!m.had_clean_shutdown());
     let l = m.get_log("t", 0).unwrap();
     assert_eq!(l.lock().log_end_offset(), Offset(20));

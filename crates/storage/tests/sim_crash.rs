@@ -77,7 +77,12 @@ struct Sim {
 
 fn open(sim: &Sim) -> Result<LogManager, StorageError> {
     let cfg = sim.config.clone();
-    LogManager::open_in(sim.fs.fs(), DATA, move |_| cfg.clone(), NOW)
+    LogManager::open_in(
+        sim.fs.fs(),
+        DATA,
+        move |_| cfg.clone(),
+        std::sync::Arc::new(types::ManualClock::new(NOW)),
+    )
 }
 
 impl Sim {
@@ -371,9 +376,20 @@ fn real_and_sim_serve_the_same_bytes() {
         ..LogConfig::default()
     };
     let c2 = cfg.clone();
-    let real = LogManager::open(d.path(), move |_| c2.clone(), NOW).unwrap();
+    let real = LogManager::open(
+        d.path(),
+        move |_| c2.clone(),
+        std::sync::Arc::new(types::ManualClock::new(NOW)),
+    )
+    .unwrap();
     let c3 = cfg.clone();
-    let simm = LogManager::open_in(sim.fs(), DATA, move |_| c3.clone(), NOW).unwrap();
+    let simm = LogManager::open_in(
+        sim.fs(),
+        DATA,
+        move |_| c3.clone(),
+        std::sync::Arc::new(types::ManualClock::new(NOW)),
+    )
+    .unwrap();
     let mut out = Vec::new();
     for mgr in [&real, &simm] {
         let log = mgr

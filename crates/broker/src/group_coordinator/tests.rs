@@ -56,7 +56,7 @@ fn open_with_dynamic(
                 let o = md.topic(t).map(|t| t.configs).unwrap_or_default();
                 crate::topic_config::log_config(&cfg, &o)
             },
-            now_ms(),
+            std::sync::Arc::new(types::SystemClock),
         )
         .unwrap(),
     );

@@ -286,7 +286,7 @@ pub async fn run_broker(world: Arc<World>, id: i32) -> turmoil::Result {
         fs,
         PathBuf::from("/data"),
         move |_| lc.clone(),
-        clock.now_ms(),
+        Arc::new(clock.clone()),
     )?;
     let rm = Arc::new(ReplicaManager::with_seams(
         Arc::new(lm),

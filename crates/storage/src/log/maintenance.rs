@@ -83,7 +83,7 @@ impl Log {
             self.log_start_offset = offset;
             let saved = self.config.cleanup_policy;
             self.config.cleanup_policy = crate::config::CleanupPolicy::Compact; // only the start-offset rule
-            let r = self.delete_old_segments(crate::now_ms());
+            let r = self.delete_old_segments(self.clock.now_ms());
             self.config.cleanup_policy = saved;
             r?;
         }
@@ -114,7 +114,7 @@ impl Log {
         self.needs_dir_fsync = false;
         self.recovery_point = self.log_end_offset;
         self.unflushed_messages = 0;
-        self.last_flush_ms = crate::now_ms();
+        self.last_flush_ms = self.clock.now_ms();
         self.pending_roll_flush = None;
         Ok(())
     }
@@ -248,7 +248,7 @@ impl Log {
         if let Err(e) = self.leader_epoch_cache.truncate_from_end(Offset(new_leo)) {
             return self.poison("leader epoch checkpoint", e);
         }
-        self.rebuild_producer_state(crate::now_ms())?;
+        self.rebuild_producer_state(self.clock.now_ms())?;
         Ok(())
     }
 
@@ -283,7 +283,7 @@ impl Log {
         self.high_watermark = offset;
         self.recovery_point = offset;
         self.pending_roll_flush = None;
-        self.rebuild_producer_state(crate::now_ms())?;
+        self.rebuild_producer_state(self.clock.now_ms())?;
         Ok(())
     }
 
@@ -301,6 +301,11 @@ impl Log {
         }
         self.offline = Some(format!("log {} is closed", self.dir.display()));
         Ok(())
+    }
+
+    /// The clock the log reads when it decides by itself (see the field); the [`crate::LogManager`]'s.
+    pub(crate) fn attach_clock(&mut self, clock: std::sync::Arc<dyn types::Clock>) {
+        self.clock = clock;
     }
 
     /// Ties the log to its data directory's health: a later write failure marks the dir offline.
@@ -335,6 +340,7 @@ impl Log {
         let hw = Offset(self.high_watermark).min(fresh.log_end_offset());
         fresh.update_high_watermark(hw);
         fresh.dir_health = self.dir_health.take();
+        fresh.clock = self.clock.clone();
         tracing::info!(dir = %self.dir.display(), log_end_offset = fresh.log_end_offset, "log reopened after its directory came back");
         *self = fresh;
         Ok(())

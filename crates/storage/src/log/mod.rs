@@ -180,6 +180,10 @@ pub struct Log {
     offline: Option<String>,
     /// The data directory's health, told of a write failure (set by the LogManager).
     dir_health: Option<std::sync::Arc<crate::LogDirHealth>>,
+    /// The wall clock of what the log decides by itself (retention after DeleteRecords, the flush time,
+    /// producer expiry when a truncation rebuilds the producer state): the system clock unless the
+    /// [`crate::LogManager`] gave its own (simulations).
+    clock: std::sync::Arc<dyn types::Clock>,
     /// Test hook: fail the next segment write with an I/O error.
     #[cfg(test)]
     pub(crate) fail_next_write: bool,
@@ -305,6 +309,7 @@ impl Log {
             pending_roll_flush: None,
             offline: None,
             dir_health: None,
+            clock: std::sync::Arc::new(types::SystemClock),
             #[cfg(test)]
             fail_next_write: false,
         };
