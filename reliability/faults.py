@@ -222,7 +222,10 @@ def coordinator_kill(ctx: Ctx) -> dict:
     from workload import conf
     a = AdminClient(conf(ctx.cluster.bootstrap))
     coord = -1
-    deadline = time.monotonic() + 20
+    # 45 s: right after the previous round's restart the rig's preferred-leader rebalancing (every 10 s) moves
+    # __consumer_offsets leaders back, and each move makes the members find the coordinator and rejoin again
+    # (20 s was not always enough on a loaded machine: seed 20261202 round 44).
+    deadline = time.monotonic() + 45
     while time.monotonic() < deadline:
         try:
             d = a.describe_consumer_groups([ctx.group.id], request_timeout=5)[ctx.group.id].result(10)
