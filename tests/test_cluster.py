@@ -408,6 +408,31 @@ def test_stopped_active_controller_fences_only_itself(cluster, topic):
           f"500 more records acknowledged after {resumed_s:.2f}s")
 
 
+def test_offsets_topic_waits_for_a_down_broker_instead_of_getting_fewer_replicas(cluster):
+    """Found by the fault campaign (coordinator_kill): `__consumer_offsets` was created with the replication
+    factor capped by the *live* brokers, so a group's first request while one of three brokers was down gave
+    the offsets topic two replicas for good. As Kafka: while the cluster cannot place every replica the
+    coordinator is not available (COORDINATOR_NOT_AVAILABLE, and nothing is created); once the broker is back
+    the topic gets `offsets.topic.replication.factor` (3) replicas."""
+    from test_groups import find_coordinator_raw
+    victim = 3
+    assert cluster.nodes[victim].stop() == 0
+    cluster.wait(lambda md: sorted(md.brokers) == [1, 2], "broker 3 fenced after its controlled shutdown")
+    err = find_coordinator_raw(cluster.nodes[1].bootstrap, "g-offsets-rf")[0]
+    assert err == 15, f"FindCoordinator with a broker down: expected COORDINATOR_NOT_AVAILABLE (15), got {err}"
+    assert "__consumer_offsets" not in cluster.metadata().topics
+    cluster.nodes[victim].start()
+    cluster.wait(lambda md: len(md.brokers) == 3, "broker 3 back")
+    deadline = time.monotonic() + 30
+    while (err := find_coordinator_raw(cluster.nodes[1].bootstrap, "g-offsets-rf")[0]) != 0:
+        assert time.monotonic() < deadline, f"FindCoordinator still answers {err} 30 s after broker 3 came back"
+        time.sleep(0.1)
+    md = cluster.wait(lambda md: len(getattr(md.topics.get("__consumer_offsets"), "partitions", {})) == 3,
+                      "__consumer_offsets created with its 3 partitions")
+    replicas = {p.id: sorted(p.replicas) for p in md.topics["__consumer_offsets"].partitions.values()}
+    assert replicas and all(r == [1, 2, 3] for r in replicas.values()), replicas
+
+
 def test_sigterm_moves_leaderships_before_exit(cluster, topic):
     create_topic(cluster, topic, partitions=3)
     pm = cluster.partition(topic, 0)

@@ -641,13 +641,8 @@ impl TopicAdmin for QuorumTopicAdmin {
         Box::pin(self.0.elect_leaders(election, partitions))
     }
 
-    fn live_brokers(&self) -> usize {
-        self.0
-            .image()
-            .brokers
-            .values()
-            .filter(|b| !b.fenced)
-            .count()
+    fn registered_brokers(&self) -> usize {
+        self.0.image().brokers.len()
     }
 }
 

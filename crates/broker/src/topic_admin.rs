@@ -79,8 +79,9 @@ pub trait TopicAdmin: Send + Sync + std::fmt::Debug {
         partitions: Option<Vec<(String, i32)>>,
     ) -> BoxFuture<'_, Result<Vec<ElectionResult>, TopicError>>;
 
-    /// Brokers that can host replicas now (registered and not fenced; 1 standalone).
-    fn live_brokers(&self) -> usize;
+    /// Brokers registered with the cluster, fenced or not (1 standalone): how many replicas a topic of this
+    /// cluster can ever have, whether or not every broker is up now.
+    fn registered_brokers(&self) -> usize;
 }
 
 /// The standalone [`TopicAdmin`]: one broker, topics in its metadata file, every partition led here. Each
@@ -353,7 +354,7 @@ impl TopicAdmin for LocalTopicAdmin {
         Box::pin(std::future::ready(Ok(results)))
     }
 
-    fn live_brokers(&self) -> usize {
+    fn registered_brokers(&self) -> usize {
         1
     }
 }

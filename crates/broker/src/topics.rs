@@ -101,8 +101,8 @@ impl TopicManager {
     }
 
     /// Brokers that can host replicas now (1 standalone).
-    pub fn live_brokers(&self) -> usize {
-        self.admin.live_brokers()
+    pub fn registered_brokers(&self) -> usize {
+        self.admin.registered_brokers()
     }
 
     /// A leader election through the [`TopicAdmin`] (see [`TopicAdmin::elect_leaders`]).

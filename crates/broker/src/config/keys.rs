@@ -120,8 +120,8 @@ keys! {
     PRODUCER_ID_EXPIRATION_MS: i64 = "producer.id.expiration.ms";
     /// `min.insync.replicas`: replicas that must have a write for acks=all (and for group commits).
     MIN_INSYNC_REPLICAS: i32 = "min.insync.replicas";
-    /// `offsets.topic.replication.factor`: replication factor of `__consumer_offsets` (capped by the live
-    /// brokers when the topic is created).
+    /// `offsets.topic.replication.factor`: replication factor of `__consumer_offsets` (capped by the
+    /// brokers registered in the cluster, fenced ones included, when the topic is created).
     OFFSETS_TOPIC_REPLICATION_FACTOR: i32 = "offsets.topic.replication.factor";
     /// `offsets.commit.timeout.ms`: how long a group write waits for the ISR before it fails (ms).
     OFFSETS_COMMIT_TIMEOUT_MS: i32 = "offsets.commit.timeout.ms";

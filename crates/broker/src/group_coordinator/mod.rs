@@ -4,7 +4,7 @@
 //! Source: Kafka's `GroupCoordinatorService` / `CoordinatorRuntime` (classic groups only), KIP-345, KIP-394.
 //!
 //! - **`__consumer_offsets`** (`offsets.topic.num.partitions` partitions, default 50; replication factor 1
-//!   standalone, `offsets.topic.replication.factor` capped by the live brokers in cluster mode;
+//!   standalone, `offsets.topic.replication.factor` capped by the brokers registered in cluster mode, fenced ones included;
 //!   `cleanup.policy=compact`, `segment.bytes=104857600` as Kafka's `offsets.topic.segment.bytes`) is created
 //!   lazily, as Kafka does, by the first FindCoordinator for a group or the first group request that writes.
 //!   The log cleaner compacts it like any compacted topic (latest record per key; tombstones kept for
@@ -361,8 +361,12 @@ impl GroupCoordinatorService {
     }
 
     /// Creates `__consumer_offsets` if it does not exist yet (`offsets.topic.num.partitions` partitions;
-    /// `offsets.topic.replication.factor` capped by the live brokers, so a small cluster still gets a
-    /// coordinator). Concurrent callers wait for the one creation. Error: COORDINATOR_NOT_AVAILABLE.
+    /// `offsets.topic.replication.factor` capped by the brokers *registered* in the cluster, so a one- or
+    /// two-broker cluster still gets a coordinator). Fenced brokers count: while one is down or restarting the
+    /// controller cannot place every replica, the creation fails and the caller answers
+    /// COORDINATOR_NOT_AVAILABLE until it is back — as Kafka does — instead of creating the offsets topic with
+    /// fewer replicas for good (found by the fault campaign: capping by the live brokers did that).
+    /// Concurrent callers wait for the one creation. Error: COORDINATOR_NOT_AVAILABLE.
     pub async fn ensure_offsets_topic(&self) -> Result<(), CoordinatorError> {
         if self.metadata.topic(OFFSETS_TOPIC).is_some() {
             return Ok(());
@@ -381,8 +385,8 @@ impl GroupCoordinatorService {
         ]);
         let started = std::time::Instant::now();
         let want = self.config.get(keys::OFFSETS_TOPIC_REPLICATION_FACTOR);
-        let live = i32::try_from(self.topics.live_brokers()).unwrap_or(i32::MAX);
-        let rf = want.min(live).clamp(1, i32::from(i16::MAX)) as i16;
+        let cluster_size = i32::try_from(self.topics.registered_brokers()).unwrap_or(i32::MAX);
+        let rf = want.min(cluster_size).clamp(1, i32::from(i16::MAX)) as i16;
         match self
             .topics
             .create_topic(OFFSETS_TOPIC, n, rf, configs, false)
