@@ -68,11 +68,11 @@ class Mounts:
 def fill(path: Path) -> Path:
     """Writes `path`/filler until the file system is full; returns the filler."""
     filler = path / "filler"
-    with open(filler, "wb") as f:
+    # Unbuffered: a buffered file keeps the bytes of the write that hit ENOSPC and raises again when closed.
+    with open(filler, "wb", buffering=0) as f:
         try:
             while True:
                 f.write(b"\0" * 65536)
-                f.flush()
         except OSError:
             pass
     return filler
