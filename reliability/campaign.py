@@ -330,7 +330,7 @@ def main():
     label = "all" if cfg.classes == list(faults.CLASSES) else "+".join(cfg.classes)
     out_dir = Path(cfg.out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    stem = out_dir / f"{time.strftime('%Y-%m-%d')}-{label}-r{cfg.rounds}"
+    stem = out_dir / f"{time.strftime('%Y-%m-%d')}-{label}-r{cfg.rounds}-s{cfg.seed}"
     rows: list[dict] = []
     rig.cleanup_stale()
     (rig.WORK_ROOT / cfg.run_id).mkdir(parents=True, exist_ok=True)
