@@ -65,6 +65,10 @@ enum Undo {
     RepairOneway(String, String),
     Release(String, String),
     Restart(i32),
+    /// The disk of a broker has space again.
+    DiskFree(i32),
+    /// A link's maximum message latency goes back to the given (the run's) value.
+    Latency(String, String, Duration),
 }
 
 /// One run's outcome: its trace (for the determinism check), or the violations found.
@@ -91,9 +95,40 @@ fn inject(
     world: &World,
     rng: &mut Rng,
     trace: &mut Vec<String>,
+    max_latency: Duration,
 ) -> Option<(Duration, Undo)> {
     let dur = rng.ms(100, 3_000);
-    match rng.below(7) {
+    match rng.below(10) {
+        7 => {
+            // The disk fills up: writes fail with ENOSPC (after a short write) until it is freed.
+            let b = BROKERS[rng.below(3) as usize];
+            if !world.brokers.lock().contains_key(&b) {
+                return None;
+            }
+            trace.push(format!("disk of {b} full for {dur:?}"));
+            world.disks[&b].set_disk_full(true);
+            Some((dur, Undo::DiskFree(b)))
+        }
+        8 => {
+            // The next fsync fails with EIO and drops the unsynced pages (fsyncgate). Even the last ISR
+            // member may hit it: its dir recovery rewrites and fsyncs what its page cache still shows.
+            let b = BROKERS[rng.below(3) as usize];
+            if !world.brokers.lock().contains_key(&b) {
+                return None;
+            }
+            trace.push(format!("next fsync of {b} fails"));
+            world.disks[&b].fail_next_sync_dropping();
+            None
+        }
+        9 => {
+            // A slow link: its messages take up to 50..500 ms, so they overtake and are overtaken by
+            // those on other links (each connection stays in order, as TCP).
+            let (a, b) = pair(rng);
+            let max = rng.ms(50, 500);
+            trace.push(format!("slow {a} {b} up to {max:?} for {dur:?}"));
+            sim.set_link_max_message_latency(a.as_str(), b.as_str(), max);
+            Some((dur, Undo::Latency(a, b, max_latency)))
+        }
         0 => {
             let (a, b) = pair(rng);
             trace.push(format!("partition {a} {b} for {dur:?}"));
@@ -135,6 +170,8 @@ fn inject(
                 sim.repair(host(b).as_str(), o.as_str());
             }
             world.brokers.lock().remove(&b);
+            // The machine comes back with a working disk (a broker that cannot open its logs exits).
+            world.disks[&b].clear_faults();
             world.disks[&b].crash();
             world.fence(b);
             Some((dur, Undo::Restart(b)))
@@ -158,8 +195,13 @@ fn inject(
     }
 }
 
-fn undo(sim: &mut turmoil::Sim<'_>, u: Undo, trace: &mut Vec<String>) {
+fn undo(sim: &mut turmoil::Sim<'_>, world: &World, u: Undo, trace: &mut Vec<String>) {
     match u {
+        Undo::DiskFree(b) => {
+            trace.push(format!("disk of {b} freed"));
+            world.disks[&b].set_disk_full(false);
+        }
+        Undo::Latency(a, b, max) => sim.set_link_max_message_latency(a.as_str(), b.as_str(), max),
         Undo::Repair(a, b) => sim.repair(a.as_str(), b.as_str()),
         Undo::RepairOneway(a, b) => sim.repair_oneway(a.as_str(), b.as_str()),
         Undo::Release(a, b) => sim.release(a.as_str(), b.as_str()),
@@ -176,13 +218,15 @@ pub fn run(seed: u64) -> Outcome {
     let world = World::new(seed);
     let acks = Arc::new(Acks::default());
     let epoch = std::time::UNIX_EPOCH + Duration::from_millis(cluster::EPOCH_MS as u64);
+    let min_latency = Duration::from_millis(rng.below(2));
+    let max_latency = rng.ms(2, 40);
     let mut sim = turmoil::Builder::new()
         .rng_seed(seed)
         .epoch(epoch)
         .tick_duration(TICK)
         .simulation_duration(FAULT_PHASE + RECOVERY_BOUND + Duration::from_secs(30))
-        .min_message_latency(Duration::from_millis(rng.below(2)))
-        .max_message_latency(rng.ms(2, 40))
+        .min_message_latency(min_latency)
+        .max_message_latency(max_latency)
         .tcp_capacity(1 << 16)
         .build();
     for b in BROKERS {
@@ -202,7 +246,7 @@ pub fn run(seed: u64) -> Outcome {
         let now = sim.elapsed();
         if now < FAULT_PHASE {
             if now >= next_fault {
-                if let Some((d, u)) = inject(&mut sim, &world, &mut rng, &mut trace) {
+                if let Some((d, u)) = inject(&mut sim, &world, &mut rng, &mut trace, max_latency) {
                     pending.push((now + d, u));
                 }
                 next_fault = now + rng.ms(200, 1_500);
@@ -210,11 +254,14 @@ pub fn run(seed: u64) -> Outcome {
             let (due, rest): (Vec<_>, Vec<_>) = pending.drain(..).partition(|(t, _)| *t <= now);
             pending = rest;
             for (_, u) in due {
-                undo(&mut sim, u, &mut trace);
+                undo(&mut sim, &world, u, &mut trace);
             }
         } else if healed_at.is_none() {
             for (_, u) in pending.drain(..) {
-                undo(&mut sim, u, &mut trace);
+                undo(&mut sim, &world, u, &mut trace);
+            }
+            for disk in world.disks.values() {
+                disk.clear_faults();
             }
             trace.push(format!("healed at {now:?}"));
             healed_at = Some((now, acks.acked.lock().len()));
