@@ -76,6 +76,11 @@ impl SimClock {
     pub fn jump(&self, delta_ms: i64) {
         self.skew_ms.fetch_add(delta_ms, Ordering::SeqCst);
     }
+
+    /// This clock's time when the simulation has run for `elapsed` (read outside a simulated host).
+    pub fn at(&self, elapsed: std::time::Duration) -> i64 {
+        EPOCH_MS + elapsed.as_millis() as i64 + self.skew_ms.load(Ordering::SeqCst)
+    }
 }
 
 impl Clock for SimClock {
@@ -196,7 +201,12 @@ impl World {
             ctl.state.isr.retain(|i| i.get() != b);
         }
         if ctl.state.leader.get() == b {
-            let next = ctl.state.isr.iter().copied().find(|i| ctl.eligible(i.get()));
+            let next = ctl
+                .state
+                .isr
+                .iter()
+                .copied()
+                .find(|i| ctl.eligible(i.get()));
             ctl.state.leader = next.unwrap_or(BrokerId::NONE);
             ctl.state.leader_epoch = LeaderEpoch(ctl.state.leader_epoch.get() + 1);
         }
@@ -228,7 +238,8 @@ impl World {
             ctl.offline.remove(&b);
         }
         if !ctl.alive.contains(&b) {
-            ctl.log.push(format!("log dir of fenced {b} offline {offline}"));
+            ctl.log
+                .push(format!("log dir of fenced {b} offline {offline}"));
         } else if offline {
             self.leave(&mut ctl, b, &format!("log dir of {b} offline"));
         } else {
@@ -300,7 +311,10 @@ impl ClusterLink for SimLink {
         } else if ctl.state.partition_epoch != state.partition_epoch {
             refuse(ErrorCode::INVALID_UPDATE_VERSION, "stale partition epoch")
         } else if state.isr.iter().any(|b| !ctl.eligible(b.get())) {
-            refuse(ErrorCode::INELIGIBLE_REPLICA, "fenced broker or offline log dir")
+            refuse(
+                ErrorCode::INELIGIBLE_REPLICA,
+                "fenced broker or offline log dir",
+            )
         } else {
             ctl.state.isr = state.isr.clone();
             world.commit(&mut ctl, "alter");
@@ -324,6 +338,9 @@ pub async fn run_broker(world: Arc<World>, id: i32) -> turmoil::Result {
     let pairs: Vec<(String, String)> = [
         ("log.dirs", dir.to_str().unwrap()),
         ("node.id", &id.to_string()),
+        // Recovery-point checkpoints often, so a restart trusts (skips recovery of) recent data: damage
+        // an fsync failure left on disk shows instead of being cut by recovery.
+        ("log.flush.offset.checkpoint.interval.ms", "200"),
     ]
     .iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))

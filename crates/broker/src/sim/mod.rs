@@ -4,7 +4,12 @@
 //! `server::network::serve`, and a test controller ([`cluster::SimLink`]) in KRaft's place. An idempotent
 //! producer sends acks=all records while seeded faults hit: symmetric and one-way network partitions,
 //! held (delayed) links, broker crashes with a power loss of their disk and a restart that recovers the
-//! logs, wall-clock jumps (up to 10 min either way) and leader elections.
+//! logs, wall-clock jumps (up to 10 min either way), leader elections, slow links (messages on different
+//! connections reorder), a full disk (ENOSPC for a while) and an fsync failing with EIO that drops the
+//! unsynced pages (fsyncgate, `SimFs::fail_next_sync_dropping`). Disk faults run the broker's real
+//! `log_dir_failure` handler (dir offline, reported, probed every second, reopened with every unflushed
+//! segment rewritten) and its log maintenance (flush policy, checkpoints), both on the simulated clock; the
+//! test controller treats the `log_dir_offline` report as KRaft does (see [`cluster::World::log_dir`]).
 //!
 //! Checked: no acknowledged record lost (present at its acknowledged offset on every replica at the end),
 //! no duplicate and no reorder (the log holds sequences 0, 1, 2, ... exactly once), a leader's HighWatermark
@@ -15,6 +20,13 @@
 //! trace (faults, controller decisions, and every `SIM_SAMPLE_MS` (default 250) of simulated time the acks
 //! and each replica's LogEndOffset/HighWatermark): `SIM_SEEDS=1000 cargo test -p broker --lib sim:: --
 //! --nocapture`. Seeds 0..3 run twice and must leave the same trace (determinism).
+//!
+//! Disk-fault mutations (seeds failing / run, 100 seeds): the test controller ignoring `log_dir_offline`
+//! 13/100 and 8/100 on two versions of the schedule (the full ISR is never regained); a failed segment fsync
+//! ignored (recovery point advanced, dir kept online) 0/100 and the dir recovery not rewriting the
+//! unflushed tail 0/100 — both need the dropped pages to be fsynced around and then a crash of the same
+//! broker before recovery cuts the hole; the storage test
+//! `log_dir_tests::recovery_after_a_failed_fsync_makes_the_cached_tail_durable_again` catches the latter.
 
 // Test-only like this module (`#[cfg(test)]` spelled out for `xtask tidy`).
 #[cfg(test)]
@@ -99,36 +111,7 @@ fn inject(
 ) -> Option<(Duration, Undo)> {
     let dur = rng.ms(100, 3_000);
     match rng.below(10) {
-        7 => {
-            // The disk fills up: writes fail with ENOSPC (after a short write) until it is freed.
-            let b = BROKERS[rng.below(3) as usize];
-            if !world.brokers.lock().contains_key(&b) {
-                return None;
-            }
-            trace.push(format!("disk of {b} full for {dur:?}"));
-            world.disks[&b].set_disk_full(true);
-            Some((dur, Undo::DiskFree(b)))
-        }
-        8 => {
-            // The next fsync fails with EIO and drops the unsynced pages (fsyncgate). Even the last ISR
-            // member may hit it: its dir recovery rewrites and fsyncs what its page cache still shows.
-            let b = BROKERS[rng.below(3) as usize];
-            if !world.brokers.lock().contains_key(&b) {
-                return None;
-            }
-            trace.push(format!("next fsync of {b} fails"));
-            world.disks[&b].fail_next_sync_dropping();
-            None
-        }
-        9 => {
-            // A slow link: its messages take up to 50..500 ms, so they overtake and are overtaken by
-            // those on other links (each connection stays in order, as TCP).
-            let (a, b) = pair(rng);
-            let max = rng.ms(50, 500);
-            trace.push(format!("slow {a} {b} up to {max:?} for {dur:?}"));
-            sim.set_link_max_message_latency(a.as_str(), b.as_str(), max);
-            Some((dur, Undo::Latency(a, b, max_latency)))
-        }
+        7..=9 => inject_disk_or_link(sim, world, rng, trace, max_latency),
         0 => {
             let (a, b) = pair(rng);
             trace.push(format!("partition {a} {b} for {dur:?}"));
@@ -195,6 +178,51 @@ fn inject(
     }
 }
 
+/// The disk and link faults: a full disk, a failing fsync, a slow link.
+fn inject_disk_or_link(
+    sim: &mut turmoil::Sim<'_>,
+    world: &World,
+    rng: &mut Rng,
+    trace: &mut Vec<String>,
+    max_latency: Duration,
+) -> Option<(Duration, Undo)> {
+    let dur = rng.ms(100, 3_000);
+    match rng.below(3) {
+        0 => {
+            // The disk fills up: writes fail with ENOSPC (after a short write) until it is freed.
+            let b = BROKERS[rng.below(3) as usize];
+            if !world.brokers.lock().contains_key(&b) {
+                return None;
+            }
+            trace.push(format!("disk of {b} full for {dur:?}"));
+            world.disks[&b].set_disk_full(true);
+            Some((dur, Undo::DiskFree(b)))
+        }
+        1 => {
+            // The next fsync fails with EIO and drops the unsynced pages (fsyncgate). Even the last ISR
+            // member may hit it: its dir recovery rewrites and fsyncs what its page cache still shows.
+            let b = BROKERS[rng.below(3) as usize];
+            if !world.brokers.lock().contains_key(&b) {
+                return None;
+            }
+            // Half the time it is aimed at a segment's data (most fsyncs are of checkpoints).
+            let suffix = if rng.below(2) == 0 { ".log" } else { "" };
+            trace.push(format!("next fsync of {b} ({suffix}) fails"));
+            world.disks[&b].fail_next_sync_dropping_on(suffix);
+            None
+        }
+        _ => {
+            // A slow link: its messages take up to 50..500 ms, so they overtake and are overtaken by
+            // those on other links (each connection stays in order, as TCP).
+            let (a, b) = pair(rng);
+            let max = rng.ms(50, 500);
+            trace.push(format!("slow {a} {b} up to {max:?} for {dur:?}"));
+            sim.set_link_max_message_latency(a.as_str(), b.as_str(), max);
+            Some((dur, Undo::Latency(a, b, max_latency)))
+        }
+    }
+}
+
 fn undo(sim: &mut turmoil::Sim<'_>, world: &World, u: Undo, trace: &mut Vec<String>) {
     match u {
         Undo::DiskFree(b) => {
@@ -209,6 +237,21 @@ fn undo(sim: &mut turmoil::Sim<'_>, world: &World, u: Undo, trace: &mut Vec<Stri
             trace.push(format!("restart {b}"));
             sim.bounce(host(b).as_str());
         }
+    }
+}
+
+/// The faults stop: every pending one is undone and every disk works again.
+fn heal(
+    sim: &mut turmoil::Sim<'_>,
+    world: &World,
+    pending: &mut Vec<(Duration, Undo)>,
+    trace: &mut Vec<String>,
+) {
+    for (_, u) in pending.drain(..) {
+        undo(sim, world, u, trace);
+    }
+    for disk in world.disks.values() {
+        disk.clear_faults();
     }
 }
 
@@ -257,12 +300,7 @@ pub fn run(seed: u64) -> Outcome {
                 undo(&mut sim, &world, u, &mut trace);
             }
         } else if healed_at.is_none() {
-            for (_, u) in pending.drain(..) {
-                undo(&mut sim, &world, u, &mut trace);
-            }
-            for disk in world.disks.values() {
-                disk.clear_faults();
-            }
+            heal(&mut sim, &world, &mut pending, &mut trace);
             trace.push(format!("healed at {now:?}"));
             healed_at = Some((now, acks.acked.lock().len()));
         }
@@ -271,6 +309,11 @@ pub fn run(seed: u64) -> Outcome {
             break;
         }
         checker.sample(&world);
+        // Files get their broker's time as mtime (retention falls back to it for a segment whose
+        // timestamps are unknown; the epoch 0 would make every such segment 56 years old).
+        for (b, disk) in &world.disks {
+            disk.set_now_ms(world.clocks[b].at(sim.elapsed()));
+        }
         for line in world.ctl.lock().log.drain(..) {
             trace.push(format!("{:?} {line}", sim.elapsed()));
         }

@@ -65,6 +65,8 @@ struct State {
     fail_next_sync: bool,
     /// The failing fsync drops the file's unsynced writes (they never become durable).
     drop_on_failed_sync: bool,
+    /// Only an fsync of a path ending so fails (empty: any).
+    failing_sync_suffix: String,
     now_ms: i64,
 }
 
@@ -170,8 +172,11 @@ impl State {
 
     /// The injected fsync failure, if any; with `file`, a dropping failure forgets its unsynced
     /// writes (the page cache keeps showing them, the disk never gets them).
-    fn sync_fault(&mut self, what: &str, file: Option<u64>) -> io::Result<()> {
-        if std::mem::take(&mut self.fail_next_sync) {
+    fn sync_fault(&mut self, what: &str, path: &Path, file: Option<u64>) -> io::Result<()> {
+        let matches = path
+            .to_str()
+            .is_some_and(|p| p.ends_with(self.failing_sync_suffix.as_str()));
+        if matches && std::mem::take(&mut self.fail_next_sync) {
             let drop = std::mem::take(&mut self.drop_on_failed_sync);
             if let (true, Some(id)) = (drop, file) {
                 self.files.get_mut(&id).expect("inode").pending.clear();
@@ -233,6 +238,7 @@ impl SimFs {
                 disk_full: false,
                 fail_next_sync: false,
                 drop_on_failed_sync: false,
+                failing_sync_suffix: String::new(),
                 now_ms: 0,
             })),
         }
@@ -266,9 +272,16 @@ impl SimFs {
     /// yet a crash loses them (leaving a hole if later writes were synced). Only what was synced
     /// before the failure may be trusted.
     pub fn fail_next_sync_dropping(&self) {
+        self.fail_next_sync_dropping_on("");
+    }
+
+    /// [`fail_next_sync_dropping`](Self::fail_next_sync_dropping) for the next fsync of a path ending
+    /// with `suffix` (e.g. `.log`: a segment's data, not a checkpoint).
+    pub fn fail_next_sync_dropping_on(&self, suffix: &str) {
         let mut st = self.state.lock();
         st.fail_next_sync = true;
         st.drop_on_failed_sync = true;
+        st.failing_sync_suffix = suffix.to_string();
     }
 
     /// Whether an injected fsync failure is still waiting for an fsync.
@@ -282,6 +295,7 @@ impl SimFs {
         st.disk_full = false;
         st.fail_next_sync = false;
         st.drop_on_failed_sync = false;
+        st.failing_sync_suffix.clear();
     }
 
     /// The time stamped on written files (ms since the epoch), for retention by file age.
@@ -299,11 +313,12 @@ impl SimFs {
             .sum()
     }
 
-    fn handle(&self, st: &State, id: u64) -> FileRef {
+    fn handle(&self, st: &State, id: u64, path: &Path) -> FileRef {
         Arc::new(SimFile {
             state: self.state.clone(),
             id,
             generation: st.generation,
+            path: path.to_path_buf(),
         })
     }
 }
@@ -312,7 +327,7 @@ impl FileSystem for SimFs {
     fn open(&self, path: &Path, create: bool) -> io::Result<FileRef> {
         let mut st = self.state.lock();
         if let Some(Node::File(id)) = st.lookup(path) {
-            return Ok(self.handle(&st, id));
+            return Ok(self.handle(&st, id, path));
         }
         if !create || st.lookup(path).is_some() {
             return st.file(path).map(|_| unreachable!("checked"));
@@ -325,7 +340,7 @@ impl FileSystem for SimFs {
             .expect("dir")
             .live
             .insert(name, Node::File(id));
-        Ok(self.handle(&st, id))
+        Ok(self.handle(&st, id, path))
     }
 
     fn create(&self, path: &Path) -> io::Result<FileRef> {
@@ -432,7 +447,7 @@ impl FileSystem for SimFs {
         let Some(Node::Dir(d)) = st.lookup(dir) else {
             return Err(not_found(dir));
         };
-        st.sync_fault("directory fsync", None)?;
+        st.sync_fault("directory fsync", dir, None)?;
         let e = st.dirs.get_mut(&d).expect("dir");
         e.durable = e.live.clone();
         Ok(())
@@ -445,6 +460,8 @@ struct SimFile {
     state: Arc<Mutex<State>>,
     id: u64,
     generation: u64,
+    /// The path it was opened by (for faults aimed at some files).
+    path: std::path::PathBuf,
 }
 
 impl SimFile {
@@ -496,7 +513,7 @@ impl StorageFile for SimFile {
 
     fn sync_data(&self) -> io::Result<()> {
         let mut st = self.live()?;
-        st.sync_fault("fsync", Some(self.id))?;
+        st.sync_fault("fsync", &self.path, Some(self.id))?;
         // The unsynced writes reach the disk (not the cached bytes: those of a dropping fsync failure
         // never do).
         let f = st.files.get_mut(&self.id).expect("inode");
@@ -595,7 +612,11 @@ mod tests {
         fs.fail_next_sync_dropping();
         assert!(fs.sync_failure_pending());
         assert!(f.sync_data().is_err());
-        assert_eq!(fs.read(Path::new("/d/f")).unwrap(), b"oldlost", "still cached");
+        assert_eq!(
+            fs.read(Path::new("/d/f")).unwrap(),
+            b"oldlost",
+            "still cached"
+        );
         f.write_all_at(b"new", 7).unwrap();
         f.sync_data().unwrap();
         fs.crash();
