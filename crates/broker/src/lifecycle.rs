@@ -11,7 +11,7 @@ use controller::{ControllerConfig, ControllerServer};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use types::BrokerId;
+use types::{BrokerId, Clock};
 
 use crate::cluster::{BrokerCluster, ControllerLink, QuorumBrokerConfigAdmin, QuorumTopicAdmin};
 use crate::config::{bind_addr, keys, BrokerConfig};
@@ -308,6 +308,7 @@ impl Services {
             config.clone(),
             self.log_manager.clone(),
             shutdown_rx.clone(),
+            crate::log_dir_failure::BackgroundIo::blocking_pool(),
         )));
         let report: crate::log_dir_failure::ReportLogDir = match self.cluster.clone() {
             Some(c) => Arc::new(move |offline| c.set_log_dir_offline(offline)),
@@ -467,12 +468,13 @@ async fn wait_true(mut rx: watch::Receiver<bool>) {
 
 /// Periodic log work: retention every `log.retention.check.interval.ms`, the flush policy every
 /// `log.flush.scheduler.interval.ms` (and at least every second for `flush.ms` topics), and recovery-point /
-/// log-start checkpoints every `log.flush.offset.checkpoint.interval.ms`. Runs on the blocking pool since
-/// it does file I/O.
-async fn log_maintenance(
+/// log-start checkpoints every `log.flush.offset.checkpoint.interval.ms`. Runs its file I/O and reads the
+/// time through `io` (the blocking pool and the system clock in a broker; the simulation's own).
+pub(crate) async fn log_maintenance(
     config: BrokerConfig,
     log_manager: Arc<storage::LogManager>,
     mut shutdown: watch::Receiver<bool>,
+    io: crate::log_dir_failure::BackgroundIo,
 ) {
     let tick =
         Duration::from_millis(config.log_flush_scheduler_interval_ms.clamp(100, 1000) as u64);
@@ -495,17 +497,18 @@ async fn log_maintenance(
         if do_checkpoint {
             next_checkpoint = now + config.log_flush_offset_checkpoint_interval_ms.max(100);
         }
-        let result = tokio::task::spawn_blocking(move || -> Result<(), storage::StorageError> {
-            lm.flush_dirty(now);
-            if do_retention {
-                lm.run_retention(now);
-            }
-            if do_checkpoint {
-                lm.checkpoint()?;
-            }
-            Ok(())
-        })
-        .await;
+        let result = io
+            .run(move || -> Result<(), storage::StorageError> {
+                lm.flush_dirty(now);
+                if do_retention {
+                    lm.run_retention(now);
+                }
+                if do_checkpoint {
+                    lm.checkpoint()?;
+                }
+                Ok(())
+            })
+            .await;
         match result {
             Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::error!(error = %e, "log maintenance failed"),

@@ -26,12 +26,57 @@ pub type ReportLogDir = Arc<dyn Fn(bool) + Send + Sync>;
 /// How often an offline data dir is probed.
 pub const PROBE_INTERVAL: Duration = Duration::from_secs(1);
 
+/// How the background storage tasks (this one, the log maintenance) run their blocking file I/O: on
+/// tokio's blocking pool in a broker; inline in the deterministic simulation (a thread outside turmoil's
+/// scheduler would make a run depend on more than its seed). Their wall clock is the `LogManager`'s.
+#[derive(Clone, Copy, Debug)]
+pub struct BackgroundIo {
+    /// Run the I/O on the calling task instead of the blocking pool.
+    pub inline: bool,
+}
+
+impl BackgroundIo {
+    /// A broker's: the blocking pool.
+    pub fn blocking_pool() -> Self {
+        BackgroundIo { inline: false }
+    }
+
+    /// Runs `f` (blocking file I/O). Errors: `f` panicked on the blocking pool (the message).
+    pub async fn run<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, String> {
+        if self.inline {
+            return Ok(f());
+        }
+        tokio::task::spawn_blocking(f)
+            .await
+            .map_err(|e| e.to_string())
+    }
+}
+
 /// Runs until `shutdown`: reacts to the data dir going offline and brings it back once healthy (see
 /// the module docs); `report` is called on each change of the dir's state.
 pub async fn run(
     replica_manager: Arc<ReplicaManager>,
     report: ReportLogDir,
+    shutdown: watch::Receiver<bool>,
+) {
+    run_with(
+        replica_manager,
+        report,
+        shutdown,
+        BackgroundIo::blocking_pool(),
+    )
+    .await;
+}
+
+/// [`run`] with its I/O and clock seam (see [`BackgroundIo`]).
+pub async fn run_with(
+    replica_manager: Arc<ReplicaManager>,
+    report: ReportLogDir,
     mut shutdown: watch::Receiver<bool>,
+    io: BackgroundIo,
 ) {
     let log_manager = replica_manager.log_manager().clone();
     let wake = Arc::new(Notify::new());
@@ -44,7 +89,7 @@ pub async fn run(
         let offline = log_manager.dir_health().is_offline();
         if offline && !handled {
             let lm = log_manager.clone();
-            let _ = tokio::task::spawn_blocking(move || lm.take_dir_offline()).await;
+            let _ = io.run(move || lm.take_dir_offline()).await;
             handled = true;
             report(true);
             continue;
@@ -64,7 +109,7 @@ pub async fn run(
             continue;
         }
         let lm = log_manager.clone();
-        let recovered = tokio::task::spawn_blocking(move || lm.try_recover_dir()).await;
+        let recovered = io.run(move || lm.try_recover_dir()).await;
         match recovered {
             Ok(Ok(true)) => {
                 handled = false;

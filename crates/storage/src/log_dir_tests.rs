@@ -78,3 +78,53 @@ fn write_failure_takes_the_dir_offline_and_recovery_brings_every_log_back() {
     assert!(!lm.try_recover_dir().unwrap(), "online: nothing to do");
     assert!(!d.path().join(DIR_PROBE_FILE).exists());
 }
+
+/// The fsyncgate case: a failed fsync dropped the unsynced pages (reads still see them, the disk never
+/// gets them). Recovery must not trust them: it rewrites and fsyncs everything past the last recovery
+/// point before the dir is online, so a power loss afterwards keeps every record the log still shows.
+#[test]
+fn recovery_after_a_failed_fsync_makes_the_cached_tail_durable_again() {
+    use crate::vfs::FileSystem;
+    let sim = SimFs::new(5);
+    sim.create_dir_all(std::path::Path::new("/data")).unwrap();
+    sim.sync_dir(std::path::Path::new("/")).unwrap();
+    let open = || {
+        LogManager::open_in(
+            sim.fs(),
+            "/data",
+            |_| LogConfig::default(),
+            crate::tests::clock_at(NOW),
+        )
+        .unwrap()
+    };
+    let id = uuid::Uuid::from_u128(9);
+    let lm = open();
+    let log = lm
+        .get_or_create_log("a", 0, id, LogConfig::default())
+        .unwrap();
+    let append = |n| {
+        log.lock()
+            .append_as_leader(batch(n, NOW, 10), LeaderEpoch(0), NOW)
+    };
+    append(3).unwrap();
+    log.lock().flush().unwrap();
+    append(4).unwrap();
+    sim.fail_next_sync_dropping();
+    assert!(log.lock().flush().is_err());
+    assert!(lm.dir_health().is_offline());
+    lm.take_dir_offline();
+    assert!(lm.try_recover_dir().unwrap());
+    assert_eq!(log.lock().log_end_offset(), Offset(7));
+    lm.checkpoint().unwrap();
+    drop((log, lm));
+    sim.crash();
+    let lm = open();
+    let log = lm
+        .get_or_create_log("a", 0, id, LogConfig::default())
+        .unwrap();
+    assert_eq!(
+        log.lock().log_end_offset(),
+        Offset(7),
+        "records shown after recovery were lost by a power loss"
+    );
+}

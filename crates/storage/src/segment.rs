@@ -547,6 +547,27 @@ impl LogSegment {
         Ok(self.next_offset.unwrap_or(self.base_offset))
     }
 
+    /// Writes the `.log` file's bytes again over themselves, in 1 MiB chunks, and marks the segment
+    /// dirty, so the next [`flush`](Self::flush) persists them: after a failed fsync the page cache may
+    /// hold bytes that never reach the disk although later fsyncs succeed ("fsyncgate"); rewriting
+    /// what was read back (and CRC-checked by recovery) makes them durable again.
+    pub(crate) fn rewrite(&mut self) -> io::Result<()> {
+        const CHUNK: u64 = 1 << 20;
+        let mut pos = 0;
+        while pos < self.size {
+            let n = CHUNK.min(self.size - pos);
+            let mut buf = vec![0u8; n as usize];
+            let got = self.log.read_at(&mut buf, pos)?;
+            if got == 0 {
+                break;
+            }
+            self.log.write_all_at(&buf[..got], pos)?;
+            pos += got as u64;
+        }
+        self.dirty = true;
+        Ok(())
+    }
+
     /// fsyncs the log and both indexes.
     pub(crate) fn flush(&mut self) -> io::Result<()> {
         if self.dirty {

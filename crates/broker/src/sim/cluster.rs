@@ -76,6 +76,11 @@ impl SimClock {
     pub fn jump(&self, delta_ms: i64) {
         self.skew_ms.fetch_add(delta_ms, Ordering::SeqCst);
     }
+
+    /// This clock's time when the simulation has run for `elapsed` (read outside a simulated host).
+    pub fn at(&self, elapsed: std::time::Duration) -> i64 {
+        EPOCH_MS + elapsed.as_millis() as i64 + self.skew_ms.load(Ordering::SeqCst)
+    }
 }
 
 impl Clock for SimClock {
@@ -91,8 +96,19 @@ pub struct Controller {
     pub state: PartitionState,
     /// Brokers whose host is running (not crashed); the controller fences the others.
     pub alive: BTreeSet<i32>,
+    /// Brokers whose last report (KIP-858's heartbeat `log_dir_offline`) says their data dir is offline:
+    /// ineligible for leadership and the ISR until they report it online.
+    pub offline: BTreeSet<i32>,
     /// Decisions, in order (part of the run's trace).
     pub log: Vec<String>,
+}
+
+impl Controller {
+    /// Whether broker `b` may lead or join the ISR: running and its data dir online (the real
+    /// controller's `is_active_broker`).
+    pub fn eligible(&self, b: i32) -> bool {
+        self.alive.contains(&b) && !self.offline.contains(&b)
+    }
 }
 
 /// State shared by the test loop, the hosts and the controller link.
@@ -130,6 +146,7 @@ impl World {
             ctl: Mutex::new(Controller {
                 state,
                 alive: BROKERS.iter().copied().collect(),
+                offline: BTreeSet::new(),
                 log: Vec::new(),
             }),
             meta,
@@ -169,23 +186,78 @@ impl World {
         ctl.alive.len() == BROKERS.len() && ctl.state.isr.iter().any(|i| i.get() != b)
     }
 
-    /// The controller fences crashed broker `b`: out of the ISR; a new leader from the ISR if it led.
+    /// The controller fences crashed broker `b` (see [`leave`](Self::leave)).
     pub fn fence(&self, b: i32) {
         let mut ctl = self.ctl.lock();
         ctl.alive.remove(&b);
-        ctl.state.isr.retain(|i| i.get() != b);
-        if ctl.state.leader.get() == b {
-            ctl.state.leader = ctl.state.isr[0];
-            ctl.state.leader_epoch = LeaderEpoch(ctl.state.leader_epoch.get() + 1);
-        }
-        self.commit(&mut ctl, &format!("fence {b}"));
+        self.leave(&mut ctl, b, &format!("fence {b}"));
     }
 
-    /// Broker `b` is back (registered again, unfenced); it rejoins the ISR through its leader.
+    /// Broker `b` left (fenced, or its data dir offline), as the real controller's `broker_leaves`: out of
+    /// the ISR unless it is the last member (kept so it can come back); if it led, the first eligible
+    /// ISR member leads the next epoch, or no one.
+    fn leave(&self, ctl: &mut Controller, b: i32, why: &str) {
+        if ctl.state.isr.len() > 1 {
+            ctl.state.isr.retain(|i| i.get() != b);
+        }
+        if ctl.state.leader.get() == b {
+            let next = ctl
+                .state
+                .isr
+                .iter()
+                .copied()
+                .find(|i| ctl.eligible(i.get()));
+            ctl.state.leader = next.unwrap_or(BrokerId::NONE);
+            ctl.state.leader_epoch = LeaderEpoch(ctl.state.leader_epoch.get() + 1);
+        }
+        self.commit(ctl, why);
+    }
+
+    /// Broker `b` is back (registered again, unfenced, its data dir online as a fresh start opened
+    /// it); it rejoins the ISR through its leader.
     pub fn unfence(&self, b: i32) {
         let mut ctl = self.ctl.lock();
         ctl.alive.insert(b);
+        ctl.offline.remove(&b);
         ctl.log.push(format!("unfence {b}"));
+        self.arrive(&mut ctl, b);
+    }
+
+    /// A report of broker `b`'s data dir (the heartbeat's `log_dir_offline`), handled as the real
+    /// controller's `log_dir_change`: offline, it leaves (leaderships move to other eligible ISR
+    /// members, it leaves the ISR) and is ineligible; online again, it may lead a leaderless partition
+    /// whose ISR holds it, and rejoins other ISRs through the leader.
+    pub fn log_dir(&self, b: i32, offline: bool) {
+        let mut ctl = self.ctl.lock();
+        if ctl.offline.contains(&b) == offline {
+            return;
+        }
+        if offline {
+            ctl.offline.insert(b);
+        } else {
+            ctl.offline.remove(&b);
+        }
+        if !ctl.alive.contains(&b) {
+            ctl.log
+                .push(format!("log dir of fenced {b} offline {offline}"));
+        } else if offline {
+            self.leave(&mut ctl, b, &format!("log dir of {b} offline"));
+        } else {
+            ctl.log.push(format!("log dir of {b} online"));
+            self.arrive(&mut ctl, b);
+        }
+    }
+
+    /// Eligible broker `b` leads the partition if it has no leader and `b` is in its ISR.
+    fn arrive(&self, ctl: &mut Controller, b: i32) {
+        if ctl.state.leader == BrokerId::NONE
+            && ctl.eligible(b)
+            && ctl.state.isr.contains(&BrokerId(b))
+        {
+            ctl.state.leader = BrokerId(b);
+            ctl.state.leader_epoch = LeaderEpoch(ctl.state.leader_epoch.get() + 1);
+            self.commit(ctl, &format!("{b} leads again"));
+        }
     }
 
     /// A leader election (as a preferred-leader election or a controlled move): the `pick`-th other
@@ -198,7 +270,7 @@ impl World {
             .isr
             .iter()
             .copied()
-            .filter(|b| *b != leader && ctl.alive.contains(&b.get()))
+            .filter(|b| *b != leader && ctl.eligible(b.get()))
             .collect();
         if others.is_empty() {
             return false;
@@ -238,8 +310,11 @@ impl ClusterLink for SimLink {
             refuse(ErrorCode::FENCED_LEADER_EPOCH, "stale leader epoch")
         } else if ctl.state.partition_epoch != state.partition_epoch {
             refuse(ErrorCode::INVALID_UPDATE_VERSION, "stale partition epoch")
-        } else if state.isr.iter().any(|b| !ctl.alive.contains(&b.get())) {
-            refuse(ErrorCode::INELIGIBLE_REPLICA, "fenced broker")
+        } else if state.isr.iter().any(|b| !ctl.eligible(b.get())) {
+            refuse(
+                ErrorCode::INELIGIBLE_REPLICA,
+                "fenced broker or offline log dir",
+            )
         } else {
             ctl.state.isr = state.isr.clone();
             world.commit(&mut ctl, "alter");
@@ -263,6 +338,9 @@ pub async fn run_broker(world: Arc<World>, id: i32) -> turmoil::Result {
     let pairs: Vec<(String, String)> = [
         ("log.dirs", dir.to_str().unwrap()),
         ("node.id", &id.to_string()),
+        // Recovery-point checkpoints often, so a restart trusts (skips recovery of) recent data: damage
+        // an fsync failure left on disk shows instead of being cut by recovery.
+        ("log.flush.offset.checkpoint.interval.ms", "200"),
     ]
     .iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -313,7 +391,23 @@ pub async fn run_broker(world: Arc<World>, id: i32) -> turmoil::Result {
         listener,
         "PLAINTEXT".into(),
         apis,
+        rx.clone(),
+    ));
+    // The broker's own background storage work: the flush policy and checkpoints, and the data dir's
+    // failure handling (offline on a write/fsync error, reported to the controller, probed, reopened).
+    let io = crate::log_dir_failure::BackgroundIo { inline: true };
+    tokio::spawn(crate::lifecycle::log_maintenance(
+        config.clone(),
+        rm.log_manager().clone(),
+        rx.clone(),
+        io,
+    ));
+    let w = world.clone();
+    tokio::spawn(crate::log_dir_failure::run_with(
+        rm.clone(),
+        Arc::new(move |offline| w.log_dir(id, offline)),
         rx,
+        io,
     ));
     world.brokers.lock().insert(id, rm.clone());
     world.unfence(id);

@@ -4,7 +4,12 @@
 //! `server::network::serve`, and a test controller ([`cluster::SimLink`]) in KRaft's place. An idempotent
 //! producer sends acks=all records while seeded faults hit: symmetric and one-way network partitions,
 //! held (delayed) links, broker crashes with a power loss of their disk and a restart that recovers the
-//! logs, wall-clock jumps (up to 10 min either way) and leader elections.
+//! logs, wall-clock jumps (up to 10 min either way), leader elections, slow links (messages on different
+//! connections reorder), a full disk (ENOSPC for a while) and an fsync failing with EIO that drops the
+//! unsynced pages (fsyncgate, `SimFs::fail_next_sync_dropping`). Disk faults run the broker's real
+//! `log_dir_failure` handler (dir offline, reported, probed every second, reopened with every unflushed
+//! segment rewritten) and its log maintenance (flush policy, checkpoints), both on the simulated clock; the
+//! test controller treats the `log_dir_offline` report as KRaft does (see [`cluster::World::log_dir`]).
 //!
 //! Checked: no acknowledged record lost (present at its acknowledged offset on every replica at the end),
 //! no duplicate and no reorder (the log holds sequences 0, 1, 2, ... exactly once), a leader's HighWatermark
@@ -15,6 +20,13 @@
 //! trace (faults, controller decisions, and every `SIM_SAMPLE_MS` (default 250) of simulated time the acks
 //! and each replica's LogEndOffset/HighWatermark): `SIM_SEEDS=1000 cargo test -p broker --lib sim:: --
 //! --nocapture`. Seeds 0..3 run twice and must leave the same trace (determinism).
+//!
+//! Disk-fault mutations (seeds failing / run, 100 seeds): the test controller ignoring `log_dir_offline`
+//! 13/100 and 8/100 on two versions of the schedule (the full ISR is never regained); a failed segment fsync
+//! ignored (recovery point advanced, dir kept online) 0/100 and the dir recovery not rewriting the
+//! unflushed tail 0/100 — both need the dropped pages to be fsynced around and then a crash of the same
+//! broker before recovery cuts the hole; the storage test
+//! `log_dir_tests::recovery_after_a_failed_fsync_makes_the_cached_tail_durable_again` catches the latter.
 
 // Test-only like this module (`#[cfg(test)]` spelled out for `xtask tidy`).
 #[cfg(test)]
@@ -65,6 +77,10 @@ enum Undo {
     RepairOneway(String, String),
     Release(String, String),
     Restart(i32),
+    /// The disk of a broker has space again.
+    DiskFree(i32),
+    /// A link's maximum message latency goes back to the given (the run's) value.
+    Latency(String, String, Duration),
 }
 
 /// One run's outcome: its trace (for the determinism check), or the violations found.
@@ -91,9 +107,11 @@ fn inject(
     world: &World,
     rng: &mut Rng,
     trace: &mut Vec<String>,
+    max_latency: Duration,
 ) -> Option<(Duration, Undo)> {
     let dur = rng.ms(100, 3_000);
-    match rng.below(7) {
+    match rng.below(10) {
+        7..=9 => inject_disk_or_link(sim, world, rng, trace, max_latency),
         0 => {
             let (a, b) = pair(rng);
             trace.push(format!("partition {a} {b} for {dur:?}"));
@@ -135,6 +153,8 @@ fn inject(
                 sim.repair(host(b).as_str(), o.as_str());
             }
             world.brokers.lock().remove(&b);
+            // The machine comes back with a working disk (a broker that cannot open its logs exits).
+            world.disks[&b].clear_faults();
             world.disks[&b].crash();
             world.fence(b);
             Some((dur, Undo::Restart(b)))
@@ -158,8 +178,58 @@ fn inject(
     }
 }
 
-fn undo(sim: &mut turmoil::Sim<'_>, u: Undo, trace: &mut Vec<String>) {
+/// The disk and link faults: a full disk, a failing fsync, a slow link.
+fn inject_disk_or_link(
+    sim: &mut turmoil::Sim<'_>,
+    world: &World,
+    rng: &mut Rng,
+    trace: &mut Vec<String>,
+    max_latency: Duration,
+) -> Option<(Duration, Undo)> {
+    let dur = rng.ms(100, 3_000);
+    match rng.below(3) {
+        0 => {
+            // The disk fills up: writes fail with ENOSPC (after a short write) until it is freed.
+            let b = BROKERS[rng.below(3) as usize];
+            if !world.brokers.lock().contains_key(&b) {
+                return None;
+            }
+            trace.push(format!("disk of {b} full for {dur:?}"));
+            world.disks[&b].set_disk_full(true);
+            Some((dur, Undo::DiskFree(b)))
+        }
+        1 => {
+            // The next fsync fails with EIO and drops the unsynced pages (fsyncgate). Even the last ISR
+            // member may hit it: its dir recovery rewrites and fsyncs what its page cache still shows.
+            let b = BROKERS[rng.below(3) as usize];
+            if !world.brokers.lock().contains_key(&b) {
+                return None;
+            }
+            // Half the time it is aimed at a segment's data (most fsyncs are of checkpoints).
+            let suffix = if rng.below(2) == 0 { ".log" } else { "" };
+            trace.push(format!("next fsync of {b} ({suffix}) fails"));
+            world.disks[&b].fail_next_sync_dropping_on(suffix);
+            None
+        }
+        _ => {
+            // A slow link: its messages take up to 50..500 ms, so they overtake and are overtaken by
+            // those on other links (each connection stays in order, as TCP).
+            let (a, b) = pair(rng);
+            let max = rng.ms(50, 500);
+            trace.push(format!("slow {a} {b} up to {max:?} for {dur:?}"));
+            sim.set_link_max_message_latency(a.as_str(), b.as_str(), max);
+            Some((dur, Undo::Latency(a, b, max_latency)))
+        }
+    }
+}
+
+fn undo(sim: &mut turmoil::Sim<'_>, world: &World, u: Undo, trace: &mut Vec<String>) {
     match u {
+        Undo::DiskFree(b) => {
+            trace.push(format!("disk of {b} freed"));
+            world.disks[&b].set_disk_full(false);
+        }
+        Undo::Latency(a, b, max) => sim.set_link_max_message_latency(a.as_str(), b.as_str(), max),
         Undo::Repair(a, b) => sim.repair(a.as_str(), b.as_str()),
         Undo::RepairOneway(a, b) => sim.repair_oneway(a.as_str(), b.as_str()),
         Undo::Release(a, b) => sim.release(a.as_str(), b.as_str()),
@@ -170,19 +240,36 @@ fn undo(sim: &mut turmoil::Sim<'_>, u: Undo, trace: &mut Vec<String>) {
     }
 }
 
+/// The faults stop: every pending one is undone and every disk works again.
+fn heal(
+    sim: &mut turmoil::Sim<'_>,
+    world: &World,
+    pending: &mut Vec<(Duration, Undo)>,
+    trace: &mut Vec<String>,
+) {
+    for (_, u) in pending.drain(..) {
+        undo(sim, world, u, trace);
+    }
+    for disk in world.disks.values() {
+        disk.clear_faults();
+    }
+}
+
 /// Runs seed `seed` to the end.
 pub fn run(seed: u64) -> Outcome {
     let mut rng = Rng(seed);
     let world = World::new(seed);
     let acks = Arc::new(Acks::default());
     let epoch = std::time::UNIX_EPOCH + Duration::from_millis(cluster::EPOCH_MS as u64);
+    let min_latency = Duration::from_millis(rng.below(2));
+    let max_latency = rng.ms(2, 40);
     let mut sim = turmoil::Builder::new()
         .rng_seed(seed)
         .epoch(epoch)
         .tick_duration(TICK)
         .simulation_duration(FAULT_PHASE + RECOVERY_BOUND + Duration::from_secs(30))
-        .min_message_latency(Duration::from_millis(rng.below(2)))
-        .max_message_latency(rng.ms(2, 40))
+        .min_message_latency(min_latency)
+        .max_message_latency(max_latency)
         .tcp_capacity(1 << 16)
         .build();
     for b in BROKERS {
@@ -202,7 +289,7 @@ pub fn run(seed: u64) -> Outcome {
         let now = sim.elapsed();
         if now < FAULT_PHASE {
             if now >= next_fault {
-                if let Some((d, u)) = inject(&mut sim, &world, &mut rng, &mut trace) {
+                if let Some((d, u)) = inject(&mut sim, &world, &mut rng, &mut trace, max_latency) {
                     pending.push((now + d, u));
                 }
                 next_fault = now + rng.ms(200, 1_500);
@@ -210,12 +297,10 @@ pub fn run(seed: u64) -> Outcome {
             let (due, rest): (Vec<_>, Vec<_>) = pending.drain(..).partition(|(t, _)| *t <= now);
             pending = rest;
             for (_, u) in due {
-                undo(&mut sim, u, &mut trace);
+                undo(&mut sim, &world, u, &mut trace);
             }
         } else if healed_at.is_none() {
-            for (_, u) in pending.drain(..) {
-                undo(&mut sim, u, &mut trace);
-            }
+            heal(&mut sim, &world, &mut pending, &mut trace);
             trace.push(format!("healed at {now:?}"));
             healed_at = Some((now, acks.acked.lock().len()));
         }
@@ -224,6 +309,11 @@ pub fn run(seed: u64) -> Outcome {
             break;
         }
         checker.sample(&world);
+        // Files get their broker's time as mtime (retention falls back to it for a segment whose
+        // timestamps are unknown; the epoch 0 would make every such segment 56 years old).
+        for (b, disk) in &world.disks {
+            disk.set_now_ms(world.clocks[b].at(sim.elapsed()));
+        }
         for line in world.ctl.lock().log.drain(..) {
             trace.push(format!("{:?} {line}", sim.elapsed()));
         }

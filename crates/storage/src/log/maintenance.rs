@@ -90,6 +90,29 @@ impl Log {
         Ok(Offset(self.log_start_offset))
     }
 
+    /// Writes every segment from the one holding offset `from` (the last recovery point known to be
+    /// fsynced) on again and flushes them (see [`reopen`](Self::reopen)); the directory is fsynced
+    /// again too.
+    fn rewrite_from(&mut self, from: i64) -> Result<(), StorageError> {
+        let floor = self
+            .segments
+            .range(..=from)
+            .next_back()
+            .map_or(i64::MIN, |(b, _)| *b);
+        let mut res = Ok(());
+        for seg in self.segments.range_mut(floor..).map(|(_, s)| s) {
+            res = seg.rewrite().and_then(|()| seg.flush());
+            if res.is_err() {
+                break;
+            }
+        }
+        if let Err(e) = res.and_then(|()| self.fs.sync_dir(&self.dir)) {
+            return self.poison("rewrite", e);
+        }
+        self.needs_dir_fsync = false;
+        Ok(())
+    }
+
     /// fsyncs every segment (data + indexes) and advances the recovery point to the LEO.
     pub fn flush(&mut self) -> Result<(), StorageError> {
         self.check_online()?;
@@ -324,8 +347,11 @@ impl Log {
     /// Brings a log back after its directory failed and is healthy again: opens it afresh with
     /// recovery from the recovery point (every batch past it re-validated, a torn or corrupt tail
     /// truncated, indexes rebuilt, producer state reloaded), keeping the log start offset and the
-    /// HighWatermark (clamped to the recovered LogEndOffset). On error the log stays as it was
-    /// (offline). Readers holding file slices of the old segments keep reading them.
+    /// HighWatermark (clamped to the recovered LogEndOffset). Nothing unflushed is trusted: after a
+    /// failed fsync Linux may drop the dirty pages while reads still return them and later fsyncs
+    /// succeed ("fsyncgate"), so every segment from the recovery point's on is written again from
+    /// what recovery validated and fsynced before the log takes writes. On error the log stays as it
+    /// was (offline). Readers holding file slices of the old segments keep reading them.
     pub fn reopen(&mut self, now_ms: i64) -> Result<(), StorageError> {
         let mut fresh = Log::open_in(
             self.fs.clone(),
@@ -337,6 +363,7 @@ impl Log {
             now_ms,
         )?;
         fresh.restore_log_start_offset(Offset(self.log_start_offset));
+        fresh.rewrite_from(self.recovery_point)?;
         let hw = Offset(self.high_watermark).min(fresh.log_end_offset());
         fresh.update_high_watermark(hw);
         fresh.dir_health = self.dir_health.take();

@@ -19,8 +19,10 @@ use std::sync::Arc;
 /// [`FileSystem::sync_dir`] of their directory are undone). Handles opened before a crash fail
 /// afterwards. Faults: [`set_disk_full`](Self::set_disk_full) makes writes fail with ENOSPC (after
 /// writing a seeded random prefix), [`fail_next_sync`](Self::fail_next_sync) makes the next fsync
-/// fail with EIO (the writes stay unsynced). Every random choice comes from the seed, so a run is
-/// reproduced by its seed. Cheap to clone (shared state).
+/// fail with EIO (the writes stay unsynced), [`fail_next_sync_dropping`](Self::fail_next_sync_dropping)
+/// too but as Linux does ("fsyncgate"): the file's unsynced writes are dropped from the durable state
+/// while reads still see them, and a later fsync succeeds without persisting them. Every random
+/// choice comes from the seed, so a run is reproduced by its seed. Cheap to clone (shared state).
 #[derive(Debug, Clone)]
 pub struct SimFs {
     state: Arc<Mutex<State>>,
@@ -61,6 +63,10 @@ struct State {
     dirs: HashMap<u64, Dir>,
     disk_full: bool,
     fail_next_sync: bool,
+    /// The failing fsync drops the file's unsynced writes (they never become durable).
+    drop_on_failed_sync: bool,
+    /// Only an fsync of a path ending so fails (empty: any).
+    failing_sync_suffix: String,
     now_ms: i64,
 }
 
@@ -164,8 +170,17 @@ impl State {
         f.mtime_ms = now;
     }
 
-    fn sync_fault(&mut self, what: &str) -> io::Result<()> {
-        if std::mem::take(&mut self.fail_next_sync) {
+    /// The injected fsync failure, if any; with `file`, a dropping failure forgets its unsynced
+    /// writes (the page cache keeps showing them, the disk never gets them).
+    fn sync_fault(&mut self, what: &str, path: &Path, file: Option<u64>) -> io::Result<()> {
+        let matches = path
+            .to_str()
+            .is_some_and(|p| p.ends_with(self.failing_sync_suffix.as_str()));
+        if matches && std::mem::take(&mut self.fail_next_sync) {
+            let drop = std::mem::take(&mut self.drop_on_failed_sync);
+            if let (true, Some(id)) = (drop, file) {
+                self.files.get_mut(&id).expect("inode").pending.clear();
+            }
             return Err(eio(what));
         }
         Ok(())
@@ -181,6 +196,9 @@ impl State {
         for id in ids {
             let n = self.files[&id].pending.len();
             if n == 0 {
+                // Nothing unsynced, yet the cache may show writes a failed fsync dropped.
+                let f = self.files.get_mut(&id).expect("inode");
+                f.current = f.durable.clone();
                 continue;
             }
             let keep = self.upto(n);
@@ -219,6 +237,8 @@ impl SimFs {
                 dirs,
                 disk_full: false,
                 fail_next_sync: false,
+                drop_on_failed_sync: false,
+                failing_sync_suffix: String::new(),
                 now_ms: 0,
             })),
         }
@@ -247,11 +267,35 @@ impl SimFs {
         self.state.lock().fail_next_sync = true;
     }
 
+    /// The next fsync fails with EIO as on Linux after a writeback error ("fsyncgate"): a failing file
+    /// fsync drops that file's unsynced writes — reads still return them, a later fsync succeeds,
+    /// yet a crash loses them (leaving a hole if later writes were synced). Only what was synced
+    /// before the failure may be trusted.
+    pub fn fail_next_sync_dropping(&self) {
+        self.fail_next_sync_dropping_on("");
+    }
+
+    /// [`fail_next_sync_dropping`](Self::fail_next_sync_dropping) for the next fsync of a path ending
+    /// with `suffix` (e.g. `.log`: a segment's data, not a checkpoint).
+    pub fn fail_next_sync_dropping_on(&self, suffix: &str) {
+        let mut st = self.state.lock();
+        st.fail_next_sync = true;
+        st.drop_on_failed_sync = true;
+        st.failing_sync_suffix = suffix.to_string();
+    }
+
+    /// Whether an injected fsync failure is still waiting for an fsync.
+    pub fn sync_failure_pending(&self) -> bool {
+        self.state.lock().fail_next_sync
+    }
+
     /// Ends every injected fault (disk full, pending fsync failure).
     pub fn clear_faults(&self) {
         let mut st = self.state.lock();
         st.disk_full = false;
         st.fail_next_sync = false;
+        st.drop_on_failed_sync = false;
+        st.failing_sync_suffix.clear();
     }
 
     /// The time stamped on written files (ms since the epoch), for retention by file age.
@@ -269,11 +313,12 @@ impl SimFs {
             .sum()
     }
 
-    fn handle(&self, st: &State, id: u64) -> FileRef {
+    fn handle(&self, st: &State, id: u64, path: &Path) -> FileRef {
         Arc::new(SimFile {
             state: self.state.clone(),
             id,
             generation: st.generation,
+            path: path.to_path_buf(),
         })
     }
 }
@@ -282,7 +327,7 @@ impl FileSystem for SimFs {
     fn open(&self, path: &Path, create: bool) -> io::Result<FileRef> {
         let mut st = self.state.lock();
         if let Some(Node::File(id)) = st.lookup(path) {
-            return Ok(self.handle(&st, id));
+            return Ok(self.handle(&st, id, path));
         }
         if !create || st.lookup(path).is_some() {
             return st.file(path).map(|_| unreachable!("checked"));
@@ -295,7 +340,7 @@ impl FileSystem for SimFs {
             .expect("dir")
             .live
             .insert(name, Node::File(id));
-        Ok(self.handle(&st, id))
+        Ok(self.handle(&st, id, path))
     }
 
     fn create(&self, path: &Path) -> io::Result<FileRef> {
@@ -402,7 +447,7 @@ impl FileSystem for SimFs {
         let Some(Node::Dir(d)) = st.lookup(dir) else {
             return Err(not_found(dir));
         };
-        st.sync_fault("directory fsync")?;
+        st.sync_fault("directory fsync", dir, None)?;
         let e = st.dirs.get_mut(&d).expect("dir");
         e.durable = e.live.clone();
         Ok(())
@@ -415,6 +460,8 @@ struct SimFile {
     state: Arc<Mutex<State>>,
     id: u64,
     generation: u64,
+    /// The path it was opened by (for faults aimed at some files).
+    path: std::path::PathBuf,
 }
 
 impl SimFile {
@@ -466,10 +513,13 @@ impl StorageFile for SimFile {
 
     fn sync_data(&self) -> io::Result<()> {
         let mut st = self.live()?;
-        st.sync_fault("fsync")?;
+        st.sync_fault("fsync", &self.path, Some(self.id))?;
+        // The unsynced writes reach the disk (not the cached bytes: those of a dropping fsync failure
+        // never do).
         let f = st.files.get_mut(&self.id).expect("inode");
-        f.pending.clear();
-        f.durable = f.current.clone();
+        for op in std::mem::take(&mut f.pending) {
+            apply(&mut f.durable, &op);
+        }
         Ok(())
     }
 
@@ -551,6 +601,30 @@ mod tests {
         assert!(fs.unsynced_ops() >= 1);
         f.sync_data().unwrap();
         assert_eq!(fs.unsynced_ops(), 0);
+    }
+
+    #[test]
+    fn a_dropping_fsync_failure_loses_the_unsynced_writes_for_good() {
+        let (fs, f) = setup(4);
+        f.write_all_at(b"old", 0).unwrap();
+        f.sync_data().unwrap();
+        f.write_all_at(b"lost", 3).unwrap();
+        fs.fail_next_sync_dropping();
+        assert!(fs.sync_failure_pending());
+        assert!(f.sync_data().is_err());
+        assert_eq!(
+            fs.read(Path::new("/d/f")).unwrap(),
+            b"oldlost",
+            "still cached"
+        );
+        f.write_all_at(b"new", 7).unwrap();
+        f.sync_data().unwrap();
+        fs.crash();
+        assert_eq!(
+            fs.read(Path::new("/d/f")).unwrap(),
+            b"old\0\0\0\0new",
+            "the dropped writes are a hole"
+        );
     }
 
     #[test]
