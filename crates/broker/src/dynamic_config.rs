@@ -138,9 +138,44 @@ const DYNAMIC_KEYS: &[(&str, Check)] = &[
 /// live, so they are read-only at both levels here; the cluster-default level answers with Kafka's message.
 const PER_BROKER_ONLY_KEYS: &[&str] = &["listeners", "listener.security.protocol.map"];
 
+/// True for a key Kafka updates only per broker: [`PER_BROKER_ONLY_KEYS`] and the per-listener TLS keys.
+fn is_per_broker_only(key: &str) -> bool {
+    PER_BROKER_ONLY_KEYS.contains(&key) || is_listener_ssl_key(key)
+}
+
+/// The per-listener TLS keys (`listener.name.<l>.<key>`) that can be changed per broker: a change re-reads
+/// the key and trust stores (Kafka's dynamic SSL reconfiguration; an AlterConfigs with the same location
+/// re-reads an updated file).
+const LISTENER_SSL_KEYS: &[&str] = &[
+    "ssl.keystore.type",
+    "ssl.keystore.location",
+    "ssl.keystore.password",
+    "ssl.key.password",
+    "ssl.keystore.key",
+    "ssl.keystore.certificate.chain",
+    "ssl.truststore.type",
+    "ssl.truststore.location",
+    "ssl.truststore.password",
+    "ssl.truststore.certificates",
+];
+
+/// True for a per-listener TLS key (`listener.name.<l>.ssl.keystore.location`, ...).
+fn is_listener_ssl_key(key: &str) -> bool {
+    crate::config::listener_override(key).is_some_and(|(_, base)| LISTENER_SSL_KEYS.contains(&base))
+}
+
 /// True when `key` can be changed with AlterConfigs on a BROKER resource.
 pub fn is_dynamic(key: &str) -> bool {
-    DYNAMIC_KEYS.iter().any(|(k, _)| *k == key)
+    DYNAMIC_KEYS.iter().any(|(k, _)| *k == key) || is_listener_ssl_key(key)
+}
+
+/// A component that follows dynamic config changes (Kafka's `Reconfigurable`): it checks the effective
+/// config a change would give before the change is accepted, and is told once a change is in effect.
+pub trait Reconfigurable: Send + Sync + std::fmt::Debug {
+    /// Checks `next`, the effective config after a change of TLS keys. Errors: why (INVALID_REQUEST).
+    fn validate_reconfiguration(&self, next: &BrokerConfig) -> Result<(), String>;
+    /// The effective config is now `next`.
+    fn reconfigure(&self, next: &BrokerConfig);
 }
 
 /// The broker keys that name the same setting, most specific first, as Kafka's
@@ -205,6 +240,7 @@ pub struct DynamicBrokerConfig {
     other_brokers: bool,
     levels: Mutex<Levels>,
     effective: RwLock<Arc<BrokerConfig>>,
+    reconfigurables: RwLock<Vec<Arc<dyn Reconfigurable>>>,
 }
 
 impl DynamicBrokerConfig {
@@ -242,6 +278,7 @@ impl DynamicBrokerConfig {
             path: Some(path),
             other_brokers: false,
             levels: Mutex::new(levels),
+            reconfigurables: RwLock::default(),
         };
         me.recompute(&me.levels.lock());
         Ok(me)
@@ -256,7 +293,13 @@ impl DynamicBrokerConfig {
             path: None,
             other_brokers: false,
             levels: Mutex::new(Levels::default()),
+            reconfigurables: RwLock::default(),
         }
+    }
+
+    /// Registers `r` to check and follow changes of the effective config (the TLS listeners).
+    pub fn add_reconfigurable(&self, r: Arc<dyn Reconfigurable>) {
+        self.reconfigurables.write().push(r);
     }
 
     /// A cluster member's dynamic configs: no levels until the first metadata image is laid in with
@@ -371,7 +414,7 @@ impl DynamicBrokerConfig {
             let per_broker: Vec<&str> = entries
                 .iter()
                 .map(|(k, _)| k.as_str())
-                .filter(|k| PER_BROKER_ONLY_KEYS.contains(k))
+                .filter(|k| is_per_broker_only(k))
                 .collect();
             if !per_broker.is_empty() {
                 return Err(AlterConfigError::InvalidRequest(format!(
@@ -402,6 +445,30 @@ impl DynamicBrokerConfig {
             .max(1);
         for (k, v) in entries {
             validate_value(k, v, threads)?;
+        }
+        if entries.iter().any(|(k, _)| is_listener_ssl_key(k)) {
+            // What this broker's listeners would run with: their stores must load (Kafka validates the new
+            // SSL engine before accepting the change).
+            let mut next = Levels {
+                brokers: levels.brokers.clone(),
+                default: levels.default.clone(),
+            };
+            let map: BTreeMap<String, String> = entries.iter().cloned().collect();
+            match level {
+                ConfigLevel::ClusterDefault => next.default = map,
+                ConfigLevel::PerBroker => {
+                    next.brokers.insert(self.resource_name(level), map);
+                }
+                ConfigLevel::OtherBroker(_) => return Ok(()),
+            }
+            let candidate = self.overlay(&next);
+            for r in self.reconfigurables.read().iter() {
+                r.validate_reconfiguration(&candidate).map_err(|e| {
+                    AlterConfigError::InvalidRequest(format!(
+                        "Validation of dynamic config update of SSLFactory failed: {e}"
+                    ))
+                })?;
+            }
         }
         Ok(())
     }
@@ -489,6 +556,7 @@ impl DynamicBrokerConfig {
         *levels = next;
         self.recompute(&levels);
         tracing::info!(?level, "dynamic broker configs changed");
+        self.notify_reconfigurables();
         Ok(())
     }
 
@@ -536,8 +604,10 @@ impl DynamicBrokerConfig {
                 != self.level_map(&next, ConfigLevel::PerBroker);
         *levels = next;
         self.recompute(&levels);
+        drop(levels);
         if changed {
             tracing::info!("dynamic broker configs changed in the metadata log");
+            self.notify_reconfigurables();
         }
         changed
     }
@@ -608,6 +678,19 @@ impl DynamicBrokerConfig {
     }
 
     fn recompute(&self, levels: &Levels) {
+        *self.effective.write() = Arc::new(self.overlay(levels));
+    }
+
+    /// Tells every [`Reconfigurable`] the current effective config.
+    fn notify_reconfigurables(&self) {
+        let effective = self.effective();
+        for r in self.reconfigurables.read().iter() {
+            r.reconfigure(&effective);
+        }
+    }
+
+    /// The static config with `levels` laid over it.
+    fn overlay(&self, levels: &Levels) -> BrokerConfig {
         let mut c = self.static_config.clone();
         let per_broker = self.level_map(levels, ConfigLevel::PerBroker);
         for (k, v) in levels
@@ -619,7 +702,7 @@ impl DynamicBrokerConfig {
         }
         // The one typed field with a dynamic key: follow the levels just laid over (values were validated).
         c.producer_id_expiration_ms = c.get(keys::PRODUCER_ID_EXPIRATION_MS);
-        *self.effective.write() = Arc::new(c);
+        c
     }
 
     /// Rewrites the file with `levels` (nothing without a path). Errors: the file cannot be written.

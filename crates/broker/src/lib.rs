@@ -19,6 +19,7 @@ pub mod publisher;
 pub mod registry_log;
 #[cfg(test)]
 mod replication_tests;
+pub mod security;
 pub mod server;
 #[cfg(test)]
 mod sim;
