@@ -41,6 +41,8 @@ use serde::{Deserialize, Serialize};
 use crate::config::{broker_def, keys, BrokerConfig, ConfigType};
 use crate::error::AlterConfigError;
 use crate::metadata::{write_atomically, MetadataError};
+use crate::reconfigurable::is_listener_ssl_key;
+pub use crate::reconfigurable::Reconfigurable;
 
 /// File name of the persisted dynamic configs inside the data directory.
 pub const DYNAMIC_CONFIG_FILE: &str = "dynamic-broker-configs.json";
@@ -143,39 +145,9 @@ fn is_per_broker_only(key: &str) -> bool {
     PER_BROKER_ONLY_KEYS.contains(&key) || is_listener_ssl_key(key)
 }
 
-/// The per-listener TLS keys (`listener.name.<l>.<key>`) that can be changed per broker: a change re-reads
-/// the key and trust stores (Kafka's dynamic SSL reconfiguration; an AlterConfigs with the same location
-/// re-reads an updated file).
-const LISTENER_SSL_KEYS: &[&str] = &[
-    "ssl.keystore.type",
-    "ssl.keystore.location",
-    "ssl.keystore.password",
-    "ssl.key.password",
-    "ssl.keystore.key",
-    "ssl.keystore.certificate.chain",
-    "ssl.truststore.type",
-    "ssl.truststore.location",
-    "ssl.truststore.password",
-    "ssl.truststore.certificates",
-];
-
-/// True for a per-listener TLS key (`listener.name.<l>.ssl.keystore.location`, ...).
-fn is_listener_ssl_key(key: &str) -> bool {
-    crate::config::listener_override(key).is_some_and(|(_, base)| LISTENER_SSL_KEYS.contains(&base))
-}
-
 /// True when `key` can be changed with AlterConfigs on a BROKER resource.
 pub fn is_dynamic(key: &str) -> bool {
     DYNAMIC_KEYS.iter().any(|(k, _)| *k == key) || is_listener_ssl_key(key)
-}
-
-/// A component that follows dynamic config changes (Kafka's `Reconfigurable`): it checks the effective
-/// config a change would give before the change is accepted, and is told once a change is in effect.
-pub trait Reconfigurable: Send + Sync + std::fmt::Debug {
-    /// Checks `next`, the effective config after a change of TLS keys. Errors: why (INVALID_REQUEST).
-    fn validate_reconfiguration(&self, next: &BrokerConfig) -> Result<(), String>;
-    /// The effective config is now `next`.
-    fn reconfigure(&self, next: &BrokerConfig);
 }
 
 /// The broker keys that name the same setting, most specific first, as Kafka's
@@ -223,7 +195,7 @@ struct Persisted {
     brokers: BTreeMap<String, BTreeMap<String, String>>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Levels {
     /// Per-broker configs of every node id seen in the file (only this node's apply).
     brokers: BTreeMap<String, BTreeMap<String, String>>,
@@ -446,29 +418,15 @@ impl DynamicBrokerConfig {
         for (k, v) in entries {
             validate_value(k, v, threads)?;
         }
-        if entries.iter().any(|(k, _)| is_listener_ssl_key(k)) {
-            // What this broker's listeners would run with: their stores must load (Kafka validates the new
-            // SSL engine before accepting the change).
-            let mut next = Levels {
-                brokers: levels.brokers.clone(),
-                default: levels.default.clone(),
-            };
-            let map: BTreeMap<String, String> = entries.iter().cloned().collect();
-            match level {
-                ConfigLevel::ClusterDefault => next.default = map,
-                ConfigLevel::PerBroker => {
-                    next.brokers.insert(self.resource_name(level), map);
-                }
-                ConfigLevel::OtherBroker(_) => return Ok(()),
-            }
-            let candidate = self.overlay(&next);
-            for r in self.reconfigurables.read().iter() {
-                r.validate_reconfiguration(&candidate).map_err(|e| {
-                    AlterConfigError::InvalidRequest(format!(
-                        "Validation of dynamic config update of SSLFactory failed: {e}"
-                    ))
-                })?;
-            }
+        if level == ConfigLevel::PerBroker && entries.iter().any(|(k, _)| is_listener_ssl_key(k)) {
+            // This broker's listeners must load the new stores (Kafka validates the new SSL engine first).
+            let mut next = levels.clone();
+            let map = entries.iter().cloned().collect();
+            next.brokers.insert(self.resource_name(level), map);
+            crate::reconfigurable::validate_all(
+                &self.reconfigurables.read(),
+                &self.overlay(&next),
+            )?;
         }
         Ok(())
     }

@@ -16,6 +16,7 @@ pub mod log_dir_failure;
 pub mod metadata;
 pub mod metadata_cache;
 pub mod publisher;
+pub mod reconfigurable;
 pub mod registry_log;
 #[cfg(test)]
 mod replication_tests;
