@@ -168,9 +168,9 @@ fn java_replacement(text: &str, groups: usize) -> String {
                     out.push_str("$$");
                     continue;
                 };
-                if digits.starts_with('0') {
+                if let Some(rest) = digits.strip_prefix('0') {
                     out.push_str("${0}");
-                    out.push_str(&digits[1..]);
+                    out.push_str(rest);
                     continue;
                 }
                 let mut used = digits.len();
