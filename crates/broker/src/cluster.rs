@@ -42,7 +42,7 @@ use crate::config_admin::{diff_ops, BrokerConfigAdmin, ConfigOps};
 use crate::dynamic_config::{ConfigLevel, DynamicBrokerConfig};
 use crate::error::{AlterConfigError, MetadataLag, TopicError};
 use crate::metadata::{MetadataStore, TopicMetadata};
-use crate::metadata_cache::{ControllerEndpoint, MetadataCache};
+use crate::metadata_cache::{advertised_endpoints, ControllerEndpoint, MetadataCache};
 use crate::publisher::Publishers;
 use crate::topic_admin::{NewTopic, TopicAdmin};
 use crate::topic_config::log_config;
@@ -65,6 +65,10 @@ pub struct BrokerCluster {
     published: watch::Sender<i64>,
     /// The controller quorum's voters as configured.
     controllers: Vec<ControllerEndpoint>,
+    /// Every advertised listener, registered with the controller.
+    listeners: Vec<metadata::BrokerEndpoint>,
+    /// `inter.broker.listener.name`: whose endpoint of another broker this one connects to.
+    inter_broker_listener: String,
     /// This broker's data dir is offline (reported in every heartbeat, KIP-858).
     log_dir_offline: std::sync::atomic::AtomicBool,
     /// Wakes the heartbeat loop to report a log dir change at once.
@@ -106,6 +110,8 @@ impl BrokerCluster {
                 .collect(),
             log_dir_offline: Default::default(),
             heartbeat_now: Default::default(),
+            listeners: advertised_endpoints(config),
+            inter_broker_listener: config.listeners.inter_broker_listener_name.clone(),
         }
     }
 
@@ -169,6 +175,7 @@ impl BrokerCluster {
                     host.to_string(),
                     port,
                     None,
+                    self.listeners.clone(),
                 )
                 .await
             {
@@ -554,7 +561,8 @@ impl ClusterLink for ControllerLink {
             .image()
             .brokers
             .get(&broker_id)
-            .map(|b| (b.host.clone(), b.port))
+            .and_then(|b| b.endpoint(&self.0.inter_broker_listener))
+            .map(|(host, port)| (host.to_string(), port))
     }
 
     fn alter_partition(

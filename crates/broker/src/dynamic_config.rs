@@ -41,6 +41,8 @@ use serde::{Deserialize, Serialize};
 use crate::config::{broker_def, keys, BrokerConfig, ConfigType};
 use crate::error::AlterConfigError;
 use crate::metadata::{write_atomically, MetadataError};
+use crate::reconfigurable::is_listener_ssl_key;
+pub use crate::reconfigurable::Reconfigurable;
 
 /// File name of the persisted dynamic configs inside the data directory.
 pub const DYNAMIC_CONFIG_FILE: &str = "dynamic-broker-configs.json";
@@ -138,9 +140,14 @@ const DYNAMIC_KEYS: &[(&str, Check)] = &[
 /// live, so they are read-only at both levels here; the cluster-default level answers with Kafka's message.
 const PER_BROKER_ONLY_KEYS: &[&str] = &["listeners", "listener.security.protocol.map"];
 
+/// True for a key Kafka updates only per broker: [`PER_BROKER_ONLY_KEYS`] and the per-listener TLS keys.
+fn is_per_broker_only(key: &str) -> bool {
+    PER_BROKER_ONLY_KEYS.contains(&key) || is_listener_ssl_key(key)
+}
+
 /// True when `key` can be changed with AlterConfigs on a BROKER resource.
 pub fn is_dynamic(key: &str) -> bool {
-    DYNAMIC_KEYS.iter().any(|(k, _)| *k == key)
+    DYNAMIC_KEYS.iter().any(|(k, _)| *k == key) || is_listener_ssl_key(key)
 }
 
 /// The broker keys that name the same setting, most specific first, as Kafka's
@@ -188,7 +195,7 @@ struct Persisted {
     brokers: BTreeMap<String, BTreeMap<String, String>>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Levels {
     /// Per-broker configs of every node id seen in the file (only this node's apply).
     brokers: BTreeMap<String, BTreeMap<String, String>>,
@@ -205,6 +212,7 @@ pub struct DynamicBrokerConfig {
     other_brokers: bool,
     levels: Mutex<Levels>,
     effective: RwLock<Arc<BrokerConfig>>,
+    reconfigurables: RwLock<Vec<Arc<dyn Reconfigurable>>>,
 }
 
 impl DynamicBrokerConfig {
@@ -242,6 +250,7 @@ impl DynamicBrokerConfig {
             path: Some(path),
             other_brokers: false,
             levels: Mutex::new(levels),
+            reconfigurables: RwLock::default(),
         };
         me.recompute(&me.levels.lock());
         Ok(me)
@@ -256,7 +265,13 @@ impl DynamicBrokerConfig {
             path: None,
             other_brokers: false,
             levels: Mutex::new(Levels::default()),
+            reconfigurables: RwLock::default(),
         }
+    }
+
+    /// Registers `r` to check and follow changes of the effective config (the TLS listeners).
+    pub fn add_reconfigurable(&self, r: Arc<dyn Reconfigurable>) {
+        self.reconfigurables.write().push(r);
     }
 
     /// A cluster member's dynamic configs: no levels until the first metadata image is laid in with
@@ -371,7 +386,7 @@ impl DynamicBrokerConfig {
             let per_broker: Vec<&str> = entries
                 .iter()
                 .map(|(k, _)| k.as_str())
-                .filter(|k| PER_BROKER_ONLY_KEYS.contains(k))
+                .filter(|k| is_per_broker_only(k))
                 .collect();
             if !per_broker.is_empty() {
                 return Err(AlterConfigError::InvalidRequest(format!(
@@ -402,6 +417,16 @@ impl DynamicBrokerConfig {
             .max(1);
         for (k, v) in entries {
             validate_value(k, v, threads)?;
+        }
+        if level == ConfigLevel::PerBroker && entries.iter().any(|(k, _)| is_listener_ssl_key(k)) {
+            // This broker's listeners must load the new stores (Kafka validates the new SSL engine first).
+            let mut next = levels.clone();
+            let map = entries.iter().cloned().collect();
+            next.brokers.insert(self.resource_name(level), map);
+            crate::reconfigurable::validate_all(
+                &self.reconfigurables.read(),
+                &self.overlay(&next),
+            )?;
         }
         Ok(())
     }
@@ -489,6 +514,7 @@ impl DynamicBrokerConfig {
         *levels = next;
         self.recompute(&levels);
         tracing::info!(?level, "dynamic broker configs changed");
+        self.notify_reconfigurables();
         Ok(())
     }
 
@@ -536,8 +562,10 @@ impl DynamicBrokerConfig {
                 != self.level_map(&next, ConfigLevel::PerBroker);
         *levels = next;
         self.recompute(&levels);
+        drop(levels);
         if changed {
             tracing::info!("dynamic broker configs changed in the metadata log");
+            self.notify_reconfigurables();
         }
         changed
     }
@@ -608,6 +636,19 @@ impl DynamicBrokerConfig {
     }
 
     fn recompute(&self, levels: &Levels) {
+        *self.effective.write() = Arc::new(self.overlay(levels));
+    }
+
+    /// Tells every [`Reconfigurable`] the current effective config.
+    fn notify_reconfigurables(&self) {
+        let effective = self.effective();
+        for r in self.reconfigurables.read().iter() {
+            r.reconfigure(&effective);
+        }
+    }
+
+    /// The static config with `levels` laid over it.
+    fn overlay(&self, levels: &Levels) -> BrokerConfig {
         let mut c = self.static_config.clone();
         let per_broker = self.level_map(levels, ConfigLevel::PerBroker);
         for (k, v) in levels
@@ -619,7 +660,7 @@ impl DynamicBrokerConfig {
         }
         // The one typed field with a dynamic key: follow the levels just laid over (values were validated).
         c.producer_id_expiration_ms = c.get(keys::PRODUCER_ID_EXPIRATION_MS);
-        *self.effective.write() = Arc::new(c);
+        c
     }
 
     /// Rewrites the file with `levels` (nothing without a path). Errors: the file cannot be written.

@@ -16,9 +16,11 @@ pub mod log_dir_failure;
 pub mod metadata;
 pub mod metadata_cache;
 pub mod publisher;
+pub mod reconfigurable;
 pub mod registry_log;
 #[cfg(test)]
 mod replication_tests;
+pub mod security;
 pub mod server;
 #[cfg(test)]
 mod sim;

@@ -14,7 +14,7 @@ use tokio::task::JoinHandle;
 use types::{BrokerId, Clock};
 
 use crate::cluster::{BrokerCluster, ControllerLink, QuorumBrokerConfigAdmin, QuorumTopicAdmin};
-use crate::config::{bind_addr, keys, BrokerConfig};
+use crate::config::{bind_addr, keys, BrokerConfig, SecurityProtocol};
 use crate::config_admin::{
     BrokerConfigAdmin, BrokerConfigManager, DynamicConfigPublisher, LocalBrokerConfigAdmin,
 };
@@ -23,13 +23,15 @@ use crate::group_coordinator::{GroupCoordinatorPublisher, GroupCoordinatorServic
 use crate::metadata::MetadataStore;
 use crate::metadata_cache::{LocalMetadataCache, MetadataCache};
 use crate::publisher::Publishers;
+use crate::security::{TlsConnector, TlsListener};
 use crate::server::apis::KafkaApis;
-use crate::server::network;
+use crate::server::network::{self, ListenerSecurity};
 use crate::topic_admin::{LocalTopicAdmin, TopicAdmin};
 use crate::topic_config::{cleaner_config, log_config};
 use crate::topics::TopicManager;
 use replica::cluster_link::{ClusterLink, StandaloneLink};
 use replica::replica_manager::ReplicaManager;
+use replica::transport::{Connector, TcpConnector};
 
 /// A running broker (and, in cluster mode, possibly a controller).
 pub struct Server {
@@ -40,6 +42,13 @@ pub struct Server {
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
     local_addr: std::net::SocketAddr,
+    listener_addrs: Vec<(String, SocketAddr)>,
+}
+
+/// A bound listener socket with its security setup.
+struct BoundListener {
+    tcp: TcpListener,
+    security: ListenerSecurity,
 }
 
 impl std::fmt::Debug for Server {
@@ -62,39 +71,51 @@ impl Server {
     /// admin of the mode, TopicManager, group coordinator, request handlers) is built once, here, and shared.
     pub async fn start(mut config: BrokerConfig) -> anyhow::Result<Server> {
         let started = std::time::Instant::now();
-        let addr = bind_addr(&config.listener)?;
-        let listener = TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("binding {addr}"))?;
-        let local_addr = listener.local_addr()?;
-        if config.advertised_listener.port == 0 {
-            config.advertised_listener.port = local_addr.port();
-        }
+        let listeners = if config.process_roles.broker {
+            bind_listeners(&mut config).await?
+        } else {
+            Vec::new()
+        };
+        let listener_addrs = listeners
+            .iter()
+            .map(|l| Ok((l.security.name.to_string(), l.tcp.local_addr()?)))
+            .collect::<std::io::Result<Vec<_>>>()?;
         let voters = resolve_voters(&config)?;
         let cluster_id = cluster_id(&config);
         // A controller runs first: a broker of the same process registers with the quorum it is part of.
         let controller = start_controller(&config, &voters, cluster_id.as_deref()).await?;
-        if !config.process_roles.broker {
-            drop(listener);
+        let Some(&(_, local_addr)) = listener_addrs.first() else {
             let (shutdown, _) = watch::channel(false);
+            let local_addr = match &controller {
+                Some(c) => c.local_addr(),
+                None => anyhow::bail!("a process without the broker role runs a controller"),
+            };
             return Ok(Server {
                 replica_manager: None,
                 log_cleaner: None,
                 shutdown,
                 tasks: Vec::new(),
-                local_addr: controller
-                    .as_ref()
-                    .map(|c| c.local_addr())
-                    .unwrap_or(local_addr),
+                local_addr,
+                listener_addrs,
                 controller,
                 cluster: None,
             });
-        }
+        };
         let services = Services::build(&config, voters, cluster_id.as_deref())?;
+        // TLS listeners follow dynamic `listener.name.<l>.ssl.*` changes (a standalone broker's persisted
+        // ones apply now; a cluster member's with its first image).
+        for tls in listeners.iter().filter_map(|l| l.security.tls.clone()) {
+            tls.reload(&services.dynamic.effective())?;
+            services.dynamic.add_reconfigurable(tls);
+        }
         let (shutdown, shutdown_rx) = watch::channel(false);
-        let tasks = services.spawn(listener, &config, shutdown_rx);
+        let tasks = services.spawn(listeners, &config, shutdown_rx);
+        let listen: Vec<String> = listener_addrs
+            .iter()
+            .map(|(name, a)| format!("{name}://{a}"))
+            .collect();
         tracing::info!(
-            listen = %local_addr,
+            listen = %listen.join(","),
             advertised = %config.advertised_listener,
             node_id = config.node_id.get(),
             cluster_id = services.metadata.cluster_id(),
@@ -108,14 +129,20 @@ impl Server {
             shutdown,
             tasks,
             local_addr,
+            listener_addrs,
             controller,
             cluster: services.cluster,
         })
     }
 
-    /// The bound listener address (useful with port 0).
+    /// The first bound listener's address (useful with port 0).
     pub fn local_addr(&self) -> std::net::SocketAddr {
         self.local_addr
+    }
+
+    /// Every bound listener: (name, address).
+    pub fn listener_addrs(&self) -> &[(String, SocketAddr)] {
+        &self.listener_addrs
     }
 
     /// Stops accepting and serving, then flushes and closes every log and writes the clean-shutdown marker.
@@ -152,6 +179,60 @@ impl Server {
     pub fn cluster(&self) -> Option<&Arc<BrokerCluster>> {
         self.cluster.as_ref()
     }
+}
+
+/// Binds every broker listener and sets up its security (the TLS server side of SSL listeners). An
+/// advertised listener on port 0 advertises its listener's bound port. SASL listeners are refused until
+/// SASL lands.
+async fn bind_listeners(config: &mut BrokerConfig) -> anyhow::Result<Vec<BoundListener>> {
+    let mut bound = Vec::new();
+    for l in config.listeners.listeners.clone() {
+        let name = l.name().to_string();
+        let tls = match l.security_protocol {
+            SecurityProtocol::Plaintext => None,
+            SecurityProtocol::Ssl => Some(Arc::new(TlsListener::new(config, &name)?)),
+            SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl => anyhow::bail!(
+                "listener {name}: security protocol {} is not supported yet (PLAINTEXT and SSL are)",
+                l.security_protocol.name()
+            ),
+        };
+        let addr = bind_addr(&l.endpoint)?;
+        let tcp = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("binding {name} listener {addr}"))?;
+        let port = tcp.local_addr()?.port();
+        for a in config.listeners.advertised.iter_mut() {
+            if a.name == name && a.port == 0 {
+                a.port = port;
+            }
+        }
+        let security = ListenerSecurity {
+            name: name.as_str().into(),
+            protocol: l.security_protocol,
+            tls,
+        };
+        bound.push(BoundListener { tcp, security });
+    }
+    if let Some(e) = config.listeners.inter_broker() {
+        config.advertised_listener = e.clone();
+    }
+    Ok(bound)
+}
+
+/// The replica fetchers' connector: TLS when the inter-broker listener uses it, else plain TCP.
+fn fetcher_connector(config: &BrokerConfig) -> anyhow::Result<Arc<dyn Connector>> {
+    let listeners = &config.listeners;
+    Ok(match listeners.inter_broker_protocol() {
+        SecurityProtocol::Plaintext => Arc::new(TcpConnector),
+        SecurityProtocol::Ssl => Arc::new(TlsConnector::new(
+            config,
+            &listeners.inter_broker_listener_name,
+        )?),
+        other => anyhow::bail!(
+            "inter-broker security protocol {} is not supported yet",
+            other.name()
+        ),
+    })
 }
 
 /// Starts this process's controller (a quorum voter) when it has the controller role in a cluster.
@@ -250,11 +331,13 @@ impl Services {
             Some(c) => Arc::new(ControllerLink(c.clone())),
             None => Arc::new(StandaloneLink),
         };
-        let replica_manager = Arc::new(ReplicaManager::new(
+        let replica_manager = Arc::new(ReplicaManager::with_seams(
             log_manager.clone(),
             config.node_id,
             link,
             config.replica_lag_time_max_ms,
+            Arc::new(types::SystemClock),
+            fetcher_connector(config)?,
         ));
         let publishers = Arc::new(Publishers::default());
         let apis = wire(
@@ -285,20 +368,25 @@ impl Services {
         })
     }
 
-    /// Starts serving `listener` and the background tasks: group timers and loading, log maintenance, and
+    /// Starts serving `listeners` and the background tasks: group timers and loading, log maintenance, and
     /// in a cluster the metadata listener with its publishers, registration and heartbeats.
     fn spawn(
         &self,
-        listener: TcpListener,
+        listeners: Vec<BoundListener>,
         config: &BrokerConfig,
         shutdown_rx: watch::Receiver<bool>,
     ) -> Vec<JoinHandle<()>> {
-        let mut tasks = vec![tokio::spawn(network::serve(
-            listener,
-            config.listener.name.as_str().into(),
-            self.apis.clone(),
-            shutdown_rx.clone(),
-        ))];
+        let mut tasks: Vec<JoinHandle<()>> = listeners
+            .into_iter()
+            .map(|l| {
+                tokio::spawn(network::serve(
+                    l.tcp,
+                    l.security,
+                    self.apis.clone(),
+                    shutdown_rx.clone(),
+                ))
+            })
+            .collect();
         let groups = self.groups.clone();
         tasks.push(tokio::spawn(groups.clone().run_timers(shutdown_rx.clone())));
         // Replays __consumer_offsets off the async workers; group requests get COORDINATOR_LOAD_IN_PROGRESS

@@ -28,10 +28,28 @@ pub trait MetadataCache: Send + Sync + std::fmt::Debug {
     fn controllers(&self) -> Vec<ControllerEndpoint>;
 }
 
+/// This broker's advertised listeners as registered (Kafka's `BrokerRegistration` endpoints).
+pub fn advertised_endpoints(config: &BrokerConfig) -> Vec<metadata::BrokerEndpoint> {
+    let listeners = &config.listeners;
+    listeners
+        .advertised
+        .iter()
+        .map(|e| metadata::BrokerEndpoint {
+            name: e.name.clone(),
+            host: e.host.clone(),
+            port: e.port,
+            security_protocol: listeners
+                .get(&e.name)
+                .map_or(0, |l| l.security_protocol.id()),
+        })
+        .collect()
+}
+
 /// The standalone [`MetadataCache`]: one broker that is its own controller and leads every partition.
 #[derive(Debug)]
 pub struct LocalMetadataCache {
     node_id: BrokerId,
+    listeners: Vec<metadata::BrokerEndpoint>,
     host: String,
     port: u16,
     cluster_id: String,
@@ -45,6 +63,7 @@ impl LocalMetadataCache {
     pub fn new(config: &BrokerConfig, metadata: Arc<MetadataStore>) -> LocalMetadataCache {
         LocalMetadataCache {
             node_id: config.node_id,
+            listeners: advertised_endpoints(config),
             host: config.advertised_listener.host.clone(),
             port: config.advertised_listener.port,
             cluster_id: metadata.cluster_id().to_string(),
@@ -61,6 +80,7 @@ impl LocalMetadataCache {
             incarnation_id: uuid::Uuid::nil(),
             host: self.host.clone(),
             port: self.port,
+            listeners: self.listeners.clone(),
             rack: None,
             fenced: false,
             in_controlled_shutdown: false,

@@ -143,7 +143,7 @@ async fn start_broker(id: i32, link: Arc<TestLink>, topic_id: Uuid) -> TestBroke
     let (shutdown, rx) = watch::channel(false);
     tokio::spawn(crate::server::network::serve(
         listener,
-        "PLAINTEXT".into(),
+        crate::server::network::ListenerSecurity::plaintext("PLAINTEXT"),
         apis,
         rx,
     ));

@@ -238,7 +238,8 @@ impl ControllerClient {
         }
     }
 
-    /// BrokerRegistration (KIP-631): registers `broker_id` (fenced until a heartbeat finds it
+    /// BrokerRegistration (KIP-631): registers `broker_id` with its advertised `listeners` (`host`/`port`
+    /// the inter-broker one's) (fenced until a heartbeat finds it
     /// caught up) and returns its new broker epoch (the offset of the registration record).
     ///
     /// Errors: `DUPLICATE_BROKER_REGISTRATION` (101) while another incarnation holds a live
@@ -250,6 +251,7 @@ impl ControllerClient {
         host: String,
         port: u16,
         rack: Option<String>,
+        listeners: Vec<metadata::BrokerEndpoint>,
     ) -> Result<BrokerEpoch, ControllerError> {
         let req = ClientRequest::RegisterBroker(RegisterBroker {
             broker_id,
@@ -257,6 +259,7 @@ impl ControllerClient {
             host,
             port,
             rack,
+            listeners,
         });
         match self.call(req, Duration::ZERO).await? {
             ClientResponse::RegisterBroker(r) => r,

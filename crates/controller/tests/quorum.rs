@@ -127,6 +127,7 @@ async fn register_all(client: &ControllerClient, ids: &[i32]) -> BTreeMap<i32, B
                 "localhost".into(),
                 9090 + b as u16,
                 None,
+                Vec::new(),
             )
             .await
             .expect("register");

@@ -30,6 +30,10 @@ pub struct BrokerRegistration {
     pub host: String,
     /// Advertised port.
     pub port: u16,
+    /// Every advertised listener (`host`/`port` are the inter-broker listener's). Empty for a registration
+    /// from before named listeners. Absent from the JSON when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub listeners: Vec<crate::record::BrokerEndpoint>,
     /// Rack, if configured.
     pub rack: Option<String>,
     /// Fenced brokers are neither leaders nor ISR members.
@@ -41,6 +45,21 @@ pub struct BrokerRegistration {
     /// from the JSON when false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub log_dir_offline: bool,
+}
+
+impl BrokerRegistration {
+    /// The broker's advertised `(host, port)` on listener `name` (Kafka's `BrokerRegistration.node(listener)`):
+    /// `None` when it has no such listener. A registration from before named listeners has one listener,
+    /// `host`/`port`, which answers for every name.
+    pub fn endpoint(&self, name: &str) -> Option<(&str, u16)> {
+        if self.listeners.is_empty() {
+            return Some((&self.host, self.port));
+        }
+        self.listeners
+            .iter()
+            .find(|l| l.name == name)
+            .map(|l| (l.host.as_str(), l.port))
+    }
 }
 
 /// A partition's replica state (Kafka `PartitionRegistration`).
@@ -116,13 +135,13 @@ impl MetadataImage {
                 host,
                 port,
                 rack,
+                listeners,
             } => self.replay_register_broker(
                 offset,
-                *broker_id,
-                *incarnation_id,
-                host,
-                *port,
+                (*broker_id, *incarnation_id),
+                (host, *port),
                 rack.as_deref(),
+                listeners,
             ),
             MetadataRecord::FenceBrokerRecord {
                 broker_id,
@@ -203,11 +222,10 @@ impl MetadataImage {
     fn replay_register_broker(
         &mut self,
         offset: i64,
-        broker_id: BrokerId,
-        incarnation_id: Uuid,
-        host: &str,
-        port: u16,
+        (broker_id, incarnation_id): (BrokerId, Uuid),
+        (host, port): (&str, u16),
         rack: Option<&str>,
+        listeners: &[crate::record::BrokerEndpoint],
     ) {
         self.brokers.insert(
             broker_id,
@@ -217,6 +235,7 @@ impl MetadataImage {
                 incarnation_id,
                 host: host.to_owned(),
                 port,
+                listeners: listeners.to_vec(),
                 rack: rack.map(str::to_owned),
                 fenced: true,
                 in_controlled_shutdown: false,
@@ -393,6 +412,7 @@ mod tests {
                 host: "h".into(),
                 port: 9092,
                 rack: None,
+                listeners: Vec::new(),
             },
         );
         assert_eq!(img.brokers[&BrokerId(1)].broker_epoch, BrokerEpoch(3));

@@ -17,6 +17,19 @@ pub const RESOURCE_TOPIC: i8 = 2;
 /// cluster-wide default, otherwise the decimal broker id.
 pub const RESOURCE_BROKER: i8 = 4;
 
+/// One advertised listener of a broker (an entry of KIP-631's `RegisterBrokerRecord.EndPoints`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BrokerEndpoint {
+    /// Listener name, upper-case (`PLAINTEXT`, `SSL`, `INTERNAL`, ...).
+    pub name: String,
+    /// Advertised host.
+    pub host: String,
+    /// Advertised port.
+    pub port: u16,
+    /// Kafka's `SecurityProtocol` id: 0 PLAINTEXT, 1 SSL, 2 SASL_PLAINTEXT, 3 SASL_SSL.
+    pub security_protocol: i16,
+}
+
 /// One record of the metadata log (`__cluster_metadata-0`), serialized as JSON with a `"type"` tag
 /// naming the Kafka record (KIP-631).
 ///
@@ -32,12 +45,16 @@ pub enum MetadataRecord {
         broker_id: BrokerId,
         /// Random id of this broker process incarnation.
         incarnation_id: Uuid,
-        /// Advertised host of the broker's client listener.
+        /// Advertised host of the broker's inter-broker listener (`inter.broker.listener.name`).
         host: String,
-        /// Advertised port of the broker's client listener.
+        /// Advertised port of the broker's inter-broker listener.
         port: u16,
         /// `broker.rack`, if set.
         rack: Option<String>,
+        /// Every advertised listener (KIP-631 `EndPoints`). Absent from the JSON when empty, as in records
+        /// written before named listeners; readers then fall back to `host`/`port`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        listeners: Vec<BrokerEndpoint>,
     },
     /// The broker is fenced (KIP-631 `FenceBrokerRecord`): not eligible as leader or ISR member.
     /// Ignored unless `broker_epoch` matches the current registration.

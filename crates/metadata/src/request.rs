@@ -39,6 +39,10 @@ pub struct RegisterBroker {
     pub port: u16,
     /// Rack, if any.
     pub rack: Option<String>,
+    /// Every advertised listener (`host`/`port` are the inter-broker one's). Absent from the JSON when
+    /// empty (requests of brokers from before named listeners).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub listeners: Vec<crate::record::BrokerEndpoint>,
 }
 
 /// A broker heartbeat (KIP-631 `BrokerHeartbeatRequest`).

@@ -29,6 +29,7 @@ fn json_is_unchanged() {
             host: "h".into(),
             port: 9092,
             rack: Some("r".into()),
+            listeners: Vec::new(),
         },
         MetadataRecord::BrokerRegistrationChangeRecord {
             broker_id: BrokerId(1),
@@ -95,6 +96,7 @@ fn json_is_unchanged() {
             host: "h".into(),
             port: 1,
             rack: None,
+            listeners: Vec::new(),
         }),
         ClientRequest::Heartbeat(Heartbeat {
             broker_id: BrokerId(1),
@@ -253,4 +255,36 @@ fn with_offset_json_is_unchanged() {
     assert_eq!(serde_json::to_string(&resp).unwrap(), WITH_OFFSET_RESPONSE);
     let back: ClientResponse = serde_json::from_str(WITH_OFFSET_RESPONSE).unwrap();
     assert_eq!(serde_json::to_string(&back).unwrap(), WITH_OFFSET_RESPONSE);
+}
+
+/// A registration with named listeners carries them as `listeners`; one without (every log written before
+/// named listeners) reads with none and answers every listener name with its `host`/`port`.
+#[test]
+fn named_listeners_are_an_optional_field() {
+    use metadata::BrokerEndpoint;
+    let rec = MetadataRecord::RegisterBrokerRecord {
+        broker_id: BrokerId(1),
+        incarnation_id: Uuid::from_u128(1),
+        host: "h".into(),
+        port: 9093,
+        rack: None,
+        listeners: vec![BrokerEndpoint {
+            name: "SSL".into(),
+            host: "h".into(),
+            port: 9093,
+            security_protocol: 1,
+        }],
+    };
+    let json = serde_json::to_string(&rec).unwrap();
+    assert_eq!(
+        json,
+        r#"{"type":"RegisterBrokerRecord","broker_id":1,"incarnation_id":"00000000-0000-0000-0000-000000000001","host":"h","port":9093,"rack":null,"listeners":[{"name":"SSL","host":"h","port":9093,"security_protocol":1}]}"#
+    );
+    let mut img = MetadataImage::default();
+    img.apply(3, &serde_json::from_str(&json).unwrap());
+    let b = &img.brokers[&BrokerId(1)];
+    assert_eq!(b.endpoint("SSL"), Some(("h", 9093)));
+    assert_eq!(b.endpoint("PLAINTEXT"), None);
+    let old: MetadataImage = serde_json::from_str(IMAGE).unwrap();
+    assert_eq!(old.brokers[&BrokerId(1)].endpoint("ANY"), Some(("h", 9092)));
 }

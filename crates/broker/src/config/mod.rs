@@ -7,7 +7,10 @@
 //! (`log.retention.ms`, ...), as Kafka's DescribeConfigs synonyms report.
 
 pub mod keys;
+pub mod listeners;
 mod table;
+
+pub use listeners::{ListenerConfig, Listeners, SecurityProtocol};
 
 pub use table::{BrokerConfigDef, TopicConfigDef, BROKER_CONFIGS, TOPIC_CONFIGS};
 
@@ -195,10 +198,11 @@ pub struct BrokerConfig {
     pub node_id: BrokerId,
     /// First entry of `log.dirs`, else `log.dir`.
     pub log_dir: PathBuf,
-    /// `listeners`: where the broker binds.
-    pub listener: Endpoint,
-    /// `advertised.listeners`: what Metadata tells clients (defaults to `listeners`; a wildcard bind host
-    /// advertises `127.0.0.1`).
+    /// `listeners` (without the controller's), `advertised.listeners`, `listener.security.protocol.map`
+    /// and `inter.broker.listener.name`, validated together.
+    pub listeners: Listeners,
+    /// The inter-broker listener's advertised endpoint: what this broker registers as its host and port
+    /// (standalone: what it names itself as when a client's listener is not advertised).
     pub advertised_listener: Endpoint,
     /// `num.partitions` for auto-created topics and CreateTopics with -1.
     pub num_partitions: i32,
@@ -315,26 +319,21 @@ impl BrokerConfig {
             Some(dirs) => PathBuf::from(dirs.split(',').next().unwrap_or("").trim()),
             None => PathBuf::from(get("log.dir").unwrap_or_default()),
         };
-        let (listener, controller_listener) = parse_listeners(&get)?;
+        let (listeners, controller_listener) = parse_listeners(&get)?;
         let (process_roles, controller_quorum_voters) =
             parse_roles_and_voters(&get, node_id, controller_listener.as_ref())?;
-        let advertised_listener = match explicit.get("advertised.listeners") {
-            Some(v) => Endpoint::parse("advertised.listeners", v)?,
-            None => {
-                let mut e = listener.clone();
-                if e.host == "0.0.0.0" || e.host == "::" {
-                    e.host = "127.0.0.1".to_string();
-                }
-                e
-            }
-        };
+        let advertised_listener = listeners
+            .inter_broker()
+            .or(listeners.advertised.first())
+            .cloned()
+            .unwrap_or_else(|| listeners.listeners[0].endpoint.clone());
         let socket_request_max_bytes =
             at_least_one("socket.request.max.bytes", int("socket.request.max.bytes"))?;
         let num_partitions = at_least_one("num.partitions", int("num.partitions"))?;
         Ok(BrokerConfig {
             node_id: BrokerId(node_id),
             log_dir,
-            listener,
+            listeners,
             advertised_listener,
             num_partitions: num_partitions as i32,
             default_replication_factor: int("default.replication.factor") as i16,
@@ -417,39 +416,62 @@ impl BrokerConfig {
     }
 }
 
-/// Splits `listeners` into the client listener (the first one not named in `controller.listener.names`,
-/// default `PLAINTEXT://127.0.0.1:9092`) and the controller listener, if any.
+/// Parses the listener keys into the broker's [`Listeners`] and the controller listener (the first
+/// `listeners` entry named in `controller.listener.names`, default `CONTROLLER`), if any.
 fn parse_listeners(
     get: &dyn Fn(&str) -> Option<String>,
-) -> Result<(Endpoint, Option<Endpoint>), ConfigError> {
+) -> Result<(Listeners, Option<Endpoint>), ConfigError> {
     let controller_names: Vec<String> = get("controller.listener.names")
         .unwrap_or_else(|| "CONTROLLER".into())
         .split(',')
         .map(|n| n.trim().to_ascii_uppercase())
         .collect();
-    let mut listener = None;
-    let mut controller_listener = None;
-    for entry in get("listeners").unwrap_or_default().split(',') {
-        let entry = entry.trim();
-        if entry.is_empty() {
-            continue;
-        }
-        let name = entry
-            .split_once("://")
-            .map(|(n, _)| n.to_ascii_uppercase())
-            .unwrap_or_default();
-        let e = Endpoint::parse("listeners", entry)?;
-        if controller_names.contains(&name) {
-            controller_listener.get_or_insert(e);
-        } else {
-            listener.get_or_insert(e);
-        }
+    let text = get("listeners").unwrap_or_default();
+    let controller_listener = listeners::parse_endpoint_list("listeners", &text)?
+        .into_iter()
+        .find(|e| controller_names.contains(&e.name));
+    let roles = get("process.roles").unwrap_or_default();
+    let advertised = get("advertised.listeners");
+    let map = get("listener.security.protocol.map");
+    let inter = get("inter.broker.listener.name");
+    let inter_protocol = get("security.inter.broker.protocol");
+    let parsed = Listeners::parse(&listeners::ListenerKeys {
+        listeners: &text,
+        advertised: advertised.as_deref(),
+        protocol_map: map.as_deref(),
+        inter_broker_listener_name: inter.as_deref(),
+        security_inter_broker_protocol: inter_protocol.as_deref(),
+        controller_names: &controller_names,
+        broker_role: roles.to_ascii_lowercase().contains("broker"),
+    })?;
+    Ok((parsed, controller_listener))
+}
+
+/// Splits a per-listener key `listener.name.<listener>.<key>` into the listener name (upper-cased) and
+/// the base key (Kafka's `ListenerName.configPrefix`).
+pub fn listener_override(key: &str) -> Option<(String, &str)> {
+    let rest = key.strip_prefix("listener.name.")?;
+    let (name, base) = rest.split_once('.')?;
+    (!name.is_empty() && !base.is_empty()).then(|| (name.to_ascii_uppercase(), base))
+}
+
+impl BrokerConfig {
+    /// This broker's advertised endpoint on listener `name`, else its inter-broker one.
+    pub fn advertised_for(&self, name: &str) -> &Endpoint {
+        self.listeners
+            .advertised(name)
+            .unwrap_or(&self.advertised_listener)
     }
-    let listener = match listener {
-        Some(l) => l,
-        None => Endpoint::parse("listeners", "PLAINTEXT://127.0.0.1:9092")?,
-    };
-    Ok((listener, controller_listener))
+
+    /// The value of `key` for listener `listener`: `listener.name.<listener lower-case>.<key>` if set, else
+    /// the broker-wide `key` (Kafka's per-listener overrides, e.g. `listener.name.ssl.ssl.keystore.location`).
+    pub fn listener_value(&self, listener: &str, key: &str) -> Option<String> {
+        let prefixed = format!("listener.name.{}.{key}", listener.to_ascii_lowercase());
+        self.explicit
+            .get(&prefixed)
+            .cloned()
+            .or_else(|| self.value(key))
+    }
 }
 
 /// `process.roles` and `controller.quorum.voters`, checked together: at least one role; a broker-only or
@@ -533,9 +555,10 @@ pub fn parse_bool(text: &str) -> Option<bool> {
     }
 }
 
-/// Looks up a broker key's definition.
+/// Looks up a broker key's definition; a per-listener key `listener.name.<l>.<key>` has `<key>`'s.
 pub fn broker_def(key: &str) -> Option<&'static BrokerConfigDef> {
-    BROKER_CONFIGS.iter().find(|d| d.name == key)
+    let find = |k: &str| BROKER_CONFIGS.iter().find(|d| d.name == k);
+    find(key).or_else(|| listener_override(key).and_then(|(_, base)| find(base)))
 }
 
 /// Looks up a topic key's definition.
@@ -632,7 +655,7 @@ mod tests {
         ]))
         .unwrap();
         assert!(c.is_cluster());
-        assert_eq!(c.listener.port, 9093);
+        assert_eq!(c.listeners.listeners[0].endpoint.port, 9093);
         assert_eq!(c.controller_listener.as_ref().unwrap().port, 19093);
         assert_eq!(c.controller_quorum_voters.len(), 3);
         assert_eq!(c.controller_quorum_voters[&BrokerId(3)].port, 19094);
@@ -667,7 +690,7 @@ mod tests {
     #[test]
     fn defaults_match_kafka() {
         let c = BrokerConfig::from_pairs(&[]).unwrap();
-        assert_eq!(c.listener.port, 9092);
+        assert_eq!(c.listeners.listeners[0].endpoint.port, 9092);
         assert_eq!(c.num_partitions, 1);
         assert_eq!(c.socket_request_max_bytes, 104_857_600);
         assert_eq!(c.value("log.retention.ms").as_deref(), Some("604800000"));
@@ -710,8 +733,8 @@ mod tests {
         let p = parse_properties("# c\n\nlisteners=PLAINTEXT://:9093\nlog.dirs : /tmp/x,/tmp/y\n")
             .unwrap();
         let c = BrokerConfig::from_pairs(&p).unwrap();
-        assert_eq!(c.listener.host, "0.0.0.0");
-        assert_eq!(c.listener.port, 9093);
+        assert_eq!(c.listeners.listeners[0].endpoint.host, "0.0.0.0");
+        assert_eq!(c.listeners.listeners[0].endpoint.port, 9093);
         assert_eq!(c.advertised_listener.host, "127.0.0.1");
         assert_eq!(c.log_dir, PathBuf::from("/tmp/x"));
     }

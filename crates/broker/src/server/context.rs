@@ -1,13 +1,16 @@
 //! Who sent a request and how: [`RequestContext`], built once per request from the decoded header and the
 //! connection's [`ConnectionContext`], and passed to every handler (Kafka's `RequestContext`). It is the seam
-//! TLS, SASL and ACLs will use: the listener a request came in on, the peer address and the authenticated
-//! [`KafkaPrincipal`] (always `User:ANONYMOUS` until security lands, as on Kafka's PLAINTEXT listeners).
+//! TLS, SASL and ACLs use: the listener a request came in on and its security protocol, the peer address
+//! and the authenticated [`KafkaPrincipal`] (`User:ANONYMOUS` on PLAINTEXT listeners and for TLS clients
+//! without a certificate; `User:<mapped subject DN>` for a TLS client certificate).
 
 use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use protocol::RequestHeader;
+
+use crate::config::SecurityProtocol;
 
 /// The identity a request is authorized as (Kafka's `KafkaPrincipal`: a type and a name, shown as
 /// `type:name`).
@@ -25,6 +28,14 @@ impl KafkaPrincipal {
         principal_type: Cow::Borrowed("User"),
         name: Cow::Borrowed("ANONYMOUS"),
     };
+
+    /// `User:<name>` (Kafka's `KafkaPrincipal.USER_TYPE`).
+    pub fn user(name: String) -> KafkaPrincipal {
+        KafkaPrincipal {
+            principal_type: Cow::Borrowed("User"),
+            name: Cow::Owned(name),
+        }
+    }
 }
 
 impl std::fmt::Display for KafkaPrincipal {
@@ -38,6 +49,8 @@ impl std::fmt::Display for KafkaPrincipal {
 pub struct ConnectionContext {
     /// The name of the listener the connection came in on (`PLAINTEXT`, or the name in `listeners`).
     pub listener_name: Arc<str>,
+    /// The listener's security protocol.
+    pub security_protocol: SecurityProtocol,
     /// The peer's address (`None` when the socket could not tell, or outside a connection in tests).
     pub peer: Option<SocketAddr>,
     /// Who the connection is authenticated as.
@@ -45,10 +58,11 @@ pub struct ConnectionContext {
 }
 
 impl ConnectionContext {
-    /// An unauthenticated connection from `peer` on listener `listener_name`.
+    /// An unauthenticated connection from `peer` on PLAINTEXT listener `listener_name`.
     pub fn anonymous(listener_name: Arc<str>, peer: Option<SocketAddr>) -> ConnectionContext {
         ConnectionContext {
             listener_name,
+            security_protocol: SecurityProtocol::Plaintext,
             peer,
             principal: KafkaPrincipal::ANONYMOUS,
         }

@@ -13,7 +13,11 @@
 //!   ApiVersions above our range, which gets error 35 and our real ranges (pitfall 1, KIP-511).
 //! - On plaintext connections, Fetch response record data goes from the segment file to the socket with
 //!   `sendfile(2)` ([`ServerStream::send_file`] of tokio's `TcpStream`; a stream without a socket, such as
-//!   a simulated one, gets the bytes copied).
+//!   a simulated one, gets the bytes copied). Over TLS the bytes are read and encrypted in user space
+//!   (kernel TLS, which would keep `sendfile`, is a later step).
+//! - On a listener whose security protocol uses TLS, the handshake comes first, bounded by
+//!   [`TLS_HANDSHAKE_TIMEOUT`](crate::security::TLS_HANDSHAKE_TIMEOUT); a peer that sends no TLS, presents an untrusted or expired certificate, or
+//!   stalls is closed before any request is read. The principal comes from the client certificate.
 //! - A connection on which no complete request arrives for `connections.max.idle.ms` (Kafka's key, default
 //!   10 min) is closed: an idle one, and one stalled in the middle of a frame (slow-loris). The clock starts
 //!   when the connection waits for its next request (after the previous response), so a request being served
@@ -37,9 +41,10 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, Interest};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
-use crate::config::keys;
+use crate::config::{keys, SecurityProtocol};
+use crate::security::{HandshakeError, TlsListener};
 use crate::server::apis::{KafkaApis, RequestOutcome};
-use crate::server::context::ConnectionContext;
+use crate::server::context::{ConnectionContext, KafkaPrincipal};
 
 /// Largest read-ahead the frame reader allocates before bytes arrive (bytes).
 const READ_CHUNK: usize = 64 * 1024;
@@ -90,10 +95,35 @@ impl ServerStream for TcpStream {
     }
 }
 
+/// Over TLS, file slices are read and written through the encrypting stream (no `sendfile`).
+impl<S: ServerStream> ServerStream for tokio_rustls::server::TlsStream<S> {}
+
+/// How the connections of one listener are set up before requests are served.
+#[derive(Debug, Clone)]
+pub struct ListenerSecurity {
+    /// The listener's name (upper-case).
+    pub name: Arc<str>,
+    /// Its security protocol.
+    pub protocol: SecurityProtocol,
+    /// The TLS server side, for SSL (and later SASL_SSL) listeners.
+    pub tls: Option<Arc<TlsListener>>,
+}
+
+impl ListenerSecurity {
+    /// A PLAINTEXT listener named `name`.
+    pub fn plaintext(name: &str) -> ListenerSecurity {
+        ListenerSecurity {
+            name: name.into(),
+            protocol: SecurityProtocol::Plaintext,
+            tls: None,
+        }
+    }
+}
+
 /// Accepts connections until `shutdown` flips to true.
 pub async fn serve<L: Listener>(
     listener: L,
-    listener_name: Arc<str>,
+    security: ListenerSecurity,
     apis: Arc<KafkaApis>,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -103,9 +133,9 @@ pub async fn serve<L: Listener>(
                 Ok((stream, peer)) => {
                     let apis = apis.clone();
                     let shutdown = shutdown.clone();
-                    let conn = ConnectionContext::anonymous(listener_name.clone(), Some(peer));
+                    let security = security.clone();
                     tokio::spawn(async move {
-                        if let Err(e) = handle_connection(stream, Arc::new(conn), apis, shutdown).await {
+                        if let Err(e) = open_connection(stream, peer, security, apis, shutdown).await {
                             tracing::debug!(%peer, error = %e, "connection closed");
                         }
                     });
@@ -135,6 +165,37 @@ pub enum ConnectionError {
     /// No complete request within `connections.max.idle.ms`.
     #[error("no complete request for {0:?} (connections.max.idle.ms)")]
     Idle(Duration),
+    /// The TLS handshake failed or timed out, or the client certificate gave no principal.
+    #[error(transparent)]
+    Handshake(#[from] HandshakeError),
+}
+
+/// Sets up one accepted connection as its listener's security protocol asks (TLS handshake and the
+/// principal from the client certificate; SASL will authenticate here too), then serves its requests.
+async fn open_connection<S: ServerStream>(
+    stream: S,
+    peer: SocketAddr,
+    security: ListenerSecurity,
+    apis: Arc<KafkaApis>,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<(), ConnectionError> {
+    let context = |principal| ConnectionContext {
+        listener_name: security.name.clone(),
+        security_protocol: security.protocol,
+        peer: Some(peer),
+        principal,
+    };
+    let Some(tls) = &security.tls else {
+        let conn = Arc::new(context(KafkaPrincipal::ANONYMOUS));
+        return handle_connection(stream, conn, apis, shutdown).await;
+    };
+    let (stream, name) = tokio::select! {
+        r = tls.accept(stream) => r?,
+        _ = shutdown.changed() => return Ok(()),
+    };
+    let principal = name.map_or(KafkaPrincipal::ANONYMOUS, KafkaPrincipal::user);
+    tracing::debug!(%peer, listener = %security.name, %principal, "TLS connection established");
+    handle_connection(stream, Arc::new(context(principal)), apis, shutdown).await
 }
 
 async fn handle_connection<S: ServerStream>(

@@ -389,7 +389,7 @@ pub async fn run_broker(world: Arc<World>, id: i32) -> turmoil::Result {
     let (_shutdown, rx) = watch::channel(false);
     tokio::spawn(crate::server::network::serve(
         listener,
-        "PLAINTEXT".into(),
+        crate::server::network::ListenerSecurity::plaintext("PLAINTEXT"),
         apis,
         rx.clone(),
     ));

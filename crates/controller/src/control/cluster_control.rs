@@ -51,6 +51,7 @@ impl QuorumControl {
             host: req.host.clone(),
             port: req.port,
             rack: req.rack.clone(),
+            listeners: req.listeners.clone(),
         });
         self.last_contact_ms.insert(req.broker_id, now_ms);
         Ok(batch.records)

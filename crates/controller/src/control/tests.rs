@@ -89,6 +89,7 @@ impl Sim {
                 host: "localhost".into(),
                 port: 9000 + id.get() as u16,
                 rack: None,
+                listeners: Vec::new(),
             },
             self.now,
         )?;

@@ -18,7 +18,7 @@ const ENDPOINT_TYPE_CONTROLLERS: i8 = 2;
 /// broker is the whole cluster and its only controller.
 pub fn handle(
     apis: &KafkaApis,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     request: DescribeClusterRequest,
 ) -> DescribeClusterResponse {
     let config = apis.config();
@@ -48,25 +48,31 @@ pub fn handle(
         ENDPOINT_TYPE_BROKERS => {
             // v2+ (KIP-1073) may ask for fenced brokers too; below v2 only unfenced ones are listed.
             let image = cache.image();
+            // Endpoints of the listener the request came in on (brokers without it are left out).
+            let listener = ctx.listener_name();
             let mut brokers: Vec<DescribeClusterBroker> = image
                 .brokers
                 .values()
                 .filter(|b| !b.fenced || request.include_fenced_brokers)
-                .map(|b| DescribeClusterBroker {
-                    broker_id: b.broker_id.get(),
-                    host: b.host.clone(),
-                    port: i32::from(b.port),
-                    rack: b.rack.clone(),
-                    is_fenced: b.fenced,
-                    ..Default::default()
+                .filter_map(|b| {
+                    let (host, port) = b.endpoint(listener)?;
+                    Some(DescribeClusterBroker {
+                        broker_id: b.broker_id.get(),
+                        host: host.to_string(),
+                        port: i32::from(port),
+                        rack: b.rack.clone(),
+                        is_fenced: b.fenced,
+                        ..Default::default()
+                    })
                 })
                 .collect();
-            if brokers.is_empty() {
+            if image.brokers.is_empty() {
                 // A cluster member not yet registered: the client reached this broker.
+                let me = config.advertised_for(listener);
                 brokers.push(DescribeClusterBroker {
                     broker_id: config.node_id.get(),
-                    host: config.advertised_listener.host.clone(),
-                    port: i32::from(config.advertised_listener.port),
+                    host: me.host.clone(),
+                    port: i32::from(me.port),
                     ..Default::default()
                 });
             }

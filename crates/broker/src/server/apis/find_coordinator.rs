@@ -44,14 +44,17 @@ pub async fn handle(
             let leader = image.topics.get(OFFSETS_TOPIC).and_then(|t| {
                 let p = coordinator::partition_for(&key, t.partitions.len() as i32);
                 let leader = t.partitions.get(&p)?.leader;
-                image.brokers.get(&leader).filter(|b| !b.fenced)
+                let b = image.brokers.get(&leader).filter(|b| !b.fenced)?;
+                // Its endpoint on the client's listener (none: not available, as Kafka answers).
+                let (host, port) = b.endpoint(ctx.listener_name())?;
+                Some((b.broker_id, host.to_string(), port))
             });
             match leader {
-                Some(b) => Coordinator {
+                Some((id, host, port)) => Coordinator {
                     key,
-                    node_id: b.broker_id.get(),
-                    host: b.host.clone(),
-                    port: i32::from(b.port),
+                    node_id: id.get(),
+                    host,
+                    port: i32::from(port),
                     error_code: 0,
                     error_message: None,
                     ..Default::default()

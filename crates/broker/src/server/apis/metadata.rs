@@ -62,24 +62,31 @@ pub async fn handle(
         t.topic_authorized_operations = authorized_ops;
     }
     let image = apis.metadata_cache().image();
+    // Each broker's endpoint on the listener the client came in on; brokers without it are left out
+    // (Kafka's `getAliveBrokerNodes(listenerName)`).
+    let listener = ctx.listener_name();
     let mut brokers: Vec<MetadataResponseBroker> = image
         .brokers
         .values()
         .filter(|b| !b.fenced)
-        .map(|b| MetadataResponseBroker {
-            node_id: b.broker_id.get(),
-            host: b.host.clone(),
-            port: i32::from(b.port),
-            rack: b.rack.clone(),
-            ..Default::default()
+        .filter_map(|b| {
+            let (host, port) = b.endpoint(listener)?;
+            Some(MetadataResponseBroker {
+                node_id: b.broker_id.get(),
+                host: host.to_string(),
+                port: i32::from(port),
+                rack: b.rack.clone(),
+                ..Default::default()
+            })
         })
         .collect();
-    if brokers.is_empty() {
+    if image.brokers.is_empty() {
         // A cluster member not yet registered: the client reached this broker, so name it.
+        let me = config.advertised_for(listener);
         brokers.push(MetadataResponseBroker {
             node_id: node,
-            host: config.advertised_listener.host.clone(),
-            port: i32::from(config.advertised_listener.port),
+            host: me.host.clone(),
+            port: i32::from(me.port),
             rack: None,
             ..Default::default()
         });
