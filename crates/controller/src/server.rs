@@ -629,6 +629,14 @@ impl Inner {
                 })
                 .await?
                 .map(R::AllocateProducerIds),
+            ClientRequest::CreateAcls { acls } => self
+                .decide(|ctl, image, _| unit(ctl.create_acls(image, &acls)))
+                .await?
+                .map(R::CreateAcls),
+            ClientRequest::DeleteAcls { ids } => self
+                .decide(|ctl, image, _| unit(ctl.delete_acls(image, &ids)))
+                .await?
+                .map(R::DeleteAcls),
             req => return self.read_only(req).await,
         };
         Ok((d.reply, d.visible_at))

@@ -36,7 +36,7 @@ pub mod rpc;
 
 pub use error::ControllerError;
 pub use image::{BrokerRegistration, MetadataImage, PartitionRegistration, TopicImage};
-pub use record::{MetadataRecord, NO_LEADER, RESOURCE_BROKER, RESOURCE_TOPIC};
+pub use record::{AclEntry, MetadataRecord, NO_LEADER, RESOURCE_BROKER, RESOURCE_TOPIC};
 pub use request::{
     AlterPartition, CreateTopic, CreatedTopic, ElectionResult, ElectionType, Heartbeat,
     HeartbeatReply, MetadataUpdate, QuorumInfo, RegisterBroker,
