@@ -19,6 +19,7 @@ use protocol::messages::{ElectLeadersRequest, ElectLeadersResponse};
 use super::errors::ApiError;
 use super::KafkaApis;
 use crate::server::context::RequestContext;
+use authorizer::AclOperation;
 
 /// Most partitions one request may name (the answer and the controller call grow with it).
 const MAX_PARTITIONS: usize = 100_000;
@@ -30,6 +31,30 @@ pub async fn handle(
     request: ElectLeadersRequest,
 ) -> ElectLeadersResponse {
     let version = ctx.api_version();
+    // Kafka: ALTER on the cluster; refused, every partition (and v1+ the top level) says so.
+    if let Err(d) = ctx.authorize_cluster(AclOperation::Alter) {
+        let code = ErrorCode::from(d).0;
+        let mut r = response(
+            request
+                .topic_partitions
+                .unwrap_or_default()
+                .into_iter()
+                .flat_map(|t| {
+                    let topic = t.topic;
+                    t.partitions.into_iter().map(move |p| ElectionResult {
+                        topic: topic.clone(),
+                        partition: p,
+                        error_code: code,
+                        message: None,
+                    })
+                })
+                .collect(),
+        );
+        if version >= 1 {
+            r.error_code = code;
+        }
+        return r;
+    }
     let asked: usize = request
         .topic_partitions
         .as_ref()
