@@ -233,11 +233,8 @@ impl StandardAuthorizer {
         if let Some(index) = self.by_type.get(&resource_type) {
             Self::scan(index, who, op, name, &mut scan);
         }
-        if scan.deny {
-            AuthorizationResult::Denied
-        } else if scan.allow {
-            AuthorizationResult::Allowed
-        } else if !scan.has_resource_acls && self.config.allow_everyone_if_no_acl_found {
+        let no_acl_allows = !scan.has_resource_acls && self.config.allow_everyone_if_no_acl_found;
+        if !scan.deny && (scan.allow || no_acl_allows) {
             AuthorizationResult::Allowed
         } else {
             AuthorizationResult::Denied

@@ -61,8 +61,10 @@ fn allowed(a: &StandardAuthorizer, who: &Requester<'_>, op: Op, rt: Rt, name: &s
 fn no_acl_denies_by_default_and_allows_with_allow_everyone() {
     let a = with(vec![]);
     assert!(!allowed(&a, &ALICE, Op::Read, Rt::Topic, "t"));
-    let mut cfg = AuthorizerConfig::default();
-    cfg.allow_everyone_if_no_acl_found = true;
+    let cfg = AuthorizerConfig {
+        allow_everyone_if_no_acl_found: true,
+        ..AuthorizerConfig::default()
+    };
     let mut a = StandardAuthorizer::new(cfg);
     assert!(allowed(&a, &ALICE, Op::Read, Rt::Topic, "t"));
     // An ACL on the resource for someone else: the resource has ACLs, so alice is denied.
@@ -221,8 +223,10 @@ fn wildcards_resource_principal_and_host() {
 
 #[test]
 fn super_users_are_allowed_everything_even_against_deny() {
-    let mut cfg = AuthorizerConfig::default();
-    cfg.super_users = AuthorizerConfig::parse_super_users(" User:alice ; User:carol;;");
+    let cfg = AuthorizerConfig {
+        super_users: AuthorizerConfig::parse_super_users(" User:alice ; User:carol;;"),
+        ..AuthorizerConfig::default()
+    };
     assert_eq!(cfg.super_users.len(), 2);
     let mut a = StandardAuthorizer::new(cfg);
     a.add(
@@ -408,8 +412,10 @@ fn authorize_any_follows_kip_679() {
         a.authorize_any(&ALICE, Op::Write, Rt::Topic),
         AuthorizationResult::Denied
     );
-    let mut cfg = AuthorizerConfig::default();
-    cfg.allow_everyone_if_no_acl_found = true;
+    let cfg = AuthorizerConfig {
+        allow_everyone_if_no_acl_found: true,
+        ..AuthorizerConfig::default()
+    };
     let a = StandardAuthorizer::new(cfg);
     assert_eq!(
         a.authorize_any(&ALICE, Op::Write, Rt::Topic),

@@ -272,7 +272,7 @@ impl BrokerCluster {
                 _ = shutdown.changed() => return,
             };
             let next = match update {
-                Ok(MetadataUpdate::Image(image)) => image,
+                Ok(MetadataUpdate::Image(image)) => *image,
                 Ok(MetadataUpdate::Records(records)) if records.is_empty() => continue,
                 Ok(MetadataUpdate::Records(records)) => {
                     let mut image = (*self.image.read().as_ref()).clone();
