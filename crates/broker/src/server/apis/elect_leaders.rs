@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 
 use metadata::{ElectionResult, ElectionType};
 use protocol::error::ErrorCode;
+use protocol::messages::elect_leaders_request::TopicPartitions;
 use protocol::messages::elect_leaders_response::{PartitionResult, ReplicaElectionResult};
 use protocol::messages::{ElectLeadersRequest, ElectLeadersResponse};
 
@@ -33,27 +34,7 @@ pub async fn handle(
     let version = ctx.api_version();
     // Kafka: ALTER on the cluster; refused, every partition (and v1+ the top level) says so.
     if let Err(d) = ctx.authorize_cluster(AclOperation::Alter) {
-        let code = ErrorCode::from(d).0;
-        let mut r = response(
-            request
-                .topic_partitions
-                .unwrap_or_default()
-                .into_iter()
-                .flat_map(|t| {
-                    let topic = t.topic;
-                    t.partitions.into_iter().map(move |p| ElectionResult {
-                        topic: topic.clone(),
-                        partition: p,
-                        error_code: code,
-                        message: None,
-                    })
-                })
-                .collect(),
-        );
-        if version >= 1 {
-            r.error_code = code;
-        }
-        return r;
+        return denied(ErrorCode::from(d).0, version, request.topic_partitions);
     }
     let asked: usize = request
         .topic_partitions
@@ -174,4 +155,28 @@ fn response(results: Vec<ElectionResult>) -> ElectLeadersResponse {
             .collect(),
         ..Default::default()
     }
+}
+
+/// The answer to an ElectLeaders without ALTER on the cluster: every partition, and from v1 the top level,
+/// carry `code`.
+fn denied(code: i16, version: i16, asked: Option<Vec<TopicPartitions>>) -> ElectLeadersResponse {
+    let mut r = response(
+        asked
+            .unwrap_or_default()
+            .into_iter()
+            .flat_map(|t| {
+                let topic = t.topic;
+                t.partitions.into_iter().map(move |p| ElectionResult {
+                    topic: topic.clone(),
+                    partition: p,
+                    error_code: code,
+                    message: None,
+                })
+            })
+            .collect(),
+    );
+    if version >= 1 {
+        r.error_code = code;
+    }
+    r
 }
