@@ -25,17 +25,29 @@ use authorizer::AclOperation;
 /// Most partitions one request may name (the answer and the controller call grow with it).
 const MAX_PARTITIONS: usize = 100_000;
 
-/// Runs the election and answers per partition, grouped by topic in request (or name) order.
+/// Runs the election and answers per partition, grouped by topic in request (or name) order. Kafka: ALTER on
+/// the cluster; refused, every partition (and v1+ the top level) says so.
 pub async fn handle(
     apis: &KafkaApis,
     ctx: &RequestContext,
     request: ElectLeadersRequest,
 ) -> ElectLeadersResponse {
-    let version = ctx.api_version();
-    // Kafka: ALTER on the cluster; refused, every partition (and v1+ the top level) says so.
-    if let Err(d) = ctx.authorize_cluster(AclOperation::Alter) {
-        return denied(ErrorCode::from(d).0, version, request.topic_partitions);
+    match ctx.authorize_cluster(AclOperation::Alter) {
+        Err(d) => denied(
+            ErrorCode::from(d).0,
+            ctx.api_version(),
+            request.topic_partitions,
+        ),
+        Ok(()) => elect(apis, ctx, request).await,
     }
+}
+
+async fn elect(
+    apis: &KafkaApis,
+    ctx: &RequestContext,
+    request: ElectLeadersRequest,
+) -> ElectLeadersResponse {
+    let version = ctx.api_version();
     let asked: usize = request
         .topic_partitions
         .as_ref()
