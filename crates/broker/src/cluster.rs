@@ -28,8 +28,8 @@ use std::time::{Duration, Instant};
 use controller::ControllerClient;
 use futures::future::BoxFuture;
 use metadata::{
-    ControllerError, CreateTopic, ElectionResult, ElectionType, MetadataImage, MetadataUpdate,
-    PartitionRegistration, RESOURCE_BROKER, RESOURCE_TOPIC,
+    AclEntry, ControllerError, CreateTopic, ElectionResult, ElectionType, MetadataImage,
+    MetadataUpdate, PartitionRegistration, RESOURCE_BROKER, RESOURCE_TOPIC,
 };
 use parking_lot::RwLock;
 use storage::StorageError;
@@ -37,10 +37,11 @@ use tokio::sync::watch;
 use types::{BrokerEpoch, BrokerId, ProducerId};
 use uuid::Uuid;
 
+use crate::acls::AclAdmin;
 use crate::config::BrokerConfig;
 use crate::config_admin::{diff_ops, BrokerConfigAdmin, ConfigOps};
 use crate::dynamic_config::{ConfigLevel, DynamicBrokerConfig};
-use crate::error::{AlterConfigError, MetadataLag, TopicError};
+use crate::error::{AclError, AlterConfigError, MetadataLag, TopicError};
 use crate::metadata::{MetadataStore, TopicMetadata};
 use crate::metadata_cache::{advertised_endpoints, ControllerEndpoint, MetadataCache};
 use crate::publisher::Publishers;
@@ -278,7 +279,7 @@ impl BrokerCluster {
                 _ = shutdown.changed() => return,
             };
             let next = match update {
-                Ok(MetadataUpdate::Image(image)) => image,
+                Ok(MetadataUpdate::Image(image)) => *image,
                 Ok(MetadataUpdate::Records(records)) if records.is_empty() => continue,
                 Ok(MetadataUpdate::Records(records)) => {
                     let mut image = (*self.image.read().as_ref()).clone();
@@ -691,6 +692,27 @@ impl BrokerConfigAdmin for QuorumBrokerConfigAdmin {
             self.cluster
                 .alter_configs(RESOURCE_BROKER, name, ops, false)
                 .await
+        })
+    }
+}
+
+/// Cluster-mode ACL changes: records through the controller, answered once this broker's image (and so its
+/// `AclCache`, filled by the `AclPublisher`) shows them.
+#[derive(Debug)]
+pub struct QuorumAclAdmin(pub Arc<BrokerCluster>);
+
+impl AclAdmin for QuorumAclAdmin {
+    fn create(&self, acls: Vec<AclEntry>) -> BoxFuture<'_, Result<(), AclError>> {
+        Box::pin(async move {
+            let at = self.0.client.create_acls(acls).await?;
+            Ok(self.0.wait_for_offset(at).await?)
+        })
+    }
+
+    fn delete(&self, ids: Vec<Uuid>) -> BoxFuture<'_, Result<(), AclError>> {
+        Box::pin(async move {
+            let at = self.0.client.delete_acls(ids).await?;
+            Ok(self.0.wait_for_offset(at).await?)
         })
     }
 }

@@ -5,6 +5,7 @@
 
 #![warn(missing_docs)]
 
+pub mod acls;
 pub mod cluster;
 pub mod config;
 pub mod config_admin;

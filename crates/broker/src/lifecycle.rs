@@ -13,7 +13,10 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use types::{BrokerId, Clock};
 
-use crate::cluster::{BrokerCluster, ControllerLink, QuorumBrokerConfigAdmin, QuorumTopicAdmin};
+use crate::acls::{authorizer_config, AclAdmin, AclCache, AclPublisher, Authorizer, LocalAclAdmin};
+use crate::cluster::{
+    BrokerCluster, ControllerLink, QuorumAclAdmin, QuorumBrokerConfigAdmin, QuorumTopicAdmin,
+};
 use crate::config::{bind_addr, keys, BrokerConfig, SecurityProtocol};
 use crate::config_admin::{
     BrokerConfigAdmin, BrokerConfigManager, DynamicConfigPublisher, LocalBrokerConfigAdmin,
@@ -290,6 +293,7 @@ impl Services {
         cluster_id: Option<&str>,
     ) -> anyhow::Result<Services> {
         let dir = &config.log_dir;
+        authorizer_config(config).map_err(anyhow::Error::msg)?;
         let metadata = Arc::new(
             match cluster_id {
                 Some(id) => MetadataStore::open_for_cluster(dir, config.node_id.get(), id),
@@ -479,6 +483,7 @@ pub(crate) fn wire(
         None => Arc::new(LocalBrokerConfigAdmin::new(dynamic.clone(), topics.clone())),
     };
     let broker_configs = Arc::new(BrokerConfigManager::new(dynamic, config_admin));
+    let authorizer = wire_authorizer(config, &metadata, cluster.as_ref(), publishers);
     let groups = Arc::new(GroupCoordinatorService::new(
         config.clone(),
         metadata.clone(),
@@ -505,7 +510,28 @@ pub(crate) fn wire(
         groups,
         broker_configs,
         cache,
+        authorizer,
     ))
+}
+
+/// The authorizer of `authorizer.class.name` (`None` when empty; [`Services::build`] refused other values):
+/// its ACLs come from the registry standalone, from each metadata image in a cluster.
+fn wire_authorizer(
+    config: &BrokerConfig,
+    metadata: &Arc<MetadataStore>,
+    cluster: Option<&Arc<BrokerCluster>>,
+    publishers: &Arc<Publishers>,
+) -> Option<Arc<Authorizer>> {
+    let settings = authorizer_config(config).ok().flatten()?;
+    let cache = Arc::new(AclCache::new(settings));
+    let admin: Arc<dyn AclAdmin> = match cluster {
+        Some(c) => {
+            publishers.install(Arc::new(AclPublisher(cache.clone())));
+            Arc::new(QuorumAclAdmin(c.clone()))
+        }
+        None => Arc::new(LocalAclAdmin::new(metadata.clone(), cache.clone())),
+    };
+    Some(Arc::new(Authorizer::new(cache, admin)))
 }
 
 /// Resolves `controller.quorum.voters` to socket addresses (empty in standalone mode).

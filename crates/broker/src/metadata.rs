@@ -10,7 +10,8 @@
 //! - `runnel-metadata.log` — the changes since the snapshot ([`crate::registry_log`]: length-prefixed,
 //!   CRC-checked entries, each synced before the change is acknowledged; a torn tail is cut at open). One
 //!   JSON [`Change`] per entry: `{"op":"put_topic","name","topic"}`, `{"op":"delete_topic","name"}`,
-//!   `{"op":"next_producer_id","next"}`. A change costs one small append, not a rewrite of the registry.
+//!   `{"op":"next_producer_id","next"}`, `{"op":"put_acls","acls":[[id, acl]]}`, `{"op":"delete_acls","ids"}`
+//!   (the ACLs of one CreateAcls/DeleteAcls, as the metadata log's `AccessControlEntryRecord`s). A change costs one small append, not a rewrite of the registry.
 //!   When the log grows past the snapshot's size (at least [`COMPACT_MIN_BYTES`]) the current state is written
 //!   as a new snapshot and the log emptied.
 //!
@@ -31,6 +32,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 
 use crate::registry_log::RegistryLog;
+use metadata::AclEntry;
 use serde::{Deserialize, Serialize};
 use types::ProducerId;
 use uuid::Uuid;
@@ -56,6 +58,10 @@ enum Change {
     DeleteTopic { name: String },
     /// Sets the first producer id not yet reserved.
     NextProducerId { next: i64 },
+    /// Creates (or replaces) ACLs by id.
+    PutAcls { acls: Vec<(Uuid, AclEntry)> },
+    /// Removes ACLs by id (unknown ids are ignored).
+    DeleteAcls { ids: Vec<Uuid> },
 }
 
 impl State {
@@ -68,6 +74,12 @@ impl State {
                 self.topics.remove(&name);
             }
             Change::NextProducerId { next } => self.next_producer_id = next,
+            Change::PutAcls { acls } => self.acls.extend(acls),
+            Change::DeleteAcls { ids } => {
+                for id in ids {
+                    self.acls.remove(&id);
+                }
+            }
         }
     }
 }
@@ -95,6 +107,9 @@ struct State {
     topics: BTreeMap<String, TopicMetadata>,
     /// First producer id not yet reserved on disk.
     next_producer_id: i64,
+    /// ACLs by id; absent from snapshots of earlier versions and when empty.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    acls: BTreeMap<Uuid, AclEntry>,
 }
 
 /// Errors of the metadata store.
@@ -354,6 +369,23 @@ impl MetadataStore {
             .map_err(UpdateError::Metadata)?;
         self.bump();
         Ok(Some(updated))
+    }
+
+    /// The ACLs by id (standalone: persisted here; a cluster member reads its image's instead).
+    pub fn acls(&self) -> BTreeMap<Uuid, AclEntry> {
+        self.state.read().acls.clone()
+    }
+
+    /// Creates `acls` with one synced append. Nothing changes when it fails.
+    pub fn put_acls(&self, acls: Vec<(Uuid, AclEntry)>) -> Result<(), MetadataError> {
+        let mut state = self.state.write();
+        self.record(&mut state, Change::PutAcls { acls })
+    }
+
+    /// Removes the ACLs `ids` with one synced append. Nothing changes when it fails.
+    pub fn delete_acls(&self, ids: Vec<Uuid>) -> Result<(), MetadataError> {
+        let mut state = self.state.write();
+        self.record(&mut state, Change::DeleteAcls { ids })
     }
 
     /// Allocates a new producer id (KIP-98). Ids are reserved on disk in blocks so that a restart never
@@ -646,6 +678,35 @@ mod tests {
         drop(s);
         let s = MetadataStore::open(dir.path(), 1).unwrap();
         assert_eq!(s.topics().len(), 2);
+    }
+
+    /// ACLs survive a restart (through the change log and through a compaction into the snapshot).
+    #[test]
+    fn acls_persist() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = MetadataStore::open(dir.path(), 1).unwrap();
+        let acl = AclEntry {
+            resource_type: 2,
+            resource_name: "t".into(),
+            pattern_type: 3,
+            principal: "User:a".into(),
+            host: "*".into(),
+            operation: 3,
+            permission_type: 3,
+        };
+        let (a, b) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        s.put_acls(vec![(a, acl.clone()), (b, acl.clone())])
+            .unwrap();
+        s.delete_acls(vec![a, Uuid::from_u128(3)]).unwrap();
+        drop(s);
+        let s = MetadataStore::open(dir.path(), 1).unwrap();
+        assert_eq!(s.acls().into_iter().collect::<Vec<_>>(), vec![(b, acl)]);
+        let state = s.state.read().clone();
+        compact(dir.path(), &state, &mut s.persistence.lock()).unwrap();
+        drop(state);
+        drop(s);
+        let s = MetadataStore::open(dir.path(), 1).unwrap();
+        assert_eq!(s.acls().len(), 1);
     }
 
     #[test]

@@ -8,8 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use metadata::{
-    AlterPartition, ControllerError, CreateTopic, CreatedTopic, ElectionResult, ElectionType,
-    Heartbeat, HeartbeatReply, MetadataUpdate, PartitionRegistration, QuorumInfo, RegisterBroker,
+    AclEntry, AlterPartition, ControllerError, CreateTopic, CreatedTopic, ElectionResult,
+    ElectionType, Heartbeat, HeartbeatReply, MetadataUpdate, PartitionRegistration, QuorumInfo,
+    RegisterBroker,
 };
 use parking_lot::Mutex;
 use tokio::net::TcpStream;
@@ -370,6 +371,31 @@ impl ControllerClient {
         };
         match self.call_with_offset(req).await? {
             (ClientResponse::CreatePartitions(r), offset) => r.map(|()| offset),
+            _ => Err(unexpected()),
+        }
+    }
+
+    /// CreateAcls (KIP-801): creates `acls` (validated by the caller; ones equal to existing ACLs are
+    /// skipped); returns the offset at which they are visible. Errors: INVALID_REQUEST (42, too many),
+    /// transport errors.
+    pub async fn create_acls(&self, acls: Vec<AclEntry>) -> Result<i64, ControllerError> {
+        match self
+            .call_with_offset(ClientRequest::CreateAcls { acls })
+            .await?
+        {
+            (ClientResponse::CreateAcls(r), offset) => r.map(|()| offset),
+            _ => Err(unexpected()),
+        }
+    }
+
+    /// DeleteAcls: removes the ACLs `ids` that exist; returns the offset at which that is visible. Errors:
+    /// INVALID_REQUEST (42, too many), transport errors.
+    pub async fn delete_acls(&self, ids: Vec<Uuid>) -> Result<i64, ControllerError> {
+        match self
+            .call_with_offset(ClientRequest::DeleteAcls { ids })
+            .await?
+        {
+            (ClientResponse::DeleteAcls(r), offset) => r.map(|()| offset),
             _ => Err(unexpected()),
         }
     }

@@ -629,6 +629,14 @@ impl Inner {
                 })
                 .await?
                 .map(R::AllocateProducerIds),
+            ClientRequest::CreateAcls { acls } => self
+                .decide(|ctl, image, _| unit(ctl.create_acls(image, &acls)))
+                .await?
+                .map(R::CreateAcls),
+            ClientRequest::DeleteAcls { ids } => self
+                .decide(|ctl, image, _| unit(ctl.delete_acls(image, &ids)))
+                .await?
+                .map(R::DeleteAcls),
             req => return self.read_only(req).await,
         };
         Ok((d.reply, d.visible_at))
@@ -675,10 +683,10 @@ impl Inner {
         loop {
             rx.borrow_and_update();
             if since < 0 {
-                return MetadataUpdate::Image(self.sm.state.read().image.clone());
+                return MetadataUpdate::Image(Box::new(self.sm.state.read().image.clone()));
             }
             match self.sm.records_after(since, MAX_FETCH_RECORDS) {
-                None => return MetadataUpdate::Image(self.sm.state.read().image.clone()),
+                None => return MetadataUpdate::Image(Box::new(self.sm.state.read().image.clone())),
                 Some(v) if !v.is_empty() => return MetadataUpdate::Records(v),
                 Some(_) => {}
             }

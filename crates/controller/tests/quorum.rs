@@ -148,7 +148,7 @@ async fn await_image(
 ) -> MetadataImage {
     let deadline = tokio::time::Instant::now() + WAIT;
     let mut image = match client.fetch_metadata(-1, Duration::ZERO).await.unwrap() {
-        MetadataUpdate::Image(i) => i,
+        MetadataUpdate::Image(i) => *i,
         other => panic!("expected an image, got {other:?}"),
     };
     loop {
@@ -164,7 +164,7 @@ async fn await_image(
             .await
             .unwrap()
         {
-            MetadataUpdate::Image(i) => image = i,
+            MetadataUpdate::Image(i) => image = *i,
             MetadataUpdate::Records(rs) => {
                 for (o, r) in &rs {
                     image.apply(*o, r);
@@ -228,7 +228,7 @@ async fn three_controllers_fail_over_and_restart_from_snapshot() {
         other => panic!("expected NOT_CONTROLLER, got {other:?}"),
     }
     let image = match client.fetch_metadata(-1, Duration::ZERO).await.unwrap() {
-        MetadataUpdate::Image(i) => i,
+        MetadataUpdate::Image(i) => *i,
         other => panic!("expected an image, got {other:?}"),
     };
     assert_eq!(image.cluster_id, "test-cluster");

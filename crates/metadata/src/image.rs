@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use types::{BrokerEpoch, BrokerId, LeaderEpoch, PartitionEpoch, ProducerId};
 use uuid::Uuid;
 
-use crate::record::{MetadataRecord, RESOURCE_BROKER, RESOURCE_TOPIC};
+use crate::record::{AclEntry, MetadataRecord, RESOURCE_BROKER, RESOURCE_TOPIC};
 
 /// A broker's registration as replayed from the log (Kafka `BrokerRegistration`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -106,6 +106,9 @@ pub struct MetadataImage {
     pub broker_configs: BTreeMap<String, BTreeMap<String, String>>,
     /// First producer id not yet handed out (KIP-730).
     pub next_producer_id: ProducerId,
+    /// ACLs by id (KIP-801's `AccessControlEntryRecord`s). Absent from the JSON when empty.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub acls: BTreeMap<Uuid, AclEntry>,
 }
 
 impl Default for MetadataImage {
@@ -117,6 +120,7 @@ impl Default for MetadataImage {
             topics: BTreeMap::new(),
             broker_configs: BTreeMap::new(),
             next_producer_id: ProducerId(0),
+            acls: BTreeMap::new(),
         }
     }
 }
@@ -213,6 +217,12 @@ impl MetadataImage {
                 if *next_producer_id > self.next_producer_id {
                     self.next_producer_id = *next_producer_id;
                 }
+            }
+            MetadataRecord::AccessControlEntryRecord { id, acl } => {
+                self.acls.insert(*id, acl.clone());
+            }
+            MetadataRecord::RemoveAccessControlEntryRecord { id } => {
+                self.acls.remove(id);
             }
         }
     }

@@ -36,7 +36,9 @@ pub mod rpc;
 
 pub use error::ControllerError;
 pub use image::{BrokerRegistration, MetadataImage, PartitionRegistration, TopicImage};
-pub use record::{BrokerEndpoint, MetadataRecord, NO_LEADER, RESOURCE_BROKER, RESOURCE_TOPIC};
+pub use record::{
+    AclEntry, BrokerEndpoint, MetadataRecord, NO_LEADER, RESOURCE_BROKER, RESOURCE_TOPIC,
+};
 pub use request::{
     AlterPartition, CreateTopic, CreatedTopic, ElectionResult, ElectionType, Heartbeat,
     HeartbeatReply, MetadataUpdate, QuorumInfo, RegisterBroker,

@@ -30,6 +30,28 @@ pub struct BrokerEndpoint {
     pub security_protocol: i16,
 }
 
+/// An ACL as the metadata log stores it: the fields of Kafka's `AccessControlEntryRecord` (KIP-801), the enum
+/// fields as their wire codes (resource type 2 TOPIC .. 7 USER, pattern type 3 LITERAL / 4 PREFIXED, operation
+/// 2 ALL .. 15, permission 2 DENY / 3 ALLOW). The broker checks a binding before it is sent; replay takes it as
+/// it is.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct AclEntry {
+    /// Resource type code.
+    pub resource_type: i8,
+    /// Resource name (a prefix for PREFIXED, `*` for every resource).
+    pub resource_name: String,
+    /// Pattern type code.
+    pub pattern_type: i8,
+    /// `type:name`, e.g. `User:alice`.
+    pub principal: String,
+    /// Client host, or `*`.
+    pub host: String,
+    /// Operation code.
+    pub operation: i8,
+    /// Permission code.
+    pub permission_type: i8,
+}
+
 /// One record of the metadata log (`__cluster_metadata-0`), serialized as JSON with a `"type"` tag
 /// naming the Kafka record (KIP-631).
 ///
@@ -149,5 +171,17 @@ pub enum MetadataRecord {
         broker_epoch: BrokerEpoch,
         /// First producer id not yet allocated.
         next_producer_id: ProducerId,
+    },
+    /// An ACL was created (Kafka's `AccessControlEntryRecord`, KIP-801); replay replaces any ACL with `id`.
+    AccessControlEntryRecord {
+        /// The ACL's id.
+        id: Uuid,
+        /// The ACL.
+        acl: AclEntry,
+    },
+    /// An ACL was deleted (Kafka's `RemoveAccessControlEntryRecord`); an unknown id is ignored.
+    RemoveAccessControlEntryRecord {
+        /// The ACL's id.
+        id: Uuid,
     },
 }

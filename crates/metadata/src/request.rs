@@ -19,7 +19,7 @@ use crate::record::MetadataRecord;
 pub enum MetadataUpdate {
     /// A full image: the log before the requested offset is no longer retained (snapshotted), or the
     /// caller asked with `since_offset < 0`. Replace the local image with it.
-    Image(MetadataImage),
+    Image(Box<MetadataImage>),
     /// Committed records after the requested offset, in log order, each with its offset (several
     /// records may share one offset; a batch never splits an offset). Empty when nothing new was
     /// committed within `max_wait`.

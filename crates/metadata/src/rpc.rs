@@ -11,6 +11,7 @@ use uuid::Uuid;
 
 use crate::error::ControllerError;
 use crate::image::PartitionRegistration;
+use crate::record::AclEntry;
 use crate::request::{
     AlterPartition, CreateTopic, CreatedTopic, ElectionResult, ElectionType, Heartbeat,
     HeartbeatReply, MetadataUpdate, QuorumInfo, RegisterBroker,
@@ -80,6 +81,18 @@ pub enum ClientRequest {
         /// (topic, partition) pairs; `None` = every partition.
         partitions: Option<Vec<(String, i32)>>,
     },
+    /// CreateAcls (KIP-801): the ACLs, already validated by the broker; one equal to an existing ACL is
+    /// not created again.
+    CreateAcls {
+        /// The ACLs.
+        acls: Vec<AclEntry>,
+    },
+    /// DeleteAcls: the ids of the ACLs the broker's filters selected in its image; ids no longer present
+    /// are skipped.
+    DeleteAcls {
+        /// ACL ids.
+        ids: Vec<Uuid>,
+    },
     /// Any other request, asking that its answer say at which metadata offset its outcome is visible:
     /// answered with [`ClientResponse::WithOffset`] (a broker then waits until its own image has applied
     /// that offset — read-your-writes without re-checking the outcome). Not nested. Controllers older
@@ -121,6 +134,10 @@ pub enum ClientResponse {
     DescribeQuorum(Result<QuorumInfo, ControllerError>),
     /// ElectLeaders answer, one result per partition (see `QuorumControl::elect_leaders`).
     ElectLeaders(Vec<ElectionResult>),
+    /// CreateAcls answer.
+    CreateAcls(Result<(), ControllerError>),
+    /// DeleteAcls answer.
+    DeleteAcls(Result<(), ControllerError>),
     /// Answer to a [`ClientRequest::WithOffset`]: the inner request's answer and the metadata offset (raft
     /// log index) at which its outcome is visible — the index its records were committed at, or, for a
     /// decision that wrote nothing, the offset of the last record the deciding image held.

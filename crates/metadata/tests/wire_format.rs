@@ -288,3 +288,53 @@ fn named_listeners_are_an_optional_field() {
     let old: MetadataImage = serde_json::from_str(IMAGE).unwrap();
     assert_eq!(old.brokers[&BrokerId(1)].endpoint("ANY"), Some(("h", 9092)));
 }
+
+const ACL_RECORDS: &str = r#"[{"type":"AccessControlEntryRecord","id":"00000000-0000-0000-0000-000000000009","acl":{"resource_type":2,"resource_name":"t","pattern_type":4,"principal":"User:a","host":"*","operation":3,"permission_type":3}},{"type":"RemoveAccessControlEntryRecord","id":"00000000-0000-0000-0000-000000000009"}]"#;
+const ACL_IMAGE: &str = r#"{"offset":1,"cluster_id":"","brokers":{},"topics":{},"broker_configs":{},"next_producer_id":0,"acls":{"00000000-0000-0000-0000-000000000009":{"resource_type":2,"resource_name":"t","pattern_type":4,"principal":"User:a","host":"*","operation":3,"permission_type":3}}}"#;
+const ACL_REQUESTS: &str = r#"[{"CreateAcls":{"acls":[{"resource_type":2,"resource_name":"t","pattern_type":4,"principal":"User:a","host":"*","operation":3,"permission_type":3}]}},{"DeleteAcls":{"ids":["00000000-0000-0000-0000-000000000009"]}}]"#;
+const ACL_RESPONSES: &str =
+    r#"[{"CreateAcls":{"Ok":null}},{"DeleteAcls":{"Err":{"code":42,"message":"m"}}}]"#;
+
+/// The ACL records (KIP-801), an image holding an ACL (an image without ACLs keeps its JSON: the field is
+/// omitted), and the CreateAcls/DeleteAcls requests and answers.
+#[test]
+fn acl_json_is_unchanged() {
+    let id = Uuid::from_u128(9);
+    let acl = AclEntry {
+        resource_type: 2,
+        resource_name: "t".into(),
+        pattern_type: 4,
+        principal: "User:a".into(),
+        host: "*".into(),
+        operation: 3,
+        permission_type: 3,
+    };
+    let recs = vec![
+        MetadataRecord::AccessControlEntryRecord {
+            id,
+            acl: acl.clone(),
+        },
+        MetadataRecord::RemoveAccessControlEntryRecord { id },
+    ];
+    assert_eq!(serde_json::to_string(&recs).unwrap(), ACL_RECORDS);
+    let back: Vec<MetadataRecord> = serde_json::from_str(ACL_RECORDS).unwrap();
+    assert_eq!(back, recs);
+    let mut img = MetadataImage::default();
+    img.apply(1, &recs[0]);
+    assert_eq!(serde_json::to_string(&img).unwrap(), ACL_IMAGE);
+    let back: MetadataImage = serde_json::from_str(ACL_IMAGE).unwrap();
+    assert_eq!(back, img);
+    img.apply(2, &recs[1]);
+    assert!(img.acls.is_empty());
+    assert!(!serde_json::to_string(&img).unwrap().contains("acls"));
+    let reqs = vec![
+        ClientRequest::CreateAcls { acls: vec![acl] },
+        ClientRequest::DeleteAcls { ids: vec![id] },
+    ];
+    assert_eq!(serde_json::to_string(&reqs).unwrap(), ACL_REQUESTS);
+    let resps = vec![
+        ClientResponse::CreateAcls(Ok(())),
+        ClientResponse::DeleteAcls(Err(ControllerError::new(ErrorCode::INVALID_REQUEST, "m"))),
+    ];
+    assert_eq!(serde_json::to_string(&resps).unwrap(), ACL_RESPONSES);
+}

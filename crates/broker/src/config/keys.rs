@@ -134,6 +134,14 @@ keys! {
     /// `connections.max.idle.ms`: a client connection without a complete request for this long is closed,
     /// also in the middle of a frame (ms; negative: never). Read once at startup (Kafka: read-only).
     CONNECTIONS_MAX_IDLE_MS: i64 = "connections.max.idle.ms";
+    /// `authorizer.class.name`: empty = no authorizer (every request allowed, the ACL APIs answer
+    /// SECURITY_DISABLED); `org.apache.kafka.metadata.authorizer.StandardAuthorizer` = ACLs enforced. Read once
+    /// at startup.
+    AUTHORIZER_CLASS_NAME: String = "authorizer.class.name";
+    /// `super.users`: `;`-separated principals (`User:admin`) allowed everything.
+    SUPER_USERS: Option<String> = "super.users";
+    /// `allow.everyone.if.no.acl.found`: what a resource without any ACL gets (Kafka's default false: denied).
+    ALLOW_EVERYONE_IF_NO_ACL_FOUND: bool = "allow.everyone.if.no.acl.found";
 }
 
 #[cfg(test)]

@@ -8,8 +8,10 @@ use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use authorizer::{AclOperation, Requester, ResourceType, CLUSTER_NAME};
 use protocol::RequestHeader;
 
+use crate::acls::Authorizer;
 use crate::config::SecurityProtocol;
 
 /// The identity a request is authorized as (Kafka's `KafkaPrincipal`: a type and a name, shown as
@@ -69,20 +71,104 @@ impl ConnectionContext {
     }
 }
 
-/// One request's context: its decoded header (api key and version, correlation id, client id) and its
-/// connection's context. Handlers take `&RequestContext`.
+/// One request's context: its decoded header (api key and version, correlation id, client id), its
+/// connection's context and the broker's authorizer. Handlers take `&RequestContext` and check access with
+/// [`RequestContext::authorize`].
 #[derive(Debug, Clone)]
 pub struct RequestContext {
     /// The decoded request header.
     pub header: RequestHeader,
     /// The connection the request arrived on.
     pub connection: Arc<ConnectionContext>,
+    /// The authorizer, `None` without one (`authorizer.class.name` empty: everything is allowed).
+    authorizer: Option<Arc<Authorizer>>,
+    /// The principal as `type:name` and the client's IP, as the authorizer compares them.
+    principal_text: String,
+    host_text: String,
 }
 
+/// A refused action: the type of the resource it was refused on (mapped to TOPIC_/GROUP_/CLUSTER_/
+/// TRANSACTIONAL_ID_AUTHORIZATION_FAILED in `apis/errors.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Denied(pub ResourceType);
+
 impl RequestContext {
-    /// The context of a request with `header` on `connection`.
+    /// The context of a request with `header` on `connection`, without an authorizer.
     pub fn new(header: RequestHeader, connection: Arc<ConnectionContext>) -> RequestContext {
-        RequestContext { header, connection }
+        RequestContext {
+            header,
+            connection,
+            authorizer: None,
+            principal_text: String::new(),
+            host_text: String::new(),
+        }
+    }
+
+    /// The same context, checked by `authorizer`.
+    pub fn with_authorizer(mut self, authorizer: Option<Arc<Authorizer>>) -> RequestContext {
+        if authorizer.is_some() {
+            self.principal_text = self.connection.principal.to_string();
+            self.host_text = self.peer().map(|p| p.ip().to_string()).unwrap_or_default();
+        }
+        self.authorizer = authorizer;
+        self
+    }
+
+    /// Whether an authorizer is configured.
+    pub fn has_authorizer(&self) -> bool {
+        self.authorizer.is_some()
+    }
+
+    /// The broker's authorizer, if any (the ACL APIs use it).
+    pub fn authorizer(&self) -> Option<&Arc<Authorizer>> {
+        self.authorizer.as_ref()
+    }
+
+    fn requester(&self) -> Requester<'_> {
+        Requester {
+            principal: &self.principal_text,
+            host: &self.host_text,
+        }
+    }
+
+    /// Whether the request's principal may do `op` on the resource `rt`/`name` (always, without an
+    /// authorizer).
+    pub fn is_allowed(&self, op: AclOperation, rt: ResourceType, name: &str) -> bool {
+        self.authorizer
+            .as_ref()
+            .is_none_or(|a| a.is_allowed(&self.requester(), op, rt, name))
+    }
+
+    /// [`RequestContext::is_allowed`] as a `Result`: `Err(Denied(rt))` when refused.
+    pub fn authorize(&self, op: AclOperation, rt: ResourceType, name: &str) -> Result<(), Denied> {
+        if self.is_allowed(op, rt, name) {
+            Ok(())
+        } else {
+            Err(Denied(rt))
+        }
+    }
+
+    /// `op` on the cluster resource (`kafka-cluster`).
+    pub fn authorize_cluster(&self, op: AclOperation) -> Result<(), Denied> {
+        self.authorize(op, ResourceType::Cluster, CLUSTER_NAME)
+    }
+
+    /// Whether `op` is allowed on some resource of type `rt` (KIP-679).
+    pub fn is_allowed_any(&self, op: AclOperation, rt: ResourceType) -> bool {
+        self.authorizer
+            .as_ref()
+            .is_none_or(|a| a.is_allowed_any(&self.requester(), op, rt))
+    }
+
+    /// Kafka's authorized-operations bit field of a resource: every supported operation the principal is
+    /// allowed (all of them without an authorizer).
+    pub fn authorized_operations(&self, rt: ResourceType, name: &str) -> i32 {
+        match &self.authorizer {
+            Some(a) => a.authorized_operations(&self.requester(), rt, name),
+            None => AclOperation::supported_by(rt)
+                .iter()
+                .fold(0, |bits, op| bits | (1 << op.code())),
+        }
     }
 
     /// The API key.

@@ -24,8 +24,9 @@
 //!
 //! The verbs live by concern: [`cluster_control`] (registration, heartbeats, fencing, controlled
 //! shutdown), [`replication_control`] (elections, AlterPartition), [`topic_control`] (topics,
-//! partitions, configs) and [`producer_ids`].
+//! partitions, configs), [`acl_control`] (ACLs) and [`producer_ids`].
 
+mod acl_control;
 mod cluster_control;
 mod producer_ids;
 mod replication_control;

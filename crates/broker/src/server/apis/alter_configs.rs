@@ -19,22 +19,26 @@ use protocol::error::ErrorCode;
 use protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
 use protocol::messages::{AlterConfigsRequest, AlterConfigsResponse};
 
-use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
+use super::describe_configs::{authorize_config, RESOURCE_BROKER, RESOURCE_TOPIC};
 use super::errors::ApiError;
 use super::KafkaApis;
 use crate::server::context::RequestContext;
+use authorizer::AclOperation;
 
 /// Answers AlterConfigs: each resource's config set becomes exactly the given set.
 pub async fn handle(
     apis: &KafkaApis,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     request: AlterConfigsRequest,
 ) -> AlterConfigsResponse {
     let mut responses = Vec::with_capacity(request.resources.len());
     for res in request.resources {
         let entries: Vec<(String, Option<String>)> =
             res.configs.into_iter().map(|c| (c.name, c.value)).collect();
+        let op = AclOperation::AlterConfigs;
+        let allowed = authorize_config(ctx, op, res.resource_type, &res.resource_name);
         let result = match res.resource_type {
+            _ if allowed.is_err() => allowed,
             RESOURCE_TOPIC => {
                 alter_topic(apis, &res.resource_name, entries, request.validate_only).await
             }

@@ -11,16 +11,20 @@ use protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
 use super::errors::ApiError;
 use super::KafkaApis;
 use crate::server::context::RequestContext;
+use authorizer::{AclOperation, ResourceType};
 
 /// Answers CreatePartitions, one result per topic in request order.
 pub async fn handle(
     apis: &KafkaApis,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     request: CreatePartitionsRequest,
 ) -> CreatePartitionsResponse {
     let mut results = Vec::with_capacity(request.topics.len());
     for t in request.topics {
-        let result = match check_assignments(apis, &t) {
+        let allowed = ctx
+            .authorize(AclOperation::Alter, ResourceType::Topic, &t.name)
+            .map_err(ApiError::from);
+        let result = match allowed.and_then(|()| check_assignments(apis, &t)) {
             Ok(()) => apis
                 .topics
                 .add_partitions(&t.name, t.count, request.validate_only)

@@ -15,6 +15,7 @@ use super::errors::ApiError;
 use super::KafkaApis;
 use crate::metadata::TopicMetadata;
 use crate::server::context::RequestContext;
+use authorizer::{AclOperation, ResourceType};
 
 /// Creates each topic; one result per requested topic, in order. A name given twice gets INVALID_REQUEST.
 pub async fn handle(
@@ -44,6 +45,12 @@ pub async fn handle(
                     t.name
                 ),
             ))
+        } else if let Err(d) = ctx
+            .authorize_cluster(AclOperation::Create)
+            .or_else(|_| ctx.authorize(AclOperation::Create, ResourceType::Topic, &t.name))
+        {
+            // Kafka: CREATE on the cluster, or on the topic.
+            Err(ApiError::from(d))
         } else {
             create_one(apis, &t, request.validate_only).await
         };

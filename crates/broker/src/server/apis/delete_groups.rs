@@ -13,34 +13,40 @@ use protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse};
 
 use super::KafkaApis;
 use crate::server::context::RequestContext;
+use authorizer::{AclOperation, ResourceType};
 
 /// Deletes each group; one result per requested group, in request order. Each group is checked and deleted
 /// on its own (in cluster mode groups of one request may have different coordinators: a group coordinated
 /// elsewhere gets NOT_COORDINATOR (16), one whose partition is loading COORDINATOR_LOAD_IN_PROGRESS (14)).
 pub async fn handle(
     apis: &KafkaApis,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     request: DeleteGroupsRequest,
 ) -> DeleteGroupsResponse {
     let mut results = Vec::with_capacity(request.groups_names.len());
     for group_id in request.groups_names {
         // An empty group id is looked up like any other (Kafka 4: GROUP_ID_NOT_FOUND).
         let one = std::slice::from_ref(&group_id);
-        let code = match apis
-            .groups
-            .with_group(&group_id, |c, now| c.delete_groups(now, one))
-            .await
-        {
-            Ok((r, written)) => {
-                let code = r
-                    .first()
-                    .map_or(ErrorCode::UNKNOWN_SERVER_ERROR, |(_, c)| *c);
-                match written {
-                    Err(e) if code == ErrorCode::NONE => e.into(),
-                    _ => code,
+        let denied = ctx.authorize(AclOperation::Delete, ResourceType::Group, &group_id);
+        let code = if let Err(d) = denied {
+            ErrorCode::from(d)
+        } else {
+            match apis
+                .groups
+                .with_group(&group_id, |c, now| c.delete_groups(now, one))
+                .await
+            {
+                Ok((r, written)) => {
+                    let code = r
+                        .first()
+                        .map_or(ErrorCode::UNKNOWN_SERVER_ERROR, |(_, c)| *c);
+                    match written {
+                        Err(e) if code == ErrorCode::NONE => e.into(),
+                        _ => code,
+                    }
                 }
+                Err(e) => e.into(),
             }
-            Err(e) => e.into(),
         };
         results.push(DeletableGroupResult {
             group_id,

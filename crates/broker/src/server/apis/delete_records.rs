@@ -15,11 +15,12 @@ use types::Offset;
 use super::errors::storage_error_code;
 use super::KafkaApis;
 use crate::server::context::RequestContext;
+use authorizer::{AclOperation, ResourceType};
 
 /// Answers DeleteRecords.
 pub fn handle(
     apis: &KafkaApis,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     request: DeleteRecordsRequest,
 ) -> DeleteRecordsResponse {
     let topics = request
@@ -35,6 +36,13 @@ pub fn handle(
                         low_watermark: -1,
                         ..Default::default()
                     };
+                    // Kafka: DELETE on the topic.
+                    if let Err(d) =
+                        ctx.authorize(AclOperation::Delete, ResourceType::Topic, &t.name)
+                    {
+                        r.error_code = ErrorCode::from(d).0;
+                        return r;
+                    }
                     let Some(part) = apis.replica_manager.partition(&t.name, p.partition_index)
                     else {
                         r.error_code = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0;

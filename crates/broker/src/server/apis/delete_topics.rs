@@ -7,7 +7,8 @@ use uuid::Uuid;
 
 use super::errors::ApiError;
 use super::KafkaApis;
-use crate::server::context::RequestContext;
+use crate::server::context::{Denied, RequestContext};
+use authorizer::{AclOperation, ResourceType};
 
 /// Deletes each named topic (by name below v6, by name or id from v6).
 pub async fn handle(
@@ -42,6 +43,10 @@ pub async fn handle(
             };
             match name {
                 None => r.error_code = ErrorCode::UNKNOWN_TOPIC_ID.0,
+                Some(n) if !ctx.is_allowed(AclOperation::Delete, ResourceType::Topic, &n) => {
+                    let d = Denied(ResourceType::Topic);
+                    (r.error_code, r.error_message) = ApiError::from(d).into_parts();
+                }
                 Some(n) => match apis.topics.delete_topic(&n).await {
                     // The groups' offsets for it go when the metadata change is published (in every
                     // mode, through the group coordinator's MetadataPublisher).

@@ -7,6 +7,7 @@ use protocol::messages::{DescribeClusterRequest, DescribeClusterResponse};
 
 use super::KafkaApis;
 use crate::server::context::RequestContext;
+use authorizer::{AclOperation, ResourceType, CLUSTER_NAME};
 
 /// Endpoint type "brokers" (1).
 const ENDPOINT_TYPE_BROKERS: i8 = 1;
@@ -84,6 +85,7 @@ pub fn handle(
                 cluster_id,
                 controller_id: config.node_id.get(),
                 brokers,
+                cluster_authorized_operations: authorized_operations(ctx, &request),
                 ..Default::default()
             }
         }
@@ -94,5 +96,17 @@ pub fn handle(
             cluster_id,
             ..Default::default()
         },
+    }
+}
+
+/// Kafka's `handleDescribeClusterRequest`: the cluster's authorized operations when asked for, 0 without
+/// DESCRIBE on the cluster.
+fn authorized_operations(ctx: &RequestContext, request: &DescribeClusterRequest) -> i32 {
+    if !request.include_cluster_authorized_operations {
+        i32::MIN
+    } else if ctx.authorize_cluster(AclOperation::Describe).is_err() {
+        0
+    } else {
+        ctx.authorized_operations(ResourceType::Cluster, CLUSTER_NAME)
     }
 }

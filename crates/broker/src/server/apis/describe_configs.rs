@@ -25,6 +25,7 @@ use super::KafkaApis;
 use crate::config::{broker_def, topic_def, ConfigType, BROKER_CONFIGS, TOPIC_CONFIGS};
 use crate::dynamic_config::{is_dynamic, source, ConfigLevel, ConfigSynonym};
 use crate::server::context::RequestContext;
+use authorizer::{AclOperation, ResourceType};
 
 /// Resource type TOPIC.
 pub const RESOURCE_TOPIC: i8 = 2;
@@ -74,6 +75,23 @@ fn topic_synonyms(
 }
 
 /// Answers DescribeConfigs for topics and this broker.
+/// Kafka's config checks: `op` (DESCRIBE_CONFIGS or ALTER_CONFIGS) on the topic for a topic
+/// (TOPIC_AUTHORIZATION_FAILED), on the cluster for a broker (CLUSTER_AUTHORIZATION_FAILED).
+pub fn authorize_config(
+    ctx: &RequestContext,
+    op: AclOperation,
+    resource_type: i8,
+    name: &str,
+) -> Result<(), ApiError> {
+    match resource_type {
+        RESOURCE_TOPIC => ctx.authorize(op, ResourceType::Topic, name),
+        RESOURCE_BROKER => ctx.authorize_cluster(op),
+        _ => Ok(()),
+    }
+    .map_err(ApiError::from)
+}
+
+/// Answers DescribeConfigs.
 pub fn handle(
     apis: &KafkaApis,
     ctx: &RequestContext,
@@ -95,6 +113,16 @@ pub fn handle(
                     .as_ref()
                     .is_none_or(|keys| keys.iter().any(|k| k == name))
             };
+            let allowed = authorize_config(
+                ctx,
+                AclOperation::DescribeConfigs,
+                res.resource_type,
+                &res.resource_name,
+            );
+            if let Err(e) = allowed {
+                (out.error_code, out.error_message) = e.into_parts();
+                return out;
+            }
             match res.resource_type {
                 RESOURCE_TOPIC => {
                     let Some(topic) = apis.metadata.topic(&res.resource_name) else {

@@ -12,9 +12,7 @@ use protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse};
 
 use super::KafkaApis;
 use crate::server::context::RequestContext;
-
-/// Group operations allowed without an authorizer (KIP-430 bit positions): READ 3, DELETE 6, DESCRIBE 8.
-const ALL_GROUP_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8);
+use authorizer::{AclOperation, ResourceType};
 
 /// Sentinel for "authorized operations not requested" (`Integer.MIN_VALUE`).
 const AUTHORIZED_OPERATIONS_OMITTED: i32 = i32::MIN;
@@ -26,15 +24,15 @@ pub fn handle(
     request: DescribeGroupsRequest,
 ) -> DescribeGroupsResponse {
     let version = ctx.api_version();
-    let ops = if request.include_authorized_operations {
-        ALL_GROUP_OPERATIONS
-    } else {
-        AUTHORIZED_OPERATIONS_OMITTED
-    };
     let groups = request
         .groups
         .into_iter()
         .map(|group_id| {
+            let ops = if request.include_authorized_operations {
+                ctx.authorized_operations(ResourceType::Group, &group_id)
+            } else {
+                AUTHORIZED_OPERATIONS_OMITTED
+            };
             let error = |code: i16, message: Option<String>| DescribedGroup {
                 error_code: code,
                 error_message: if version >= 6 { message } else { None },
@@ -43,6 +41,10 @@ pub fn handle(
                 authorized_operations: ops,
                 ..Default::default()
             };
+            // Kafka: DESCRIBE on the group, else GROUP_AUTHORIZATION_FAILED.
+            if let Err(d) = ctx.authorize(AclOperation::Describe, ResourceType::Group, &group_id) {
+                return error(ErrorCode::from(d).0, None);
+            }
             let d = match apis
                 .groups
                 .read_group(&group_id, |c| c.describe_group(&group_id))

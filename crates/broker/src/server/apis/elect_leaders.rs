@@ -13,18 +13,36 @@ use std::collections::BTreeMap;
 
 use metadata::{ElectionResult, ElectionType};
 use protocol::error::ErrorCode;
+use protocol::messages::elect_leaders_request::TopicPartitions;
 use protocol::messages::elect_leaders_response::{PartitionResult, ReplicaElectionResult};
 use protocol::messages::{ElectLeadersRequest, ElectLeadersResponse};
 
 use super::errors::ApiError;
 use super::KafkaApis;
 use crate::server::context::RequestContext;
+use authorizer::AclOperation;
 
 /// Most partitions one request may name (the answer and the controller call grow with it).
 const MAX_PARTITIONS: usize = 100_000;
 
-/// Runs the election and answers per partition, grouped by topic in request (or name) order.
+/// Runs the election and answers per partition, grouped by topic in request (or name) order. Kafka: ALTER on
+/// the cluster; refused, every partition (and v1+ the top level) says so.
 pub async fn handle(
+    apis: &KafkaApis,
+    ctx: &RequestContext,
+    request: ElectLeadersRequest,
+) -> ElectLeadersResponse {
+    match ctx.authorize_cluster(AclOperation::Alter) {
+        Err(d) => denied(
+            ErrorCode::from(d).0,
+            ctx.api_version(),
+            request.topic_partitions,
+        ),
+        Ok(()) => elect(apis, ctx, request).await,
+    }
+}
+
+async fn elect(
     apis: &KafkaApis,
     ctx: &RequestContext,
     request: ElectLeadersRequest,
@@ -149,4 +167,28 @@ fn response(results: Vec<ElectionResult>) -> ElectLeadersResponse {
             .collect(),
         ..Default::default()
     }
+}
+
+/// The answer to an ElectLeaders without ALTER on the cluster: every partition, and from v1 the top level,
+/// carry `code`.
+fn denied(code: i16, version: i16, asked: Option<Vec<TopicPartitions>>) -> ElectLeadersResponse {
+    let mut r = response(
+        asked
+            .unwrap_or_default()
+            .into_iter()
+            .flat_map(|t| {
+                let topic = t.topic;
+                t.partitions.into_iter().map(move |p| ElectionResult {
+                    topic: topic.clone(),
+                    partition: p,
+                    error_code: code,
+                    message: None,
+                })
+            })
+            .collect(),
+    );
+    if version >= 1 {
+        r.error_code = code;
+    }
+    r
 }

@@ -15,8 +15,10 @@ use replica::replica_manager::ReplicaError;
 use storage::StorageError;
 
 use crate::config::ConfigError;
-use crate::error::{AlterConfigError, TopicError};
+use crate::error::{AclError, AlterConfigError, TopicError};
 use crate::group_coordinator::CoordinatorError;
+use crate::server::context::Denied;
+use authorizer::ResourceType;
 
 /// An error as a client sees it: a Kafka code and a message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,6 +127,60 @@ pub fn alter_config_error_code(e: &AlterConfigError) -> ErrorCode {
         AlterConfigError::NotShownInTime(_) => ErrorCode::REQUEST_TIMED_OUT,
         AlterConfigError::Internal(_) => ErrorCode::UNKNOWN_SERVER_ERROR,
     }
+}
+
+/// The Kafka code of a refused action, by the type of the resource it was refused on (KafkaApis'
+/// `authHelper`): TOPIC_AUTHORIZATION_FAILED (29), GROUP_AUTHORIZATION_FAILED (30),
+/// CLUSTER_AUTHORIZATION_FAILED (31), TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53),
+/// DELEGATION_TOKEN_AUTHORIZATION_FAILED (65).
+impl From<Denied> for ErrorCode {
+    fn from(d: Denied) -> ErrorCode {
+        match d.0 {
+            ResourceType::Topic => ErrorCode::TOPIC_AUTHORIZATION_FAILED,
+            ResourceType::Group => ErrorCode::GROUP_AUTHORIZATION_FAILED,
+            ResourceType::TransactionalId => ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            ResourceType::DelegationToken => ErrorCode::DELEGATION_TOKEN_AUTHORIZATION_FAILED,
+            _ => ErrorCode::CLUSTER_AUTHORIZATION_FAILED,
+        }
+    }
+}
+
+impl From<Denied> for ApiError {
+    fn from(d: Denied) -> ApiError {
+        let code = ErrorCode::from(d);
+        let message = match d.0 {
+            ResourceType::Cluster => "Cluster authorization failed.".to_string(),
+            ResourceType::Topic => "Topic authorization failed.".to_string(),
+            ResourceType::Group => "Group authorization failed.".to_string(),
+            other => format!("{other} authorization failed."),
+        };
+        ApiError::new(code, message)
+    }
+}
+
+/// The Kafka code of an ACL change error.
+pub fn acl_error_code(e: &AclError) -> ErrorCode {
+    match e {
+        AclError::Invalid(_) => ErrorCode::INVALID_REQUEST,
+        AclError::Storage(_) => ErrorCode::KAFKA_STORAGE_ERROR,
+        AclError::Controller(c) => c.code,
+        AclError::NotShownInTime(_) => ErrorCode::REQUEST_TIMED_OUT,
+        AclError::Internal(_) => ErrorCode::UNKNOWN_SERVER_ERROR,
+    }
+}
+
+impl From<AclError> for ApiError {
+    fn from(e: AclError) -> ApiError {
+        match e {
+            AclError::Controller(c) => ApiError::from(c),
+            other => ApiError::new(acl_error_code(&other), other.to_string()),
+        }
+    }
+}
+
+/// What the ACL APIs answer without an authorizer (Kafka: SECURITY_DISABLED, "No Authorizer is configured.").
+pub fn security_disabled() -> ApiError {
+    ApiError::new(ErrorCode::SECURITY_DISABLED, "No Authorizer is configured.")
 }
 
 impl From<TopicError> for ApiError {

@@ -30,7 +30,8 @@ use uuid::Uuid;
 use super::errors::{replica_error_code, storage_error_code};
 use super::produce::batches_use_codec;
 use super::KafkaApis;
-use crate::server::context::RequestContext;
+use crate::server::context::{Denied, RequestContext};
+use authorizer::{AclOperation, ResourceType};
 use replica::partition::{DivergingEpoch, Partition, PartitionRead};
 use replica::replica_manager::FetchPartitionRequest;
 
@@ -79,7 +80,7 @@ pub async fn handle(
     let topics: Vec<TopicSlots> = request
         .topics
         .iter()
-        .map(|t| resolve_topic(apis, version, replica_id, t, &mut reads))
+        .map(|t| resolve_topic(apis, ctx, replica_id, t, &mut reads))
         .collect();
     let any_error = topics.iter().any(|t| {
         t.partitions
@@ -117,14 +118,17 @@ pub async fn handle(
     }
 }
 
-/// Resolves one requested topic: by id from v13 (UNKNOWN_TOPIC_ID when unknown), by name before.
+/// Resolves one requested topic: by id from v13 (UNKNOWN_TOPIC_ID when unknown), by name before; then
+/// Kafka's check — CLUSTER_ACTION on the cluster for a replica's fetch, READ on the topic for a consumer's —
+/// TOPIC_AUTHORIZATION_FAILED for each partition when refused.
 fn resolve_topic(
     apis: &KafkaApis,
-    version: i16,
+    ctx: &RequestContext,
     replica_id: i32,
     topic: &FetchTopic,
     reads: &mut Vec<FetchPartitionRequest>,
 ) -> TopicSlots {
+    let version = ctx.api_version();
     let (name, topic_id) = if version >= 13 {
         match apis.metadata.topic_by_id(topic.topic_id) {
             Some((name, meta)) => (Some(name), meta.topic_id),
@@ -138,12 +142,21 @@ fn resolve_topic(
             .unwrap_or_default();
         (Some(topic.topic.clone()), id)
     };
+    let allowed = |name: &str| {
+        if replica_id >= 0 {
+            ctx.authorize_cluster(AclOperation::ClusterAction).is_ok()
+        } else {
+            ctx.is_allowed(AclOperation::Read, ResourceType::Topic, name)
+        }
+    };
+    let allowed = name.as_deref().is_some_and(allowed);
     let partitions = topic
         .partitions
         .iter()
         .map(|p| {
             let slot = match &name {
                 None => Slot::Error(ErrorCode::UNKNOWN_TOPIC_ID),
+                Some(_) if !allowed => Slot::Error(ErrorCode::from(Denied(ResourceType::Topic))),
                 Some(name) => resolve_partition(apis, name, replica_id, p, reads),
             };
             (p.partition, slot)

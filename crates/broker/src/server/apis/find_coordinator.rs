@@ -9,9 +9,11 @@ use protocol::error::ErrorCode;
 use protocol::messages::find_coordinator_response::Coordinator;
 use protocol::messages::{FindCoordinatorRequest, FindCoordinatorResponse};
 
+use super::errors::ApiError;
 use super::KafkaApis;
 use crate::group_coordinator::OFFSETS_TOPIC;
 use crate::server::context::RequestContext;
+use authorizer::{AclOperation, ResourceType};
 
 /// Key type of a consumer group.
 const KEY_TYPE_GROUP: i8 = 0;
@@ -27,8 +29,25 @@ pub async fn handle(
     } else {
         None
     };
+    // Kafka: DESCRIBE on the group (or transactional id) named by the key.
+    let resource_type = if request.key_type == KEY_TYPE_GROUP {
+        ResourceType::Group
+    } else {
+        ResourceType::TransactionalId
+    };
     let answer = |key: String| -> Coordinator {
-        if let Some(code) = group_error {
+        if let Err(d) = ctx.authorize(AclOperation::Describe, resource_type, &key) {
+            let e = ApiError::from(d);
+            Coordinator {
+                key,
+                node_id: -1,
+                host: String::new(),
+                port: -1,
+                error_code: e.code.0,
+                error_message: Some(e.message),
+                ..Default::default()
+            }
+        } else if let Some(code) = group_error {
             Coordinator {
                 key,
                 node_id: -1,

@@ -18,12 +18,13 @@ use protocol::messages::incremental_alter_configs_response::AlterConfigsResource
 use protocol::messages::{IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse};
 
 use super::alter_configs::{check_duplicates, null_value, split, unsupported_resource};
-use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
+use super::describe_configs::{authorize_config, RESOURCE_BROKER, RESOURCE_TOPIC};
 use super::errors::ApiError;
 use super::KafkaApis;
 use crate::config::{broker_def, topic_def, ConfigType};
 use crate::dynamic_config::ConfigLevel;
 use crate::server::context::RequestContext;
+use authorizer::AclOperation;
 
 const OP_SET: i8 = 0;
 const OP_DELETE: i8 = 1;
@@ -33,12 +34,15 @@ const OP_SUBTRACT: i8 = 3;
 /// Answers IncrementalAlterConfigs.
 pub async fn handle(
     apis: &KafkaApis,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     request: IncrementalAlterConfigsRequest,
 ) -> IncrementalAlterConfigsResponse {
     let mut responses = Vec::with_capacity(request.resources.len());
     for res in request.resources {
+        let op = AclOperation::AlterConfigs;
+        let allowed = authorize_config(ctx, op, res.resource_type, &res.resource_name);
         let result = match (check_ops(&res.configs), res.resource_type) {
+            _ if allowed.is_err() => allowed,
             (Err(e), _) => Err(e),
             (Ok(()), RESOURCE_TOPIC) => {
                 alter_topic(apis, &res.resource_name, res.configs, request.validate_only).await

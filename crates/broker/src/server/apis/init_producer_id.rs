@@ -10,11 +10,12 @@ use protocol::messages::{InitProducerIdRequest, InitProducerIdResponse};
 use super::KafkaApis;
 use crate::metadata::MetadataError;
 use crate::server::context::RequestContext;
+use authorizer::{AclOperation, ResourceType};
 
 /// Allocates a producer id with epoch 0, or bumps the epoch of the given id (a new id when it would overflow).
 pub async fn handle(
     apis: &KafkaApis,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     request: InitProducerIdRequest,
 ) -> InitProducerIdResponse {
     let mut response = InitProducerIdResponse {
@@ -22,6 +23,17 @@ pub async fn handle(
         producer_epoch: -1,
         ..Default::default()
     };
+    // Kafka: WRITE on the transactional id; an idempotent producer needs IDEMPOTENT_WRITE on the cluster or
+    // WRITE on some topic (KIP-679).
+    let allowed = match &request.transactional_id {
+        Some(id) => ctx.authorize(AclOperation::Write, ResourceType::TransactionalId, id),
+        None if ctx.is_allowed_any(AclOperation::Write, ResourceType::Topic) => Ok(()),
+        None => ctx.authorize_cluster(AclOperation::IdempotentWrite),
+    };
+    if let Err(d) = allowed {
+        response.error_code = ErrorCode::from(d).0;
+        return response;
+    }
     if request.transactional_id.is_some() {
         response.error_code = ErrorCode::COORDINATOR_NOT_AVAILABLE.0;
         return response;

@@ -16,6 +16,7 @@ use protocol::messages::{JoinGroupRequest, JoinGroupResponse};
 
 use super::KafkaApis;
 use crate::server::context::RequestContext;
+use authorizer::{AclOperation, ResourceType};
 
 /// Joins (or rejoins) the member and waits for the rebalance outcome.
 pub async fn handle(
@@ -24,6 +25,14 @@ pub async fn handle(
     request: JoinGroupRequest,
 ) -> JoinGroupResponse {
     let version = ctx.api_version();
+    if let Err(d) = ctx.authorize(AclOperation::Read, ResourceType::Group, &request.group_id) {
+        return JoinGroupResponse {
+            error_code: ErrorCode::from(d).0,
+            generation_id: -1,
+            member_id: request.member_id,
+            ..Default::default()
+        };
+    }
     let member_id = request.member_id.clone();
     let group_id = request.group_id.clone();
     tracing::debug!(group = %group_id, member = %member_id, version, instance = ?request.group_instance_id,

@@ -11,6 +11,7 @@ use protocol::ErrorCode;
 
 use super::KafkaApis;
 use crate::server::context::RequestContext;
+use authorizer::{AclOperation, ResourceType};
 
 /// Removes the members from the group (a rebalance follows if the group had others).
 pub async fn handle(
@@ -36,20 +37,23 @@ pub async fn handle(
     };
     tracing::debug!(group = %request.group_id,
         members = ?members.iter().map(|m| m.member_id.as_str()).collect::<Vec<_>>(), "LeaveGroup");
-    let result = if request.group_id.is_empty() {
-        Err(ErrorCode::INVALID_GROUP_ID)
-    } else {
-        match apis
-            .groups
-            .with_group(&request.group_id, |c, now| {
-                c.leave_group(now, &request.group_id, &members)
-            })
-            .await
-        {
-            Ok((r, _)) => Ok(r),
-            Err(e) => Err(e.into()),
-        }
-    };
+    let result =
+        if let Err(d) = ctx.authorize(AclOperation::Read, ResourceType::Group, &request.group_id) {
+            Err(ErrorCode::from(d))
+        } else if request.group_id.is_empty() {
+            Err(ErrorCode::INVALID_GROUP_ID)
+        } else {
+            match apis
+                .groups
+                .with_group(&request.group_id, |c, now| {
+                    c.leave_group(now, &request.group_id, &members)
+                })
+                .await
+            {
+                Ok((r, _)) => Ok(r),
+                Err(e) => Err(e.into()),
+            }
+        };
     let result = match result {
         Ok(r) if r.error_code == ErrorCode::NONE => r,
         // An unknown group in v3+ (batched members): Kafka answers each member UNKNOWN_MEMBER_ID, not the

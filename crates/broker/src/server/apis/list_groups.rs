@@ -10,6 +10,7 @@ use protocol::messages::{ListGroupsRequest, ListGroupsResponse};
 
 use super::KafkaApis;
 use crate::server::context::RequestContext;
+use authorizer::{AclOperation, ResourceType};
 
 /// Type name of classic-protocol groups.
 const CLASSIC: &str = "classic";
@@ -32,12 +33,17 @@ pub fn handle(
             .types_filter
             .iter()
             .any(|t| t.eq_ignore_ascii_case(CLASSIC));
+    // Kafka: DESCRIBE on the cluster lists every group; otherwise only the groups with DESCRIBE.
+    let all_groups = ctx.authorize_cluster(AclOperation::Describe).is_ok();
+    let visible =
+        |g: &str| all_groups || ctx.is_allowed(AclOperation::Describe, ResourceType::Group, g);
     match apis.groups.read(|c| c.list_groups(&states)) {
         Ok(groups) => ListGroupsResponse {
             error_code: 0,
             groups: if types_match {
                 groups
                     .into_iter()
+                    .filter(|g| visible(&g.group_id))
                     .map(|g| ListedGroup {
                         group_id: g.group_id,
                         protocol_type: g.protocol_type,

@@ -17,6 +17,7 @@ use protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 
 use super::KafkaApis;
 use crate::server::context::RequestContext;
+use authorizer::{AclOperation, ResourceType};
 
 const LATEST: i64 = -1;
 const EARLIEST: i64 = -2;
@@ -29,14 +30,20 @@ const DEBUGGING_REPLICA_ID: i32 = -2;
 /// Answers a ListOffsets request.
 pub fn handle(
     apis: &KafkaApis,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     request: ListOffsetsRequest,
 ) -> ListOffsetsResponse {
     let leader_only = request.replica_id != DEBUGGING_REPLICA_ID;
     let topics = request
         .topics
         .into_iter()
-        .map(|t| ListOffsetsTopicResponse {
+        .map(|t| {
+            let denied = ctx
+                .authorize(AclOperation::Describe, ResourceType::Topic, &t.name)
+                .err();
+            (t, denied)
+        })
+        .map(|(t, denied)| ListOffsetsTopicResponse {
             partitions: t
                 .partitions
                 .iter()
@@ -48,6 +55,10 @@ pub fn handle(
                         leader_epoch: -1,
                         ..Default::default()
                     };
+                    if let Some(d) = denied {
+                        r.error_code = ErrorCode::from(d).0;
+                        return r;
+                    }
                     let Some(part) = apis.replica_manager.partition(&t.name, p.partition_index)
                     else {
                         r.error_code = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0;

@@ -5,6 +5,7 @@
 //! are auto-created with `num.partitions` when `auto.create.topics.enable` is on and the request allows it
 //! (v4+ `allow_auto_topic_creation`; always allowed below v4).
 
+use authorizer::{AclOperation, ResourceType, CLUSTER_NAME};
 use protocol::error::ErrorCode;
 use protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
@@ -21,11 +22,6 @@ use crate::topics::validate_topic_name;
 /// Sentinel for "authorized operations not requested" (`Integer.MIN_VALUE`).
 const AUTHORIZED_OPERATIONS_OMITTED: i32 = i32::MIN;
 
-/// Topic operations allowed without an authorizer (KIP-430 bit positions): READ 3, WRITE 4, CREATE 5,
-/// DELETE 6, ALTER 7, DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11.
-const ALL_TOPIC_OPERATIONS: i32 =
-    (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11);
-
 /// Answers a Metadata request.
 pub async fn handle(
     apis: &KafkaApis,
@@ -37,30 +33,36 @@ pub async fn handle(
     let node = config.node_id.get();
     let allow_auto_create =
         config.auto_create_topics_enable && (version < 4 || request.allow_auto_topic_creation);
-    let authorized_ops = if request.include_topic_authorized_operations {
-        ALL_TOPIC_OPERATIONS
-    } else {
-        AUTHORIZED_OPERATIONS_OMITTED
-    };
-
     let mut topics = Vec::new();
     match request.topics {
         // v0 used an empty list for "all topics"; v1+ uses null.
-        None => list_all(apis, &mut topics),
-        Some(ref requested) if requested.is_empty() && version == 0 => list_all(apis, &mut topics),
+        None => list_all(apis, ctx, &mut topics),
+        Some(ref requested) if requested.is_empty() && version == 0 => {
+            list_all(apis, ctx, &mut topics)
+        }
         Some(requested) => {
             for t in requested {
                 let topic = match t.name {
-                    Some(name) => describe_by_name(apis, &name, allow_auto_create).await,
-                    None => describe_by_id(apis, t.topic_id),
+                    Some(name) => describe_by_name(apis, ctx, &name, allow_auto_create).await,
+                    None => describe_by_id(apis, ctx, t.topic_id),
                 };
                 topics.push(topic);
             }
         }
     }
     for t in topics.iter_mut() {
-        t.topic_authorized_operations = authorized_ops;
+        t.topic_authorized_operations = match &t.name {
+            Some(name) if request.include_topic_authorized_operations && t.error_code == 0 => {
+                ctx.authorized_operations(ResourceType::Topic, name)
+            }
+            _ => AUTHORIZED_OPERATIONS_OMITTED,
+        };
     }
+    let cluster_authorized_operations = if request.include_cluster_authorized_operations {
+        ctx.authorized_operations(ResourceType::Cluster, CLUSTER_NAME)
+    } else {
+        AUTHORIZED_OPERATIONS_OMITTED
+    };
     let image = apis.metadata_cache().image();
     // Each broker's endpoint on the listener the client came in on; brokers without it are left out
     // (Kafka's `getAliveBrokerNodes(listenerName)`).
@@ -100,35 +102,51 @@ pub async fn handle(
         cluster_id: Some(apis.metadata.cluster_id().to_string()),
         controller_id,
         topics,
+        cluster_authorized_operations,
         ..Default::default()
     }
 }
 
-fn list_all(apis: &KafkaApis, out: &mut Vec<MetadataResponseTopic>) {
+/// Every topic the principal may DESCRIBE (the others are left out silently, as Kafka does).
+fn list_all(apis: &KafkaApis, ctx: &RequestContext, out: &mut Vec<MetadataResponseTopic>) {
     let image = apis.metadata_cache().image();
     for (name, topic) in apis.metadata.topics() {
-        out.push(image_topic_response(&image, &name, &topic));
+        if ctx.is_allowed(AclOperation::Describe, ResourceType::Topic, &name) {
+            out.push(image_topic_response(&image, &name, &topic));
+        }
     }
 }
 
+/// A named topic: TOPIC_AUTHORIZATION_FAILED without DESCRIBE (whether it exists or not); auto-created when
+/// allowed and the principal may CREATE on the cluster or the topic (else TOPIC_AUTHORIZATION_FAILED).
 async fn describe_by_name(
     apis: &KafkaApis,
+    ctx: &RequestContext,
     name: &str,
     allow_auto_create: bool,
 ) -> MetadataResponseTopic {
-    if let Some(topic) = apis.metadata.topic(name) {
-        return topic_response(apis, name, &topic);
-    }
     let error = |code: ErrorCode| MetadataResponseTopic {
         error_code: code.0,
         name: Some(name.to_string()),
         ..Default::default()
     };
+    if let Err(d) = ctx.authorize(AclOperation::Describe, ResourceType::Topic, name) {
+        return error(ErrorCode::from(d));
+    }
+    if let Some(topic) = apis.metadata.topic(name) {
+        return topic_response(apis, name, &topic);
+    }
     if let Err(e) = validate_topic_name(name) {
         return error(topic_error_code(&e));
     }
     if !allow_auto_create {
         return error(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
+    }
+    if let Err(d) = ctx
+        .authorize_cluster(AclOperation::Create)
+        .or_else(|_| ctx.authorize(AclOperation::Create, ResourceType::Topic, name))
+    {
+        return error(ErrorCode::from(d));
     }
     match apis
         .topics
@@ -145,8 +163,16 @@ async fn describe_by_name(
     }
 }
 
-fn describe_by_id(apis: &KafkaApis, id: Uuid) -> MetadataResponseTopic {
+fn describe_by_id(apis: &KafkaApis, ctx: &RequestContext, id: Uuid) -> MetadataResponseTopic {
     match apis.metadata.topic_by_id(id) {
+        Some((name, _)) if !ctx.is_allowed(AclOperation::Describe, ResourceType::Topic, &name) => {
+            MetadataResponseTopic {
+                error_code: ErrorCode::TOPIC_AUTHORIZATION_FAILED.0,
+                name: None,
+                topic_id: id,
+                ..Default::default()
+            }
+        }
         Some((name, topic)) => topic_response(apis, &name, &topic),
         None => MetadataResponseTopic {
             error_code: ErrorCode::UNKNOWN_TOPIC_ID.0,

@@ -4,6 +4,7 @@
 //! runs the API's handler, and encodes the response frame. Errors inside a request become Kafka error codes
 //! in the response; a request that cannot be decoded or is not served closes the connection.
 
+mod acls;
 mod alter_configs;
 mod api_versions;
 pub use api_versions::response_for as api_versions_response_for;
@@ -41,6 +42,7 @@ use bytes::Bytes;
 use protocol::error::ErrorCode;
 use protocol::{ApiKey, Chunk, RequestBody, RequestHeader, ResponseBody};
 
+use crate::acls::Authorizer;
 use crate::config::BrokerConfig;
 use crate::config_admin::BrokerConfigManager;
 use crate::dynamic_config::DynamicBrokerConfig;
@@ -83,6 +85,9 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::OffsetDelete, 0, 0),
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
     (ApiKey::ElectLeaders, 0, 2),
+    (ApiKey::DescribeAcls, 1, 3),
+    (ApiKey::CreateAcls, 1, 3),
+    (ApiKey::DeleteAcls, 1, 3),
 ];
 
 /// The advertised version range of `key`, clipped to what the codec supports.
@@ -116,10 +121,13 @@ pub struct KafkaApis {
     broker_configs: Arc<BrokerConfigManager>,
     /// The cluster metadata handlers read (the replayed image in a cluster, a derived one standalone).
     metadata_cache: Arc<dyn MetadataCache>,
+    /// The authorizer (`authorizer.class.name`), `None` without one.
+    authorizer: Option<Arc<Authorizer>>,
 }
 
 impl KafkaApis {
     /// The dispatcher over the broker's services (built once, by [`crate::Server::start`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         config: BrokerConfig,
         metadata: Arc<MetadataStore>,
@@ -128,6 +136,7 @@ impl KafkaApis {
         groups: Arc<GroupCoordinatorService>,
         broker_configs: Arc<BrokerConfigManager>,
         metadata_cache: Arc<dyn MetadataCache>,
+        authorizer: Option<Arc<Authorizer>>,
     ) -> KafkaApis {
         KafkaApis {
             config,
@@ -137,6 +146,7 @@ impl KafkaApis {
             groups,
             broker_configs,
             metadata_cache,
+            authorizer,
         }
     }
 
@@ -196,7 +206,8 @@ impl KafkaApis {
             Ok(decoded) => decoded,
             Err(e) => return RequestOutcome::Close(format!("{} v{version}: {e}", api.name())),
         };
-        let ctx = RequestContext::new(header, connection.clone());
+        let ctx = RequestContext::new(header, connection.clone())
+            .with_authorizer(self.authorizer.clone());
         let response = match self.dispatch(&ctx, body).await {
             Ok(response) => response,
             Err(outcome) => return outcome,
@@ -294,6 +305,9 @@ impl KafkaApis {
             RequestBody::OffsetForLeaderEpoch(r) => {
                 ResponseBody::OffsetForLeaderEpoch(offset_for_leader_epoch::handle(self, ctx, r))
             }
+            RequestBody::DescribeAcls(r) => ResponseBody::DescribeAcls(acls::describe(ctx, r)),
+            RequestBody::CreateAcls(r) => ResponseBody::CreateAcls(acls::create(ctx, r).await),
+            RequestBody::DeleteAcls(r) => ResponseBody::DeleteAcls(acls::delete(ctx, r).await),
             other => {
                 return Err(RequestOutcome::Close(format!(
                     "api {} is not served",

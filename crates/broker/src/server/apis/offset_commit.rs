@@ -22,7 +22,8 @@ use protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
 
 use super::KafkaApis;
 use crate::group_coordinator::{CoordinatorError, Written};
-use crate::server::context::RequestContext;
+use crate::server::context::{Denied, RequestContext};
+use authorizer::{AclOperation, ResourceType};
 
 /// The coordinator's per-topic, per-partition commit results.
 type CommitResult = coordinator::OffsetCommitResult;
@@ -42,15 +43,31 @@ enum Prepared {
 pub async fn handle_async(
     apis: &KafkaApis,
     ctx: &RequestContext,
-    request: OffsetCommitRequest,
+    mut request: OffsetCommitRequest,
 ) -> OffsetCommitResponse {
-    match prepare(apis, ctx, &request) {
+    // Kafka: READ on the group (else every partition GROUP_AUTHORIZATION_FAILED), READ on each topic (else
+    // its partitions TOPIC_AUTHORIZATION_FAILED, and they are not committed).
+    if let Err(d) = ctx.authorize(AclOperation::Read, ResourceType::Group, &request.group_id) {
+        return all_with(&request, ErrorCode::from(d).0);
+    }
+    let (allowed, denied): (Vec<_>, Vec<_>) = std::mem::take(&mut request.topics)
+        .into_iter()
+        .partition(|t| ctx.is_allowed(AclOperation::Read, ResourceType::Topic, &t.name));
+    request.topics = allowed;
+    let denied = OffsetCommitRequest {
+        topics: denied,
+        ..Default::default()
+    };
+    let mut response = match prepare(apis, ctx, &request) {
         Prepared::Done(r) => r,
         Prepared::Commit(req, known) => {
             let outcome = apis.groups.commit_offsets(&req).await;
             finish(&request, known, outcome)
         }
-    }
+    };
+    let code = ErrorCode::from(Denied(ResourceType::Topic)).0;
+    response.topics.extend(all_with(&denied, code).topics);
+    response
 }
 
 /// Every requested partition with `code`.

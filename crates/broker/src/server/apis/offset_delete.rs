@@ -14,17 +14,22 @@ use protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse};
 
 use super::KafkaApis;
 use crate::server::context::RequestContext;
+use authorizer::{AclOperation, ResourceType};
 
 /// Deletes the offsets; per-partition results in request order.
 pub async fn handle(
     apis: &KafkaApis,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     request: OffsetDeleteRequest,
 ) -> OffsetDeleteResponse {
     let group_error = |code: ErrorCode| OffsetDeleteResponse {
         error_code: code.0,
         ..Default::default()
     };
+    // Kafka: DELETE on the group.
+    if let Err(d) = ctx.authorize(AclOperation::Delete, ResourceType::Group, &request.group_id) {
+        return group_error(ErrorCode::from(d));
+    }
     if request.group_id.is_empty() {
         return group_error(ErrorCode::INVALID_GROUP_ID);
     }

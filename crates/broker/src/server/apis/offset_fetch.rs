@@ -17,23 +17,47 @@ use protocol::messages::{OffsetFetchRequest, OffsetFetchResponse};
 
 use super::KafkaApis;
 use crate::group_coordinator::CoordinatorError;
-use crate::server::context::RequestContext;
+use crate::server::context::{Denied, RequestContext};
+use authorizer::{AclOperation, ResourceType};
+use protocol::error::ErrorCode;
+use types::{LeaderEpoch, Offset};
 
-/// One group's answer: the coordinator's result, or a group-level error code.
+/// One group's answer: the coordinator's result, or a group-level error code. Kafka's checks: DESCRIBE on the
+/// group (else GROUP_AUTHORIZATION_FAILED), DESCRIBE on each topic — a requested topic without it answers
+/// TOPIC_AUTHORIZATION_FAILED per partition, and an all-topics fetch leaves it out.
 fn fetch(
     apis: &KafkaApis,
+    ctx: &RequestContext,
     group_id: &str,
     topics: Option<Vec<(String, Vec<i32>)>>,
 ) -> coordinator::OffsetFetchGroup {
-    let error = |e: CoordinatorError| coordinator::OffsetFetchGroup {
+    let error = |error_code: ErrorCode| coordinator::OffsetFetchGroup {
         group_id: group_id.to_string(),
-        error_code: e.into(),
+        error_code,
         topics: Vec::new(),
     };
+    if let Err(d) = ctx.authorize(AclOperation::Describe, ResourceType::Group, group_id) {
+        return error(ErrorCode::from(d));
+    }
+    let all_topics = topics.is_none();
     // An empty group id is just a group nobody joined (Kafka 4 answers its offsets as −1).
-    apis.groups
+    let mut r = apis
+        .groups
         .read_group(group_id, |c| c.fetch_offsets(group_id, topics.as_deref()))
-        .unwrap_or_else(error)
+        .unwrap_or_else(|e: CoordinatorError| error(e.into()));
+    r.topics.retain_mut(|(name, parts)| {
+        if ctx.is_allowed(AclOperation::Describe, ResourceType::Topic, name) {
+            return true;
+        }
+        for p in parts.iter_mut() {
+            p.committed_offset = Offset::NONE;
+            p.committed_leader_epoch = LeaderEpoch::NONE;
+            p.metadata = String::new();
+            p.error_code = ErrorCode::from(Denied(ResourceType::Topic));
+        }
+        !all_topics
+    });
+    r
 }
 
 /// Answers the committed offsets of the requested group(s).
@@ -53,7 +77,7 @@ pub fn handle(
                         .map(|t| (t.name, t.partition_indexes))
                         .collect()
                 });
-                let r = fetch(apis, &g.group_id, topics);
+                let r = fetch(apis, ctx, &g.group_id, topics);
                 group_v8(g.group_id, r)
             })
             .collect();
@@ -72,7 +96,7 @@ pub fn handle(
         None if version < 2 => Some(Vec::new()),
         None => None,
     };
-    let r = fetch(apis, &request.group_id, requested.clone());
+    let r = fetch(apis, ctx, &request.group_id, requested.clone());
     let error_code = r.error_code.0;
     let topics: Vec<OffsetFetchResponseTopic> = if !r.error_code.is_ok() && version < 2 {
         // No top-level error field: report it on every requested partition.

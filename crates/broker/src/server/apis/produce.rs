@@ -33,6 +33,7 @@ use types::{LeaderEpoch, Offset};
 use super::errors::replica_error_code;
 use super::KafkaApis;
 use crate::server::context::RequestContext;
+use authorizer::{AclOperation, ResourceType};
 use replica::replica_manager::{Partition, ReplicaError};
 
 /// Topics only the broker writes (Kafka's `Topic.INTERNAL_TOPICS`).
@@ -133,6 +134,7 @@ pub enum Outcome {
 /// Appends every partition's records, waits for replication under acks=all, and reports each partition's
 /// outcome.
 pub async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: ProduceRequest) -> Outcome {
+    let request_ctx = ctx;
     let ctx = ProduceContext {
         version: ctx.api_version(),
         acks: request.acks,
@@ -143,10 +145,18 @@ pub async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: ProduceRequ
     let mut pending: Vec<Pending> = Vec::new();
     for (t, topic) in request.topic_data.into_iter().enumerate() {
         let known = apis.metadata.topic(&topic.name).is_some();
+        // Kafka's KafkaApis.handleProduceRequest: WRITE on the topic, checked before its existence.
+        let denied = request_ctx
+            .authorize(AclOperation::Write, ResourceType::Topic, &topic.name)
+            .err();
         let mut partitions = Vec::with_capacity(topic.partition_data.len());
         for (i, p) in topic.partition_data.into_iter().enumerate() {
             let index = p.index;
-            let resp = match append_partition(apis, &ctx, known, &topic.name, p) {
+            let appended = match denied {
+                Some(d) => Err(Failure::code(ErrorCode::from(d))),
+                None => append_partition(apis, &ctx, known, &topic.name, p),
+            };
+            let resp = match appended {
                 Ok((info, wait)) => {
                     if let Some(wait) = wait {
                         let (topic, partition) = (t, i);

@@ -13,6 +13,7 @@ use protocol::messages::{SyncGroupRequest, SyncGroupResponse};
 
 use super::KafkaApis;
 use crate::server::context::RequestContext;
+use authorizer::{AclOperation, ResourceType};
 
 /// Syncs the member and waits for its assignment.
 pub async fn handle(
@@ -21,6 +22,12 @@ pub async fn handle(
     request: SyncGroupRequest,
 ) -> SyncGroupResponse {
     let version = ctx.api_version();
+    if let Err(d) = ctx.authorize(AclOperation::Read, ResourceType::Group, &request.group_id) {
+        return SyncGroupResponse {
+            error_code: ErrorCode::from(d).0,
+            ..Default::default()
+        };
+    }
     let (group_id, member_id) = (request.group_id.clone(), request.member_id.clone());
     tracing::debug!(group = %group_id, member = %member_id, generation = request.generation_id,
         assignments = ?request.assignments.iter().map(|a| (a.member_id.as_str(), a.assignment.len())).collect::<Vec<_>>(),
