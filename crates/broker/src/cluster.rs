@@ -27,9 +27,10 @@ use std::time::{Duration, Instant};
 
 use controller::ControllerClient;
 use futures::future::BoxFuture;
+use imbl::ordmap::DiffItem;
 use metadata::{
     AclEntry, ControllerError, CreateTopic, ElectionResult, ElectionType, MetadataImage,
-    MetadataUpdate, PartitionRegistration, RESOURCE_BROKER, RESOURCE_TOPIC,
+    MetadataUpdate, PartitionRegistration, TopicImage, RESOURCE_BROKER, RESOURCE_TOPIC,
 };
 use parking_lot::RwLock;
 use storage::StorageError;
@@ -303,7 +304,9 @@ impl BrokerCluster {
         }
     }
 
-    /// Makes `next` the current image: topic registry, partition states, then the image itself.
+    /// Makes `next` the current image: topic registry, partition states, then the image itself. Only the
+    /// topics that differ from `previous` are visited: the images share their unchanged topics (persistent
+    /// maps), so the diff costs O(changes · log topics), not O(topics) (issue 13).
     fn publish(
         &self,
         dynamic: &DynamicBrokerConfig,
@@ -312,94 +315,131 @@ impl BrokerCluster {
         previous: &MetadataImage,
         next: MetadataImage,
     ) {
-        let topics: BTreeMap<String, TopicMetadata> = next
-            .topics
-            .iter()
-            .map(|(name, t)| {
-                (
-                    name.clone(),
-                    TopicMetadata {
-                        topic_id: t.topic_id,
-                        partitions: t.partitions.len() as i32,
-                        configs: t.configs.clone(),
-                    },
-                )
-            })
-            .collect();
-        metadata.replace_topics(topics);
-        let node = self.node_id;
-        // Stray logs (Kafka's KAFKA-14616 handling): on the first image, logs in the data dir of topics that
-        // no longer exist, were re-created with another id, or moved off this broker while it was down are
-        // deleted, so a re-created topic of the same name is not blocked by the old log.
+        let registry_topic = |t: &TopicImage| TopicMetadata {
+            topic_id: t.topic_id,
+            partitions: t.partitions.len() as i32,
+            configs: t.configs.clone(),
+        };
         if previous.offset < 0 {
-            for (tp, log) in replica_manager.log_manager().all_logs() {
-                let (topic, p) = (tp.topic, tp.partition);
-                let id = log.lock().topic_id();
-                let assigned = next.topics.get(&topic).is_some_and(|t| {
-                    (id.is_nil() || t.topic_id == id)
-                        && t.partitions
-                            .get(&p)
-                            .is_some_and(|r| r.replicas.contains(&node))
-                });
-                if !assigned {
-                    tracing::info!(topic = %topic, partition = p, topic_id = %id, "deleting stray log");
-                    if let Err(e) = replica_manager.stop_replica(&topic, p, true) {
-                        tracing::error!(topic = %topic, partition = p, error = %e, "deleting stray log failed");
-                    }
+            // The first image replaces whatever the registry held (a data dir used standalone before keeps
+            // a registry on disk); later ones change what differs from the image the registry mirrors.
+            metadata.replace_topics(
+                next.topics
+                    .iter()
+                    .map(|(name, t)| (name.clone(), registry_topic(t))),
+            );
+            self.delete_stray_logs(replica_manager, &next);
+        } else {
+            metadata.apply_topic_changes(previous.topics.diff(&next.topics).map(|d| match d {
+                DiffItem::Add(name, t) | DiffItem::Update { new: (name, t), .. } => {
+                    (name.clone(), Some(registry_topic(t)))
                 }
-            }
+                DiffItem::Remove(name, _) => (name.clone(), None),
+            }));
         }
-        // Partitions that left this broker (topic deleted or replica moved): stop and delete.
-        for (name, old) in &previous.topics {
-            for (p, reg) in &old.partitions {
-                if !reg.replicas.contains(&node) {
-                    continue;
-                }
-                let still_here = next.topics.get(name).is_some_and(|t| {
-                    t.topic_id == old.topic_id
-                        && t.partitions
-                            .get(p)
-                            .is_some_and(|r| r.replicas.contains(&node))
-                });
-                if !still_here {
-                    if let Err(e) = replica_manager.stop_replica(name, *p, true) {
-                        tracing::error!(topic = %name, partition = p, error = %e, "stopping replica failed");
-                    }
-                }
+        for change in previous.topics.diff(&next.topics) {
+            let (old, new) = match change {
+                DiffItem::Add(name, t) => (None, Some((name, t))),
+                DiffItem::Update { old, new } => (Some(old), Some(new)),
+                DiffItem::Remove(name, t) => (Some((name, t)), None),
+            };
+            if let Some((name, old)) = old {
+                self.stop_departed(replica_manager, name, old, new.map(|(_, t)| t));
             }
-        }
-        for (name, t) in &next.topics {
-            let old = previous
-                .topics
-                .get(name)
-                .filter(|o| o.topic_id == t.topic_id);
-            let configs_changed = old.is_none_or(|o| o.configs != t.configs);
-            for (p, reg) in &t.partitions {
-                if !reg.replicas.contains(&node) {
-                    continue;
-                }
-                let unchanged = old.and_then(|o| o.partitions.get(p)) == Some(reg);
-                if unchanged && !configs_changed {
-                    continue;
-                }
-                let state = partition_state(t.topic_id, reg);
-                // The effective config: dynamic broker values (KIP-226) hold across leader and ISR changes.
-                let config = log_config(&dynamic.effective(), &t.configs);
-                let mut result =
-                    replica_manager.apply_partition_state(name, *p, config.clone(), state.clone());
-                if let Err(StorageError::InconsistentTopicId(_)) = &result {
-                    // A log of an older topic of the same name (deleted while this broker was away).
-                    tracing::info!(topic = %name, partition = p, "replacing the log of a deleted topic of the same name");
-                    result = replica_manager.stop_replica(name, *p, true).and_then(|()| {
-                        replica_manager.apply_partition_state(name, *p, config, state)
-                    });
-                }
-                if let Err(e) = result {
-                    tracing::error!(topic = %name, partition = p, error = %e, "applying partition state failed");
-                }
+            if let Some((name, t)) = new {
+                let old = old.map(|(_, o)| o).filter(|o| o.topic_id == t.topic_id);
+                self.apply_topic(dynamic, replica_manager, name, old, t);
             }
         }
         *self.image.write() = Arc::new(next);
+    }
+
+    /// Stray logs (Kafka's KAFKA-14616 handling): on the first image, logs in the data dir of topics that no
+    /// longer exist, were re-created with another id, or moved off this broker while it was down are deleted,
+    /// so a re-created topic of the same name is not blocked by the old log.
+    fn delete_stray_logs(&self, replica_manager: &ReplicaManager, next: &MetadataImage) {
+        let node = self.node_id;
+        for (tp, log) in replica_manager.log_manager().all_logs() {
+            let (topic, p) = (tp.topic, tp.partition);
+            let id = log.lock().topic_id();
+            let assigned = next.topics.get(&topic).is_some_and(|t| {
+                (id.is_nil() || t.topic_id == id)
+                    && t.partitions
+                        .get(&p)
+                        .is_some_and(|r| r.replicas.contains(&node))
+            });
+            if !assigned {
+                tracing::info!(topic = %topic, partition = p, topic_id = %id, "deleting stray log");
+                if let Err(e) = replica_manager.stop_replica(&topic, p, true) {
+                    tracing::error!(topic = %topic, partition = p, error = %e, "deleting stray log failed");
+                }
+            }
+        }
+    }
+
+    /// Partitions of topic `name` (`old` in the previous image, `new` in the next, if still there) that left
+    /// this broker — the topic deleted or re-created, or the replica moved: stopped and deleted.
+    fn stop_departed(
+        &self,
+        replica_manager: &ReplicaManager,
+        name: &str,
+        old: &TopicImage,
+        new: Option<&TopicImage>,
+    ) {
+        let node = self.node_id;
+        for (p, reg) in &old.partitions {
+            if !reg.replicas.contains(&node) {
+                continue;
+            }
+            let still_here = new.is_some_and(|t| {
+                t.topic_id == old.topic_id
+                    && t.partitions
+                        .get(p)
+                        .is_some_and(|r| r.replicas.contains(&node))
+            });
+            if !still_here {
+                if let Err(e) = replica_manager.stop_replica(name, *p, true) {
+                    tracing::error!(topic = %name, partition = p, error = %e, "stopping replica failed");
+                }
+            }
+        }
+    }
+
+    /// Hands the ReplicaManager the state of each partition of topic `name` hosted here that is new or changed
+    /// since `old` (the same topic, same id, in the previous image), or all of them when its configs changed.
+    fn apply_topic(
+        &self,
+        dynamic: &DynamicBrokerConfig,
+        replica_manager: &ReplicaManager,
+        name: &str,
+        old: Option<&TopicImage>,
+        t: &TopicImage,
+    ) {
+        let configs_changed = old.is_none_or(|o| o.configs != t.configs);
+        for (p, reg) in &t.partitions {
+            if !reg.replicas.contains(&self.node_id) {
+                continue;
+            }
+            let unchanged = old.and_then(|o| o.partitions.get(p)) == Some(reg);
+            if unchanged && !configs_changed {
+                continue;
+            }
+            let state = partition_state(t.topic_id, reg);
+            // The effective config: dynamic broker values (KIP-226) hold across leader and ISR changes.
+            let config = log_config(&dynamic.effective(), &t.configs);
+            let mut result =
+                replica_manager.apply_partition_state(name, *p, config.clone(), state.clone());
+            if let Err(StorageError::InconsistentTopicId(_)) = &result {
+                // A log of an older topic of the same name (deleted while this broker was away).
+                tracing::info!(topic = %name, partition = p, "replacing the log of a deleted topic of the same name");
+                result = replica_manager
+                    .stop_replica(name, *p, true)
+                    .and_then(|()| replica_manager.apply_partition_state(name, *p, config, state));
+            }
+            if let Err(e) = result {
+                tracing::error!(topic = %name, partition = p, error = %e, "applying partition state failed");
+            }
+        }
     }
 
     /// Waits (bounded) until this broker has published an image at or past metadata offset `offset` (every

@@ -23,12 +23,13 @@
 //! This stands in for the KRaft metadata log until the cluster issue replaces it; the types here are the
 //! records that log will carry (topic ids are UUIDs from the start).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use imbl::OrdMap;
 use parking_lot::RwLock;
 
 use crate::registry_log::RegistryLog;
@@ -67,12 +68,8 @@ enum Change {
 impl State {
     fn apply(&mut self, change: Change) {
         match change {
-            Change::PutTopic { name, topic } => {
-                self.topics.insert(name, topic);
-            }
-            Change::DeleteTopic { name } => {
-                self.topics.remove(&name);
-            }
+            Change::PutTopic { name, topic } => self.put(name, topic),
+            Change::DeleteTopic { name } => self.remove(&name),
             Change::NextProducerId { next } => self.next_producer_id = next,
             Change::PutAcls { acls } => self.acls.extend(acls),
             Change::DeleteAcls { ids } => {
@@ -81,6 +78,71 @@ impl State {
                 }
             }
         }
+    }
+
+    /// Adds or replaces a topic, keeping the index in step (O(log n)).
+    fn put(&mut self, name: String, topic: TopicMetadata) {
+        self.remove(&name);
+        self.index.add(&name, &topic);
+        self.topics.insert(name, topic);
+    }
+
+    /// Removes a topic if present, keeping the index in step (O(log n)).
+    fn remove(&mut self, name: &str) {
+        if let Some(old) = self.topics.remove(name) {
+            self.index.remove(name, &old);
+        }
+    }
+
+    /// Rebuilds the index from `topics` (after reading a snapshot).
+    fn reindex(&mut self) {
+        self.index = TopicIndex::default();
+        for (name, topic) in &self.topics {
+            self.index.add(name, topic);
+        }
+    }
+}
+
+/// What the registry answers per request without a scan of every topic (issue 13: a topic's creation must not
+/// cost O(topics)): topic ids, names by their collision form, and the partition total. Derived from
+/// [`State::topics`], never persisted.
+#[derive(Debug, Default, Clone)]
+struct TopicIndex {
+    by_id: HashMap<Uuid, String>,
+    /// Names by [`collision_form`]: topics whose names differ only in `.` versus `_`.
+    by_collision_form: HashMap<String, BTreeSet<String>>,
+    /// The partitions of all topics.
+    partitions: i64,
+}
+
+/// A topic name with `.` replaced by `_`: two names of one form collide (Kafka refuses such pairs because
+/// their metric names collide).
+fn collision_form(name: &str) -> String {
+    name.replace('.', "_")
+}
+
+impl TopicIndex {
+    fn add(&mut self, name: &str, topic: &TopicMetadata) {
+        self.by_id.insert(topic.topic_id, name.to_string());
+        self.by_collision_form
+            .entry(collision_form(name))
+            .or_default()
+            .insert(name.to_string());
+        self.partitions += i64::from(topic.partitions);
+    }
+
+    fn remove(&mut self, name: &str, topic: &TopicMetadata) {
+        if self.by_id.get(&topic.topic_id).is_some_and(|n| n == name) {
+            self.by_id.remove(&topic.topic_id);
+        }
+        let form = collision_form(name);
+        if let Some(names) = self.by_collision_form.get_mut(&form) {
+            names.remove(name);
+            if names.is_empty() {
+                self.by_collision_form.remove(&form);
+            }
+        }
+        self.partitions -= i64::from(topic.partitions);
     }
 }
 
@@ -104,12 +166,15 @@ pub struct TopicMetadata {
 
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 struct State {
-    topics: BTreeMap<String, TopicMetadata>,
+    /// A persistent map: [`MetadataStore::topics`] hands out O(1) copies, and a change costs O(log n).
+    topics: OrdMap<String, TopicMetadata>,
     /// First producer id not yet reserved on disk.
     next_producer_id: i64,
     /// ACLs by id; absent from snapshots of earlier versions and when empty.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     acls: BTreeMap<Uuid, AclEntry>,
+    #[serde(skip)]
+    index: TopicIndex,
 }
 
 /// Errors of the metadata store.
@@ -262,12 +327,34 @@ impl MetadataStore {
         Ok(store)
     }
 
-    /// Cluster mode: replaces the in-memory topic registry with the controller's view (the metadata image);
-    /// nothing is written to disk, the quorum's log is the record.
-    pub fn replace_topics(&self, topics: BTreeMap<String, TopicMetadata>) {
+    /// Cluster mode: replaces the in-memory topic registry with the controller's view (the first metadata
+    /// image); nothing is written to disk, the quorum's log is the record.
+    pub fn replace_topics(&self, topics: impl IntoIterator<Item = (String, TopicMetadata)>) {
         let mut state = self.state.write();
-        state.topics = topics;
+        state.topics = topics.into_iter().collect();
+        state.reindex();
         self.bump();
+    }
+
+    /// Cluster mode: brings the in-memory topic registry in step with the controller's view (the metadata
+    /// image) by `changes` — `(name, Some(topic))` adds or replaces a topic, `(name, None)` removes it; O(log n)
+    /// each. Nothing is written to disk, the quorum's log is the record.
+    pub fn apply_topic_changes(
+        &self,
+        changes: impl IntoIterator<Item = (String, Option<TopicMetadata>)>,
+    ) {
+        let mut state = self.state.write();
+        let mut changed = false;
+        for (name, topic) in changes {
+            changed = true;
+            match topic {
+                Some(t) => state.put(name, t),
+                None => state.remove(&name),
+            }
+        }
+        if changed {
+            self.bump();
+        }
     }
 
     /// A counter that changes with every change of the topic registry (to cache what is derived from it).
@@ -297,31 +384,39 @@ impl MetadataStore {
         self.state.read().topics.get(name).cloned()
     }
 
-    /// The name and metadata of the topic with id `id`.
+    /// The name and metadata of the topic with id `id` (O(log n)).
     pub fn topic_by_id(&self, id: Uuid) -> Option<(String, TopicMetadata)> {
-        self.state
-            .read()
-            .topics
-            .iter()
-            .find(|(_, t)| t.topic_id == id)
-            .map(|(n, t)| (n.clone(), t.clone()))
+        let state = self.state.read();
+        let name = state.index.by_id.get(&id)?;
+        state.topics.get(name).map(|t| (name.clone(), t.clone()))
     }
 
-    /// All topics, by name.
-    pub fn topics(&self) -> BTreeMap<String, TopicMetadata> {
+    /// All topics, by name: a persistent map, so the copy is O(1) and later changes do not show in it.
+    pub fn topics(&self) -> OrdMap<String, TopicMetadata> {
         self.state.read().topics.clone()
     }
 
+    /// [`MetadataStore::topics`] and the [`MetadataStore::generation`] they are at, read together.
+    pub fn topics_at_generation(&self) -> (u64, OrdMap<String, TopicMetadata>) {
+        let state = self.state.read();
+        (self.generation(), state.topics.clone())
+    }
+
+    /// The partitions of all topics together (O(1)).
+    pub fn partition_count(&self) -> i64 {
+        self.state.read().index.partitions
+    }
+
     /// The name of an existing topic that collides with `name` once `.` and `_` are treated alike (Kafka
-    /// refuses such pairs because their metric names collide).
+    /// refuses such pairs because their metric names collide). O(log n).
     pub fn colliding_topic(&self, name: &str) -> Option<String> {
-        let norm = |s: &str| s.replace('.', "_");
-        let n = norm(name);
-        self.state
-            .read()
-            .topics
-            .keys()
-            .find(|k| k.as_str() != name && norm(k) == n)
+        let state = self.state.read();
+        state
+            .index
+            .by_collision_form
+            .get(&collision_form(name))?
+            .iter()
+            .find(|k| k.as_str() != name)
             .cloned()
     }
 
@@ -458,8 +553,9 @@ fn load_registry(dir: &Path) -> Result<(State, Persistence), MetadataError> {
             path: path.clone(),
             source,
         })?;
-        let state: State =
+        let mut state: State =
             serde_json::from_slice(&text).map_err(|e| invalid(&path, e.to_string()))?;
+        state.reindex();
         (state, text.len() as u64)
     } else {
         (State::default(), 0)

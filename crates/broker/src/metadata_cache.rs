@@ -8,12 +8,14 @@
 
 use std::sync::Arc;
 
+use imbl::ordmap::DiffItem;
+use imbl::OrdMap;
 use metadata::{BrokerRegistration, MetadataImage, PartitionRegistration, TopicImage};
 use parking_lot::Mutex;
 use types::{BrokerId, LeaderEpoch, PartitionEpoch};
 
 use crate::config::BrokerConfig;
-use crate::metadata::MetadataStore;
+use crate::metadata::{MetadataStore, TopicMetadata};
 
 /// A controller endpoint: (node id, host, port).
 pub type ControllerEndpoint = (BrokerId, String, u16);
@@ -46,85 +48,114 @@ pub fn advertised_endpoints(config: &BrokerConfig) -> Vec<metadata::BrokerEndpoi
 }
 
 /// The standalone [`MetadataCache`]: one broker that is its own controller and leads every partition.
+///
+/// The image is kept, not rebuilt: on a registry change the new registry is diffed against the one the image
+/// was made from (both persistent maps sharing structure, so the diff visits only what changed) and only
+/// the changed topics are replaced — O(changes · log topics) per change (issue 13).
 #[derive(Debug)]
 pub struct LocalMetadataCache {
     node_id: BrokerId,
-    listeners: Vec<metadata::BrokerEndpoint>,
     host: String,
     port: u16,
-    cluster_id: String,
     metadata: Arc<MetadataStore>,
-    /// The image of metadata generation `.0`.
-    cached: Mutex<(u64, Arc<MetadataImage>)>,
+    cached: Mutex<Cached>,
+}
+
+/// The last image and the registry it was derived from.
+#[derive(Debug)]
+struct Cached {
+    /// The registry generation of `registry`; `u64::MAX` before the first image.
+    generation: u64,
+    registry: OrdMap<String, TopicMetadata>,
+    image: Arc<MetadataImage>,
 }
 
 impl LocalMetadataCache {
     /// The view of a standalone broker with `config` over its topic registry `metadata`.
     pub fn new(config: &BrokerConfig, metadata: Arc<MetadataStore>) -> LocalMetadataCache {
-        LocalMetadataCache {
-            node_id: config.node_id,
-            listeners: advertised_endpoints(config),
-            host: config.advertised_listener.host.clone(),
-            port: config.advertised_listener.port,
-            cluster_id: metadata.cluster_id().to_string(),
-            metadata,
-            cached: Mutex::new((u64::MAX, Arc::new(MetadataImage::default()))),
-        }
-    }
-
-    fn build(&self, generation: u64) -> MetadataImage {
-        let me = self.node_id;
+        let me = config.node_id;
         let broker = BrokerRegistration {
             broker_id: me,
             broker_epoch: types::BrokerEpoch(0),
             incarnation_id: uuid::Uuid::nil(),
-            host: self.host.clone(),
-            port: self.port,
-            listeners: self.listeners.clone(),
+            host: config.advertised_listener.host.clone(),
+            port: config.advertised_listener.port,
+            listeners: advertised_endpoints(config),
             rack: None,
             fenced: false,
             in_controlled_shutdown: false,
             log_dir_offline: false,
         };
+        let image = MetadataImage {
+            cluster_id: metadata.cluster_id().to_string(),
+            brokers: [(me, broker)].into(),
+            ..MetadataImage::default()
+        };
+        LocalMetadataCache {
+            node_id: me,
+            host: config.advertised_listener.host.clone(),
+            port: config.advertised_listener.port,
+            metadata,
+            cached: Mutex::new(Cached {
+                generation: u64::MAX,
+                registry: OrdMap::new(),
+                image: Arc::new(image),
+            }),
+        }
+    }
+
+    /// Topic `name` of the registry as an image topic: every partition led by this broker alone.
+    fn topic_image(&self, name: &str, t: &TopicMetadata) -> TopicImage {
         let only_me = PartitionRegistration {
-            replicas: vec![me],
-            isr: vec![me],
-            leader: me,
+            replicas: vec![self.node_id],
+            isr: vec![self.node_id],
+            leader: self.node_id,
             leader_epoch: LeaderEpoch(0),
             partition_epoch: PartitionEpoch(0),
         };
-        let topics = self
-            .metadata
-            .topics()
-            .into_iter()
-            .map(|(name, t)| {
-                let image = TopicImage {
-                    name: name.clone(),
-                    topic_id: t.topic_id,
-                    partitions: (0..t.partitions).map(|p| (p, only_me.clone())).collect(),
-                    configs: t.configs,
-                };
-                (name, image)
-            })
-            .collect();
-        MetadataImage {
-            offset: i64::try_from(generation).unwrap_or(i64::MAX),
-            cluster_id: self.cluster_id.clone(),
-            brokers: [(me, broker)].into(),
-            topics,
-            ..MetadataImage::default()
+        TopicImage {
+            name: name.to_string(),
+            topic_id: t.topic_id,
+            partitions: (0..t.partitions).map(|p| (p, only_me.clone())).collect(),
+            configs: t.configs.clone(),
         }
+    }
+
+    /// `cached` brought to registry `registry` at `generation`: only the topics that differ are replaced.
+    fn advance(
+        &self,
+        cached: &mut Cached,
+        generation: u64,
+        registry: OrdMap<String, TopicMetadata>,
+    ) {
+        let mut image = (*cached.image).clone();
+        for change in cached.registry.diff(&registry) {
+            match change {
+                DiffItem::Add(name, t) | DiffItem::Update { new: (name, t), .. } => {
+                    image.topics.insert(name.clone(), self.topic_image(name, t));
+                }
+                DiffItem::Remove(name, _) => {
+                    image.topics.remove(name);
+                }
+            }
+        }
+        image.offset = i64::try_from(generation).unwrap_or(i64::MAX);
+        *cached = Cached {
+            generation,
+            registry,
+            image: Arc::new(image),
+        };
     }
 }
 
 impl MetadataCache for LocalMetadataCache {
     fn image(&self) -> Arc<MetadataImage> {
-        let generation = self.metadata.generation();
         let mut cached = self.cached.lock();
-        if cached.0 != generation {
-            *cached = (generation, Arc::new(self.build(generation)));
+        if cached.generation != self.metadata.generation() {
+            let (generation, registry) = self.metadata.topics_at_generation();
+            self.advance(&mut cached, generation, registry);
         }
-        cached.1.clone()
+        cached.image.clone()
     }
 
     fn controller_id(&self) -> BrokerId {

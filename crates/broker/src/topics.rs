@@ -249,12 +249,7 @@ impl TopicManager {
     /// file open, and running out of file handles mid-creation leaves a half-created topic and a broker
     /// that cannot accept connections. Error: INVALID_PARTITIONS (37), naming the limit.
     fn check_partition_budget(&self, more: i64) -> Result<(), TopicError> {
-        let existing: i64 = self
-            .metadata
-            .topics()
-            .values()
-            .map(|t| i64::from(t.partitions))
-            .sum();
+        let existing = self.metadata.partition_count();
         let budget = partition_budget();
         if more > 0 && existing + more > budget {
             return Err(TopicError::InvalidPartitions(format!(

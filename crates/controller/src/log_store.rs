@@ -355,12 +355,19 @@ impl LogInner {
         sync_dir(&self.log_dir)
     }
 
+    /// Purges the log up to and including `log_id`. Idempotent, and never moves the purge point back; the
+    /// live entries at or below the purge point are dropped even when it does not move (entries appended
+    /// there after an earlier purge, as openraft's `get_initial_state` may purge twice up to the state
+    /// machine's last applied id), so the in-memory log always matches what a reopen rebuilds.
     fn purge(&mut self, log_id: LogId) -> io::Result<()> {
-        if self.last_purged.is_some_and(|p| p.index >= log_id.index) {
-            return Ok(());
-        }
-        write_json_atomic(&self.dir, "purged.json", &log_id)?;
-        self.last_purged = Some(log_id);
+        let log_id = match self.last_purged {
+            Some(p) if p.index >= log_id.index => p,
+            _ => {
+                write_json_atomic(&self.dir, "purged.json", &log_id)?;
+                self.last_purged = Some(log_id);
+                log_id
+            }
+        };
         self.entries = self.entries.split_off(&(log_id.index + 1));
         // Segment i holds [base_i, base_{i+1}); delete it when base_{i+1} - 1 <= purged index.
         let bases: Vec<u64> = self.segments.keys().copied().collect();
@@ -578,6 +585,25 @@ mod tests {
         let store = LogStore::open(dir.path()).unwrap();
         assert_eq!(indexes(&store), (0..7).collect::<Vec<_>>());
         assert_eq!(store.inner.lock().entries[&3].0.log_id.leader_id.term, 2);
+    }
+
+    /// openraft's storage suite (`get_initial_state_membership_from_log_and_sm`) appends below the purge
+    /// point and purges up to it again: the entry must go from memory as it goes at a reopen.
+    #[test]
+    fn repeated_purge_drops_entries_appended_below_the_purge_point() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LogStore::open(dir.path()).unwrap();
+        let purged = LogId::new(CommittedLeaderId::new(1, 1), 2);
+        store.inner.lock().purge(purged).unwrap();
+        append(&store, 1, 2);
+        store.inner.lock().purge(purged).unwrap();
+        assert!(indexes(&store).is_empty());
+        append(&store, 3, 4);
+        assert_eq!(indexes(&store), vec![3]);
+        drop(store);
+        let store = LogStore::open(dir.path()).unwrap();
+        assert_eq!(indexes(&store), vec![3]);
+        assert_eq!(store.inner.lock().last_purged, Some(purged));
     }
 
     #[test]

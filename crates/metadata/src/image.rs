@@ -16,6 +16,7 @@ use types::{BrokerEpoch, BrokerId, LeaderEpoch, PartitionEpoch, ProducerId};
 use uuid::Uuid;
 
 use crate::record::{AclEntry, MetadataRecord, RESOURCE_BROKER, RESOURCE_TOPIC};
+use crate::topics_image::TopicsImage;
 
 /// A broker's registration as replayed from the log (Kafka `BrokerRegistration`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -100,8 +101,9 @@ pub struct MetadataImage {
     pub cluster_id: String,
     /// Registered brokers by id.
     pub brokers: BTreeMap<BrokerId, BrokerRegistration>,
-    /// Topics by name.
-    pub topics: BTreeMap<String, TopicImage>,
+    /// Topics by name (and by id): persistent maps, so a clone of the image is O(1) and a change
+    /// O(log n) (see [`TopicsImage`]).
+    pub topics: TopicsImage,
     /// Dynamic broker configs: `""` = cluster default, otherwise the decimal broker id.
     pub broker_configs: BTreeMap<String, BTreeMap<String, String>>,
     /// First producer id not yet handed out (KIP-730).
@@ -117,7 +119,7 @@ impl Default for MetadataImage {
             offset: -1,
             cluster_id: String::new(),
             brokers: BTreeMap::new(),
-            topics: BTreeMap::new(),
+            topics: TopicsImage::default(),
             broker_configs: BTreeMap::new(),
             next_producer_id: ProducerId(0),
             acls: BTreeMap::new(),
@@ -367,9 +369,9 @@ impl MetadataImage {
         }
     }
 
-    /// The topic with id `id`, if any (a linear scan over topics).
+    /// The topic with id `id`, if any (O(log n): the id index of [`TopicsImage`]).
     pub fn topic_by_id(&self, id: Uuid) -> Option<&TopicImage> {
-        self.topics.values().find(|t| t.topic_id == id)
+        self.topics.by_id(id)
     }
 
     /// The partition `partition` of topic `topic_id`, if any.
@@ -387,11 +389,11 @@ impl MetadataImage {
     }
 
     fn topic_by_id_mut(&mut self, id: Uuid) -> Option<&mut TopicImage> {
-        self.topics.values_mut().find(|t| t.topic_id == id)
+        self.topics.by_id_mut(id)
     }
 
     fn topic_name_by_id(&self, id: Uuid) -> Option<String> {
-        self.topic_by_id(id).map(|t| t.name.clone())
+        self.topics.name_by_id(id).map(str::to_owned)
     }
 
     fn broker_mut(

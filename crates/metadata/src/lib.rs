@@ -17,7 +17,8 @@
 //!
 //! This crate does no I/O and depends on neither tokio nor openraft (nor anything that pulls them in):
 //! replay and the message formats are pure, so tests and a simulator can drive them without a
-//! runtime. Its normal dependencies are serde, thiserror, uuid and `types`;
+//! runtime. Its normal dependencies are serde, thiserror, uuid, `types` and imbl (the image's persistent
+//! maps, [`TopicsImage`]);
 //! `cargo tree -p metadata -e normal` shows the whole list, and `tests/dependency_rule.rs` fails when
 //! a dependency outside that list is added.
 //!
@@ -33,6 +34,7 @@ pub mod image;
 pub mod record;
 pub mod request;
 pub mod rpc;
+pub mod topics_image;
 
 pub use error::ControllerError;
 pub use image::{BrokerRegistration, MetadataImage, PartitionRegistration, TopicImage};
@@ -43,3 +45,4 @@ pub use request::{
     AlterPartition, CreateTopic, CreatedTopic, ElectionResult, ElectionType, Heartbeat,
     HeartbeatReply, MetadataUpdate, QuorumInfo, RegisterBroker,
 };
+pub use topics_image::TopicsImage;

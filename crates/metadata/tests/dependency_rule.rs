@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The only normal dependencies this crate may have.
-const ALLOWED: &[&str] = &["serde", "thiserror", "types", "uuid"];
+const ALLOWED: &[&str] = &["imbl", "serde", "thiserror", "types", "uuid"];
 /// Packages that must not be reachable from this crate's normal dependencies.
 const FORBIDDEN: &[&str] = &["tokio", "openraft", "mio", "parking_lot"];
 

@@ -3,6 +3,7 @@
 //! longer led, deleting the offsets of deleted topics, and the [`MetadataPublisher`] that drives it.
 
 use super::*;
+use imbl::ordmap::DiffItem;
 
 /// How far a partition is replayed.
 #[derive(Clone, Copy, Debug)]
@@ -338,17 +339,18 @@ pub struct GroupCoordinatorPublisher {
 
 impl MetadataPublisher for GroupCoordinatorPublisher {
     fn on_image(&self, previous: &metadata::MetadataImage, current: &metadata::MetadataImage) {
-        // Topics gone (deleted, or re-created with another id): their committed offsets go too.
+        // Topics gone (deleted, or re-created with another id): their committed offsets go too. The diff
+        // visits only what changed between the two images (they share the rest).
         let deleted: Vec<String> = previous
             .topics
-            .iter()
-            .filter(|(name, t)| {
-                current
-                    .topics
-                    .get(*name)
-                    .is_none_or(|n| n.topic_id != t.topic_id)
+            .diff(&current.topics)
+            .filter_map(|d| match d {
+                DiffItem::Remove(name, _) => Some(name.clone()),
+                DiffItem::Update { old, new } if old.1.topic_id != new.1.topic_id => {
+                    Some(old.0.clone())
+                }
+                _ => None,
             })
-            .map(|(name, _)| name.clone())
             .collect();
         self.groups.on_topics_deleted(&deleted);
         let leads = |image: &metadata::MetadataImage, p: i32| {
