@@ -83,6 +83,26 @@ fn segment_path(log_dir: &Path, base: u64) -> PathBuf {
     log_dir.join(format!("{base:020}.log"))
 }
 
+/// Creates `dir` and its missing parents durably: each directory created is fsynced into its parent
+/// (a new directory's entry is otherwise lost by a power loss, and with it the vote and log under it).
+pub(crate) fn create_dir_durable(fs: &Fs, dir: &Path) -> io::Result<()> {
+    let mut missing = Vec::new();
+    let mut next = Some(dir);
+    while let Some(d) = next.filter(|d| !d.as_os_str().is_empty() && !fs.exists(d)) {
+        missing.push(d);
+        next = d.parent();
+    }
+    fs.create_dir_all(dir)?;
+    for d in missing.iter().rev() {
+        let parent = d
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        fs.sync_dir(parent)?;
+    }
+    Ok(())
+}
+
 /// Writes `value` as JSON to `dir/name` atomically (tmp + fsync + rename + dir fsync).
 pub(crate) fn write_json_atomic<T: Serialize>(
     fs: &Fs,
@@ -183,7 +203,7 @@ impl LogStore {
     /// Errors: I/O errors, and corruption outside the tail of the last segment.
     pub fn open(fs: Fs, dir: &Path) -> io::Result<LogStore> {
         let log_dir = dir.join("log");
-        fs.create_dir_all(&log_dir)?;
+        create_dir_durable(&fs, &log_dir)?;
         let vote: Option<Vote<u64>> = read_json(&fs, dir, "vote.json")?;
         let last_purged: Option<LogId> = read_json(&fs, dir, "purged.json")?;
         let mut bases = Vec::new();
@@ -581,6 +601,25 @@ mod tests {
         let store = LogStore::open(storage::real_fs(), dir.path()).unwrap();
         assert_eq!(indexes(&store), (0..7).collect::<Vec<_>>());
         assert_eq!(store.inner.lock().entries[&3].0.log_id.leader_id.term, 2);
+    }
+
+    #[test]
+    fn a_new_store_survives_a_power_loss() {
+        // The directories the store creates are fsynced into their parents: a power loss right after the
+        // first vote keeps the vote (it lost the whole new directory before).
+        let sim = storage::SimFs::new(7);
+        let dir = Path::new("/data/__cluster_metadata-0");
+        let mut store = LogStore::open(sim.fs(), dir).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(async { store.save_vote(&Vote::new(3, 2)).await.unwrap() });
+        append(&store, 0, 3);
+        sim.crash();
+        let mut store = LogStore::open(sim.fs(), dir).unwrap();
+        let v = rt.block_on(async { store.read_vote().await.unwrap() });
+        assert_eq!(v, Some(Vote::new(3, 2)));
+        assert_eq!(indexes(&store), vec![0, 1, 2]);
     }
 
     #[test]

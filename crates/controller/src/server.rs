@@ -204,7 +204,7 @@ impl ControllerServer {
         anyhow::ensure!(config.node_id.get() >= 0, "negative node id");
         let local_addr = listener.local_addr()?;
         let dir = config.data_dir.join(METADATA_DIR);
-        seams.fs.create_dir_all(&dir)?;
+        crate::log_store::create_dir_durable(&seams.fs, &dir)?;
         let log_store = LogStore::open(seams.fs.clone(), &dir)?;
         let sm = StateMachineStore::open(seams.fs.clone(), &dir, &config.cluster_id)?;
         let shared = sm.shared.clone();

@@ -114,7 +114,7 @@ impl StateMachineStore {
     /// Opens the state machine in `dir` on `fs`, loading `snapshot.json` if present. `cluster_id` is
     /// set on the image.
     pub fn open(fs: Fs, dir: &Path, cluster_id: &str) -> io::Result<StateMachineStore> {
-        fs.create_dir_all(dir)?;
+        crate::log_store::create_dir_durable(&fs, dir)?;
         let stored: Option<StoredSnapshot> = read_json(&fs, dir, SNAPSHOT_FILE)?;
         let (mut image, last_applied, membership) = match stored {
             Some(s) => (s.image, s.meta.last_log_id, s.meta.last_membership),
