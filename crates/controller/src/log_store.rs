@@ -9,6 +9,9 @@
 //! - `vote.json`: the last saved vote (JSON). `purged.json`: the last purged log id (JSON). Both are
 //!   replaced atomically: written to `*.tmp`, fsynced, renamed over, directory fsynced.
 //!
+//! Every file operation goes through a `storage::Fs` (`RealFs` in production, `SimFs` in the quorum
+//! simulation); directories the store creates are fsynced into their parents.
+//!
 //! Writes: an append writes all frames of the call to the active segment and fsyncs it before
 //! openraft is told the entries are flushed. `truncate(i)` cuts the segment holding `i` at that
 //! entry's frame and deletes later segments (fsynced). `purge(i)` first persists `purged.json`,

@@ -9,8 +9,8 @@
 //! restart, broker crashes. The controllers take no wall-clock time (raft timers and broker sessions run
 //! on tokio's monotonic clock, which turmoil drives), so there is no clock to jump.
 //!
-//! Checked: raft leaders (active controllers) of one term only in increasing node id order (openraft's
-//! (term, node id) leader ids, see `checks::Checker::sample_raft`); a controller's applied offset and each
+//! Checked (raft leaders per term are counted, not limited: openraft's leader id is (term, node id), see
+//! `checks::Checker::sample_raft`): a controller's applied offset and each
 //! partition's leader epoch never go back within one start; one leader per partition leader epoch across
 //! every image and AlterPartition answer; within 30 s after the faults stop one leader that every
 //! controller follows, identical images on all three, and every live broker registered and unfenced; every
@@ -221,7 +221,9 @@ fn build(seed: u64, rng: &mut Rng, w: &World) -> turmoil::Sim<'static> {
         .build();
     for c in CONTROLLERS {
         let w2 = w.clone();
-        sim.host(host(c).as_str(), move || world::run_controller(w2.clone(), c));
+        sim.host(host(c).as_str(), move || {
+            world::run_controller(w2.clone(), c)
+        });
     }
     for b in BROKERS {
         let w2 = w.clone();

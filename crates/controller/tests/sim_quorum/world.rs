@@ -168,7 +168,8 @@ fn tuning(w: &World, id: i32, inc: u64) -> ControllerTuning {
 /// Controller host `id`'s software: the real `ControllerServer` on its `SimFs` and the simulated network.
 pub async fn run_controller(w: World, id: i32) -> turmoil::Result {
     let inc = w.next_incarnation(id);
-    let listener = turmoil::net::TcpListener::bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), PORT)).await?;
+    let listener =
+        turmoil::net::TcpListener::bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), PORT)).await?;
     let voters = w.voters.lock().clone();
     let config = ControllerConfig {
         node_id: BrokerId(id),
@@ -189,9 +190,10 @@ pub async fn run_controller(w: World, id: i32) -> turmoil::Result {
         rng_seed: Some(w.rng(id, inc).next()),
     };
     let tuning = tuning(&w, id, inc);
-    let server = ControllerServer::start_with_seams(config, Box::new(SimListener(listener)), tuning, seams)
-        .await
-        .map_err(|e| format!("controller {id} (start {inc}) failed to start: {e:#}"))?;
+    let server =
+        ControllerServer::start_with_seams(config, Box::new(SimListener(listener)), tuning, seams)
+            .await
+            .map_err(|e| format!("controller {id} (start {inc}) failed to start: {e:#}"))?;
     w.servers.lock().insert(id, Arc::new(server));
     std::future::pending::<()>().await;
     Ok(())
@@ -219,14 +221,24 @@ pub async fn run_broker(w: World, id: i32) -> turmoil::Result {
                 continue;
             }
         };
-        w.brokers.lock().insert(id, BrokerView { epoch: Some(epoch) });
+        w.brokers
+            .lock()
+            .insert(id, BrokerView { epoch: Some(epoch) });
         let mut beats = 0u64;
         loop {
             tokio::time::sleep(HEARTBEAT).await;
             let offset = image.lock().offset;
-            match client.heartbeat(BrokerId(id), epoch, offset, false, false).await {
+            match client
+                .heartbeat(BrokerId(id), epoch, offset, false, false)
+                .await
+            {
                 Ok(_) => {}
-                Err(e) if e.code == ErrorCode::STALE_BROKER_EPOCH || e.code == ErrorCode::BROKER_ID_NOT_REGISTERED => break,
+                Err(e)
+                    if e.code == ErrorCode::STALE_BROKER_EPOCH
+                        || e.code == ErrorCode::BROKER_ID_NOT_REGISTERED =>
+                {
+                    break
+                }
                 Err(_) => {}
             }
             beats += 1;
@@ -241,7 +253,10 @@ pub async fn run_broker(w: World, id: i32) -> turmoil::Result {
 async fn follow_metadata(client: ControllerClient, image: Arc<Mutex<MetadataImage>>) {
     loop {
         let since = image.lock().offset;
-        match client.fetch_metadata(since, Duration::from_millis(500)).await {
+        match client
+            .fetch_metadata(since, Duration::from_millis(500))
+            .await
+        {
             Ok(MetadataUpdate::Image(i)) => *image.lock() = i,
             Ok(MetadataUpdate::Records(v)) => {
                 let mut img = image.lock();
@@ -268,12 +283,22 @@ async fn alter_one(
         let img = image.lock();
         img.topics
             .values()
-            .flat_map(|t| t.partitions.iter().map(move |(p, r)| (t.topic_id, *p, r.clone())))
+            .flat_map(|t| {
+                t.partitions
+                    .iter()
+                    .map(move |(p, r)| (t.topic_id, *p, r.clone()))
+            })
             .filter(|(_, _, r)| r.leader == BrokerId(id))
             .map(|(t, p, r)| {
                 let full = r.isr.len() == r.replicas.len();
                 let isr: Vec<BrokerId> = if full && r.isr.len() > 1 {
-                    r.isr.iter().copied().filter(|&b| b != BrokerId(id)).take(r.isr.len() - 2).chain([BrokerId(id)]).collect()
+                    r.isr
+                        .iter()
+                        .copied()
+                        .filter(|&b| b != BrokerId(id))
+                        .take(r.isr.len() - 2)
+                        .chain([BrokerId(id)])
+                        .collect()
                 } else {
                     r.replicas
                         .iter()
@@ -293,12 +318,26 @@ async fn alter_one(
         return;
     }
     match client
-        .alter_partition(BrokerId(id), epoch, topic, p, reg.leader_epoch, reg.partition_epoch, isr)
+        .alter_partition(
+            BrokerId(id),
+            epoch,
+            topic,
+            p,
+            reg.leader_epoch,
+            reg.partition_epoch,
+            isr,
+        )
         .await
     {
-        Ok(r) => w.altered.lock().push((topic, p, r.leader_epoch.0, r.leader.get())),
+        Ok(r) => w
+            .altered
+            .lock()
+            .push((topic, p, r.leader_epoch.0, r.leader.get())),
         Err(e) if is_retriable_alter(e.code) => {}
-        Err(e) => w.unexpected.lock().push(format!("AlterPartition by {id}: {e:?}")),
+        Err(e) => w
+            .unexpected
+            .lock()
+            .push(format!("AlterPartition by {id}: {e:?}")),
     }
 }
 
@@ -345,9 +384,16 @@ pub async fn run_admin(w: World) -> turmoil::Result {
                     break;
                 }
                 Some(Err(e))
-                    if [ErrorCode::NOT_CONTROLLER, ErrorCode::REQUEST_TIMED_OUT, ErrorCode::INVALID_REPLICATION_FACTOR]
-                        .contains(&e.code) => {}
-                other => w.unexpected.lock().push(format!("CreateTopics {name}: {other:?}")),
+                    if [
+                        ErrorCode::NOT_CONTROLLER,
+                        ErrorCode::REQUEST_TIMED_OUT,
+                        ErrorCode::INVALID_REPLICATION_FACTOR,
+                    ]
+                    .contains(&e.code) => {}
+                other => w
+                    .unexpected
+                    .lock()
+                    .push(format!("CreateTopics {name}: {other:?}")),
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
