@@ -48,7 +48,7 @@ pub struct Rng(pub u64);
 
 impl Rng {
     /// The next draw.
-    pub fn next(&mut self) -> u64 {
+    pub fn draw(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -58,7 +58,7 @@ impl Rng {
 
     /// A draw in `0..n`.
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
+        self.draw() % n
     }
 
     fn ms(&mut self, lo: u64, hi: u64) -> Duration {
@@ -280,7 +280,7 @@ pub fn run(seed: u64) -> Outcome {
         }
         steps += 1;
         checker.sample_raft(&w);
-        if steps % 20 == 0 {
+        if steps.is_multiple_of(20) {
             checker.sample_images(&w);
             trace.push(format!("{:?} {}", sim.elapsed(), checks::describe(&w)));
             if let Some(at) = healed_at {

@@ -72,6 +72,9 @@ impl RpcListener for SimListener {
     }
 }
 
+/// An accepted AlterPartition: (topic id, partition, leader epoch, leader).
+pub type Altered = (Uuid, i32, i32, i32);
+
 /// What a broker host did, for the checker.
 #[derive(Clone, Debug, Default)]
 pub struct BrokerView {
@@ -97,7 +100,7 @@ pub struct World {
     /// Topics whose CreateTopics was answered OK (name, id) or TOPIC_ALREADY_EXISTS on a retry (nil id).
     pub created: Arc<Mutex<Vec<(String, Uuid)>>>,
     /// Accepted AlterPartitions (topic id, partition, leader epoch, leader).
-    pub altered: Arc<Mutex<Vec<(Uuid, i32, i32, i32)>>>,
+    pub altered: Arc<Mutex<Vec<Altered>>>,
     /// Unexpected answers (a failed run).
     pub unexpected: Arc<Mutex<Vec<String>>>,
     /// Set when the faults stop: the workload (topic creation, ISR changes) ends, heartbeats go on.
@@ -187,7 +190,7 @@ pub async fn run_controller(w: World, id: i32) -> turmoil::Result {
     let seams = ControllerSeams {
         transport: Arc::new(SimTransport),
         fs: w.disks[&id].fs(),
-        rng_seed: Some(w.rng(id, inc).next()),
+        rng_seed: Some(w.rng(id, inc).draw()),
     };
     let tuning = tuning(&w, id, inc);
     let server =
@@ -209,7 +212,7 @@ pub async fn run_broker(w: World, id: i32) -> turmoil::Result {
     let image = Arc::new(Mutex::new(MetadataImage::default()));
     let _fetcher = tokio::spawn(follow_metadata(client.clone(), image.clone()));
     w.brokers.lock().insert(id, BrokerView::default());
-    let incarnation = Uuid::from_u64_pair(rng.next(), rng.next());
+    let incarnation = Uuid::from_u64_pair(rng.draw(), rng.draw());
     loop {
         let epoch = match client
             .register_broker(BrokerId(id), incarnation, host(id), 9092, None)
@@ -242,7 +245,7 @@ pub async fn run_broker(w: World, id: i32) -> turmoil::Result {
                 Err(_) => {}
             }
             beats += 1;
-            if !w.quiet.load(Ordering::Acquire) && beats % 2 == 0 {
+            if !w.quiet.load(Ordering::Acquire) && beats.is_multiple_of(2) {
                 alter_one(&w, &client, id, epoch, &image, &mut rng).await;
             }
         }
