@@ -13,12 +13,12 @@ use metadata::{
     RegisterBroker,
 };
 use parking_lot::Mutex;
-use tokio::net::TcpStream;
 use tokio::time::Instant;
 use types::{BrokerEpoch, BrokerId, ErrorCode, LeaderEpoch, PartitionEpoch, ProducerId};
 use uuid::Uuid;
 
 use crate::rpc::{read_frame, write_frame, ClientRequest, ClientResponse, RpcRequest, RpcResponse};
+use crate::transport::{TcpTransport, Transport};
 
 /// Default deadline of one client call (retries included).
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -52,6 +52,7 @@ pub struct ControllerClient {
     leader_hint: Arc<Mutex<Option<BrokerId>>>,
     timeout: Duration,
     session_attempt: Duration,
+    transport: Arc<dyn Transport>,
 }
 
 /// A controller's answer to a change, with the metadata offset (raft log index) at which its outcome is
@@ -81,7 +82,15 @@ impl ControllerClient {
             leader_hint: Arc::new(Mutex::new(None)),
             timeout: DEFAULT_REQUEST_TIMEOUT,
             session_attempt: SESSION_ATTEMPT_TIMEOUT,
+            transport: Arc::new(TcpTransport),
         }
+    }
+
+    /// The same client connecting through `transport` (default [`TcpTransport`]; a simulation passes
+    /// its simulated network).
+    pub fn with_transport(mut self, transport: Arc<dyn Transport>) -> ControllerClient {
+        self.transport = transport;
+        self
     }
 
     /// The same client with another bound on one attempt of a heartbeat or metadata fetch (default
@@ -107,17 +116,18 @@ impl ControllerClient {
     }
 
     async fn attempt(
+        &self,
         addr: SocketAddr,
         req: &RpcRequest,
         limit: Duration,
     ) -> std::io::Result<ClientResponse> {
         let fut = async {
-            let mut s = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr))
+            let connect = self.transport.connect(&addr.to_string());
+            let mut s = tokio::time::timeout(CONNECT_TIMEOUT, connect)
                 .await
                 .map_err(|_| {
                     std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out")
                 })??;
-            let _ = s.set_nodelay(true);
             write_frame(&mut s, req).await?;
             match read_frame(&mut s).await? {
                 RpcResponse::Client(c) => Ok(c),
@@ -190,7 +200,7 @@ impl ControllerClient {
             }
             let limit = remaining.min(attempt.saturating_add(extra));
             let mut retry_now = false;
-            match Self::attempt(addr, &req, limit).await {
+            match self.attempt(addr, &req, limit).await {
                 Ok(ClientResponse::NotController { leader }) => {
                     last_err = format!("controller {target} is not active (leader {leader:?})");
                     let follow = leader.filter(|l| *l != target && self.voters.contains_key(l));

@@ -7,6 +7,7 @@
 //! - [`control`]: the pure decision logic ([`control::QuorumControl`]).
 //! - [`log_store`] / [`state_machine`]: the disk-backed raft log and the snapshotting state machine.
 //! - [`ControllerServer`]: a controller node; [`ControllerClient`]: what brokers use.
+//! - [`transport`]: the I/O seams (network, disk, seed) a deterministic simulation replaces.
 //!
 //! Wiring a broker: build a [`ControllerClient`] from `controller.quorum.voters`
 //! ([`parse_voters`]), `register_broker`, then heartbeat every ~2 s with the offset of the image it
@@ -25,6 +26,7 @@ pub mod raft_types;
 pub mod rpc;
 pub mod server;
 pub mod state_machine;
+pub mod transport;
 
 pub use client::{Committed, ControllerClient};
 pub use config::{parse_voters, ControllerConfig};
@@ -34,4 +36,5 @@ pub use metadata::{
     PartitionRegistration, QuorumInfo, RegisterBroker, TopicImage, NO_LEADER, RESOURCE_BROKER,
     RESOURCE_TOPIC,
 };
-pub use server::{ControllerServer, ControllerTuning};
+pub use server::{ControllerServer, ControllerTuning, RaftStatus};
+pub use transport::{ControllerSeams, RpcListener, TcpTransport, Transport};

@@ -9,6 +9,9 @@
 //! - `vote.json`: the last saved vote (JSON). `purged.json`: the last purged log id (JSON). Both are
 //!   replaced atomically: written to `*.tmp`, fsynced, renamed over, directory fsynced.
 //!
+//! Every file operation goes through a `storage::Fs` (`RealFs` in production, `SimFs` in the quorum
+//! simulation); directories the store creates are fsynced into their parents.
+//!
 //! Writes: an append writes all frames of the call to the active segment and fsyncs it before
 //! openraft is told the entries are flushed. `truncate(i)` cuts the segment holding `i` at that
 //! entry's frame and deletes later segments (fsynced). `purge(i)` first persists `purged.json`,
@@ -23,8 +26,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io;
 use std::ops::RangeBounds;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -34,6 +36,8 @@ use openraft::{AnyError, LogState, OptionalSend, RaftLogReader, StorageIOError, 
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use storage::vfs::FileRef;
+use storage::Fs;
 
 use crate::raft_types::{LogEntry, LogId, StorageError, TypeConfig};
 
@@ -53,12 +57,13 @@ struct Slot {
 
 #[derive(Debug)]
 struct LogInner {
+    fs: Fs,
     dir: PathBuf,
     log_dir: PathBuf,
     entries: BTreeMap<u64, (LogEntry, Slot)>,
     /// Segment base index -> byte length.
     segments: BTreeMap<u64, u64>,
-    active: Option<File>,
+    active: Option<FileRef>,
     vote: Option<Vote<u64>>,
     last_purged: Option<LogId>,
 }
@@ -81,26 +86,51 @@ fn segment_path(log_dir: &Path, base: u64) -> PathBuf {
     log_dir.join(format!("{base:020}.log"))
 }
 
-fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
+/// Creates `dir` and its missing parents durably: each directory created is fsynced into its parent
+/// (a new directory's entry is otherwise lost by a power loss, and with it the vote and log under it).
+pub(crate) fn create_dir_durable(fs: &Fs, dir: &Path) -> io::Result<()> {
+    let mut missing = Vec::new();
+    let mut next = Some(dir);
+    while let Some(d) = next.filter(|d| !d.as_os_str().is_empty() && !fs.exists(d)) {
+        missing.push(d);
+        next = d.parent();
+    }
+    fs.create_dir_all(dir)?;
+    for d in missing.iter().rev() {
+        let parent = d
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        fs.sync_dir(parent)?;
+    }
+    Ok(())
 }
 
 /// Writes `value` as JSON to `dir/name` atomically (tmp + fsync + rename + dir fsync).
-pub(crate) fn write_json_atomic<T: Serialize>(dir: &Path, name: &str, value: &T) -> io::Result<()> {
+pub(crate) fn write_json_atomic<T: Serialize>(
+    fs: &Fs,
+    dir: &Path,
+    name: &str,
+    value: &T,
+) -> io::Result<()> {
     let tmp = dir.join(format!("{name}.tmp"));
     let data = serde_json::to_vec(value).map_err(|e| invalid(e.to_string()))?;
     {
-        let mut f = File::create(&tmp)?;
-        f.write_all(&data)?;
+        let f = fs.create(&tmp)?;
+        f.write_all_at(&data, 0)?;
         f.sync_all()?;
     }
-    fs::rename(&tmp, dir.join(name))?;
-    sync_dir(dir)
+    fs.rename(&tmp, &dir.join(name))?;
+    fs.sync_dir(dir)
 }
 
 /// Reads JSON `dir/name`, `None` when the file does not exist.
-pub(crate) fn read_json<T: DeserializeOwned>(dir: &Path, name: &str) -> io::Result<Option<T>> {
-    match fs::read(dir.join(name)) {
+pub(crate) fn read_json<T: DeserializeOwned>(
+    fs: &Fs,
+    dir: &Path,
+    name: &str,
+) -> io::Result<Option<T>> {
+    match fs.read(&dir.join(name)) {
         Ok(data) => serde_json::from_slice(&data)
             .map(Some)
             .map_err(|e| invalid(format!("{name}: {e}"))),
@@ -170,19 +200,19 @@ fn scan_segment(data: &[u8]) -> Scan {
 }
 
 impl LogStore {
-    /// Opens (creating if needed) the log store in `dir`, recovering as the module doc describes.
+    /// Opens (creating if needed) the log store in `dir` on `fs`, recovering as the module doc
+    /// describes.
     ///
     /// Errors: I/O errors, and corruption outside the tail of the last segment.
-    pub fn open(dir: &Path) -> io::Result<LogStore> {
+    pub fn open(fs: Fs, dir: &Path) -> io::Result<LogStore> {
         let log_dir = dir.join("log");
-        fs::create_dir_all(&log_dir)?;
-        let vote: Option<Vote<u64>> = read_json(dir, "vote.json")?;
-        let last_purged: Option<LogId> = read_json(dir, "purged.json")?;
+        create_dir_durable(&fs, &log_dir)?;
+        let vote: Option<Vote<u64>> = read_json(&fs, dir, "vote.json")?;
+        let last_purged: Option<LogId> = read_json(&fs, dir, "purged.json")?;
         let mut bases = Vec::new();
-        for ent in fs::read_dir(&log_dir)? {
-            let name = ent?.file_name();
-            let name = name.to_string_lossy();
-            if let Some(base) = name
+        for ent in fs.read_dir(&log_dir)? {
+            if let Some(base) = ent
+                .name
                 .strip_suffix(".log")
                 .and_then(|b| b.parse::<u64>().ok())
             {
@@ -196,8 +226,7 @@ impl LogStore {
         let mut prev: Option<u64> = purged_index;
         for (i, &base) in bases.iter().enumerate() {
             let path = segment_path(&log_dir, base);
-            let mut data = Vec::new();
-            File::open(&path)?.read_to_end(&mut data)?;
+            let data = fs.read(&path)?;
             let scan = scan_segment(&data);
             let last_segment = i + 1 == bases.len();
             if let Some(why) = &scan.torn {
@@ -208,7 +237,7 @@ impl LogStore {
                     "metadata log: truncating torn tail of {}: {why}",
                     path.display()
                 );
-                let f = OpenOptions::new().write(true).open(&path)?;
+                let f = fs.open(&path, false)?;
                 f.set_len(scan.valid_len)?;
                 f.sync_all()?;
             }
@@ -231,15 +260,12 @@ impl LogStore {
             segments.insert(base, scan.valid_len);
         }
         let active = match segments.keys().next_back() {
-            Some(&base) => Some(
-                OpenOptions::new()
-                    .append(true)
-                    .open(segment_path(&log_dir, base))?,
-            ),
+            Some(&base) => Some(fs.open(&segment_path(&log_dir, base), false)?),
             None => None,
         };
         Ok(LogStore {
             inner: Arc::new(Mutex::new(LogInner {
+                fs,
                 dir: dir.to_path_buf(),
                 log_dir,
                 entries,
@@ -281,9 +307,7 @@ impl LogInner {
             if roll {
                 self.flush_active(&mut buf, &mut pending)?;
                 let path = segment_path(&self.log_dir, index);
-                let f = OpenOptions::new().create(true).append(true).open(&path)?;
-                f.set_len(0)?;
-                self.active = Some(f);
+                self.active = Some(self.fs.create(&path)?);
                 self.segments.insert(index, 0);
                 new_files = true;
             }
@@ -296,7 +320,7 @@ impl LogInner {
             f.sync_data()?;
         }
         if new_files {
-            sync_dir(&self.log_dir)?;
+            self.fs.sync_dir(&self.log_dir)?;
         }
         Ok(())
     }
@@ -317,9 +341,9 @@ impl LogInner {
             .ok_or_else(|| invalid("no active segment".into()))?;
         let f = self
             .active
-            .as_mut()
+            .as_ref()
             .ok_or_else(|| invalid("no active segment".into()))?;
-        f.write_all(buf)?;
+        f.write_all_at(buf, *len)?;
         // Fsync of a segment being left behind happens here; the active one is synced by append().
         f.sync_data()?;
         *len += buf.len() as u64;
@@ -343,16 +367,16 @@ impl LogInner {
             .collect();
         self.active = None;
         for base in later {
-            fs::remove_file(segment_path(&self.log_dir, base))?;
+            self.fs.remove_file(&segment_path(&self.log_dir, base))?;
             self.segments.remove(&base);
         }
         let path = segment_path(&self.log_dir, slot.segment);
-        let f = OpenOptions::new().append(true).open(&path)?;
+        let f = self.fs.open(&path, false)?;
         f.set_len(slot.pos)?;
         f.sync_all()?;
         self.segments.insert(slot.segment, slot.pos);
         self.active = Some(f);
-        sync_dir(&self.log_dir)
+        self.fs.sync_dir(&self.log_dir)
     }
 
     /// Purges the log up to and including `log_id`. Idempotent, and never moves the purge point back; the
@@ -363,7 +387,7 @@ impl LogInner {
         let log_id = match self.last_purged {
             Some(p) if p.index >= log_id.index => p,
             _ => {
-                write_json_atomic(&self.dir, "purged.json", &log_id)?;
+                write_json_atomic(&self.fs, &self.dir, "purged.json", &log_id)?;
                 self.last_purged = Some(log_id);
                 log_id
             }
@@ -374,13 +398,13 @@ impl LogInner {
         let mut removed = false;
         for pair in bases.windows(2) {
             if pair[1] <= log_id.index + 1 {
-                fs::remove_file(segment_path(&self.log_dir, pair[0]))?;
+                self.fs.remove_file(&segment_path(&self.log_dir, pair[0]))?;
                 self.segments.remove(&pair[0]);
                 removed = true;
             }
         }
         if removed {
-            sync_dir(&self.log_dir)?;
+            self.fs.sync_dir(&self.log_dir)?;
         }
         Ok(())
     }
@@ -419,7 +443,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn save_vote(&mut self, vote: &Vote<u64>) -> Result<(), StorageError> {
         let mut inner = self.inner.lock();
-        write_json_atomic(&inner.dir, "vote.json", vote)
+        write_json_atomic(&inner.fs, &inner.dir, "vote.json", vote)
             .map_err(|e| StorageError::from(StorageIOError::write_vote(AnyError::new(&e))))?;
         inner.vote = Some(*vote);
         Ok(())
@@ -466,6 +490,8 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 mod tests {
     use openraft::{CommittedLeaderId, EntryPayload};
 
+    use std::fs::{self, OpenOptions};
+
     use super::*;
     use crate::raft_types::MetadataBatch;
 
@@ -491,7 +517,7 @@ mod tests {
     #[test]
     fn append_truncate_purge_and_recover() {
         let dir = tempfile::tempdir().unwrap();
-        let store = LogStore::open(dir.path()).unwrap();
+        let store = LogStore::open(storage::real_fs(), dir.path()).unwrap();
         append(&store, 0, 10);
         store.inner.lock().truncate(7).unwrap();
         append(&store, 7, 12);
@@ -502,7 +528,7 @@ mod tests {
             .unwrap();
         assert_eq!(indexes(&store), (4..12).collect::<Vec<_>>());
         drop(store);
-        let store = LogStore::open(dir.path()).unwrap();
+        let store = LogStore::open(storage::real_fs(), dir.path()).unwrap();
         assert_eq!(indexes(&store), (4..12).collect::<Vec<_>>());
         assert_eq!(store.inner.lock().last_purged.unwrap().index, 3);
     }
@@ -510,7 +536,7 @@ mod tests {
     #[test]
     fn torn_tail_is_truncated_and_corruption_elsewhere_fails() {
         let dir = tempfile::tempdir().unwrap();
-        let store = LogStore::open(dir.path()).unwrap();
+        let store = LogStore::open(storage::real_fs(), dir.path()).unwrap();
         append(&store, 0, 5);
         drop(store);
         let seg = segment_path(&dir.path().join("log"), 0);
@@ -522,12 +548,12 @@ mod tests {
             .unwrap()
             .set_len(len - 3)
             .unwrap();
-        let store = LogStore::open(dir.path()).unwrap();
+        let store = LogStore::open(storage::real_fs(), dir.path()).unwrap();
         assert_eq!(indexes(&store), vec![0, 1, 2, 3]);
         append(&store, 4, 6);
         drop(store);
         assert_eq!(
-            indexes(&LogStore::open(dir.path()).unwrap()),
+            indexes(&LogStore::open(storage::real_fs(), dir.path()).unwrap()),
             (0..6).collect::<Vec<_>>()
         );
         // A flipped byte in a segment that is not the last one is corruption.
@@ -535,14 +561,14 @@ mod tests {
         let mut data = fs::read(&seg).unwrap();
         data[10] ^= 0xff;
         fs::write(&seg, data).unwrap();
-        let e = LogStore::open(dir.path()).unwrap_err();
+        let e = LogStore::open(storage::real_fs(), dir.path()).unwrap_err();
         assert!(e.to_string().contains("CRC"), "{e}");
     }
 
     #[test]
     fn rolls_segments_and_purge_deletes_whole_segments() {
         let dir = tempfile::tempdir().unwrap();
-        let store = LogStore::open(dir.path()).unwrap();
+        let store = LogStore::open(storage::real_fs(), dir.path()).unwrap();
         append(&store, 0, 3);
         {
             // Force a roll by pretending the active segment is full.
@@ -567,14 +593,14 @@ mod tests {
             vec![3]
         );
         drop(store);
-        let store = LogStore::open(dir.path()).unwrap();
+        let store = LogStore::open(storage::real_fs(), dir.path()).unwrap();
         assert_eq!(indexes(&store), vec![3, 4]);
     }
 
     #[test]
     fn overlapping_append_replaces_the_tail() {
         let dir = tempfile::tempdir().unwrap();
-        let store = LogStore::open(dir.path()).unwrap();
+        let store = LogStore::open(storage::real_fs(), dir.path()).unwrap();
         append(&store, 0, 5);
         store
             .inner
@@ -582,7 +608,7 @@ mod tests {
             .append((3..7).map(|i| entry(2, i)).collect())
             .unwrap();
         drop(store);
-        let store = LogStore::open(dir.path()).unwrap();
+        let store = LogStore::open(storage::real_fs(), dir.path()).unwrap();
         assert_eq!(indexes(&store), (0..7).collect::<Vec<_>>());
         assert_eq!(store.inner.lock().entries[&3].0.log_id.leader_id.term, 2);
     }
@@ -592,7 +618,7 @@ mod tests {
     #[test]
     fn repeated_purge_drops_entries_appended_below_the_purge_point() {
         let dir = tempfile::tempdir().unwrap();
-        let store = LogStore::open(dir.path()).unwrap();
+        let store = LogStore::open(storage::real_fs(), dir.path()).unwrap();
         let purged = LogId::new(CommittedLeaderId::new(1, 1), 2);
         store.inner.lock().purge(purged).unwrap();
         append(&store, 1, 2);
@@ -601,22 +627,41 @@ mod tests {
         append(&store, 3, 4);
         assert_eq!(indexes(&store), vec![3]);
         drop(store);
-        let store = LogStore::open(dir.path()).unwrap();
+        let store = LogStore::open(storage::real_fs(), dir.path()).unwrap();
         assert_eq!(indexes(&store), vec![3]);
         assert_eq!(store.inner.lock().last_purged, Some(purged));
     }
 
     #[test]
+    fn a_new_store_survives_a_power_loss() {
+        // The directories the store creates are fsynced into their parents: a power loss right after the
+        // first vote keeps the vote (it lost the whole new directory before).
+        let sim = storage::SimFs::new(7);
+        let dir = Path::new("/data/__cluster_metadata-0");
+        let mut store = LogStore::open(sim.fs(), dir).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(async { store.save_vote(&Vote::new(3, 2)).await.unwrap() });
+        append(&store, 0, 3);
+        sim.crash();
+        let mut store = LogStore::open(sim.fs(), dir).unwrap();
+        let v = rt.block_on(async { store.read_vote().await.unwrap() });
+        assert_eq!(v, Some(Vote::new(3, 2)));
+        assert_eq!(indexes(&store), vec![0, 1, 2]);
+    }
+
+    #[test]
     fn vote_persists() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = LogStore::open(dir.path()).unwrap();
+        let mut store = LogStore::open(storage::real_fs(), dir.path()).unwrap();
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
         rt.block_on(async {
             store.save_vote(&Vote::new(3, 2)).await.unwrap();
         });
-        let mut store = LogStore::open(dir.path()).unwrap();
+        let mut store = LogStore::open(storage::real_fs(), dir.path()).unwrap();
         let v = rt.block_on(async { store.read_vote().await.unwrap() });
         assert_eq!(v, Some(Vote::new(3, 2)));
     }

@@ -14,22 +14,43 @@ use openraft::raft::{
     VoteRequest, VoteResponse,
 };
 use openraft::BasicNode;
+use std::sync::Arc;
+
 use tokio::io::AsyncWriteExt;
-use tokio::net::TcpStream;
 
 use crate::raft_types::TypeConfig;
 use crate::rpc::{encode_frame, read_frame, RpcRequest, RpcResponse, MAX_FRAME_BYTES};
+use crate::transport::{BoxedStream, Transport};
 
-/// Creates [`PeerConnection`]s for openraft.
-#[derive(Clone, Debug, Default)]
-pub struct NetworkFactory;
+/// Creates [`PeerConnection`]s for openraft over a [`Transport`].
+#[derive(Clone, Debug)]
+pub struct NetworkFactory {
+    transport: Arc<dyn Transport>,
+}
+
+impl NetworkFactory {
+    /// Peer connections opened by `transport`.
+    pub fn new(transport: Arc<dyn Transport>) -> NetworkFactory {
+        NetworkFactory { transport }
+    }
+}
 
 /// The connection to one peer controller.
-#[derive(Debug)]
 pub struct PeerConnection {
     target: u64,
     addr: String,
-    conn: Option<TcpStream>,
+    transport: Arc<dyn Transport>,
+    conn: Option<BoxedStream>,
+}
+
+impl std::fmt::Debug for PeerConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PeerConnection")
+            .field("target", &self.target)
+            .field("addr", &self.addr)
+            .field("connected", &self.conn.is_some())
+            .finish()
+    }
 }
 
 impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
@@ -39,6 +60,7 @@ impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
         PeerConnection {
             target,
             addr: node.addr.clone(),
+            transport: self.transport.clone(),
             conn: None,
         }
     }
@@ -96,14 +118,16 @@ impl PeerConnection {
 
     async fn exchange(&mut self, frame: &[u8]) -> Result<RpcResponse, CallError> {
         if self.conn.is_none() {
-            let s = TcpStream::connect(&self.addr)
+            let s = self
+                .transport
+                .connect(&self.addr)
                 .await
                 .map_err(CallError::Unreachable)?;
-            let _ = s.set_nodelay(true);
             self.conn = Some(s);
         }
         let conn = self.conn.as_mut().expect("connected above");
         conn.write_all(frame).await.map_err(CallError::Network)?;
+        conn.flush().await.map_err(CallError::Network)?;
         read_frame(conn).await.map_err(CallError::Network)
     }
 }

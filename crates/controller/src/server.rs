@@ -11,13 +11,14 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use metadata::{ControllerError, MetadataImage, MetadataRecord, MetadataUpdate, QuorumInfo};
-use openraft::{Config, Raft, SnapshotPolicy};
-use tokio::net::{TcpListener, TcpStream};
+use openraft::{Config, Raft, ServerState, SnapshotPolicy};
+use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 use crate::config::ControllerConfig;
 use crate::control::{ControlConfig, QuorumControl};
@@ -29,6 +30,7 @@ use crate::rpc::{
     MAX_BATCH_BYTES,
 };
 use crate::state_machine::{SmShared, StateMachineStore};
+use crate::transport::{BoxedStream, ControllerSeams, RpcListener};
 use types::{BrokerEpoch, BrokerId, ErrorCode};
 
 /// Directory (under `data_dir`) of the metadata log, vote and snapshots.
@@ -69,6 +71,21 @@ impl Default for ControllerTuning {
             tick_interval_ms: 250,
         }
     }
+}
+
+/// A controller's raft state ([`ControllerServer::raft_status`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RaftStatus {
+    /// The current raft term (KRaft's leader epoch).
+    pub term: u64,
+    /// The leader of `term` as this node knows it.
+    pub leader: Option<BrokerId>,
+    /// True while this node is the raft leader (the active controller).
+    pub is_leader: bool,
+    /// Index of the last entry in this node's log.
+    pub last_log_index: Option<u64>,
+    /// Index of the last entry applied to this node's state machine.
+    pub last_applied: Option<u64>,
 }
 
 /// The active-controller state guarded by the decision lock.
@@ -161,6 +178,23 @@ impl ControllerServer {
         listener: TcpListener,
         tuning: ControllerTuning,
     ) -> anyhow::Result<ControllerServer> {
+        Self::start_with_seams(
+            config,
+            Box::new(listener),
+            tuning,
+            ControllerSeams::default(),
+        )
+        .await
+    }
+
+    /// Like [`ControllerServer::start_with_listener`] on any [`RpcListener`], with the network, disk and
+    /// seed of `seams` (a simulation's; production is [`ControllerSeams::default`]).
+    pub async fn start_with_seams(
+        config: ControllerConfig,
+        listener: Box<dyn RpcListener>,
+        tuning: ControllerTuning,
+        seams: ControllerSeams,
+    ) -> anyhow::Result<ControllerServer> {
         anyhow::ensure!(
             config.voters.contains_key(&config.node_id),
             "node id {} is not among controller.quorum.voters {:?}",
@@ -170,9 +204,9 @@ impl ControllerServer {
         anyhow::ensure!(config.node_id.get() >= 0, "negative node id");
         let local_addr = listener.local_addr()?;
         let dir = config.data_dir.join(METADATA_DIR);
-        std::fs::create_dir_all(&dir)?;
-        let log_store = LogStore::open(&dir)?;
-        let sm = StateMachineStore::open(&dir, &config.cluster_id)?;
+        crate::log_store::create_dir_durable(&seams.fs, &dir)?;
+        let log_store = LogStore::open(seams.fs.clone(), &dir)?;
+        let sm = StateMachineStore::open(seams.fs.clone(), &dir, &config.cluster_id)?;
         let shared = sm.shared.clone();
         let raft_config = Config {
             cluster_name: "runnel-metadata".to_string(),
@@ -188,7 +222,7 @@ impl ControllerServer {
         let raft = Raft::new(
             config.node_id.get() as u64,
             Arc::new(raft_config),
-            NetworkFactory,
+            NetworkFactory::new(seams.transport.clone()),
             log_store,
             sm,
         )
@@ -207,7 +241,7 @@ impl ControllerServer {
                 auto_leader_rebalance: config.auto_leader_rebalance,
                 leader_imbalance_check_interval_ms: config.leader_imbalance_check_interval_ms,
             },
-            rand::random(),
+            seams.rng_seed.unwrap_or_else(rand::random),
         );
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let inner = Arc::new(Inner {
@@ -263,6 +297,19 @@ impl ControllerServer {
                 Ok(Ok(())) => continue,
                 _ => return None,
             }
+        }
+    }
+
+    /// This node's raft state as it sees it now.
+    pub fn raft_status(&self) -> RaftStatus {
+        let m = self.inner.raft.metrics();
+        let m = m.borrow();
+        RaftStatus {
+            term: m.current_term,
+            leader: m.current_leader.map(node_id),
+            is_leader: m.state == ServerState::Leader,
+            last_log_index: m.last_log_index,
+            last_applied: m.last_applied.map(|l| l.index),
         }
     }
 
@@ -325,13 +372,12 @@ impl Drop for ControllerServer {
     }
 }
 
-async fn accept_loop(inner: Arc<Inner>, listener: TcpListener) {
+async fn accept_loop(inner: Arc<Inner>, listener: Box<dyn RpcListener>) {
     let mut shutdown = inner.shutdown_rx.clone();
     loop {
         tokio::select! {
             r = listener.accept() => match r {
-                Ok((stream, _)) => {
-                    let _ = stream.set_nodelay(true);
+                Ok(stream) => {
                     tokio::spawn(serve_connection(inner.clone(), stream));
                 }
                 Err(e) => {
@@ -344,7 +390,7 @@ async fn accept_loop(inner: Arc<Inner>, listener: TcpListener) {
     }
 }
 
-async fn serve_connection(inner: Arc<Inner>, mut stream: TcpStream) {
+async fn serve_connection(inner: Arc<Inner>, mut stream: BoxedStream) {
     let mut shutdown = inner.shutdown_rx.clone();
     if *shutdown.borrow_and_update() {
         return;

@@ -27,6 +27,8 @@ use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
+use storage::Fs;
+
 use crate::log_store::{read_json, write_json_atomic};
 use crate::raft_types::{LogEntry, LogId, StorageError, TypeConfig};
 
@@ -94,6 +96,7 @@ struct StoredSnapshot {
 /// The state machine store (see the module doc).
 #[derive(Clone, Debug)]
 pub struct StateMachineStore {
+    fs: Fs,
     dir: PathBuf,
     cluster_id: String,
     pub(crate) shared: Arc<SmShared>,
@@ -108,11 +111,11 @@ fn snapshot_error(e: impl std::error::Error + 'static) -> StorageError {
 }
 
 impl StateMachineStore {
-    /// Opens the state machine in `dir`, loading `snapshot.json` if present. `cluster_id` is set on
-    /// the image.
-    pub fn open(dir: &Path, cluster_id: &str) -> io::Result<StateMachineStore> {
-        std::fs::create_dir_all(dir)?;
-        let stored: Option<StoredSnapshot> = read_json(dir, SNAPSHOT_FILE)?;
+    /// Opens the state machine in `dir` on `fs`, loading `snapshot.json` if present. `cluster_id` is
+    /// set on the image.
+    pub fn open(fs: Fs, dir: &Path, cluster_id: &str) -> io::Result<StateMachineStore> {
+        crate::log_store::create_dir_durable(&fs, dir)?;
+        let stored: Option<StoredSnapshot> = read_json(&fs, dir, SNAPSHOT_FILE)?;
         let (mut image, last_applied, membership) = match stored {
             Some(s) => (s.image, s.meta.last_log_id, s.meta.last_membership),
             None => (MetadataImage::default(), None, StoredMembership::default()),
@@ -121,6 +124,7 @@ impl StateMachineStore {
         let offset = image.offset;
         let (applied_tx, _) = watch::channel(offset);
         Ok(StateMachineStore {
+            fs,
             dir: dir.to_path_buf(),
             cluster_id: cluster_id.to_string(),
             shared: Arc::new(SmShared {
@@ -138,7 +142,7 @@ impl StateMachineStore {
     }
 
     fn read_snapshot(&self) -> io::Result<Option<Snapshot<TypeConfig>>> {
-        let stored: Option<StoredSnapshot> = read_json(&self.dir, SNAPSHOT_FILE)?;
+        let stored: Option<StoredSnapshot> = read_json(&self.fs, &self.dir, SNAPSHOT_FILE)?;
         Ok(match stored {
             Some(s) => {
                 let data = serde_json::to_vec(&s.image).map_err(io::Error::other)?;
@@ -178,7 +182,7 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
             meta: meta.clone(),
             image,
         };
-        write_json_atomic(&self.dir, SNAPSHOT_FILE, &stored).map_err(snapshot_error)?;
+        write_json_atomic(&self.fs, &self.dir, SNAPSHOT_FILE, &stored).map_err(snapshot_error)?;
         Ok(Snapshot {
             meta,
             snapshot: Box::new(Cursor::new(data)),
@@ -263,7 +267,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             meta: meta.clone(),
             image: image.clone(),
         };
-        write_json_atomic(&self.dir, SNAPSHOT_FILE, &stored).map_err(snapshot_error)?;
+        write_json_atomic(&self.fs, &self.dir, SNAPSHOT_FILE, &stored).map_err(snapshot_error)?;
         let offset = image.offset;
         {
             let mut st = self.shared.state.write();
@@ -308,7 +312,7 @@ mod tests {
     async fn apply_snapshot_install_and_reopen() {
         let a_dir = tempfile::tempdir().unwrap();
         let b_dir = tempfile::tempdir().unwrap();
-        let mut a = StateMachineStore::open(a_dir.path(), "c").unwrap();
+        let mut a = StateMachineStore::open(storage::real_fs(), a_dir.path(), "c").unwrap();
         let membership = LogEntry {
             log_id: LogId::new(CommittedLeaderId::new(0, 0), 0),
             payload: EntryPayload::Membership(Membership::new(
@@ -336,7 +340,7 @@ mod tests {
         let snap = builder.build_snapshot().await.unwrap();
         assert_eq!(snap.meta.last_log_id.unwrap().index, 3);
 
-        let mut b = StateMachineStore::open(b_dir.path(), "c").unwrap();
+        let mut b = StateMachineStore::open(storage::real_fs(), b_dir.path(), "c").unwrap();
         b.install_snapshot(&snap.meta, snap.snapshot).await.unwrap();
         assert_eq!(b.shared.state.read().image, a.shared.state.read().image);
         // Records before the snapshot are no longer available incrementally.
@@ -347,7 +351,7 @@ mod tests {
 
         // Reopening either store restores the snapshot.
         for dir in [a_dir.path(), b_dir.path()] {
-            let mut s = StateMachineStore::open(dir, "c").unwrap();
+            let mut s = StateMachineStore::open(storage::real_fs(), dir, "c").unwrap();
             let img = s.shared.state.read().image.clone();
             assert_eq!(img, a.shared.state.read().image);
             assert_eq!(s.applied_state().await.unwrap().0.unwrap().index, 3);

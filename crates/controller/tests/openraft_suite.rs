@@ -31,8 +31,9 @@ impl StoreBuilder<TypeConfig, LogStore, StateMachineStore, TempDir> for DiskStor
     async fn build(&self) -> Result<(TempDir, LogStore, StateMachineStore), StorageError> {
         let io = |e: std::io::Error| StorageError::from(StorageIOError::read(AnyError::new(&e)));
         let dir = tempfile::tempdir().map_err(io)?;
-        let log = LogStore::open(dir.path()).map_err(io)?;
-        let sm = StateMachineStore::open(dir.path(), "suite-cluster").map_err(io)?;
+        let log = LogStore::open(storage::real_fs(), dir.path()).map_err(io)?;
+        let sm =
+            StateMachineStore::open(storage::real_fs(), dir.path(), "suite-cluster").map_err(io)?;
         Ok((dir, log, sm))
     }
 }
@@ -71,7 +72,7 @@ macro_rules! suite_cases {
                     S::$case(log.clone(), sm).await?;
                     let before = durable_state(&mut log).await?;
                     drop(log);
-                    let mut reopened = LogStore::open(dir.path()).expect("reopen the log store");
+                    let mut reopened = LogStore::open(storage::real_fs(), dir.path()).expect("reopen the log store");
                     assert_eq!(durable_state(&mut reopened).await?, before, "after a reopen");
                     Ok(())
                 })
