@@ -18,6 +18,19 @@ use authorizer::{AclOperation, ResourceType};
 /// Key type of a consumer group.
 const KEY_TYPE_GROUP: i8 = 0;
 
+/// A key answered with `code` and `message` and no coordinator (node -1).
+fn unavailable(key: String, code: ErrorCode, message: String) -> Coordinator {
+    Coordinator {
+        key,
+        node_id: -1,
+        host: String::new(),
+        port: -1,
+        error_code: code.0,
+        error_message: Some(message),
+        ..Default::default()
+    }
+}
+
 /// Answers each key with its coordinator (group keys) or COORDINATOR_NOT_AVAILABLE.
 pub async fn handle(
     apis: &KafkaApis,
@@ -38,25 +51,10 @@ pub async fn handle(
     let answer = |key: String| -> Coordinator {
         if let Err(d) = ctx.authorize(AclOperation::Describe, resource_type, &key) {
             let e = ApiError::from(d);
-            Coordinator {
-                key,
-                node_id: -1,
-                host: String::new(),
-                port: -1,
-                error_code: e.code.0,
-                error_message: Some(e.message),
-                ..Default::default()
-            }
+            unavailable(key, e.code, e.message)
         } else if let Some(code) = group_error {
-            Coordinator {
-                key,
-                node_id: -1,
-                host: String::new(),
-                port: -1,
-                error_code: ErrorCode::from(code).0,
-                error_message: Some("the group coordinator is not available".into()),
-                ..Default::default()
-            }
+            let msg = "the group coordinator is not available";
+            unavailable(key, ErrorCode::from(code), msg.into())
         } else if request.key_type == KEY_TYPE_GROUP {
             // The coordinator of a group is the leader of its `__consumer_offsets` partition.
             let image = apis.metadata_cache().image();
@@ -78,26 +76,15 @@ pub async fn handle(
                     error_message: None,
                     ..Default::default()
                 },
-                None => Coordinator {
+                None => unavailable(
                     key,
-                    node_id: -1,
-                    host: String::new(),
-                    port: -1,
-                    error_code: ErrorCode::COORDINATOR_NOT_AVAILABLE.0,
-                    error_message: Some("the group's coordinator has no leader yet".into()),
-                    ..Default::default()
-                },
+                    ErrorCode::COORDINATOR_NOT_AVAILABLE,
+                    "the group's coordinator has no leader yet".into(),
+                ),
             }
         } else {
-            Coordinator {
-                key,
-                node_id: -1,
-                host: String::new(),
-                port: -1,
-                error_code: ErrorCode::COORDINATOR_NOT_AVAILABLE.0,
-                error_message: Some("transaction coordinator is not available".into()),
-                ..Default::default()
-            }
+            let msg = "transaction coordinator is not available";
+            unavailable(key, ErrorCode::COORDINATOR_NOT_AVAILABLE, msg.into())
         }
     };
     if ctx.api_version() >= 4 {
