@@ -18,26 +18,8 @@ const DATA: &str = "/data";
 const TOPIC: &str = "sim";
 const NOW: i64 = 1_700_000_000_000;
 
-/// splitmix64: the test's own choices (the file system has its own stream from the same seed).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
+/// The test's own choices (the file system has its own stream from the same seed).
+use storage::vfs::SimRng as Rng;
 
 fn config(rng: &mut Rng) -> LogConfig {
     LogConfig {
@@ -282,14 +264,7 @@ impl Sim {
 }
 
 fn seeds() -> Vec<u64> {
-    if let Some(s) = std::env::var("SIM_SEED").ok().and_then(|s| s.parse().ok()) {
-        return vec![s];
-    }
-    let n = std::env::var("SIM_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(200u64);
-    (1..=n).collect()
+    storage::vfs::sim_seeds(1, 200)
 }
 
 /// Many seeded runs: every flushed record survives every crash, nothing corrupt or stale is

@@ -50,26 +50,8 @@ const RECOVERY_BOUND: Duration = Duration::from_secs(60);
 /// Simulated time per step.
 const TICK: Duration = Duration::from_millis(5);
 
-/// splitmix64: the fault schedule's choices.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    fn ms(&mut self, lo: u64, hi: u64) -> Duration {
-        Duration::from_millis(lo + self.below(hi - lo))
-    }
-}
+/// The fault schedule's choices.
+use storage::vfs::{env_u64, SimRng as Rng};
 
 /// A fault to undo later.
 enum Undo {
@@ -364,17 +346,10 @@ pub fn run(seed: u64) -> Outcome {
     }
 }
 
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|v| v.parse().ok())
-}
-
 /// Every seed of `SIM_SEEDS` (or only `SIM_SEED`) runs clean; the first seeds run twice with the same trace.
 #[test]
 fn replication_under_faults() {
-    let seeds: Vec<u64> = match env_u64("SIM_SEED") {
-        Some(s) => vec![s],
-        None => (0..env_u64("SIM_SEEDS").unwrap_or(100)).collect(),
-    };
+    let seeds = storage::vfs::sim_seeds(0, 100);
     let print = std::env::var("SIM_TRACE").is_ok();
     let mut failed = Vec::new();
     for &seed in &seeds {

@@ -190,7 +190,7 @@ pub async fn run_controller(w: World, id: i32) -> turmoil::Result {
     let seams = ControllerSeams {
         transport: Arc::new(SimTransport),
         fs: w.disks[&id].fs(),
-        rng_seed: Some(w.rng(id, inc).draw()),
+        rng_seed: Some(w.rng(id, inc).next()),
     };
     let tuning = tuning(&w, id, inc);
     let server =
@@ -212,7 +212,7 @@ pub async fn run_broker(w: World, id: i32) -> turmoil::Result {
     let image = Arc::new(Mutex::new(MetadataImage::default()));
     let _fetcher = tokio::spawn(follow_metadata(client.clone(), image.clone()));
     w.brokers.lock().insert(id, BrokerView::default());
-    let incarnation = Uuid::from_u64_pair(rng.draw(), rng.draw());
+    let incarnation = Uuid::from_u64_pair(rng.next(), rng.next());
     loop {
         let epoch = match client
             .register_broker(BrokerId(id), incarnation, host(id), 9092, None, Vec::new())

@@ -4,8 +4,10 @@
 //! unchanged behaviour and cost: one virtual call per file operation, never per byte).
 
 mod sim;
+mod sim_rng;
 
 pub use sim::SimFs;
+pub use sim_rng::{env_u64, sim_seeds, SimRng};
 
 use protocol::record::{FileSlice, Records};
 use std::fmt;

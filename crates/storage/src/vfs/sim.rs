@@ -56,7 +56,7 @@ struct Dir {
 
 #[derive(Debug)]
 struct State {
-    rng: u64,
+    rng: super::SimRng,
     generation: u64,
     next_id: u64,
     files: HashMap<u64, Inode>,
@@ -104,13 +104,8 @@ fn apply(data: &mut Vec<u8>, op: &Op) {
 }
 
 impl State {
-    /// splitmix64.
     fn next_u64(&mut self) -> u64 {
-        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.rng.next()
     }
 
     /// Uniform in `0..=n`.
@@ -230,7 +225,7 @@ impl SimFs {
         dirs.insert(ROOT, Dir::default());
         SimFs {
             state: Arc::new(Mutex::new(State {
-                rng: seed,
+                rng: super::SimRng(seed),
                 generation: 0,
                 next_id: ROOT,
                 files: HashMap::new(),
