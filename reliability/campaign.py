@@ -180,7 +180,7 @@ class ClassRun:
         self.base = rig.WORK_ROOT / self.cfg.run_id / f"{self.cls}-g{self.gen}"
         self.mounts = rig.Mounts()
         self.cluster = rig.Cluster(self.net, self.base, SETS)
-        if self.cls == "power_loss":
+        if self.cls in ("power_loss", "power_loss_quick_restart"):
             faults.prepare_power_loss(self.cluster, self.mounts)
         self.cluster.start()
 

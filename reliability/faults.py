@@ -264,6 +264,30 @@ def power_loss(ctx: Ctx) -> dict:
     return {"victim": victim, "partition": p, "failover_s": failover}
 
 
+def quick_restart(ctx: Ctx, power_cut: bool) -> dict:
+    """The leader dies (kill -9, and with `power_cut` its unsynced pages are dropped as in `power_loss`) and
+    is restarted at once, well within its broker session: the controller still names it leader, and its new
+    incarnation cannot register until the old session expires. It must not lead on the stale image meanwhile
+    (with a log a power loss cut short, its followers would be ahead of it)."""
+    p, victim = ctx.pick_leader()
+    node = ctx.cluster.nodes[victim]
+    node.kill9()
+    if power_cut:
+        ctx.mounts.power_cut(node.data_dir)
+        ctx.mounts.ext4(node.dir / "disk.img", node.data_dir, "256M")
+    ctx.restart(victim)
+    failover = ctx.wait_moved(p, victim, "quick restart of the leader")
+    return {"victim": victim, "partition": p, "failover_s": failover, "power_cut": power_cut}
+
+
+def kill9_quick_restart(ctx: Ctx) -> dict:
+    return quick_restart(ctx, power_cut=False)
+
+
+def power_loss_quick_restart(ctx: Ctx) -> dict:
+    return quick_restart(ctx, power_cut=True)
+
+
 # name -> (function, needs root)
 CLASSES = {
     "kill9_leader": (kill9_leader, False),
@@ -276,4 +300,6 @@ CLASSES = {
     "rolling_restart": (rolling_restart, False),
     "coordinator_kill": (coordinator_kill, False),
     "power_loss": (power_loss, True),
+    "kill9_quick_restart": (kill9_quick_restart, False),
+    "power_loss_quick_restart": (power_loss_quick_restart, True),
 }

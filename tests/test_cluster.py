@@ -9,7 +9,9 @@ all three. Checked with confluent-kafka (librdkafka):
   rejoins the ISR;
 - the active controller is killed while producing continues; a new one is elected;
 - a broker stopped with SIGTERM moves its leaderships away before it exits (controlled shutdown);
-- a broker frozen (SIGSTOP) while it led an epoch in which it appended nothing rejoins the ISR (issue 13).
+- a broker frozen (SIGSTOP) while it led an epoch in which it appended nothing rejoins the ISR (issue 13);
+- a leader restarted within its old session publishes no metadata, and so leads nothing, until its new
+  incarnation is registered (issue 13).
 
 
 - a broker stopped with SIGTERM moves its leaderships away before it exits (controlled shutdown).
@@ -551,6 +553,48 @@ def test_follower_that_led_an_empty_epoch_rejoins_the_isr(cluster, topic):
     cluster.wait(isr_full, f"broker {b} (stale epoch at its log end) back in the ISR", timeout=30)
     got = consume_all(cluster.bootstrap, topic, 10)
     assert [v for _, v in got] == [b"r%d" % i for i in range(10)]
+
+
+def test_broker_restarted_within_its_session_does_not_lead_before_it_registers(topic):
+    """Issue 13 (seen in the fault campaign): the leader is `kill -9`'d and restarted before the controller
+    notices (a 20 s session). Its new incarnation cannot register until the old session expires, and the
+    metadata it reads meanwhile still names it leader at the old epoch. It must not act on that image: a
+    produce sent to it straight away is refused (it used to be appended by the restarted process, which after
+    a power loss may hold less than its followers). Once registered it follows and rejoins the ISR."""
+    import kproto as k
+    from confluent_kafka import Producer
+    c = Cluster({"broker.session.timeout.ms": "20000"}).start()
+    try:
+        create_topic(c, topic)
+        p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all"})
+        for i in range(10):
+            p.produce(topic, value=b"r%d" % i, partition=0)
+        assert p.flush(60) == 0
+        leader = c.partition(topic).leader
+        node = c.nodes[leader]
+        node.kill9()
+        killed = time.monotonic()
+        node.start()
+        answers = []
+        batch = k.encode_batch([k.Record(None, b"while unregistered")])
+        with k.Connection(node.bootstrap) as conn:
+            probe_until = time.monotonic() + 3.0
+            while time.monotonic() < probe_until:
+                answers.append(k.produce(conn, topic, 0, batch, acks=1).error)
+                time.sleep(0.1)
+        probed_within_s = time.monotonic() - killed
+        assert probed_within_s < 15, f"the probe ended {probed_within_s:.1f}s after the kill: not within the session"
+        accepted = answers.count(0)
+        assert accepted == 0, (f"the restarted broker {leader} appended {accepted} of {len(answers)} produces "
+                               f"before registering; answers {answers}\n{node.log_tail(30)}")
+        assert set(answers) <= {3, 6}, f"unexpected errors {set(answers)}"
+        c.wait(lambda md: sorted(md.topics[topic].partitions[0].isrs) == [1, 2, 3]
+               and md.topics[topic].partitions[0].leader >= 0,
+               f"broker {leader} registered and back in the ISR", timeout=90)
+        got = consume_all(c.bootstrap, topic, 10)
+        assert [v for _, v in got] == [b"r%d" % i for i in range(10)]
+    finally:
+        c.close()
 
 
 # ------------------------------------------------------------ issue 12: one resolver in both modes

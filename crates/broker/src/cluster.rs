@@ -259,9 +259,25 @@ impl BrokerCluster {
         tracing::warn!("controlled shutdown did not complete in {timeout:?}");
     }
 
+    /// Whether `image` holds this process's registration (its incarnation id): the controller has then
+    /// taken away every leadership and ISR membership of any earlier incarnation of this node id
+    /// (the controller's `QuorumControl::register_broker` moves them in the same batch).
+    fn registered_in(&self, image: &MetadataImage) -> bool {
+        image
+            .brokers
+            .get(&self.node_id)
+            .is_some_and(|b| b.incarnation_id == self.incarnation_id)
+    }
+
     /// Follows the committed metadata log and publishes every new image until `shutdown` turns true: this
     /// broker's topic registry and partitions first ([`BrokerCluster::publish`]), then each of `publishers`
     /// in order (Kafka's `MetadataPublisher`s), with the previous and the new image.
+    ///
+    /// Nothing is published until the followed image holds this process's own registration (Kafka's broker
+    /// likewise waits for its registration before publishing). An image from before it still shows the
+    /// leaderships of this node id's previous incarnation: a broker restarted within its old session (after
+    /// `kill -9` or a power loss that cut its log short) would otherwise lead those partitions at their old
+    /// epoch with a log the followers may be ahead of.
     pub async fn run_metadata_listener(
         self: Arc<Self>,
         dynamic: Arc<DynamicBrokerConfig>,
@@ -270,24 +286,24 @@ impl BrokerCluster {
         publishers: Arc<Publishers>,
         mut shutdown: watch::Receiver<bool>,
     ) {
+        // The image replayed so far; published once this process is registered in it.
+        let mut following = MetadataImage::default();
+        let mut registered = false;
         loop {
             if *shutdown.borrow() {
                 return;
             }
-            let since = self.image.read().offset;
             let update = tokio::select! {
-                u = self.client.fetch_metadata(since, Duration::from_millis(500)) => u,
+                u = self.client.fetch_metadata(following.offset, Duration::from_millis(500)) => u,
                 _ = shutdown.changed() => return,
             };
-            let next = match update {
-                Ok(MetadataUpdate::Image(image)) => *image,
+            match update {
+                Ok(MetadataUpdate::Image(image)) => following = *image,
                 Ok(MetadataUpdate::Records(records)) if records.is_empty() => continue,
                 Ok(MetadataUpdate::Records(records)) => {
-                    let mut image = (*self.image.read().as_ref()).clone();
                     for (offset, record) in &records {
-                        image.apply(*offset, record);
+                        following.apply(*offset, record);
                     }
-                    image
                 }
                 Err(e) => {
                     tracing::debug!(error = %e, "fetching metadata failed");
@@ -295,6 +311,17 @@ impl BrokerCluster {
                     continue;
                 }
             };
+            if !registered {
+                registered = self.registered_in(&following);
+                if !registered {
+                    continue;
+                }
+                tracing::info!(
+                    offset = following.offset,
+                    "registration in the metadata log: publishing"
+                );
+            }
+            let next = following.clone();
             let previous = self.image.read().clone();
             self.publish(&dynamic, &metadata, &replica_manager, &previous, next);
             let current = self.image.read().clone();
