@@ -54,6 +54,14 @@ class ClusterNode(BrokerProcess):
             os.kill(self.proc.pid, signal.SIGCONT)
         self.paused = False
 
+    def wait_log(self, text: str, what: str, timeout: float = 60.0):
+        """Waits until this node's log shows `text` (bounded; fails with the log's tail)."""
+        deadline = time.monotonic() + timeout
+        while text not in self.log_tail(1000):
+            if time.monotonic() > deadline:
+                pytest.fail(f"node {self.node_id}: no {what} ('{text}') within {timeout}s:\n{self.log_tail(30)}")
+            time.sleep(0.1)
+
     def argv(self) -> list[str]:
         argv = super().argv()
         return argv + ["--node-id", str(self.node_id),
@@ -314,14 +322,14 @@ def test_elect_leaders_moves_leadership_to_the_preferred_replica_on_request(topi
                f"broker {victim} back in every ISR")
         assert c.partition(topic, 0).leader != victim, "moved back although auto.leader.rebalance.enable=false"
         assert elect([TopicPartition(topic, 0)]) == {0: 0}
-        assert c.partition(topic, 0).leader == victim
+        # Answered once the electing broker has the change; the others publish it a moment later.
+        c.wait(lambda md: md.topics[topic].partitions[0].leader == victim, f"every broker shows {victim} leading")
         assert elect([TopicPartition(topic, 0)]) == {0: 84}  # ELECTION_NOT_NEEDED
         # Kafka's tool, all partitions: whatever is left unbalanced gets its preferred leader.
         tool("org.apache.kafka.tools.LeaderElectionCommand", "--bootstrap-server", c.alive_bootstrap(),
              "--election-type", "PREFERRED", "--all-topic-partitions")
-        md = c.metadata(topic)
-        for p, pm in md.topics[topic].partitions.items():
-            assert pm.leader == preferred[p], f"partition {p}: leader {pm.leader}, preferred {preferred[p]}"
+        c.wait(lambda md: all(pm.leader == preferred[p] for p, pm in md.topics[topic].partitions.items()),
+               f"every partition led by its preferred replica {preferred}")
         s.until_acked(len(s.acked) + 1000)
         s.finish()
         assert not s.failed, f"produce failures: {s.failed[:3]}"
@@ -473,7 +481,8 @@ def test_topic_deleted_while_a_broker_is_down_can_be_recreated(cluster, topic):
         cluster.wait(lambda md: topic in md.topics and all(
             pm.leader >= 0 and len(pm.isrs) == 3 for pm in md.topics[topic].partitions.values()),
             f"{topic} led with a full ISR")
-    assert "deleting stray log" in cluster.nodes[away].log_tail(400)
+    # Once its new incarnation is registered (after the old session expires) it publishes its first image.
+    cluster.nodes[away].wait_log("deleting stray log", "stray log deleted")
     s = Stream(cluster.bootstrap, topic)
     s.until_acked(20)
     s.finish()
