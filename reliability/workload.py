@@ -15,7 +15,7 @@ import logging
 import os
 import sys
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 # librdkafka's own log lines (connection refused during every fault...) go to a file, not the terminal.
 CLIENT_LOG = logging.getLogger("librdkafka")
@@ -219,13 +219,32 @@ class Group:
         self.watcher.close()
 
 
+# LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER, FENCED/UNKNOWN_LEADER_EPOCH, librdkafka's timeout and transport
+# errors: what a query sent to a leader that just moved answers (librdkafka does not flag them retriable here).
+LEADER_MOVED = {5, 6, 74, 75, KafkaError._TIMED_OUT, KafkaError._TRANSPORT}
+
+
+def high_watermark(c: Consumer, topic: str, p: int, attempts: int = 20) -> int:
+    """The partition's high watermark, asked of its leader. A leadership that moves while it is asked (the
+    rig's preferred-leader rebalancing gives a restarted broker its partitions back) answers a retriable
+    NOT_LEADER_OR_FOLLOWER; the client refreshes its metadata and the question is asked again (bounded)."""
+    for attempt in range(attempts):
+        try:
+            return c.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1]
+        except KafkaException as e:
+            if attempt + 1 == attempts or e.args[0].code() not in LEADER_MOVED:
+                raise
+            time.sleep(0.5)
+    raise AssertionError("unreachable")
+
+
 def read_log(bootstrap: str, topic: str, partitions: int, timeout: float = 60.0):
     """Every record of every partition from offset 0 to the high watermark: ({p: [(offset, value)]},
     {p: high watermark}, complete?)."""
     c = Consumer(conf(bootstrap, **{"group.id": f"check-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False,
                                     "enable.partition.eof": True}))
     try:
-        hw = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1] for p in range(partitions)}
+        hw = {p: high_watermark(c, topic, p) for p in range(partitions)}
         c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
         out: dict[int, list[tuple[int, bytes]]] = {p: [] for p in range(partitions)}
         done = {p for p in range(partitions) if hw[p] == 0}
