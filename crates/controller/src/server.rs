@@ -375,7 +375,9 @@ impl Drop for ControllerServer {
 async fn accept_loop(inner: Arc<Inner>, listener: Box<dyn RpcListener>) {
     let mut shutdown = inner.shutdown_rx.clone();
     loop {
+        // `biased`: branch order fixed (an unbiased select draws from the runtime's RNG), see ARCHITECTURE.md.
         tokio::select! {
+            biased;
             r = listener.accept() => match r {
                 Ok(stream) => {
                     tokio::spawn(serve_connection(inner.clone(), stream));
@@ -397,6 +399,7 @@ async fn serve_connection(inner: Arc<Inner>, mut stream: BoxedStream) {
     }
     loop {
         let req: RpcRequest = tokio::select! {
+            biased;
             r = read_frame(&mut stream) => match r {
                 Ok(r) => r,
                 Err(_) => return,
@@ -404,6 +407,7 @@ async fn serve_connection(inner: Arc<Inner>, mut stream: BoxedStream) {
             _ = shutdown.changed() => return,
         };
         let resp = tokio::select! {
+            biased;
             r = inner.handle(req) => r,
             _ = shutdown.changed() => return,
         };

@@ -15,6 +15,8 @@ pub struct Checker {
     leaders: BTreeMap<u64, i32>,
     /// Terms that had more than one leader (openraft allows it, see `sample_raft`).
     pub shared_terms: usize,
+    /// The highest raft term each controller has reported, across its restarts.
+    terms: BTreeMap<i32, u64>,
     /// The leader of each (topic id, partition, leader epoch), from any image or AlterPartition answer.
     epoch_leaders: BTreeMap<(Uuid, i32, i32), i32>,
     /// Per (controller, start, topic id, partition): the last leader epoch its image showed.
@@ -34,9 +36,21 @@ impl Checker {
     /// lower id may collect its votes first and hear of them last. KRaft allows one leader per epoch; this
     /// counts the terms that had two (reported in the trace, not a failure). Safety — no committed entry
     /// lost or applied differently — is checked on the images.
+    ///
+    /// Also: a controller's term never goes back, not even across a power loss. Raft's vote (term and
+    /// candidate) must be durable before it is granted (KRaft's `quorum-state` file, openraft's `save_vote`);
+    /// a restarted controller reads it back before it serves, and its reported term is its vote's.
     pub fn sample_raft(&mut self, w: &World) {
         for (&id, s) in w.servers.lock().iter() {
             let st = s.raft_status();
+            let last = self.terms.entry(id).or_insert(st.term);
+            if st.term < *last {
+                self.violations.push(format!(
+                    "controller {id}'s raft term went back from {last} to {} (a vote lost)",
+                    st.term
+                ));
+            }
+            *last = st.term;
             if !st.is_leader {
                 continue;
             }
@@ -153,10 +167,15 @@ pub fn converged(w: &World) -> bool {
     let Some(leader) = st.iter().find(|s| s.is_leader) else {
         return false;
     };
-    if st
-        .iter()
-        .any(|s| s.term != leader.term || s.leader != leader.leader)
-    {
+    // Every controller has applied the leader's whole log: a term and leader restored from the votes on disk
+    // and images restored from equal snapshots look converged before the restarted leader has committed
+    // anything (seed 823 of the first 1000 once failed so: committed topics not yet re-applied, not lost).
+    if st.iter().any(|s| {
+        s.term != leader.term
+            || s.leader != leader.leader
+            || leader.last_log_index.is_none()
+            || s.last_applied != leader.last_log_index
+    }) {
         return false;
     }
     drop(servers);
