@@ -110,6 +110,24 @@ impl std::fmt::Debug for LogManager {
     }
 }
 
+/// Creates `dir` and its missing ancestors, each fsynced into its parent (Kafka's
+/// `LogManager.createAndValidateLogDirs` flushes the parent of a log dir it creates): without it a power
+/// loss may take the new directory, and everything later fsynced into it, away.
+fn create_dir_durably(fs: &Fs, dir: &Path) -> std::io::Result<()> {
+    let missing: Vec<&Path> = dir
+        .ancestors()
+        .take_while(|p| !p.as_os_str().is_empty() && !fs.exists(p))
+        .collect();
+    fs.create_dir_all(dir)?;
+    for created in missing.iter().rev() {
+        match created.parent() {
+            Some(p) if !p.as_os_str().is_empty() => fs.sync_dir(p)?,
+            _ => fs.sync_dir(Path::new("."))?,
+        }
+    }
+    Ok(())
+}
+
 impl LogManager {
     /// Opens the data directory `dir` (created if missing) and all partition logs in it,
     /// using `config_for(topic)` as each log's config and `clock` as the wall clock of the directory's
@@ -131,7 +149,7 @@ impl LogManager {
     ) -> Result<Self, StorageError> {
         let now_ms = clock.now_ms();
         let dir = dir.into();
-        fs.create_dir_all(&dir)?;
+        create_dir_durably(&fs, &dir)?;
         let marker = dir.join(CLEAN_SHUTDOWN_FILE);
         let clean = fs.exists(&marker);
         let read_cp = |name: &str| {
