@@ -180,6 +180,12 @@ impl PartialEq for QuotaValue {
 
 impl Eq for QuotaValue {}
 
+/// An entity's quota values by key.
+pub type QuotaValues = BTreeMap<String, QuotaValue>;
+
+/// The entities a DescribeClientQuotas filter matched, with their values.
+pub type QuotaMatches<'a> = Vec<(&'a ClientQuotaEntity, &'a QuotaValues)>;
+
 /// One AlterClientQuotas entry, validated: the entity and its operations (`Some` sets a key, `None` removes
 /// it), at most one per key.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -333,7 +339,7 @@ impl ClientQuotasImage {
         &self,
         filter: &[(String, QuotaMatch)],
         strict: bool,
-    ) -> Result<Vec<(&ClientQuotaEntity, &BTreeMap<String, QuotaValue>)>, (bool, String)> {
+    ) -> Result<QuotaMatches<'_>, (bool, String)> {
         for (i, (t, _)) in filter.iter().enumerate() {
             if t.is_empty() {
                 return Err((false, "Invalid empty entity type.".into()));
