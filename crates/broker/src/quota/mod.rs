@@ -18,6 +18,7 @@ pub mod client;
 pub mod connection;
 pub mod rate;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
@@ -37,6 +38,8 @@ use crate::publisher::MetadataPublisher;
 /// The broker's client quotas: what is configured, and the Produce and Fetch byte rates.
 #[derive(Debug)]
 pub struct ClientQuotas {
+    /// Whether any byte-rate quota is configured: without one, requests skip the managers' locks.
+    enabled: AtomicBool,
     image: RwLock<ClientQuotasImage>,
     produce: Mutex<ClientQuotaManager>,
     fetch: Mutex<ClientQuotaManager>,
@@ -47,6 +50,7 @@ impl ClientQuotas {
     /// No quotas, rates sampled over `window`, time from `clock`.
     pub fn new(window: QuotaWindow, clock: Arc<dyn Clock>) -> ClientQuotas {
         ClientQuotas {
+            enabled: AtomicBool::new(false),
             image: RwLock::new(ClientQuotasImage::default()),
             produce: Mutex::new(ClientQuotaManager::new(PRODUCER_BYTE_RATE, window)),
             fetch: Mutex::new(ClientQuotaManager::new(CONSUMER_BYTE_RATE, window)),
@@ -58,6 +62,10 @@ impl ClientQuotas {
     pub fn update(&self, image: &ClientQuotasImage) {
         self.produce.lock().update(image);
         self.fetch.lock().update(image);
+        let enabled = image.0.values().any(|values| {
+            values.contains_key(PRODUCER_BYTE_RATE) || values.contains_key(CONSUMER_BYTE_RATE)
+        });
+        self.enabled.store(enabled, Ordering::Release);
         *self.image.write() = image.clone();
     }
 
@@ -73,6 +81,9 @@ impl ClientQuotas {
     /// Records a Produce request of `bytes` by `user` with `client_id`; the throttle time (ms, 0 within the
     /// quota).
     pub fn record_produce(&self, user: &str, client_id: &str, bytes: usize) -> u64 {
+        if !self.enabled.load(Ordering::Acquire) {
+            return 0;
+        }
         let now = self.now_ms();
         self.produce
             .lock()
@@ -82,6 +93,9 @@ impl ClientQuotas {
     /// Records a Fetch response of `bytes`; the throttle time (ms). When it is not 0 the response is sent
     /// without its records and the bytes are taken back out of the rate (Kafka's `unrecordQuotaSensor`).
     pub fn record_fetch(&self, user: &str, client_id: &str, bytes: usize) -> u64 {
+        if !self.enabled.load(Ordering::Acquire) {
+            return 0;
+        }
         let now = self.now_ms();
         let mut fetch = self.fetch.lock();
         let throttle = fetch.record(user, client_id, bytes as f64, now);
@@ -94,6 +108,9 @@ impl ClientQuotas {
     /// The most bytes one Fetch response may carry for the client (its quota's burst, Kafka's
     /// `getMaxValueInQuotaWindow`); `None` without a consumer quota.
     pub fn fetch_max_bytes(&self, user: &str, client_id: &str) -> Option<i32> {
+        if !self.enabled.load(Ordering::Acquire) {
+            return None;
+        }
         let max = self.fetch.lock().max_value_in_window(user, client_id)?;
         Some(max.clamp(1.0, f64::from(i32::MAX)) as i32)
     }
@@ -172,4 +189,46 @@ pub struct Quotas {
     pub admin: Arc<dyn QuotaAdmin>,
     /// Connection limits.
     pub connections: Arc<ConnectionLimiter>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use metadata::quota::{ClientQuotaEntity, EntityName};
+
+    fn image(key: &str, bytes_per_s: f64) -> ClientQuotasImage {
+        let mut image = ClientQuotasImage::default();
+        let entity = ClientQuotaEntity::of(None, Some(EntityName::Name("c".into())));
+        let alt = QuotaAlteration::new(entity, vec![(key.into(), Some(bytes_per_s))]).unwrap();
+        for change in image.changes(&alt) {
+            image.apply(&change);
+        }
+        image
+    }
+
+    #[test]
+    fn a_throttled_fetch_is_taken_back_out_of_the_rate() {
+        let clock = Arc::new(types::ManualClock::new(1_000_000));
+        let quotas = ClientQuotas::new(QuotaWindow::default(), clock.clone());
+        assert_eq!(
+            quotas.record_produce("u", "c", 1 << 30),
+            0,
+            "no quota: nothing recorded"
+        );
+        quotas.update(&image(CONSUMER_BYTE_RATE, 1000.0));
+        assert_eq!(quotas.fetch_max_bytes("u", "c"), Some(10_000));
+        assert_eq!(quotas.fetch_max_bytes("u", "other"), None);
+        assert_eq!(quotas.record_fetch("u", "c", 9_000), 0);
+        // Over the quota: throttled, and not counted (its data is not sent).
+        assert!(quotas.record_fetch("u", "c", 9_000) > 0);
+        assert_eq!(quotas.record_fetch("u", "c", 1_000), 0);
+        assert_eq!(
+            quotas.record_produce("u", "c", 1 << 30),
+            0,
+            "no producer quota"
+        );
+        clock.advance(1);
+        quotas.update(&ClientQuotasImage::default());
+        assert_eq!(quotas.record_fetch("u", "c", 1 << 30), 0);
+    }
 }
