@@ -784,6 +784,28 @@ impl AclAdmin for QuorumAclAdmin {
     }
 }
 
+/// Cluster-mode quota changes: `ClientQuotaRecord`s through the controller, answered once this broker's
+/// image (and so its `ClientQuotas`, filled by the `QuotaPublisher`) shows them.
+#[derive(Debug)]
+pub struct QuorumQuotaAdmin(pub Arc<BrokerCluster>);
+
+impl crate::quota::QuotaAdmin for QuorumQuotaAdmin {
+    fn alter(
+        &self,
+        entries: Vec<metadata::quota::QuotaAlteration>,
+        validate_only: bool,
+    ) -> BoxFuture<'_, Result<(), crate::error::QuotaError>> {
+        Box::pin(async move {
+            let at = self
+                .0
+                .client
+                .alter_client_quotas(entries, validate_only)
+                .await?;
+            Ok(self.0.wait_for_offset(at).await?)
+        })
+    }
+}
+
 impl MetadataCache for BrokerCluster {
     fn image(&self) -> Arc<MetadataImage> {
         BrokerCluster::image(self)

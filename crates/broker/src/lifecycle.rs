@@ -15,7 +15,8 @@ use types::{BrokerId, Clock};
 
 use crate::acls::{authorizer_config, AclAdmin, AclCache, AclPublisher, Authorizer, LocalAclAdmin};
 use crate::cluster::{
-    BrokerCluster, ControllerLink, QuorumAclAdmin, QuorumBrokerConfigAdmin, QuorumTopicAdmin,
+    BrokerCluster, ControllerLink, QuorumAclAdmin, QuorumBrokerConfigAdmin, QuorumQuotaAdmin,
+    QuorumTopicAdmin,
 };
 use crate::config::{bind_addr, keys, BrokerConfig, SecurityProtocol};
 use crate::config_admin::{
@@ -26,6 +27,10 @@ use crate::group_coordinator::{GroupCoordinatorPublisher, GroupCoordinatorServic
 use crate::metadata::MetadataStore;
 use crate::metadata_cache::{LocalMetadataCache, MetadataCache};
 use crate::publisher::Publishers;
+use crate::quota::{
+    ClientQuotas, ConnectionLimiter, ConnectionQuotaConfig, LocalQuotaAdmin, QuotaAdmin,
+    QuotaPublisher, QuotaWindow, Quotas,
+};
 use crate::security::{TlsConnector, TlsListener};
 use crate::server::apis::KafkaApis;
 use crate::server::network::{self, ListenerSecurity};
@@ -294,6 +299,7 @@ impl Services {
     ) -> anyhow::Result<Services> {
         let dir = &config.log_dir;
         authorizer_config(config).map_err(anyhow::Error::msg)?;
+        ConnectionQuotaConfig::from_config(config)?;
         let metadata = Arc::new(
             match cluster_id {
                 Some(id) => MetadataStore::open_for_cluster(dir, config.node_id.get(), id),
@@ -502,6 +508,7 @@ pub(crate) fn wire(
             Box::pin(async move { c.allocate_producer_ids().await.map_err(|e| e.message) })
         }));
     }
+    let quotas = wire_quotas(config, &metadata, cluster.as_ref(), publishers);
     Arc::new(KafkaApis::new(
         config.clone(),
         metadata,
@@ -511,7 +518,38 @@ pub(crate) fn wire(
         broker_configs,
         cache,
         authorizer,
+        quotas,
     ))
+}
+
+/// Client quotas (from the registry standalone, from each metadata image in a cluster) and the connection
+/// limits ([`Services::build`] refused invalid ones).
+fn wire_quotas(
+    config: &BrokerConfig,
+    metadata: &Arc<MetadataStore>,
+    cluster: Option<&Arc<BrokerCluster>>,
+    publishers: &Arc<Publishers>,
+) -> Arc<Quotas> {
+    let clock: Arc<dyn Clock> = Arc::new(types::SystemClock);
+    let window = QuotaWindow::new(
+        config.get(keys::QUOTA_WINDOW_NUM),
+        config.get(keys::QUOTA_WINDOW_SIZE_SECONDS),
+    );
+    let clients = Arc::new(ClientQuotas::new(window, clock.clone()));
+    let admin: Arc<dyn QuotaAdmin> = match cluster {
+        Some(c) => {
+            publishers.install(Arc::new(QuotaPublisher(clients.clone())));
+            Arc::new(QuorumQuotaAdmin(c.clone()))
+        }
+        None => Arc::new(LocalQuotaAdmin::new(metadata.clone(), clients.clone())),
+    };
+    let limits = ConnectionQuotaConfig::from_config(config)
+        .unwrap_or_else(|_| ConnectionQuotaConfig::unlimited());
+    Arc::new(Quotas {
+        clients,
+        admin,
+        connections: ConnectionLimiter::new(limits, clock),
+    })
 }
 
 /// The authorizer of `authorizer.class.name` (`None` when empty; [`Services::build`] refused other values):

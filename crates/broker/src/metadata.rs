@@ -11,7 +11,8 @@
 //!   CRC-checked entries, each synced before the change is acknowledged; a torn tail is cut at open). One
 //!   JSON [`Change`] per entry: `{"op":"put_topic","name","topic"}`, `{"op":"delete_topic","name"}`,
 //!   `{"op":"next_producer_id","next"}`, `{"op":"put_acls","acls":[[id, acl]]}`, `{"op":"delete_acls","ids"}`
-//!   (the ACLs of one CreateAcls/DeleteAcls, as the metadata log's `AccessControlEntryRecord`s). A change costs one small append, not a rewrite of the registry.
+//!   (the ACLs of one CreateAcls/DeleteAcls, as the metadata log's `AccessControlEntryRecord`s),
+//!   `{"op":"client_quotas","changes"}` (one AlterClientQuotas, as `ClientQuotaRecord`s). A change costs one small append, not a rewrite of the registry.
 //!   When the log grows past the snapshot's size (at least [`COMPACT_MIN_BYTES`]) the current state is written
 //!   as a new snapshot and the log emptied.
 //!
@@ -33,6 +34,7 @@ use imbl::OrdMap;
 use parking_lot::RwLock;
 
 use crate::registry_log::RegistryLog;
+use metadata::quota::{ClientQuotaChange, ClientQuotasImage, QuotaAlteration};
 use metadata::AclEntry;
 use serde::{Deserialize, Serialize};
 use types::ProducerId;
@@ -63,6 +65,8 @@ enum Change {
     PutAcls { acls: Vec<(Uuid, AclEntry)> },
     /// Removes ACLs by id (unknown ids are ignored).
     DeleteAcls { ids: Vec<Uuid> },
+    /// Sets or removes client quota keys (one AlterClientQuotas, as the metadata log's `ClientQuotaRecord`s).
+    ClientQuotas { changes: Vec<ClientQuotaChange> },
 }
 
 impl State {
@@ -75,6 +79,11 @@ impl State {
             Change::DeleteAcls { ids } => {
                 for id in ids {
                     self.acls.remove(&id);
+                }
+            }
+            Change::ClientQuotas { changes } => {
+                for c in &changes {
+                    self.client_quotas.apply(c);
                 }
             }
         }
@@ -173,6 +182,9 @@ struct State {
     /// ACLs by id; absent from snapshots of earlier versions and when empty.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     acls: BTreeMap<Uuid, AclEntry>,
+    /// Client quotas; absent from snapshots of earlier versions and when empty.
+    #[serde(default, skip_serializing_if = "ClientQuotasImage::is_empty")]
+    client_quotas: ClientQuotasImage,
     #[serde(skip)]
     index: TopicIndex,
 }
@@ -481,6 +493,29 @@ impl MetadataStore {
     pub fn delete_acls(&self, ids: Vec<Uuid>) -> Result<(), MetadataError> {
         let mut state = self.state.write();
         self.record(&mut state, Change::DeleteAcls { ids })
+    }
+
+    /// The client quotas (standalone: persisted here; a cluster member reads its image's instead).
+    pub fn client_quotas(&self) -> ClientQuotasImage {
+        self.state.read().client_quotas.clone()
+    }
+
+    /// Applies AlterClientQuotas `entries` with one synced append (none when nothing changes). Nothing
+    /// changes when it fails.
+    pub fn alter_client_quotas(&self, entries: &[QuotaAlteration]) -> Result<(), MetadataError> {
+        let mut state = self.state.write();
+        let mut next = state.client_quotas.clone();
+        let mut changes = Vec::new();
+        for entry in entries {
+            for c in next.changes(entry) {
+                next.apply(&c);
+                changes.push(c);
+            }
+        }
+        if changes.is_empty() {
+            return Ok(());
+        }
+        self.record(&mut state, Change::ClientQuotas { changes })
     }
 
     /// Allocates a new producer id (KIP-98). Ids are reserved on disk in blocks so that a restart never

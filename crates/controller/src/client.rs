@@ -410,6 +410,23 @@ impl ControllerClient {
         }
     }
 
+    /// AlterClientQuotas (KIP-546): applies `entries` (validated by the caller); returns the offset at which
+    /// they are visible. Errors: INVALID_REQUEST (42, too many entries), transport errors.
+    pub async fn alter_client_quotas(
+        &self,
+        entries: Vec<metadata::quota::QuotaAlteration>,
+        validate_only: bool,
+    ) -> Result<i64, ControllerError> {
+        let req = ClientRequest::AlterClientQuotas {
+            entries,
+            validate_only,
+        };
+        match self.call_with_offset(req).await? {
+            (ClientResponse::AlterClientQuotas(r), offset) => r.map(|()| offset),
+            _ => Err(unexpected()),
+        }
+    }
+
     /// ElectLeaders (KIP-460): elects leaders of `partitions` (`None`: every partition); answers once the
     /// records are committed, with the offset at which the outcome is visible. Per-partition errors are in
     /// the results (see `QuorumControl::elect_leaders`); the call fails as a whole only when no controller

@@ -690,6 +690,15 @@ impl Inner {
                 .decide(|ctl, image, _| unit(ctl.delete_acls(image, &ids)))
                 .await?
                 .map(R::DeleteAcls),
+            ClientRequest::AlterClientQuotas {
+                entries,
+                validate_only,
+            } => self
+                .decide(|ctl, image, _| {
+                    unit(ctl.alter_client_quotas(image, &entries, validate_only))
+                })
+                .await?
+                .map(R::AlterClientQuotas),
             req => return self.read_only(req).await,
         };
         Ok((d.reply, d.visible_at))

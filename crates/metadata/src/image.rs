@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use types::{BrokerEpoch, BrokerId, LeaderEpoch, PartitionEpoch, ProducerId};
 use uuid::Uuid;
 
+use crate::quota::ClientQuotasImage;
 use crate::record::{AclEntry, MetadataRecord, RESOURCE_BROKER, RESOURCE_TOPIC};
 use crate::topics_image::TopicsImage;
 
@@ -111,6 +112,9 @@ pub struct MetadataImage {
     /// ACLs by id (KIP-801's `AccessControlEntryRecord`s). Absent from the JSON when empty.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub acls: BTreeMap<Uuid, AclEntry>,
+    /// Client quotas by entity (Kafka's `ClientQuotasImage`). Absent from the JSON when empty.
+    #[serde(default, skip_serializing_if = "ClientQuotasImage::is_empty")]
+    pub client_quotas: ClientQuotasImage,
 }
 
 impl Default for MetadataImage {
@@ -123,6 +127,7 @@ impl Default for MetadataImage {
             broker_configs: BTreeMap::new(),
             next_producer_id: ProducerId(0),
             acls: BTreeMap::new(),
+            client_quotas: ClientQuotasImage::default(),
         }
     }
 }
@@ -226,6 +231,7 @@ impl MetadataImage {
             MetadataRecord::RemoveAccessControlEntryRecord { id } => {
                 self.acls.remove(id);
             }
+            MetadataRecord::ClientQuotaRecord(change) => self.client_quotas.apply(change),
         }
     }
 

@@ -7,6 +7,7 @@
 //! - [`request`]: what a broker asks the controller and what it answers ([`RegisterBroker`],
 //!   [`Heartbeat`], [`AlterPartition`], [`CreateTopic`], [`MetadataUpdate`], ...).
 //! - [`rpc`]: [`rpc::ClientRequest`]/[`rpc::ClientResponse`], the broker-facing RPC messages.
+//! - [`quota`]: client quotas (entities, values, the image, AlterClientQuotas/DescribeClientQuotas rules).
 //! - [`error`]: [`ControllerError`], an error answered to a broker.
 //!
 //! The `controller` crate (openraft node, raft log store, state machine, `QuorumControl`, server and
@@ -31,6 +32,7 @@
 
 pub mod error;
 pub mod image;
+pub mod quota;
 pub mod record;
 pub mod request;
 pub mod rpc;

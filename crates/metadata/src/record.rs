@@ -184,4 +184,6 @@ pub enum MetadataRecord {
         /// The ACL's id.
         id: Uuid,
     },
+    /// A client quota key was set or removed for an entity (Kafka's `ClientQuotaRecord`, KIP-546).
+    ClientQuotaRecord(crate::quota::ClientQuotaChange),
 }

@@ -93,6 +93,14 @@ pub enum ClientRequest {
         /// ACL ids.
         ids: Vec<Uuid>,
     },
+    /// AlterClientQuotas (KIP-546): the entries, already validated by the broker; a set of an unchanged value
+    /// or a removal of an absent key writes nothing.
+    AlterClientQuotas {
+        /// The entries.
+        entries: Vec<crate::quota::QuotaAlteration>,
+        /// Validate only: decide, write nothing.
+        validate_only: bool,
+    },
     /// Any other request, asking that its answer say at which metadata offset its outcome is visible:
     /// answered with [`ClientResponse::WithOffset`] (a broker then waits until its own image has applied
     /// that offset — read-your-writes without re-checking the outcome). Not nested. Controllers older
@@ -138,6 +146,8 @@ pub enum ClientResponse {
     CreateAcls(Result<(), ControllerError>),
     /// DeleteAcls answer.
     DeleteAcls(Result<(), ControllerError>),
+    /// AlterClientQuotas answer (one outcome for the whole request: its records are committed together).
+    AlterClientQuotas(Result<(), ControllerError>),
     /// Answer to a [`ClientRequest::WithOffset`]: the inner request's answer and the metadata offset (raft
     /// log index) at which its outcome is visible — the index its records were committed at, or, for a
     /// decision that wrote nothing, the offset of the last record the deciding image held.

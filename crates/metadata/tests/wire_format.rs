@@ -338,3 +338,49 @@ fn acl_json_is_unchanged() {
     ];
     assert_eq!(serde_json::to_string(&resps).unwrap(), ACL_RESPONSES);
 }
+
+const QUOTA_RECORDS: &str = r#"[{"type":"ClientQuotaRecord","entity":{"user":"default","client_id":{"name":"c1"}},"key":"producer_byte_rate","value":1048576.0},{"type":"ClientQuotaRecord","entity":{"user":"default","client_id":{"name":"c1"}},"key":"producer_byte_rate","value":null}]"#;
+const QUOTA_IMAGE: &str = r#"{"offset":1,"cluster_id":"","brokers":{},"topics":{},"broker_configs":{},"next_producer_id":0,"client_quotas":[{"entity":{"user":"default","client_id":{"name":"c1"}},"values":{"producer_byte_rate":1048576.0}}]}"#;
+
+/// The client quota record (Kafka's `ClientQuotaRecord`, a removal as a null value), an image holding a quota
+/// (without quotas the field is omitted), and the AlterClientQuotas request.
+#[test]
+fn client_quota_json_is_unchanged() {
+    use metadata::quota::{
+        ClientQuotaChange, ClientQuotaEntity, EntityName, QuotaAlteration, QuotaValue,
+    };
+    let entity = ClientQuotaEntity::of(
+        Some(EntityName::Default),
+        Some(EntityName::Name("c1".into())),
+    );
+    let change = |value| {
+        MetadataRecord::ClientQuotaRecord(ClientQuotaChange {
+            entity: entity.clone(),
+            key: "producer_byte_rate".into(),
+            value,
+        })
+    };
+    let recs = vec![change(Some(QuotaValue(1048576.0))), change(None)];
+    assert_eq!(serde_json::to_string(&recs).unwrap(), QUOTA_RECORDS);
+    let back: Vec<MetadataRecord> = serde_json::from_str(QUOTA_RECORDS).unwrap();
+    assert_eq!(back, recs);
+    let mut img = MetadataImage::default();
+    img.apply(1, &recs[0]);
+    assert_eq!(serde_json::to_string(&img).unwrap(), QUOTA_IMAGE);
+    let back: MetadataImage = serde_json::from_str(QUOTA_IMAGE).unwrap();
+    assert_eq!(back, img);
+    img.apply(2, &recs[1]);
+    assert!(!serde_json::to_string(&img)
+        .unwrap()
+        .contains("client_quotas"));
+    let alteration =
+        QuotaAlteration::new(entity, vec![("consumer_byte_rate".into(), None)]).unwrap();
+    let req = ClientRequest::AlterClientQuotas {
+        entries: vec![alteration],
+        validate_only: true,
+    };
+    assert_eq!(
+        serde_json::to_string(&req).unwrap(),
+        r#"{"AlterClientQuotas":{"entries":[{"entity":{"user":"default","client_id":{"name":"c1"}},"ops":[["consumer_byte_rate",null]]}],"validate_only":true}}"#
+    );
+}

@@ -134,6 +134,20 @@ keys! {
     /// `connections.max.idle.ms`: a client connection without a complete request for this long is closed,
     /// also in the middle of a frame (ms; negative: never). Read once at startup (Kafka: read-only).
     CONNECTIONS_MAX_IDLE_MS: i64 = "connections.max.idle.ms";
+    /// `max.connections`: client connections on all listeners together; the acceptor waits at the limit (the
+    /// inter-broker listener is exempt). Per listener: `listener.name.<l>.max.connections`. Read at startup.
+    MAX_CONNECTIONS: i32 = "max.connections";
+    /// `max.connections.per.ip`: connections from one address; one more is closed at accept.
+    MAX_CONNECTIONS_PER_IP: i32 = "max.connections.per.ip";
+    /// `max.connections.per.ip.overrides`: `host:count,...` limits for some addresses.
+    MAX_CONNECTIONS_PER_IP_OVERRIDES: String = "max.connections.per.ip.overrides";
+    /// `max.connection.creation.rate`: new connections/s broker-wide; over it the acceptor waits (per
+    /// listener: `listener.name.<l>.max.connection.creation.rate`).
+    MAX_CONNECTION_CREATION_RATE: i32 = "max.connection.creation.rate";
+    /// `quota.window.num`: windows a quota's rate is sampled over (client quotas, connection rates).
+    QUOTA_WINDOW_NUM: i32 = "quota.window.num";
+    /// `quota.window.size.seconds`: length of one quota window (s).
+    QUOTA_WINDOW_SIZE_SECONDS: i32 = "quota.window.size.seconds";
     /// `authorizer.class.name`: empty = no authorizer (every request allowed, the ACL APIs answer
     /// SECURITY_DISABLED); `org.apache.kafka.metadata.authorizer.StandardAuthorizer` = ACLs enforced. Read once
     /// at startup.

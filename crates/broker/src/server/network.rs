@@ -23,6 +23,12 @@
 //!   when the connection waits for its next request (after the previous response), so a request being served
 //!   (a long-polling Fetch, a parked JoinGroup) never counts as idle.
 //!
+//! - Connection limits (`max.connections`, `max.connections.per.ip`, `max.connection.creation.rate`;
+//!   [`crate::quota::ConnectionLimiter`]) are applied at accept: the acceptor waits, or closes a connection
+//!   from an IP at its limit; a connection's slot is freed when it closes.
+//! - A client over a quota gets its response, then its connection is not read for the throttle time
+//!   (KIP-219, [`RequestOutcome::Throttled`]).
+//!
 //! The transport is a seam: [`serve`] takes any [`Listener`] (tokio's `TcpListener` in production; a
 //! deterministic simulation passes a simulated network's listener), and connections are its
 //! [`ServerStream`]s.
@@ -131,6 +137,20 @@ pub async fn serve<L: Listener>(
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
+                    // Connection limits (Kafka's ConnectionQuotas): this acceptor may wait for a slot; a
+                    // connection from an IP at its limit is closed.
+                    let limiter = apis.quotas().connections.clone();
+                    let slot = tokio::select! {
+                        slot = limiter.acquire(&security.name, peer.ip()) => slot,
+                        _ = shutdown.changed() => return,
+                    };
+                    let slot = match slot {
+                        Ok(slot) => slot,
+                        Err(e) => {
+                            tracing::debug!(%peer, error = %e, "connection closed at accept");
+                            continue;
+                        }
+                    };
                     let apis = apis.clone();
                     let shutdown = shutdown.clone();
                     let security = security.clone();
@@ -138,6 +158,7 @@ pub async fn serve<L: Listener>(
                         if let Err(e) = open_connection(stream, peer, security, apis, shutdown).await {
                             tracing::debug!(%peer, error = %e, "connection closed");
                         }
+                        drop(slot);
                     });
                 }
                 Err(e) => {
@@ -217,6 +238,16 @@ async fn handle_connection<S: ServerStream>(
         match apis.handle(frame, &conn).await {
             RequestOutcome::Respond(chunks) => write_chunks(&mut stream, chunks).await?,
             RequestOutcome::NoResponse => {}
+            RequestOutcome::Throttled { response, mute } => {
+                if let Some(chunks) = response {
+                    write_chunks(&mut stream, chunks).await?;
+                }
+                // KIP-219: the connection is muted (not read) for the throttle time after the response.
+                tokio::select! {
+                    _ = tokio::time::sleep(mute) => {}
+                    _ = shutdown.changed() => return Ok(()),
+                }
+            }
             RequestOutcome::Close(reason) => return Err(ConnectionError::InvalidRequest(reason)),
         }
     }

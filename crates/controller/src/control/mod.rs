@@ -29,6 +29,7 @@
 mod acl_control;
 mod cluster_control;
 mod producer_ids;
+mod quota_control;
 mod replication_control;
 mod topic_control;
 

@@ -15,7 +15,7 @@ use replica::replica_manager::ReplicaError;
 use storage::StorageError;
 
 use crate::config::ConfigError;
-use crate::error::{AclError, AlterConfigError, TopicError};
+use crate::error::{AclError, AlterConfigError, QuotaError, TopicError};
 use crate::group_coordinator::CoordinatorError;
 use crate::server::context::Denied;
 use authorizer::ResourceType;
@@ -175,6 +175,19 @@ impl From<AclError> for ApiError {
             AclError::Controller(c) => ApiError::from(c),
             other => ApiError::new(acl_error_code(&other), other.to_string()),
         }
+    }
+}
+
+impl From<QuotaError> for ApiError {
+    fn from(e: QuotaError) -> ApiError {
+        let code = match &e {
+            QuotaError::Invalid(_) => ErrorCode::INVALID_REQUEST,
+            QuotaError::Storage(_) => ErrorCode::KAFKA_STORAGE_ERROR,
+            QuotaError::Controller(c) => return ApiError::from(c.clone()),
+            QuotaError::NotShownInTime(_) => ErrorCode::REQUEST_TIMED_OUT,
+            QuotaError::Internal(_) => ErrorCode::UNKNOWN_SERVER_ERROR,
+        };
+        ApiError::new(code, e.to_string())
     }
 }
 

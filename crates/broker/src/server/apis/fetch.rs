@@ -30,6 +30,7 @@ use uuid::Uuid;
 use super::errors::{replica_error_code, storage_error_code};
 use super::produce::batches_use_codec;
 use super::KafkaApis;
+use crate::quota::ClientQuotas;
 use crate::server::context::{Denied, RequestContext};
 use authorizer::{AclOperation, ResourceType};
 use replica::partition::{DivergingEpoch, Partition, PartitionRead};
@@ -93,7 +94,19 @@ pub async fn handle(
         Duration::from_millis(request.max_wait_ms.clamp(0, MAX_WAIT_CAP_MS) as u64)
     };
     let replica_manager = &apis.replica_manager;
-    let (max_bytes, min_bytes) = (request.max_bytes, request.min_bytes);
+    let (user, client_id) = (
+        &ctx.connection.principal.name,
+        ctx.client_id().unwrap_or(""),
+    );
+    let quotas = &apis.quotas().clients;
+    let mut max_bytes = request.max_bytes;
+    if replica_id < 0 {
+        // Kafka: a consumer's response is at most what its quota allows in one burst.
+        if let Some(quota_max) = quotas.fetch_max_bytes(user, client_id) {
+            max_bytes = max_bytes.min(quota_max);
+        }
+    }
+    let min_bytes = request.min_bytes.min(max_bytes);
     let results = replica_manager
         .fetch(&reads, max_bytes, min_bytes, wait, replica_id.max(-1))
         .await;
@@ -110,11 +123,32 @@ pub async fn handle(
             ..Default::default()
         })
         .collect();
-    FetchResponse {
+    let mut response = FetchResponse {
         error_code: 0,
         session_id: 0,
         responses,
         ..Default::default()
+    };
+    if replica_id < 0 {
+        throttle(quotas, user, client_id, &mut response);
+    }
+    response
+}
+
+/// KIP-219 for a consumer's Fetch: its record bytes count against its `consumer_byte_rate`; over it, the
+/// answer is Kafka's throttled one — `throttle_time_ms` and no partitions (the bytes are taken back out of
+/// the rate, since they are not sent).
+fn throttle(quotas: &ClientQuotas, user: &str, client_id: &str, response: &mut FetchResponse) {
+    let bytes: usize = response
+        .responses
+        .iter()
+        .flat_map(|t| &t.partitions)
+        .map(|p| p.records.as_ref().map_or(0, Records::len))
+        .sum();
+    let ms = quotas.record_fetch(user, client_id, bytes);
+    if ms > 0 {
+        response.throttle_time_ms = ms.min(i32::MAX as u64) as i32;
+        response.responses.clear();
     }
 }
 

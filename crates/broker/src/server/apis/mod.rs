@@ -7,6 +7,7 @@
 mod acls;
 mod alter_configs;
 mod api_versions;
+mod client_quotas;
 pub use api_versions::response_for as api_versions_response_for;
 mod create_partitions;
 mod create_topics;
@@ -37,6 +38,7 @@ mod produce;
 mod sync_group;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use protocol::error::ErrorCode;
@@ -49,6 +51,7 @@ use crate::dynamic_config::DynamicBrokerConfig;
 use crate::group_coordinator::GroupCoordinatorService;
 use crate::metadata::MetadataStore;
 use crate::metadata_cache::MetadataCache;
+use crate::quota::Quotas;
 use crate::server::context::{ConnectionContext, RequestContext};
 use crate::topics::TopicManager;
 use replica::replica_manager::ReplicaManager;
@@ -88,6 +91,8 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeAcls, 1, 3),
     (ApiKey::CreateAcls, 1, 3),
     (ApiKey::DeleteAcls, 1, 3),
+    (ApiKey::DescribeClientQuotas, 0, 1),
+    (ApiKey::AlterClientQuotas, 0, 1),
 ];
 
 /// The advertised version range of `key`, clipped to what the codec supports.
@@ -105,6 +110,14 @@ pub enum RequestOutcome {
     Respond(Vec<Chunk>),
     /// Send nothing (Produce with acks=0).
     NoResponse,
+    /// The client is over a quota (KIP-219): send `response` (none for an acks=0 Produce), then read nothing
+    /// more from the connection for `mute`.
+    Throttled {
+        /// The encoded response frame, if any.
+        response: Option<Vec<Chunk>>,
+        /// How long the connection stays muted after it.
+        mute: Duration,
+    },
     /// Close the connection; the reason is logged.
     Close(String),
 }
@@ -123,6 +136,8 @@ pub struct KafkaApis {
     metadata_cache: Arc<dyn MetadataCache>,
     /// The authorizer (`authorizer.class.name`), `None` without one.
     authorizer: Option<Arc<Authorizer>>,
+    /// Client quotas and connection limits.
+    quotas: Arc<Quotas>,
 }
 
 impl KafkaApis {
@@ -137,6 +152,7 @@ impl KafkaApis {
         broker_configs: Arc<BrokerConfigManager>,
         metadata_cache: Arc<dyn MetadataCache>,
         authorizer: Option<Arc<Authorizer>>,
+        quotas: Arc<Quotas>,
     ) -> KafkaApis {
         KafkaApis {
             config,
@@ -147,7 +163,13 @@ impl KafkaApis {
             broker_configs,
             metadata_cache,
             authorizer,
+            quotas,
         }
+    }
+
+    /// Client quotas and connection limits.
+    pub fn quotas(&self) -> &Arc<Quotas> {
+        &self.quotas
     }
 
     /// The dynamic broker configs' resolver (KIP-226).
@@ -182,6 +204,7 @@ impl KafkaApis {
         frame: Bytes,
         connection: &Arc<ConnectionContext>,
     ) -> RequestOutcome {
+        let frame_len = frame.len();
         let Some((key, version, correlation_id)) = RequestHeader::peek(&frame) else {
             return RequestOutcome::Close("request shorter than its header".into());
         };
@@ -208,11 +231,40 @@ impl KafkaApis {
         };
         let ctx = RequestContext::new(header, connection.clone())
             .with_authorizer(self.authorizer.clone());
-        let response = match self.dispatch(&ctx, body).await {
+        // KIP-219: a Produce counts its request's bytes against the client's producer_byte_rate.
+        let produce_throttle_ms = match api {
+            ApiKey::Produce => self.quotas.clients.record_produce(
+                &connection.principal.name,
+                ctx.client_id().unwrap_or(""),
+                frame_len,
+            ),
+            _ => 0,
+        };
+        let mut response = match self.dispatch(&ctx, body).await {
             Ok(response) => response,
+            Err(RequestOutcome::NoResponse) if produce_throttle_ms > 0 => {
+                return RequestOutcome::Throttled {
+                    response: None,
+                    mute: Duration::from_millis(produce_throttle_ms),
+                };
+            }
             Err(outcome) => return outcome,
         };
-        encode(correlation_id, api, version, &response)
+        let throttle_ms = match &mut response {
+            ResponseBody::Produce(p) => {
+                p.throttle_time_ms = produce_throttle_ms.min(i32::MAX as u64) as i32;
+                p.throttle_time_ms
+            }
+            ResponseBody::Fetch(f) => f.throttle_time_ms,
+            _ => 0,
+        };
+        match encode(correlation_id, api, version, &response) {
+            RequestOutcome::Respond(chunks) if throttle_ms > 0 => RequestOutcome::Throttled {
+                response: Some(chunks),
+                mute: Duration::from_millis(throttle_ms as u64),
+            },
+            outcome => outcome,
+        }
     }
 
     /// Runs the handler of a decoded request. `Err` is what the connection does instead of answering (acks=0
@@ -308,6 +360,23 @@ impl KafkaApis {
             RequestBody::DescribeAcls(r) => ResponseBody::DescribeAcls(acls::describe(ctx, r)),
             RequestBody::CreateAcls(r) => ResponseBody::CreateAcls(acls::create(ctx, r).await),
             RequestBody::DeleteAcls(r) => ResponseBody::DeleteAcls(acls::delete(ctx, r).await),
+            other => return self.dispatch_more(ctx, other).await,
+        })
+    }
+
+    /// [`KafkaApis::dispatch`] continued: the client quota APIs, and the close of a request not served.
+    async fn dispatch_more(
+        &self,
+        ctx: &RequestContext,
+        body: RequestBody,
+    ) -> Result<ResponseBody, RequestOutcome> {
+        Ok(match body {
+            RequestBody::DescribeClientQuotas(r) => {
+                ResponseBody::DescribeClientQuotas(client_quotas::describe(self, ctx, r))
+            }
+            RequestBody::AlterClientQuotas(r) => {
+                ResponseBody::AlterClientQuotas(client_quotas::alter(self, ctx, r).await)
+            }
             other => {
                 return Err(RequestOutcome::Close(format!(
                     "api {} is not served",
