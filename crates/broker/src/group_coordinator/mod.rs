@@ -37,7 +37,8 @@
 //! - **Timers**: [`GroupCoordinatorService::run_timers`] sleeps until `next_deadline()` and calls `tick`; every
 //!   call that may move the deadline wakes it through a [`Notify`].
 //! - **Time**: wall-clock milliseconds of the injected [`Clock`] (the system clock; a simulation's own, see
-//!   [`GroupCoordinatorService::with_seams`]), forced monotone (the coordinator requires non-decreasing `now_ms`).
+//!   [`GroupCoordinatorService::with_seams`]): never backwards (the coordinator requires non-decreasing `now_ms`)
+//!   and never standing still when the wall clock steps back (it goes on at the wall clock's pace).
 
 mod loading;
 mod parked;
@@ -120,12 +121,24 @@ struct State {
     pending: HashMap<RequestId, (String, Pending)>,
     next_request: RequestId,
     last_now: i64,
+    /// The wall-clock time read by the previous [`State::now`].
+    last_wall: Option<i64>,
 }
 
 impl State {
-    /// Wall-clock now (`clock`'s), never below the previous value handed to the coordinator.
+    /// The coordinator's now: `clock`'s wall-clock time at first, then advanced by how far the wall clock
+    /// moved forward since the previous call — never backwards, and never standing still after the wall
+    /// clock steps back (its timers would otherwise stop for the length of the step, as Kafka's, on a
+    /// monotonic clock, do not). A forward step is taken at once (sessions it spans expire).
     fn now(&mut self, clock: &dyn Clock) -> i64 {
-        self.last_now = self.last_now.max(clock.now_ms());
+        let wall = clock.now_ms();
+        self.last_now = match self.last_wall {
+            None => self.last_now.max(wall),
+            Some(prev) => self
+                .last_now
+                .saturating_add(wall.saturating_sub(prev).max(0)),
+        };
+        self.last_wall = Some(wall);
         self.last_now
     }
 
@@ -257,6 +270,7 @@ impl GroupCoordinatorService {
                 pending: HashMap::new(),
                 next_request: 1,
                 last_now: 0,
+                last_wall: None,
             }),
             config,
             metadata,
@@ -417,10 +431,11 @@ impl GroupCoordinatorService {
     pub async fn run_timers(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
         loop {
             let wait = {
-                let st = self.state.lock();
+                let mut st = self.state.lock();
                 match st.coordinator.next_deadline() {
                     Some(d) if self.is_loaded() => {
-                        Duration::from_millis(d.saturating_sub(self.clock.now_ms()).max(0) as u64)
+                        let now = st.now(&*self.clock);
+                        Duration::from_millis(d.saturating_sub(now).max(0) as u64)
                     }
                     _ => Duration::from_secs(3600),
                 }
