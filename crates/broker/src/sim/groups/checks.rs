@@ -78,13 +78,16 @@ pub fn views(gw: &GroupWorld) -> Vec<(Arc<ReplicaManager>, GroupView)> {
     out
 }
 
+/// A broker's last sample: its incarnation, the leader epoch it coordinated in, the offsets it held.
+type Sample = (Arc<ReplicaManager>, i32, BTreeMap<i32, i64>);
+
 /// Per-step samples and the violations found so far.
 #[derive(Default)]
 pub struct Sampler {
     /// Leader epoch → the broker that coordinated in it.
     coordinators: BTreeMap<i32, i32>,
     /// Per broker: the incarnation and epoch sampled last, and the offsets it held.
-    last: BTreeMap<i32, (Arc<ReplicaManager>, i32, BTreeMap<i32, i64>)>,
+    last: BTreeMap<i32, Sample>,
     /// What went wrong.
     pub violations: Vec<String>,
 }

@@ -34,13 +34,16 @@ pub const DATA_PARTITIONS: i32 = 6;
 /// `replica.lag.time.max.ms` of the simulated brokers (as the replication simulation's).
 const LAG_MAX_MS: i64 = 1_000;
 
+/// A broker incarnation's ReplicaManager and group coordinator.
+pub type Incarnation = (Arc<ReplicaManager>, Arc<GroupCoordinatorService>);
+
 /// The replication world plus what the group simulation needs of each broker.
 pub struct GroupWorld {
     /// Controller, disks, clocks and the running ReplicaManagers (shared with the fault injection).
     pub world: Arc<World>,
     /// The running incarnation of each broker's group coordinator, with its ReplicaManager (an entry is
     /// current only while that ReplicaManager is `world.brokers`').
-    pub groups: Mutex<BTreeMap<i32, (Arc<ReplicaManager>, Arc<GroupCoordinatorService>)>>,
+    pub groups: Mutex<BTreeMap<i32, Incarnation>>,
     /// Incarnations started so far (seeds each one's member ids).
     starts: AtomicU64,
     seed: u64,

@@ -19,6 +19,10 @@
 //!
 //! `SIM_SEEDS=<n>` runs seeds 0..n (default 100), `SIM_SEED=<s>` only seed s, `SIM_TRACE=1` prints the
 //! trace: `SIM_SEEDS=1000 cargo test --release -p broker --lib sim::groups -- --nocapture`.
+//!
+//! Mutations (failing seeds of 100): OffsetCommit answered before the HighWatermark 1/100; no reload after
+//! regaining leadership (stale groups kept) 42/100; `check_coordinator` Ok for groups not led here 29/100.
+//! 1000 seeds: 10 fail the generation check (e.g. 243, 587), not yet explained (see ARCHITECTURE.md).
 
 // Test-only like this module (`#[cfg(test)]` spelled out for `xtask tidy`).
 #[cfg(test)]
