@@ -459,6 +459,40 @@ pub(crate) fn wire(
     cluster: Option<Arc<BrokerCluster>>,
     publishers: &Arc<Publishers>,
 ) -> Arc<KafkaApis> {
+    let seams = WireSeams::default();
+    wire_with(
+        config,
+        metadata,
+        dynamic,
+        replica_manager,
+        cluster,
+        publishers,
+        seams,
+    )
+}
+
+/// What a deterministic simulation (issue 13) replaces in [`wire`]; a broker uses the default (none).
+#[derive(Default)]
+pub(crate) struct WireSeams {
+    /// Handlers read cluster metadata (FindCoordinator's `__consumer_offsets` leaders, brokers) from this
+    /// cache instead of the mode's: the images the simulation publishes.
+    pub metadata_cache: Option<Arc<dyn MetadataCache>>,
+    /// The group coordinator coordinates only the `__consumer_offsets` partitions the published images say
+    /// this broker leads (cluster mode) and takes these seams (see
+    /// [`GroupCoordinatorService::with_seams`]): clock, where loads run, member-id seed.
+    pub groups: Option<(Arc<dyn Clock>, crate::log_dir_failure::BackgroundIo, u64)>,
+}
+
+/// [`wire`] with a simulation's `seams`.
+pub(crate) fn wire_with(
+    config: &BrokerConfig,
+    metadata: Arc<MetadataStore>,
+    dynamic: Arc<DynamicBrokerConfig>,
+    replica_manager: Arc<ReplicaManager>,
+    cluster: Option<Arc<BrokerCluster>>,
+    publishers: &Arc<Publishers>,
+    seams: WireSeams,
+) -> Arc<KafkaApis> {
     let (admin, cache): (Arc<dyn TopicAdmin>, Arc<dyn MetadataCache>) = match &cluster {
         Some(c) => (Arc::new(QuorumTopicAdmin(c.clone())), c.clone()),
         None => {
@@ -490,13 +524,18 @@ pub(crate) fn wire(
     };
     let broker_configs = Arc::new(BrokerConfigManager::new(dynamic, config_admin));
     let authorizer = wire_authorizer(config, &metadata, cluster.as_ref(), publishers);
-    let groups = Arc::new(GroupCoordinatorService::new(
+    let groups = GroupCoordinatorService::new(
         config.clone(),
         metadata.clone(),
         replica_manager.clone(),
         topics.clone(),
         cluster.is_some(),
-    ));
+    );
+    let groups = Arc::new(match seams.groups {
+        Some((clock, io, seed)) => groups.with_cluster_mode().with_seams(clock, io, seed),
+        None => groups,
+    });
+    let cache = seams.metadata_cache.unwrap_or(cache);
     publishers.install(Arc::new(GroupCoordinatorPublisher {
         groups: groups.clone(),
         node_id: config.node_id,

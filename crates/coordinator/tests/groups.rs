@@ -206,6 +206,35 @@ fn member_id_required_only_from_v4_and_pending_expires() {
 }
 
 #[test]
+fn seeded_member_ids_repeat_per_seed_and_differ_between_seeds() {
+    // Two new members' ids (KIP-394 round trip) from a coordinator seeded with `seed`.
+    let ids = |seed: Option<u64>| {
+        let mut h = H::new();
+        if let Some(s) = seed {
+            h.c = GroupCoordinator::new(test_config()).with_member_id_seed(s);
+        }
+        let mut out = Vec::new();
+        for group in ["a", "b"] {
+            let (rid, fx) = h.join(join_req(group, ""));
+            let resp = join_resp(&fx, rid).unwrap();
+            assert_eq!(resp.error_code, ErrorCode::MEMBER_ID_REQUIRED);
+            assert!(resp.member_id.starts_with("client-"));
+            out.push(resp.member_id);
+        }
+        out
+    };
+    let (first, again, other) = (ids(Some(7)), ids(Some(7)), ids(Some(8)));
+    assert_eq!(first, again, "the same seed gives the same ids");
+    assert_ne!(first[0], first[1], "ids of one stream differ");
+    assert!(
+        first.iter().all(|id| !other.contains(id)),
+        "{first:?} vs {other:?}"
+    );
+    // Unseeded: random UUIDs, as Kafka's.
+    assert_ne!(ids(None), ids(None));
+}
+
+#[test]
 fn new_member_joining_stable_group_rebalances_without_delay() {
     let mut h = H::new();
     let ids = stable_group(&mut h, G, 1);

@@ -42,7 +42,7 @@ impl GroupCoordinatorService {
                     skipped += s;
                 }
             }
-            let now = st.now();
+            let now = st.now(&*self.clock);
             let fx = st.coordinator.loaded(now);
             let _ = self.apply(&mut st, fx);
             self.forget_missing_topics(&mut st, now);
@@ -90,8 +90,13 @@ impl GroupCoordinatorService {
             );
             match tokio::runtime::Handle::try_current() {
                 Ok(handle) => {
-                    let this = self.clone();
-                    handle.spawn_blocking(move || this.load_partition(partition, id));
+                    let (this, io) = (self.clone(), self.load_io);
+                    handle.spawn(async move {
+                        let loaded = io.run(move || this.load_partition(partition, id)).await;
+                        if let Err(e) = loaded {
+                            tracing::error!(partition, error = %e, "{OFFSETS_TOPIC} partition load failed");
+                        }
+                    });
                 }
                 Err(_) => self.load_partition(partition, id),
             }
@@ -120,7 +125,7 @@ impl GroupCoordinatorService {
             .filter(|t| *t != OFFSETS_TOPIC)
             .cloned()
             .collect();
-        let now = st.now();
+        let now = st.now(&*self.clock);
         let fx = st.coordinator.delete_topics_offsets(now, &topics);
         if let Err(e) = self.apply(&mut st, fx) {
             tracing::warn!(
@@ -149,7 +154,7 @@ impl GroupCoordinatorService {
                 }
                 parts.insert(partition, Coordination::Loaded);
             }
-            let now = st.now();
+            let now = st.now(&*self.clock);
             let fx = st.coordinator.load_groups(now, scratch);
             let _ = self.apply(&mut st, fx);
             self.forget_missing_topics(&mut st, now);
@@ -201,12 +206,14 @@ impl GroupCoordinatorService {
         let belongs = |g: &str| partition_for(g, n) == partition;
         let fx = st.coordinator.unload_groups(belongs);
         let _ = self.apply(&mut st, fx);
-        let stale: Vec<RequestId> = st
+        let mut stale: Vec<RequestId> = st
             .pending
             .iter()
             .filter(|(_, (g, _))| belongs(g))
             .map(|(id, _)| *id)
             .collect();
+        // Answered in request order, not the map's (random) order: a simulation's run depends on its seed.
+        stale.sort_unstable();
         for id in stale {
             match st.pending.remove(&id) {
                 Some((_, Pending::Join(tx))) => {

@@ -36,11 +36,15 @@
 //!   unloaded group.
 //! - **Timers**: [`GroupCoordinatorService::run_timers`] sleeps until `next_deadline()` and calls `tick`; every
 //!   call that may move the deadline wakes it through a [`Notify`].
-//! - **Time**: wall-clock milliseconds, forced monotone (the coordinator requires non-decreasing `now_ms`).
+//! - **Time**: wall-clock milliseconds of the injected [`Clock`] (the system clock; a simulation's own, see
+//!   [`GroupCoordinatorService::with_seams`]): never backwards (the coordinator requires non-decreasing `now_ms`)
+//!   and never standing still when the wall clock steps back (it goes on at the wall clock's pace).
 
 mod loading;
+mod parked;
 
 pub use loading::GroupCoordinatorPublisher;
+use parked::{Pending, Reply};
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
@@ -53,10 +57,11 @@ use coordinator::{
 };
 use parking_lot::Mutex;
 use protocol::record::{batches, Compression, RecordBatchBuilder};
-use storage::now_ms;
 use tokio::sync::{oneshot, watch, Notify};
+use types::Clock;
 
 use crate::config::{keys, BrokerConfig};
+use crate::log_dir_failure::BackgroundIo;
 use crate::metadata::MetadataStore;
 use crate::publisher::MetadataPublisher;
 use crate::topics::TopicManager;
@@ -97,45 +102,6 @@ pub enum CoordinatorError {
 /// none), else NOT_COORDINATOR (16, leadership lost) or COORDINATOR_NOT_AVAILABLE (15).
 pub type Written = Result<(), CoordinatorError>;
 
-/// A parked request's answer: the coordinator's result, or a runtime failure.
-type Parked<T> = oneshot::Sender<Result<T, CoordinatorError>>;
-
-enum Pending {
-    Join(Parked<JoinResult>),
-    Sync(Parked<SyncResult>),
-}
-
-/// A parked request with its answer, held back until the group records written with it are replicated.
-enum Reply {
-    Join(Parked<JoinResult>, JoinResult),
-    Sync(Parked<SyncResult>, SyncResult),
-}
-
-impl Reply {
-    fn send(self) {
-        match self {
-            Reply::Join(tx, r) => {
-                let _ = tx.send(Ok(r));
-            }
-            Reply::Sync(tx, r) => {
-                let _ = tx.send(Ok(r));
-            }
-        }
-    }
-
-    /// Sends `error` instead (the records could not be replicated).
-    fn fail(self, error: CoordinatorError) {
-        match self {
-            Reply::Join(tx, _) => {
-                let _ = tx.send(Err(error));
-            }
-            Reply::Sync(tx, _) => {
-                let _ = tx.send(Err(error));
-            }
-        }
-    }
-}
-
 /// One batch appended to a `__consumer_offsets` leader: the partition, the offset the HighWatermark must reach
 /// (last offset + 1) and the LeaderEpoch it was appended in.
 type Appended = (Arc<Partition>, types::Offset, types::LeaderEpoch);
@@ -155,12 +121,24 @@ struct State {
     pending: HashMap<RequestId, (String, Pending)>,
     next_request: RequestId,
     last_now: i64,
+    /// The wall-clock time read by the previous [`State::now`].
+    last_wall: Option<i64>,
 }
 
 impl State {
-    /// Wall-clock now, never below the previous value handed to the coordinator.
-    fn now(&mut self) -> i64 {
-        self.last_now = self.last_now.max(now_ms());
+    /// The coordinator's now: `clock`'s wall-clock time at first, then advanced by how far the wall clock
+    /// moved forward since the previous call — never backwards, and never standing still after the wall
+    /// clock steps back (its timers would otherwise stop for the length of the step, as Kafka's, on a
+    /// monotonic clock, do not). A forward step is taken at once (sessions it spans expire).
+    fn now(&mut self, clock: &dyn Clock) -> i64 {
+        let wall = clock.now_ms();
+        self.last_now = match self.last_wall {
+            None => self.last_now.max(wall),
+            Some(prev) => self
+                .last_now
+                .saturating_add(wall.saturating_sub(prev).max(0)),
+        };
+        self.last_wall = Some(wall);
         self.last_now
     }
 
@@ -195,6 +173,10 @@ pub struct GroupCoordinatorService {
     partitions: Mutex<HashMap<i32, Coordination>>,
     /// Id source of partition loads (a load whose id is no longer current is discarded).
     load_ids: AtomicU64,
+    /// Wall-clock time of the coordinator, its timers and its records (the system clock in a broker).
+    clock: Arc<dyn Clock>,
+    /// Where a partition load runs: the blocking pool, or a task of the caller's runtime (simulation).
+    load_io: BackgroundIo,
 }
 
 impl std::fmt::Debug for GroupCoordinatorService {
@@ -288,6 +270,7 @@ impl GroupCoordinatorService {
                 pending: HashMap::new(),
                 next_request: 1,
                 last_now: 0,
+                last_wall: None,
             }),
             config,
             metadata,
@@ -300,7 +283,30 @@ impl GroupCoordinatorService {
             create_lock: tokio::sync::Mutex::new(()),
             partitions: Mutex::new(HashMap::new()),
             load_ids: AtomicU64::new(0),
+            clock: Arc::new(types::SystemClock),
+            load_io: BackgroundIo::blocking_pool(),
         }
+    }
+
+    /// A deterministic simulation's seams (issue 13): the coordinator reads `clock` (timers, commit
+    /// timestamps, record times), partition loads run as tasks of the calling runtime through `load_io`
+    /// (inline: no thread outside the simulation's scheduler), and new member ids come from a stream
+    /// seeded with `member_id_seed` ([`GroupCoordinator::with_member_id_seed`]) instead of random UUIDs.
+    pub fn with_seams(
+        mut self,
+        clock: Arc<dyn Clock>,
+        load_io: BackgroundIo,
+        member_id_seed: u64,
+    ) -> GroupCoordinatorService {
+        self.clock = clock;
+        self.load_io = load_io;
+        let st = self.state.get_mut();
+        let coordinator = std::mem::replace(
+            &mut st.coordinator,
+            GroupCoordinator::new(group_config(&self.config)),
+        );
+        st.coordinator = coordinator.with_member_id_seed(member_id_seed);
+        self
     }
 
     /// Cluster-mode coordination: the service coordinates only
@@ -425,10 +431,11 @@ impl GroupCoordinatorService {
     pub async fn run_timers(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
         loop {
             let wait = {
-                let st = self.state.lock();
+                let mut st = self.state.lock();
                 match st.coordinator.next_deadline() {
                     Some(d) if self.is_loaded() => {
-                        Duration::from_millis(d.saturating_sub(now_ms()).max(0) as u64)
+                        let now = st.now(&*self.clock);
+                        Duration::from_millis(d.saturating_sub(now).max(0) as u64)
                     }
                     _ => Duration::from_secs(3600),
                 }
@@ -442,7 +449,7 @@ impl GroupCoordinatorService {
                 continue;
             }
             let mut st = self.state.lock();
-            let now = st.now();
+            let now = st.now(&*self.clock);
             let fx = st.coordinator.tick(now);
             let _ = self.apply(&mut st, fx);
         }
@@ -479,7 +486,7 @@ impl GroupCoordinatorService {
             if let Some(g) = group {
                 self.check_coordinator(g)?;
             }
-            let now = st.now();
+            let now = st.now(&*self.clock);
             let (value, fx, u) = f(&mut st, now);
             let written = self.apply(&mut st, fx);
             if written.is_err() {
@@ -601,7 +608,7 @@ impl GroupCoordinatorService {
                 .or_default()
                 .push(r);
         }
-        let now = now_ms();
+        let now = self.clock.now_ms();
         let mut result = Ok(Vec::with_capacity(by_partition.len()));
         for (p, recs) in by_partition {
             let mut builder = RecordBatchBuilder::new(Compression::None);

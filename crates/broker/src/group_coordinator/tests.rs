@@ -466,3 +466,30 @@ fn offsets_of_a_topic_deleted_meanwhile_are_dropped_at_load() {
     svc.load();
     assert_eq!(committed(&svc, "g"), Ok(-1));
 }
+
+/// The coordinator's time never goes backwards and never stands still: after the wall clock steps back
+/// (NTP, an operator), it goes on at the wall clock's pace from where it was. Before, it stayed at the
+/// pre-step maximum until the wall clock caught up, so for as long as the step (up to minutes) no session
+/// expired and no rebalance timed out (found by the group simulation: groups stuck in PreparingRebalance).
+#[test]
+fn coordinator_time_goes_on_after_the_wall_clock_steps_back() {
+    let clock = types::ManualClock::new(1_000_000);
+    let mut st = State {
+        coordinator: GroupCoordinator::new(GroupConfig::default()),
+        pending: HashMap::new(),
+        next_request: 1,
+        last_now: 0,
+        last_wall: None,
+    };
+    assert_eq!(st.now(&clock), 1_000_000);
+    clock.advance(-600_000);
+    assert_eq!(st.now(&clock), 1_000_000, "never backwards");
+    clock.advance(3_000);
+    assert_eq!(
+        st.now(&clock),
+        1_003_000,
+        "on at the wall clock's pace, not frozen for the 10 minutes of the step"
+    );
+    clock.advance(60_000);
+    assert_eq!(st.now(&clock), 1_063_000, "forward steps are taken");
+}

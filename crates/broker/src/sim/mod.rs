@@ -35,6 +35,8 @@ mod checks;
 mod client;
 #[cfg(test)]
 mod cluster;
+#[cfg(test)]
+mod groups;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -126,12 +126,8 @@ impl Ctx<'_> {
     }
 }
 
-fn generate_member_id(client_id: &str, group_instance_id: Option<&str>) -> String {
-    format!(
-        "{}-{}",
-        group_instance_id.unwrap_or(client_id),
-        uuid::Uuid::new_v4()
-    )
+fn generate_member_id(client_id: &str, group_instance_id: Option<&str>, id: uuid::Uuid) -> String {
+    format!("{}-{}", group_instance_id.unwrap_or(client_id), id)
 }
 
 pub(super) fn current_members(g: &ClassicGroup) -> Vec<JoinMember> {
@@ -220,7 +216,11 @@ impl Ctx<'_> {
                 JoinResult::error("", ErrorCode::INCONSISTENT_GROUP_PROTOCOL),
             );
         }
-        let new_id = generate_member_id(&req.client_id, req.group_instance_id.as_deref());
+        let new_id = generate_member_id(
+            &req.client_id,
+            req.group_instance_id.as_deref(),
+            self.member_ids.next(),
+        );
         if let Some(iid) = &req.group_instance_id {
             match g.static_member_id(iid).cloned() {
                 Some(existing) => self.update_static_member_then_rebalance_or_complete_join(

@@ -52,6 +52,37 @@ pub struct GroupCoordinator {
     groups: BTreeMap<String, ClassicGroup>,
     offsets: OffsetStore,
     timers: Timers,
+    member_ids: MemberIds,
+}
+
+/// Where the random part of a new member id comes from.
+#[derive(Debug, Clone, Copy)]
+enum MemberIds {
+    /// A random UUID (v4), as Kafka.
+    Random,
+    /// The next UUID of a seeded splitmix64 stream (a deterministic simulation; see
+    /// [`GroupCoordinator::with_member_id_seed`]).
+    Seeded(u64),
+}
+
+impl MemberIds {
+    /// The next id's UUID.
+    fn next(&mut self) -> uuid::Uuid {
+        match self {
+            MemberIds::Random => uuid::Uuid::new_v4(),
+            MemberIds::Seeded(state) => {
+                let mut draw = || {
+                    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+                    let mut z = *state;
+                    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+                    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+                    z ^ (z >> 31)
+                };
+                let (hi, lo) = (draw(), draw());
+                uuid::Uuid::from_u64_pair(hi, lo)
+            }
+        }
+    }
 }
 
 fn too_long(s: &str) -> bool {
@@ -110,6 +141,7 @@ fn group_metadata_record(g: &ClassicGroup) -> GroupRecord {
 struct Ctx<'a> {
     config: &'a GroupConfig,
     timers: &'a mut Timers,
+    member_ids: &'a mut MemberIds,
     fx: &'a mut Vec<Effect>,
     now: i64,
 }
@@ -190,7 +222,16 @@ impl GroupCoordinator {
             groups: BTreeMap::new(),
             offsets: BTreeMap::new(),
             timers: Timers::default(),
+            member_ids: MemberIds::Random,
         }
+    }
+
+    /// The same coordinator, but new member ids take their random part from a splitmix64 stream seeded
+    /// with `seed` instead of a random UUID: a deterministic simulation's runs then depend on their seed
+    /// only. Ids stay unique within the stream (128 bits drawn per id).
+    pub fn with_member_id_seed(mut self, seed: u64) -> Self {
+        self.member_ids = MemberIds::Seeded(seed);
+        self
     }
 
     /// The configuration.
@@ -282,6 +323,7 @@ impl GroupCoordinator {
             groups,
             timers,
             config,
+            member_ids,
             ..
         } = self;
         (
@@ -289,6 +331,7 @@ impl GroupCoordinator {
             Ctx {
                 config,
                 timers,
+                member_ids,
                 fx,
                 now,
             },

@@ -1,0 +1,250 @@
+//! Deterministic simulation of the group coordinator (issue 13): the replication simulation's three brokers
+//! and test controller, but the partition they replicate is `__consumer_offsets`-0 (replicas 1..=3,
+//! `min.insync.replicas` = 2) and each broker runs the production group coordinator — the coordinator
+//! crate's `GroupCoordinator` inside the broker's `GroupCoordinatorService`, wired by `lifecycle::wire_with`
+//! in cluster mode and told of leadership by the real `GroupCoordinatorPublisher` (load on becoming the
+//! leader, unload on losing it; see [`cluster`]). Three consumers on the `client` host speak real Kafka
+//! requests to it over the simulated network (FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
+//! OffsetCommit of ever larger offsets, OffsetFetch; see [`client`]) while the replication simulation's
+//! seeded faults hit for 15 s (`super::inject`: partitions, held and slow links, crashes with a power
+//! loss and a restart, clock jumps, leader elections, a full disk, a failing fsync).
+//!
+//! Checked: an OffsetFetch answer (during the faults, and from the coordinator at the end) is, per
+//! partition, at least every offset acknowledged before it was sent and always an offset some member sent
+//! (no acknowledged commit lost, nothing invented); the committed offsets a coordinator holds never go
+//! backwards while it coordinates (same incarnation and leader epoch); at most one coordinator per leader
+//! epoch; in one generation the successful SyncGroups give each member one assignment and no partition to
+//! two members; within 60 s after the faults stop the group is Stable on the partition's leader with
+//! every member working in its generation (and commits progress); a seed's trace is the same every time.
+//!
+//! `SIM_SEEDS=<n>` runs seeds 0..n (default 100), `SIM_SEED=<s>` only seed s, `SIM_TRACE=1` prints the
+//! trace: `SIM_SEEDS=1000 cargo test --release -p broker --lib sim::groups -- --nocapture`.
+//!
+//! Mutations (failing seeds of 100): OffsetCommit answered before the HighWatermark 1/100; no reload after
+//! regaining leadership (stale groups kept) 42/100; `check_coordinator` Ok for groups not led here 29/100.
+//! 1000 seeds: 10 fail the generation check (e.g. 243, 587), not yet explained (see ARCHITECTURE.md).
+
+// Test-only like this module (`#[cfg(test)]` spelled out for `xtask tidy`).
+#[cfg(test)]
+mod checks;
+#[cfg(test)]
+mod client;
+#[cfg(test)]
+mod cluster;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use storage::vfs::{env_u64, SimRng as Rng};
+
+use super::cluster::{host, BROKERS, EPOCH_MS};
+use super::Undo;
+use client::{Shared, MEMBERS};
+use cluster::GroupWorld;
+
+/// Faults are injected during the first this much simulated time.
+const FAULT_PHASE: Duration = Duration::from_secs(15);
+/// After the faults stop: the group must be Stable with every member within this bound.
+const RECOVERY_BOUND: Duration = Duration::from_secs(60);
+/// After the members stop: the final OffsetFetch must be answered within this bound.
+const FINAL_BOUND: Duration = Duration::from_secs(30);
+/// Simulated time per step.
+const TICK: Duration = Duration::from_millis(5);
+
+/// One run's outcome: its trace (for the determinism check), or the violations found.
+pub struct Outcome {
+    trace: Vec<String>,
+    violations: Vec<String>,
+}
+
+/// The coordinators' views and the members' progress, for the trace.
+fn describe(views: &[checks::GroupView], shared: &Shared) -> String {
+    let st = shared.state.lock();
+    let coords: Vec<String> = views
+        .iter()
+        .map(|v| {
+            format!(
+                "b{} e{} {} g{} m{}",
+                v.broker, v.epoch, v.state, v.generation, v.members
+            )
+        })
+        .collect();
+    format!(
+        "acks {} working {:?} coordinators [{}] acked {:?}",
+        st.acks,
+        st.working,
+        coords.join("; "),
+        st.acked
+    )
+}
+
+/// Whether the group is settled: Stable on the partition leader's coordinator with every member working
+/// in its generation.
+fn settled(gw: &GroupWorld, views: &[checks::GroupView], shared: &Shared) -> bool {
+    let leader = gw.world.leader();
+    let st = shared.state.lock();
+    views.iter().any(|v| {
+        Some(v.broker) == leader
+            && v.state == "Stable"
+            && v.members == MEMBERS
+            && st.working.iter().all(|w| *w == Some(v.generation))
+    })
+}
+
+/// The simulated network of a run of seed `seed`, as the replication simulation's.
+fn build_sim<'a>(seed: u64, rng: &mut Rng) -> (turmoil::Sim<'a>, Duration) {
+    let epoch = std::time::UNIX_EPOCH + Duration::from_millis(EPOCH_MS as u64);
+    let min_latency = Duration::from_millis(rng.below(2));
+    let max_latency = rng.ms(2, 40);
+    let sim = turmoil::Builder::new()
+        .rng_seed(seed)
+        .epoch(epoch)
+        .tick_duration(TICK)
+        .simulation_duration(FAULT_PHASE + RECOVERY_BOUND + FINAL_BOUND + Duration::from_secs(30))
+        .min_message_latency(min_latency)
+        .max_message_latency(max_latency)
+        .tcp_capacity(1 << 16)
+        .build();
+    (sim, max_latency)
+}
+
+/// Runs seed `seed` to the end.
+pub fn run(seed: u64) -> Outcome {
+    let mut rng = Rng(seed);
+    let gw = GroupWorld::new(seed);
+    let world = gw.world.clone();
+    let shared = Arc::new(Shared::default());
+    let (mut sim, max_latency) = build_sim(seed, &mut rng);
+    for b in BROKERS {
+        let gw = gw.clone();
+        sim.host(host(b).as_str(), move || cluster::run_broker(gw.clone(), b));
+    }
+    sim.client("client", client::run_members(shared.clone()));
+
+    let mut trace = Vec::new();
+    let sample_ms = u128::from(env_u64("SIM_SAMPLE_MS").unwrap_or(250).max(1));
+    let mut checker = checks::Sampler::default();
+    let mut pending: Vec<(Duration, Undo)> = Vec::new();
+    let mut next_fault = rng.ms(200, 1_500);
+    let mut healed_at: Option<(Duration, usize)> = None;
+    let mut stopped_at: Option<Duration> = None;
+    loop {
+        let now = sim.elapsed();
+        if now < FAULT_PHASE {
+            if now >= next_fault {
+                if let Some((d, u)) =
+                    super::inject(&mut sim, &world, &mut rng, &mut trace, max_latency)
+                {
+                    pending.push((now + d, u));
+                }
+                next_fault = now + rng.ms(200, 1_500);
+            }
+            let (due, rest): (Vec<_>, Vec<_>) = pending.drain(..).partition(|(t, _)| *t <= now);
+            pending = rest;
+            for (_, u) in due {
+                super::undo(&mut sim, &world, u, &mut trace);
+            }
+        } else if healed_at.is_none() {
+            super::heal(&mut sim, &world, &mut pending, &mut trace);
+            trace.push(format!("healed at {now:?}"));
+            healed_at = Some((now, shared.state.lock().acks));
+        }
+        let done = match sim.step() {
+            Ok(done) => done,
+            Err(e) => {
+                checker.violations.push(format!("simulation error: {e}"));
+                break;
+            }
+        };
+        let views = checker.sample(&gw);
+        for (b, disk) in &world.disks {
+            disk.set_now_ms(world.clocks[b].at(sim.elapsed()));
+        }
+        for line in world.ctl.lock().log.drain(..) {
+            trace.push(format!("{:?} {line}", sim.elapsed()));
+        }
+        if sim.elapsed().as_millis() % sample_ms == 0 {
+            trace.push(format!("{:?} {}", sim.elapsed(), describe(&views, &shared)));
+        }
+        if done {
+            trace.push(format!(
+                "final offsets {:?}",
+                shared.state.lock().final_offsets
+            ));
+            break;
+        }
+        let Some((at, acks_then)) = healed_at else {
+            continue;
+        };
+        if let Some(stop) = stopped_at {
+            if sim.elapsed() - stop > FINAL_BOUND {
+                checker.violations.push(format!(
+                    "no final OffsetFetch answer {FINAL_BOUND:?} after the members stopped"
+                ));
+                break;
+            }
+            continue;
+        }
+        let progress = shared.state.lock().acks >= acks_then + 2 * MEMBERS;
+        if progress && settled(&gw, &views, &shared) {
+            trace.push(format!("settled after {:?}", sim.elapsed() - at));
+            shared.stop.store(true, Ordering::Release);
+            stopped_at = Some(sim.elapsed());
+        } else if sim.elapsed() - at > RECOVERY_BOUND {
+            checker.violations.push(format!(
+                "group not Stable with every member {RECOVERY_BOUND:?} after the faults stopped: {}",
+                describe(&views, &shared)
+            ));
+            break;
+        }
+    }
+    shared.stop.store(true, Ordering::Release);
+    let st = shared.state.lock();
+    trace.push(format!("errors {:?}", st.errors));
+    let mut violations = checker.violations;
+    violations.extend(st.violations.iter().cloned());
+    Outcome { trace, violations }
+}
+
+/// Every seed of `SIM_SEEDS` (or only `SIM_SEED`) runs clean; the first seeds run twice with the same trace.
+#[test]
+fn groups_under_faults() {
+    let seeds = storage::vfs::sim_seeds(0, 100);
+    let print = std::env::var("SIM_TRACE").is_ok();
+    let mut failed = Vec::new();
+    for &seed in &seeds {
+        let out = run(seed);
+        if print {
+            for t in &out.trace {
+                println!("seed {seed}: {t}");
+            }
+        }
+        if seed < 3 {
+            let again = run(seed);
+            if again.trace != out.trace {
+                let diff = out.trace.iter().zip(&again.trace).position(|(a, b)| a != b);
+                let at = diff.unwrap_or(out.trace.len().min(again.trace.len()));
+                failed.push(format!(
+                    "seed {seed}: not deterministic, the runs differ at {at}: {:?} vs {:?}",
+                    out.trace.get(at),
+                    again.trace.get(at)
+                ));
+            }
+        }
+        if !out.violations.is_empty() {
+            for v in &out.violations {
+                eprintln!("seed {seed}: {v}");
+            }
+            eprintln!(
+                "seed {seed} failed; replay: SIM_SEED={seed} SIM_TRACE=1 cargo test --release -p broker --lib sim::groups -- --nocapture"
+            );
+            failed.push(format!("seed {seed}: {}", out.violations[0]));
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} seeds failed: {failed:#?}",
+        failed.len()
+    );
+}
