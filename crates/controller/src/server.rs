@@ -686,6 +686,13 @@ impl Inner {
                 .decide(|ctl, image, _| unit(ctl.delete_acls(image, &ids)))
                 .await?
                 .map(R::DeleteAcls),
+            ClientRequest::AlterUserScramCredentials {
+                deletions,
+                upsertions,
+            } => self
+                .decide(|ctl, image, _| ctl.alter_scram_credentials(image, &deletions, &upsertions))
+                .await?
+                .map(R::AlterUserScramCredentials),
             req => return self.read_only(req).await,
         };
         Ok((d.reply, d.visible_at))

@@ -16,6 +16,7 @@ use types::{BrokerEpoch, BrokerId, LeaderEpoch, PartitionEpoch, ProducerId};
 use uuid::Uuid;
 
 use crate::record::{AclEntry, MetadataRecord, RESOURCE_BROKER, RESOURCE_TOPIC};
+use crate::scram::{self, ScramCredentials};
 use crate::topics_image::TopicsImage;
 
 /// A broker's registration as replayed from the log (Kafka `BrokerRegistration`).
@@ -111,6 +112,10 @@ pub struct MetadataImage {
     /// ACLs by id (KIP-801's `AccessControlEntryRecord`s). Absent from the JSON when empty.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub acls: BTreeMap<Uuid, AclEntry>,
+    /// SCRAM credentials by user and mechanism (KIP-554's `UserScramCredentialRecord`s). Absent from the
+    /// JSON when empty.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub scram_credentials: ScramCredentials,
 }
 
 impl Default for MetadataImage {
@@ -123,6 +128,7 @@ impl Default for MetadataImage {
             broker_configs: BTreeMap::new(),
             next_producer_id: ProducerId(0),
             acls: BTreeMap::new(),
+            scram_credentials: BTreeMap::new(),
         }
     }
 }
@@ -225,6 +231,27 @@ impl MetadataImage {
             }
             MetadataRecord::RemoveAccessControlEntryRecord { id } => {
                 self.acls.remove(id);
+            }
+            MetadataRecord::UserScramCredentialRecord {
+                name,
+                mechanism,
+                credential,
+            } => scram::apply_change(
+                &mut self.scram_credentials,
+                &scram::ScramChange::Upsert(scram::ScramUpsertion {
+                    name: name.clone(),
+                    mechanism: *mechanism,
+                    credential: credential.clone(),
+                }),
+            ),
+            MetadataRecord::RemoveUserScramCredentialRecord { name, mechanism } => {
+                scram::apply_change(
+                    &mut self.scram_credentials,
+                    &scram::ScramChange::Delete(scram::ScramDeletion {
+                        name: name.clone(),
+                        mechanism: *mechanism,
+                    }),
+                )
             }
         }
     }

@@ -34,6 +34,7 @@ pub mod image;
 pub mod record;
 pub mod request;
 pub mod rpc;
+pub mod scram;
 pub mod topics_image;
 
 pub use error::ControllerError;

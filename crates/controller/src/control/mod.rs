@@ -30,6 +30,7 @@ mod acl_control;
 mod cluster_control;
 mod producer_ids;
 mod replication_control;
+mod scram_control;
 mod topic_control;
 
 use std::borrow::Cow;
