@@ -42,12 +42,14 @@ use crate::acls::AclAdmin;
 use crate::config::BrokerConfig;
 use crate::config_admin::{diff_ops, BrokerConfigAdmin, ConfigOps};
 use crate::dynamic_config::{ConfigLevel, DynamicBrokerConfig};
-use crate::error::{AclError, AlterConfigError, MetadataLag, TopicError};
+use crate::error::{AclError, AlterConfigError, CredentialError, MetadataLag, TopicError};
 use crate::metadata::{MetadataStore, TopicMetadata};
 use crate::metadata_cache::{advertised_endpoints, ControllerEndpoint, MetadataCache};
 use crate::publisher::Publishers;
+use crate::scram::ScramAdmin;
 use crate::topic_admin::{NewTopic, TopicAdmin};
 use crate::topic_config::log_config;
+use metadata::scram::{ScramAlterResult, ScramDeletion, ScramUpsertion};
 use replica::cluster_link::ClusterLink;
 use replica::replica_manager::{PartitionState, ReplicaManager};
 
@@ -753,6 +755,30 @@ impl AclAdmin for QuorumAclAdmin {
         Box::pin(async move {
             let at = self.0.client.delete_acls(ids).await?;
             Ok(self.0.wait_for_offset(at).await?)
+        })
+    }
+}
+
+/// Cluster-mode SCRAM credential changes: decided by the controller against its image
+/// (`UserScramCredentialRecord`s), answered once this broker's image (and so the cache, filled by the
+/// `ScramPublisher`) shows them.
+#[derive(Debug)]
+pub struct QuorumScramAdmin(pub Arc<BrokerCluster>);
+
+impl ScramAdmin for QuorumScramAdmin {
+    fn alter(
+        &self,
+        deletions: Vec<ScramDeletion>,
+        upsertions: Vec<ScramUpsertion>,
+    ) -> BoxFuture<'_, Result<Vec<ScramAlterResult>, CredentialError>> {
+        Box::pin(async move {
+            let (results, at) = self
+                .0
+                .client
+                .alter_scram_credentials(deletions, upsertions)
+                .await?;
+            self.0.wait_for_offset(at).await?;
+            Ok(results)
         })
     }
 }

@@ -21,6 +21,7 @@ pub mod reconfigurable;
 pub mod registry_log;
 #[cfg(test)]
 mod replication_tests;
+pub mod scram;
 pub mod security;
 pub mod server;
 #[cfg(test)]

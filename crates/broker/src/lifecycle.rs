@@ -15,9 +15,10 @@ use types::{BrokerId, Clock};
 
 use crate::acls::{authorizer_config, AclAdmin, AclCache, AclPublisher, Authorizer, LocalAclAdmin};
 use crate::cluster::{
-    BrokerCluster, ControllerLink, QuorumAclAdmin, QuorumBrokerConfigAdmin, QuorumTopicAdmin,
+    BrokerCluster, ControllerLink, QuorumAclAdmin, QuorumBrokerConfigAdmin, QuorumScramAdmin,
+    QuorumTopicAdmin,
 };
-use crate::config::{bind_addr, keys, BrokerConfig, SecurityProtocol};
+use crate::config::{bind_addr, keys, BrokerConfig};
 use crate::config_admin::{
     BrokerConfigAdmin, BrokerConfigManager, DynamicConfigPublisher, LocalBrokerConfigAdmin,
 };
@@ -26,6 +27,11 @@ use crate::group_coordinator::{GroupCoordinatorPublisher, GroupCoordinatorServic
 use crate::metadata::MetadataStore;
 use crate::metadata_cache::{LocalMetadataCache, MetadataCache};
 use crate::publisher::Publishers;
+use crate::scram::{
+    LocalScramAdmin, ScramAdmin, ScramCredentialCache, ScramCredentialManager, ScramPublisher,
+};
+use crate::security::sasl::client::SaslConnector;
+use crate::security::sasl::{SaslClientConfig, SaslListener};
 use crate::security::{TlsConnector, TlsListener};
 use crate::server::apis::KafkaApis;
 use crate::server::network::{self, ListenerSecurity};
@@ -74,8 +80,10 @@ impl Server {
     /// admin of the mode, TopicManager, group coordinator, request handlers) is built once, here, and shared.
     pub async fn start(mut config: BrokerConfig) -> anyhow::Result<Server> {
         let started = std::time::Instant::now();
+        // SCRAM credentials: read by the SASL listeners, filled by the credential admin of the mode.
+        let credentials = Arc::new(ScramCredentialCache::new());
         let listeners = if config.process_roles.broker {
-            bind_listeners(&mut config).await?
+            bind_listeners(&mut config, &credentials).await?
         } else {
             Vec::new()
         };
@@ -104,7 +112,7 @@ impl Server {
                 cluster: None,
             });
         };
-        let services = Services::build(&config, voters, cluster_id.as_deref())?;
+        let services = Services::build(&config, voters, cluster_id.as_deref(), credentials)?;
         // TLS listeners follow dynamic `listener.name.<l>.ssl.*` changes (a standalone broker's persisted
         // ones apply now; a cluster member's with its first image).
         for tls in listeners.iter().filter_map(|l| l.security.tls.clone()) {
@@ -184,20 +192,28 @@ impl Server {
     }
 }
 
-/// Binds every broker listener and sets up its security (the TLS server side of SSL listeners). An
-/// advertised listener on port 0 advertises its listener's bound port. SASL listeners are refused until
-/// SASL lands.
-async fn bind_listeners(config: &mut BrokerConfig) -> anyhow::Result<Vec<BoundListener>> {
+/// Binds every broker listener and sets up its security (the TLS server side of SSL and SASL_SSL listeners,
+/// the SASL settings of SASL_PLAINTEXT and SASL_SSL ones, checking `credentials`). An advertised listener on
+/// port 0 advertises its listener's bound port.
+async fn bind_listeners(
+    config: &mut BrokerConfig,
+    credentials: &Arc<ScramCredentialCache>,
+) -> anyhow::Result<Vec<BoundListener>> {
     let mut bound = Vec::new();
     for l in config.listeners.listeners.clone() {
         let name = l.name().to_string();
-        let tls = match l.security_protocol {
-            SecurityProtocol::Plaintext => None,
-            SecurityProtocol::Ssl => Some(Arc::new(TlsListener::new(config, &name)?)),
-            SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl => anyhow::bail!(
-                "listener {name}: security protocol {} is not supported yet (PLAINTEXT and SSL are)",
-                l.security_protocol.name()
-            ),
+        let protocol = l.security_protocol;
+        let tls = match protocol.uses_tls() {
+            true => Some(Arc::new(TlsListener::new(config, &name)?)),
+            false => None,
+        };
+        let sasl = match protocol.uses_sasl() {
+            true => Some(Arc::new(SaslListener::new(
+                config,
+                &name,
+                credentials.clone(),
+            )?)),
+            false => None,
         };
         let addr = bind_addr(&l.endpoint)?;
         let tcp = TcpListener::bind(addr)
@@ -213,6 +229,7 @@ async fn bind_listeners(config: &mut BrokerConfig) -> anyhow::Result<Vec<BoundLi
             name: name.as_str().into(),
             protocol: l.security_protocol,
             tls,
+            sasl,
         };
         bound.push(BoundListener { tcp, security });
     }
@@ -222,20 +239,21 @@ async fn bind_listeners(config: &mut BrokerConfig) -> anyhow::Result<Vec<BoundLi
     Ok(bound)
 }
 
-/// The replica fetchers' connector: TLS when the inter-broker listener uses it, else plain TCP.
+/// The replica fetchers' connector: TLS when the inter-broker listener uses it, else plain TCP; on a SASL
+/// inter-broker listener every connection then logs in (`sasl.mechanism.inter.broker.protocol`).
 fn fetcher_connector(config: &BrokerConfig) -> anyhow::Result<Arc<dyn Connector>> {
     let listeners = &config.listeners;
-    Ok(match listeners.inter_broker_protocol() {
-        SecurityProtocol::Plaintext => Arc::new(TcpConnector),
-        SecurityProtocol::Ssl => Arc::new(TlsConnector::new(
-            config,
-            &listeners.inter_broker_listener_name,
-        )?),
-        other => anyhow::bail!(
-            "inter-broker security protocol {} is not supported yet",
-            other.name()
-        ),
-    })
+    let name = &listeners.inter_broker_listener_name;
+    let protocol = listeners.inter_broker_protocol();
+    let transport: Arc<dyn Connector> = match protocol.uses_tls() {
+        true => Arc::new(TlsConnector::new(config, name)?),
+        false => Arc::new(TcpConnector),
+    };
+    if !protocol.uses_sasl() {
+        return Ok(transport);
+    }
+    let login = SaslClientConfig::inter_broker(config, name)?;
+    Ok(Arc::new(SaslConnector::new(transport, login)))
 }
 
 /// Starts this process's controller (a quorum voter) when it has the controller role in a cluster.
@@ -291,6 +309,7 @@ impl Services {
         config: &BrokerConfig,
         voters: BTreeMap<BrokerId, SocketAddr>,
         cluster_id: Option<&str>,
+        credentials: Arc<ScramCredentialCache>,
     ) -> anyhow::Result<Services> {
         let dir = &config.log_dir;
         authorizer_config(config).map_err(anyhow::Error::msg)?;
@@ -351,6 +370,7 @@ impl Services {
             replica_manager.clone(),
             cluster.clone(),
             &publishers,
+            credentials,
         );
         if cluster.is_none() {
             // Standalone: every local partition is led here. (A cluster member's arrive with images.)
@@ -452,6 +472,7 @@ pub(crate) fn wire(
     replica_manager: Arc<ReplicaManager>,
     cluster: Option<Arc<BrokerCluster>>,
     publishers: &Arc<Publishers>,
+    credentials: Arc<ScramCredentialCache>,
 ) -> Arc<KafkaApis> {
     let (admin, cache): (Arc<dyn TopicAdmin>, Arc<dyn MetadataCache>) = match &cluster {
         Some(c) => (Arc::new(QuorumTopicAdmin(c.clone())), c.clone()),
@@ -484,6 +505,14 @@ pub(crate) fn wire(
     };
     let broker_configs = Arc::new(BrokerConfigManager::new(dynamic, config_admin));
     let authorizer = wire_authorizer(config, &metadata, cluster.as_ref(), publishers);
+    let scram_admin: Arc<dyn ScramAdmin> = match &cluster {
+        Some(c) => {
+            publishers.install(Arc::new(ScramPublisher(credentials.clone())));
+            Arc::new(QuorumScramAdmin(c.clone()))
+        }
+        None => Arc::new(LocalScramAdmin::new(metadata.clone(), credentials.clone())),
+    };
+    let scram = Arc::new(ScramCredentialManager::new(credentials, scram_admin));
     let groups = Arc::new(GroupCoordinatorService::new(
         config.clone(),
         metadata.clone(),
@@ -511,6 +540,7 @@ pub(crate) fn wire(
         broker_configs,
         cache,
         authorizer,
+        scram,
     ))
 }
 

@@ -11,7 +11,8 @@
 //!   CRC-checked entries, each synced before the change is acknowledged; a torn tail is cut at open). One
 //!   JSON [`Change`] per entry: `{"op":"put_topic","name","topic"}`, `{"op":"delete_topic","name"}`,
 //!   `{"op":"next_producer_id","next"}`, `{"op":"put_acls","acls":[[id, acl]]}`, `{"op":"delete_acls","ids"}`
-//!   (the ACLs of one CreateAcls/DeleteAcls, as the metadata log's `AccessControlEntryRecord`s). A change costs one small append, not a rewrite of the registry.
+//!   (the ACLs of one CreateAcls/DeleteAcls, as the metadata log's `AccessControlEntryRecord`s),
+//!   `{"op":"alter_scram","deletions","upsertions"}` (one AlterUserScramCredentials' accepted changes). A change costs one small append, not a rewrite of the registry.
 //!   When the log grows past the snapshot's size (at least [`COMPACT_MIN_BYTES`]) the current state is written
 //!   as a new snapshot and the log emptied.
 //!
@@ -33,6 +34,7 @@ use imbl::OrdMap;
 use parking_lot::RwLock;
 
 use crate::registry_log::RegistryLog;
+use metadata::scram::{self, ScramChange, ScramCredentials, ScramDeletion, ScramUpsertion};
 use metadata::AclEntry;
 use serde::{Deserialize, Serialize};
 use types::ProducerId;
@@ -63,6 +65,11 @@ enum Change {
     PutAcls { acls: Vec<(Uuid, AclEntry)> },
     /// Removes ACLs by id (unknown ids are ignored).
     DeleteAcls { ids: Vec<Uuid> },
+    /// The SCRAM credential changes of one AlterUserScramCredentials (KIP-554), deletions first.
+    AlterScram {
+        deletions: Vec<ScramDeletion>,
+        upsertions: Vec<ScramUpsertion>,
+    },
 }
 
 impl State {
@@ -75,6 +82,15 @@ impl State {
             Change::DeleteAcls { ids } => {
                 for id in ids {
                     self.acls.remove(&id);
+                }
+            }
+            Change::AlterScram {
+                deletions,
+                upsertions,
+            } => {
+                let deletes = deletions.into_iter().map(ScramChange::Delete);
+                for c in deletes.chain(upsertions.into_iter().map(ScramChange::Upsert)) {
+                    scram::apply_change(&mut self.scram_credentials, &c);
                 }
             }
         }
@@ -173,6 +189,9 @@ struct State {
     /// ACLs by id; absent from snapshots of earlier versions and when empty.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     acls: BTreeMap<Uuid, AclEntry>,
+    /// SCRAM credentials; absent from snapshots of earlier versions and when empty.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    scram_credentials: ScramCredentials,
     #[serde(skip)]
     index: TopicIndex,
 }
@@ -481,6 +500,26 @@ impl MetadataStore {
     pub fn delete_acls(&self, ids: Vec<Uuid>) -> Result<(), MetadataError> {
         let mut state = self.state.write();
         self.record(&mut state, Change::DeleteAcls { ids })
+    }
+
+    /// The SCRAM credentials (standalone: persisted here; a cluster member reads its image's instead).
+    pub fn scram_credentials(&self) -> ScramCredentials {
+        self.state.read().scram_credentials.clone()
+    }
+
+    /// Applies the credential changes of one AlterUserScramCredentials with one synced append. Nothing
+    /// changes when it fails.
+    pub fn alter_scram(
+        &self,
+        deletions: Vec<ScramDeletion>,
+        upsertions: Vec<ScramUpsertion>,
+    ) -> Result<(), MetadataError> {
+        let mut state = self.state.write();
+        let change = Change::AlterScram {
+            deletions,
+            upsertions,
+        };
+        self.record(&mut state, change)
     }
 
     /// Allocates a new producer id (KIP-98). Ids are reserved on disk in blocks so that a restart never

@@ -6,6 +6,7 @@
 
 mod acls;
 mod alter_configs;
+mod alter_user_scram_credentials;
 mod api_versions;
 pub use api_versions::response_for as api_versions_response_for;
 mod create_partitions;
@@ -17,6 +18,7 @@ mod describe_cluster;
 mod describe_configs;
 mod describe_groups;
 mod describe_log_dirs;
+mod describe_user_scram_credentials;
 mod elect_leaders;
 pub mod errors;
 mod fetch;
@@ -34,6 +36,7 @@ mod offset_delete;
 mod offset_fetch;
 mod offset_for_leader_epoch;
 mod produce;
+mod sasl;
 mod sync_group;
 
 use std::sync::Arc;
@@ -49,6 +52,7 @@ use crate::dynamic_config::DynamicBrokerConfig;
 use crate::group_coordinator::GroupCoordinatorService;
 use crate::metadata::MetadataStore;
 use crate::metadata_cache::MetadataCache;
+use crate::scram::ScramCredentialManager;
 use crate::server::context::{ConnectionContext, RequestContext};
 use crate::topics::TopicManager;
 use replica::replica_manager::ReplicaManager;
@@ -88,6 +92,10 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeAcls, 1, 3),
     (ApiKey::CreateAcls, 1, 3),
     (ApiKey::DeleteAcls, 1, 3),
+    (ApiKey::SaslHandshake, 0, 1),
+    (ApiKey::SaslAuthenticate, 0, 2),
+    (ApiKey::DescribeUserScramCredentials, 0, 0),
+    (ApiKey::AlterUserScramCredentials, 0, 0),
 ];
 
 /// The advertised version range of `key`, clipped to what the codec supports.
@@ -123,6 +131,8 @@ pub struct KafkaApis {
     metadata_cache: Arc<dyn MetadataCache>,
     /// The authorizer (`authorizer.class.name`), `None` without one.
     authorizer: Option<Arc<Authorizer>>,
+    /// SCRAM credentials (KIP-554): the cache SASL/SCRAM reads and where changes go.
+    scram: Arc<ScramCredentialManager>,
 }
 
 impl KafkaApis {
@@ -137,6 +147,7 @@ impl KafkaApis {
         broker_configs: Arc<BrokerConfigManager>,
         metadata_cache: Arc<dyn MetadataCache>,
         authorizer: Option<Arc<Authorizer>>,
+        scram: Arc<ScramCredentialManager>,
     ) -> KafkaApis {
         KafkaApis {
             config,
@@ -147,6 +158,7 @@ impl KafkaApis {
             broker_configs,
             metadata_cache,
             authorizer,
+            scram,
         }
     }
 
@@ -308,6 +320,18 @@ impl KafkaApis {
             RequestBody::DescribeAcls(r) => ResponseBody::DescribeAcls(acls::describe(ctx, r)),
             RequestBody::CreateAcls(r) => ResponseBody::CreateAcls(acls::create(ctx, r).await),
             RequestBody::DeleteAcls(r) => ResponseBody::DeleteAcls(acls::delete(ctx, r).await),
+            RequestBody::SaslHandshake(r) => ResponseBody::SaslHandshake(sasl::handshake(r)),
+            RequestBody::SaslAuthenticate(r) => {
+                ResponseBody::SaslAuthenticate(sasl::authenticate(r))
+            }
+            RequestBody::DescribeUserScramCredentials(r) => {
+                ResponseBody::DescribeUserScramCredentials(describe_user_scram_credentials::handle(
+                    self, ctx, r,
+                ))
+            }
+            RequestBody::AlterUserScramCredentials(r) => ResponseBody::AlterUserScramCredentials(
+                alter_user_scram_credentials::handle(self, ctx, r).await,
+            ),
             other => {
                 return Err(RequestOutcome::Close(format!(
                     "api {} is not served",
