@@ -232,28 +232,33 @@ impl MetadataImage {
             MetadataRecord::RemoveAccessControlEntryRecord { id } => {
                 self.acls.remove(id);
             }
+            MetadataRecord::UserScramCredentialRecord { .. }
+            | MetadataRecord::RemoveUserScramCredentialRecord { .. } => self.replay_scram(record),
+        }
+    }
+
+    /// `UserScramCredentialRecord` sets a user's credential for a mechanism; `RemoveUserScramCredentialRecord`
+    /// removes it (an unknown one is ignored).
+    fn replay_scram(&mut self, record: &MetadataRecord) {
+        let change = match record {
             MetadataRecord::UserScramCredentialRecord {
                 name,
                 mechanism,
                 credential,
-            } => scram::apply_change(
-                &mut self.scram_credentials,
-                &scram::ScramChange::Upsert(scram::ScramUpsertion {
+            } => scram::ScramChange::Upsert(scram::ScramUpsertion {
+                name: name.clone(),
+                mechanism: *mechanism,
+                credential: credential.clone(),
+            }),
+            MetadataRecord::RemoveUserScramCredentialRecord { name, mechanism } => {
+                scram::ScramChange::Delete(scram::ScramDeletion {
                     name: name.clone(),
                     mechanism: *mechanism,
-                    credential: credential.clone(),
-                }),
-            ),
-            MetadataRecord::RemoveUserScramCredentialRecord { name, mechanism } => {
-                scram::apply_change(
-                    &mut self.scram_credentials,
-                    &scram::ScramChange::Delete(scram::ScramDeletion {
-                        name: name.clone(),
-                        mechanism: *mechanism,
-                    }),
-                )
+                })
             }
-        }
+            _ => return,
+        };
+        scram::apply_change(&mut self.scram_credentials, &change);
     }
 
     /// `RegisterBrokerRecord`: replaces any registration of `broker_id`; the new one starts fenced, not

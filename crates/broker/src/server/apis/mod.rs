@@ -317,6 +317,23 @@ impl KafkaApis {
             RequestBody::OffsetForLeaderEpoch(r) => {
                 ResponseBody::OffsetForLeaderEpoch(offset_for_leader_epoch::handle(self, ctx, r))
             }
+            body if is_security_api(body.api_key()) => self.dispatch_security(ctx, body).await?,
+            other => {
+                return Err(RequestOutcome::Close(format!(
+                    "api {} is not served",
+                    other.api_key().name()
+                )))
+            }
+        })
+    }
+
+    /// The ACL, SASL and SCRAM credential APIs.
+    async fn dispatch_security(
+        &self,
+        ctx: &RequestContext,
+        body: RequestBody,
+    ) -> Result<ResponseBody, RequestOutcome> {
+        Ok(match body {
             RequestBody::DescribeAcls(r) => ResponseBody::DescribeAcls(acls::describe(ctx, r)),
             RequestBody::CreateAcls(r) => ResponseBody::CreateAcls(acls::create(ctx, r).await),
             RequestBody::DeleteAcls(r) => ResponseBody::DeleteAcls(acls::delete(ctx, r).await),
@@ -340,6 +357,20 @@ impl KafkaApis {
             }
         })
     }
+}
+
+/// The APIs [`KafkaApis::dispatch_security`] serves: ACLs, SASL, SCRAM credentials.
+fn is_security_api(api: ApiKey) -> bool {
+    matches!(
+        api,
+        ApiKey::DescribeAcls
+            | ApiKey::CreateAcls
+            | ApiKey::DeleteAcls
+            | ApiKey::SaslHandshake
+            | ApiKey::SaslAuthenticate
+            | ApiKey::DescribeUserScramCredentials
+            | ApiKey::AlterUserScramCredentials
+    )
 }
 
 fn encode(correlation_id: i32, api: ApiKey, version: i16, body: &ResponseBody) -> RequestOutcome {
