@@ -174,15 +174,14 @@ pub fn decide_alter(
             continue;
         }
         let iterations = u.credential.iterations;
-        let checked = check_name_and_mechanism(&u.name, u.mechanism).and_then(|()| {
-            if iterations < MIN_ITERATIONS {
-                Err((ErrorCode::UNACCEPTABLE_CREDENTIAL, "Too few iterations"))
-            } else if iterations > MAX_ITERATIONS {
-                Err((ErrorCode::UNACCEPTABLE_CREDENTIAL, "Too many iterations"))
-            } else {
-                Ok(())
-            }
-        });
+        let iteration_check = if iterations < MIN_ITERATIONS {
+            Err((ErrorCode::UNACCEPTABLE_CREDENTIAL, "Too few iterations"))
+        } else if iterations > MAX_ITERATIONS {
+            Err((ErrorCode::UNACCEPTABLE_CREDENTIAL, "Too many iterations"))
+        } else {
+            Ok(())
+        };
+        let checked = check_name_and_mechanism(&u.name, u.mechanism).and(iteration_check);
         match checked {
             Err((code, msg)) => {
                 errors.insert(u.name.clone(), failure(&u.name, code, msg));

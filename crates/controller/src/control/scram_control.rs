@@ -77,7 +77,7 @@ mod tests {
             name: "alice".into(),
             mechanism: SCRAM_SHA_256,
         };
-        let (records, _) = ctl.alter_scram_credentials(&image, &[del.clone()], &[]);
+        let (records, _) = ctl.alter_scram_credentials(&image, std::slice::from_ref(&del), &[]);
         for r in &records {
             image.apply(2, r);
         }

@@ -63,7 +63,7 @@ pub enum SaslServer {
     /// SASL/PLAIN.
     Plain(PlainServer),
     /// SASL/SCRAM-SHA-256 or -512.
-    Scram(ScramServer),
+    Scram(Box<ScramServer>),
 }
 
 impl SaslServer {
@@ -220,10 +220,8 @@ impl SaslListener {
             )));
         }
         let m = ScramMechanism::from_name(mechanism)?;
-        Some(SaslServer::Scram(ScramServer::new(
-            m,
-            self.credentials.clone(),
-        )))
+        let server = ScramServer::new(m, self.credentials.clone());
+        Some(SaslServer::Scram(Box::new(server)))
     }
 }
 
