@@ -29,8 +29,8 @@ use controller::ControllerClient;
 use futures::future::BoxFuture;
 use imbl::ordmap::DiffItem;
 use metadata::{
-    AclEntry, ControllerError, CreateTopic, ElectionResult, ElectionType, MetadataImage,
-    MetadataUpdate, PartitionRegistration, TopicImage, RESOURCE_BROKER, RESOURCE_TOPIC,
+    ControllerError, CreateTopic, ElectionResult, ElectionType, MetadataImage, MetadataUpdate,
+    PartitionRegistration, TopicImage, RESOURCE_TOPIC,
 };
 use parking_lot::RwLock;
 use storage::StorageError;
@@ -38,18 +38,19 @@ use tokio::sync::watch;
 use types::{BrokerEpoch, BrokerId, ProducerId};
 use uuid::Uuid;
 
-use crate::acls::AclAdmin;
 use crate::config::BrokerConfig;
-use crate::config_admin::{diff_ops, BrokerConfigAdmin, ConfigOps};
-use crate::dynamic_config::{ConfigLevel, DynamicBrokerConfig};
-use crate::error::{AclError, AlterConfigError, MetadataLag, TopicError};
+use crate::dynamic_config::DynamicBrokerConfig;
+use crate::error::{MetadataLag, TopicError};
 use crate::metadata::{MetadataStore, TopicMetadata};
 use crate::metadata_cache::{advertised_endpoints, ControllerEndpoint, MetadataCache};
 use crate::publisher::Publishers;
-use crate::topic_admin::{NewTopic, TopicAdmin};
 use crate::topic_config::log_config;
 use replica::cluster_link::ClusterLink;
 use replica::replica_manager::{PartitionState, ReplicaManager};
+
+pub use crate::cluster_admin::{
+    QuorumAclAdmin, QuorumBrokerConfigAdmin, QuorumQuotaAdmin, QuorumScramAdmin, QuorumTopicAdmin,
+};
 
 /// How long a broker waits for its own image to show a change it asked the controller for.
 const READ_YOUR_WRITES_TIMEOUT: Duration = Duration::from_secs(15);
@@ -582,7 +583,7 @@ impl BrokerCluster {
 
     /// IncrementalAlterConfigs of one resource (topic or broker) through the controller; answers once this
     /// broker's image shows it.
-    async fn alter_configs<E: From<ControllerError> + From<MetadataLag>>(
+    pub(crate) async fn alter_configs<E: From<ControllerError> + From<MetadataLag>>(
         &self,
         resource_type: i8,
         name: String,
@@ -658,150 +659,6 @@ impl ClusterLink for ControllerLink {
                     e
                 })?;
             Ok(partition_state(state.topic_id, &reg))
-        })
-    }
-}
-
-/// The cluster-mode [`TopicAdmin`]: the active controller decides (placement, the replication factor against
-/// live brokers, configs), and each answer comes once this broker's image shows the change.
-#[derive(Debug)]
-pub struct QuorumTopicAdmin(pub Arc<BrokerCluster>);
-
-impl TopicAdmin for QuorumTopicAdmin {
-    fn create_topic(
-        &self,
-        topic: NewTopic,
-        validate_only: bool,
-    ) -> BoxFuture<'_, Result<TopicMetadata, TopicError>> {
-        let create = CreateTopic {
-            name: topic.name,
-            num_partitions: topic.partitions,
-            replication_factor: topic.replication_factor,
-            assignments: Vec::new(),
-            configs: topic.configs,
-        };
-        Box::pin(self.0.create_topic(create, validate_only))
-    }
-
-    fn delete_topic(&self, name: String) -> BoxFuture<'_, Result<Uuid, TopicError>> {
-        Box::pin(async move { self.0.delete_topic(&name).await })
-    }
-
-    fn set_topic_configs(
-        &self,
-        name: String,
-        configs: BTreeMap<String, String>,
-        validate_only: bool,
-    ) -> BoxFuture<'_, Result<(), TopicError>> {
-        Box::pin(async move {
-            self.0
-                .set_topic_configs(&name, configs, validate_only)
-                .await
-        })
-    }
-
-    fn create_partitions(
-        &self,
-        name: String,
-        count: i32,
-        validate_only: bool,
-    ) -> BoxFuture<'_, Result<(), TopicError>> {
-        Box::pin(async move { self.0.create_partitions(&name, count, validate_only).await })
-    }
-
-    fn elect_leaders(
-        &self,
-        election: ElectionType,
-        partitions: Option<Vec<(String, i32)>>,
-    ) -> BoxFuture<'_, Result<Vec<ElectionResult>, TopicError>> {
-        Box::pin(self.0.elect_leaders(election, partitions))
-    }
-
-    fn registered_brokers(&self) -> usize {
-        self.0.image().brokers.len()
-    }
-}
-
-/// The cluster-mode [`BrokerConfigAdmin`]: a dynamic broker config change becomes `ConfigRecord`s of resource
-/// type BROKER (name `""` or the broker id) that the active controller writes to the metadata log (KIP-631);
-/// the answer comes once this broker has published the image at the change's offset, so its own
-/// [`crate::config_admin::DynamicConfigPublisher`] has laid the levels in. Any broker id may be changed.
-#[derive(Debug)]
-pub struct QuorumBrokerConfigAdmin {
-    cluster: Arc<BrokerCluster>,
-    dynamic: Arc<DynamicBrokerConfig>,
-}
-
-impl QuorumBrokerConfigAdmin {
-    /// The admin of a cluster member whose levels `dynamic` follows.
-    pub fn new(cluster: Arc<BrokerCluster>, dynamic: Arc<DynamicBrokerConfig>) -> Self {
-        QuorumBrokerConfigAdmin { cluster, dynamic }
-    }
-}
-
-impl BrokerConfigAdmin for QuorumBrokerConfigAdmin {
-    fn alter(
-        &self,
-        level: ConfigLevel,
-        ops: ConfigOps,
-        replace: bool,
-    ) -> BoxFuture<'_, Result<(), AlterConfigError>> {
-        Box::pin(async move {
-            // The controller stores key by key: a replacing change is sent as the difference from the
-            // levels this broker's image holds; an incremental one as given.
-            let ops = if replace {
-                let next = self.dynamic.next_level(level, &ops, true)?;
-                diff_ops(&self.dynamic.level_configs(level), &next)
-            } else {
-                ops
-            };
-            let name = self.dynamic.resource_name(level);
-            self.cluster
-                .alter_configs(RESOURCE_BROKER, name, ops, false)
-                .await
-        })
-    }
-}
-
-/// Cluster-mode ACL changes: records through the controller, answered once this broker's image (and so its
-/// `AclCache`, filled by the `AclPublisher`) shows them.
-#[derive(Debug)]
-pub struct QuorumAclAdmin(pub Arc<BrokerCluster>);
-
-impl AclAdmin for QuorumAclAdmin {
-    fn create(&self, acls: Vec<AclEntry>) -> BoxFuture<'_, Result<(), AclError>> {
-        Box::pin(async move {
-            let at = self.0.client.create_acls(acls).await?;
-            Ok(self.0.wait_for_offset(at).await?)
-        })
-    }
-
-    fn delete(&self, ids: Vec<Uuid>) -> BoxFuture<'_, Result<(), AclError>> {
-        Box::pin(async move {
-            let at = self.0.client.delete_acls(ids).await?;
-            Ok(self.0.wait_for_offset(at).await?)
-        })
-    }
-}
-
-/// Cluster-mode quota changes: `ClientQuotaRecord`s through the controller, answered once this broker's
-/// image (and so its `ClientQuotas`, filled by the `QuotaPublisher`) shows them.
-#[derive(Debug)]
-pub struct QuorumQuotaAdmin(pub Arc<BrokerCluster>);
-
-impl crate::quota::QuotaAdmin for QuorumQuotaAdmin {
-    fn alter(
-        &self,
-        entries: Vec<metadata::quota::QuotaAlteration>,
-        validate_only: bool,
-    ) -> BoxFuture<'_, Result<(), crate::error::QuotaError>> {
-        Box::pin(async move {
-            let at = self
-                .0
-                .client
-                .alter_client_quotas(entries, validate_only)
-                .await?;
-            Ok(self.0.wait_for_offset(at).await?)
         })
     }
 }

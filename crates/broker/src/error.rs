@@ -121,6 +121,23 @@ pub enum QuotaError {
     Internal(String),
 }
 
+/// Why an AlterUserScramCredentials as a whole failed (per-user refusals are results, not errors).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CredentialError {
+    /// The credentials could not be persisted; nothing changed (KAFKA_STORAGE_ERROR, 56).
+    #[error("{0}")]
+    Storage(String),
+    /// The controller could not make the change (cluster mode); its code is passed through.
+    #[error(transparent)]
+    Controller(#[from] ControllerError),
+    /// Committed, but this broker's metadata did not reach it in time (REQUEST_TIMED_OUT, 7).
+    #[error(transparent)]
+    NotShownInTime(#[from] MetadataLag),
+    /// An unexpected failure: a panicked change task (UNKNOWN_SERVER_ERROR, -1).
+    #[error("{0}")]
+    Internal(String),
+}
+
 /// A change the controller committed at metadata offset `.0` that this broker's published image did not
 /// reach within the bounded read-your-writes wait (cluster mode).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

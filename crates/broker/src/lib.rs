@@ -7,6 +7,7 @@
 
 pub mod acls;
 pub mod cluster;
+pub mod cluster_admin;
 pub mod config;
 pub mod config_admin;
 pub mod dynamic_config;
@@ -22,6 +23,7 @@ pub mod reconfigurable;
 pub mod registry_log;
 #[cfg(test)]
 mod replication_tests;
+pub mod scram;
 pub mod security;
 pub mod server;
 #[cfg(test)]

@@ -16,9 +16,9 @@ use types::{BrokerId, Clock};
 use crate::acls::{authorizer_config, AclAdmin, AclCache, AclPublisher, Authorizer, LocalAclAdmin};
 use crate::cluster::{
     BrokerCluster, ControllerLink, QuorumAclAdmin, QuorumBrokerConfigAdmin, QuorumQuotaAdmin,
-    QuorumTopicAdmin,
+    QuorumScramAdmin, QuorumTopicAdmin,
 };
-use crate::config::{bind_addr, keys, BrokerConfig, SecurityProtocol};
+use crate::config::{bind_addr, keys, BrokerConfig};
 use crate::config_admin::{
     BrokerConfigAdmin, BrokerConfigManager, DynamicConfigPublisher, LocalBrokerConfigAdmin,
 };
@@ -31,6 +31,11 @@ use crate::quota::{
     ClientQuotas, ConnectionLimiter, ConnectionQuotaConfig, LocalQuotaAdmin, QuotaAdmin,
     QuotaPublisher, QuotaWindow, Quotas,
 };
+use crate::scram::{
+    LocalScramAdmin, ScramAdmin, ScramCredentialCache, ScramCredentialManager, ScramPublisher,
+};
+use crate::security::sasl::client::SaslConnector;
+use crate::security::sasl::{SaslClientConfig, SaslListener};
 use crate::security::{TlsConnector, TlsListener};
 use crate::server::apis::KafkaApis;
 use crate::server::network::{self, ListenerSecurity};
@@ -79,8 +84,10 @@ impl Server {
     /// admin of the mode, TopicManager, group coordinator, request handlers) is built once, here, and shared.
     pub async fn start(mut config: BrokerConfig) -> anyhow::Result<Server> {
         let started = std::time::Instant::now();
+        // SCRAM credentials: read by the SASL listeners, filled by the credential admin of the mode.
+        let credentials = Arc::new(ScramCredentialCache::new());
         let listeners = if config.process_roles.broker {
-            bind_listeners(&mut config).await?
+            bind_listeners(&mut config, &credentials).await?
         } else {
             Vec::new()
         };
@@ -109,7 +116,7 @@ impl Server {
                 cluster: None,
             });
         };
-        let services = Services::build(&config, voters, cluster_id.as_deref())?;
+        let services = Services::build(&config, voters, cluster_id.as_deref(), credentials)?;
         // TLS listeners follow dynamic `listener.name.<l>.ssl.*` changes (a standalone broker's persisted
         // ones apply now; a cluster member's with its first image).
         for tls in listeners.iter().filter_map(|l| l.security.tls.clone()) {
@@ -189,20 +196,28 @@ impl Server {
     }
 }
 
-/// Binds every broker listener and sets up its security (the TLS server side of SSL listeners). An
-/// advertised listener on port 0 advertises its listener's bound port. SASL listeners are refused until
-/// SASL lands.
-async fn bind_listeners(config: &mut BrokerConfig) -> anyhow::Result<Vec<BoundListener>> {
+/// Binds every broker listener and sets up its security (the TLS server side of SSL and SASL_SSL listeners,
+/// the SASL settings of SASL_PLAINTEXT and SASL_SSL ones, checking `credentials`). An advertised listener on
+/// port 0 advertises its listener's bound port.
+async fn bind_listeners(
+    config: &mut BrokerConfig,
+    credentials: &Arc<ScramCredentialCache>,
+) -> anyhow::Result<Vec<BoundListener>> {
     let mut bound = Vec::new();
     for l in config.listeners.listeners.clone() {
         let name = l.name().to_string();
-        let tls = match l.security_protocol {
-            SecurityProtocol::Plaintext => None,
-            SecurityProtocol::Ssl => Some(Arc::new(TlsListener::new(config, &name)?)),
-            SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl => anyhow::bail!(
-                "listener {name}: security protocol {} is not supported yet (PLAINTEXT and SSL are)",
-                l.security_protocol.name()
-            ),
+        let protocol = l.security_protocol;
+        let tls = match protocol.uses_tls() {
+            true => Some(Arc::new(TlsListener::new(config, &name)?)),
+            false => None,
+        };
+        let sasl = match protocol.uses_sasl() {
+            true => Some(Arc::new(SaslListener::new(
+                config,
+                &name,
+                credentials.clone(),
+            )?)),
+            false => None,
         };
         let addr = bind_addr(&l.endpoint)?;
         let tcp = TcpListener::bind(addr)
@@ -218,6 +233,7 @@ async fn bind_listeners(config: &mut BrokerConfig) -> anyhow::Result<Vec<BoundLi
             name: name.as_str().into(),
             protocol: l.security_protocol,
             tls,
+            sasl,
         };
         bound.push(BoundListener { tcp, security });
     }
@@ -227,20 +243,21 @@ async fn bind_listeners(config: &mut BrokerConfig) -> anyhow::Result<Vec<BoundLi
     Ok(bound)
 }
 
-/// The replica fetchers' connector: TLS when the inter-broker listener uses it, else plain TCP.
+/// The replica fetchers' connector: TLS when the inter-broker listener uses it, else plain TCP; on a SASL
+/// inter-broker listener every connection then logs in (`sasl.mechanism.inter.broker.protocol`).
 fn fetcher_connector(config: &BrokerConfig) -> anyhow::Result<Arc<dyn Connector>> {
     let listeners = &config.listeners;
-    Ok(match listeners.inter_broker_protocol() {
-        SecurityProtocol::Plaintext => Arc::new(TcpConnector),
-        SecurityProtocol::Ssl => Arc::new(TlsConnector::new(
-            config,
-            &listeners.inter_broker_listener_name,
-        )?),
-        other => anyhow::bail!(
-            "inter-broker security protocol {} is not supported yet",
-            other.name()
-        ),
-    })
+    let name = &listeners.inter_broker_listener_name;
+    let protocol = listeners.inter_broker_protocol();
+    let transport: Arc<dyn Connector> = match protocol.uses_tls() {
+        true => Arc::new(TlsConnector::new(config, name)?),
+        false => Arc::new(TcpConnector),
+    };
+    if !protocol.uses_sasl() {
+        return Ok(transport);
+    }
+    let login = SaslClientConfig::inter_broker(config, name)?;
+    Ok(Arc::new(SaslConnector::new(transport, login)))
 }
 
 /// Starts this process's controller (a quorum voter) when it has the controller role in a cluster.
@@ -296,6 +313,7 @@ impl Services {
         config: &BrokerConfig,
         voters: BTreeMap<BrokerId, SocketAddr>,
         cluster_id: Option<&str>,
+        credentials: Arc<ScramCredentialCache>,
     ) -> anyhow::Result<Services> {
         let dir = &config.log_dir;
         authorizer_config(config).map_err(anyhow::Error::msg)?;
@@ -357,6 +375,7 @@ impl Services {
             replica_manager.clone(),
             cluster.clone(),
             &publishers,
+            credentials,
         );
         if cluster.is_none() {
             // Standalone: every local partition is led here. (A cluster member's arrive with images.)
@@ -458,6 +477,7 @@ pub(crate) fn wire(
     replica_manager: Arc<ReplicaManager>,
     cluster: Option<Arc<BrokerCluster>>,
     publishers: &Arc<Publishers>,
+    credentials: Arc<ScramCredentialCache>,
 ) -> Arc<KafkaApis> {
     let seams = WireSeams::default();
     wire_with(
@@ -467,6 +487,7 @@ pub(crate) fn wire(
         replica_manager,
         cluster,
         publishers,
+        credentials,
         seams,
     )
 }
@@ -484,6 +505,7 @@ pub(crate) struct WireSeams {
 }
 
 /// [`wire`] with a simulation's `seams`.
+#[allow(clippy::too_many_arguments)] // `wire`'s services plus the seams
 pub(crate) fn wire_with(
     config: &BrokerConfig,
     metadata: Arc<MetadataStore>,
@@ -491,6 +513,7 @@ pub(crate) fn wire_with(
     replica_manager: Arc<ReplicaManager>,
     cluster: Option<Arc<BrokerCluster>>,
     publishers: &Arc<Publishers>,
+    credentials: Arc<ScramCredentialCache>,
     seams: WireSeams,
 ) -> Arc<KafkaApis> {
     let (admin, cache): (Arc<dyn TopicAdmin>, Arc<dyn MetadataCache>) = match &cluster {
@@ -524,6 +547,7 @@ pub(crate) fn wire_with(
     };
     let broker_configs = Arc::new(BrokerConfigManager::new(dynamic, config_admin));
     let authorizer = wire_authorizer(config, &metadata, cluster.as_ref(), publishers);
+    let scram = wire_scram(&metadata, cluster.as_ref(), publishers, credentials);
     let groups = GroupCoordinatorService::new(
         config.clone(),
         metadata.clone(),
@@ -558,7 +582,26 @@ pub(crate) fn wire_with(
         cache,
         authorizer,
         quotas,
+        scram,
     ))
+}
+
+/// SCRAM credentials (KIP-554): kept in the registry standalone, in the metadata image in a cluster (laid into
+/// `credentials`, which the SASL listeners read, by a publisher).
+fn wire_scram(
+    metadata: &Arc<MetadataStore>,
+    cluster: Option<&Arc<BrokerCluster>>,
+    publishers: &Arc<Publishers>,
+    credentials: Arc<ScramCredentialCache>,
+) -> Arc<ScramCredentialManager> {
+    let scram_admin: Arc<dyn ScramAdmin> = match cluster {
+        Some(c) => {
+            publishers.install(Arc::new(ScramPublisher(credentials.clone())));
+            Arc::new(QuorumScramAdmin(c.clone()))
+        }
+        None => Arc::new(LocalScramAdmin::new(metadata.clone(), credentials.clone())),
+    };
+    Arc::new(ScramCredentialManager::new(credentials, scram_admin))
 }
 
 /// Client quotas (from the registry standalone, from each metadata image in a cluster) and the connection

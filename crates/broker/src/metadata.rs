@@ -12,7 +12,8 @@
 //!   JSON [`Change`] per entry: `{"op":"put_topic","name","topic"}`, `{"op":"delete_topic","name"}`,
 //!   `{"op":"next_producer_id","next"}`, `{"op":"put_acls","acls":[[id, acl]]}`, `{"op":"delete_acls","ids"}`
 //!   (the ACLs of one CreateAcls/DeleteAcls, as the metadata log's `AccessControlEntryRecord`s),
-//!   `{"op":"client_quotas","changes"}` (one AlterClientQuotas, as `ClientQuotaRecord`s). A change costs one small append, not a rewrite of the registry.
+//!   `{"op":"client_quotas","changes"}` (one AlterClientQuotas, as `ClientQuotaRecord`s),
+//!   `{"op":"alter_scram","deletions","upsertions"}` (one AlterUserScramCredentials' accepted changes). A change costs one small append, not a rewrite of the registry.
 //!   When the log grows past the snapshot's size (at least [`COMPACT_MIN_BYTES`]) the current state is written
 //!   as a new snapshot and the log emptied.
 //!
@@ -35,6 +36,7 @@ use parking_lot::RwLock;
 
 use crate::registry_log::RegistryLog;
 use metadata::quota::{ClientQuotaChange, ClientQuotasImage, QuotaAlteration};
+use metadata::scram::{self, ScramChange, ScramCredentials, ScramDeletion, ScramUpsertion};
 use metadata::AclEntry;
 use serde::{Deserialize, Serialize};
 use types::ProducerId;
@@ -67,6 +69,11 @@ enum Change {
     DeleteAcls { ids: Vec<Uuid> },
     /// Sets or removes client quota keys (one AlterClientQuotas, as the metadata log's `ClientQuotaRecord`s).
     ClientQuotas { changes: Vec<ClientQuotaChange> },
+    /// The SCRAM credential changes of one AlterUserScramCredentials (KIP-554), deletions first.
+    AlterScram {
+        deletions: Vec<ScramDeletion>,
+        upsertions: Vec<ScramUpsertion>,
+    },
 }
 
 impl State {
@@ -84,6 +91,15 @@ impl State {
             Change::ClientQuotas { changes } => {
                 for c in &changes {
                     self.client_quotas.apply(c);
+                }
+            }
+            Change::AlterScram {
+                deletions,
+                upsertions,
+            } => {
+                let deletes = deletions.into_iter().map(ScramChange::Delete);
+                for c in deletes.chain(upsertions.into_iter().map(ScramChange::Upsert)) {
+                    scram::apply_change(&mut self.scram_credentials, &c);
                 }
             }
         }
@@ -185,6 +201,9 @@ struct State {
     /// Client quotas; absent from snapshots of earlier versions and when empty.
     #[serde(default, skip_serializing_if = "ClientQuotasImage::is_empty")]
     client_quotas: ClientQuotasImage,
+    /// SCRAM credentials; absent from snapshots of earlier versions and when empty.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    scram_credentials: ScramCredentials,
     #[serde(skip)]
     index: TopicIndex,
 }
@@ -516,6 +535,26 @@ impl MetadataStore {
             return Ok(());
         }
         self.record(&mut state, Change::ClientQuotas { changes })
+    }
+
+    /// The SCRAM credentials (standalone: persisted here; a cluster member reads its image's instead).
+    pub fn scram_credentials(&self) -> ScramCredentials {
+        self.state.read().scram_credentials.clone()
+    }
+
+    /// Applies the credential changes of one AlterUserScramCredentials with one synced append. Nothing
+    /// changes when it fails.
+    pub fn alter_scram(
+        &self,
+        deletions: Vec<ScramDeletion>,
+        upsertions: Vec<ScramUpsertion>,
+    ) -> Result<(), MetadataError> {
+        let mut state = self.state.write();
+        let change = Change::AlterScram {
+            deletions,
+            upsertions,
+        };
+        self.record(&mut state, change)
     }
 
     /// Allocates a new producer id (KIP-98). Ids are reserved on disk in blocks so that a restart never

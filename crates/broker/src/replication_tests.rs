@@ -134,6 +134,7 @@ async fn start_broker(id: i32, link: Arc<TestLink>, topic_id: Uuid) -> TestBroke
         rm.clone(),
         None,
         &Default::default(),
+        Default::default(),
     );
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();

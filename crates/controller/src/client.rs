@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use metadata::scram::{ScramAlterResult, ScramDeletion, ScramUpsertion};
 use metadata::{
     AclEntry, AlterPartition, ControllerError, CreateTopic, CreatedTopic, ElectionResult,
     ElectionType, Heartbeat, HeartbeatReply, MetadataUpdate, PartitionRegistration, QuorumInfo,
@@ -423,6 +424,24 @@ impl ControllerClient {
         };
         match self.call_with_offset(req).await? {
             (ClientResponse::AlterClientQuotas(r), offset) => r.map(|()| offset),
+            _ => Err(unexpected()),
+        }
+    }
+
+    /// AlterUserScramCredentials (KIP-554): applies what `metadata::scram::decide_alter` accepts against the
+    /// controller's image; returns one result per user and the offset at which the changes are visible.
+    /// Errors: transport errors.
+    pub async fn alter_scram_credentials(
+        &self,
+        deletions: Vec<ScramDeletion>,
+        upsertions: Vec<ScramUpsertion>,
+    ) -> Result<(Vec<ScramAlterResult>, i64), ControllerError> {
+        let req = ClientRequest::AlterUserScramCredentials {
+            deletions,
+            upsertions,
+        };
+        match self.call_with_offset(req).await? {
+            (ClientResponse::AlterUserScramCredentials(r), offset) => Ok((r, offset)),
             _ => Err(unexpected()),
         }
     }

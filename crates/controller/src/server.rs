@@ -682,6 +682,18 @@ impl Inner {
                 })
                 .await?
                 .map(R::AllocateProducerIds),
+            req => return self.answer_security(req).await,
+        };
+        Ok((d.reply, d.visible_at))
+    }
+
+    /// [`answer`](Self::answer) for the security records' requests: ACLs, client quotas, SCRAM credentials.
+    async fn answer_security(
+        &self,
+        req: ClientRequest,
+    ) -> Result<(ClientResponse, i64), NotController> {
+        use ClientResponse as R;
+        let d = match req {
             ClientRequest::CreateAcls { acls } => self
                 .decide(|ctl, image, _| unit(ctl.create_acls(image, &acls)))
                 .await?
@@ -699,6 +711,13 @@ impl Inner {
                 })
                 .await?
                 .map(R::AlterClientQuotas),
+            ClientRequest::AlterUserScramCredentials {
+                deletions,
+                upsertions,
+            } => self
+                .decide(|ctl, image, _| ctl.alter_scram_credentials(image, &deletions, &upsertions))
+                .await?
+                .map(R::AlterUserScramCredentials),
             req => return self.read_only(req).await,
         };
         Ok((d.reply, d.visible_at))

@@ -17,6 +17,7 @@ use uuid::Uuid;
 
 use crate::quota::ClientQuotasImage;
 use crate::record::{AclEntry, MetadataRecord, RESOURCE_BROKER, RESOURCE_TOPIC};
+use crate::scram::{self, ScramCredentials};
 use crate::topics_image::TopicsImage;
 
 /// A broker's registration as replayed from the log (Kafka `BrokerRegistration`).
@@ -115,6 +116,10 @@ pub struct MetadataImage {
     /// Client quotas by entity (Kafka's `ClientQuotasImage`). Absent from the JSON when empty.
     #[serde(default, skip_serializing_if = "ClientQuotasImage::is_empty")]
     pub client_quotas: ClientQuotasImage,
+    /// SCRAM credentials by user and mechanism (KIP-554's `UserScramCredentialRecord`s). Absent from the
+    /// JSON when empty.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub scram_credentials: ScramCredentials,
 }
 
 impl Default for MetadataImage {
@@ -128,6 +133,7 @@ impl Default for MetadataImage {
             next_producer_id: ProducerId(0),
             acls: BTreeMap::new(),
             client_quotas: ClientQuotasImage::default(),
+            scram_credentials: BTreeMap::new(),
         }
     }
 }
@@ -220,11 +226,7 @@ impl MetadataImage {
             } => self.replay_config(*resource_type, resource_name, name, value.as_deref()),
             MetadataRecord::ProducerIdsRecord {
                 next_producer_id, ..
-            } => {
-                if *next_producer_id > self.next_producer_id {
-                    self.next_producer_id = *next_producer_id;
-                }
-            }
+            } => self.next_producer_id = self.next_producer_id.max(*next_producer_id),
             MetadataRecord::AccessControlEntryRecord { id, acl } => {
                 self.acls.insert(*id, acl.clone());
             }
@@ -232,7 +234,33 @@ impl MetadataImage {
                 self.acls.remove(id);
             }
             MetadataRecord::ClientQuotaRecord(change) => self.client_quotas.apply(change),
+            MetadataRecord::UserScramCredentialRecord { .. }
+            | MetadataRecord::RemoveUserScramCredentialRecord { .. } => self.replay_scram(record),
         }
+    }
+
+    /// `UserScramCredentialRecord` sets a user's credential for a mechanism; `RemoveUserScramCredentialRecord`
+    /// removes it (an unknown one is ignored).
+    fn replay_scram(&mut self, record: &MetadataRecord) {
+        let change = match record {
+            MetadataRecord::UserScramCredentialRecord {
+                name,
+                mechanism,
+                credential,
+            } => scram::ScramChange::Upsert(scram::ScramUpsertion {
+                name: name.clone(),
+                mechanism: *mechanism,
+                credential: credential.clone(),
+            }),
+            MetadataRecord::RemoveUserScramCredentialRecord { name, mechanism } => {
+                scram::ScramChange::Delete(scram::ScramDeletion {
+                    name: name.clone(),
+                    mechanism: *mechanism,
+                })
+            }
+            _ => return,
+        };
+        scram::apply_change(&mut self.scram_credentials, &change);
     }
 
     /// `RegisterBrokerRecord`: replaces any registration of `broker_id`; the new one starts fenced, not

@@ -36,6 +36,7 @@ pub mod quota;
 pub mod record;
 pub mod request;
 pub mod rpc;
+pub mod scram;
 pub mod topics_image;
 
 pub use error::ControllerError;

@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 use types::{BrokerEpoch, BrokerId, LeaderEpoch, PartitionEpoch, ProducerId};
 use uuid::Uuid;
 
+use crate::scram::ScramCredential;
+
 /// `leader` value of a partition without a leader (Kafka's `LeaderConstants.NO_LEADER`).
 pub const NO_LEADER: BrokerId = BrokerId::NONE;
 
@@ -186,4 +188,22 @@ pub enum MetadataRecord {
     },
     /// A client quota key was set or removed for an entity (Kafka's `ClientQuotaRecord`, KIP-546).
     ClientQuotaRecord(crate::quota::ClientQuotaChange),
+    /// A user's SCRAM credential for one mechanism was set (Kafka's `UserScramCredentialRecord`, KIP-554);
+    /// replaces any previous one.
+    UserScramCredentialRecord {
+        /// The user name.
+        name: String,
+        /// The mechanism type code (1 SCRAM-SHA-256, 2 SCRAM-SHA-512).
+        mechanism: i8,
+        /// Salt, StoredKey, ServerKey and iterations.
+        credential: ScramCredential,
+    },
+    /// A user's SCRAM credential was removed (Kafka's `RemoveUserScramCredentialRecord`); an unknown one is
+    /// ignored.
+    RemoveUserScramCredentialRecord {
+        /// The user name.
+        name: String,
+        /// The mechanism type code.
+        mechanism: i8,
+    },
 }

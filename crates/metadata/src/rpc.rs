@@ -16,6 +16,7 @@ use crate::request::{
     AlterPartition, CreateTopic, CreatedTopic, ElectionResult, ElectionType, Heartbeat,
     HeartbeatReply, MetadataUpdate, QuorumInfo, RegisterBroker,
 };
+use crate::scram::{ScramAlterResult, ScramDeletion, ScramUpsertion};
 
 /// Broker requests (see the controller crate's `ControllerClient` for their meaning).
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -101,6 +102,14 @@ pub enum ClientRequest {
         /// Validate only: decide, write nothing.
         validate_only: bool,
     },
+    /// AlterUserScramCredentials (KIP-554): the deletions and the upsertions (keys already derived by the
+    /// broker), decided by `scram::decide_alter` against the controller's image.
+    AlterUserScramCredentials {
+        /// Credentials to remove.
+        deletions: Vec<ScramDeletion>,
+        /// Credentials to set.
+        upsertions: Vec<ScramUpsertion>,
+    },
     /// Any other request, asking that its answer say at which metadata offset its outcome is visible:
     /// answered with [`ClientResponse::WithOffset`] (a broker then waits until its own image has applied
     /// that offset — read-your-writes without re-checking the outcome). Not nested. Controllers older
@@ -148,6 +157,8 @@ pub enum ClientResponse {
     DeleteAcls(Result<(), ControllerError>),
     /// AlterClientQuotas answer (one outcome for the whole request: its records are committed together).
     AlterClientQuotas(Result<(), ControllerError>),
+    /// AlterUserScramCredentials answer: one result per user named.
+    AlterUserScramCredentials(Vec<ScramAlterResult>),
     /// Answer to a [`ClientRequest::WithOffset`]: the inner request's answer and the metadata offset (raft
     /// log index) at which its outcome is visible — the index its records were committed at, or, for a
     /// decision that wrote nothing, the offset of the last record the deciding image held.

@@ -1,14 +1,15 @@
-//! Connection security: TLS on SSL listeners and for the inter-broker client ([`ssl`]), the principal
-//! of a TLS client ([`principal`]).
+//! Connection security: TLS on SSL and SASL_SSL listeners and for the inter-broker client ([`ssl`]), the
+//! principal of a TLS client ([`principal`]), SASL authentication ([`sasl`]).
 //!
 //! Where it sits (see ARCHITECTURE.md, request flow): `network::serve` accepts a TCP connection on a
-//! listener; a listener whose security protocol uses TLS (SSL, later SASL_SSL) runs the handshake first
+//! listener; a listener whose security protocol uses TLS (SSL, SASL_SSL) runs the handshake first
 //! ([`TlsListener::accept`], bounded by [`TLS_HANDSHAKE_TIMEOUT`]); the principal is `User:` + the mapped
-//! subject of the client certificate, `User:ANONYMOUS` without one. SASL listeners will add a second step
-//! after TLS (SaslHandshake/SaslAuthenticate) that sets the principal before other requests are served;
-//! until then they are refused at startup.
+//! subject of the client certificate, `User:ANONYMOUS` without one. SASL listeners (SASL_PLAINTEXT,
+//! SASL_SSL) then authenticate (`server::sasl_authenticator`: SaslHandshake/SaslAuthenticate), which sets
+//! the principal `User:<authenticated name>` before any other request is served.
 
 pub mod principal;
+pub mod sasl;
 pub mod ssl;
 
 use std::sync::Arc;

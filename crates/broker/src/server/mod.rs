@@ -7,3 +7,4 @@
 pub mod apis;
 pub mod context;
 pub mod network;
+pub mod sasl_authenticator;

@@ -18,6 +18,9 @@
 //! - On a listener whose security protocol uses TLS, the handshake comes first, bounded by
 //!   [`TLS_HANDSHAKE_TIMEOUT`](crate::security::TLS_HANDSHAKE_TIMEOUT); a peer that sends no TLS, presents an untrusted or expired certificate, or
 //!   stalls is closed before any request is read. The principal comes from the client certificate.
+//! - On a SASL listener (SASL_PLAINTEXT, SASL_SSL) nothing but ApiVersions and the SASL requests is served
+//!   until [`sasl_authenticator::authenticate`](crate::server::sasl_authenticator::authenticate) succeeds;
+//!   the principal is then `User:<authenticated name>`. A failed authentication closes the connection.
 //! - A connection on which no complete request arrives for `connections.max.idle.ms` (Kafka's key, default
 //!   10 min) is closed: an idle one, and one stalled in the middle of a frame (slow-loris). The clock starts
 //!   when the connection waits for its next request (after the previous response), so a request being served
@@ -48,9 +51,11 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 use crate::config::{keys, SecurityProtocol};
+use crate::security::sasl::SaslListener;
 use crate::security::{HandshakeError, TlsListener};
 use crate::server::apis::{KafkaApis, RequestOutcome};
 use crate::server::context::{ConnectionContext, KafkaPrincipal};
+use crate::server::sasl_authenticator;
 
 /// Largest read-ahead the frame reader allocates before bytes arrive (bytes).
 const READ_CHUNK: usize = 64 * 1024;
@@ -111,8 +116,10 @@ pub struct ListenerSecurity {
     pub name: Arc<str>,
     /// Its security protocol.
     pub protocol: SecurityProtocol,
-    /// The TLS server side, for SSL (and later SASL_SSL) listeners.
+    /// The TLS server side, for SSL and SASL_SSL listeners.
     pub tls: Option<Arc<TlsListener>>,
+    /// The SASL settings, for SASL_PLAINTEXT and SASL_SSL listeners.
+    pub sasl: Option<Arc<SaslListener>>,
 }
 
 impl ListenerSecurity {
@@ -122,6 +129,7 @@ impl ListenerSecurity {
             name: name.into(),
             protocol: SecurityProtocol::Plaintext,
             tls: None,
+            sasl: None,
         }
     }
 }
@@ -189,10 +197,13 @@ pub enum ConnectionError {
     /// The TLS handshake failed or timed out, or the client certificate gave no principal.
     #[error(transparent)]
     Handshake(#[from] HandshakeError),
+    /// SASL authentication failed (after any error response was sent).
+    #[error("SASL authentication failed: {0}")]
+    Authentication(String),
 }
 
 /// Sets up one accepted connection as its listener's security protocol asks (TLS handshake and the
-/// principal from the client certificate; SASL will authenticate here too), then serves its requests.
+/// principal from the client certificate; SASL authentication on SASL listeners), then serves its requests.
 async fn open_connection<S: ServerStream>(
     stream: S,
     peer: SocketAddr,
@@ -208,7 +219,7 @@ async fn open_connection<S: ServerStream>(
     };
     let Some(tls) = &security.tls else {
         let conn = Arc::new(context(KafkaPrincipal::ANONYMOUS));
-        return handle_connection(stream, conn, apis, shutdown).await;
+        return authenticate_and_serve(stream, conn, &security, apis, shutdown).await;
     };
     let (stream, name) = tokio::select! {
         r = tls.accept(stream) => r?,
@@ -216,22 +227,64 @@ async fn open_connection<S: ServerStream>(
     };
     let principal = name.map_or(KafkaPrincipal::ANONYMOUS, KafkaPrincipal::user);
     tracing::debug!(%peer, listener = %security.name, %principal, "TLS connection established");
-    handle_connection(stream, Arc::new(context(principal)), apis, shutdown).await
+    authenticate_and_serve(
+        stream,
+        Arc::new(context(principal)),
+        &security,
+        apis,
+        shutdown,
+    )
+    .await
+}
+
+/// On a SASL listener, authenticates first (the principal becomes `User:<name>`); then serves requests.
+async fn authenticate_and_serve<S: ServerStream>(
+    mut stream: S,
+    conn: Arc<ConnectionContext>,
+    security: &ListenerSecurity,
+    apis: Arc<KafkaApis>,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<(), ConnectionError> {
+    let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    let Some(sasl) = &security.sasl else {
+        return handle_connection(stream, buf, conn, apis, shutdown).await;
+    };
+    let idle = idle_limit(apis.config());
+    let authenticated = tokio::select! {
+        r = sasl_authenticator::authenticate(&mut stream, &mut buf, sasl, &apis, &conn, idle) => r,
+        _ = shutdown.changed() => return Ok(()),
+    };
+    let user = match authenticated {
+        Ok(user) => user,
+        Err(e) => {
+            tracing::info!(peer = ?conn.peer, listener = %security.name, error = %e, "failed authentication");
+            return Err(e);
+        }
+    };
+    let mut context = (*conn).clone();
+    context.principal = KafkaPrincipal::user(user);
+    tracing::debug!(peer = ?context.peer, listener = %security.name, principal = %context.principal, "SASL authentication complete");
+    handle_connection(stream, buf, Arc::new(context), apis, shutdown).await
+}
+
+/// `connections.max.idle.ms` as a limit (`None`: negative, no limit).
+fn idle_limit(config: &crate::config::BrokerConfig) -> Option<Duration> {
+    let idle_ms = config.get(keys::CONNECTIONS_MAX_IDLE_MS);
+    (idle_ms >= 0).then(|| Duration::from_millis(idle_ms as u64))
 }
 
 async fn handle_connection<S: ServerStream>(
     mut stream: S,
+    mut buf: BytesMut,
     conn: Arc<ConnectionContext>,
     apis: Arc<KafkaApis>,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), ConnectionError> {
     let max = apis.config().socket_request_max_bytes;
-    let idle_ms = apis.config().get(keys::CONNECTIONS_MAX_IDLE_MS);
-    let idle = (idle_ms >= 0).then(|| Duration::from_millis(idle_ms as u64));
-    let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    let idle = idle_limit(apis.config());
     loop {
         let frame = tokio::select! {
-            f = read_frame_within(&mut stream, &mut buf, max, idle) => f?,
+            f = read_frame_within(&mut stream, &mut buf, 8, max, idle) => f?,
             _ = shutdown.changed() => return Ok(()),
         };
         let Some(frame) = frame else { return Ok(()) };
@@ -255,24 +308,27 @@ async fn handle_connection<S: ServerStream>(
 
 /// [`read_frame`], failing with [`ConnectionError::Idle`] when the frame is not complete within `idle` (None:
 /// no limit). Cancelling mid-frame is fine: the connection is closed then.
-async fn read_frame_within<S: AsyncRead + Unpin>(
+pub(crate) async fn read_frame_within<S: AsyncRead + Unpin>(
     stream: &mut S,
     buf: &mut BytesMut,
+    min: i32,
     max: i32,
     idle: Option<Duration>,
 ) -> Result<Option<bytes::Bytes>, ConnectionError> {
     match idle {
-        None => read_frame(stream, buf, max).await,
-        Some(d) => tokio::time::timeout(d, read_frame(stream, buf, max))
+        None => read_frame(stream, buf, min, max).await,
+        Some(d) => tokio::time::timeout(d, read_frame(stream, buf, min, max))
             .await
             .map_err(|_| ConnectionError::Idle(d))?,
     }
 }
 
-/// Reads one frame. Returns `None` on a clean EOF between frames.
+/// Reads one frame of `min..=max` bytes (8 for a request: its header; 0 for a raw SASL token). Returns
+/// `None` on a clean EOF between frames.
 async fn read_frame<S: AsyncRead + Unpin>(
     stream: &mut S,
     buf: &mut BytesMut,
+    min: i32,
     max: i32,
 ) -> Result<Option<bytes::Bytes>, ConnectionError> {
     while buf.len() < 4 {
@@ -288,7 +344,7 @@ async fn read_frame<S: AsyncRead + Unpin>(
         }
     }
     let size = i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
-    if !(8..=max).contains(&size) {
+    if !(min..=max).contains(&size) {
         return Err(ConnectionError::FrameSize(size));
     }
     let total = 4 + size as usize;
@@ -311,7 +367,10 @@ async fn read_frame<S: AsyncRead + Unpin>(
 
 /// Writes an encoded response: memory chunks joined into one write, file chunks with
 /// [`ServerStream::send_file`] (`sendfile` on a TCP socket).
-async fn write_chunks<S: ServerStream>(stream: &mut S, chunks: Vec<Chunk>) -> io::Result<()> {
+pub(crate) async fn write_chunks<S: ServerStream>(
+    stream: &mut S,
+    chunks: Vec<Chunk>,
+) -> io::Result<()> {
     let mut pending: Vec<bytes::Bytes> = Vec::new();
     for chunk in chunks {
         match chunk {
@@ -389,7 +448,7 @@ mod tests {
         client.write_all(&[0u8; 10]).await.unwrap();
         let mut buf = BytesMut::new();
         let idle = Some(Duration::from_millis(200));
-        let got = read_frame_within(&mut server, &mut buf, i32::MAX, idle).await;
+        let got = read_frame_within(&mut server, &mut buf, 8, i32::MAX, idle).await;
         assert!(matches!(got, Err(ConnectionError::Idle(_))), "{got:?}");
         assert_eq!(buf.len(), 14);
         assert!(
@@ -404,7 +463,7 @@ mod tests {
             .write_all(&[0, 0, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8])
             .await
             .unwrap();
-        let got = read_frame_within(&mut server, &mut BytesMut::new(), i32::MAX, idle).await;
+        let got = read_frame_within(&mut server, &mut BytesMut::new(), 8, i32::MAX, idle).await;
         assert_eq!(&got.unwrap().unwrap()[..], &[1, 2, 3, 4, 5, 6, 7, 8]);
     }
 }

@@ -384,6 +384,7 @@ pub async fn run_broker(world: Arc<World>, id: i32) -> turmoil::Result {
         rm.clone(),
         None,
         &Default::default(),
+        Default::default(),
     );
     let listener = turmoil::net::TcpListener::bind(("0.0.0.0", PORT)).await?;
     let (_shutdown, rx) = watch::channel(false);

@@ -31,6 +31,7 @@ mod cluster_control;
 mod producer_ids;
 mod quota_control;
 mod replication_control;
+mod scram_control;
 mod topic_control;
 
 use std::borrow::Cow;

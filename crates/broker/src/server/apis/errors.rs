@@ -15,8 +15,9 @@ use replica::replica_manager::ReplicaError;
 use storage::StorageError;
 
 use crate::config::ConfigError;
-use crate::error::{AclError, AlterConfigError, QuotaError, TopicError};
+use crate::error::{AclError, AlterConfigError, CredentialError, QuotaError, TopicError};
 use crate::group_coordinator::CoordinatorError;
+use crate::security::sasl::SaslError;
 use crate::server::context::Denied;
 use authorizer::ResourceType;
 
@@ -166,6 +167,27 @@ pub fn acl_error_code(e: &AclError) -> ErrorCode {
         AclError::Controller(c) => c.code,
         AclError::NotShownInTime(_) => ErrorCode::REQUEST_TIMED_OUT,
         AclError::Internal(_) => ErrorCode::UNKNOWN_SERVER_ERROR,
+    }
+}
+
+/// The code a failed SASL exchange is answered with (KIP-152): SASL_AUTHENTICATION_FAILED, or
+/// ILLEGAL_SASL_STATE for a message after the exchange ended.
+pub fn sasl_error_code(e: &SaslError) -> ErrorCode {
+    match e {
+        SaslError::Failed(_) | SaslError::InvalidCredentials(_) => {
+            ErrorCode::SASL_AUTHENTICATION_FAILED
+        }
+        SaslError::InvalidState(_) => ErrorCode::ILLEGAL_SASL_STATE,
+    }
+}
+
+/// The code of a failed AlterUserScramCredentials (given to every user it named).
+pub fn credential_error_code(e: &CredentialError) -> ErrorCode {
+    match e {
+        CredentialError::Storage(_) => ErrorCode::KAFKA_STORAGE_ERROR,
+        CredentialError::Controller(c) => c.code,
+        CredentialError::NotShownInTime(_) => ErrorCode::REQUEST_TIMED_OUT,
+        CredentialError::Internal(_) => ErrorCode::UNKNOWN_SERVER_ERROR,
     }
 }
 

@@ -6,6 +6,7 @@
 
 mod acls;
 mod alter_configs;
+mod alter_user_scram_credentials;
 mod api_versions;
 mod client_quotas;
 pub use api_versions::response_for as api_versions_response_for;
@@ -18,6 +19,7 @@ mod describe_cluster;
 mod describe_configs;
 mod describe_groups;
 mod describe_log_dirs;
+mod describe_user_scram_credentials;
 mod elect_leaders;
 pub mod errors;
 mod fetch;
@@ -35,6 +37,7 @@ mod offset_delete;
 mod offset_fetch;
 mod offset_for_leader_epoch;
 mod produce;
+mod sasl;
 mod sync_group;
 
 use std::sync::Arc;
@@ -52,6 +55,7 @@ use crate::group_coordinator::GroupCoordinatorService;
 use crate::metadata::MetadataStore;
 use crate::metadata_cache::MetadataCache;
 use crate::quota::Quotas;
+use crate::scram::ScramCredentialManager;
 use crate::server::context::{ConnectionContext, RequestContext};
 use crate::topics::TopicManager;
 use replica::replica_manager::ReplicaManager;
@@ -93,6 +97,10 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteAcls, 1, 3),
     (ApiKey::DescribeClientQuotas, 0, 1),
     (ApiKey::AlterClientQuotas, 0, 1),
+    (ApiKey::SaslHandshake, 0, 1),
+    (ApiKey::SaslAuthenticate, 0, 2),
+    (ApiKey::DescribeUserScramCredentials, 0, 0),
+    (ApiKey::AlterUserScramCredentials, 0, 0),
 ];
 
 /// The advertised version range of `key`, clipped to what the codec supports.
@@ -138,6 +146,8 @@ pub struct KafkaApis {
     authorizer: Option<Arc<Authorizer>>,
     /// Client quotas and connection limits.
     quotas: Arc<Quotas>,
+    /// SCRAM credentials (KIP-554): the cache SASL/SCRAM reads and where changes go.
+    scram: Arc<ScramCredentialManager>,
 }
 
 impl KafkaApis {
@@ -153,6 +163,7 @@ impl KafkaApis {
         metadata_cache: Arc<dyn MetadataCache>,
         authorizer: Option<Arc<Authorizer>>,
         quotas: Arc<Quotas>,
+        scram: Arc<ScramCredentialManager>,
     ) -> KafkaApis {
         KafkaApis {
             config,
@@ -164,6 +175,7 @@ impl KafkaApis {
             metadata_cache,
             authorizer,
             quotas,
+            scram,
         }
     }
 
@@ -357,6 +369,23 @@ impl KafkaApis {
             RequestBody::OffsetForLeaderEpoch(r) => {
                 ResponseBody::OffsetForLeaderEpoch(offset_for_leader_epoch::handle(self, ctx, r))
             }
+            body if is_security_api(body.api_key()) => self.dispatch_security(ctx, body).await?,
+            other => {
+                return Err(RequestOutcome::Close(format!(
+                    "api {} is not served",
+                    other.api_key().name()
+                )))
+            }
+        })
+    }
+
+    /// The ACL, SASL and SCRAM credential APIs.
+    async fn dispatch_security(
+        &self,
+        ctx: &RequestContext,
+        body: RequestBody,
+    ) -> Result<ResponseBody, RequestOutcome> {
+        Ok(match body {
             RequestBody::DescribeAcls(r) => ResponseBody::DescribeAcls(acls::describe(ctx, r)),
             RequestBody::CreateAcls(r) => ResponseBody::CreateAcls(acls::create(ctx, r).await),
             RequestBody::DeleteAcls(r) => ResponseBody::DeleteAcls(acls::delete(ctx, r).await),
@@ -377,6 +406,18 @@ impl KafkaApis {
             RequestBody::AlterClientQuotas(r) => {
                 ResponseBody::AlterClientQuotas(client_quotas::alter(self, ctx, r).await)
             }
+            RequestBody::SaslHandshake(r) => ResponseBody::SaslHandshake(sasl::handshake(r)),
+            RequestBody::SaslAuthenticate(r) => {
+                ResponseBody::SaslAuthenticate(sasl::authenticate(r))
+            }
+            RequestBody::DescribeUserScramCredentials(r) => {
+                ResponseBody::DescribeUserScramCredentials(describe_user_scram_credentials::handle(
+                    self, ctx, r,
+                ))
+            }
+            RequestBody::AlterUserScramCredentials(r) => ResponseBody::AlterUserScramCredentials(
+                alter_user_scram_credentials::handle(self, ctx, r).await,
+            ),
             other => {
                 return Err(RequestOutcome::Close(format!(
                     "api {} is not served",
@@ -385,6 +426,20 @@ impl KafkaApis {
             }
         })
     }
+}
+
+/// The APIs [`KafkaApis::dispatch_security`] serves: ACLs, SASL, SCRAM credentials.
+fn is_security_api(api: ApiKey) -> bool {
+    matches!(
+        api,
+        ApiKey::DescribeAcls
+            | ApiKey::CreateAcls
+            | ApiKey::DeleteAcls
+            | ApiKey::SaslHandshake
+            | ApiKey::SaslAuthenticate
+            | ApiKey::DescribeUserScramCredentials
+            | ApiKey::AlterUserScramCredentials
+    )
 }
 
 fn encode(correlation_id: i32, api: ApiKey, version: i16, body: &ResponseBody) -> RequestOutcome {

@@ -245,6 +245,7 @@ pub async fn run_broker(gw: Arc<GroupWorld>, id: i32) -> turmoil::Result {
         rm.clone(),
         None,
         &publishers,
+        Arc::new(crate::scram::ScramCredentialCache::new()),
         seams,
     );
     let groups = apis.group_coordinator().clone();
