@@ -69,8 +69,8 @@ enum Undo {
 
 /// One run's outcome: its trace (for the determinism check), or the violations found.
 pub struct Outcome {
-    trace: Vec<String>,
-    violations: Vec<String>,
+    pub(crate) trace: Vec<String>,
+    pub(crate) violations: Vec<String>,
 }
 
 /// Two distinct hosts among the brokers and the client.
@@ -351,6 +351,13 @@ pub fn run(seed: u64) -> Outcome {
 /// Every seed of `SIM_SEEDS` (or only `SIM_SEED`) runs clean; the first seeds run twice with the same trace.
 #[test]
 fn replication_under_faults() {
+    check_seeds("sim::", run);
+}
+
+/// Runs `run` for every seed of `SIM_SEEDS` (default 0..100, or only `SIM_SEED`), seeds 0-2 twice (their
+/// traces must be equal), prints each trace with `SIM_TRACE`, and fails with every violating seed and the
+/// command that replays it (`cargo test --release -p broker --lib <filter>`).
+pub(crate) fn check_seeds(filter: &str, run: impl Fn(u64) -> Outcome) {
     let seeds = storage::vfs::sim_seeds(0, 100);
     let print = std::env::var("SIM_TRACE").is_ok();
     let mut failed = Vec::new();
@@ -378,7 +385,7 @@ fn replication_under_faults() {
                 eprintln!("seed {seed}: {v}");
             }
             eprintln!(
-                "seed {seed} failed; replay: SIM_SEED={seed} SIM_TRACE=1 cargo test -p broker --lib sim:: -- --nocapture"
+                "seed {seed} failed; replay: SIM_SEED={seed} SIM_TRACE=1 cargo test --release -p broker --lib {filter} -- --nocapture"
             );
             failed.push(format!("seed {seed}: {}", out.violations[0]));
         }

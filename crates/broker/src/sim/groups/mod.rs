@@ -39,7 +39,7 @@ use std::time::Duration;
 use storage::vfs::{env_u64, SimRng as Rng};
 
 use super::cluster::{host, BROKERS, EPOCH_MS};
-use super::Undo;
+use super::{Outcome, Undo};
 use client::{Shared, MEMBERS};
 use cluster::GroupWorld;
 
@@ -51,12 +51,6 @@ const RECOVERY_BOUND: Duration = Duration::from_secs(60);
 const FINAL_BOUND: Duration = Duration::from_secs(30);
 /// Simulated time per step.
 const TICK: Duration = Duration::from_millis(5);
-
-/// One run's outcome: its trace (for the determinism check), or the violations found.
-pub struct Outcome {
-    trace: Vec<String>,
-    violations: Vec<String>,
-}
 
 /// The coordinators' views and the members' progress, for the trace.
 fn describe(views: &[checks::GroupView], shared: &Shared) -> String {
@@ -210,41 +204,5 @@ pub fn run(seed: u64) -> Outcome {
 /// Every seed of `SIM_SEEDS` (or only `SIM_SEED`) runs clean; the first seeds run twice with the same trace.
 #[test]
 fn groups_under_faults() {
-    let seeds = storage::vfs::sim_seeds(0, 100);
-    let print = std::env::var("SIM_TRACE").is_ok();
-    let mut failed = Vec::new();
-    for &seed in &seeds {
-        let out = run(seed);
-        if print {
-            for t in &out.trace {
-                println!("seed {seed}: {t}");
-            }
-        }
-        if seed < 3 {
-            let again = run(seed);
-            if again.trace != out.trace {
-                let diff = out.trace.iter().zip(&again.trace).position(|(a, b)| a != b);
-                let at = diff.unwrap_or(out.trace.len().min(again.trace.len()));
-                failed.push(format!(
-                    "seed {seed}: not deterministic, the runs differ at {at}: {:?} vs {:?}",
-                    out.trace.get(at),
-                    again.trace.get(at)
-                ));
-            }
-        }
-        if !out.violations.is_empty() {
-            for v in &out.violations {
-                eprintln!("seed {seed}: {v}");
-            }
-            eprintln!(
-                "seed {seed} failed; replay: SIM_SEED={seed} SIM_TRACE=1 cargo test --release -p broker --lib sim::groups -- --nocapture"
-            );
-            failed.push(format!("seed {seed}: {}", out.violations[0]));
-        }
-    }
-    assert!(
-        failed.is_empty(),
-        "{} seeds failed: {failed:#?}",
-        failed.len()
-    );
+    super::check_seeds("sim::groups", run);
 }
