@@ -369,17 +369,11 @@ impl KafkaApis {
             RequestBody::OffsetForLeaderEpoch(r) => {
                 ResponseBody::OffsetForLeaderEpoch(offset_for_leader_epoch::handle(self, ctx, r))
             }
-            body if is_security_api(body.api_key()) => self.dispatch_security(ctx, body).await?,
-            other => {
-                return Err(RequestOutcome::Close(format!(
-                    "api {} is not served",
-                    other.api_key().name()
-                )))
-            }
+            other => self.dispatch_security(ctx, other).await?,
         })
     }
 
-    /// The ACL, SASL and SCRAM credential APIs.
+    /// [`KafkaApis::dispatch`] continued: the ACL APIs, then [`KafkaApis::dispatch_more`].
     async fn dispatch_security(
         &self,
         ctx: &RequestContext,
@@ -393,7 +387,8 @@ impl KafkaApis {
         })
     }
 
-    /// [`KafkaApis::dispatch`] continued: the client quota APIs, and the close of a request not served.
+    /// [`KafkaApis::dispatch`] continued: the client quota, SASL and SCRAM credential APIs, and the close of a
+    /// request not served.
     async fn dispatch_more(
         &self,
         ctx: &RequestContext,
@@ -426,20 +421,6 @@ impl KafkaApis {
             }
         })
     }
-}
-
-/// The APIs [`KafkaApis::dispatch_security`] serves: ACLs, SASL, SCRAM credentials.
-fn is_security_api(api: ApiKey) -> bool {
-    matches!(
-        api,
-        ApiKey::DescribeAcls
-            | ApiKey::CreateAcls
-            | ApiKey::DeleteAcls
-            | ApiKey::SaslHandshake
-            | ApiKey::SaslAuthenticate
-            | ApiKey::DescribeUserScramCredentials
-            | ApiKey::AlterUserScramCredentials
-    )
 }
 
 fn encode(correlation_id: i32, api: ApiKey, version: i16, body: &ResponseBody) -> RequestOutcome {
