@@ -52,7 +52,7 @@ if [[ -z "${RUNNEL_TEST_BOOTSTRAP:-}" && "${RUNNEL_TEST_BROKER:-runnel}" == runn
     step "fault campaign smoke (reliability/, one round per unprivileged class)"
     smoke_dir="$(mktemp -d)"
     RUNNEL_CAMPAIGN_DIR="$smoke_dir/work" bounded 900 python3 reliability/campaign.py --unprivileged \
-        --classes kill9_leader,kill9_controller,sigstop_leader,kill_two_of_three,coordinator_kill,rolling_restart \
+        --classes kill9_leader,kill9_controller,sigstop_leader,kill_two_of_three,coordinator_kill,rolling_restart,kill9_quick_restart \
         --rounds 1 --seed 1 --max-minutes 12 --fail-on-error --out "$smoke_dir/results"
     rm -rf "$smoke_dir"
 fi
