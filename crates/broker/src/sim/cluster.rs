@@ -324,6 +324,32 @@ impl ClusterLink for SimLink {
     }
 }
 
+/// Broker `id`'s own background storage work, as `lifecycle::Services::spawn` starts it, inline on the
+/// simulated host: the flush policy and checkpoints, and the data dir's failure handling (offline on a
+/// write/fsync error, reported to the test controller, probed, reopened). Runs until `shutdown` turns true.
+pub(crate) fn spawn_storage_tasks(
+    world: &Arc<World>,
+    id: i32,
+    config: &BrokerConfig,
+    rm: &Arc<ReplicaManager>,
+    shutdown: watch::Receiver<bool>,
+) {
+    let io = crate::log_dir_failure::BackgroundIo { inline: true };
+    tokio::spawn(crate::lifecycle::log_maintenance(
+        config.clone(),
+        rm.log_manager().clone(),
+        shutdown.clone(),
+        io,
+    ));
+    let w = world.clone();
+    tokio::spawn(crate::log_dir_failure::run_with(
+        rm.clone(),
+        Arc::new(move |offline| w.log_dir(id, offline)),
+        shutdown,
+        io,
+    ));
+}
+
 /// The topic's log config: `min.insync.replicas` = 2, small segments so rolls happen.
 fn topic_configs() -> BTreeMap<String, String> {
     let mut c = BTreeMap::new();
@@ -394,22 +420,7 @@ pub async fn run_broker(world: Arc<World>, id: i32) -> turmoil::Result {
         apis,
         rx.clone(),
     ));
-    // The broker's own background storage work: the flush policy and checkpoints, and the data dir's
-    // failure handling (offline on a write/fsync error, reported to the controller, probed, reopened).
-    let io = crate::log_dir_failure::BackgroundIo { inline: true };
-    tokio::spawn(crate::lifecycle::log_maintenance(
-        config.clone(),
-        rm.log_manager().clone(),
-        rx.clone(),
-        io,
-    ));
-    let w = world.clone();
-    tokio::spawn(crate::log_dir_failure::run_with(
-        rm.clone(),
-        Arc::new(move |offline| w.log_dir(id, offline)),
-        rx,
-        io,
-    ));
+    spawn_storage_tasks(&world, id, &config, &rm, rx);
     world.brokers.lock().insert(id, rm.clone());
     world.unfence(id);
     let mut meta = world.meta.subscribe();

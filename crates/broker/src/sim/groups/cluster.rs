@@ -257,23 +257,10 @@ pub async fn run_broker(gw: Arc<GroupWorld>, id: i32) -> turmoil::Result {
         apis,
         rx.clone(),
     ));
-    // As `lifecycle::Services::spawn`: the group timers, the (cluster-mode) load, log maintenance and the
-    // data dir's failure handling.
+    // As `lifecycle::Services::spawn`: the group timers, the (cluster-mode) load, then the storage tasks.
     tokio::spawn(groups.clone().run_timers(rx.clone()));
     groups.load();
-    tokio::spawn(crate::lifecycle::log_maintenance(
-        config.clone(),
-        rm.log_manager().clone(),
-        rx.clone(),
-        io,
-    ));
-    let w = world.clone();
-    tokio::spawn(crate::log_dir_failure::run_with(
-        rm.clone(),
-        Arc::new(move |offline| w.log_dir(id, offline)),
-        rx,
-        io,
-    ));
+    crate::sim::cluster::spawn_storage_tasks(&world, id, &config, &rm, rx);
     world.brokers.lock().insert(id, rm.clone());
     gw.groups.lock().insert(id, (rm.clone(), groups));
     world.unfence(id);
