@@ -1,5 +1,5 @@
-//! What every client subcommand shares: the connection options (`-b`, `--timeout`, `-X`, `--json`),
-//! the pre-flight reachability check, rdkafka client construction, error wording, tables and the
+//! What every client subcommand shares: the connection options (`-b`, `--timeout`, `-X`,
+//! `--command-config`, `--json`), the pre-flight reachability check, rdkafka client construction, error wording, tables and the
 //! terminal rate line.
 
 use std::io::{IsTerminal, Write};
@@ -36,6 +36,10 @@ pub struct ConnArgs {
         global = true
     )]
     pub properties: Vec<String>,
+    /// Client properties file in the Java client's names, as Kafka's tools take it (e.g.
+    /// `security.protocol`, `sasl.mechanism`, `sasl.jaas.config`, `ssl.truststore.location`); `-X` wins.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub command_config: Option<std::path::PathBuf>,
 }
 
 impl ConnArgs {
@@ -74,7 +78,21 @@ impl ConnArgs {
             .filter(|s| !s.is_empty())
     }
 
-    /// A librdkafka configuration with the bootstrap servers, timeouts and `-X` properties.
+    /// The client properties in librdkafka's names: the `--command-config` file's (translated from the
+    /// Java client's names, [`crate::security::from_java`]), then the `-X` ones (later wins).
+    pub fn client_properties(&self) -> anyhow::Result<Vec<(String, String)>> {
+        let mut props = match &self.command_config {
+            Some(path) => crate::security::command_config(path)?,
+            None => Vec::new(),
+        };
+        for p in &self.properties {
+            let (k, v) = split_kv(p, "-X")?;
+            props.push((k.to_string(), v.to_string()));
+        }
+        Ok(props)
+    }
+
+    /// A librdkafka configuration with the bootstrap servers, timeouts and [`Self::client_properties`].
     pub fn client_config(&self) -> anyhow::Result<ClientConfig> {
         let ms = self.timeout().as_millis().max(1).to_string();
         let mut c = ClientConfig::new();
@@ -83,8 +101,7 @@ impl ConnArgs {
             .set("socket.timeout.ms", &ms)
             .set("socket.connection.setup.timeout.ms", &ms)
             .set("log_level", "3");
-        for p in &self.properties {
-            let (k, v) = split_kv(p, "-X")?;
+        for (k, v) in self.client_properties()? {
             c.set(k, v);
         }
         Ok(c)
@@ -98,9 +115,8 @@ impl ConnArgs {
         for (k, v) in extra {
             c.set(*k, *v);
         }
-        // -X wins over our defaults.
-        for p in &self.properties {
-            let (k, v) = split_kv(p, "-X")?;
+        // -X and --command-config win over our defaults.
+        for (k, v) in self.client_properties()? {
             c.set(k, v);
         }
         c.create()

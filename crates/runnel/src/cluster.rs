@@ -65,7 +65,7 @@ fn elect_leaders(
     unclean: bool,
 ) -> anyhow::Result<()> {
     conn.preflight()?;
-    let mut wire = Wire::connect_any(&conn.bootstrap, conn.timeout())?;
+    let mut wire = Wire::connect_any(conn)?;
     let topic_partitions = match topic {
         None => None,
         Some(t) => {
@@ -176,7 +176,7 @@ fn metadata(
 
 fn info(conn: &ConnArgs) -> anyhow::Result<()> {
     conn.preflight()?;
-    let mut wire = Wire::connect_any(&conn.bootstrap, conn.timeout())?;
+    let mut wire = Wire::connect_any(conn)?;
     let md = metadata(&mut wire, None)?;
     // The active controller: KIP-919's DescribeCluster for controller endpoints where the broker serves it
     // (a Runnel cluster member), else Metadata's controller id (Kafka brokers name a live broker there).

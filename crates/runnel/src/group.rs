@@ -210,7 +210,7 @@ pub fn committed_offsets(
     use protocol::{RequestBody, ResponseBody};
     let deadline = std::time::Instant::now() + conn.timeout();
     loop {
-        let mut bootstrap = Wire::connect_any(&conn.bootstrap, conn.timeout())?;
+        let mut bootstrap = Wire::connect_any(conn)?;
         let (_, resp) = bootstrap.call(
             RequestBody::FindCoordinator(FindCoordinatorRequest {
                 key: group.to_string(),
@@ -237,7 +237,7 @@ pub fn committed_offsets(
         let mut coord = if addr == bootstrap.addr() {
             bootstrap
         } else {
-            Wire::connect(&addr, conn.timeout())
+            Wire::connect(&addr, conn)
                 .map_err(|e| anyhow!("connecting to the coordinator of group '{group}': {e:#}"))?
         };
         let (_, resp) = coord.call(

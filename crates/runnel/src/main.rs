@@ -1,6 +1,7 @@
 //! The `runnel` binary: `runnel server` runs a Kafka-protocol broker; `topic`, `produce`,
-//! `consume`, `group` and `cluster` are operator commands for any Kafka-protocol broker.
+//! `consume`, `group`, `cluster`, `acl`, `user` and `quota` are operator commands for any Kafka-protocol broker.
 
+mod acl;
 mod bench;
 mod bench_sink;
 mod client;
@@ -8,7 +9,10 @@ mod cluster;
 mod consume;
 mod group;
 mod produce;
+mod quota;
+mod security;
 mod topic;
+mod user;
 mod wire;
 
 use std::path::PathBuf;
@@ -42,6 +46,12 @@ enum Command {
     Cluster(cluster::ClusterArgs),
     /// Load generator: produce, consume and end-to-end throughput and latency.
     Bench(bench::BenchArgs),
+    /// Create, list and delete ACLs (the StandardAuthorizer's).
+    Acl(acl::AclArgs),
+    /// SCRAM credentials of SASL users.
+    User(user::UserArgs),
+    /// Client quotas per user and/or client id.
+    Quota(quota::QuotaArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -133,6 +143,9 @@ fn main() -> ExitCode {
         Command::Group(args) => group::run(args),
         Command::Cluster(args) => cluster::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Acl(args) => acl::run(args),
+        Command::User(args) => user::run(args),
+        Command::Quota(args) => quota::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

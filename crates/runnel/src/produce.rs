@@ -183,6 +183,15 @@ fn parse_text_line(line: &[u8], sep: Option<&[u8]>) -> Rec {
 }
 
 /// Waits (bounded) for the topic's metadata; producers may auto-create topics, as Kafka's do.
+/// The reason for a producer's fatal error (e.g. its InitProducerId refused), which librdkafka reports to
+/// each record only as "Local: Fatal error"; empty when there is none.
+fn fatal_reason(producer: &BaseProducer<Ctx>) -> String {
+    match producer.client().fatal_error() {
+        Some((code, reason)) => format!("\n  fatal: {} ({reason})", code_words(code)),
+        None => String::new(),
+    }
+}
+
 fn partition_count(
     producer: &BaseProducer<Ctx>,
     topic: &str,
@@ -328,11 +337,8 @@ pub fn run(args: ProduceArgs) -> anyhow::Result<()> {
                     producer.poll(Duration::from_millis(50));
                 }
                 Err((e, _)) => {
-                    bail!(
-                        "stdin line {lineno}: topic '{}': {}",
-                        args.topic,
-                        kafka_error(&e)
-                    )
+                    let why = format!("{}{}", kafka_error(&e), fatal_reason(&producer));
+                    bail!("stdin line {lineno}: topic '{}': {why}", args.topic)
                 }
             }
         }
@@ -353,8 +359,9 @@ pub fn run(args: ProduceArgs) -> anyhow::Result<()> {
     if failed > 0 {
         let errors = ctx.errors.lock().unwrap_or_else(|p| p.into_inner());
         bail!(
-            "{failed} record(s) failed ({ok} of {sent} read acknowledged); stopped reading at stdin line {lineno}:\n  {}",
-            errors.join("\n  ")
+            "{failed} record(s) failed ({ok} of {sent} read acknowledged); stopped reading at stdin line {lineno}:\n  {}{}",
+            errors.join("\n  "),
+            fatal_reason(&producer)
         );
     }
     if let Err(e) = flushed {

@@ -423,7 +423,7 @@ fn alter_config(
         });
     }
     conn.preflight()?;
-    let mut wire = crate::wire::Wire::connect_any(&conn.bootstrap, conn.timeout())?;
+    let mut wire = crate::wire::Wire::connect_any(conn)?;
     let req = IncrementalAlterConfigsRequest {
         resources: vec![AlterConfigsResource {
             resource_type: 2, // TOPIC

@@ -2,13 +2,15 @@
 //! rust-rdkafka does not expose: ApiVersions (per-broker version ranges), Metadata's controller id,
 //! IncrementalAlterConfigs and OffsetFetch for every partition of a group.
 //!
-//! One request is in flight per connection. Every socket operation is bounded by the connection's
-//! timeout; every response frame is bounded by [`protocol::MAX_FRAME_SIZE`] bytes. The version of
+//! One request is in flight per connection. A connection is secured as the command's client properties
+//! say ([`crate::security::wire_connector`]: TLS, a SASL login) and driven by its own current-thread tokio
+//! runtime. Every operation is bounded by the connection's timeout; every response frame is bounded by
+//! [`protocol::MAX_FRAME_SIZE`] bytes. The version of
 //! each request is the highest one both this codec and the broker support (from ApiVersions v0,
 //! which every Kafka broker answers), optionally capped by the caller.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
+use std::future::Future;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
@@ -19,10 +21,16 @@ use protocol::{
     decode_response, encode_request, supported_versions, ApiKey, RequestBody, RequestHeader,
     ResponseBody,
 };
+use replica::transport::BoxedStream;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::client::ConnArgs;
 
 /// A connection to one broker with its advertised API version ranges.
 pub struct Wire {
-    stream: TcpStream,
+    runtime: tokio::runtime::Runtime,
+    stream: BoxedStream,
+    timeout: Duration,
     addr: String,
     next_correlation_id: i32,
     /// API key → (min, max) as advertised by the broker.
@@ -49,14 +57,22 @@ pub fn connect_tcp(addr: &str, timeout: Duration) -> anyhow::Result<TcpStream> {
 }
 
 impl Wire {
-    /// Connects to `addr` (`host:port`) and asks for its API versions.
-    pub fn connect(addr: &str, timeout: Duration) -> anyhow::Result<Wire> {
-        let stream = connect_tcp(addr, timeout)?;
-        stream.set_read_timeout(Some(timeout))?;
-        stream.set_write_timeout(Some(timeout))?;
-        stream.set_nodelay(true).ok();
+    /// Connects to `addr` (`host:port`) secured as `conn`'s client properties say, and asks for its API
+    /// versions. Errors: unreachable, a failed TLS handshake or SASL login, a timeout.
+    pub fn connect(addr: &str, conn: &ConnArgs) -> anyhow::Result<Wire> {
+        let timeout = conn.timeout();
+        let connector = crate::security::wire_connector(&conn.client_properties()?)?;
+        let (host, port) = split_host_port(addr)?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let stream = bounded(&runtime, timeout, connector.connect(&host, port))
+            .with_context(|| format!("connecting to {addr}"))?
+            .map_err(|e| anyhow!("cannot connect to {addr}: {e}"))?;
         let mut w = Wire {
+            runtime,
             stream,
+            timeout,
             addr: addr.to_string(),
             next_correlation_id: 1,
             versions: BTreeMap::new(),
@@ -83,15 +99,11 @@ impl Wire {
         Ok(w)
     }
 
-    /// Connects to the first reachable broker of a comma-separated bootstrap list.
-    pub fn connect_any(bootstrap: &str, timeout: Duration) -> anyhow::Result<Wire> {
+    /// Connects to the first reachable broker of `conn`'s bootstrap list.
+    pub fn connect_any(conn: &ConnArgs) -> anyhow::Result<Wire> {
         let mut errors = Vec::new();
-        for addr in bootstrap
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-        {
-            match Wire::connect(addr, timeout) {
+        for addr in conn.addrs() {
+            match Wire::connect(addr, conn) {
                 Ok(w) => return Ok(w),
                 Err(e) => errors.push(format!("{e:#}")),
             }
@@ -151,22 +163,23 @@ impl Wire {
             unknown_tagged_fields: vec![],
         };
         let frame = encode_request(&header, &body).map_err(|e| anyhow!("encoding {api}: {e}"))?;
-        let addr = &self.addr;
-        self.stream
-            .write_all(&frame)
-            .with_context(|| format!("sending {api} to {addr}"))?;
-        let mut size = [0u8; 4];
-        self.stream
-            .read_exact(&mut size)
-            .with_context(|| format!("reading the {api} response from {addr}"))?;
-        let size = i32::from_be_bytes(size);
-        if size < 4 || size as usize > protocol::MAX_FRAME_SIZE {
-            bail!("{addr}: bad {api} response frame size {size}");
-        }
-        let mut buf = vec![0u8; size as usize];
-        self.stream
-            .read_exact(&mut buf)
-            .with_context(|| format!("reading the {api} response from {addr}"))?;
+        let addr = self.addr.clone();
+        let stream = &mut self.stream;
+        let exchange = async move {
+            stream.write_all(&frame).await?;
+            let size = stream.read_i32().await?;
+            if size < 4 || size as usize > protocol::MAX_FRAME_SIZE {
+                return Err(std::io::Error::other(format!(
+                    "bad response frame size {size}"
+                )));
+            }
+            let mut buf = vec![0u8; size as usize];
+            stream.read_exact(&mut buf).await?;
+            Ok(buf)
+        };
+        let buf = bounded(&self.runtime, self.timeout, exchange)
+            .with_context(|| format!("waiting for the {api} response from {addr}"))?
+            .with_context(|| format!("{api} with {addr}"))?;
         let (h, body) = decode_response(api, version, Bytes::from(buf))
             .map_err(|e| anyhow!("{addr}: undecodable {api} v{version} response: {e}"))?;
         if h.correlation_id != correlation_id {
@@ -177,4 +190,31 @@ impl Wire {
         }
         Ok(body)
     }
+}
+
+/// Runs `f` on `runtime`, failing after `timeout`.
+fn bounded<F: Future>(
+    runtime: &tokio::runtime::Runtime,
+    timeout: Duration,
+    f: F,
+) -> anyhow::Result<F::Output> {
+    runtime
+        .block_on(async { tokio::time::timeout(timeout, f).await })
+        .map_err(|_| anyhow!("timed out after {timeout:?}"))
+}
+
+/// `host:port` (or `[v6]:port`) split into its host and port.
+fn split_host_port(addr: &str) -> anyhow::Result<(String, u16)> {
+    let (host, port) = addr
+        .rsplit_once(':')
+        .ok_or_else(|| anyhow!("{addr}: expected HOST:PORT"))?;
+    let port = port
+        .parse()
+        .map_err(|_| anyhow!("{addr}: bad port {port:?}"))?;
+    Ok((
+        host.trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string(),
+        port,
+    ))
 }
