@@ -60,7 +60,7 @@ fn authenticate(bytes: &[u8]) -> RequestBody {
 #[test]
 fn plain_over_sasl_authenticate_after_api_versions() {
     let l = listener();
-    let mut a = SaslAuthenticator::new(&l);
+    let mut a = SaslAuthenticator::new(&l, 0);
     assert!(matches!(
         a.on_frame(frame(3, ApiVersionsRequest::default().into())),
         Action::ApiVersions(_)
@@ -76,8 +76,11 @@ fn plain_over_sasl_authenticate_after_api_versions() {
         (0, vec!["PLAIN".to_string(), "SCRAM-SHA-256".to_string()])
     );
     match a.on_frame(frame(2, authenticate(b"\0alice\0alice-secret"))) {
-        Action::Complete { user, response: r } => {
-            assert_eq!(user, "alice");
+        Action::Complete {
+            session,
+            response: r,
+        } => {
+            assert_eq!(session.user, "alice");
             let ResponseBody::SaslAuthenticate(r) = response(ApiKey::SaslAuthenticate, 2, r) else {
                 panic!()
             };
@@ -90,7 +93,7 @@ fn plain_over_sasl_authenticate_after_api_versions() {
 #[test]
 fn wrong_password_answers_sasl_authentication_failed_then_closes() {
     let l = listener();
-    let mut a = SaslAuthenticator::new(&l);
+    let mut a = SaslAuthenticator::new(&l, 0);
     a.on_frame(frame(1, handshake("PLAIN")));
     let Action::Fail {
         response: Some(r), ..
@@ -111,7 +114,7 @@ fn wrong_password_answers_sasl_authentication_failed_then_closes() {
 #[test]
 fn unknown_mechanism_lists_the_enabled_ones_and_closes() {
     let l = listener();
-    let mut a = SaslAuthenticator::new(&l);
+    let mut a = SaslAuthenticator::new(&l, 0);
     let Action::Fail {
         response: Some(r), ..
     } = a.on_frame(frame(1, handshake("GSSAPI")))
@@ -129,25 +132,25 @@ fn unknown_mechanism_lists_the_enabled_ones_and_closes() {
 fn other_requests_before_authentication_close_unanswered() {
     let l = listener();
     let metadata = || frame(4, MetadataRequest::default().into());
-    let mut a = SaslAuthenticator::new(&l);
+    let mut a = SaslAuthenticator::new(&l, 0);
     assert!(matches!(
         a.on_frame(metadata()),
         Action::Fail { response: None, .. }
     ));
     // SaslAuthenticate before the handshake, and a second ApiVersions, close too.
-    let mut a = SaslAuthenticator::new(&l);
+    let mut a = SaslAuthenticator::new(&l, 0);
     assert!(matches!(
         a.on_frame(frame(2, authenticate(b"x"))),
         Action::Fail { response: None, .. }
     ));
-    let mut a = SaslAuthenticator::new(&l);
+    let mut a = SaslAuthenticator::new(&l, 0);
     a.on_frame(frame(3, ApiVersionsRequest::default().into()));
     assert!(matches!(
         a.on_frame(frame(3, ApiVersionsRequest::default().into())),
         Action::Fail { .. }
     ));
     // After the handshake: another handshake is ILLEGAL_SASL_STATE, anything else closes.
-    let mut a = SaslAuthenticator::new(&l);
+    let mut a = SaslAuthenticator::new(&l, 0);
     a.on_frame(frame(1, handshake("PLAIN")));
     let Action::Fail {
         response: Some(r), ..
@@ -159,14 +162,14 @@ fn other_requests_before_authentication_close_unanswered() {
         panic!()
     };
     assert_eq!(r.error_code, ErrorCode::ILLEGAL_SASL_STATE.0);
-    let mut a = SaslAuthenticator::new(&l);
+    let mut a = SaslAuthenticator::new(&l, 0);
     a.on_frame(frame(1, handshake("PLAIN")));
     assert!(matches!(
         a.on_frame(metadata()),
         Action::Fail { response: None, .. }
     ));
     // Garbage (not a Kafka request) closes.
-    let mut a = SaslAuthenticator::new(&l);
+    let mut a = SaslAuthenticator::new(&l, 0);
     assert!(matches!(
         a.on_frame(Bytes::from_static(b"\x16\x03")),
         Action::Fail { response: None, .. }
@@ -176,15 +179,15 @@ fn other_requests_before_authentication_close_unanswered() {
 #[test]
 fn v0_handshake_takes_raw_tokens() {
     let l = listener();
-    let mut a = SaslAuthenticator::new(&l);
+    let mut a = SaslAuthenticator::new(&l, 0);
     assert!(matches!(
         a.on_frame(frame(0, handshake("PLAIN"))),
         Action::Respond(_)
     ));
     assert!(a.expects_raw_token());
     match a.on_frame(Bytes::from_static(b"\0alice\0alice-secret")) {
-        Action::Complete { response, user } => {
-            assert_eq!(user, "alice");
+        Action::Complete { response, session } => {
+            assert_eq!(session.user, "alice");
             let Chunk::Bytes(b) = &response[0] else {
                 panic!()
             };
@@ -192,7 +195,7 @@ fn v0_handshake_takes_raw_tokens() {
         }
         other => panic!("{other:?}"),
     }
-    let mut a = SaslAuthenticator::new(&l);
+    let mut a = SaslAuthenticator::new(&l, 0);
     a.on_frame(frame(0, handshake("PLAIN")));
     assert!(matches!(
         a.on_frame(Bytes::from_static(b"\0a\0b")),
