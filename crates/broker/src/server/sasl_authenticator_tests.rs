@@ -202,3 +202,110 @@ fn v0_handshake_takes_raw_tokens() {
         Action::Fail { response: None, .. }
     ));
 }
+
+fn reauth_listener() -> SaslListener {
+    let props = "listeners=SASL_PLAINTEXT://127.0.0.1:0\n\
+        sasl.enabled.mechanisms=PLAIN,OAUTHBEARER\n\
+        listener.name.sasl_plaintext.plain.connections.max.reauth.ms=5000\n\
+        listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_alice=\"a\" user_bob=\"b\";\n";
+    let config = BrokerConfig::from_pairs(&parse_properties(props).unwrap()).unwrap();
+    SaslListener::new(
+        &config,
+        "SASL_PLAINTEXT",
+        Arc::new(ScramCredentialCache::new()),
+    )
+    .unwrap()
+}
+
+/// Runs a v1 handshake and one SaslAuthenticate; the final action.
+fn exchange(a: &mut SaslAuthenticator<'_>, mechanism: &str, token: &[u8]) -> Action {
+    assert!(matches!(
+        a.on_frame(frame(1, handshake(mechanism))),
+        Action::Respond(_)
+    ));
+    a.on_frame(frame(1, authenticate(token)))
+}
+
+fn lifetime_of(action: Action) -> i64 {
+    let Action::Complete {
+        response: r,
+        session,
+    } = action
+    else {
+        panic!("{action:?}")
+    };
+    let ResponseBody::SaslAuthenticate(r) = response(ApiKey::SaslAuthenticate, 1, r) else {
+        panic!()
+    };
+    assert_eq!(r.session_lifetime_ms, session.lifetime_ms);
+    session.lifetime_ms
+}
+
+#[test]
+fn session_lifetime_is_the_smaller_of_max_reauth_and_the_token_life() {
+    use base64ct::Encoding;
+    let l = reauth_listener();
+    let now_ms = 1_700_000_000_000;
+    let mut a = SaslAuthenticator::new(&l, now_ms);
+    assert_eq!(lifetime_of(exchange(&mut a, "PLAIN", b"\0alice\0a")), 5000);
+    // OAUTHBEARER without connections.max.reauth.ms: the token's remaining life (unsecured, 90 s).
+    let b64 =
+        |v: serde_json::Value| base64ct::Base64UrlUnpadded::encode_string(v.to_string().as_bytes());
+    let exp = now_ms / 1000 + 90;
+    let token = format!(
+        "n,,\x01auth=Bearer {}.{}.\x01\x01",
+        b64(serde_json::json!({"alg": "none"})),
+        b64(serde_json::json!({"sub": "alice", "exp": exp}))
+    );
+    let mut a = SaslAuthenticator::new(&l, now_ms);
+    assert_eq!(
+        lifetime_of(exchange(&mut a, "OAUTHBEARER", token.as_bytes())),
+        90_000
+    );
+}
+
+#[test]
+fn reauthentication_keeps_the_mechanism_and_the_principal() {
+    let l = reauth_listener();
+    let alice = SaslSession {
+        mechanism: "PLAIN".into(),
+        user: "alice".into(),
+        lifetime_ms: 5000,
+    };
+    let mut a = SaslAuthenticator::reauthenticate(&l, 0, alice.clone());
+    assert_eq!(lifetime_of(exchange(&mut a, "PLAIN", b"\0alice\0a")), 5000);
+    // No ApiVersions during re-authentication.
+    let mut a = SaslAuthenticator::reauthenticate(&l, 0, alice.clone());
+    assert!(matches!(
+        a.on_frame(frame(3, ApiVersionsRequest::default().into())),
+        Action::Fail { response: None, .. }
+    ));
+    let mut a = SaslAuthenticator::reauthenticate(&l, 0, alice.clone());
+    let Action::Fail {
+        response: Some(r),
+        reason,
+    } = exchange(&mut a, "PLAIN", b"\0bob\0b")
+    else {
+        panic!()
+    };
+    let ResponseBody::SaslAuthenticate(r) = response(ApiKey::SaslAuthenticate, 1, r) else {
+        panic!()
+    };
+    let expected = "Cannot change principals during re-authentication from User.alice: User.bob";
+    assert_eq!(
+        (r.error_code, r.error_message.as_deref(), reason.as_str()),
+        (58, Some(expected), expected)
+    );
+    // Another mechanism: the handshake is answered, then the connection closes.
+    let mut a = SaslAuthenticator::reauthenticate(&l, 0, alice);
+    let Action::Fail {
+        response: Some(r), ..
+    } = a.on_frame(frame(1, handshake("OAUTHBEARER")))
+    else {
+        panic!()
+    };
+    let ResponseBody::SaslHandshake(r) = response(ApiKey::SaslHandshake, 1, r) else {
+        panic!()
+    };
+    assert_eq!(r.error_code, 0);
+}
