@@ -8,6 +8,7 @@
   SaslAuthenticate v1 answers `session_lifetime_ms` (the token's remaining life, capped by
   `connections.max.reauth.ms`); a re-authentication on the same connection succeeds, one with another
   principal fails with Kafka's message, and a request after the session expired closes the connection;
+- a rotated JWKS file is reread after a token names its new `kid`;
 - librdkafka re-authenticates by itself when `connections.max.reauth.ms` is short and keeps producing.
 
 Codes and messages are Kafka 4.4.0's (SaslServerAuthenticator, OAuthBearerSaslServer).
@@ -179,6 +180,29 @@ def test_expired_and_wrongly_signed_tokens_fail_with_the_rfc_7628_error(tmp_path
             assert msg == ("Authentication failed during authentication due to invalid credentials with SASL "
                            "mechanism OAUTHBEARER"), msg
             assert c.is_closed_by_peer()
+    finally:
+        b.close()
+
+
+def test_a_rotated_key_is_picked_up_after_a_token_names_its_unknown_kid(tmp_path):
+    issuer = Issuer(tmp_path)
+    b, addr = oauth_broker(issuer)
+    try:
+        rotated = Issuer(tmp_path, kid="key-2")  # rewrites jwks.json with only the new key
+
+        def attempt() -> int:
+            with k.Connection(addr) as c:
+                assert handshake(c, "OAUTHBEARER")[0] == 0
+                err, _, challenge, _ = authenticate(c, oauth_message(rotated.token()))
+                return err if not challenge else -1
+
+        # The first token with kid key-2 is refused and asks for a reload (at most one a second); a later
+        # attempt is accepted. Bounded: 50 attempts, each a full connection.
+        results = [attempt()]
+        while results[-1] != 0 and len(results) < 50:
+            time.sleep(0.2)  # polling the broker's background reload, which has no observable event
+            results.append(attempt())
+        assert results[0] == -1 and results[-1] == 0, results
     finally:
         b.close()
 
