@@ -219,6 +219,9 @@ async fn bind_listeners(
             )?)),
             false => None,
         };
+        if let Some(s) = &sasl {
+            s.spawn_background_tasks();
+        }
         let addr = bind_addr(&l.endpoint)?;
         let tcp = TcpListener::bind(addr)
             .await

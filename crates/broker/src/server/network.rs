@@ -45,7 +45,7 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use protocol::record::FileSlice;
-use protocol::Chunk;
+use protocol::{ApiKey, Chunk, RequestHeader};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, Interest};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -247,24 +247,92 @@ async fn authenticate_and_serve<S: ServerStream>(
 ) -> Result<(), ConnectionError> {
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     let Some(sasl) = &security.sasl else {
-        return handle_connection(stream, buf, conn, apis, shutdown).await;
+        return handle_connection(stream, buf, conn, apis, None, shutdown).await;
     };
     let idle = idle_limit(apis.config());
     let authenticated = tokio::select! {
         r = sasl_authenticator::authenticate(&mut stream, &mut buf, sasl, &apis, &conn, idle) => r,
         _ = shutdown.changed() => return Ok(()),
     };
-    let user = match authenticated {
-        Ok(user) => user,
+    let session = match authenticated {
+        Ok(session) => session,
         Err(e) => {
             tracing::info!(peer = ?conn.peer, listener = %security.name, error = %e, "failed authentication");
             return Err(e);
         }
     };
     let mut context = (*conn).clone();
-    context.principal = KafkaPrincipal::user(user);
+    context.principal = KafkaPrincipal::user(session.user.clone());
     tracing::debug!(peer = ?context.peer, listener = %security.name, principal = %context.principal, "SASL authentication complete");
-    handle_connection(stream, buf, Arc::new(context), apis, shutdown).await
+    let session = SessionState::new(sasl.clone(), session);
+    handle_connection(
+        stream,
+        buf,
+        Arc::new(context),
+        apis,
+        Some(session),
+        shutdown,
+    )
+    .await
+}
+
+/// A SASL connection's session (KIP-368): when it expires and how it is renewed.
+struct SessionState {
+    listener: Arc<SaslListener>,
+    session: sasl_authenticator::SaslSession,
+    expires: Option<tokio::time::Instant>,
+}
+
+impl SessionState {
+    fn new(listener: Arc<SaslListener>, session: sasl_authenticator::SaslSession) -> SessionState {
+        let expires = (session.lifetime_ms > 0).then(|| {
+            tokio::time::Instant::now() + Duration::from_millis(session.lifetime_ms as u64)
+        });
+        SessionState {
+            listener,
+            session,
+            expires,
+        }
+    }
+
+    /// Handles `frame` when it belongs to the session rather than to `KafkaApis`: a SaslHandshake starts a
+    /// re-authentication (true once it succeeded); any other request after the session expired closes the
+    /// connection, as Kafka's broker does. False: serve the frame.
+    async fn intercept<S: ServerStream>(
+        &mut self,
+        stream: &mut S,
+        buf: &mut BytesMut,
+        frame: &bytes::Bytes,
+        idle: Option<Duration>,
+    ) -> Result<bool, ConnectionError> {
+        let key = RequestHeader::peek(frame).map(|(key, _, _)| key);
+        if key == Some(ApiKey::SaslHandshake as i16) {
+            let listener = self.listener.clone();
+            let previous = self.session.clone();
+            let session = sasl_authenticator::reauthenticate(
+                stream,
+                buf,
+                &listener,
+                previous,
+                frame.clone(),
+                idle,
+            )
+            .await?;
+            tracing::debug!(user = %session.user, lifetime_ms = session.lifetime_ms, "SASL re-authentication complete");
+            *self = SessionState::new(listener, session);
+            return Ok(true);
+        }
+        if self
+            .expires
+            .is_some_and(|e| tokio::time::Instant::now() >= e)
+        {
+            return Err(ConnectionError::Authentication(format!(
+                "the SASL session of User:{} expired and was not re-authenticated",
+                self.session.user
+            )));
+        }
+        Ok(false)
+    }
 }
 
 /// `connections.max.idle.ms` as a limit (`None`: negative, no limit).
@@ -278,6 +346,7 @@ async fn handle_connection<S: ServerStream>(
     mut buf: BytesMut,
     conn: Arc<ConnectionContext>,
     apis: Arc<KafkaApis>,
+    mut session: Option<SessionState>,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), ConnectionError> {
     let max = apis.config().socket_request_max_bytes;
@@ -288,6 +357,11 @@ async fn handle_connection<S: ServerStream>(
             _ = shutdown.changed() => return Ok(()),
         };
         let Some(frame) = frame else { return Ok(()) };
+        if let Some(s) = session.as_mut() {
+            if s.intercept(&mut stream, &mut buf, &frame, idle).await? {
+                continue;
+            }
+        }
         match apis.handle(frame, &conn).await {
             RequestOutcome::Respond(chunks) => write_chunks(&mut stream, chunks).await?,
             RequestOutcome::NoResponse => {}

@@ -9,12 +9,18 @@
 //! - SaslHandshake names a mechanism: enabled → NONE and the enabled list; else UNSUPPORTED_SASL_MECHANISM
 //!   with the enabled list, then close.
 //! - After a v1 handshake the tokens come in SaslAuthenticate requests (v0-v2); each is answered with the
-//!   mechanism's challenge and, once complete, `session_lifetime_ms` 0 (no re-authentication, KIP-368 is not
-//!   implemented). A failure answers SASL_AUTHENTICATION_FAILED with Kafka's message and closes. Another
+//!   mechanism's challenge and, once complete, `session_lifetime_ms` (KIP-368, Kafka's formula: the
+//!   credential's remaining life — an OAUTHBEARER token's `exp` — and `connections.max.reauth.ms` when
+//!   positive, the smaller of the two; 0 when neither applies). A failure answers SASL_AUTHENTICATION_FAILED with Kafka's message and closes. Another
 //!   SaslHandshake in this state answers ILLEGAL_SASL_STATE and closes; any other request closes unanswered
 //!   (Kafka answers it with ILLEGAL_SASL_STATE in that request's error response).
 //! - After a v0 handshake (clients before KIP-152) the tokens are raw size-prefixed frames without a Kafka
 //!   header, answered the same way; a failure closes without an answer.
+//!
+//! Re-authentication (KIP-368): on an authenticated connection a SaslHandshake starts a new exchange
+//! ([`reauthenticate`]) without ApiVersions; the mechanism must be the session's (else the handshake is
+//! answered and the connection closed) and so must the principal ("Cannot change principals during
+//! re-authentication", SASL_AUTHENTICATION_FAILED, then close). It ends with a new session lifetime.
 //!
 //! Every frame before authentication completes is bounded by `sasl.server.max.receive.size` (512 KiB by
 //! default) and by `connections.max.idle.ms`, as Kafka bounds them.
@@ -41,12 +47,12 @@ pub enum Action {
     ApiVersions(Bytes),
     /// Send this response; more frames follow.
     Respond(Vec<Chunk>),
-    /// Send this last response; the connection is authenticated as `User:<user>`.
+    /// Send this last response; the connection is authenticated as `User:<session.user>`.
     Complete {
         /// The final response.
         response: Vec<Chunk>,
-        /// The authenticated user name.
-        user: String,
+        /// The session it starts.
+        session: SaslSession,
     },
     /// Send `response` (if any), then close; `reason` is logged.
     Fail {
@@ -55,6 +61,17 @@ pub enum Action {
         /// Why.
         reason: String,
     },
+}
+
+/// An authenticated SASL session (KIP-368).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SaslSession {
+    /// The mechanism used.
+    pub mechanism: String,
+    /// The authenticated user name (the principal is `User:<user>`).
+    pub user: String,
+    /// How long the session lasts, in milliseconds from completion; 0: it does not expire.
+    pub lifetime_ms: i64,
 }
 
 enum State {
@@ -76,6 +93,8 @@ enum State {
 pub struct SaslAuthenticator<'a> {
     listener: &'a SaslListener,
     state: State,
+    now_ms: i64,
+    previous: Option<SaslSession>,
 }
 
 fn fail(response: Option<Vec<Chunk>>, reason: impl Into<String>) -> Action {
@@ -103,12 +122,61 @@ fn raw(token: &[u8]) -> Vec<Chunk> {
 }
 
 impl<'a> SaslAuthenticator<'a> {
-    /// A new exchange on `listener`.
-    pub fn new(listener: &'a SaslListener) -> SaslAuthenticator<'a> {
+    /// A new exchange on `listener` at `now_ms` (milliseconds since the Unix epoch: what credentials are
+    /// checked against and session lifetimes counted from).
+    pub fn new(listener: &'a SaslListener, now_ms: i64) -> SaslAuthenticator<'a> {
         SaslAuthenticator {
             listener,
             state: State::HandshakeOrVersions,
+            now_ms,
+            previous: None,
         }
+    }
+
+    /// A re-authentication of `previous` (KIP-368): SaslHandshake first, no ApiVersions; the mechanism and
+    /// principal must stay the same.
+    pub fn reauthenticate(
+        listener: &'a SaslListener,
+        now_ms: i64,
+        previous: SaslSession,
+    ) -> SaslAuthenticator<'a> {
+        SaslAuthenticator {
+            listener,
+            state: State::Handshake,
+            now_ms,
+            previous: Some(previous),
+        }
+    }
+
+    /// The session a completed exchange starts: Kafka's `calcCompletionTimesAndReturnSessionLifetimeMs`.
+    /// Errors: a re-authentication that changed the principal (Kafka's message).
+    fn session(
+        &self,
+        mechanism: &str,
+        user: String,
+        expires_at_ms: Option<i64>,
+    ) -> Result<SaslSession, String> {
+        if let Some(p) = &self.previous {
+            if p.user != user {
+                return Err(format!(
+                    "Cannot change principals during re-authentication from User.{}: User.{user}",
+                    p.user
+                ));
+            }
+        }
+        let max = self.listener.max_reauth_ms(mechanism);
+        let remaining = expires_at_ms.map(|e| e.saturating_sub(self.now_ms).max(0));
+        let lifetime_ms = match (remaining, max > 0) {
+            (None, false) => 0,
+            (None, true) => max,
+            (Some(r), false) => r,
+            (Some(r), true) => r.min(max),
+        };
+        Ok(SaslSession {
+            mechanism: mechanism.to_string(),
+            user,
+            lifetime_ms,
+        })
     }
 
     /// Whether the next frame is a raw token (after a v0 handshake), which may be shorter than a header.
@@ -165,13 +233,25 @@ impl<'a> SaslAuthenticator<'a> {
                     };
                     encode(correlation_id, ApiKey::SaslHandshake, version, body.into())
                 };
-                let Some(server) = self.listener.server(&r.mechanism) else {
+                let Some(server) = self.listener.server(&r.mechanism, self.now_ms) else {
                     let reason = format!("SASL mechanism '{}' is not enabled", r.mechanism);
                     return fail(answer(ErrorCode::UNSUPPORTED_SASL_MECHANISM), reason);
                 };
                 let Some(response) = answer(ErrorCode::NONE) else {
                     return fail(None, "cannot encode the SaslHandshake response");
                 };
+                if let Some(p) = self
+                    .previous
+                    .as_ref()
+                    .filter(|p| p.mechanism != r.mechanism)
+                {
+                    // Kafka answers the handshake, then ends the connection (its REAUTH_BAD_MECHANISM).
+                    let reason = format!(
+                        "SASL mechanism '{}' requested by client is not supported for re-authentication of mechanism '{}'",
+                        r.mechanism, p.mechanism
+                    );
+                    return fail(Some(response), reason);
+                }
                 self.state = State::Authenticate {
                     server,
                     mechanism: r.mechanism,
@@ -196,9 +276,16 @@ impl<'a> SaslAuthenticator<'a> {
                 };
                 Action::Respond(raw(&challenge))
             }
-            Ok(SaslStep::Complete { response, user }) => Action::Complete {
-                response: raw(&response),
+            Ok(SaslStep::Complete {
+                response,
                 user,
+                expires_at_ms,
+            }) => match self.session(&mechanism, user, expires_at_ms) {
+                Ok(session) => Action::Complete {
+                    response: raw(&response),
+                    session,
+                },
+                Err(reason) => fail(None, reason),
             },
             Err(e) => fail(None, format!("{mechanism}: {e}")),
         }
@@ -238,55 +325,78 @@ impl<'a> SaslAuthenticator<'a> {
         else {
             return fail(None, "undecodable SaslAuthenticate request");
         };
-        let answer = |code: ErrorCode, message: Option<String>, bytes: Vec<u8>| {
-            let body = SaslAuthenticateResponse {
-                error_code: code.0,
-                error_message: message,
-                auth_bytes: Bytes::from(bytes),
-                session_lifetime_ms: 0,
-                ..Default::default()
+        let answer =
+            |code: ErrorCode, message: Option<String>, bytes: Vec<u8>, lifetime_ms: i64| {
+                let body = SaslAuthenticateResponse {
+                    error_code: code.0,
+                    error_message: message,
+                    auth_bytes: Bytes::from(bytes),
+                    session_lifetime_ms: lifetime_ms,
+                    ..Default::default()
+                };
+                encode(
+                    correlation_id,
+                    ApiKey::SaslAuthenticate,
+                    version,
+                    body.into(),
+                )
             };
-            encode(
-                correlation_id,
-                ApiKey::SaslAuthenticate,
-                version,
-                body.into(),
-            )
-        };
         match server.evaluate(&auth_bytes) {
-            Ok(SaslStep::Continue(challenge)) => match answer(ErrorCode::NONE, None, challenge) {
-                Some(response) => {
-                    self.state = State::Authenticate {
-                        server,
-                        mechanism,
-                        raw_tokens: false,
-                    };
-                    Action::Respond(response)
-                }
-                None => fail(None, "cannot encode the SaslAuthenticate response"),
-            },
-            Ok(SaslStep::Complete { response, user }) => {
-                match answer(ErrorCode::NONE, None, response) {
-                    Some(response) => Action::Complete { response, user },
+            Ok(SaslStep::Continue(challenge)) => {
+                match answer(ErrorCode::NONE, None, challenge, 0) {
+                    Some(response) => {
+                        self.state = State::Authenticate {
+                            server,
+                            mechanism,
+                            raw_tokens: false,
+                        };
+                        Action::Respond(response)
+                    }
                     None => fail(None, "cannot encode the SaslAuthenticate response"),
                 }
             }
+            Ok(SaslStep::Complete {
+                response,
+                user,
+                expires_at_ms,
+            }) => match self.session(&mechanism, user, expires_at_ms) {
+                Ok(session) => match answer(ErrorCode::NONE, None, response, session.lifetime_ms) {
+                    Some(response) => Action::Complete { response, session },
+                    None => fail(None, "cannot encode the SaslAuthenticate response"),
+                },
+                Err(message) => {
+                    let code = ErrorCode::SASL_AUTHENTICATION_FAILED;
+                    let response = answer(code, Some(message.clone()), Vec::new(), 0);
+                    fail(response, message)
+                }
+            },
             Err(e) => {
+                let during = match self.previous {
+                    Some(_) => "re-authentication",
+                    None => "authentication",
+                };
                 let message = match &e {
                     SaslError::InvalidCredentials(_) => format!(
-                        "Authentication failed during authentication due to invalid credentials with SASL mechanism {mechanism}"
+                        "Authentication failed during {during} due to invalid credentials with SASL mechanism {mechanism}"
                     ),
                     other => other.to_string(),
                 };
-                let response = answer(sasl_error_code(&e), Some(message), Vec::new());
+                let response = answer(sasl_error_code(&e), Some(message), Vec::new(), 0);
                 fail(response, format!("{mechanism}: {e}"))
             }
         }
     }
 }
 
+/// The wall clock in milliseconds since the Unix epoch (what tokens' `exp`/`iat`/`nbf` are compared with).
+pub fn unix_now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
 /// Authenticates the connection on `stream` (frames read into `buf`, which keeps any bytes that follow):
-/// returns the user name, or the error that closes the connection after any error response was sent.
+/// returns the session, or the error that closes the connection after any error response was sent.
 /// ApiVersions is served by `apis` with the unauthenticated `conn`.
 pub async fn authenticate<S: ServerStream>(
     stream: &mut S,
@@ -295,34 +405,73 @@ pub async fn authenticate<S: ServerStream>(
     apis: &KafkaApis,
     conn: &Arc<ConnectionContext>,
     idle: Option<Duration>,
-) -> Result<String, ConnectionError> {
-    let mut auth = SaslAuthenticator::new(listener);
-    let max = i32::try_from(listener.max_receive_size()).unwrap_or(i32::MAX);
+) -> Result<SaslSession, ConnectionError> {
+    let auth = SaslAuthenticator::new(listener, unix_now_ms());
+    drive(stream, buf, auth, None, Some((apis, conn)), idle).await
+}
+
+/// Re-authenticates `previous` on `stream` (KIP-368), starting with `handshake`, the SaslHandshake request
+/// just read: returns the new session, or the error that closes the connection.
+pub async fn reauthenticate<S: ServerStream>(
+    stream: &mut S,
+    buf: &mut BytesMut,
+    listener: &SaslListener,
+    previous: SaslSession,
+    handshake: Bytes,
+    idle: Option<Duration>,
+) -> Result<SaslSession, ConnectionError> {
+    let auth = SaslAuthenticator::reauthenticate(listener, unix_now_ms(), previous);
+    drive(stream, buf, auth, Some(handshake), None, idle).await
+}
+
+/// Runs `auth` over `stream` until it completes or fails, starting with `first` when given.
+async fn drive<S: ServerStream>(
+    stream: &mut S,
+    buf: &mut BytesMut,
+    mut auth: SaslAuthenticator<'_>,
+    mut first: Option<Bytes>,
+    versions: Option<(&KafkaApis, &Arc<ConnectionContext>)>,
+    idle: Option<Duration>,
+) -> Result<SaslSession, ConnectionError> {
+    let max = i32::try_from(auth.listener.max_receive_size()).unwrap_or(i32::MAX);
     loop {
-        let min = if auth.expects_raw_token() { 0 } else { 8 };
-        let Some(frame) = read_frame_within(stream, buf, min, max, idle).await? else {
-            return Err(ConnectionError::Authentication(
-                "peer closed during SASL authentication".into(),
-            ));
+        let frame = match first.take() {
+            Some(f) => f,
+            None => {
+                let min = if auth.expects_raw_token() { 0 } else { 8 };
+                let Some(frame) = read_frame_within(stream, buf, min, max, idle).await? else {
+                    return Err(ConnectionError::Authentication(
+                        "peer closed during SASL authentication".into(),
+                    ));
+                };
+                frame
+            }
         };
         match auth.on_frame(frame) {
-            Action::ApiVersions(frame) => match apis.handle(frame, conn).await {
-                RequestOutcome::Respond(chunks) => write_chunks(stream, chunks).await?,
-                RequestOutcome::NoResponse => {}
-                // ApiVersions is not quota-limited; answered all the same should it ever be.
-                RequestOutcome::Throttled { response, .. } => {
-                    if let Some(chunks) = response {
-                        write_chunks(stream, chunks).await?;
+            Action::ApiVersions(frame) => {
+                let Some((apis, conn)) = versions else {
+                    return Err(ConnectionError::Authentication(
+                        "ApiVersions during re-authentication".into(),
+                    ));
+                };
+                match apis.handle(frame, conn).await {
+                    RequestOutcome::Respond(chunks) => write_chunks(stream, chunks).await?,
+                    RequestOutcome::NoResponse => {}
+                    // ApiVersions is not quota-limited; answered all the same should it ever be.
+                    RequestOutcome::Throttled { response, .. } => {
+                        if let Some(chunks) = response {
+                            write_chunks(stream, chunks).await?;
+                        }
+                    }
+                    RequestOutcome::Close(reason) => {
+                        return Err(ConnectionError::InvalidRequest(reason))
                     }
                 }
-                RequestOutcome::Close(reason) => {
-                    return Err(ConnectionError::InvalidRequest(reason))
-                }
-            },
+            }
             Action::Respond(chunks) => write_chunks(stream, chunks).await?,
-            Action::Complete { response, user } => {
+            Action::Complete { response, session } => {
                 write_chunks(stream, response).await?;
-                return Ok(user);
+                return Ok(session);
             }
             Action::Fail { response, reason } => {
                 if let Some(chunks) = response {

@@ -1,5 +1,5 @@
 //! SASL authentication on SASL_PLAINTEXT and SASL_SSL listeners (KIP-43, KIP-152): the mechanisms
-//! ([`plain`], [`scram`]), the listener's settings ([`SaslListener`], from Kafka's keys) and the client side
+//! ([`plain`], [`scram`], [`oauthbearer`] with [`jwks`]), the listener's settings ([`SaslListener`], from Kafka's keys) and the client side
 //! the broker uses on its own inter-broker connections ([`SaslClientConfig`]). The exchange over the
 //! connection (SaslHandshake, SaslAuthenticate, the v0 raw token framing) is `server::sasl_authenticator`.
 //!
@@ -7,10 +7,16 @@
 //! PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), `listener.name.<l>.<mechanism>.sasl.jaas.config` (PLAIN users as
 //! `user_<name>="<password>"`; `username`/`password` for the broker's own inter-broker login),
 //! `sasl.mechanism.inter.broker.protocol`, `sasl.server.max.receive.size` (bytes; a larger frame before
-//! authentication closes the connection).
+//! authentication closes the connection). OAUTHBEARER (KIP-255/KIP-768): unsecured by default (the JAAS
+//! entry's `unsecuredValidator*` options); validated when
+//! `listener.name.<l>.oauthbearer.sasl.server.callback.handler.class` names Kafka's
+//! `OAuthBearerValidatorCallbackHandler` (the `sasl.oauthbearer.*` keys, read per listener and mechanism
+//! first). Re-authentication (KIP-368): `[listener.name.<l>.<mechanism>.]connections.max.reauth.ms`.
 
 pub mod client;
 pub mod jaas;
+pub mod jwks;
+pub mod oauthbearer;
 pub mod plain;
 pub mod scram;
 
@@ -18,15 +24,28 @@ use std::sync::Arc;
 
 use crate::config::BrokerConfig;
 use crate::scram::ScramCredentialCache;
+use oauthbearer::{OAuthBearerServer, TokenValidator, UnsecuredValidator};
 use plain::{PlainServer, PlainUsers};
 use scram::{ScramMechanism, ScramServer};
 
 /// The mechanisms Runnel implements, in the order Kafka lists them.
-pub const SUPPORTED_MECHANISMS: &[&str] = &["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"];
+pub const SUPPORTED_MECHANISMS: &[&str] =
+    &["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"];
+
+/// The mechanisms the broker can log in with on its own inter-broker connections.
+const INTER_BROKER_MECHANISMS: &[&str] = &["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"];
 
 /// Kafka's login module classes (the JAAS entry must name the mechanism's).
 const PLAIN_LOGIN_MODULE: &str = "org.apache.kafka.common.security.plain.PlainLoginModule";
 const SCRAM_LOGIN_MODULE: &str = "org.apache.kafka.common.security.scram.ScramLoginModule";
+const OAUTHBEARER_LOGIN_MODULE: &str =
+    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule";
+/// The server callback handler that selects the validated OAUTHBEARER mode (KIP-768).
+const OAUTHBEARER_VALIDATOR_HANDLER: &str =
+    "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler";
+/// Kafka's default, unsecured, server callback handler (named explicitly, it selects the unsecured mode).
+const OAUTHBEARER_UNSECURED_HANDLER: &str =
+    "org.apache.kafka.common.security.oauthbearer.OAuthBearerUnsecuredValidatorCallbackHandler";
 
 /// What a mechanism's server answers a client message with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +58,9 @@ pub enum SaslStep {
         response: Vec<u8>,
         /// The authenticated user name.
         user: String,
+        /// When the credential expires (milliseconds since the Unix epoch): an OAUTHBEARER token's `exp`;
+        /// `None` for credentials without a lifetime. Bounds the session (KIP-368).
+        expires_at_ms: Option<i64>,
     },
 }
 
@@ -64,6 +86,8 @@ pub enum SaslServer {
     Plain(PlainServer),
     /// SASL/SCRAM-SHA-256 or -512.
     Scram(Box<ScramServer>),
+    /// SASL/OAUTHBEARER.
+    OAuthBearer(OAuthBearerServer),
 }
 
 impl SaslServer {
@@ -72,6 +96,7 @@ impl SaslServer {
         match self {
             SaslServer::Plain(s) => s.evaluate(token),
             SaslServer::Scram(s) => s.evaluate(token),
+            SaslServer::OAuthBearer(s) => s.evaluate(token),
         }
     }
 }
@@ -133,18 +158,120 @@ fn jaas_entry(
     Ok(Some(entry))
 }
 
+/// A key of `mechanism` on `listener`: `listener.name.<l>.<mechanism lower-case>.<key>`, else
+/// `listener.name.<l>.<key>`, else the broker-wide `key` (Kafka's lookup for per-mechanism settings).
+fn mechanism_value(
+    config: &BrokerConfig,
+    listener: &str,
+    mechanism: &str,
+    key: &str,
+) -> Option<String> {
+    let prefixed = format!(
+        "listener.name.{}.{}.{key}",
+        listener.to_ascii_lowercase(),
+        mechanism.to_ascii_lowercase()
+    );
+    config
+        .explicit
+        .get(&prefixed)
+        .cloned()
+        .or_else(|| config.listener_value(listener, key))
+}
+
+/// `connections.max.reauth.ms` of `mechanism` on `listener` (default 0; unparsable or negative is 0).
+fn max_reauth_ms(config: &BrokerConfig, listener: &str, mechanism: &str) -> i64 {
+    mechanism_value(config, listener, mechanism, "connections.max.reauth.ms")
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .unwrap_or(0)
+        .max(0)
+}
+
+/// The OAUTHBEARER validator of `listener`: validated (JWKS) when the server callback handler is Kafka's
+/// `OAuthBearerValidatorCallbackHandler`, else unsecured with the JAAS entry's options.
+fn oauth_validator(
+    config: &BrokerConfig,
+    listener: &str,
+) -> Result<TokenValidator, SaslSetupError> {
+    const M: &str = "OAUTHBEARER";
+    let get = |key: &str| mechanism_value(config, listener, M, key);
+    let jaas = jaas_entry(config, listener, M, OAUTHBEARER_LOGIN_MODULE)?;
+    let handler_key = "sasl.server.callback.handler.class";
+    let err = |key: &str, reason: String| SaslSetupError::Jaas {
+        listener: listener.to_string(),
+        key: key.to_string(),
+        reason,
+    };
+    match get(handler_key).as_deref().map(str::trim) {
+        None | Some("") | Some(OAUTHBEARER_UNSECURED_HANDLER) => {
+            let options = jaas.map(|e| e.options).unwrap_or_default();
+            let v = UnsecuredValidator::from_options(&options)
+                .map_err(|r| err(&jaas_key(listener, M), r))?;
+            Ok(TokenValidator::Unsecured(v))
+        }
+        Some(OAUTHBEARER_VALIDATOR_HANDLER) => {
+            let url_key = "sasl.oauthbearer.jwks.endpoint.url";
+            let url = get(url_key)
+                .ok_or_else(|| err(url_key, "the validated OAUTHBEARER mode needs it".into()))?;
+            let long = |key: &str, default: i64| -> Result<i64, SaslSetupError> {
+                match get(key) {
+                    None => Ok(default),
+                    Some(v) => v
+                        .trim()
+                        .parse::<i64>()
+                        .ok()
+                        .filter(|v| *v >= 0)
+                        .ok_or_else(|| err(key, format!("not a non-negative number: {v}"))),
+                }
+            };
+            let list = |key: &str| -> Vec<String> {
+                get(key)
+                    .unwrap_or_default()
+                    .split(',')
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+                    .collect()
+            };
+            let settings = jwks::JwksSettings {
+                jwks_file: jwks::jwks_file_of(url.trim()).map_err(|r| err(url_key, r))?,
+                refresh: std::time::Duration::from_millis(
+                    long("sasl.oauthbearer.jwks.endpoint.refresh.ms", 3_600_000)?.max(1) as u64,
+                ),
+                expected_issuer: get("sasl.oauthbearer.expected.issuer")
+                    .filter(|s| !s.trim().is_empty()),
+                expected_audience: list("sasl.oauthbearer.expected.audience"),
+                clock_skew_ms: long("sasl.oauthbearer.clock.skew.seconds", 30)?
+                    .saturating_mul(1000),
+                sub_claim: get("sasl.oauthbearer.sub.claim.name").unwrap_or_else(|| "sub".into()),
+                scope_claim: get("sasl.oauthbearer.scope.claim.name")
+                    .unwrap_or_else(|| "scope".into()),
+            };
+            let v = jwks::JwksValidator::load(settings).map_err(|r| err(url_key, r))?;
+            Ok(TokenValidator::Jwks(Arc::new(v)))
+        }
+        Some(other) => Err(err(
+            handler_key,
+            format!(
+                "{other} is not supported (Kafka's unsecured and validator callback handlers are)"
+            ),
+        )),
+    }
+}
+
 /// The SASL side of one listener: its enabled mechanisms, PLAIN users and the SCRAM credentials.
 #[derive(Debug)]
 pub struct SaslListener {
     enabled: Vec<String>,
     plain_users: Option<Arc<PlainUsers>>,
     credentials: Arc<ScramCredentialCache>,
+    oauth: Option<Arc<TokenValidator>>,
+    max_reauth_ms: std::collections::BTreeMap<String, i64>,
     max_receive_size: usize,
 }
 
 impl SaslListener {
     /// The settings of listener `listener` from `config`. Errors: no mechanism enabled, one Runnel does not
-    /// implement (GSSAPI, Kafka's default, and OAUTHBEARER), PLAIN enabled without a valid JAAS entry.
+    /// implement (GSSAPI, Kafka's default), PLAIN enabled without a valid JAAS entry, OAUTHBEARER with an
+    /// invalid JAAS entry or validated-mode settings (an unreadable JWKS, a JWKS URL other than `file:`).
     pub fn new(
         config: &BrokerConfig,
         listener: &str,
@@ -171,9 +298,17 @@ impl SaslListener {
             .find(|m| !SUPPORTED_MECHANISMS.contains(&m.as_str()))
         {
             return Err(bad(format!(
-                "{m} is not supported (PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 are)"
+                "{m} is not supported (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER are)"
             )));
         }
+        let oauth = match enabled.iter().any(|m| m == "OAUTHBEARER") {
+            true => Some(Arc::new(oauth_validator(config, listener)?)),
+            false => None,
+        };
+        let max_reauth_ms = enabled
+            .iter()
+            .map(|m| (m.clone(), max_reauth_ms(config, listener, m)))
+            .collect();
         let plain_users = if enabled.iter().any(|m| m == "PLAIN") {
             let entry =
                 jaas_entry(config, listener, "PLAIN", PLAIN_LOGIN_MODULE)?.ok_or_else(|| {
@@ -195,8 +330,23 @@ impl SaslListener {
             enabled,
             plain_users,
             credentials,
+            oauth,
+            max_reauth_ms,
             max_receive_size: max.max(64) as usize,
         })
+    }
+
+    /// `connections.max.reauth.ms` of `mechanism` here (0: sessions do not expire unless the credential does).
+    pub fn max_reauth_ms(&self, mechanism: &str) -> i64 {
+        self.max_reauth_ms.get(mechanism).copied().unwrap_or(0)
+    }
+
+    /// The JWKS refresh task of the validated OAUTHBEARER mode, when configured (see
+    /// [`jwks::JwksValidator::spawn_refresh`]). Call once, inside the runtime.
+    pub fn spawn_background_tasks(&self) {
+        if let Some(TokenValidator::Jwks(v)) = self.oauth.as_deref() {
+            v.spawn_refresh();
+        }
     }
 
     /// The enabled mechanisms, as configured (what SaslHandshake answers with).
@@ -209,10 +359,17 @@ impl SaslListener {
         self.max_receive_size
     }
 
-    /// A server for `mechanism`, or `None` when it is not enabled here.
-    pub fn server(&self, mechanism: &str) -> Option<SaslServer> {
+    /// A server for `mechanism`, or `None` when it is not enabled here. `now_ms` (milliseconds since the Unix
+    /// epoch) is the time tokens are checked against.
+    pub fn server(&self, mechanism: &str, now_ms: i64) -> Option<SaslServer> {
         if !self.enabled.iter().any(|m| m == mechanism) {
             return None;
+        }
+        if mechanism == "OAUTHBEARER" {
+            let validator = self.oauth.clone()?;
+            return Some(SaslServer::OAuthBearer(OAuthBearerServer::new(
+                validator, now_ms,
+            )));
         }
         if mechanism == "PLAIN" {
             return Some(SaslServer::Plain(PlainServer::new(
@@ -256,7 +413,7 @@ impl SaslClientConfig {
         let mechanism = config
             .value("sasl.mechanism.inter.broker.protocol")
             .unwrap_or_else(|| "GSSAPI".into());
-        if !SUPPORTED_MECHANISMS.contains(&mechanism.as_str()) {
+        if !INTER_BROKER_MECHANISMS.contains(&mechanism.as_str()) {
             return Err(SaslSetupError::Mechanisms {
                 listener: listener.to_string(),
                 value: mechanism.clone(),
@@ -307,12 +464,12 @@ mod tests {
         let l =
             SaslListener::new(&c, "SASL_PLAINTEXT", Arc::new(ScramCredentialCache::new())).unwrap();
         assert_eq!(l.enabled_mechanisms(), ["PLAIN", "SCRAM-SHA-512"]);
-        assert!(matches!(l.server("PLAIN"), Some(SaslServer::Plain(_))));
+        assert!(matches!(l.server("PLAIN", 0), Some(SaslServer::Plain(_))));
         assert!(matches!(
-            l.server("SCRAM-SHA-512"),
+            l.server("SCRAM-SHA-512", 0),
             Some(SaslServer::Scram(_))
         ));
-        assert!(l.server("SCRAM-SHA-256").is_none());
+        assert!(l.server("SCRAM-SHA-256", 0).is_none());
         assert_eq!(l.max_receive_size(), 524_288);
     }
 

@@ -102,6 +102,7 @@ impl PlainServer {
         Ok(SaslStep::Complete {
             response: Vec::new(),
             user: user.to_string(),
+            expires_at_ms: None,
         })
     }
 }
@@ -125,7 +126,8 @@ mod tests {
             step,
             SaslStep::Complete {
                 response: vec![],
-                user: "alice".into()
+                user: "alice".into(),
+                expires_at_ms: None,
             }
         );
         assert!(server().evaluate(b"alice\0alice\0alice-secret").is_ok());

@@ -264,7 +264,11 @@ impl ScramServer {
                     server_first: &server_first,
                 };
                 let response = self.client_final(text, &auth)?;
-                Ok(SaslStep::Complete { response, user })
+                Ok(SaslStep::Complete {
+                    response,
+                    user,
+                    expires_at_ms: None,
+                })
             }
             ServerState::Done => Err(SaslError::InvalidState(
                 "SCRAM authentication already complete or failed".into(),

@@ -46,7 +46,8 @@ fn rfc7677_example_exchange() {
         last,
         SaslStep::Complete {
             response: b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=".to_vec(),
-            user: "user".into()
+            user: "user".into(),
+            expires_at_ms: None,
         }
     );
     assert!(matches!(
@@ -68,7 +69,7 @@ fn exchange(
     };
     let client_final = client.answer(&server_first)?;
     match server.evaluate(&client_final)? {
-        SaslStep::Complete { response, user } => {
+        SaslStep::Complete { response, user, .. } => {
             client.verify(&response)?;
             Ok(user)
         }
