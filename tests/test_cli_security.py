@@ -62,7 +62,7 @@ def test_users_acls_and_quotas_through_the_cli(secured):
         *adm)
     users = json.loads(cli(addr, "user", "scram", "list", "--json", *adm).stdout)
     assert {"user": "carol", "mechanism": "SCRAM-SHA-256", "iterations": "8192"} in users
-    cli(addr, "topic", "create", topic, *adm)
+    cli(addr, "topic", "create", topic, "--partitions", "1", *adm)
 
     carol = as_user(ca, "carol", "carol-pw")
     denied = cli(addr, "produce", topic, *carol, stdin="a\n", check=False)
