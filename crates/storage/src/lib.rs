@@ -120,4 +120,6 @@ mod log_dir_tests;
 #[cfg(test)]
 mod op_fuzz_tests;
 #[cfg(test)]
+mod recovery_tests;
+#[cfg(test)]
 mod tests;

@@ -1,6 +1,7 @@
 //! The simulation's checkers: sampled after every step (a leader's HighWatermark never goes back while
-//! it leads, at most one leader per leader epoch) and at the end (acknowledged records kept, no duplicate, no reorder,
-//! replicas identical, full ISR).
+//! it leads, at most one leader per leader epoch), at each restart after a power loss (the log reaches the
+//! recovery point it had: `World::check_durable_floor`) and at the end
+//! (acknowledged records kept, no duplicate, no reorder, replicas identical, full ISR).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -66,6 +67,7 @@ impl Sampler {
     /// The end state: every replica holds the same records, sequences 0.. exactly once and in order, and
     /// every acknowledged (sequence, offset) among them.
     pub fn final_check(&mut self, world: &World, acked: &[(i32, i64)]) {
+        self.violations.append(&mut world.violations.lock());
         let brokers = world.brokers.lock().clone();
         let mut logs: Vec<(i32, Vec<(i64, i32)>)> = Vec::new();
         for (b, rm) in &brokers {

@@ -101,6 +101,10 @@ pub struct Controller {
     pub offline: BTreeSet<i32>,
     /// Decisions, in order (part of the run's trace).
     pub log: Vec<String>,
+    /// Brokers an AlterPartition added to the ISR, not yet seen by the test loop.
+    pub expanded: Vec<i32>,
+    /// The commit latency of each AlterPartition (KRaft commits it through the quorum).
+    alter_rng: storage::vfs::SimRng,
 }
 
 impl Controller {
@@ -123,6 +127,11 @@ pub struct World {
     pub disks: BTreeMap<i32, SimFs>,
     /// Each broker's wall clock (jumps survive restarts, as a machine's clock would).
     pub clocks: BTreeMap<i32, SimClock>,
+    /// Per crashed broker: the recovery point its log had at the power loss (everything below it was
+    /// fsynced, so its log must reach it again when it restarts, before it fetches anything).
+    pub durable_floor: Mutex<BTreeMap<i32, i64>>,
+    /// Violations found inside the brokers' hosts (the durable floor), for the checker.
+    pub violations: Mutex<Vec<String>>,
     /// Each broker's registry directory (real, written once at the first start).
     dirs: BTreeMap<i32, tempfile::TempDir>,
     topic_id: Uuid,
@@ -148,6 +157,8 @@ impl World {
                 alive: BROKERS.iter().copied().collect(),
                 offline: BTreeSet::new(),
                 log: Vec::new(),
+                expanded: Vec::new(),
+                alter_rng: storage::vfs::SimRng(seed ^ 0xA17E_0000),
             }),
             meta,
             brokers: Mutex::new(BTreeMap::new()),
@@ -156,6 +167,8 @@ impl World {
                 .map(|&b| (b, SimFs::new(seed.wrapping_mul(31).wrapping_add(b as u64))))
                 .collect(),
             clocks: BROKERS.iter().map(|&b| (b, SimClock::default())).collect(),
+            durable_floor: Mutex::new(BTreeMap::new()),
+            violations: Mutex::new(Vec::new()),
             dirs: BROKERS
                 .iter()
                 .map(|&b| (b, tempfile::tempdir().unwrap()))
@@ -281,6 +294,75 @@ impl World {
         true
     }
 
+    /// A preferred-leader election of broker `b`: it leads the next epoch if it is an eligible ISR member
+    /// and does not lead already. False otherwise.
+    pub fn elect_broker(&self, b: i32) -> bool {
+        let mut ctl = self.ctl.lock();
+        let id = BrokerId(b);
+        if ctl.state.leader == id || !ctl.state.isr.contains(&id) || !ctl.eligible(b) {
+            return false;
+        }
+        ctl.state.leader = id;
+        ctl.state.leader_epoch = LeaderEpoch(ctl.state.leader_epoch.get() + 1);
+        self.commit(&mut ctl, "preferred election");
+        true
+    }
+
+    /// AlterPartition as KRaft decides it: leader epoch, partition epoch, only eligible brokers in the
+    /// ISR; a committed expansion is noted in [`Controller::expanded`].
+    fn decide_alter(
+        &self,
+        state: PartitionState,
+    ) -> Result<PartitionState, metadata::ControllerError> {
+        let mut ctl = self.ctl.lock();
+        let refuse = |code, why: &str| Err(metadata::ControllerError::new(code, why));
+        if ctl.state.leader_epoch != state.leader_epoch {
+            refuse(ErrorCode::FENCED_LEADER_EPOCH, "stale leader epoch")
+        } else if ctl.state.partition_epoch != state.partition_epoch {
+            refuse(ErrorCode::INVALID_UPDATE_VERSION, "stale partition epoch")
+        } else if state.isr.iter().any(|b| !ctl.eligible(b.get())) {
+            refuse(
+                ErrorCode::INELIGIBLE_REPLICA,
+                "fenced broker or offline log dir",
+            )
+        } else {
+            for b in &state.isr {
+                if !ctl.state.isr.contains(b) {
+                    ctl.expanded.push(b.get());
+                }
+            }
+            ctl.state.isr = state.isr.clone();
+            self.commit(&mut ctl, "alter");
+            Ok(ctl.state.clone())
+        }
+    }
+
+    /// Notes broker `b`'s recovery point as it loses power (see [`World::durable_floor`]).
+    pub fn note_durable_floor(&self, b: i32) {
+        let rm = self.brokers.lock().get(&b).cloned();
+        let log = rm.and_then(|rm| rm.log_manager().get_log(TOPIC, 0));
+        if let Some(log) = log {
+            let rp = log.lock().recovery_point().get();
+            self.durable_floor.lock().insert(b, rp);
+        }
+    }
+
+    /// After broker `id`'s restart opened its logs: the log reaches the recovery point it had at the
+    /// power loss (a shorter one lost fsynced data, or trusted data that was never fsynced).
+    fn check_durable_floor(&self, id: i32, lm: &LogManager) {
+        let Some(floor) = self.durable_floor.lock().remove(&id) else {
+            return;
+        };
+        let leo = lm
+            .get_log(TOPIC, 0)
+            .map_or(0, |l| l.lock().log_end_offset().get());
+        if leo < floor {
+            self.violations.lock().push(format!(
+                "broker {id}: its log ends at {leo} after a power loss, below the recovery point {floor} it had (data it counted as fsynced is gone)"
+            ));
+        }
+    }
+
     /// The current leader (None while there is none).
     pub fn leader(&self) -> Option<i32> {
         let l = self.ctl.lock().state.leader;
@@ -288,8 +370,8 @@ impl World {
     }
 }
 
-/// The controller side of [`ClusterLink`]: endpoints by host name; AlterPartition checked as KRaft
-/// does (leader epoch, partition epoch, only alive brokers added).
+/// The controller side of [`ClusterLink`]: endpoints by host name; AlterPartition decided as KRaft
+/// does ([`World::decide_alter`]) after a commit latency.
 pub struct SimLink(pub Arc<World>);
 
 impl ClusterLink for SimLink {
@@ -303,24 +385,14 @@ impl ClusterLink for SimLink {
         _partition: i32,
         state: PartitionState,
     ) -> BoxFuture<'static, Result<PartitionState, metadata::ControllerError>> {
-        let world = &self.0;
-        let mut ctl = world.ctl.lock();
-        let refuse = |code, why: &str| Err(metadata::ControllerError::new(code, why));
-        let result = if ctl.state.leader_epoch != state.leader_epoch {
-            refuse(ErrorCode::FENCED_LEADER_EPOCH, "stale leader epoch")
-        } else if ctl.state.partition_epoch != state.partition_epoch {
-            refuse(ErrorCode::INVALID_UPDATE_VERSION, "stale partition epoch")
-        } else if state.isr.iter().any(|b| !ctl.eligible(b.get())) {
-            refuse(
-                ErrorCode::INELIGIBLE_REPLICA,
-                "fenced broker or offline log dir",
-            )
-        } else {
-            ctl.state.isr = state.isr.clone();
-            world.commit(&mut ctl, "alter");
-            Ok(ctl.state.clone())
-        };
-        Box::pin(futures::future::ready(result))
+        // The answer (and the commit) come after a seeded 1..30 ms, as through the KRaft quorum: the
+        // leader's proposal stays in flight meanwhile (the KIP-497 maximal ISR matters then).
+        let world = self.0.clone();
+        let delay = world.ctl.lock().alter_rng.ms(1, 30);
+        Box::pin(async move {
+            tokio::time::sleep(delay).await;
+            world.decide_alter(state)
+        })
     }
 }
 
@@ -392,6 +464,7 @@ pub async fn run_broker(world: Arc<World>, id: i32) -> turmoil::Result {
         move |_| lc.clone(),
         Arc::new(clock.clone()),
     )?;
+    world.check_durable_floor(id, &lm);
     let rm = Arc::new(ReplicaManager::with_seams(
         Arc::new(lm),
         BrokerId(id),

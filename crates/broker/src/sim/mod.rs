@@ -6,27 +6,28 @@
 //! held (delayed) links, broker crashes with a power loss of their disk and a restart that recovers the
 //! logs, wall-clock jumps (up to 10 min either way), leader elections, slow links (messages on different
 //! connections reorder), a full disk (ENOSPC for a while) and an fsync failing with EIO that drops the
-//! unsynced pages (fsyncgate, `SimFs::fail_next_sync_dropping`). Disk faults run the broker's real
+//! unsynced pages (fsyncgate, `SimFs::fail_next_sync_dropping`), half the time followed by a power loss
+//! of that broker 10 ms..4 s after the failure fired. Disk faults run the broker's real
 //! `log_dir_failure` handler (dir offline, reported, probed every second, reopened with every unflushed
 //! segment rewritten) and its log maintenance (flush policy, checkpoints), both on the simulated clock; the
-//! test controller treats the `log_dir_offline` report as KRaft does (see [`cluster::World::log_dir`]).
+//! test controller treats the `log_dir_offline` report as KRaft does (see [`cluster::World::log_dir`]),
+//! commits an AlterPartition 1..30 ms after it is sent (so the leader's proposal is in flight meanwhile,
+//! as through the KRaft quorum), and 30% of ISR expansions are followed within 60 ms by a preferred-leader
+//! election of the replica that rejoined.
 //!
 //! Checked: no acknowledged record lost (present at its acknowledged offset on every replica at the end),
 //! no duplicate and no reorder (the log holds sequences 0, 1, 2, ... exactly once), a leader's HighWatermark
-//! never goes backwards while it leads (a follower's may, as in Kafka: see `checks`), at most one leader per leader epoch, the full ISR regained and the
-//! replicas identical within a bound once faults stop, and a run being the same every time (its trace).
+//! never goes backwards while it leads (a follower's may, as in Kafka: see `checks`), at most one leader per
+//! leader epoch, a broker's log reaching after a power loss the recovery point it had (what it counted as
+//! fsynced survives), the full ISR regained and the replicas identical within a bound once faults stop, and
+//! a run being the same every time (its trace).
 //!
 //! `SIM_SEEDS=<n>` runs seeds 0..n (default 100), `SIM_SEED=<s>` only seed s, `SIM_TRACE=1` prints the
 //! trace (faults, controller decisions, and every `SIM_SAMPLE_MS` (default 250) of simulated time the acks
-//! and each replica's LogEndOffset/HighWatermark): `SIM_SEEDS=1000 cargo test -p broker --lib sim:: --
-//! --nocapture`. Seeds 0..3 run twice and must leave the same trace (determinism).
-//!
-//! Disk-fault mutations (seeds failing / run, 100 seeds): the test controller ignoring `log_dir_offline`
-//! 13/100 and 8/100 on two versions of the schedule (the full ISR is never regained); a failed segment fsync
-//! ignored (recovery point advanced, dir kept online) 0/100 and the dir recovery not rewriting the
-//! unflushed tail 0/100 — both need the dropped pages to be fsynced around and then a crash of the same
-//! broker before recovery cuts the hole; the storage test
-//! `log_dir_tests::recovery_after_a_failed_fsync_makes_the_cached_tail_durable_again` catches the latter.
+//! and each replica's LogEndOffset/HighWatermark), `SIM_FAULTS=<class,...>` injects only those fault
+//! classes ([`CLASSES`]; to see which ones a mutation needs): `SIM_SEEDS=1000 cargo test -p broker --lib
+//! sim:: -- --nocapture`. Seeds 0..3 run twice and must leave the same trace (determinism). Which code
+//! mutations each fault class catches: ARCHITECTURE.md, "Replication simulation".
 
 // Test-only like this module (`#[cfg(test)]` spelled out for `xtask tidy`).
 #[cfg(test)]
@@ -55,7 +56,7 @@ const TICK: Duration = Duration::from_millis(5);
 /// The fault schedule's choices.
 use storage::vfs::{env_u64, SimRng as Rng};
 
-/// A fault to undo later.
+/// A fault to undo later, or a follow-up fault to inject later.
 enum Undo {
     Repair(String, String),
     RepairOneway(String, String),
@@ -65,6 +66,75 @@ enum Undo {
     DiskFree(i32),
     /// A link's maximum message latency goes back to the given (the run's) value.
     Latency(String, String, Duration),
+    /// Follow-up: once the broker's injected fsync failure has fired, it loses power a little later
+    /// (before or after its dir recovery), so dropped pages that were trusted show as a hole.
+    CrashAfterSync(i32),
+    /// Follow-up: the broker loses power now (if it still may).
+    Crash(i32),
+    /// Follow-up: the broker (just added back to the ISR) is elected, as a preferred-leader election
+    /// right after the preferred replica rejoins the ISR would.
+    Elect(i32),
+}
+
+impl Undo {
+    /// A follow-up fault (dropped when the faults stop), not the end of one.
+    fn is_follow_up(&self) -> bool {
+        matches!(
+            self,
+            Undo::CrashAfterSync(_) | Undo::Crash(_) | Undo::Elect(_)
+        )
+    }
+}
+
+/// The fault classes as `SIM_FAULTS` names them (comma-separated, default all): a run restricted to some
+/// of them shows which ones a mutation needs.
+const CLASSES: [&str; 9] = [
+    "partition",
+    "oneway",
+    "hold",
+    "crash",
+    "clock",
+    "elect",
+    "disk-full",
+    "fsync",
+    "slow",
+];
+
+/// The index of "elect" in [`CLASSES`].
+const ELECT: usize = 5;
+
+/// Which of [`CLASSES`] this run injects (`SIM_FAULTS`; an unknown name fails the run).
+fn enabled_classes() -> [bool; CLASSES.len()] {
+    let Ok(list) = std::env::var("SIM_FAULTS") else {
+        return [true; CLASSES.len()];
+    };
+    let mut on = [false; CLASSES.len()];
+    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let i = CLASSES.iter().position(|c| *c == name);
+        let i = i.unwrap_or_else(|| panic!("SIM_FAULTS: unknown class {name}; known: {CLASSES:?}"));
+        on[i] = true;
+    }
+    on
+}
+
+/// The next fault class (an index into [`CLASSES`]): crashes twice as likely as each other class; None
+/// when every class is off.
+fn draw_class(rng: &mut Rng, on: &[bool; CLASSES.len()]) -> Option<usize> {
+    if !on.iter().any(|c| *c) {
+        return None;
+    }
+    loop {
+        let c = match rng.below(10) {
+            k @ 0..=2 => k as usize,
+            3 | 4 => 3,
+            5 => 4,
+            6 => 5,
+            _ => 6 + rng.below(3) as usize,
+        };
+        if on[c] {
+            return Some(c);
+        }
+    }
 }
 
 /// One run's outcome: its trace (for the determinism check), or the violations found.
@@ -85,65 +155,77 @@ fn pair(rng: &mut Rng) -> (String, String) {
     (hosts[a].clone(), hosts[b].clone())
 }
 
-/// Injects the next fault; returns what undoes it and when.
+/// Broker `b` loses power for `dur` if it may (see [`World::may_crash`]): its host is cut off first so
+/// no FIN/RST leaves it (their order would depend on tokio's task drop order, not the seed), then its
+/// runtime is dropped and its disk crashes. Returns the restart.
+fn crash(
+    sim: &mut turmoil::Sim<'_>,
+    world: &World,
+    b: i32,
+    dur: Duration,
+    trace: &mut Vec<String>,
+) -> Option<(Duration, Undo)> {
+    if !world.may_crash(b) {
+        return None;
+    }
+    trace.push(format!("crash {b} for {dur:?}"));
+    let others: Vec<String> = BROKERS
+        .iter()
+        .filter(|&&o| o != b)
+        .map(|&o| host(o))
+        .chain(["client".to_string()])
+        .collect();
+    for o in &others {
+        sim.partition(host(b).as_str(), o.as_str());
+    }
+    sim.crash(host(b).as_str());
+    for o in &others {
+        sim.repair(host(b).as_str(), o.as_str());
+    }
+    world.note_durable_floor(b);
+    world.brokers.lock().remove(&b);
+    // The machine comes back with a working disk (a broker that cannot open its logs exits).
+    world.disks[&b].clear_faults();
+    world.disks[&b].crash();
+    world.fence(b);
+    Some((dur, Undo::Restart(b)))
+}
+
+/// Injects the next fault; returns what undoes it (or a follow-up) and when.
 fn inject(
     sim: &mut turmoil::Sim<'_>,
     world: &World,
     rng: &mut Rng,
     trace: &mut Vec<String>,
+    on: &[bool; CLASSES.len()],
     max_latency: Duration,
 ) -> Option<(Duration, Undo)> {
     let dur = rng.ms(100, 3_000);
-    match rng.below(10) {
-        7..=9 => inject_disk_or_link(sim, world, rng, trace, max_latency),
-        0 => {
+    match CLASSES[draw_class(rng, on)?] {
+        "partition" => {
             let (a, b) = pair(rng);
             trace.push(format!("partition {a} {b} for {dur:?}"));
             sim.partition(a.as_str(), b.as_str());
             Some((dur, Undo::Repair(a, b)))
         }
-        1 => {
+        "oneway" => {
             let (a, b) = pair(rng);
             trace.push(format!("partition {a} -> {b} for {dur:?}"));
             sim.partition_oneway(a.as_str(), b.as_str());
             Some((dur, Undo::RepairOneway(a, b)))
         }
-        2 => {
+        "hold" => {
             let (a, b) = pair(rng);
             let dur = rng.ms(50, 800);
             trace.push(format!("hold {a} {b} for {dur:?}"));
             sim.hold(a.as_str(), b.as_str());
             Some((dur, Undo::Release(a, b)))
         }
-        3 | 4 => {
+        "crash" => {
             let b = BROKERS[rng.below(3) as usize];
-            if !world.may_crash(b) {
-                return None;
-            }
-            trace.push(format!("crash {b} for {dur:?}"));
-            // A power loss sends nothing: cut the host off while its runtime (and sockets) is dropped, so
-            // no FIN/RST leaves it (their order would depend on tokio's task drop order, not the seed).
-            let others: Vec<String> = BROKERS
-                .iter()
-                .filter(|&&o| o != b)
-                .map(|&o| host(o))
-                .chain(["client".to_string()])
-                .collect();
-            for o in &others {
-                sim.partition(host(b).as_str(), o.as_str());
-            }
-            sim.crash(host(b).as_str());
-            for o in &others {
-                sim.repair(host(b).as_str(), o.as_str());
-            }
-            world.brokers.lock().remove(&b);
-            // The machine comes back with a working disk (a broker that cannot open its logs exits).
-            world.disks[&b].clear_faults();
-            world.disks[&b].crash();
-            world.fence(b);
-            Some((dur, Undo::Restart(b)))
+            crash(sim, world, b, dur, trace)
         }
-        5 => {
+        "clock" => {
             // A wall-clock step of up to 10 minutes either way (record timestamps stay within Kafka's
             // default message.timestamp.after.max.ms of 1 h).
             let b = BROKERS[rng.below(3) as usize];
@@ -152,13 +234,14 @@ fn inject(
             world.clocks[&b].jump(delta);
             None
         }
-        _ => {
+        "elect" => {
             let pick = rng.below(3) as usize;
             if world.elect(pick) {
                 trace.push("elect".to_string());
             }
             None
         }
+        class => inject_disk_or_link(sim, world, rng, trace, class, max_latency),
     }
 }
 
@@ -168,11 +251,12 @@ fn inject_disk_or_link(
     world: &World,
     rng: &mut Rng,
     trace: &mut Vec<String>,
+    class: &str,
     max_latency: Duration,
 ) -> Option<(Duration, Undo)> {
     let dur = rng.ms(100, 3_000);
-    match rng.below(3) {
-        0 => {
+    match class {
+        "disk-full" => {
             // The disk fills up: writes fail with ENOSPC (after a short write) until it is freed.
             let b = BROKERS[rng.below(3) as usize];
             if !world.brokers.lock().contains_key(&b) {
@@ -182,7 +266,7 @@ fn inject_disk_or_link(
             world.disks[&b].set_disk_full(true);
             Some((dur, Undo::DiskFree(b)))
         }
-        1 => {
+        "fsync" => {
             // The next fsync fails with EIO and drops the unsynced pages (fsyncgate). Even the last ISR
             // member may hit it: its dir recovery rewrites and fsyncs what its page cache still shows.
             let b = BROKERS[rng.below(3) as usize];
@@ -193,7 +277,10 @@ fn inject_disk_or_link(
             let suffix = if rng.below(2) == 0 { ".log" } else { "" };
             trace.push(format!("next fsync of {b} ({suffix}) fails"));
             world.disks[&b].fail_next_sync_dropping_on(suffix);
-            None
+            // Half the time the machine then loses power too (a failing disk often takes it down):
+            // what was trusted after the failure must survive that.
+            rng.chance(50)
+                .then(|| (Duration::from_millis(20), Undo::CrashAfterSync(b)))
         }
         _ => {
             // A slow link: its messages take up to 50..500 ms, so they overtake and are overtaken by
@@ -207,7 +294,14 @@ fn inject_disk_or_link(
     }
 }
 
-fn undo(sim: &mut turmoil::Sim<'_>, world: &World, u: Undo, trace: &mut Vec<String>) {
+/// Ends a fault, or injects a follow-up; returns a further follow-up and when.
+fn undo(
+    sim: &mut turmoil::Sim<'_>,
+    world: &World,
+    u: Undo,
+    rng: &mut Rng,
+    trace: &mut Vec<String>,
+) -> Option<(Duration, Undo)> {
     match u {
         Undo::DiskFree(b) => {
             trace.push(format!("disk of {b} freed"));
@@ -221,18 +315,42 @@ fn undo(sim: &mut turmoil::Sim<'_>, world: &World, u: Undo, trace: &mut Vec<Stri
             trace.push(format!("restart {b}"));
             sim.bounce(host(b).as_str());
         }
+        Undo::CrashAfterSync(b) => {
+            if !world.brokers.lock().contains_key(&b) {
+                return None;
+            }
+            if world.disks[&b].sync_failure_pending() {
+                return Some((Duration::from_millis(20), Undo::CrashAfterSync(b)));
+            }
+            trace.push(format!("the fsync of {b} failed"));
+            // Before or after its dir recovery (probed every second) and the next roll.
+            return Some((rng.ms(10, 4_000), Undo::Crash(b)));
+        }
+        Undo::Crash(b) => {
+            let dur = rng.ms(100, 3_000);
+            return crash(sim, world, b, dur, trace);
+        }
+        Undo::Elect(b) => {
+            if world.elect_broker(b) {
+                trace.push(format!("elect {b}"));
+            }
+        }
     }
+    None
 }
 
-/// The faults stop: every pending one is undone and every disk works again.
+/// The faults stop: every pending one is undone (follow-ups dropped) and every disk works again.
 fn heal(
     sim: &mut turmoil::Sim<'_>,
     world: &World,
     pending: &mut Vec<(Duration, Undo)>,
+    rng: &mut Rng,
     trace: &mut Vec<String>,
 ) {
     for (_, u) in pending.drain(..) {
-        undo(sim, world, u, trace);
+        if !u.is_follow_up() {
+            undo(sim, world, u, rng, trace);
+        }
     }
     for disk in world.disks.values() {
         disk.clear_faults();
@@ -267,13 +385,22 @@ pub fn run(seed: u64) -> Outcome {
     let sample_ms = u128::from(env_u64("SIM_SAMPLE_MS").unwrap_or(250).max(1));
     let mut checker = checks::Sampler::default();
     let mut pending: Vec<(Duration, Undo)> = Vec::new();
+    let on = enabled_classes();
     let mut next_fault = rng.ms(200, 1_500);
     let mut healed_at: Option<(Duration, usize)> = None;
     loop {
         let now = sim.elapsed();
+        // A preferred-leader election soon after a replica rejoins the ISR, some of the time.
+        let expanded = std::mem::take(&mut world.ctl.lock().expanded);
+        for b in expanded {
+            if now < FAULT_PHASE && on[ELECT] && rng.chance(30) {
+                pending.push((now + rng.ms(1, 60), Undo::Elect(b)));
+            }
+        }
         if now < FAULT_PHASE {
             if now >= next_fault {
-                if let Some((d, u)) = inject(&mut sim, &world, &mut rng, &mut trace, max_latency) {
+                let f = inject(&mut sim, &world, &mut rng, &mut trace, &on, max_latency);
+                if let Some((d, u)) = f {
                     pending.push((now + d, u));
                 }
                 next_fault = now + rng.ms(200, 1_500);
@@ -281,10 +408,12 @@ pub fn run(seed: u64) -> Outcome {
             let (due, rest): (Vec<_>, Vec<_>) = pending.drain(..).partition(|(t, _)| *t <= now);
             pending = rest;
             for (_, u) in due {
-                undo(&mut sim, &world, u, &mut trace);
+                if let Some((d, next)) = undo(&mut sim, &world, u, &mut rng, &mut trace) {
+                    pending.push((now + d, next));
+                }
             }
         } else if healed_at.is_none() {
-            heal(&mut sim, &world, &mut pending, &mut trace);
+            heal(&mut sim, &world, &mut pending, &mut rng, &mut trace);
             trace.push(format!("healed at {now:?}"));
             healed_at = Some((now, acks.acked.lock().len()));
         }

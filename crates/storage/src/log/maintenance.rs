@@ -267,7 +267,8 @@ impl Log {
         self.high_watermark = self.high_watermark.min(new_leo);
         self.recovery_point = self.recovery_point.min(new_leo);
         self.assert_offsets();
-        self.pending_roll_flush = None;
+        // The segments a roll left for the next flush are still unflushed below the new LEO.
+        self.pending_roll_flush = self.pending_roll_flush.map(|upto| upto.min(new_leo));
         if let Err(e) = self.leader_epoch_cache.truncate_from_end(Offset(new_leo)) {
             return self.poison("leader epoch checkpoint", e);
         }

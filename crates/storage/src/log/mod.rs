@@ -357,8 +357,11 @@ impl Log {
         } else {
             i64::MAX
         };
-        let mut truncated_at: Option<i64> = None;
+        let (mut truncated_at, mut recovered_end): (Option<i64>, Option<i64>) = (None, None);
         for &b in &bases {
+            if truncated_at.is_none() && self.starts_past_a_hole(b, recovered_end) {
+                truncated_at = recovered_end;
+            }
             if let Some(t) = truncated_at {
                 // Everything after a truncated segment is unreachable garbage.
                 tracing::warn!(dir = %self.dir.display(), segment = b, after = t, "deleting segment after corrupt tail");
@@ -389,6 +392,9 @@ impl Log {
                     tracing::warn!(dir = %self.dir.display(), segment = b, bytes = cut, "truncated invalid bytes during recovery");
                     truncated_at = Some(b);
                 }
+                recovered_end = seg.next_offset().filter(|_| b >= recover_from);
+            } else {
+                recovered_end = None;
             }
         }
         // A segment emptied by recovery that is not the first keeps its base; LEO is from the last.
@@ -400,6 +406,17 @@ impl Log {
         // If the last segment is empty, the previous one's end is the true LEO only when it is
         // larger (it can't be: bases increase), so LEO = active base in that case.
         Ok(())
+    }
+
+    /// Whether the segment at base `b` starts past a hole after one recovered up to `recovered_end`
+    /// (a power loss may keep a later segment's writes and lose an earlier one's unsynced tail). Not
+    /// for a compacted log: cleaning and follower rolls at a leader's gap leave gaps between segments.
+    fn starts_past_a_hole(&self, b: i64, recovered_end: Option<i64>) -> bool {
+        if recovered_end.is_none_or(|end| end == b) || self.config.compacts() {
+            return false;
+        }
+        tracing::warn!(dir = %self.dir.display(), segment = b, previous_ends_at = ?recovered_end, "segment starts past the end of the previous one after a crash; the log ends there");
+        true
     }
 
     fn rebuild_producer_state(&mut self, now_ms: i64) -> Result<(), StorageError> {

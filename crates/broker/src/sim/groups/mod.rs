@@ -123,13 +123,13 @@ pub fn run(seed: u64) -> Outcome {
     let mut next_fault = rng.ms(200, 1_500);
     let mut healed_at: Option<(Duration, usize)> = None;
     let mut stopped_at: Option<Duration> = None;
+    let on = super::enabled_classes();
     loop {
         let now = sim.elapsed();
         if now < FAULT_PHASE {
             if now >= next_fault {
-                if let Some((d, u)) =
-                    super::inject(&mut sim, &world, &mut rng, &mut trace, max_latency)
-                {
+                let f = super::inject(&mut sim, &world, &mut rng, &mut trace, &on, max_latency);
+                if let Some((d, u)) = f {
                     pending.push((now + d, u));
                 }
                 next_fault = now + rng.ms(200, 1_500);
@@ -137,10 +137,12 @@ pub fn run(seed: u64) -> Outcome {
             let (due, rest): (Vec<_>, Vec<_>) = pending.drain(..).partition(|(t, _)| *t <= now);
             pending = rest;
             for (_, u) in due {
-                super::undo(&mut sim, &world, u, &mut trace);
+                if let Some((d, next)) = super::undo(&mut sim, &world, u, &mut rng, &mut trace) {
+                    pending.push((now + d, next));
+                }
             }
         } else if healed_at.is_none() {
-            super::heal(&mut sim, &world, &mut pending, &mut trace);
+            super::heal(&mut sim, &world, &mut pending, &mut rng, &mut trace);
             trace.push(format!("healed at {now:?}"));
             healed_at = Some((now, shared.state.lock().acks));
         }
