@@ -27,6 +27,7 @@ pub mod rpc;
 pub mod server;
 pub mod state_machine;
 pub mod transport;
+mod vote_guard;
 
 pub use client::{Committed, ControllerClient};
 pub use config::{parse_voters, ControllerConfig};

@@ -103,6 +103,8 @@ struct Inner {
     active: tokio::sync::Mutex<Active>,
     started: Instant,
     shutdown_rx: watch::Receiver<bool>,
+    /// How long a leader acknowledged by a majority rejects RequestVotes ([`crate::vote_guard`]).
+    vote_guard: Duration,
 }
 
 /// A running controller: an openraft node plus its RPC listener (see the module doc). Dropping it
@@ -255,6 +257,7 @@ impl ControllerServer {
             }),
             started: Instant::now(),
             shutdown_rx,
+            vote_guard: Duration::from_millis(tuning.election_timeout_max_ms),
         });
         let accept = tokio::spawn(accept_loop(inner.clone(), listener));
         let tick = tokio::spawn(tick_loop(
@@ -568,7 +571,10 @@ impl Inner {
             RpcRequest::AppendEntries(r) => {
                 RpcResponse::AppendEntries(self.raft.append_entries(r).await)
             }
-            RpcRequest::Vote(r) => RpcResponse::Vote(self.raft.vote(r).await),
+            RpcRequest::Vote(r) => RpcResponse::Vote(
+                crate::vote_guard::vote(&self.raft, self.node_id.get() as u64, self.vote_guard, r)
+                    .await,
+            ),
             RpcRequest::InstallSnapshot(r) => {
                 RpcResponse::InstallSnapshot(self.raft.install_snapshot(r).await)
             }

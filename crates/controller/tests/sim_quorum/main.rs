@@ -6,8 +6,11 @@
 //! Faults for 10 s: symmetric and one-way partitions between any two hosts (controllers, brokers, the
 //! admin), a controller cut off from everyone, held links and paused hosts (all links held), controller
 //! crashes with a power loss of their disk (unsynced raft log writes, votes and snapshots lost) and a
-//! restart, broker crashes, and a vote trap (a controller powered off 10-300 ms as soon as it enters a newer
-//! term without leading it, i.e. right after it granted a vote or followed a new leader). The controllers
+//! restart, broker crashes, a vote trap (a controller powered off 10-300 ms as soon as it enters a newer
+//! term without leading it, i.e. right after it granted a vote or followed a new leader), a blackout (all
+//! three controllers powered off at once for 10-300 ms) and a vote storm (`storm`: RequestVotes with rising
+//! terms in a follower's name while every link is up; it runs alone). `SIM_FAULTS=storm,oneway` keeps only
+//! the classes named (`CLASSES`), to measure what one class catches. The controllers
 //! take no wall-clock time (raft timers and broker sessions run on tokio's monotonic clock, which turmoil
 //! drives), so there is no clock to jump.
 //!
@@ -17,7 +20,8 @@
 //! start; one leader per partition leader epoch across every image and AlterPartition answer; within 30 s
 //! after the faults stop one leader that every controller follows, every controller having applied the
 //! leader's whole log, identical images on all three, and every live broker registered and unfenced; every
-//! topic whose CreateTopics was answered is in every image.
+//! topic whose CreateTopics was answered is in every image; a vote storm's leader still leads in its term
+//! when the storm ends.
 //!
 //! Replay: a seed gives the same trace every time (seeds 0..3, and a seed run alone with `SIM_SEED`, run
 //! twice and fail on any difference). That needs `--cfg tokio_unstable` (set in `.cargo/config.toml`):
@@ -32,6 +36,7 @@
 //! `SIM_SEEDS=1000 cargo test --release -p controller --test sim_quorum -- --nocapture`.
 
 mod checks;
+mod storm;
 mod world;
 
 use std::sync::atomic::Ordering;
@@ -58,6 +63,39 @@ enum Undo {
     RepairAll(String),
     ReleaseAll(String),
     Restart(i32),
+    RestartAll(Vec<i32>),
+    EndStorm,
+}
+
+/// The fault classes, power losses twice (the schedule draws one uniformly).
+const CLASSES: [&str; 11] = [
+    "partition",
+    "oneway",
+    "hold",
+    "power",
+    "power",
+    "broker",
+    "isolate",
+    "trap",
+    "pause",
+    "storm",
+    "blackout",
+];
+
+/// The fault classes drawn from: `SIM_FAULTS=<class>,...` keeps only those named (e.g. `SIM_FAULTS=oneway`
+/// to measure what one class catches); default all of `CLASSES`.
+fn classes() -> Vec<&'static str> {
+    let only = std::env::var("SIM_FAULTS").ok();
+    let keep = |c: &&str| {
+        only.as_ref()
+            .is_none_or(|o| o.split(',').any(|x| x.trim() == *c))
+    };
+    let v: Vec<_> = CLASSES.iter().copied().filter(keep).collect();
+    assert!(
+        !v.is_empty(),
+        "SIM_FAULTS={only:?} names none of {CLASSES:?}"
+    );
+    v
 }
 
 /// Every host name.
@@ -135,50 +173,53 @@ fn spring(
     })
 }
 
-/// Injects the next fault; returns what undoes it and when.
+/// Injects the next fault of one of `classes`; returns what undoes it and when. A vote storm starts only
+/// when `calm` (no earlier fault still in effect, no trap set) and the quorum is stable.
 fn inject(
     sim: &mut turmoil::Sim<'_>,
     w: &World,
     rng: &mut Rng,
+    classes: &[&str],
+    calm: bool,
     trap: &mut Option<VoteTrap>,
     trace: &mut Vec<String>,
 ) -> Option<(Duration, Undo)> {
     let dur = rng.ms(100, 3_000);
-    match rng.below(9) {
-        0 => {
+    match classes[rng.below(classes.len() as u64) as usize] {
+        "partition" => {
             let (a, b) = pair(rng);
             trace.push(format!("partition {a} {b} for {dur:?}"));
             sim.partition(a.as_str(), b.as_str());
             Some((dur, Undo::Repair(a, b)))
         }
-        1 => {
+        "oneway" => {
             let (a, b) = pair(rng);
             trace.push(format!("partition {a} -> {b} for {dur:?}"));
             sim.partition_oneway(a.as_str(), b.as_str());
             Some((dur, Undo::RepairOneway(a, b)))
         }
-        2 => {
+        "hold" => {
             let (a, b) = pair(rng);
             let dur = rng.ms(50, 1_500);
             trace.push(format!("hold {a} {b} for {dur:?}"));
             sim.hold(a.as_str(), b.as_str());
             Some((dur, Undo::Release(a, b)))
         }
-        3 | 4 => {
+        "power" => {
             let c = CONTROLLERS[rng.below(3) as usize];
             crash(sim, w, c).then(|| {
                 trace.push(format!("power loss of controller {c} for {dur:?}"));
                 (dur, Undo::Restart(c))
             })
         }
-        5 => {
+        "broker" => {
             let b = BROKERS[rng.below(3) as usize];
             crash(sim, w, b).then(|| {
                 trace.push(format!("crash of broker {b} for {dur:?}"));
                 (dur, Undo::Restart(b))
             })
         }
-        6 => {
+        "isolate" => {
             let h = host(CONTROLLERS[rng.below(3) as usize]);
             trace.push(format!("isolate {h} for {dur:?}"));
             for o in others(&h) {
@@ -186,7 +227,7 @@ fn inject(
             }
             Some((dur, Undo::RepairAll(h)))
         }
-        7 => {
+        "trap" => {
             let c = CONTROLLERS[rng.below(3) as usize];
             let down_for = rng.ms(10, 300);
             let st = w.servers.lock().get(&c).map(|s| s.raft_status())?;
@@ -201,6 +242,22 @@ fn inject(
             });
             None
         }
+        "blackout" => {
+            // Every controller loses power at once (a rack's power), 10-300 ms: whatever a majority
+            // acknowledged must have been on its disks.
+            let down: Vec<i32> = CONTROLLERS
+                .into_iter()
+                .filter(|&c| crash(sim, w, c))
+                .collect();
+            let dur = rng.ms(10, 300);
+            trace.push(format!("power loss of controllers {down:?} for {dur:?}"));
+            Some((dur, Undo::RestartAll(down)))
+        }
+        "storm" => {
+            let dur = rng.ms(1_000, 3_000);
+            calm.then(|| storm::start(w, rng, trace))?
+                .map(|_| (dur, Undo::EndStorm))
+        }
         _ => {
             let h = host(CONTROLLERS[rng.below(3) as usize]);
             let dur = rng.ms(50, 1_500);
@@ -213,8 +270,16 @@ fn inject(
     }
 }
 
-fn undo(sim: &mut turmoil::Sim<'_>, u: Undo, trace: &mut Vec<String>) {
+/// Undoes `u`; a violation found on the way (a leader deposed by a vote storm) goes to `violations`.
+fn undo(
+    sim: &mut turmoil::Sim<'_>,
+    w: &World,
+    u: Undo,
+    trace: &mut Vec<String>,
+    violations: &mut Vec<String>,
+) {
     match u {
+        Undo::EndStorm => violations.extend(storm::end(w, trace)),
         Undo::Repair(a, b) => sim.repair(a.as_str(), b.as_str()),
         Undo::RepairOneway(a, b) => sim.repair_oneway(a.as_str(), b.as_str()),
         Undo::Release(a, b) => sim.release(a.as_str(), b.as_str()),
@@ -231,6 +296,12 @@ fn undo(sim: &mut turmoil::Sim<'_>, u: Undo, trace: &mut Vec<String>) {
         Undo::Restart(id) => {
             trace.push(format!("restart {}", host(id)));
             sim.bounce(host(id).as_str());
+        }
+        Undo::RestartAll(ids) => {
+            for id in ids {
+                trace.push(format!("restart {}", host(id)));
+                sim.bounce(host(id).as_str());
+            }
         }
     }
 }
@@ -260,6 +331,8 @@ fn build(seed: u64, rng: &mut Rng, w: &World) -> turmoil::Sim<'static> {
         sim.host(host(b).as_str(), move || world::run_broker(w2.clone(), b));
     }
     sim.client("admin", world::run_admin(w.clone()));
+    let w2 = w.clone();
+    sim.host("rogue", move || storm::run_rogue(w2.clone()));
     let voters = CONTROLLERS
         .iter()
         .map(|&c| (BrokerId(c), (sim.lookup(host(c).as_str()), PORT).into()))
@@ -280,11 +353,17 @@ pub fn run(seed: u64) -> Outcome {
     let mut healed_at: Option<Duration> = None;
     let mut trap: Option<VoteTrap> = None;
     let mut steps = 0u64;
+    let classes = classes();
     loop {
         let now = sim.elapsed();
         if now < FAULT_PHASE {
-            if now >= next_fault {
-                if let Some((d, u)) = inject(&mut sim, &w, &mut rng, &mut trap, &mut trace) {
+            // A vote storm runs alone: nothing else starts until it ends.
+            if now >= next_fault && w.storm.lock().is_none() {
+                let calm = pending.is_empty() && trap.is_none();
+                let fault = inject(
+                    &mut sim, &w, &mut rng, &classes, calm, &mut trap, &mut trace,
+                );
+                if let Some((d, u)) = fault {
                     pending.push((now + d, u));
                 }
                 next_fault = now + rng.ms(200, 1_200);
@@ -295,12 +374,12 @@ pub fn run(seed: u64) -> Outcome {
             let (due, rest): (Vec<_>, Vec<_>) = pending.drain(..).partition(|(t, _)| *t <= now);
             pending = rest;
             for (_, u) in due {
-                undo(&mut sim, u, &mut trace);
+                undo(&mut sim, &w, u, &mut trace, &mut checker.violations);
             }
         } else if healed_at.is_none() {
             trap = None;
             for (_, u) in pending.drain(..) {
-                undo(&mut sim, u, &mut trace);
+                undo(&mut sim, &w, u, &mut trace, &mut checker.violations);
             }
             w.quiet.store(true, Ordering::Release);
             trace.push(format!(

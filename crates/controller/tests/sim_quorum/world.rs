@@ -105,6 +105,8 @@ pub struct World {
     pub unexpected: Arc<Mutex<Vec<String>>>,
     /// Set when the faults stop: the workload (topic creation, ISR changes) ends, heartbeats go on.
     pub quiet: Arc<AtomicBool>,
+    /// The running vote storm, if any (`storm`).
+    pub storm: Arc<Mutex<Option<super::storm::Storm>>>,
 }
 
 impl World {
@@ -125,6 +127,7 @@ impl World {
             altered: Arc::default(),
             unexpected: Arc::default(),
             quiet: Arc::default(),
+            storm: Arc::default(),
         }
     }
 
