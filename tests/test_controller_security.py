@@ -9,6 +9,7 @@ its protocol from `listener.security.protocol.map`) runs mutual TLS or SASL_PLAI
   a wrong password (SASL_AUTHENTICATION_FAILED, then closed) and an authenticated non-super user are closed;
   40 connections announcing 64 MiB frames are closed at once (`sasl.server.max.receive.size`) and the
   controller's memory stays put (printed);
+- three processes with `CONTROLLER:SASL_SSL`: the round trip (TLS, then the PLAIN login inside it);
 - one process with an open (PLAINTEXT) controller listener and `max.connections`: connections past it are
   closed at once, and ones stalled mid-frame are closed after `connections.max.idle.ms`.
 
@@ -187,6 +188,30 @@ def test_sasl_controller_port_closes_unauthenticated_and_unauthorized_peers(sasl
     assert err == 0, msg
     assert ask_image(conn.sock), "the super user was not answered"
     conn.close()
+
+
+def test_sasl_ssl_controllers_register_brokers_and_replicate(tmp_path_factory):
+    """SASL_SSL: TLS (server certificate only), then the PLAIN login inside it."""
+    certs = Certs(tmp_path_factory.mktemp("ctl-sasl-ssl-certs"))
+    c = Cluster({
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL",
+        "listener.name.controller.ssl.keystore.type": "PEM",
+        "listener.name.controller.ssl.keystore.location": certs.server_pem,
+        "listener.name.controller.ssl.truststore.type": "PEM",
+        "listener.name.controller.ssl.truststore.location": certs.ca,
+        "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
+        "sasl.mechanism.controller.protocol": "PLAIN",
+        "listener.name.controller.plain.sasl.jaas.config":
+            f'{PLAIN_MODULE} required username="controller" password="ctl-pw" user_controller="ctl-pw";',
+        "super.users": "User:controller",
+    })
+    try:
+        c.start()
+        round_trip(c)
+        with socket.create_connection(("127.0.0.1", c.nodes[1].controller_port), timeout=10) as s:
+            assert not ask_image(s), "plain TCP was answered on a SASL_SSL controller listener"
+    finally:
+        c.close()
 
 
 def rss_kib(pid: int) -> int:

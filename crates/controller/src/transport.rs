@@ -72,7 +72,7 @@ pub struct ListenerLimits {
     /// Most connections open at once; one more is closed as soon as it is accepted.
     pub max_connections: usize,
     /// A connection that completes no request (or no handshake) for this long is closed, whether it is
-    /// idle or stalled mid-frame.
+    /// idle or stalled mid-frame (`Duration::MAX`: no limit).
     pub idle_timeout: Duration,
 }
 

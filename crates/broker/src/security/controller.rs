@@ -199,28 +199,47 @@ impl ControllerListenerSecurity {
     }
 }
 
-/// `max.connections` and `connections.max.idle.ms` of listener `name` (per-listener key first).
+/// The limits of listener `name`: `listener.name.<l>.max.connections` (at least 0; the broker-wide
+/// `max.connections` counts the Kafka listeners' connections, not the controller's) and
+/// `connections.max.idle.ms` (per listener first, then broker-wide; negative: no limit, as on the Kafka
+/// listeners).
 fn listener_limits(config: &BrokerConfig, name: &str) -> Result<ListenerLimits, ConfigError> {
-    let int = |key: &str, default: i64| -> Result<i64, ConfigError> {
-        match config.listener_value(name, key) {
-            None => Ok(default),
-            Some(v) => v
-                .trim()
-                .parse::<i64>()
-                .ok()
-                .filter(|n| *n >= 1)
-                .ok_or_else(|| ConfigError::InvalidValue {
-                    key: key.to_string(),
-                    value: v.clone(),
-                    reason: "expected a positive integer".into(),
-                }),
-        }
+    let max_key = format!(
+        "listener.name.{}.{}",
+        name.to_ascii_lowercase(),
+        keys::MAX_CONNECTIONS.name()
+    );
+    let idle_key = keys::CONNECTIONS_MAX_IDLE_MS.name();
+    let int = |key: &str, value: Option<String>, default: i64| match value {
+        None => Ok(default),
+        Some(v) => v
+            .trim()
+            .parse::<i64>()
+            .map_err(|_| ConfigError::InvalidValue {
+                key: key.to_string(),
+                value: v.clone(),
+                reason: "expected an integer".into(),
+            }),
     };
+    let max = int(
+        &max_key,
+        config.explicit.get(&max_key).cloned(),
+        i32::MAX as i64,
+    )?;
+    if max < 0 {
+        return Err(ConfigError::InvalidValue {
+            key: max_key,
+            value: max.to_string(),
+            reason: "must be at least 0".into(),
+        });
+    }
+    let idle_ms = int(idle_key, config.listener_value(name, idle_key), 600_000)?;
     Ok(ListenerLimits {
-        max_connections: int(keys::MAX_CONNECTIONS.name(), i32::MAX as i64)? as usize,
-        idle_timeout: Duration::from_millis(
-            int(keys::CONNECTIONS_MAX_IDLE_MS.name(), 600_000)? as u64
-        ),
+        max_connections: max as usize,
+        idle_timeout: match u64::try_from(idle_ms) {
+            Ok(ms) => Duration::from_millis(ms),
+            Err(_) => Duration::MAX,
+        },
     })
 }
 

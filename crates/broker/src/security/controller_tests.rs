@@ -40,7 +40,8 @@ fn sasl_plain_needs_its_users_and_login_and_scram_is_refused() {
         "listener.name.controller.plain.sasl.jaas.config={PLAIN} required username=\"ctl\" password=\"pw\" user_ctl=\"pw\";\n"
     );
     let ok = config(&format!(
-        "{base}listener.name.controller.sasl.enabled.mechanisms=PLAIN\nmax.connections=7\n{jaas}"
+        "{base}listener.name.controller.sasl.enabled.mechanisms=PLAIN\n\
+         max.connections=3\nlistener.name.controller.max.connections=7\n{jaas}"
     ));
     let s = ControllerListenerSecurity::new(&ok, true).unwrap();
     assert_eq!(s.protocol(), SecurityProtocol::SaslPlaintext);
