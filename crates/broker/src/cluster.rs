@@ -89,18 +89,24 @@ impl std::fmt::Debug for BrokerCluster {
 }
 
 impl BrokerCluster {
-    /// A member for `config` (cluster mode) whose controller client knows `voters`.
+    /// A member for `config` (cluster mode) whose controller client knows `voters` and connects through
+    /// `transport` (the controller listener's; `None`: plain TCP).
     pub fn new(
         config: &BrokerConfig,
         voters: BTreeMap<BrokerId, std::net::SocketAddr>,
+        transport: Option<Arc<dyn controller::Transport>>,
     ) -> BrokerCluster {
+        let client = ControllerClient::new(voters).with_session_attempt_timeout(
+            Duration::from_millis((config.broker_session_timeout_ms / 2).max(100) as u64),
+        );
         BrokerCluster {
             node_id: config.node_id,
             // Heartbeats and metadata fetches give up on a silent controller within half the session
             // (Kafka's heartbeat channel uses the same bound).
-            client: ControllerClient::new(voters).with_session_attempt_timeout(
-                Duration::from_millis((config.broker_session_timeout_ms / 2).max(100) as u64),
-            ),
+            client: match transport {
+                Some(t) => client.with_transport(t),
+                None => client,
+            },
             incarnation_id: Uuid::new_v4(),
             broker_epoch: AtomicI64::new(-1),
             controller_id: std::sync::atomic::AtomicI32::new(-1),

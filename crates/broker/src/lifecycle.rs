@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use controller::{ControllerConfig, ControllerServer};
+use controller::{ControllerConfig, ControllerSeams, ControllerServer, ControllerTuning};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -34,6 +34,7 @@ use crate::quota::{
 use crate::scram::{
     LocalScramAdmin, ScramAdmin, ScramCredentialCache, ScramCredentialManager, ScramPublisher,
 };
+use crate::security::controller::ControllerListenerSecurity;
 use crate::security::sasl::client::SaslConnector;
 use crate::security::sasl::{SaslClientConfig, SaslListener};
 use crate::security::{TlsConnector, TlsListener};
@@ -97,8 +98,22 @@ impl Server {
             .collect::<std::io::Result<Vec<_>>>()?;
         let voters = resolve_voters(&config)?;
         let cluster_id = cluster_id(&config);
+        // Both ends of the controller listener (issue 14): the controller's server, and how this process's
+        // raft peers and controller client connect.
+        let controller_security = match config.is_cluster() {
+            true => Some(
+                ControllerListenerSecurity::new(&config, config.process_roles.controller)
+                    .context("controller listener")?,
+            ),
+            false => None,
+        };
         // A controller runs first: a broker of the same process registers with the quorum it is part of.
-        let controller = start_controller(&config, &voters, cluster_id.as_deref()).await?;
+        let controller = match &controller_security {
+            Some(security) => {
+                start_controller(&config, &voters, cluster_id.as_deref(), security).await?
+            }
+            None => None,
+        };
         let Some(&(_, local_addr)) = listener_addrs.first() else {
             let (shutdown, _) = watch::channel(false);
             let local_addr = match &controller {
@@ -116,7 +131,14 @@ impl Server {
                 cluster: None,
             });
         };
-        let services = Services::build(&config, voters, cluster_id.as_deref(), credentials)?;
+        let controller_transport = controller_security.as_ref().map(|s| s.transport());
+        let services = Services::build(
+            &config,
+            voters,
+            cluster_id.as_deref(),
+            credentials,
+            controller_transport,
+        )?;
         // TLS listeners follow dynamic `listener.name.<l>.ssl.*` changes (a standalone broker's persisted
         // ones apply now; a cluster member's with its first image).
         for tls in listeners.iter().filter_map(|l| l.security.tls.clone()) {
@@ -268,6 +290,7 @@ async fn start_controller(
     config: &BrokerConfig,
     voters: &BTreeMap<BrokerId, SocketAddr>,
     cluster_id: Option<&str>,
+    security: &ControllerListenerSecurity,
 ) -> anyhow::Result<Option<ControllerServer>> {
     if !(config.is_cluster() && config.process_roles.controller) {
         return Ok(None);
@@ -276,7 +299,14 @@ async fn start_controller(
         Some(l) => bind_addr(l)?,
         None => voters[&config.node_id],
     };
-    let controller = ControllerServer::start(ControllerConfig {
+    let tcp = TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("binding the controller listener {listen}"))?;
+    let seams = ControllerSeams {
+        transport: security.transport(),
+        ..ControllerSeams::default()
+    };
+    let controller_config = ControllerConfig {
         node_id: config.node_id,
         voters: voters.clone(),
         listen,
@@ -288,10 +318,20 @@ async fn start_controller(
         unclean_leader_election: config.unclean_leader_election_enable,
         auto_leader_rebalance: config.auto_leader_rebalance_enable,
         leader_imbalance_check_interval_ms: config.leader_imbalance_check_interval_ms,
-    })
+    };
+    let controller = ControllerServer::start_with_seams(
+        controller_config,
+        security.listener(tcp),
+        ControllerTuning::default(),
+        seams,
+    )
     .await
     .context("starting the controller")?;
-    tracing::info!(controller_listen = %controller.local_addr(), "controller started");
+    tracing::info!(
+        controller_listen = %controller.local_addr(),
+        protocol = ?security.protocol(),
+        "controller started"
+    );
     Ok(Some(controller))
 }
 
@@ -317,6 +357,7 @@ impl Services {
         voters: BTreeMap<BrokerId, SocketAddr>,
         cluster_id: Option<&str>,
         credentials: Arc<ScramCredentialCache>,
+        controller_transport: Option<Arc<dyn controller::Transport>>,
     ) -> anyhow::Result<Services> {
         let dir = &config.log_dir;
         authorizer_config(config).map_err(anyhow::Error::msg)?;
@@ -357,7 +398,7 @@ impl Services {
         };
         let cluster = config
             .is_cluster()
-            .then(|| Arc::new(BrokerCluster::new(config, voters)));
+            .then(|| Arc::new(BrokerCluster::new(config, voters, controller_transport)));
         let link: Arc<dyn ClusterLink> = match &cluster {
             Some(c) => Arc::new(ControllerLink(c.clone())),
             None => Arc::new(StandaloneLink),

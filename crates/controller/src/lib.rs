@@ -20,6 +20,7 @@
 pub mod client;
 pub mod config;
 pub mod control;
+mod listener;
 pub mod log_store;
 pub mod network;
 pub mod raft_types;
@@ -38,4 +39,7 @@ pub use metadata::{
     RESOURCE_TOPIC,
 };
 pub use server::{ControllerServer, ControllerTuning, RaftStatus};
-pub use transport::{ControllerSeams, RpcListener, TcpTransport, Transport};
+pub use transport::{
+    Accepted, BoxedStream, ControllerSeams, ListenerLimits, Peer, PeerAuthorizer,
+    PendingConnection, RpcListener, TcpTransport, Transport,
+};

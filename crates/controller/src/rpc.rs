@@ -23,6 +23,8 @@ use crate::raft_types::TypeConfig;
 
 /// Largest frame accepted or sent (64 MiB).
 pub const MAX_FRAME_BYTES: usize = 64 << 20;
+/// A frame's buffer starts at most this large (64 KiB) and grows as the frame's bytes arrive.
+const READ_CHUNK_BYTES: usize = 64 << 10;
 /// Largest serialized record batch one controller decision may append (16 MiB), so that any single
 /// raft entry fits in a frame.
 pub const MAX_BATCH_BYTES: usize = 16 << 20;
@@ -86,7 +88,8 @@ where
 /// Reads one frame and decodes its JSON.
 ///
 /// Errors: I/O errors (`UnexpectedEof` on a closed connection); `InvalidData` for a length over
-/// [`MAX_FRAME_BYTES`] or undecodable JSON.
+/// [`MAX_FRAME_BYTES`] or undecodable JSON. Memory: the buffer grows with the bytes received, never to
+/// the announced length up front.
 pub async fn read_frame<R, T>(r: &mut R) -> std::io::Result<T>
 where
     R: tokio::io::AsyncRead + Unpin,
@@ -99,8 +102,16 @@ where
             format!("frame length {len} exceeds {MAX_FRAME_BYTES}"),
         ));
     }
-    let mut data = vec![0u8; len];
-    r.read_exact(&mut data).await?;
+    // The buffer grows as bytes arrive: a peer that announces a large frame and sends little of it
+    // holds little memory.
+    let mut data = Vec::with_capacity(len.min(READ_CHUNK_BYTES));
+    let got = (&mut *r).take(len as u64).read_to_end(&mut data).await?;
+    if got < len {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            format!("frame ended after {got} of {len} bytes"),
+        ));
+    }
     serde_json::from_slice(&data)
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
@@ -137,5 +148,50 @@ mod tests {
         assert!(read_frame::<_, ClientRequest>(&mut short.as_slice())
             .await
             .is_err());
+    }
+
+    /// A reader announcing a frame of `MAX_FRAME_BYTES` that then sends only `sent` bytes and ends,
+    /// recording the largest buffer it was offered.
+    struct Stingy {
+        header: Vec<u8>,
+        sent: usize,
+        largest_offer: usize,
+    }
+
+    impl tokio::io::AsyncRead for Stingy {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            self.largest_offer = self.largest_offer.max(buf.remaining());
+            if !self.header.is_empty() {
+                let n = self.header.len().min(buf.remaining());
+                let head: Vec<u8> = self.header.drain(..n).collect();
+                buf.put_slice(&head);
+            } else if self.sent > 0 {
+                let n = self.sent.min(buf.remaining()).min(4096);
+                buf.put_slice(&vec![b' '; n]);
+                self.sent -= n;
+            }
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn an_announced_frame_is_not_allocated_before_its_bytes_arrive() {
+        let mut r = Stingy {
+            header: (MAX_FRAME_BYTES as u32).to_be_bytes().to_vec(),
+            sent: 100_000,
+            largest_offer: 0,
+        };
+        let e = read_frame::<_, ClientRequest>(&mut r).await.unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::UnexpectedEof, "{e}");
+        // The buffer grew with the 100 kB sent (doubling from 64 KiB), not to the 64 MiB announced.
+        assert!(
+            r.largest_offer <= 4 * READ_CHUNK_BYTES,
+            "offered a {}-byte buffer for 100,000 bytes received",
+            r.largest_offer
+        );
     }
 }

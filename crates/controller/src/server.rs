@@ -26,11 +26,10 @@ use crate::log_store::LogStore;
 use crate::network::NetworkFactory;
 use crate::raft_types::{MetadataBatch, TypeConfig};
 use crate::rpc::{
-    read_frame, voter_nodes, write_frame, ClientRequest, ClientResponse, RpcRequest, RpcResponse,
-    MAX_BATCH_BYTES,
+    voter_nodes, ClientRequest, ClientResponse, RpcRequest, RpcResponse, MAX_BATCH_BYTES,
 };
 use crate::state_machine::{SmShared, StateMachineStore};
-use crate::transport::{BoxedStream, ControllerSeams, RpcListener};
+use crate::transport::{ControllerSeams, RpcListener};
 use types::{BrokerEpoch, BrokerId, ErrorCode};
 
 /// Directory (under `data_dir`) of the metadata log, vote and snapshots.
@@ -95,14 +94,14 @@ struct Active {
     term: Option<u64>,
 }
 
-struct Inner {
+pub(crate) struct Inner {
     node_id: BrokerId,
     voters: BTreeMap<BrokerId, SocketAddr>,
     raft: Raft<TypeConfig>,
-    sm: Arc<SmShared>,
+    pub(crate) sm: Arc<SmShared>,
     active: tokio::sync::Mutex<Active>,
     started: Instant,
-    shutdown_rx: watch::Receiver<bool>,
+    pub(crate) shutdown_rx: watch::Receiver<bool>,
     /// How long a leader acknowledged by a majority rejects RequestVotes ([`crate::vote_guard`]).
     vote_guard: Duration,
 }
@@ -259,7 +258,7 @@ impl ControllerServer {
             shutdown_rx,
             vote_guard: Duration::from_millis(tuning.election_timeout_max_ms),
         });
-        let accept = tokio::spawn(accept_loop(inner.clone(), listener));
+        let accept = tokio::spawn(crate::listener::accept_loop(inner.clone(), listener));
         let tick = tokio::spawn(tick_loop(
             inner.clone(),
             Duration::from_millis(tuning.tick_interval_ms.max(1)),
@@ -371,51 +370,6 @@ impl Drop for ControllerServer {
                     let _ = raft.shutdown().await;
                 });
             }
-        }
-    }
-}
-
-async fn accept_loop(inner: Arc<Inner>, listener: Box<dyn RpcListener>) {
-    let mut shutdown = inner.shutdown_rx.clone();
-    loop {
-        // `biased`: branch order fixed (an unbiased select draws from the runtime's RNG), see ARCHITECTURE.md.
-        tokio::select! {
-            biased;
-            r = listener.accept() => match r {
-                Ok(stream) => {
-                    tokio::spawn(serve_connection(inner.clone(), stream));
-                }
-                Err(e) => {
-                    tracing::warn!("controller accept: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            },
-            _ = shutdown.changed() => return,
-        }
-    }
-}
-
-async fn serve_connection(inner: Arc<Inner>, mut stream: BoxedStream) {
-    let mut shutdown = inner.shutdown_rx.clone();
-    if *shutdown.borrow_and_update() {
-        return;
-    }
-    loop {
-        let req: RpcRequest = tokio::select! {
-            biased;
-            r = read_frame(&mut stream) => match r {
-                Ok(r) => r,
-                Err(_) => return,
-            },
-            _ = shutdown.changed() => return,
-        };
-        let resp = tokio::select! {
-            biased;
-            r = inner.handle(req) => r,
-            _ = shutdown.changed() => return,
-        };
-        if write_frame(&mut stream, &resp).await.is_err() {
-            return;
         }
     }
 }
@@ -566,7 +520,7 @@ impl Inner {
             .await;
     }
 
-    async fn handle(&self, req: RpcRequest) -> RpcResponse {
+    pub(crate) async fn handle(&self, req: RpcRequest) -> RpcResponse {
         match req {
             RpcRequest::AppendEntries(r) => {
                 RpcResponse::AppendEntries(self.raft.append_entries(r).await)

@@ -6,6 +6,13 @@
 //! [`Transport`]/[`RpcListener`] (e.g. over `turmoil::net`) and a `storage::SimFs`, so a crash can lose
 //! unsynced raft log writes and votes. The shape follows the replica fetcher's `Connector`: a connection
 //! is a boxed [`RpcStream`], one virtual call per read or write, none per byte.
+//!
+//! A listener also says how its connections are secured and bounded: [`RpcListener::accept_pending`]
+//! hands out each connection with the rest of its setup (a TLS handshake, a SASL exchange), which the
+//! server runs in the connection's own task so a slow peer never holds the accept loop; a secured
+//! connection names its authenticated [`Peer`], whom the listener's [`PeerAuthorizer`] must admit;
+//! [`ListenerLimits`] bound the connections and their idle time. The defaults are an open listener
+//! (a dev cluster's PLAINTEXT): no authentication, Kafka's default limits.
 
 use std::fmt;
 use std::future::Future;
@@ -13,7 +20,9 @@ use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
+use metadata::MetadataImage;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 /// A byte stream the controller RPC runs over (any `AsyncRead + AsyncWrite`; `Sync` because openraft
@@ -35,6 +44,56 @@ pub trait Transport: Send + Sync + fmt::Debug + 'static {
     fn connect(&self, addr: &str) -> IoFuture<'static, BoxedStream>;
 }
 
+/// The authenticated other end of a connection on a secured controller listener.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Peer {
+    /// The principal as Kafka prints it (`User:<name>`: the SASL user, or the mapped certificate subject).
+    pub principal: String,
+    /// The peer's IP address (`127.0.0.1`), which ACL entries' hosts are compared with.
+    pub host: String,
+}
+
+/// A connection ready for controller RPC frames.
+pub struct Accepted {
+    /// The stream (decrypted, authenticated).
+    pub stream: BoxedStream,
+    /// Who authenticated; `None` on an open (PLAINTEXT) listener, where nobody is asked.
+    pub peer: Option<Peer>,
+}
+
+/// The rest of a just-accepted connection's setup (handshakes). Errors: the peer failed to authenticate
+/// (`PermissionDenied`, with the reason) or went away; the connection is then closed.
+pub type PendingConnection = Pin<Box<dyn Future<Output = io::Result<Accepted>> + Send + 'static>>;
+
+/// Bounds on a listener's connections (Kafka's `max.connections` and `connections.max.idle.ms` of the
+/// listener).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ListenerLimits {
+    /// Most connections open at once; one more is closed as soon as it is accepted.
+    pub max_connections: usize,
+    /// A connection that completes no request (or no handshake) for this long is closed, whether it is
+    /// idle or stalled mid-frame (`Duration::MAX`: no limit).
+    pub idle_timeout: Duration,
+}
+
+impl Default for ListenerLimits {
+    /// Kafka's defaults: `max.connections` = 2^31 - 1, `connections.max.idle.ms` = 600,000.
+    fn default() -> Self {
+        ListenerLimits {
+            max_connections: i32::MAX as usize,
+            idle_timeout: Duration::from_millis(600_000),
+        }
+    }
+}
+
+/// Who may use the controller RPC on a secured listener (Kafka's controller requires CLUSTER_ACTION on
+/// the cluster for BrokerRegistration, BrokerHeartbeat, AlterPartition, Vote and Fetch).
+pub trait PeerAuthorizer: Send + Sync + fmt::Debug + 'static {
+    /// Admits `peer`, judged with the controller's applied `image` (its ACLs). Errors: why not; the
+    /// connection is closed and the reason logged.
+    fn authorize(&self, peer: &Peer, image: &MetadataImage) -> Result<(), String>;
+}
+
 /// Accepts connections for a [`crate::ControllerServer`].
 pub trait RpcListener: Send + Sync + 'static {
     /// Waits for the next connection. Errors: the accept's I/O error (the server logs it, backs off
@@ -42,6 +101,26 @@ pub trait RpcListener: Send + Sync + 'static {
     fn accept(&self) -> IoFuture<'_, BoxedStream>;
     /// The bound address.
     fn local_addr(&self) -> io::Result<SocketAddr>;
+    /// Waits for the next connection and returns the rest of its setup, which the server runs in the
+    /// connection's task (bounded by [`ListenerLimits::idle_timeout`]). The default: [`RpcListener::accept`]
+    /// and nothing more (an open listener). Errors: as `accept`.
+    fn accept_pending(&self) -> IoFuture<'_, PendingConnection> {
+        Box::pin(async move {
+            let stream = self.accept().await?;
+            let ready: PendingConnection =
+                Box::pin(async move { Ok(Accepted { stream, peer: None }) });
+            Ok(ready)
+        })
+    }
+    /// The listener's connection bounds (default: Kafka's).
+    fn limits(&self) -> ListenerLimits {
+        ListenerLimits::default()
+    }
+    /// Who decides whether an authenticated [`Peer`] may stay (default: none, every peer may). A
+    /// connection without a peer (open listener) is not asked about.
+    fn authorizer(&self) -> Option<Arc<dyn PeerAuthorizer>> {
+        None
+    }
 }
 
 /// The production [`Transport`]: tokio TCP with `TCP_NODELAY`.

@@ -183,6 +183,11 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
         T::String,
         Some("GSSAPI"),
     ),
+    def(
+        "sasl.mechanism.controller.protocol",
+        T::String,
+        Some("GSSAPI"),
+    ),
     def("sasl.server.max.receive.size", T::Int, Some("524288")),
     def("plain.sasl.jaas.config", T::Password, None),
     def("scram-sha-256.sasl.jaas.config", T::Password, None),

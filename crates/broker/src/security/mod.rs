@@ -1,5 +1,6 @@
 //! Connection security: TLS on SSL and SASL_SSL listeners and for the inter-broker client ([`ssl`]), the
-//! principal of a TLS client ([`principal`]), SASL authentication ([`sasl`]).
+//! principal of a TLS client ([`principal`]), SASL authentication ([`sasl`]), and the controller listener's
+//! both ends ([`controller`]).
 //!
 //! Where it sits (see ARCHITECTURE.md, request flow): `network::serve` accepts a TCP connection on a
 //! listener; a listener whose security protocol uses TLS (SSL, SASL_SSL) runs the handshake first
@@ -8,6 +9,7 @@
 //! SASL_SSL) then authenticate (`server::sasl_authenticator`: SaslHandshake/SaslAuthenticate), which sets
 //! the principal `User:<authenticated name>` before any other request is served.
 
+pub mod controller;
 pub mod principal;
 pub mod sasl;
 pub mod ssl;

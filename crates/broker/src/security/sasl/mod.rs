@@ -410,15 +410,34 @@ impl SaslClientConfig {
         config: &BrokerConfig,
         listener: &str,
     ) -> Result<SaslClientConfig, SaslSetupError> {
+        Self::login(config, listener, "sasl.mechanism.inter.broker.protocol")
+    }
+
+    /// The login of this process's controller clients (raft peers, the broker's controller client) on
+    /// the controller listener `listener`: `sasl.mechanism.controller.protocol` and the listener's JAAS
+    /// `username`/`password`. Errors: as [`SaslClientConfig::inter_broker`].
+    pub fn controller(
+        config: &BrokerConfig,
+        listener: &str,
+    ) -> Result<SaslClientConfig, SaslSetupError> {
+        Self::login(config, listener, "sasl.mechanism.controller.protocol")
+    }
+
+    /// The login on `listener` with the mechanism named by `mechanism_key` (Kafka's default GSSAPI).
+    fn login(
+        config: &BrokerConfig,
+        listener: &str,
+        mechanism_key: &str,
+    ) -> Result<SaslClientConfig, SaslSetupError> {
         let mechanism = config
-            .value("sasl.mechanism.inter.broker.protocol")
+            .value(mechanism_key)
             .unwrap_or_else(|| "GSSAPI".into());
         if !INTER_BROKER_MECHANISMS.contains(&mechanism.as_str()) {
             return Err(SaslSetupError::Mechanisms {
                 listener: listener.to_string(),
                 value: mechanism.clone(),
                 reason: format!(
-                    "sasl.mechanism.inter.broker.protocol={mechanism} is not supported (PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 are)"
+                    "{mechanism_key}={mechanism} is not supported (PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 are)"
                 ),
             });
         }
@@ -430,9 +449,9 @@ impl SaslClientConfig {
         let missing = || SaslSetupError::Jaas {
             listener: listener.to_string(),
             key: jaas_key(listener, &mechanism),
-            reason:
-                "the inter-broker listener needs username and password for the broker's own login"
-                    .into(),
+            reason: format!(
+                "listener {listener} needs username and password for this process's own login"
+            ),
         };
         let entry = jaas_entry(config, listener, &mechanism, module)?.ok_or_else(missing)?;
         match (entry.options.get("username"), entry.options.get("password")) {
