@@ -44,7 +44,7 @@ use crate::config::listeners::{parse_protocol_map, SecurityProtocol};
 use crate::config::{keys, BrokerConfig, ConfigError};
 use crate::scram::ScramCredentialCache;
 use crate::server::network::{read_frame_within, write_chunks, ConnectionError, ServerStream};
-use crate::server::sasl_authenticator::{Action, SaslAuthenticator};
+use crate::server::sasl_authenticator::{unix_now_ms, Action, SaslAuthenticator};
 
 /// Why the controller listener's security could not be set up (a startup error).
 #[derive(Debug, thiserror::Error)]
@@ -412,7 +412,7 @@ async fn sasl_authenticate<S: ServerStream>(
     listener: &SaslListener,
     idle: Duration,
 ) -> io::Result<String> {
-    let mut auth = SaslAuthenticator::new(listener);
+    let mut auth = SaslAuthenticator::new(listener, unix_now_ms());
     let mut buf = BytesMut::new();
     let max = i32::try_from(listener.max_receive_size()).unwrap_or(i32::MAX);
     let closed = |e: ConnectionError| match e {
@@ -432,12 +432,12 @@ async fn sasl_authenticate<S: ServerStream>(
                 ))
             }
             Action::Respond(chunks) => write_chunks(stream, chunks).await?,
-            Action::Complete { response, user } => {
+            Action::Complete { response, session } => {
                 write_chunks(stream, response).await?;
                 if !buf.is_empty() {
                     return Err(denied("bytes sent before SASL authentication was answered"));
                 }
-                return Ok(user);
+                return Ok(session.user);
             }
             Action::Fail { response, reason } => {
                 if let Some(chunks) = response {
