@@ -69,7 +69,10 @@ class ClusterNode(BrokerProcess):
 
 
 class Cluster:
-    def __init__(self, sets: dict | None = None):
+    node_class = ClusterNode  # a subclass may start its nodes differently (tests/test_secure_cluster.py)
+
+    def __init__(self, sets: dict | None = None, client_conf: dict | None = None):
+        self.client_conf = dict(client_conf or {})  # librdkafka settings every client of the tests uses
         cports = {n: free_port() for n in NODES}
         voters = ",".join(f"{n}@127.0.0.1:{cports[n]}" for n in NODES)
         base = {"num.partitions": "1", "default.replication.factor": "3", "min.insync.replicas": "2",
@@ -77,7 +80,7 @@ class Cluster:
                 "replica.lag.time.max.ms": "5000", "offsets.topic.replication.factor": "3",
                 "offsets.topic.num.partitions": "3"}
         base.update(sets or {})
-        self.nodes = {n: ClusterNode(n, cports[n], voters, base) for n in NODES}
+        self.nodes = {n: self.node_class(n, cports[n], voters, base) for n in NODES}
 
     @property
     def bootstrap(self) -> str:
@@ -100,7 +103,7 @@ class Cluster:
 
     def metadata(self, topic: str | None = None):
         from confluent_kafka.admin import AdminClient
-        a = AdminClient({"bootstrap.servers": self.alive_bootstrap()})
+        a = AdminClient({"bootstrap.servers": self.alive_bootstrap(), **self.client_conf})
         return a.list_topics(topic=topic, timeout=10)
 
     def wait(self, cond, what: str, timeout: float = 60.0):
@@ -134,7 +137,7 @@ def cluster():
 
 def create_topic(c: Cluster, topic: str, partitions: int = 1, rf: int = 3, configs: dict | None = None):
     from confluent_kafka.admin import AdminClient, NewTopic
-    a = AdminClient({"bootstrap.servers": c.alive_bootstrap()})
+    a = AdminClient({"bootstrap.servers": c.alive_bootstrap(), **c.client_conf})
     fs = a.create_topics([NewTopic(topic, partitions, rf, config=configs or {})], operation_timeout=30)
     fs[topic].result(60)
     c.wait(lambda md: topic in md.topics and len(md.topics[topic].partitions) == partitions
@@ -142,10 +145,11 @@ def create_topic(c: Cluster, topic: str, partitions: int = 1, rf: int = 3, confi
            f"{topic} led with a full ISR")
 
 
-def consume_all(bootstrap: str, topic: str, expect: int, timeout: float = 120.0) -> list[tuple[int, bytes]]:
+def consume_all(bootstrap: str, topic: str, expect: int, timeout: float = 120.0,
+                conf: dict | None = None) -> list[tuple[int, bytes]]:
     from confluent_kafka import Consumer, TopicPartition
     cons = Consumer({"bootstrap.servers": bootstrap, "group.id": f"verify-{time.monotonic_ns()}",
-                     "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+                     "enable.auto.commit": False, "auto.offset.reset": "earliest", **(conf or {})})
     cons.assign([TopicPartition(topic, 0, 0)])
     out = []
     deadline = time.monotonic() + timeout
@@ -163,13 +167,13 @@ def consume_all(bootstrap: str, topic: str, expect: int, timeout: float = 120.0)
 class Stream:
     """An idempotent acks=all producer writing rec-00000000, rec-00000001, ... to partition 0."""
 
-    def __init__(self, bootstrap: str, topic: str):
+    def __init__(self, bootstrap: str, topic: str, conf: dict | None = None):
         from confluent_kafka import Producer
         self.topic = topic
         self.p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
                            "linger.ms": 2, "message.timeout.ms": 120000, "request.timeout.ms": 10000,
                            "reconnect.backoff.max.ms": 500, "retry.backoff.max.ms": 500,
-                           "topic.metadata.refresh.interval.ms": 1000})
+                           "topic.metadata.refresh.interval.ms": 1000, **(conf or {})})
         self.acked: dict[bytes, int] = {}
         self.failed: list = []
         self.sent = 0
@@ -203,7 +207,7 @@ class Stream:
 
 
 def check_exactly_once_in_order(c: Cluster, s: Stream):
-    got = consume_all(c.alive_bootstrap(), s.topic, len(s.acked))
+    got = consume_all(c.alive_bootstrap(), s.topic, len(s.acked), conf=c.client_conf)
     assert len(got) >= len(s.acked), f"read back only {len(got)} of {len(s.acked)} acknowledged records"
     values = [v for _, v in got]
     offsets = [o for o, _ in got]
