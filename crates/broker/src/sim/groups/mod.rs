@@ -86,6 +86,52 @@ fn settled(gw: &GroupWorld, views: &[checks::GroupView], shared: &Shared) -> boo
     })
 }
 
+/// The group simulation's own fault: the `__consumer_offsets` leader is cut off from its followers (they
+/// stop fetching; shorter than `replica.lag.time.max.ms`, so the ISR keeps them) and then loses power, so
+/// commits it took meanwhile exist in its log alone and the next leader (a follower) does not have them.
+/// Kafka answers no such commit (acks=all), so none may be lost. Returns when the power goes, and the leader.
+fn cut_off_leader(
+    sim: &mut turmoil::Sim<'_>,
+    gw: &GroupWorld,
+    rng: &mut Rng,
+    trace: &mut Vec<String>,
+) -> Option<(Duration, i32)> {
+    let b = gw.world.leader()?;
+    if !gw.world.may_crash(b) {
+        return None;
+    }
+    let d = rng.ms(100, 800);
+    trace.push(format!(
+        "leader {b} cut off from its followers, loses power in {d:?}"
+    ));
+    for o in BROKERS.iter().filter(|o| **o != b) {
+        sim.partition(host(b).as_str(), host(*o).as_str());
+    }
+    Some((d, b))
+}
+
+/// Ends [`cut_off_leader`]'s cut: with `crash`, broker `b` loses power if it still may crash (returns its
+/// restart, due in 100..3000 ms); otherwise (or when healing) the links come back.
+fn end_cut(
+    sim: &mut turmoil::Sim<'_>,
+    gw: &GroupWorld,
+    b: i32,
+    crash: bool,
+    rng: &mut Rng,
+    trace: &mut Vec<String>,
+) -> Option<(Duration, Undo)> {
+    if crash && gw.world.may_crash(b) {
+        let dur = rng.ms(100, 3_000);
+        let restart = super::power_loss(sim, &gw.world, b, dur, trace);
+        return Some((sim.elapsed() + dur, restart));
+    }
+    trace.push(format!("leader {b} reconnected to its followers"));
+    for o in BROKERS.iter().filter(|o| **o != b) {
+        sim.repair(host(b).as_str(), host(*o).as_str());
+    }
+    None
+}
+
 /// The simulated network of a run of seed `seed`, as the replication simulation's.
 fn build_sim<'a>(seed: u64, rng: &mut Rng) -> (turmoil::Sim<'a>, Duration) {
     let epoch = std::time::UNIX_EPOCH + Duration::from_millis(EPOCH_MS as u64);
@@ -123,16 +169,29 @@ pub fn run(seed: u64) -> Outcome {
     let mut next_fault = rng.ms(200, 1_500);
     let mut healed_at: Option<(Duration, usize)> = None;
     let mut stopped_at: Option<Duration> = None;
+    // A leader cut off from its followers, and when it loses power.
+    let mut cut: Option<(Duration, i32)> = None;
     loop {
         let now = sim.elapsed();
         if now < FAULT_PHASE {
             if now >= next_fault {
-                if let Some((d, u)) =
+                if rng.below(6) == 0 {
+                    if cut.is_none() {
+                        cut = cut_off_leader(&mut sim, &gw, &mut rng, &mut trace)
+                            .map(|(d, b)| (now + d, b));
+                    }
+                } else if let Some((d, u)) =
                     super::inject(&mut sim, &world, &mut rng, &mut trace, max_latency)
                 {
                     pending.push((now + d, u));
                 }
                 next_fault = now + rng.ms(200, 1_500);
+            }
+            if let Some((_, b)) = cut.filter(|(t, _)| *t <= now) {
+                cut = None;
+                if let Some(u) = end_cut(&mut sim, &gw, b, true, &mut rng, &mut trace) {
+                    pending.push(u);
+                }
             }
             let (due, rest): (Vec<_>, Vec<_>) = pending.drain(..).partition(|(t, _)| *t <= now);
             pending = rest;
@@ -140,6 +199,9 @@ pub fn run(seed: u64) -> Outcome {
                 super::undo(&mut sim, &world, u, &mut trace);
             }
         } else if healed_at.is_none() {
+            if let Some((_, b)) = cut.take() {
+                end_cut(&mut sim, &gw, b, false, &mut rng, &mut trace);
+            }
             super::heal(&mut sim, &world, &mut pending, &mut trace);
             trace.push(format!("healed at {now:?}"));
             healed_at = Some((now, shared.state.lock().acks));
