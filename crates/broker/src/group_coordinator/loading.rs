@@ -154,6 +154,7 @@ impl GroupCoordinatorService {
                 }
                 parts.insert(partition, Coordination::Loaded);
             }
+            self.note_loaded(&mut st, partition);
             let now = st.now(&*self.clock);
             let fx = st.coordinator.load_groups(now, scratch);
             let _ = self.apply(&mut st, fx);
@@ -202,6 +203,7 @@ impl GroupCoordinatorService {
         if self.partitions.lock().remove(&partition).is_none() {
             return;
         }
+        st.last_written.remove(&partition);
         let n = self.num_partitions.load(Ordering::Acquire);
         let belongs = |g: &str| partition_for(g, n) == partition;
         let fx = st.coordinator.unload_groups(belongs);

@@ -123,6 +123,9 @@ struct State {
     last_now: i64,
     /// The wall-clock time read by the previous [`State::now`].
     last_wall: Option<i64>,
+    /// Cluster mode, per `__consumer_offsets` partition led here: its last write not yet known to be
+    /// replicated (see `parked.rs`).
+    last_written: HashMap<i32, Appended>,
 }
 
 impl State {
@@ -271,6 +274,7 @@ impl GroupCoordinatorService {
                 next_request: 1,
                 last_now: 0,
                 last_wall: None,
+                last_written: HashMap::new(),
             }),
             config,
             metadata,
@@ -544,51 +548,43 @@ impl GroupCoordinatorService {
             .collect();
         let written = self.persist(&records);
         let mut replies = Vec::new();
+        let mut groups = Vec::new();
         for e in effects {
-            match e {
-                Effect::JoinResponse { request, response } => {
-                    if let Some((_, Pending::Join(tx))) = st.pending.remove(&request) {
-                        replies.push(Reply::Join(tx, response));
-                    }
-                }
-                Effect::SyncResponse { request, response } => {
-                    if let Some((_, Pending::Sync(tx))) = st.pending.remove(&request) {
-                        replies.push(Reply::Sync(tx, response));
-                    }
-                }
-                Effect::Persist(_) => {}
+            let parked = match e {
+                Effect::JoinResponse { request, response } => match st.pending.remove(&request) {
+                    Some((g, Pending::Join(tx))) => Some((g, Reply::Join(tx, response))),
+                    _ => None,
+                },
+                Effect::SyncResponse { request, response } => match st.pending.remove(&request) {
+                    Some((g, Pending::Sync(tx))) => Some((g, Reply::Sync(tx, response))),
+                    _ => None,
+                },
+                Effect::Persist(_) => None,
+            };
+            if let Some((g, reply)) = parked {
+                groups.push(g);
+                replies.push(reply);
             }
         }
         match &written {
-            // Cluster mode: answers of a call that wrote group records (e.g. the leader's SyncGroup
-            // storing the assignment) wait until the ISR has the records, as Kafka answers after the
-            // write commits; if it cannot, the members get the write's error and rejoin.
-            Ok(appended) if self.cluster_mode && !appended.is_empty() && !replies.is_empty() => {
-                self.reply_when_replicated(appended.clone(), replies);
+            // Cluster mode: answers wait until the ISR has every group record written so far to their
+            // groups' partitions (this call's, e.g. the leader's SyncGroup storing the assignment, and
+            // earlier ones they were read from), as Kafka answers only after those writes commit; if
+            // that fails, the members get the write's error and rejoin.
+            Ok(appended) => {
+                self.note_written(st, appended);
+                let waits = self.unreplicated(st, &groups);
+                if self.cluster_mode && !waits.is_empty() && !replies.is_empty() {
+                    self.reply_when_replicated(waits, replies);
+                } else {
+                    replies.into_iter().for_each(Reply::send);
+                }
             }
             // The records were not written (e.g. a group record larger than max.message.bytes): the
             // answers carry the error, so no member goes on from state the log does not have.
             Err(code) => replies.into_iter().for_each(|r| r.fail(*code)),
-            Ok(_) => replies.into_iter().for_each(Reply::send),
         }
         written
-    }
-
-    /// Sends `replies` once every append in `appended` is replicated (or their error when that fails or
-    /// `offsets.commit.timeout.ms` passes). Without a tokio runtime they are sent at once.
-    fn reply_when_replicated(&self, appended: Vec<Appended>, replies: Vec<Reply>) {
-        let Ok(handle) = tokio::runtime::Handle::try_current() else {
-            replies.into_iter().for_each(Reply::send);
-            return;
-        };
-        let (min_isr, deadline) = self.replication_bounds();
-        let rm = self.replica_manager.clone();
-        handle.spawn(async move {
-            match wait_appended(&rm, &appended, min_isr, deadline).await {
-                Ok(()) => replies.into_iter().for_each(Reply::send),
-                Err(code) => replies.into_iter().for_each(|r| r.fail(code)),
-            }
-        });
     }
 
     /// Appends `records` to `__consumer_offsets`: one batch per partition, records in call order.
@@ -671,12 +667,19 @@ impl GroupCoordinatorService {
         self.ready_for(&req.group_id).await?;
         let group = req.group_id.clone();
         let (tx, rx) = oneshot::channel();
-        // A failed write of the group's records is not reported to the parked members (the group is
-        // unloaded, and they are answered NOT_COORDINATOR, when leadership is lost).
-        let _ = self.call(Some(&group), |st, now| {
-            let id = st.park(&group, Pending::Sync(tx));
-            ((), st.coordinator.sync_group(now, id, req))
-        })?;
+        // The parked SyncGroups get a failed write's error; the group then rebalances (Kafka's classic
+        // coordinator), so no later SyncGroup is answered from the assignment the log lacks.
+        let _ = self.call_with_undo(
+            Some(&group),
+            |st, now| {
+                let id = st.park(&group, Pending::Sync(tx));
+                ((), st.coordinator.sync_group(now, id, req), now)
+            },
+            |st, now| {
+                let fx = st.coordinator.assignment_not_written(now, &group);
+                let _ = self.apply(st, fx);
+            },
+        )?;
         rx.await.unwrap_or(Err(CoordinatorError::Dropped))
     }
 

@@ -480,6 +480,7 @@ fn coordinator_time_goes_on_after_the_wall_clock_steps_back() {
         next_request: 1,
         last_now: 0,
         last_wall: None,
+        last_written: HashMap::new(),
     };
     assert_eq!(st.now(&clock), 1_000_000);
     clock.advance(-600_000);
@@ -492,4 +493,144 @@ fn coordinator_time_goes_on_after_the_wall_clock_steps_back() {
     );
     clock.advance(60_000);
     assert_eq!(st.now(&clock), 1_063_000, "forward steps are taken");
+}
+
+/// Read your uncommitted writes (Kafka's `CoordinatorRuntime` defers every answer until the HighWatermark
+/// passes the last written offset): a follower's SyncGroup arriving after the leader's SyncGroup wrote the
+/// assignment is answered only once that record is replicated. Answered from memory at once, a coordinator
+/// failover losing the record made the next coordinator reissue the generation to another membership (two
+/// members told the same partitions in one generation; group simulation seeds 243, 587, ...).
+#[test]
+fn sync_answers_wait_for_the_group_record_they_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let (svc, rm) = open_cluster_mode(dir.path());
+    let (a, _) = groups_on_0_and_1();
+    // Leader of __consumer_offsets-0 with a follower (broker 99) in the ISR: the HighWatermark moves
+    // only when the follower fetches.
+    let me = rm.local_broker_id();
+    let follower = types::BrokerId(99);
+    let p0 = rm.partition(OFFSETS_TOPIC, 0).unwrap();
+    let state = replica::replica_manager::PartitionState {
+        topic_id: p0.topic_id(),
+        leader: me,
+        leader_epoch: types::LeaderEpoch(1),
+        partition_epoch: types::PartitionEpoch(1),
+        isr: vec![me, follower],
+        replicas: vec![me, follower],
+    };
+    let config = svc
+        .topics
+        .log_config(&svc.metadata.topic(OFFSETS_TOPIC).unwrap().configs);
+    rm.apply_partition_state(OFFSETS_TOPIC, 0, config, state)
+        .unwrap();
+    // The follower fetches up to the leader's LogEndOffset while `follow` is set.
+    let follow = Arc::new(AtomicBool::new(true));
+    let fetch_to_end = {
+        let (rm, p0, follow) = (rm.clone(), p0.clone(), follow.clone());
+        move || {
+            if follow.load(Ordering::Acquire) {
+                rm.follower_fetch(&p0, follower, types::LeaderEpoch(1), p0.log_end_offset())
+                    .unwrap();
+            }
+        }
+    };
+    fetch_to_end();
+    svc.on_partition_leadership(0, true);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (_shutdown, shutdown_rx) = watch::channel(false);
+        let _timers = tokio::spawn(svc.clone().run_timers(shutdown_rx));
+        let _follower = tokio::spawn(async move {
+            loop {
+                fetch_to_end();
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        });
+        let bounded = Duration::from_secs(10);
+        let mut ids = Vec::new();
+        for _ in 0..2 {
+            let r = svc.join_group(join_request(&a, "")).await.unwrap();
+            assert_eq!(r.error_code, ErrorCode::MEMBER_ID_REQUIRED);
+            ids.push(r.member_id);
+        }
+        let join = |id: &str| {
+            let (svc, req) = (svc.clone(), join_request(&a, id));
+            tokio::spawn(async move { svc.join_group(req).await })
+        };
+        let answer = |task: tokio::task::JoinHandle<Result<JoinResult, CoordinatorError>>| async {
+            let r = tokio::time::timeout(bounded, task)
+                .await
+                .expect("JoinGroup answered")
+                .unwrap()
+                .unwrap();
+            assert_eq!(r.error_code, ErrorCode::NONE);
+            r
+        };
+        // The first member forms generation 1 alone; the second one's join starts generation 2, which
+        // completes when the first rejoins.
+        assert_eq!(answer(join(&ids[0])).await.generation_id, 1);
+        let second = join(&ids[1]);
+        while svc
+            .read_group(&a, |c| c.describe_group(&a).group_state)
+            .unwrap()
+            != "PreparingRebalance"
+        {
+            tokio::task::yield_now().await;
+        }
+        let joined = [answer(join(&ids[0])).await, answer(second).await];
+        assert_eq!([joined[0].generation_id, joined[1].generation_id], [2, 2]);
+        let leader = joined[0].leader.clone();
+        let other = ids.iter().find(|id| **id != leader).unwrap().clone();
+        let sync = |member: &str, assignments: Vec<(String, Bytes)>| {
+            let svc = svc.clone();
+            let req = SyncGroupRequest {
+                group_id: a.clone(),
+                generation_id: 2,
+                member_id: member.to_string(),
+                group_instance_id: None,
+                protocol_type: None,
+                protocol_name: None,
+                assignments,
+            };
+            tokio::spawn(async move { svc.sync_group(req).await })
+        };
+        let assignments = vec![
+            (leader.clone(), Bytes::from_static(b"0")),
+            (other.clone(), Bytes::from_static(b"1")),
+        ];
+        follow.store(false, Ordering::Release);
+        let leader_sync = sync(&leader, assignments);
+        while svc
+            .read_group(&a, |c| c.describe_group(&a).group_state)
+            .unwrap()
+            != "Stable"
+        {
+            tokio::task::yield_now().await;
+        }
+        // The group record is in the leader's log only; the follower syncs now.
+        let follower_sync = sync(&other, Vec::new());
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+        assert!(
+            !leader_sync.is_finished(),
+            "the leader's answer waits for its record"
+        );
+        assert!(
+            !follower_sync.is_finished(),
+            "the follower's answer read the unreplicated record: it waits for it too"
+        );
+        follow.store(true, Ordering::Release);
+        for (task, want) in [(leader_sync, &b"0"[..]), (follower_sync, &b"1"[..])] {
+            let r = tokio::time::timeout(bounded, task)
+                .await
+                .expect("answered once replicated")
+                .unwrap()
+                .unwrap();
+            assert_eq!((r.error_code, &r.assignment[..]), (ErrorCode::NONE, want));
+        }
+    });
 }

@@ -168,27 +168,7 @@ fn crash(
     if !world.may_crash(b) {
         return None;
     }
-    trace.push(format!("crash {b} for {dur:?}"));
-    let others: Vec<String> = BROKERS
-        .iter()
-        .filter(|&&o| o != b)
-        .map(|&o| host(o))
-        .chain(["client".to_string()])
-        .collect();
-    for o in &others {
-        sim.partition(host(b).as_str(), o.as_str());
-    }
-    sim.crash(host(b).as_str());
-    for o in &others {
-        sim.repair(host(b).as_str(), o.as_str());
-    }
-    world.note_durable_floor(b);
-    world.brokers.lock().remove(&b);
-    // The machine comes back with a working disk (a broker that cannot open its logs exits).
-    world.disks[&b].clear_faults();
-    world.disks[&b].crash();
-    world.fence(b);
-    Some((dur, Undo::Restart(b)))
+    Some((dur, power_loss(sim, world, b, dur, trace)))
 }
 
 /// Injects the next fault; returns what undoes it (or a follow-up) and when.
@@ -243,6 +223,40 @@ fn inject(
         }
         class => inject_disk_or_link(sim, world, rng, trace, class, max_latency),
     }
+}
+
+/// Broker `b` loses power for `dur` (the caller checked [`World::may_crash`]): its host is cut off and
+/// crashed, its disk loses what was not fsynced, the controller fences it. Returns the restart.
+fn power_loss(
+    sim: &mut turmoil::Sim<'_>,
+    world: &World,
+    b: i32,
+    dur: Duration,
+    trace: &mut Vec<String>,
+) -> Undo {
+    trace.push(format!("crash {b} for {dur:?}"));
+    // A power loss sends nothing: cut the host off while its runtime (and sockets) is dropped, so
+    // no FIN/RST leaves it (their order would depend on tokio's task drop order, not the seed).
+    let others: Vec<String> = BROKERS
+        .iter()
+        .filter(|&&o| o != b)
+        .map(|&o| host(o))
+        .chain(["client".to_string()])
+        .collect();
+    for o in &others {
+        sim.partition(host(b).as_str(), o.as_str());
+    }
+    sim.crash(host(b).as_str());
+    for o in &others {
+        sim.repair(host(b).as_str(), o.as_str());
+    }
+    world.note_durable_floor(b);
+    world.brokers.lock().remove(&b);
+    // The machine comes back with a working disk (a broker that cannot open its logs exits).
+    world.disks[&b].clear_faults();
+    world.disks[&b].crash();
+    world.fence(b);
+    Undo::Restart(b)
 }
 
 /// The disk and link faults: a full disk, a failing fsync, a slow link.

@@ -35,6 +35,34 @@ impl GroupCoordinator {
     }
 }
 
+impl GroupCoordinator {
+    /// The group record that a leader's SyncGroup for `group_id` produced could not be written (the
+    /// caller's append failed; the parked SyncGroups got the write's error). As Kafka's classic coordinator
+    /// when storing the assignment fails (`resetAndPropagateAssignmentWithError`, then a rebalance): every
+    /// assignment is dropped and a rebalance starts, so no later SyncGroup is answered from an assignment
+    /// the log does not have. Effects: those of the rebalance (none are records of a non-empty group).
+    pub fn assignment_not_written(&mut self, now_ms: i64, group_id: &str) -> Vec<Effect> {
+        self.run(now_ms, |groups, cx| {
+            let Some(g) = groups.get_mut(group_id) else {
+                return;
+            };
+            if !matches!(
+                g.state,
+                GroupState::Stable | GroupState::CompletingRebalance
+            ) {
+                return;
+            }
+            for m in g.members.values_mut() {
+                m.assignment = Bytes::new();
+            }
+            if g.can_rebalance() {
+                cx.prepare_rebalance(g);
+            }
+        })
+        .effects
+    }
+}
+
 /// The checks of a SyncGroup against its group, before the state decides.
 fn sync_request_error(g: &ClassicGroup, req: &SyncGroupRequest) -> Option<ErrorCode> {
     if g.is(GroupState::Empty) {
