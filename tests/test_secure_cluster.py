@@ -132,23 +132,25 @@ def test_a_scram_user_survives_a_leader_kill9_on_a_sasl_ssl_cluster(secured):
            f"broker {leader} back in the ISR over the SASL_SSL inter-broker listener")
 
 
-def silent(port: int, payload: bytes) -> bool:
-    """True when `payload` sent over plain TCP gets no answer (closed, or nothing within 3 s)."""
+def not_served(port: int, payload: bytes) -> bool:
+    """True when `payload` sent over plain TCP is not served: the peer closes, sends nothing within 3 s, or
+    answers only with a TLS alert record (content type 21), which is how a TLS server refuses plaintext."""
     with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
         s.settimeout(3)
         try:
             s.sendall(payload)
-            return s.recv(4096) == b""
+            data = s.recv(4096)
         except (socket.timeout, ConnectionResetError, BrokenPipeError):
             return True
+        return data == b"" or data[0] == 21
 
 
 def test_nothing_is_served_without_credentials(secured):
     c, certs, _ = secured
     api_versions = bytes.fromhex("0000001100120000000000010007") + b"attack\x00"
     node = c.nodes[1]
-    assert silent(node.port, api_versions), "plain TCP answered on a SASL_SSL client listener"
-    assert silent(node.controller_port, b'\x00\x00\x00\x02{}'), "plain TCP answered on the controller port"
+    assert not_served(node.port, api_versions), "plain TCP answered on a SASL_SSL client listener"
+    assert not_served(node.controller_port, b'\x00\x00\x00\x02{}'), "plain TCP answered on the controller port"
     from confluent_kafka.admin import AdminClient
     tls_only = {"security.protocol": "SSL", "ssl.ca.location": certs.ca}
     with pytest.raises(Exception):
