@@ -76,6 +76,12 @@ fn retriable(code: ErrorCode) -> bool {
     .contains(&code)
 }
 
+/// The producer's request timeout. Shorter than the longest held link (800 ms), so a held Produce is given
+/// up and its batch sent again on a new connection while the first copy is still on its way — what a
+/// producer with a short `request.timeout.ms` does (the Java client disconnects on a request timeout) — and
+/// the broker must recognise the second copy (idempotence), also when the two arrive in either order.
+const REQUEST_TIMEOUT: Duration = Duration::from_millis(700);
+
 /// The producer's software: runs until `acks.stop`.
 pub async fn run_producer(world: Arc<World>, acks: Arc<Acks>) -> turmoil::Result {
     let mut seq = 0i32;
@@ -98,7 +104,7 @@ pub async fn run_producer(world: Arc<World>, acks: Arc<Acks>) -> turmoil::Result
             }
         }
         let (_, c) = conn.as_mut().expect("connected");
-        let resp = c.call(9, request(seq), Duration::from_secs(5)).await;
+        let resp = c.call(9, request(seq), REQUEST_TIMEOUT).await;
         let resp = match resp {
             Ok(ResponseBody::Produce(r)) => r,
             Ok(_) | Err(_) => {
