@@ -18,7 +18,7 @@ import time
 import pytest
 
 from conftest import MODE
-from test_cluster import Cluster, active_controller
+from test_cluster import active_controller, cluster  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.cluster,
               pytest.mark.skipif(MODE != "runnel", reason="starts its own three runnel processes")]
@@ -46,15 +46,6 @@ def _read_exact(s: socket.socket, n: int) -> bytes:
         assert chunk, f"the controller closed the connection after {len(buf)} of {n} bytes"
         buf += chunk
     return buf
-
-
-@pytest.fixture
-def cluster():
-    c = Cluster()
-    try:
-        yield c.start()
-    finally:
-        c.close()
 
 
 def test_vote_storm_with_a_huge_term_does_not_depose_the_active_controller(cluster):
