@@ -277,7 +277,8 @@ impl Partition {
     }
 
     /// Becomes leader or follower (or just updates ISR/epochs) per `state` (Kafka's `makeLeader` /
-    /// `makeFollower`). `local_id` is this broker.
+    /// `makeFollower`). `local_id` is this broker; `monotonic_ms` is `Clock::monotonic_ms` (ISR lag is
+    /// measured on it).
     ///
     /// Idempotent for the same epochs; a state with an older leader epoch than known (or the same leader
     /// epoch and an older partition epoch) is ignored. As leader: records the epoch's start offset in the
@@ -288,12 +289,12 @@ impl Partition {
         &self,
         local_id: BrokerId,
         state: &PartitionState,
-        now_ms: i64,
+        monotonic_ms: i64,
     ) -> Result<RoleChange, StorageError> {
         let change = {
             let mut st = self.state.lock();
             let previous_epoch = st.registration.leader_epoch;
-            let change = self.apply_locked(&mut st, local_id, state, now_ms)?;
+            let change = self.apply_locked(&mut st, local_id, state, monotonic_ms)?;
             assert!(
                 st.registration.leader_epoch >= previous_epoch,
                 "{}-{}: leader epoch went back from {previous_epoch} to {}",
@@ -312,7 +313,7 @@ impl Partition {
         st: &mut PartitionInner,
         local_id: BrokerId,
         state: &PartitionState,
-        now_ms: i64,
+        monotonic_ms: i64,
     ) -> Result<RoleChange, StorageError> {
         let cur = &st.registration;
         if state.leader_epoch < cur.leader_epoch
@@ -326,7 +327,7 @@ impl Partition {
             // Same leadership: ISR / replicas / partition epoch only.
             st.registration = state.clone();
             if let Role::Leader(rs) = &mut st.role {
-                rs.apply_committed(state, now_ms);
+                rs.apply_committed(state, monotonic_ms);
                 let mut log = self.log.lock();
                 let leo = log.log_end_offset();
                 if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
@@ -341,7 +342,8 @@ impl Partition {
             if state.leader_epoch > LeaderEpoch(0) || leo > log.log_start_offset() {
                 log.assign_epoch_start_offset(state.leader_epoch, leo)?;
             }
-            let mut rs = ReplicaStates::new(local_id, state, leo, log.high_watermark(), now_ms);
+            let mut rs =
+                ReplicaStates::new(local_id, state, leo, log.high_watermark(), monotonic_ms);
             if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
                 log.update_high_watermark(hw);
             }
@@ -529,13 +531,14 @@ impl Partition {
     /// is below `fetch_offset`, or our cache knows only an older epoch; -1 is not checked) — nothing is
     /// recorded then. Otherwise records the follower's LEO `fetch_offset` (Kafka's
     /// `updateFollowerFetchState`), advances the HW if the ISR allows and returns `Ok(None)` plus the ISR
-    /// expansion to send with AlterPartition when the follower caught up.
+    /// expansion to send with AlterPartition when the follower caught up. `monotonic_ms`: the fetch's time on
+    /// `Clock::monotonic_ms`, what ISR lag is measured on.
     pub fn follower_fetch(
         &self,
         replica_id: BrokerId,
         last_fetched_epoch: LeaderEpoch,
         fetch_offset: Offset,
-        now_ms: i64,
+        monotonic_ms: i64,
     ) -> Result<(Option<DivergingEpoch>, Option<PartitionState>), ReplicaError> {
         let mut advanced = false;
         let proposal = {
@@ -568,7 +571,7 @@ impl Partition {
             if fetch_offset > leo {
                 return Ok((None, None));
             }
-            rs.update_follower_fetch(replica_id, fetch_offset, leo, now_ms);
+            rs.update_follower_fetch(replica_id, fetch_offset, leo, monotonic_ms);
             if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
                 log.update_high_watermark(hw);
                 advanced = true;
@@ -584,14 +587,19 @@ impl Partition {
     }
 
     /// The ISR-shrink check of one partition (Kafka's `maybeShrinkIsr`): while leading, the AlterPartition
-    /// proposal that drops the followers not caught up for `lag_max_ms`, if any.
-    pub(crate) fn maybe_shrink_isr(&self, now_ms: i64, lag_max_ms: i64) -> Option<PartitionState> {
+    /// proposal that drops the followers not caught up for `lag_max_ms`, if any (`monotonic_ms` on
+    /// `Clock::monotonic_ms`, so a wall-clock step neither delays nor hastens it).
+    pub(crate) fn maybe_shrink_isr(
+        &self,
+        monotonic_ms: i64,
+        lag_max_ms: i64,
+    ) -> Option<PartitionState> {
         let mut st = self.state.lock();
         let Role::Leader(rs) = &mut st.role else {
             return None;
         };
         let leo = self.log.lock().log_end_offset();
-        rs.maybe_shrink_isr(leo, now_ms, lag_max_ms)
+        rs.maybe_shrink_isr(leo, monotonic_ms, lag_max_ms)
             .map(|isr| rs.proposal(self.topic_id, isr))
     }
 
@@ -603,7 +611,7 @@ impl Partition {
         &self,
         proposal: &PartitionState,
         result: Result<PartitionState, ControllerError>,
-        now_ms: i64,
+        monotonic_ms: i64,
     ) -> bool {
         let mut st = self.state.lock();
         let PartitionInner {
@@ -615,7 +623,7 @@ impl Partition {
         }
         match result {
             Ok(committed) if committed.leader_epoch == proposal.leader_epoch => {
-                rs.apply_committed(&committed, now_ms);
+                rs.apply_committed(&committed, monotonic_ms);
                 if committed.partition_epoch >= registration.partition_epoch {
                     *registration = committed;
                 }

@@ -223,7 +223,7 @@ impl ReplicaManager {
                 by_index.entry(partition).or_insert(p).clone()
             }
         };
-        let change = p.apply_partition_state(inner.local_id, &state, inner.now_ms())?;
+        let change = p.apply_partition_state(inner.local_id, &state, inner.monotonic_ms())?;
         // Fetcher membership follows the role.
         let key = TopicPartition::new(topic, partition);
         match change {
@@ -362,7 +362,7 @@ impl ReplicaManager {
             replica_id,
             last_fetched_epoch,
             fetch_offset,
-            self.inner.now_ms(),
+            self.inner.monotonic_ms(),
         )?;
         if let Some(p) = proposal {
             tracing::info!(topic = %partition.topic, partition = partition.partition, isr = ?p.isr, "expanding ISR");
@@ -469,6 +469,12 @@ impl Inner {
         self.seams.clock.now_ms()
     }
 
+    /// Now on the injected clock's monotonic time (ms, arbitrary origin): what ISR lag is measured in, so
+    /// a step of the wall clock neither keeps a dead follower in the ISR nor drops live ones.
+    fn monotonic_ms(&self) -> i64 {
+        self.seams.clock.monotonic_ms()
+    }
+
     fn partition(&self, topic: &str, partition: i32) -> Option<Arc<Partition>> {
         self.partitions.read().get(topic)?.get(&partition).cloned()
     }
@@ -550,7 +556,7 @@ impl Inner {
         );
         handle.spawn(async move {
             let result = fut.await;
-            if !partition.complete_alter_partition(&proposal, result, clock.now_ms()) {
+            if !partition.complete_alter_partition(&proposal, result, clock.monotonic_ms()) {
                 // Back off before the next proposal (the metadata image usually brings the newer state
                 // meanwhile, which clears the proposal by itself); then allow proposals again.
                 tokio::time::sleep(ALTER_PARTITION_RETRY_BACKOFF).await;
@@ -571,7 +577,7 @@ async fn isr_expiration(inner: Weak<Inner>, period: Duration) {
         if inner.stopped.load(Ordering::Acquire) {
             return;
         }
-        let now = inner.now_ms();
+        let now = inner.monotonic_ms();
         for p in inner.all_partitions() {
             if let Some(proposal) = p.maybe_shrink_isr(now, inner.lag_max_ms) {
                 tracing::info!(topic = %p.topic, partition = p.partition, isr = ?proposal.isr, "shrinking ISR");

@@ -50,8 +50,9 @@ pub struct FollowerState {
     pub last_fetch_leader_log_end_offset: Offset,
 }
 
-/// Leader-side HighWatermark and ISR bookkeeping of one partition. Pure: callers pass the time (ms) and
-/// the leader's LEO; proposals come back as values for the caller to send with AlterPartition.
+/// Leader-side HighWatermark and ISR bookkeeping of one partition. Pure: callers pass the time (ms on a
+/// monotonic clock, `Clock::monotonic_ms`: a wall-clock step would otherwise keep a dead follower in the ISR
+/// for as long as the step, or drop every live one) and the leader's LEO; proposals come back as values for the caller to send with AlterPartition.
 #[derive(Debug, Clone)]
 pub struct ReplicaStates {
     local_id: BrokerId,

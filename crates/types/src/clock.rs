@@ -7,11 +7,13 @@
 //! [`SystemClock`]; tests wire in a [`ManualClock`] and move time forward explicitly, so no test has to sleep.
 //!
 //! This is Kafka's `org.apache.kafka.common.utils.Time` (with `SystemTime` and `MockTime`), reduced to the
-//! wall clock.
+//! wall clock ([`Clock::now_ms`]) and a monotonic clock ([`Clock::monotonic_ms`], Kafka's `hiResClockMs`)
+//! for the durations a wall-clock step must not stretch or shrink (ISR lag).
 
 use std::fmt;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::OnceLock;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// A source of wall-clock time.
 ///
@@ -23,6 +25,12 @@ pub trait Clock: Send + Sync + fmt::Debug {
     /// Not guaranteed to be monotonic: the system clock can be stepped backwards. Callers that compare two
     /// readings must tolerate a negative difference (treat it as zero elapsed time).
     fn now_ms(&self) -> i64;
+
+    /// Milliseconds on a monotonic clock with an arbitrary origin (Kafka's `Time.hiResClockMs`, from
+    /// `System.nanoTime`): never goes back and does not move when the wall clock is stepped. Only the
+    /// difference of two readings means anything; use it for durations that decide progress, such as how
+    /// long a follower has been out of sync.
+    fn monotonic_ms(&self) -> i64;
 }
 
 /// The operating system's wall clock (`SystemTime::now()`).
@@ -37,6 +45,13 @@ impl Clock for SystemClock {
             .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
             .unwrap_or(0)
     }
+
+    /// Milliseconds since the first reading in this process (`Instant`, CLOCK_MONOTONIC).
+    fn monotonic_ms(&self) -> i64 {
+        static ORIGIN: OnceLock<Instant> = OnceLock::new();
+        let origin = *ORIGIN.get_or_init(Instant::now);
+        i64::try_from(origin.elapsed().as_millis()).unwrap_or(i64::MAX)
+    }
 }
 
 /// A clock that moves only when told to, for tests and simulation (Kafka's `MockTime`).
@@ -46,6 +61,8 @@ impl Clock for SystemClock {
 #[derive(Debug, Default)]
 pub struct ManualClock {
     now_ms: AtomicI64,
+    /// The monotonic reading: moved by forward [`advance`](ManualClock::advance)s only.
+    monotonic_ms: AtomicI64,
 }
 
 impl ManualClock {
@@ -53,16 +70,19 @@ impl ManualClock {
     pub fn new(start_ms: i64) -> Self {
         ManualClock {
             now_ms: AtomicI64::new(start_ms),
+            monotonic_ms: AtomicI64::new(0),
         }
     }
 
     /// Moves the clock forward by `delta_ms` milliseconds and returns the new time. A negative `delta_ms` moves
-    /// it backwards, as a stepped system clock would.
+    /// the wall clock backwards, as a stepped system clock would, and leaves the monotonic clock where it is.
     pub fn advance(&self, delta_ms: i64) -> i64 {
+        self.monotonic_ms
+            .fetch_add(delta_ms.max(0), Ordering::SeqCst);
         self.now_ms.fetch_add(delta_ms, Ordering::SeqCst) + delta_ms
     }
 
-    /// Sets the clock to `now_ms` (ms since the Unix epoch).
+    /// Sets the wall clock to `now_ms` (ms since the Unix epoch), a step: the monotonic clock stays.
     pub fn set(&self, now_ms: i64) {
         self.now_ms.store(now_ms, Ordering::SeqCst);
     }
@@ -72,17 +92,29 @@ impl Clock for ManualClock {
     fn now_ms(&self) -> i64 {
         self.now_ms.load(Ordering::SeqCst)
     }
+
+    fn monotonic_ms(&self) -> i64 {
+        self.monotonic_ms.load(Ordering::SeqCst)
+    }
 }
 
 impl<C: Clock + ?Sized> Clock for std::sync::Arc<C> {
     fn now_ms(&self) -> i64 {
         (**self).now_ms()
     }
+
+    fn monotonic_ms(&self) -> i64 {
+        (**self).monotonic_ms()
+    }
 }
 
 impl<C: Clock + ?Sized> Clock for &C {
     fn now_ms(&self) -> i64 {
         (**self).now_ms()
+    }
+
+    fn monotonic_ms(&self) -> i64 {
+        (**self).monotonic_ms()
     }
 }
 
@@ -101,6 +133,24 @@ mod tests {
         clock.set(42);
         assert_eq!(clock.now_ms(), 42);
         assert_eq!(clock.advance(-2), 40);
+    }
+
+    #[test]
+    fn a_wall_clock_step_leaves_the_monotonic_clock() {
+        let clock = ManualClock::new(1_000);
+        assert_eq!(clock.monotonic_ms(), 0);
+        clock.advance(250);
+        assert_eq!(clock.monotonic_ms(), 250);
+        clock.advance(-600_000);
+        clock.set(5);
+        assert_eq!(
+            clock.monotonic_ms(),
+            250,
+            "steps back or set do not move it"
+        );
+        let system = SystemClock;
+        let a = system.monotonic_ms();
+        assert!(system.monotonic_ms() >= a);
     }
 
     #[test]

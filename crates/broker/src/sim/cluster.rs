@@ -88,6 +88,11 @@ impl Clock for SimClock {
         let now = turmoil::since_epoch().map_or(EPOCH_MS, |d| d.as_millis() as i64);
         now + self.skew_ms.load(Ordering::SeqCst)
     }
+
+    /// Turmoil's virtual time since the epoch, without the skew: a jump does not move it.
+    fn monotonic_ms(&self) -> i64 {
+        turmoil::since_epoch().map_or(EPOCH_MS, |d| d.as_millis() as i64)
+    }
 }
 
 /// What the test controller knows: the partition's registration and which brokers are up.

@@ -19,8 +19,10 @@
 //! no duplicate and no reorder (the log holds sequences 0, 1, 2, ... exactly once), a leader's HighWatermark
 //! never goes backwards while it leads (a follower's may, as in Kafka: see `checks`), at most one leader per
 //! leader epoch, a broker's log reaching after a power loss the recovery point it had (what it counted as
-//! fsynced survives), the full ISR regained and the replicas identical within a bound once faults stop, and
-//! a run being the same every time (its trace).
+//! fsynced survives), the full ISR regained and the replicas identical within a bound once faults stop,
+//! writes going on within 10 s when, after that, one follower's link to its leader is held (the leader must
+//! drop it from the ISR by itself, on its monotonic clock, as the controller still sees the follower
+//! alive), and a run being the same every time (its trace).
 //!
 //! `SIM_SEEDS=<n>` runs seeds 0..n (default 100), `SIM_SEED=<s>` only seed s, `SIM_TRACE=1` prints the
 //! trace (faults, controller decisions, and every `SIM_SAMPLE_MS` (default 250) of simulated time the acks
@@ -50,6 +52,9 @@ use cluster::{host, World, BROKERS};
 const FAULT_PHASE: Duration = Duration::from_secs(15);
 /// After the faults stop: the full ISR, progress and identical replicas must come within this bound.
 const RECOVERY_BOUND: Duration = Duration::from_secs(60);
+/// After the first recovery a follower's link to its leader is held: the leader must drop it from the ISR
+/// (`replica.lag.time.max.ms` = 1 s) and acknowledge writes again within this bound.
+const CUT_OFF_BOUND: Duration = Duration::from_secs(10);
 /// Simulated time per step.
 const TICK: Duration = Duration::from_millis(5);
 
@@ -383,7 +388,7 @@ pub fn run(seed: u64) -> Outcome {
         .rng_seed(seed)
         .epoch(epoch)
         .tick_duration(TICK)
-        .simulation_duration(FAULT_PHASE + RECOVERY_BOUND + Duration::from_secs(30))
+        .simulation_duration(FAULT_PHASE + CUT_OFF_BOUND + 2 * RECOVERY_BOUND)
         .min_message_latency(min_latency)
         .max_message_latency(max_latency)
         .tcp_capacity(1 << 16)
@@ -401,7 +406,7 @@ pub fn run(seed: u64) -> Outcome {
     let mut pending: Vec<(Duration, Undo)> = Vec::new();
     let on = enabled_classes();
     let mut next_fault = rng.ms(200, 1_500);
-    let mut healed_at: Option<(Duration, usize)> = None;
+    let mut recovery: Option<Recovery> = None;
     loop {
         let now = sim.elapsed();
         // A preferred-leader election soon after a replica rejoins the ISR, some of the time.
@@ -426,10 +431,10 @@ pub fn run(seed: u64) -> Outcome {
                     pending.push((now + d, next));
                 }
             }
-        } else if healed_at.is_none() {
+        } else if recovery.is_none() {
             heal(&mut sim, &world, &mut pending, &mut rng, &mut trace);
             trace.push(format!("healed at {now:?}"));
-            healed_at = Some((now, acks.acked.lock().len()));
+            recovery = Some(Recovery::new(now, acks.acked.lock().len()));
         }
         if let Err(e) = sim.step() {
             checker.violations.push(format!("simulation error: {e}"));
@@ -452,23 +457,14 @@ pub fn run(seed: u64) -> Outcome {
                 checks::describe(&world)
             ));
         }
-        if let Some((at, acked_then)) = healed_at {
-            let acked_now = acks.acked.lock().len();
-            let stopping = acks.stop.load(Ordering::Acquire);
-            if !stopping && acked_now >= acked_then + 5 && checks::full_isr(&world) {
-                // Progress with the full ISR: stop producing and let the replicas settle.
-                acks.stop.store(true, Ordering::Release);
-            }
-            if stopping && checks::converged(&world) {
-                trace.push(format!("converged after {:?}", sim.elapsed() - at));
-                break;
-            }
-            if sim.elapsed() - at > RECOVERY_BOUND {
-                checker.violations.push(format!(
-                    "not recovered {RECOVERY_BOUND:?} after the faults stopped: {} (acked {acked_then} -> {acked_now})",
-                    checks::describe(&world),
-                ));
-                break;
+        if let Some(recovery) = recovery.as_mut() {
+            match recovery.step(&mut sim, &world, &acks, &mut rng, &mut trace) {
+                Ok(false) => {}
+                Ok(true) => break,
+                Err(v) => {
+                    checker.violations.push(v);
+                    break;
+                }
             }
         }
     }
@@ -488,6 +484,91 @@ pub fn run(seed: u64) -> Outcome {
     Outcome {
         trace,
         violations: checker.violations,
+    }
+}
+
+/// The end of a run, once the faults stopped: the full ISR and progress; then one follower's link to its
+/// leader held (a follower that stops fetching while the controller still sees it alive), which the
+/// leader must drop from the ISR by itself so writes go on with the other two (availability with one
+/// replica lost); then the link released and every replica converged.
+struct Recovery {
+    /// When the faults stopped, or the held link was released, and the acknowledgements then.
+    since: (Duration, usize),
+    /// The held link: (follower, leader, since when, acknowledgements then).
+    cut: Option<(i32, i32, Duration, usize)>,
+    /// Whether the held-link phase is over.
+    cut_done: bool,
+}
+
+impl Recovery {
+    fn new(now: Duration, acked: usize) -> Recovery {
+        Recovery {
+            since: (now, acked),
+            cut: None,
+            cut_done: false,
+        }
+    }
+
+    /// One step: Ok(true) when the run is over, Err with the violation when a bound passed.
+    fn step(
+        &mut self,
+        sim: &mut turmoil::Sim<'_>,
+        world: &World,
+        acks: &Acks,
+        rng: &mut Rng,
+        trace: &mut Vec<String>,
+    ) -> Result<bool, String> {
+        let now = sim.elapsed();
+        let acked_now = acks.acked.lock().len();
+        if let Some((f, l, at, acked_then)) = self.cut {
+            if acked_now >= acked_then + 5 {
+                trace.push(format!("{now:?} writes go on without {f}; link released"));
+                sim.release(host(f).as_str(), host(l).as_str());
+                self.cut = None;
+                self.cut_done = true;
+                self.since = (now, acked_now);
+            } else if now - at > CUT_OFF_BOUND {
+                return Err(format!(
+                    "writes stalled {CUT_OFF_BOUND:?} after follower {f}'s link to leader {l} was held: {} (acked {acked_then} -> {acked_now})",
+                    checks::describe(world),
+                ));
+            }
+            return Ok(false);
+        }
+        let stopping = acks.stop.load(Ordering::Acquire);
+        if !stopping && acked_now >= self.since.1 + 5 && checks::full_isr(world) {
+            if !self.cut_done {
+                let state = world.ctl.lock().state.clone();
+                let leader = state.leader.get();
+                let followers: Vec<i32> = state
+                    .isr
+                    .iter()
+                    .map(|i| i.get())
+                    .filter(|&b| b != leader)
+                    .collect();
+                let f = followers[rng.below(followers.len() as u64) as usize];
+                trace.push(format!(
+                    "{now:?} link of follower {f} to leader {leader} held"
+                ));
+                sim.hold(host(f).as_str(), host(leader).as_str());
+                self.cut = Some((f, leader, now, acked_now));
+                return Ok(false);
+            }
+            // Progress with the full ISR: stop producing and let the replicas settle.
+            acks.stop.store(true, Ordering::Release);
+        }
+        if stopping && checks::converged(world) {
+            trace.push(format!("converged after {:?}", now - self.since.0));
+            return Ok(true);
+        }
+        if now - self.since.0 > RECOVERY_BOUND {
+            return Err(format!(
+                "not recovered {RECOVERY_BOUND:?} after the faults stopped: {} (acked {} -> {acked_now})",
+                checks::describe(world),
+                self.since.1,
+            ));
+        }
+        Ok(false)
     }
 }
 
