@@ -59,6 +59,88 @@ def ratio(a, b):
     return "—" if a is None or not b else f"{a / b:.2f}×"
 
 
+def cpu_per_m(broker, tag, key):
+    """Median CPU seconds per million records (`key`: broker_cpu_s or client_cpu_s) over a tag's runs."""
+    return med([r[key] / r["records"] * 1e6 for r in bench(broker, tag)
+                if "error" not in r and r.get(key) is not None and r.get("records")])
+
+
+def failed_lines():
+    """The failed and retried runs."""
+    errs = [(b, t, e) for t in tags for b in ("runnel", "kafka", "mock", "sink", "peer") for e in errors(b, t)]
+    retried = [r for r in rows if r.get("kind") == "bench_retried"]
+    if not errs and not retried:
+        return []
+    out = ["## Failed runs", ""]
+    for b, t, e in errs:
+        out.append(f"- {b} `{t}`: {e}")
+    for r in retried:
+        e = r.get("error", "").strip().splitlines()
+        out.append(f"- {r.get('broker')} `{r.get('tag')}` failed once and was retried after 10 s (the table has the retry): "
+                   f"{e[-1] if e else 'failed'}")
+    return out + [""]
+
+
+def tls_lines():
+    """The TLS rows (bench/tls.sh): per listener, the figure, R/K, and the ratios issue 14 sets targets for."""
+    tt = [t for t in tags if t.startswith("tls-")]
+    if not tt:
+        return []
+    out = ["## TLS: produce and consume over PLAINTEXT, SSL and SASL_SSL (1 KiB records, acks=all)", "",
+           "Per listener a fresh topic is produced (acks=all, no compression), then consumed from the page cache "
+           "(one consumer from the beginning). SASL_SSL logs in with PLAIN. Targets (issue 14): Runnel over TLS "
+           "≥ 0.8× its own PLAINTEXT figure and ≥ 1.5× Kafka's figure over the same protocol. Both brokers "
+           "encrypt in user space (Runnel: rustls with ring, so Fetch over TLS reads and encrypts instead of "
+           "`sendfile`; Kafka: the JDK's SSLEngine, which also gives up zero-copy transfer over TLS).", ""]
+    env = one("tls_env")
+    if env:
+        out.append(f"- Kernel TLS: {'available' if env.get('ktls') else 'unavailable on this machine'} "
+                   f"(tcp_available_ulp: `{env.get('ulp', '?').strip()}`), so it is not used.")
+    for r in rows:
+        if r.get("kind") == "tls_cipher":
+            out.append(f"- {r['broker']}'s SSL listener with OpenSSL's s_client: `{r.get('line') or 'no answer'}`.")
+    out += ["", "| run | parts | listener | Runnel records/s (MB/s) | Kafka records/s (MB/s) | R/K | Runnel ÷ own "
+            "PLAINTEXT | Kafka ÷ own PLAINTEXT | broker CPU s/M R / K | targets: ≥ 0.8× own, ≥ 1.5× Kafka |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    for t in tt:
+        what, proto, rest = t.split(":", 2)
+        parts = rest.split(":")[1]
+        base = t.replace(f":{proto}:", ":PLAINTEXT:")
+        rr, rm = figure("runnel", t, "records_per_sec"), figure("runnel", t, "mb_per_sec")
+        kr, km = figure("kafka", t, "records_per_sec"), figure("kafka", t, "mb_per_sec")
+        rb, kb = figure("runnel", base, "records_per_sec"), figure("kafka", base, "records_per_sec")
+        verdict = "—"
+        if proto != "PLAINTEXT" and None not in (rr, rb, kr):
+            verdict = (f"{'met' if rr >= 0.8 * rb else 'missed'} ({rr / rb:.2f}×), "
+                       f"{'met' if rr >= 1.5 * kr else 'missed'} ({rr / kr:.2f}×)")
+        cpu = f"{fmt_f(cpu_per_m('runnel', t, 'broker_cpu_s'), 2)} / {fmt_f(cpu_per_m('kafka', t, 'broker_cpu_s'), 2)}"
+        out.append(f"| {what.split('-')[1]} | {parts} | {proto} | {fmt_n(rr)} ({fmt_f(rm)}) | {fmt_n(kr)} ({fmt_f(km)}) | "
+                   f"{ratio(rr, kr)} | {ratio(rr, rb)} | {ratio(kr, kb)} | {cpu} | {verdict} |")
+    out.append("")
+    return out
+
+
+def acl_lines():
+    """bench/acl_bench.py's row: produce with no authorizer vs the StandardAuthorizer with 10,000 ACLs."""
+    s = one("acl_summary")
+    if not s:
+        return []
+    out = ["## Authorizer cost (bench/acl_bench.py)", ""]
+    if "error" in s:
+        return out + [f"Failed: `{s['error'].strip().splitlines()[-1] if s['error'].strip() else 'no output'}`", ""]
+    runs = [r for r in rows if r.get("kind") == "acl"]
+    out += [f"Two more Runnel brokers of the same build: no authorizer, and the StandardAuthorizer with {s['acls']:,} "
+            "ACLs and no super users (every Produce checked); `runnel bench produce` for "
+            f"{s['seconds']} s, {s['record_size']} B records, 1 partition, acks=1, alternating between them "
+            f"({s['reps']} run(s) each, medians). Target (issue 14): < 2% of the throughput.", "",
+            "| authorizer | records/s (median) | runs |", "|---|---|---|",
+            f"| off | {fmt_n(s['off'])} | {', '.join(fmt_n(r['records_per_sec']) for r in runs if r['authorizer'] == 'off')} |",
+            f"| on, {s['acls']:,} ACLs | {fmt_n(s['on'])} | "
+            f"{', '.join(fmt_n(r['records_per_sec']) for r in runs if r['authorizer'] == 'on')} |", "",
+            f"Cost: {100 * s['cost']:.1f}% ({'met' if s['cost'] < 0.02 else 'missed'}: < 2%; a negative cost is noise).", ""]
+    return out
+
+
 tags = []
 for r in rows:
     if r.get("kind") == "bench" and r["tag"] not in tags:
@@ -91,8 +173,10 @@ L.append("")
 if note:
     L.append(f"**Partial report — {note}.** The runs after that point are missing.")
     L.append("")
+tls_only = bool(tags) and all(t.startswith("tls-") for t in tags)
+flags = (" --quick" if quick else "") + (" --tls-only" if tls_only else "")
 L.append(
-    f"`bench/run.sh{' --quick' if quick else ''}` on the working tree at commit `{commit}`, {reps} repetition(s), Runnel and Kafka "
+    f"`bench/run.sh{flags}` on the working tree at commit `{commit}`, {reps} repetition(s), Runnel and Kafka "
     "alternating run by run (order flipped each run); figures are medians over the repetitions. Load generator: "
     "`runnel bench` (librdkafka through rust-rdkafka), one producer / one consumer thread, linger.ms=5, no keys, "
     "values of random upper-case letters. Kafka: KRaft combined mode via scripts/kafka-reference.sh "
@@ -105,6 +189,11 @@ L.append(
     "and broker share the two cores, so absolute figures are noisy; only the same-run ratios mean much."
 )
 L.append("")
+if tls_only:
+    L += tls_lines() + acl_lines() + failed_lines()
+    open(out_path, "w").write("\n".join(L))
+    print("\n".join(L))
+    sys.exit(0)
 L.append("## Same-run references")
 L.append("")
 L.append("| reference | figure |")
@@ -190,12 +279,7 @@ for t in tags:
     L.append(f"| {s} | {p} | {what} | {fmt_n(rr)} ({fmt_f(rm)}) | {fmt_n(kr)} ({fmt_f(km)}) | {ratio(rr, kr)} | {ratio(rm, tcp)} | "
              f"{ratio(km, tcp)} | {ratio(rr, consume_ceiling.get((s, p), consume_ceiling.get((s, '*'))))} |")
 L.append("")
-
-def cpu_per_m(broker, tag, key):
-    """Median CPU seconds per million records (`key`: broker_cpu_s or client_cpu_s) over a tag's runs."""
-    return med([r[key] / r["records"] * 1e6 for r in bench(broker, tag)
-                if "error" not in r and r.get(key) is not None and r.get("records")])
-
+L += tls_lines() + acl_lines()
 
 cpu_tags = [t for t in tags if t.startswith(("produce:", "consume-"))
             and any(r.get("broker_cpu_s") is not None for b in ("runnel", "kafka") for r in bench(b, t))]
@@ -334,18 +418,6 @@ if kp:
              f"{kp[0].get('records', 0):,} records); its own MB/sec figure is MiB/s, the table's MB/s is records/s × 100 B / 10^6.")
     L.append("")
 
-errs = [(b, t, e) for t in tags for b in ("runnel", "kafka", "mock", "sink", "peer") for e in errors(b, t)]
-retried = [r for r in rows if r.get("kind") == "bench_retried"]
-if errs or retried:
-    L.append("## Failed runs")
-    L.append("")
-    for b, t, e in errs:
-        L.append(f"- {b} `{t}`: {e}")
-    for r in retried:
-        e = r.get("error", "").strip().splitlines()
-        L.append(f"- {r.get('broker')} `{r.get('tag')}` failed once and was retried after 10 s (the table has the retry): "
-                 f"{e[-1] if e else 'failed'}")
-    L.append("")
-
+L += failed_lines()
 open(out_path, "w").write("\n".join(L))
 print("\n".join(L))

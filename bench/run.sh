@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runnel vs Apache Kafka 4.4.0 benchmark: one command, same client (`runnel bench`, librdkafka), same run.
 #
-#   bench/run.sh [--quick] [--reps N] [--peer HOST:PORT|tansu] [--out FILE]
+#   bench/run.sh [--quick] [--reps N] [--peer HOST:PORT|tansu] [--out FILE] [--tls-only | --no-tls]
 #
 # Builds target/release/runnel, starts a fresh `runnel server` (temp data dir) and Apache Kafka 4.4.0
 # (scripts/kafka-reference.sh: KRaft combined mode, its own temp data dir on the same filesystem), then
@@ -28,6 +28,10 @@
 #
 # --quick: a reduced matrix (a few minutes). --peer adds another Kafka-protocol broker to the
 # produce/consume runs; `--peer tansu` starts tansu in memory via bench/peer-tansu.sh.
+# TLS rows (bench/tls.sh, after the end-to-end runs): both brokers also get an SSL and a SASL_SSL (PLAIN)
+# listener with certificates made at run time (openssl); 1 KiB records, acks=all, produce then consume over
+# PLAINTEXT, SSL and SASL_SSL, 1 and 8 partitions (--quick: 1). --tls-only runs just those rows (plus the
+# authorizer row, bench/acl_bench.py: produce with no authorizer vs 10,000 ACLs); --no-tls leaves them out.
 # Environment: BENCH_TMP (default target/bench-run) holds all data dirs; it is deleted first.
 # BENCH_COUNT_SCALE (default 1) multiplies every record count (e.g. 0.05 for a smoke test);
 # BENCH_NO_BUILD=1 uses the existing target/release/runnel; BENCH_RUN_LIMIT (default 1800) bounds
@@ -39,22 +43,26 @@ QUICK=0
 REPS=""
 PEER=""
 OUT=""
+TLS=yes
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --quick) QUICK=1 ;;
         --reps) REPS="$2"; shift ;;
         --peer) PEER="$2"; shift ;;
         --out) OUT="$2"; shift ;;
-        -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+        --tls-only) TLS=only ;;
+        --no-tls) TLS=no ;;
+        -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
     shift
 done
 [[ -n "$REPS" ]] || REPS=$([[ $QUICK == 1 ]] && echo 1 || echo 3)
 if [[ -z "$OUT" ]]; then   # bench/results/<date>.md, or <date>-2.md, ... if that exists (never overwrite a report)
-    OUT="$ROOT/bench/results/$(date -u +%Y-%m-%d).md"
+    sfx=$([[ $TLS == only ]] && echo -tls || true)
+    OUT="$ROOT/bench/results/$(date -u +%Y-%m-%d)$sfx.md"
     i=2
-    while [[ -e "$OUT" ]]; do OUT="$ROOT/bench/results/$(date -u +%Y-%m-%d)-$i.md"; i=$((i + 1)); done
+    while [[ -e "$OUT" ]]; do OUT="$ROOT/bench/results/$(date -u +%Y-%m-%d)$sfx-$i.md"; i=$((i + 1)); done
 fi
 TMP="${BENCH_TMP:-$ROOT/target/bench-run}"
 BIN="$ROOT/target/release/runnel"
@@ -110,7 +118,7 @@ else
 fi
 bash "$ROOT/scripts/kafka-reference.sh" fetch
 # librdkafka's rdkafka_performance for the cross-check, built once from rdkafka-sys's bundled source.
-if [[ ! -x "$ROOT/.test-deps/librdkafka/examples/rdkafka_performance" ]]; then
+if [[ $TLS != only && ! -x "$ROOT/.test-deps/librdkafka/examples/rdkafka_performance" ]]; then
     log "building librdkafka's rdkafka_performance (once; a few minutes)"
     bash "$ROOT/scripts/librdkafka-tests.sh" --build-perf || log "building rdkafka_performance failed; its cross-check is skipped"
 fi
@@ -119,6 +127,8 @@ rm -rf "$TMP"
 mkdir -p "$TMP" "$(dirname "$OUT")"
 : > "$RESULTS"
 RUNNEL_PID="" KAFKA_PID="" SINK_PID="" SAMPLER="" PEER_PID=""
+BENCH_ADDR="" BENCH_X=()   # run_bench's address and client options when not the broker's PLAINTEXT listener
+declare -A SADDR=()        # BROKER:PROTOCOL -> address of that listener (TLS rows)
 cleanup() {
     [[ -n "$SAMPLER" ]] && kill "$SAMPLER" 2>/dev/null
     [[ -n "$SINK_PID" ]] && kill "$SINK_PID" 2>/dev/null
@@ -157,8 +167,18 @@ delete_everywhere() { local b; for b in "${BROKERS[@]}"; do delete_topic "$b" "$
 # --- brokers -------------------------------------------------------------------------------------
 RPORT="$(free_port)"
 mkdir -p "$TMP/runnel"
+RUNNEL_ARGS=(server --listen "127.0.0.1:$RPORT" --data-dir "$TMP/runnel")
+if [[ $TLS != no ]]; then
+    source "$ROOT/bench/tls.sh"
+    log "TLS rows: certificates and listener configs in $TMP/tls"
+    tls_setup "$TMP/tls"
+    RSSL="$(free_port)" RSASL="$(free_port)"
+    RUNNEL_ARGS=(server --config "$TMP/tls/runnel.properties" --data-dir "$TMP/runnel"
+        --listen "PLAINTEXT://127.0.0.1:$RPORT,SSL://127.0.0.1:$RSSL,SASL_SSL://127.0.0.1:$RSASL")
+    SADDR=([runnel:PLAINTEXT]="127.0.0.1:$RPORT" [runnel:SSL]="127.0.0.1:$RSSL" [runnel:SASL_SSL]="127.0.0.1:$RSASL")
+fi
 t0=$(date +%s%N)
-"$BIN" server --listen "127.0.0.1:$RPORT" --data-dir "$TMP/runnel" > "$TMP/runnel.log" 2>&1 &
+"$BIN" "${RUNNEL_ARGS[@]}" > "$TMP/runnel.log" 2>&1 &
 RUNNEL_PID=$!
 wait_port "$RPORT" 30 || { tail -20 "$TMP/runnel.log" >&2; exit 1; }
 RUNNEL_STARTUP_MS=$(( ($(date +%s%N) - t0) / 1000000 ))
@@ -167,6 +187,11 @@ log "runnel on 127.0.0.1:$RPORT (pid $RUNNEL_PID, accepting after ${RUNNEL_START
 
 KPORT="$(free_port)"
 bash "$ROOT/scripts/kafka-reference.sh" prepare "$TMP/kafka" "$KPORT"
+if [[ $TLS != no ]]; then
+    KSSL="$(free_port)" KSASL="$(free_port)"
+    tls_kafka_config "$TMP/kafka/server.properties" "$KPORT" "$KSSL" "$KSASL"
+    SADDR+=([kafka:PLAINTEXT]="127.0.0.1:$KPORT" [kafka:SSL]="127.0.0.1:$KSSL" [kafka:SASL_SSL]="127.0.0.1:$KSASL")
+fi
 mapfile -t KCMD < <(bash "$ROOT/scripts/kafka-reference.sh" java-cmd "$TMP/kafka")
 t0=$(date +%s%N)
 "${KCMD[@]}" > "$TMP/kafka.log" 2>&1 < /dev/null &
@@ -219,7 +244,8 @@ run_bench() {
     local cpu0 cpu1
     cpu0=$(cpu_ticks "$pid")
     if [[ -n "$pid" ]]; then sample_rss "$pid" & SAMPLER=$!; fi
-    out=$(timeout -k 10 "$RUN_LIMIT" "$BIN" bench "$@" -b "${ADDR[$broker]}" --timeout 60 --json 2> "$TMP/last.err") || true
+    out=$(timeout -k 10 "$RUN_LIMIT" "$BIN" bench "$@" -b "${BENCH_ADDR:-${ADDR[$broker]}}" "${BENCH_X[@]}" \
+        --timeout 60 --json 2> "$TMP/last.err") || true
     if [[ -n "$SAMPLER" ]]; then kill "$SAMPLER" 2>/dev/null; wait "$SAMPLER" 2>/dev/null || true; SAMPLER=""; fi
     cpu1=$(cpu_ticks "$pid")
     python3 - "$out" "$broker" "$tag" "$PEAK_FILE" "$TMP/last.err" "$cpu0" "$cpu1" "$(getconf CLK_TCK)" >> "$RESULTS" <<'EOF'
@@ -326,6 +352,13 @@ consumed() {   # size parts acks comp -> is this produce topic read by a consume
     [[ $3 == 1 && $4 == none && " ${CONSUME[*]} " == *" $1:$2 "* ]]
 }
 
+if [[ $TLS == only ]]; then
+    tls_rows
+    acl_row
+    finish
+    exit 0
+fi
+
 for rep in $(seq 1 "$REPS"); do
     for cfg in "${PRODUCE[@]}"; do
         IFS=: read -r size parts acks comp <<< "$cfg"
@@ -385,6 +418,10 @@ EOF
     done
 done
 
+if [[ $TLS == yes ]]; then
+    tls_rows
+    acl_row
+fi
 finish "in progress: matrix and end-to-end runs done, references and the 1,000-partition runs missing"
 
 # --- same-run references -------------------------------------------------------------------------
@@ -558,7 +595,7 @@ dirs=$(find "$TMP/runnel" -mindepth 1 -maxdepth 1 -type d | wc -l)
 if stop_pid "$RUNNEL_PID" 60; then clean=true; else clean=false; fi
 RUNNEL_PID=""
 t0=$(date +%s%N)
-"$BIN" server --listen "127.0.0.1:$RPORT" --data-dir "$TMP/runnel" > "$TMP/runnel-restart.log" 2>&1 &
+"$BIN" "${RUNNEL_ARGS[@]}" > "$TMP/runnel-restart.log" 2>&1 &
 RUNNEL_PID=$!
 if wait_port "$RPORT" 120; then
     ms=$(( ($(date +%s%N) - t0) / 1000000 ))
