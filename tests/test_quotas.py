@@ -1,10 +1,13 @@
 """Client quotas and connection limits (issue 14): Kafka's kafka-configs tool (ConfigCommand) setting and
 describing client quotas through AlterClientQuotas/DescribeClientQuotas, byte-rate enforcement as KIP-219
 (throttle_time_ms in the answer, the connection muted meanwhile) seen by confluent-kafka and by a raw client,
-and the connection limits at accept.
+request_percentage (KIP-124) and controller_mutation_rate (KIP-599) seen by a raw client, and the connection
+limits at accept.
 
 Codes are Kafka 4.4.0's (ClientQuotaControlManager / ClientQuotasImage): INVALID_REQUEST 42 for a bad entity or
-key, UNSUPPORTED_VERSION 35 for an unknown entity type in a describe filter.
+key, UNSUPPORTED_VERSION 35 for an unknown entity type in a describe filter; THROTTLING_QUOTA_EXCEEDED 89 for a
+topic mutation over controller_mutation_rate (ControllerMutationQuotaManager: strict from CreateTopics v6,
+DeleteTopics v5, CreatePartitions v3).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ pytestmark = pytest.mark.skipif(MODE != "runnel", reason="starts brokers with qu
 
 CONFIG_TOOL = "org.apache.kafka.tools.ConfigCommand"
 DESCRIBE_CLIENT_QUOTAS, ALTER_CLIENT_QUOTAS = 48, 49
-INVALID_REQUEST, UNSUPPORTED_VERSION = 42, 35
+INVALID_REQUEST, UNSUPPORTED_VERSION, THROTTLING_QUOTA_EXCEEDED = 42, 35, 89
 MB = 1024 * 1024
 
 
@@ -176,6 +179,126 @@ def test_a_throttled_fetch_answers_throttle_time_and_no_data(qbroker, topic):
         assert throttle > 0
         assert r.i16() == 0 and r.i32() == 0
         assert r.i32() == 0, "a throttled fetch carries no partitions (Kafka's getThrottledResponse)"
+
+
+def _metadata_throttle(conn) -> int:
+    """A Metadata v8 request for no topics → its throttle_time_ms."""
+    r = conn.request(k.METADATA, 8, bytes(k.Writer().i32(0).i8(0).i8(0).i8(0).buf))
+    return r.i32()
+
+
+def test_request_percentage_throttles_only_the_limited_client(qbroker):
+    b = qbroker.bootstrap
+    # 0.01 % of a thread: 1 ms of handler time in the first ten windows, a few dozen requests.
+    assert alter_quota(b, [("client-id", "req-limited")], [("request_percentage", 0.01)])[0] == 0
+    throttle, sent = 0, 0
+    with k.Connection(b, client_id="req-limited") as c:
+        while throttle == 0 and sent < 20_000:
+            throttle = _metadata_throttle(c)
+            sent += 1
+    assert throttle > 0, f"never throttled in {sent} requests"
+    # Kafka bounds a request-quota throttle by one quota window (1 s).
+    assert throttle <= 1000, throttle
+    with k.Connection(b, client_id="req-free") as c:
+        assert all(_metadata_throttle(c) == 0 for _ in range(sent + 10))
+    assert alter_quota(b, [("client-id", "req-limited")], [("request_percentage", None)])[0] == 0
+
+
+def _compact_string(r):
+    n = r.uvarint() - 1
+    return None if n < 0 else r.raw(n).decode()
+
+
+def _create_topics_v6(conn, topics, validate_only=False):
+    """CreateTopics v6 (flexible) of [(name, partitions)] → (throttle_time_ms, {name: (error, message)})."""
+    w = k.Writer().uvarint(len(topics) + 1)
+    for name, partitions in topics:
+        w.compact_string(name).i32(partitions).i16(1).uvarint(1).uvarint(1).tags()
+    w.i32(30000).i8(1 if validate_only else 0).tags()
+    r = conn.request(CREATE_TOPICS, 6, bytes(w.buf), flexible_header=True, flexible_response=True)
+    throttle, out = r.i32(), {}
+    for _ in range(r.uvarint() - 1):
+        name, err, msg = _compact_string(r), r.i16(), _compact_string(r)
+        r.i32(), r.i16()  # num_partitions, replication_factor
+        for _ in range(max(r.uvarint() - 1, 0)):  # configs
+            _compact_string(r), _compact_string(r), r.i8(), r.i8(), r.i8()
+            _skip_tags(r)
+        _skip_tags(r)
+        out[name] = (err, msg)
+    return throttle, out
+
+
+def _skip_tags(r):
+    for _ in range(r.uvarint()):
+        r.uvarint()
+        r.raw(r.uvarint())
+
+
+def _create_topics_v4(conn, topics):
+    """CreateTopics v4 (no THROTTLING_QUOTA_EXCEEDED) → (throttle_time_ms, {name: error})."""
+    w = k.Writer().i32(len(topics))
+    for name, partitions in topics:
+        w.string(name).i32(partitions).i16(1).i32(0).i32(0)
+    w.i32(30000).i8(0)
+    r = conn.request(CREATE_TOPICS, 4, bytes(w.buf))
+    throttle = r.i32()
+    return throttle, {n: e for n, e, _m in r.array(lambda r: (r.string(), r.i16(), r.string()))}
+
+
+def _delete_topics_v5(conn, names):
+    """DeleteTopics v5 (flexible) → (throttle_time_ms, {name: error})."""
+    w = k.Writer().uvarint(len(names) + 1)
+    for n in names:
+        w.compact_string(n)
+    w.i32(30000).tags()
+    r = conn.request(DELETE_TOPICS, 5, bytes(w.buf), flexible_header=True, flexible_response=True)
+    throttle, out = r.i32(), {}
+    for _ in range(r.uvarint() - 1):
+        name, err = _compact_string(r), r.i16()
+        _compact_string(r)
+        _skip_tags(r)
+        out[name] = err
+    return throttle, out
+
+
+CREATE_TOPICS, DELETE_TOPICS = 19, 20
+
+
+def test_controller_mutation_rate_refuses_topics_over_it_with_throttling_quota_exceeded(qbroker):
+    b = qbroker.bootstrap
+    p = f"mut-{time.monotonic_ns()}"
+    # 1 partition/s: a bucket of 10 tokens (ten windows), overdrawn by the first large topic.
+    assert alter_quota(b, [("client-id", "mut-limited")], [("controller_mutation_rate", 1.0)])[0] == 0
+    with k.Connection(b, client_id="mut-limited") as c:
+        throttle, results = _create_topics_v6(c, [(f"{p}-a", 20), (f"{p}-b", 5), (f"{p}-c", 1)])
+    # Kafka's strict quota: accepted while the bucket is not negative, whatever the size; then refused.
+    assert results[f"{p}-a"][0] == 0, results
+    for name in (f"{p}-b", f"{p}-c"):
+        assert results[name] == (THROTTLING_QUOTA_EXCEEDED, None), results  # Kafka 4.4: no message
+    # 10 tokens overdrawn at 1/s: about 10 s until the bucket is back to zero.
+    assert 5_000 <= throttle <= 10_000, throttle
+    with k.Connection(b) as c:
+        found = k.metadata(c, [f"{p}-a"])  # (not b: this Metadata would auto-create it)
+    assert len(found[f"{p}-a"][1]) == 20, found
+    # validate_only counts too (Kafka's controller checks the quota before it drops the records).
+    with k.Connection(b, client_id="mut-limited") as c:
+        _throttle, results = _create_topics_v6(c, [(f"{p}-vo", 1)], validate_only=True)
+    assert results == {f"{p}-vo": (THROTTLING_QUOTA_EXCEEDED, None)}, results
+    # Deleting is a mutation too: refused (v5) while the bucket is overdrawn.
+    with k.Connection(b, client_id="mut-limited") as c:
+        throttle, deleted = _delete_topics_v5(c, [f"{p}-a"])
+    assert deleted == {f"{p}-a": THROTTLING_QUOTA_EXCEEDED} and throttle > 0, (deleted, throttle)
+    # A version without the error (CreateTopics v4) is accepted, and throttled.
+    with k.Connection(b, client_id="mut-limited") as c:
+        throttle, created = _create_topics_v4(c, [(f"{p}-old", 3)])
+    assert created == {f"{p}-old": 0} and throttle > 8_000, (created, throttle)
+    # Another client on the same broker is not limited.
+    with k.Connection(b, client_id="mut-free") as c:
+        throttle, results = _create_topics_v6(c, [(f"{p}-free-{i}", 30) for i in range(3)])
+        assert throttle == 0 and all(v[0] == 0 for v in results.values()), (throttle, results)
+        throttle, deleted = _delete_topics_v5(c, [f"{p}-a", f"{p}-old"] + [f"{p}-free-{i}" for i in range(3)])
+        assert throttle == 0 and set(deleted.values()) == {0}, (throttle, deleted)
+    assert alter_quota(b, [("client-id", "mut-limited")], [("controller_mutation_rate", None)])[0] == 0
 
 
 def _stats_throttle(stats_json: str) -> int:

@@ -883,6 +883,9 @@ fn main() {
             );
         }
         let _ = writeln!(out, "        }}\n    }}\n");
+        if idx == 1 {
+            throttle_accessor(&mut out, &pairs);
+        }
         let _ = writeln!(
             out,
             "    /// Decode the body of `api_key` in `version` (range-checked against [`supported_versions`]).\n    pub fn decode(api_key: ApiKey, version: i16, buf: &mut Bytes) -> Result<Self, DecodeError> {{"
@@ -978,4 +981,23 @@ fn main() {
 
     let out_dir = std::env::var("OUT_DIR").expect("OUT_DIR");
     std::fs::write(Path::new(&out_dir).join("messages.rs"), out).expect("write messages.rs");
+}
+
+/// `ResponseBody::throttle_time_ms_mut`: the response's `throttle_time_ms` field, where its message has one.
+fn throttle_accessor(out: &mut String, pairs: &[(&Message, &Message)]) {
+    let _ = writeln!(out, "    /// The response's `throttle_time_ms` (ms, KIP-219; sent from the version that has it), `None` for a\n    /// response without one (SaslHandshake, SaslAuthenticate, WriteTxnMarkers).\n    pub fn throttle_time_ms_mut(&mut self) -> Option<&mut i32> {{\n        match self {{");
+    for (q, r) in pairs {
+        let has = r.structs[0]
+            .fields
+            .iter()
+            .any(|f| f.name == "throttle_time_ms");
+        let arm = if has {
+            "Some(&mut b.throttle_time_ms)"
+        } else {
+            "None"
+        };
+        let bind = if has { "b" } else { "_" };
+        let _ = writeln!(out, "            Self::{}({bind}) => {arm},", api_name(q));
+    }
+    let _ = writeln!(out, "        }}\n    }}\n");
 }

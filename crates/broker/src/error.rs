@@ -101,6 +101,15 @@ pub enum AclError {
     Internal(String),
 }
 
+/// A topic mutation refused by the client's `controller_mutation_rate` (KIP-599; THROTTLING_QUOTA_EXCEEDED,
+/// 89): the client may retry after `throttle_time_ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("The throttling quota has been exceeded.")]
+pub struct ThrottlingQuotaExceeded {
+    /// How long until the client's quota allows a mutation again (ms).
+    pub throttle_time_ms: u64,
+}
+
 /// Why an AlterClientQuotas entry was refused (KIP-546).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum QuotaError {

@@ -661,7 +661,12 @@ fn wire_quotas(
         config.get(keys::QUOTA_WINDOW_NUM),
         config.get(keys::QUOTA_WINDOW_SIZE_SECONDS),
     );
-    let clients = Arc::new(ClientQuotas::new(window, clock.clone()));
+    let mutation_window = QuotaWindow::new(
+        config.get(keys::CONTROLLER_QUOTA_WINDOW_NUM),
+        config.get(keys::CONTROLLER_QUOTA_WINDOW_SIZE_SECONDS),
+    );
+    let clients =
+        Arc::new(ClientQuotas::new(window, clock.clone()).with_mutation_window(mutation_window));
     let admin: Arc<dyn QuotaAdmin> = match cluster {
         Some(c) => {
             publishers.install(Arc::new(QuotaPublisher(clients.clone())));

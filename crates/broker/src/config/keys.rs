@@ -148,6 +148,10 @@ keys! {
     QUOTA_WINDOW_NUM: i32 = "quota.window.num";
     /// `quota.window.size.seconds`: length of one quota window (s).
     QUOTA_WINDOW_SIZE_SECONDS: i32 = "quota.window.size.seconds";
+    /// `controller.quota.window.num`: windows of the controller mutation quota's burst (KIP-599).
+    CONTROLLER_QUOTA_WINDOW_NUM: i32 = "controller.quota.window.num";
+    /// `controller.quota.window.size.seconds`: length of one controller mutation quota window (s).
+    CONTROLLER_QUOTA_WINDOW_SIZE_SECONDS: i32 = "controller.quota.window.size.seconds";
     /// `authorizer.class.name`: empty = no authorizer (every request allowed, the ACL APIs answer
     /// SECURITY_DISABLED); `org.apache.kafka.metadata.authorizer.StandardAuthorizer` = ACLs enforced. Read once
     /// at startup.

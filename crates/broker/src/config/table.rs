@@ -126,6 +126,8 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("max.connection.creation.rate", T::Int, Some("2147483647")),
     def("quota.window.num", T::Int, Some("11")),
     def("quota.window.size.seconds", T::Int, Some("1")),
+    def("controller.quota.window.num", T::Int, Some("11")),
+    def("controller.quota.window.size.seconds", T::Int, Some("1")),
     def("compression.type", T::String, Some("producer")),
     def("min.insync.replicas", T::Int, Some("1")),
     def("unclean.leader.election.enable", T::Boolean, Some("false")),

@@ -1,7 +1,8 @@
-//! Byte-rate quotas per client (Kafka's `ClientQuotaManager`, KIP-13/KIP-55/KIP-219), sans I/O: one
-//! [`ClientQuotaManager`] per quota key (`producer_byte_rate` for Produce, `consumer_byte_rate` for Fetch)
-//! records the bytes of each request against the entity its (user, client id) resolves to and says how long
-//! the client is throttled. Time comes in as `now_ms`.
+//! Quotas per client (Kafka's `ClientQuotaManager`, KIP-13/KIP-55/KIP-124/KIP-219/KIP-599), sans I/O: one
+//! [`ClientQuotaManager`] per quota key (`producer_byte_rate` for Produce, `consumer_byte_rate` for Fetch,
+//! `request_percentage` for handler time, `controller_mutation_rate` with [`super::mutation`]'s token
+//! bucket) records each request's amount against the entity its (user, client id) resolves to and says how
+//! long the client is throttled. Time comes in as `now_ms`.
 //!
 //! Which quota applies — Kafka's precedence, most specific first, over the entities that have a value for
 //! this key:
@@ -27,19 +28,21 @@ const SENSOR_EXPIRY_MS: u64 = 3_600_000;
 type Tags = (String, String);
 
 #[derive(Debug)]
-struct Sensor {
-    rate: SampledRate,
+struct Sensor<S> {
+    stat: S,
     last_used_ms: u64,
 }
 
-/// One quota key's rates and the quotas configured for it.
+/// One quota key's sensors and the quotas configured for it. `S` is what a sensor measures: a
+/// [`SampledRate`] (byte rates, `request_percentage`) or a [`super::mutation::TokenBucket`]
+/// (`controller_mutation_rate`, KIP-599).
 #[derive(Debug)]
-pub struct ClientQuotaManager {
+pub struct ClientQuotaManager<S = SampledRate> {
     key: &'static str,
     window: QuotaWindow,
-    /// The entities with a value for `key`, and that value (bytes/s).
+    /// The entities with a value for `key`, and that value (bytes/s, percent, mutations/s).
     quotas: HashMap<ClientQuotaEntity, f64>,
-    sensors: HashMap<Tags, Sensor>,
+    sensors: HashMap<Tags, Sensor<S>>,
     last_expiry_ms: u64,
 }
 
@@ -49,9 +52,9 @@ fn name(n: &str) -> Option<EntityName> {
 
 const DEFAULT: Option<EntityName> = Some(EntityName::Default);
 
-impl ClientQuotaManager {
+impl<S: Default> ClientQuotaManager<S> {
     /// A manager of the quota `key` sampled over `window`, with no quotas.
-    pub fn new(key: &'static str, window: QuotaWindow) -> ClientQuotaManager {
+    pub fn new(key: &'static str, window: QuotaWindow) -> ClientQuotaManager<S> {
         ClientQuotaManager {
             key,
             window,
@@ -125,42 +128,28 @@ impl ClientQuotaManager {
         self.bound(&self.tags(user, client_id))
     }
 
-    /// Records `bytes` for `user`/`client_id` at `now_ms` and returns the throttle time (ms, 0 within the
-    /// quota; Kafka's `maybeRecordAndGetThrottleTimeMs`).
-    pub fn record(&mut self, user: &str, client_id: &str, bytes: f64, now_ms: u64) -> u64 {
-        if self.quotas.is_empty() {
-            return 0;
-        }
+    /// Whether any entity has a quota with this key (without one, nothing is recorded).
+    pub fn is_enabled(&self) -> bool {
+        !self.quotas.is_empty()
+    }
+
+    /// The windows the sensors are sampled over.
+    pub fn window(&self) -> QuotaWindow {
+        self.window
+    }
+
+    /// The sensor `user`/`client_id` records into at `now_ms` (created if new), with the bound that applies
+    /// to it (`None` without a quota; Kafka's `getOrCreateQuotaSensors`). Idle sensors are expired first.
+    pub fn sensor(&mut self, user: &str, client_id: &str, now_ms: u64) -> (Option<f64>, &mut S) {
         self.expire(now_ms);
         let tags = self.tags(user, client_id);
         let bound = self.bound(&tags);
-        let window = self.window;
         let sensor = self.sensors.entry(tags).or_insert_with(|| Sensor {
-            rate: SampledRate::default(),
+            stat: S::default(),
             last_used_ms: now_ms,
         });
         sensor.last_used_ms = now_ms;
-        sensor.rate.record(window, bytes, now_ms);
-        let Some(bound) = bound else { return 0 };
-        let rate = sensor.rate.measure(window, now_ms);
-        throttle_time_ms(rate, bound, sensor.rate.window_ms(window, now_ms))
-    }
-
-    /// Takes back `bytes` recorded at `now_ms` (a throttled Fetch whose data is not sent; Kafka's
-    /// `unrecordQuotaSensor`).
-    pub fn unrecord(&mut self, user: &str, client_id: &str, bytes: f64, now_ms: u64) {
-        let tags = self.tags(user, client_id);
-        if let Some(s) = self.sensors.get_mut(&tags) {
-            s.rate.record(self.window, -bytes, now_ms);
-        }
-    }
-
-    /// The most bytes one response may carry for `user`/`client_id` (Kafka's `getMaxValueInQuotaWindow`:
-    /// the quota × the `samples - 1` windows a first burst is measured against); `None` without a quota.
-    pub fn max_value_in_window(&self, user: &str, client_id: &str) -> Option<f64> {
-        let bound = self.quota_for(user, client_id)?;
-        let seconds = (self.window.samples - 1) as f64 * self.window.window_ms as f64 / 1000.0;
-        Some(bound * seconds)
+        (bound, &mut sensor.stat)
     }
 
     fn expire(&mut self, now_ms: u64) {
@@ -176,6 +165,39 @@ impl ClientQuotaManager {
     #[cfg(test)]
     fn sensors(&self) -> usize {
         self.sensors.len()
+    }
+}
+
+impl ClientQuotaManager<SampledRate> {
+    /// Records `value` (bytes; percent for `request_percentage`) for `user`/`client_id` at `now_ms` and
+    /// returns the throttle time (ms, 0 within the quota; Kafka's `recordAndGetThrottleTimeMs`).
+    pub fn record(&mut self, user: &str, client_id: &str, value: f64, now_ms: u64) -> u64 {
+        if self.quotas.is_empty() {
+            return 0;
+        }
+        let window = self.window;
+        let (bound, rate) = self.sensor(user, client_id, now_ms);
+        rate.record(window, value, now_ms);
+        let Some(bound) = bound else { return 0 };
+        let measured = rate.measure(window, now_ms);
+        throttle_time_ms(measured, bound, rate.window_ms(window, now_ms))
+    }
+
+    /// Takes back `value` recorded at `now_ms` (a throttled Fetch whose data is not sent; Kafka's
+    /// `unrecordQuotaSensor`).
+    pub fn unrecord(&mut self, user: &str, client_id: &str, value: f64, now_ms: u64) {
+        let tags = self.tags(user, client_id);
+        if let Some(s) = self.sensors.get_mut(&tags) {
+            s.stat.record(self.window, -value, now_ms);
+        }
+    }
+
+    /// The most bytes one response may carry for `user`/`client_id` (Kafka's `getMaxValueInQuotaWindow`:
+    /// the quota × the `samples - 1` windows a first burst is measured against); `None` without a quota.
+    pub fn max_value_in_window(&self, user: &str, client_id: &str) -> Option<f64> {
+        let bound = self.quota_for(user, client_id)?;
+        let seconds = (self.window.samples - 1) as f64 * self.window.window_ms as f64 / 1000.0;
+        Some(bound * seconds)
     }
 }
 

@@ -2,6 +2,9 @@
 //! KIP-525 (created topic's configs in the response, v5+), KIP-516 (topic id, v7+).
 //!
 //! Explicit replica assignments must name only this broker, each partition once, partitions 0..n.
+//!
+//! KIP-599: a valid topic's partitions count against the client's `controller_mutation_rate`; from v6 a topic
+//! over it is refused with THROTTLING_QUOTA_EXCEEDED (89), before v6 it is created and the client throttled.
 
 use std::collections::BTreeMap;
 
@@ -14,16 +17,23 @@ use super::describe_configs::{config_source_for_topic, is_sensitive, topic_confi
 use super::errors::ApiError;
 use super::KafkaApis;
 use crate::metadata::TopicMetadata;
+use crate::quota::MutationQuota;
 use crate::server::context::RequestContext;
 use authorizer::{AclOperation, ResourceType};
 
 /// Creates each topic; one result per requested topic, in order. A name given twice gets INVALID_REQUEST.
+/// `throttle_time_ms` is the controller mutation quota's.
 pub async fn handle(
     apis: &KafkaApis,
     ctx: &RequestContext,
     request: CreateTopicsRequest,
 ) -> CreateTopicsResponse {
     let version = ctx.api_version();
+    let mut quota = apis.quotas().clients.mutation_quota(
+        &ctx.connection.principal.name,
+        ctx.client_id().unwrap_or(""),
+        version >= 6,
+    );
     let mut seen = std::collections::HashMap::new();
     for t in &request.topics {
         *seen.entry(t.name.clone()).or_insert(0) += 1;
@@ -52,28 +62,30 @@ pub async fn handle(
             // Kafka: CREATE on the cluster, or on the topic.
             Err(ApiError::from(d))
         } else {
-            create_one(apis, &t, request.validate_only).await
+            create_one(apis, &t, request.validate_only, &mut quota).await
         };
         match created {
             Ok(topic) => fill_created(apis, version, &t, &topic, &mut result),
             Err(e) => {
-                result.error_code = e.code.0;
-                result.error_message = Some(e.message);
+                (result.error_code, result.error_message) = e.into_parts();
             }
         }
         topics.push(result);
     }
     CreateTopicsResponse {
+        throttle_time_ms: quota.throttle_time_ms().min(i32::MAX as u64) as i32,
         topics,
         ..Default::default()
     }
 }
 
-/// Checks one entry's assignments and configs, then creates it.
+/// Checks one entry's assignments and configs, then creates it. With a mutation quota, the topic is validated
+/// first and its partitions counted before it is created (Kafka checks the quota after every other check).
 async fn create_one(
     apis: &KafkaApis,
     t: &CreatableTopic,
     validate_only: bool,
+    quota: &mut MutationQuota<'_>,
 ) -> Result<TopicMetadata, ApiError> {
     let (mut partitions, mut rf) = (t.num_partitions, t.replication_factor);
     if !t.assignments.is_empty() {
@@ -89,6 +101,16 @@ async fn create_one(
             ));
         };
         configs.insert(c.name.clone(), v.clone());
+    }
+    if quota.is_bounded() {
+        let checked = apis
+            .topics
+            .create_topic(&t.name, partitions, rf, configs.clone(), true)
+            .await?;
+        quota.record(checked.partitions.max(0) as u32)?;
+        if validate_only {
+            return Ok(checked);
+        }
     }
     Ok(apis
         .topics

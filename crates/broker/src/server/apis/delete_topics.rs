@@ -1,4 +1,8 @@
 //! DeleteTopics (key 20), v1–6. Source: Kafka protocol guide; KIP-516 (delete by topic id, v6+).
+//!
+//! KIP-599: a deleted topic's partitions count against the client's `controller_mutation_rate`; from v5 a
+//! topic over it is refused with THROTTLING_QUOTA_EXCEEDED (89), before v5 it is deleted and the client
+//! throttled.
 
 use protocol::error::ErrorCode;
 use protocol::messages::delete_topics_response::DeletableTopicResult;
@@ -7,15 +11,22 @@ use uuid::Uuid;
 
 use super::errors::ApiError;
 use super::KafkaApis;
+use crate::quota::MutationQuota;
 use crate::server::context::{Denied, RequestContext};
 use authorizer::{AclOperation, ResourceType};
 
-/// Deletes each named topic (by name below v6, by name or id from v6).
+/// Deletes each named topic (by name below v6, by name or id from v6); `throttle_time_ms` is the controller
+/// mutation quota's.
 pub async fn handle(
     apis: &KafkaApis,
     ctx: &RequestContext,
     request: DeleteTopicsRequest,
 ) -> DeleteTopicsResponse {
+    let mut quota = apis.quotas().clients.mutation_quota(
+        &ctx.connection.principal.name,
+        ctx.client_id().unwrap_or(""),
+        ctx.api_version() >= 5,
+    );
     let targets: Vec<(Option<String>, Uuid)> = if ctx.api_version() >= 6 {
         request
             .topics
@@ -47,18 +58,31 @@ pub async fn handle(
                     let d = Denied(ResourceType::Topic);
                     (r.error_code, r.error_message) = ApiError::from(d).into_parts();
                 }
-                Some(n) => match apis.topics.delete_topic(&n).await {
+                Some(n) => match delete_one(apis, &n, &mut quota).await {
                     // The groups' offsets for it go when the metadata change is published (in every
                     // mode, through the group coordinator's MetadataPublisher).
                     Ok(topic_id) => r.topic_id = topic_id,
-                    Err(e) => (r.error_code, r.error_message) = ApiError::from(e).into_parts(),
+                    Err(e) => (r.error_code, r.error_message) = e.into_parts(),
                 },
             }
             r
         });
     }
     DeleteTopicsResponse {
+        throttle_time_ms: quota.throttle_time_ms().min(i32::MAX as u64) as i32,
         responses,
         ..Default::default()
     }
+}
+
+/// Deletes one topic, its partitions counted against the mutation quota first when it exists.
+async fn delete_one(
+    apis: &KafkaApis,
+    name: &str,
+    quota: &mut MutationQuota<'_>,
+) -> Result<Uuid, ApiError> {
+    if let Some(topic) = apis.metadata.topic(name) {
+        quota.record(topic.partitions.max(0) as u32)?;
+    }
+    Ok(apis.topics.delete_topic(name).await?)
 }

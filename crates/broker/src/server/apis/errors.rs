@@ -15,7 +15,9 @@ use replica::replica_manager::ReplicaError;
 use storage::StorageError;
 
 use crate::config::ConfigError;
-use crate::error::{AclError, AlterConfigError, CredentialError, QuotaError, TopicError};
+use crate::error::{
+    AclError, AlterConfigError, CredentialError, QuotaError, ThrottlingQuotaExceeded, TopicError,
+};
 use crate::group_coordinator::CoordinatorError;
 use crate::security::sasl::SaslError;
 use crate::server::context::Denied;
@@ -39,9 +41,11 @@ impl ApiError {
         }
     }
 
-    /// The `(error_code, error_message)` pair of a response entry.
+    /// The `(error_code, error_message)` pair of a response entry; an empty message is sent as null (Kafka's
+    /// `ApiError` leaves out its code's generic message).
     pub fn into_parts(self) -> (i16, Option<String>) {
-        (self.code.0, Some(self.message))
+        let message = (!self.message.is_empty()).then_some(self.message);
+        (self.code.0, message)
     }
 }
 
@@ -197,6 +201,14 @@ impl From<AclError> for ApiError {
             AclError::Controller(c) => ApiError::from(c),
             other => ApiError::new(acl_error_code(&other), other.to_string()),
         }
+    }
+}
+
+/// A mutation over the client's `controller_mutation_rate` → THROTTLING_QUOTA_EXCEEDED (89) without a message
+/// (Kafka's `ApiError.fromThrowable` drops the generic one: Kafka 4.4 answers null).
+impl From<ThrottlingQuotaExceeded> for ApiError {
+    fn from(_: ThrottlingQuotaExceeded) -> ApiError {
+        ApiError::new(ErrorCode::THROTTLING_QUOTA_EXCEEDED, "")
     }
 }
 

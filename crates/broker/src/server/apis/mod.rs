@@ -37,6 +37,7 @@ mod offset_delete;
 mod offset_fetch;
 mod offset_for_leader_epoch;
 mod produce;
+mod request_quota;
 mod sasl;
 mod sync_group;
 
@@ -210,12 +211,17 @@ impl KafkaApis {
     }
 
     /// Handles one request frame that arrived on `connection`: the decoded header and the connection make the
-    /// [`RequestContext`] every handler receives.
+    /// [`RequestContext`] every handler receives. The quotas' throttle times (KIP-124, KIP-219, KIP-599) are
+    /// put in the response, and the connection muted for the largest.
     pub async fn handle(
         &self,
         frame: Bytes,
         connection: &Arc<ConnectionContext>,
     ) -> RequestOutcome {
+        // KIP-124: timed only while some request_percentage is set.
+        let started = (self.quotas.clients)
+            .request_quotas_enabled()
+            .then(tokio::time::Instant::now);
         let frame_len = frame.len();
         let Some((key, version, correlation_id)) = RequestHeader::peek(&frame) else {
             return RequestOutcome::Close("request shorter than its header".into());
@@ -243,37 +249,49 @@ impl KafkaApis {
         };
         let ctx = RequestContext::new(header, connection.clone())
             .with_authorizer(self.authorizer.clone());
+        let clients = &self.quotas.clients;
+        let (user, client_id) = (&connection.principal.name, ctx.client_id().unwrap_or(""));
         // KIP-219: a Produce counts its request's bytes against the client's producer_byte_rate.
         let produce_throttle_ms = match api {
-            ApiKey::Produce => self.quotas.clients.record_produce(
-                &connection.principal.name,
-                ctx.client_id().unwrap_or(""),
-                frame_len,
-            ),
+            ApiKey::Produce => clients.record_produce(user, client_id, frame_len),
             _ => 0,
         };
-        let mut response = match self.dispatch(&ctx, body).await {
+        // KIP-124: the handler's time counts against the client's request_percentage.
+        let timed = started.is_some() && !request_quota::is_exempt(&ctx, &body);
+        let mut busy = started.map_or(Duration::ZERO, |s| s.elapsed());
+        let dispatched = request_quota::timed(timed, &mut busy, self.dispatch(&ctx, body)).await;
+        let request_throttle_ms = match timed {
+            true => clients.record_request_time(user, client_id, request_quota::nanos(busy)),
+            false => 0,
+        };
+        let mut response = match dispatched {
             Ok(response) => response,
-            Err(RequestOutcome::NoResponse) if produce_throttle_ms > 0 => {
+            Err(RequestOutcome::NoResponse) if produce_throttle_ms.max(request_throttle_ms) > 0 => {
                 return RequestOutcome::Throttled {
                     response: None,
-                    mute: Duration::from_millis(produce_throttle_ms),
+                    mute: Duration::from_millis(produce_throttle_ms.max(request_throttle_ms)),
                 };
             }
             Err(outcome) => return outcome,
         };
-        let throttle_ms = match &mut response {
-            ResponseBody::Produce(p) => {
-                p.throttle_time_ms = produce_throttle_ms.min(i32::MAX as u64) as i32;
-                p.throttle_time_ms
-            }
-            ResponseBody::Fetch(f) => f.throttle_time_ms,
-            _ => 0,
-        };
-        match encode(correlation_id, api, version, &response) {
+        let throttle_ms = request_quota::apply(
+            clients,
+            &ctx,
+            &mut response,
+            produce_throttle_ms,
+            request_throttle_ms,
+        );
+        let encoding = timed.then(tokio::time::Instant::now);
+        let outcome = encode(correlation_id, api, version, &response);
+        if let Some(encoding) = encoding {
+            // Kafka records the network thread's share without throttling for it.
+            let nanos = request_quota::nanos(encoding.elapsed());
+            clients.record_request_time(user, client_id, nanos);
+        }
+        match outcome {
             RequestOutcome::Respond(chunks) if throttle_ms > 0 => RequestOutcome::Throttled {
                 response: Some(chunks),
-                mute: Duration::from_millis(throttle_ms as u64),
+                mute: Duration::from_millis(throttle_ms),
             },
             outcome => outcome,
         }
