@@ -10,7 +10,8 @@
 #                                                    $SECURITY_TESTS over SASL_SSL (SCRAM-SHA-512) and over SSL
 #                                                    (mutual TLS) against a broker started with SSL and SASL_SSL
 #                                                    listeners and certificates made for the run
-#                                                    (scripts/librdkafka-security.sh; SEC_PASSES=sasl_ssl,ssl,plain)
+#                                                    (scripts/librdkafka-security.sh; SEC_PASSES=sasl_ssl,ssl,plain;
+#                                                    SECURITY_SUBSET=ci: the subset scripts/test.sh runs)
 #   PERF=1 scripts/librdkafka-tests.sh --runnel      instead: librdkafka's rdkafka_performance producer, then
 #                                                    consumer, 100-byte records to one partition (PERF_COUNT,
 #                                                    default 2000000); prints records/s and MB/s
@@ -110,7 +111,7 @@ cleanup() {
 trap cleanup EXIT
 
 target="${1:-${RUNNEL_TEST_BOOTSTRAP:-}}"
-[[ -n "$target" ]] || { sed -n '2,18p' "$0"; exit 2; }
+[[ -n "$target" ]] || { sed -n '2,19p' "$0"; exit 2; }
 
 fetch_source
 build
@@ -169,7 +170,7 @@ case "$suite_name" in
     default) suite="$DEFAULT_TESTS" ;;
     groups) suite="$GROUP_TESTS" ;;
     all) suite="$DEFAULT_TESTS,$GROUP_TESTS" ;;
-    security) suite="$SECURITY_TESTS" ;;
+    security) suite="$SECURITY_TESTS"; [[ "${SECURITY_SUBSET:-}" == ci ]] && suite="$SECURITY_CI_TESTS" ;;
     *) echo "SUITE must be default, groups, all or security" >&2; exit 2 ;;
 esac
 tests="${TESTS:-$suite}"
