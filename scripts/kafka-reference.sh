@@ -10,6 +10,10 @@
 #   scripts/kafka-reference.sh prepare DIR PORT  write DIR/server.properties and format DIR/data (once)
 #   scripts/kafka-reference.sh java-cmd DIR      print the command (one argument per line) running DIR's node
 #
+# For prepare/start: KAFKA_EXTRA_LISTENERS (e.g. SSL://127.0.0.1:9093,SASL_SSL://127.0.0.1:9094) adds
+# listeners, advertised as bound, with the protocol of their name; KAFKA_EXTRA_PROPERTIES names a file of
+# further server.properties lines (later lines win: ssl.*, sasl.*, ...).
+#
 # Everything lives under .test-deps/ (gitignored). Needs only Java 17+ and Maven.
 set -euo pipefail
 
@@ -66,18 +70,21 @@ prepare() {
         return 0
     fi
     mkdir -p "$run/data"
-    local cport
+    local cport extra="${KAFKA_EXTRA_LISTENERS:-}" extra_map="" l
     cport="$(free_port)"
+    for l in ${extra//,/ }; do
+        extra_map+=",${l%%://*}:${l%%://*}"
+    done
     write_log_config "$run"
     printf '%s\n' \
         'process.roles=broker,controller' \
         'node.id=1' \
         "controller.quorum.voters=1@127.0.0.1:$cport" \
-        "listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport" \
-        "advertised.listeners=PLAINTEXT://127.0.0.1:$port" \
+        "listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport${extra:+,$extra}" \
+        "advertised.listeners=PLAINTEXT://127.0.0.1:$port${extra:+,$extra}" \
         'controller.listener.names=CONTROLLER' \
         'inter.broker.listener.name=PLAINTEXT' \
-        'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT' \
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT$extra_map" \
         "log.dirs=$run/data" \
         'num.partitions=4' \
         'default.replication.factor=1' \
@@ -91,6 +98,9 @@ prepare() {
         'share.coordinator.state.topic.min.isr=1' \
         'group.initial.rebalance.delay.ms=0' \
         > "$run/server.properties"
+    if [[ -n "${KAFKA_EXTRA_PROPERTIES:-}" ]]; then
+        cat "$KAFKA_EXTRA_PROPERTIES" >> "$run/server.properties"
+    fi
     local log="-Dlog4j.configuration=file:$run/log4j.properties"
     local cluster_id
     cluster_id="$(java "${JOPTS[@]}" "$log" -cp "$LIBS/*" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -1)"

@@ -6,6 +6,12 @@
 #   scripts/librdkafka-tests.sh --runnel             same, against target/release/runnel server started for the run
 #   TESTS=0001,0004 scripts/librdkafka-tests.sh ...  choose tests (default: $DEFAULT_TESTS below)
 #   SUITE=groups|all scripts/librdkafka-tests.sh ... the consumer-group selection ($GROUP_TESTS), or both
+#   SUITE=security scripts/librdkafka-tests.sh --runnel|--kafka
+#                                                    $SECURITY_TESTS over SASL_SSL (SCRAM-SHA-512) and over SSL
+#                                                    (mutual TLS) against a broker started with SSL and SASL_SSL
+#                                                    listeners and certificates made for the run
+#                                                    (scripts/librdkafka-security.sh; SEC_PASSES=sasl_ssl,ssl,plain;
+#                                                    SECURITY_SUBSET=ci: the subset scripts/test.sh runs)
 #   PERF=1 scripts/librdkafka-tests.sh --runnel      instead: librdkafka's rdkafka_performance producer, then
 #                                                    consumer, 100-byte records to one partition (PERF_COUNT,
 #                                                    default 2000000); prints records/s and MB/s
@@ -14,7 +20,8 @@
 #
 # librdkafka's source (with tests/) comes from the rdkafka-sys crate on crates.io: a scratch crate under
 # .test-deps/ depends on it and `cargo fetch` unpacks it into the cargo registry; it is copied to
-# .test-deps/librdkafka and built there with its own ./configure + make (nothing is added to the workspace).
+# .test-deps/librdkafka and built there with its own ./configure + make (nothing is added to the workspace),
+# with OpenSSL (SSL, SASL SCRAM; PLAIN and OAUTHBEARER are built in) and without Cyrus SASL (GSSAPI).
 # The broker must have auto.create.topics.enable=true and num.partitions=4, as librdkafka's tests expect.
 # Prints one line per test and a summary "N passed, N failed"; exits non-zero if any failed.
 set -euo pipefail
@@ -35,6 +42,9 @@ DEFAULT_TESTS="0001,0002,0003,0005,0007,0008,0011,0012,0013,0014,0015,0017,0022,
 GROUP_TESTS="0018,0019,0020,0021,0026,0028,0029,0030,0033,0035,0037,0040,0042,0045,0046,0050,0053,0056,0057,0059,0061,0062,0063,0065,0069,0071,0075,0083,0084,0085,0089,0091,0093,0099,0101,0102,0107,0112,0113,0116,0122,0125,0126,0130"
 
 log() { printf '==> %s\n' "$*" >&2; }
+
+# shellcheck source=scripts/librdkafka-security.sh
+source "$ROOT/scripts/librdkafka-security.sh"
 
 fetch_source() {
     [[ -f "$SRC/.fetched-$RDKAFKA_SYS_VERSION" ]] && return 0
@@ -59,6 +69,8 @@ install_build_deps() {
     local missing=()
     dpkg -s zlib1g-dev >/dev/null 2>&1 || missing+=(zlib1g-dev)
     dpkg -s libzstd-dev >/dev/null 2>&1 || missing+=(libzstd-dev)
+    dpkg -s libssl-dev >/dev/null 2>&1 || missing+=(libssl-dev)
+    command -v openssl >/dev/null || missing+=(openssl)
     command -v g++ >/dev/null || missing+=(g++)
     command -v make >/dev/null || missing+=(make)
     if ((${#missing[@]})); then
@@ -71,17 +83,20 @@ install_build_deps() {
 }
 
 build() {
-    [[ -x "$SRC/tests/test-runner" ]] && return 0
+    # .built-ssl: a tree built before SSL was enabled is rebuilt.
+    [[ -x "$SRC/tests/test-runner" && -f "$SRC/.built-ssl" ]] && return 0
     install_build_deps
     log "building librdkafka and its test-runner (a few minutes)"
     (
         cd "$SRC"
-        ./configure --disable-ssl --disable-gssapi --disable-sasl --disable-curl --enable-zstd \
+        [[ -f Makefile.config ]] && make clean > /dev/null 2>&1 || true
+        ./configure --enable-ssl --disable-gssapi --disable-curl --enable-zstd \
             --enable-zlib --disable-lz4-ext > "$DEPS/librdkafka-configure.txt" 2>&1 \
             || { tail -30 "$DEPS/librdkafka-configure.txt" >&2; exit 1; }
         make -j"$(nproc)" libs > "$DEPS/librdkafka-make.txt" 2>&1 || { tail -40 "$DEPS/librdkafka-make.txt" >&2; exit 1; }
         make -j"$(nproc)" -C tests test-runner > "$DEPS/librdkafka-make-tests.txt" 2>&1 \
             || { tail -40 "$DEPS/librdkafka-make-tests.txt" >&2; exit 1; }
+        touch .built-ssl
     )
 }
 
@@ -96,7 +111,7 @@ cleanup() {
 trap cleanup EXIT
 
 target="${1:-${RUNNEL_TEST_BOOTSTRAP:-}}"
-[[ -n "$target" ]] || { sed -n '2,15p' "$0"; exit 2; }
+[[ -n "$target" ]] || { sed -n '2,19p' "$0"; exit 2; }
 
 fetch_source
 build
@@ -108,12 +123,20 @@ if [[ "$target" == --build-perf ]]; then
     exit 0
 fi
 
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
-case "$target" in
-    --kafka)
+suite_name="${SUITE:-default}"
+# Per-run config and logs: several runs may share the build (e.g. against Kafka and runnel at once).
+rundir="$(mktemp -d "$DEPS/librdkafka-run.XXXXXX")"
+port="$(free_port)"
+if [[ "$suite_name" == security && "${PERF:-0}" != 1 ]]; then
+    make_certs "$rundir/ssl"
+    start_secure_broker "$target" "$rundir"
+fi
+case "$suite_name:$target" in
+    security:*) ;;
+    *:--kafka)
         bootstrap="$(bash "$ROOT/scripts/kafka-reference.sh" start "$port" | sed -n 's/^BOOTSTRAP=//p')"
         ;;
-    --runnel)
+    *:--runnel)
         datadir="$(mktemp -d)"
         "$ROOT/target/release/runnel" server --listen "127.0.0.1:$port" --data-dir "$datadir" \
             --set num.partitions=4 --set auto.create.topics.enable=true > "$datadir.log" 2>&1 &
@@ -143,32 +166,46 @@ if [[ "${PERF:-0}" == 1 ]]; then
     exit 0
 fi
 
-case "${SUITE:-default}" in
+case "$suite_name" in
     default) suite="$DEFAULT_TESTS" ;;
     groups) suite="$GROUP_TESTS" ;;
     all) suite="$DEFAULT_TESTS,$GROUP_TESTS" ;;
-    *) echo "SUITE must be default, groups or all" >&2; exit 2 ;;
+    security) suite="$SECURITY_TESTS"; [[ "${SECURITY_SUBSET:-}" == ci ]] && suite="$SECURITY_CI_TESTS" ;;
+    *) echo "SUITE must be default, groups, all or security" >&2; exit 2 ;;
 esac
 tests="${TESTS:-$suite}"
-# Per-run config and logs: several runs may share the build (e.g. against Kafka and runnel at once).
-rundir="$(mktemp -d "$DEPS/librdkafka-run.XXXXXX")"
-conf="$rundir/test.conf"
-printf 'metadata.broker.list=%s\ntest.timeout.multiplier=2\ntest.topic.random=true\n' "$bootstrap" > "$conf"
-log "running librdkafka tests $tests against $bootstrap"
+# One pass per test.conf: the plaintext bootstrap, or each of $SEC_PASSES.
+passes=(plaintext)
+[[ "$suite_name" == security ]] && read -r -a passes <<< "${SEC_PASSES//,/ }"
+for pass in "${passes[@]}"; do
+    if [[ "$pass" == plaintext ]]; then
+        printf 'metadata.broker.list=%s\ntest.timeout.multiplier=2\ntest.topic.random=true\n' "$bootstrap" \
+            > "$rundir/test-$pass.conf"
+    else
+        write_pass_conf "$pass" "$rundir/ssl" "$rundir/test-$pass.conf"
+    fi
+done
 
 cd "$SRC/tests"
 export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:../src:../src-cpp"
 passed=() failed=()
-for t in ${tests//,/ }; do
-    start=$(date +%s)
-    if TESTS="$t" TEST_KAFKA_VERSION=4.4.0 RDKAFKA_TEST_CONF="$conf" timeout "${TEST_TIMEOUT:-600}" ./test-runner -Q -E \
-            > "$rundir/run-$t.log" 2>&1; then
-        passed+=("$t")
-        printf 'PASS %s (%ss)\n' "$t" "$(( $(date +%s) - start ))"
-    else
-        failed+=("$t")
-        printf 'FAIL %s (%ss) — log: %s\n' "$t" "$(( $(date +%s) - start ))" "$rundir/run-$t.log"
-    fi
+for pass in "${passes[@]}"; do
+    log "running librdkafka tests $tests ($pass) against $(sed -n 's/^metadata.broker.list=//p' "$rundir/test-$pass.conf")"
+    # A pass's name prefixes its tests in the summary (security suite only).
+    label=""
+    [[ "$pass" != plaintext ]] && label="$pass:"
+    for t in ${tests//,/ }; do
+        [[ ",${SEC_SKIP:-}," == *",$pass:$t,"* ]] && continue
+        start=$(date +%s)
+        if TESTS="$t" TEST_KAFKA_VERSION=4.4.0 RDKAFKA_TEST_CONF="$rundir/test-$pass.conf" \
+                timeout "${TEST_TIMEOUT:-600}" ./test-runner -Q -E > "$rundir/run-$pass-$t.log" 2>&1; then
+            passed+=("$label$t")
+            printf 'PASS %s (%ss)\n' "$label$t" "$(( $(date +%s) - start ))"
+        else
+            failed+=("$label$t")
+            printf 'FAIL %s (%ss) — log: %s\n' "$label$t" "$(( $(date +%s) - start ))" "$rundir/run-$pass-$t.log"
+        fi
+    done
 done
 echo "passed: ${passed[*]:-}"
 echo "failed: ${failed[*]:-}"

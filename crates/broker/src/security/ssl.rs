@@ -22,6 +22,7 @@ use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, ServerConfig, S
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, UnixTime};
 
+use crate::config::listeners::{parse_protocol_map, SecurityProtocol};
 use crate::config::BrokerConfig;
 
 /// A TLS configuration that cannot be used; startup fails with it (or a dynamic update is refused).
@@ -60,6 +61,16 @@ struct SslKeys<'a> {
 }
 
 impl SslKeys<'_> {
+    /// The listener's security protocol: a broker listener's, else (the controller listener) its entry
+    /// in `listener.security.protocol.map`.
+    fn protocol(&self) -> Option<SecurityProtocol> {
+        if let Some(l) = self.config.listeners.get(self.listener) {
+            return Some(l.security_protocol);
+        }
+        let map = self.config.explicit.get("listener.security.protocol.map")?;
+        parse_protocol_map(map).ok()?.get(self.listener).copied()
+    }
+
     fn get(&self, key: &str) -> Option<String> {
         self.config
             .listener_value(self.listener, key)
@@ -293,9 +304,23 @@ impl SslKeys<'_> {
         Ok(versions)
     }
 
+    /// `ssl.client.auth` of this listener. On a SASL_SSL listener only the listener-prefixed key counts
+    /// (`listener.name.<l>.ssl.client.auth`): the broker-wide key applies to SSL listeners only, as in
+    /// Kafka's `ChannelBuilders` (KIP-684), so SASL clients need no certificate there.
     fn client_auth(&self) -> Result<ClientAuth, SslConfigError> {
-        match self
-            .get("ssl.client.auth")
+        let value = match self.protocol() {
+            Some(SecurityProtocol::SaslSsl) => self
+                .config
+                .explicit
+                .get(&format!(
+                    "listener.name.{}.ssl.client.auth",
+                    self.listener.to_ascii_lowercase()
+                ))
+                .filter(|v| !v.trim().is_empty())
+                .cloned(),
+            _ => self.get("ssl.client.auth"),
+        };
+        match value
             .unwrap_or_else(|| "none".into())
             .trim()
             .to_ascii_lowercase()
@@ -499,5 +524,32 @@ mod tests {
             normalize_pem(one_line),
             "-----BEGIN CERTIFICATE-----\nQUJDREVGR0hJ\n-----END CERTIFICATE-----\n-----BEGIN PRIVATE KEY-----\nS0VZ\n-----END PRIVATE KEY-----\n"
         );
+    }
+
+    fn client_auth_of(pairs: &[(&str, &str)], listener: &str) -> ClientAuth {
+        let mut all = vec![(
+            "listeners".to_string(),
+            "SSL://127.0.0.1:0,SASL_SSL://127.0.0.1:0".to_string(),
+        )];
+        all.extend(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let config = BrokerConfig::from_pairs(&all).expect("config");
+        SslKeys {
+            config: &config,
+            listener,
+        }
+        .client_auth()
+        .expect("client auth")
+    }
+
+    #[test]
+    fn broker_wide_client_auth_applies_to_ssl_listeners_only() {
+        let wide = [("ssl.client.auth", "required")];
+        assert_eq!(client_auth_of(&wide, "SSL"), ClientAuth::Required);
+        assert_eq!(client_auth_of(&wide, "SASL_SSL"), ClientAuth::None);
+        let prefixed = [
+            ("ssl.client.auth", "required"),
+            ("listener.name.sasl_ssl.ssl.client.auth", "requested"),
+        ];
+        assert_eq!(client_auth_of(&prefixed, "SASL_SSL"), ClientAuth::Requested);
     }
 }
