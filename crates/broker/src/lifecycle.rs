@@ -616,6 +616,7 @@ pub(crate) fn wire_with(
         }));
     }
     let quotas = wire_quotas(config, &metadata, cluster.as_ref(), publishers);
+    let quorum = crate::quorum::metadata_quorum(config.node_id, cluster.as_ref(), &cache);
     Arc::new(KafkaApis::new(
         config.clone(),
         metadata,
@@ -627,6 +628,7 @@ pub(crate) fn wire_with(
         authorizer,
         quotas,
         scram,
+        quorum,
     ))
 }
 

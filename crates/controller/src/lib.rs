@@ -23,6 +23,7 @@ pub mod control;
 mod listener;
 pub mod log_store;
 pub mod network;
+mod quorum_state;
 pub mod raft_types;
 pub mod rpc;
 pub mod server;
@@ -35,8 +36,8 @@ pub use config::{parse_voters, ControllerConfig};
 pub use metadata::{
     AlterPartition, BrokerRegistration, ControllerError, CreateTopic, CreatedTopic, ElectionResult,
     ElectionType, Heartbeat, HeartbeatReply, MetadataImage, MetadataRecord, MetadataUpdate,
-    PartitionRegistration, QuorumInfo, RegisterBroker, TopicImage, NO_LEADER, RESOURCE_BROKER,
-    RESOURCE_TOPIC,
+    PartitionRegistration, QuorumInfo, RegisterBroker, ReplicaProgress, TopicImage, NO_LEADER,
+    RESOURCE_BROKER, RESOURCE_TOPIC,
 };
 pub use server::{ControllerServer, ControllerTuning, RaftStatus};
 pub use transport::{

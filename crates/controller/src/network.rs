@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use tokio::io::AsyncWriteExt;
 
+use crate::quorum_state::{wall_clock_ms, PeerProgress};
 use crate::raft_types::TypeConfig;
 use crate::rpc::{encode_frame, read_frame, RpcRequest, RpcResponse, MAX_FRAME_BYTES};
 use crate::transport::{BoxedStream, Transport};
@@ -26,12 +27,20 @@ use crate::transport::{BoxedStream, Transport};
 #[derive(Clone, Debug)]
 pub struct NetworkFactory {
     transport: Arc<dyn Transport>,
+    progress: Arc<PeerProgress>,
 }
 
 impl NetworkFactory {
-    /// Peer connections opened by `transport`.
-    pub fn new(transport: Arc<dyn Transport>) -> NetworkFactory {
-        NetworkFactory { transport }
+    /// Peer connections opened by `transport`, recording each follower's accepted AppendEntries in
+    /// `progress` (DescribeQuorum's times).
+    pub(crate) fn new(
+        transport: Arc<dyn Transport>,
+        progress: Arc<PeerProgress>,
+    ) -> NetworkFactory {
+        NetworkFactory {
+            transport,
+            progress,
+        }
     }
 }
 
@@ -41,6 +50,7 @@ pub struct PeerConnection {
     addr: String,
     transport: Arc<dyn Transport>,
     conn: Option<BoxedStream>,
+    progress: Arc<PeerProgress>,
 }
 
 impl std::fmt::Debug for PeerConnection {
@@ -62,6 +72,7 @@ impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
             addr: node.addr.clone(),
             transport: self.transport.clone(),
             conn: None,
+            progress: self.progress.clone(),
         }
     }
 }
@@ -139,10 +150,19 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<u64>, RPCError<u64, BasicNode, RaftError<u64>>> {
         let entries = rpc.entries.len() as u64;
-        match self
+        let carried = rpc.entries.last().map(|e| e.log_id.index);
+        let carried = carried.or(rpc.prev_log_id.as_ref().map(|l| l.index));
+        let term = rpc.vote.leader_id().term;
+        let (sent_ms, last_at_send) = (wall_clock_ms(), self.progress.last_log_index());
+        let res = self
             .call(&RpcRequest::AppendEntries(rpc), option.hard_ttl())
-            .await
-        {
+            .await;
+        if let Ok(RpcResponse::AppendEntries(Ok(AppendEntriesResponse::Success))) = &res {
+            let now_ms = wall_clock_ms();
+            let progress = &self.progress;
+            progress.accepted(self.target, term, sent_ms, now_ms, carried, last_at_send);
+        }
+        match res {
             // Ask openraft to send fewer entries per request (one entry always fits: a controller
             // batch is bounded well below the frame limit).
             Err(CallError::TooLarge(_)) if entries > 1 => Err(RPCError::PayloadTooLarge(

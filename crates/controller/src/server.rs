@@ -24,6 +24,7 @@ use crate::config::ControllerConfig;
 use crate::control::{ControlConfig, QuorumControl};
 use crate::log_store::LogStore;
 use crate::network::NetworkFactory;
+use crate::quorum_state::{wall_clock_ms, LeaderView, PeerProgress};
 use crate::raft_types::{MetadataBatch, TypeConfig};
 use crate::rpc::{
     voter_nodes, ClientRequest, ClientResponse, RpcRequest, RpcResponse, MAX_BATCH_BYTES,
@@ -104,6 +105,8 @@ pub(crate) struct Inner {
     pub(crate) shutdown_rx: watch::Receiver<bool>,
     /// How long a leader acknowledged by a majority rejects RequestVotes ([`crate::vote_guard`]).
     vote_guard: Duration,
+    /// When each follower last acknowledged this node's AppendEntries (DescribeQuorum).
+    progress: Arc<PeerProgress>,
 }
 
 /// A running controller: an openraft node plus its RPC listener (see the module doc). Dropping it
@@ -220,14 +223,16 @@ impl ControllerServer {
             ..Default::default()
         }
         .validate()?;
+        let progress = Arc::new(PeerProgress::default());
         let raft = Raft::new(
             config.node_id.get() as u64,
             Arc::new(raft_config),
-            NetworkFactory::new(seams.transport.clone()),
+            NetworkFactory::new(seams.transport.clone(), progress.clone()),
             log_store,
             sm,
         )
         .await?;
+        progress.set_log_metrics(raft.data_metrics());
         if !raft.is_initialized().await? {
             if let Err(e) = raft.initialize(voter_nodes(&config.voters)).await {
                 tracing::info!("controller {}: initialize: {e}", config.node_id);
@@ -257,6 +262,7 @@ impl ControllerServer {
             started: Instant::now(),
             shutdown_rx,
             vote_guard: Duration::from_millis(tuning.election_timeout_max_ms),
+            progress,
         });
         let accept = tokio::spawn(crate::listener::accept_loop(inner.clone(), listener));
         let tick = tokio::spawn(tick_loop(
@@ -702,13 +708,7 @@ impl Inner {
             }
             ClientRequest::DescribeQuorum => {
                 self.require_leader()?;
-                let m = self.raft.metrics().borrow().clone();
-                ClientResponse::DescribeQuorum(Ok(QuorumInfo {
-                    leader_id: m.current_leader.map(node_id),
-                    leader_epoch: m.current_term as i64,
-                    high_watermark: m.last_applied.map_or(-1, |l| l.index as i64),
-                    voters: self.voters.clone(),
-                }))
+                ClientResponse::DescribeQuorum(Ok(self.describe_quorum().await))
             }
             _ => ClientResponse::Error(ControllerError::new(
                 ErrorCode::INVALID_REQUEST,
@@ -716,6 +716,29 @@ impl Inner {
             )),
         };
         Ok((response, self.sm.state.read().last_record_offset()))
+    }
+
+    /// DescribeQuorum on the leader: openraft's metrics, the followers' acknowledgement times and the
+    /// brokers' heartbeats (their times moved from the controller's monotonic clock to the wall clock).
+    async fn describe_quorum(&self) -> QuorumInfo {
+        let (mono_now, now_ms) = (self.now_ms(), wall_clock_ms());
+        let progress = self.active.lock().await.control.broker_progress();
+        let brokers: Vec<_> = progress
+            .into_iter()
+            .map(|(id, at, offset)| (id, now_ms - (mono_now - at), offset))
+            .collect();
+        let m = self.raft.metrics().borrow().clone();
+        crate::quorum_state::describe(&LeaderView {
+            node_id: self.node_id,
+            term: m.current_term,
+            applied: m.last_applied.as_ref().map(|l| l.index),
+            last_log: m.last_log_index,
+            matched: &m.replication.unwrap_or_default(),
+            acks: &self.progress.snapshot(),
+            brokers: &brokers,
+            voters: &self.voters,
+            now_ms,
+        })
     }
 
     async fn fetch_metadata(&self, since: i64, max_wait_ms: u64) -> MetadataUpdate {

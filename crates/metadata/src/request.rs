@@ -121,7 +121,12 @@ pub struct CreatedTopic {
     pub replication_factor: i16,
 }
 
-/// Quorum state (Kafka DescribeQuorum, KIP-595, reduced).
+/// Quorum state (Kafka DescribeQuorum, KIP-595/KIP-836, reduced): the active controller's view.
+///
+/// Offsets here are metadata offsets (raft log indexes, the offset of a record, -1 for none), as
+/// everywhere between broker and controller; Kafka's DescribeQuorum end offsets are one past them.
+/// `current_voters` and `observers` were added later: absent from the JSON when empty, so older
+/// encodings decode unchanged.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QuorumInfo {
     /// Node id of the active controller (raft leader), if known.
@@ -132,6 +137,29 @@ pub struct QuorumInfo {
     pub high_watermark: i64,
     /// The static voters by node id.
     pub voters: BTreeMap<BrokerId, SocketAddr>,
+    /// Each voter's replication progress, by node id (the leader's own included).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub current_voters: Vec<ReplicaProgress>,
+    /// The registered brokers that are not voters, with the metadata offset of their last heartbeat
+    /// (Kafka's observers: replicas that fetch the metadata log without voting).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub observers: Vec<ReplicaProgress>,
+}
+
+/// One replica of the metadata log as the active controller sees it (Kafka's `ReplicaState`, KIP-836).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplicaProgress {
+    /// The voter's or broker's node id.
+    pub replica_id: BrokerId,
+    /// The last metadata offset the replica is known to hold (a voter's matched raft index, a broker's
+    /// last heartbeat offset), -1 if unknown.
+    pub last_offset: i64,
+    /// Wall-clock time (ms since the Unix epoch) the replica last acknowledged the leader (a voter's last
+    /// successful AppendEntries, a broker's last heartbeat), -1 if unknown.
+    pub last_fetch_ms: i64,
+    /// Wall-clock time (ms since the Unix epoch) at which the replica was last known to hold the leader's
+    /// whole log, -1 if unknown.
+    pub last_caught_up_ms: i64,
 }
 
 /// ElectLeaders election type (KIP-460): 0 preferred, 1 unclean.

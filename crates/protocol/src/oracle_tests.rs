@@ -255,9 +255,10 @@ fn differential_against_kafka_protocol_crate() {
         ConsumerGroupHeartbeat => ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse;
         ConsumerGroupDescribe => ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse;
         DescribeTopicPartitions => DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse;
+        DescribeQuorum => DescribeQuorumRequest, DescribeQuorumResponse;
     );
     // Every implemented API is covered above.
-    assert_eq!(IMPLEMENTED_APIS.len(), 50);
+    assert_eq!(IMPLEMENTED_APIS.len(), 51);
     assert!(count > 500, "{count}");
 }
 

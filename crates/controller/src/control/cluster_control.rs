@@ -84,6 +84,8 @@ impl QuorumControl {
             ));
         }
         self.last_contact_ms.insert(hb.broker_id, now_ms);
+        self.heartbeat_offsets
+            .insert(hb.broker_id, hb.metadata_offset);
         let caught_up = hb.metadata_offset >= reg.broker_epoch.get();
         let (id, epoch) = (hb.broker_id, hb.broker_epoch);
         let mut batch = Batch::new(image);

@@ -91,6 +91,9 @@ pub struct Decision<T> {
 pub struct QuorumControl {
     config: ControlConfig,
     last_contact_ms: BTreeMap<BrokerId, i64>,
+    /// The metadata offset each broker's last heartbeat to this controller reported (DescribeQuorum's
+    /// observers); in memory only, like the sessions.
+    heartbeat_offsets: BTreeMap<BrokerId, i64>,
     /// When the next preferred-leader check is due (set on activation and after each check).
     next_balance_ms: Option<i64>,
     rng: StdRng,
@@ -128,6 +131,7 @@ impl QuorumControl {
         QuorumControl {
             config,
             last_contact_ms: BTreeMap::new(),
+            heartbeat_offsets: BTreeMap::new(),
             next_balance_ms: None,
             rng: StdRng::seed_from_u64(seed),
         }
@@ -142,8 +146,18 @@ impl QuorumControl {
     /// session starting at `now_ms` (KIP-631: sessions live only in the active controller's memory).
     pub fn activate(&mut self, image: &MetadataImage, now_ms: i64) {
         self.last_contact_ms = image.brokers.keys().map(|&id| (id, now_ms)).collect();
+        self.heartbeat_offsets.clear();
         self.next_balance_ms =
             Some(now_ms.saturating_add(self.config.leader_imbalance_check_interval_ms.max(0)));
+    }
+
+    /// Each broker with a session: (id, time of its last contact in `now_ms`'s clock, the metadata offset
+    /// of its last heartbeat to this controller or -1).
+    pub fn broker_progress(&self) -> Vec<(BrokerId, i64, i64)> {
+        self.last_contact_ms
+            .iter()
+            .map(|(&id, &at)| (id, at, *self.heartbeat_offsets.get(&id).unwrap_or(&-1)))
+            .collect()
     }
 
     /// True when `broker_id` heartbeated within the session timeout.

@@ -19,6 +19,7 @@ mod describe_cluster;
 mod describe_configs;
 mod describe_groups;
 mod describe_log_dirs;
+mod describe_quorum;
 mod describe_user_scram_credentials;
 mod elect_leaders;
 pub mod errors;
@@ -55,6 +56,7 @@ use crate::dynamic_config::DynamicBrokerConfig;
 use crate::group_coordinator::GroupCoordinatorService;
 use crate::metadata::MetadataStore;
 use crate::metadata_cache::MetadataCache;
+use crate::quorum::MetadataQuorum;
 use crate::quota::Quotas;
 use crate::scram::ScramCredentialManager;
 use crate::server::context::{ConnectionContext, RequestContext};
@@ -102,6 +104,7 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::SaslAuthenticate, 0, 2),
     (ApiKey::DescribeUserScramCredentials, 0, 0),
     (ApiKey::AlterUserScramCredentials, 0, 0),
+    (ApiKey::DescribeQuorum, 0, 2),
 ];
 
 /// The advertised version range of `key`, clipped to what the codec supports.
@@ -149,6 +152,8 @@ pub struct KafkaApis {
     quotas: Arc<Quotas>,
     /// SCRAM credentials (KIP-554): the cache SASL/SCRAM reads and where changes go.
     scram: Arc<ScramCredentialManager>,
+    /// The metadata quorum DescribeQuorum reports (the controller's in a cluster, this broker standalone).
+    quorum: Arc<dyn MetadataQuorum>,
 }
 
 impl KafkaApis {
@@ -165,6 +170,7 @@ impl KafkaApis {
         authorizer: Option<Arc<Authorizer>>,
         quotas: Arc<Quotas>,
         scram: Arc<ScramCredentialManager>,
+        quorum: Arc<dyn MetadataQuorum>,
     ) -> KafkaApis {
         KafkaApis {
             config,
@@ -177,7 +183,13 @@ impl KafkaApis {
             authorizer,
             quotas,
             scram,
+            quorum,
         }
+    }
+
+    /// The metadata quorum (DescribeQuorum).
+    pub fn metadata_quorum(&self) -> &Arc<dyn MetadataQuorum> {
+        &self.quorum
     }
 
     /// Client quotas and connection limits.
@@ -405,8 +417,8 @@ impl KafkaApis {
         })
     }
 
-    /// [`KafkaApis::dispatch`] continued: the client quota, SASL and SCRAM credential APIs, and the close of a
-    /// request not served.
+    /// [`KafkaApis::dispatch`] continued: the client quota, SASL, SCRAM credential and DescribeQuorum APIs, and
+    /// the close of a request not served.
     async fn dispatch_more(
         &self,
         ctx: &RequestContext,
@@ -431,6 +443,9 @@ impl KafkaApis {
             RequestBody::AlterUserScramCredentials(r) => ResponseBody::AlterUserScramCredentials(
                 alter_user_scram_credentials::handle(self, ctx, r).await,
             ),
+            RequestBody::DescribeQuorum(r) => {
+                ResponseBody::DescribeQuorum(describe_quorum::handle(self, ctx, r).await)
+            }
             other => {
                 return Err(RequestOutcome::Close(format!(
                     "api {} is not served",
