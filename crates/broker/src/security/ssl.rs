@@ -527,10 +527,13 @@ mod tests {
     }
 
     fn client_auth_of(pairs: &[(&str, &str)], listener: &str) -> ClientAuth {
-        let mut all = vec![(
-            "listeners".to_string(),
-            "SSL://127.0.0.1:0,SASL_SSL://127.0.0.1:0".to_string(),
-        )];
+        let mut all = vec![
+            (
+                "listeners".to_string(),
+                "SSL://127.0.0.1:0,SASL_SSL://127.0.0.1:0".to_string(),
+            ),
+            ("inter.broker.listener.name".to_string(), "SSL".to_string()),
+        ];
         all.extend(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         let config = BrokerConfig::from_pairs(&all).expect("config");
         SslKeys {
