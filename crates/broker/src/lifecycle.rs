@@ -16,7 +16,7 @@ use types::{BrokerId, Clock};
 use crate::acls::{authorizer_config, AclAdmin, AclCache, AclPublisher, Authorizer, LocalAclAdmin};
 use crate::cluster::{
     BrokerCluster, ControllerLink, QuorumAclAdmin, QuorumBrokerConfigAdmin, QuorumQuotaAdmin,
-    QuorumScramAdmin, QuorumTopicAdmin,
+    QuorumTopicAdmin,
 };
 use crate::config::{bind_addr, keys, BrokerConfig};
 use crate::config_admin::{
@@ -31,9 +31,7 @@ use crate::quota::{
     ClientQuotas, ConnectionLimiter, ConnectionQuotaConfig, LocalQuotaAdmin, QuotaAdmin,
     QuotaPublisher, QuotaWindow, Quotas,
 };
-use crate::scram::{
-    LocalScramAdmin, ScramAdmin, ScramCredentialCache, ScramCredentialManager, ScramPublisher,
-};
+use crate::scram::ScramCredentialCache;
 use crate::security::controller::ControllerListenerSecurity;
 use crate::security::sasl::client::SaslConnector;
 use crate::security::sasl::{SaslClientConfig, SaslListener};
@@ -591,7 +589,7 @@ pub(crate) fn wire_with(
     };
     let broker_configs = Arc::new(BrokerConfigManager::new(dynamic, config_admin));
     let authorizer = wire_authorizer(config, &metadata, cluster.as_ref(), publishers);
-    let scram = wire_scram(&metadata, cluster.as_ref(), publishers, credentials);
+    let scram = crate::scram::wire_scram(&metadata, cluster.as_ref(), publishers, credentials);
     let groups = GroupCoordinatorService::new(
         config.clone(),
         metadata.clone(),
@@ -630,24 +628,6 @@ pub(crate) fn wire_with(
         scram,
         quorum,
     ))
-}
-
-/// SCRAM credentials (KIP-554): kept in the registry standalone, in the metadata image in a cluster (laid into
-/// `credentials`, which the SASL listeners read, by a publisher).
-fn wire_scram(
-    metadata: &Arc<MetadataStore>,
-    cluster: Option<&Arc<BrokerCluster>>,
-    publishers: &Arc<Publishers>,
-    credentials: Arc<ScramCredentialCache>,
-) -> Arc<ScramCredentialManager> {
-    let scram_admin: Arc<dyn ScramAdmin> = match cluster {
-        Some(c) => {
-            publishers.install(Arc::new(ScramPublisher(credentials.clone())));
-            Arc::new(QuorumScramAdmin(c.clone()))
-        }
-        None => Arc::new(LocalScramAdmin::new(metadata.clone(), credentials.clone())),
-    };
-    Arc::new(ScramCredentialManager::new(credentials, scram_admin))
 }
 
 /// Client quotas (from the registry standalone, from each metadata image in a cluster) and the connection

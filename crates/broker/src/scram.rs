@@ -185,3 +185,21 @@ pub fn upsertion(
         credential,
     }
 }
+
+/// SCRAM credentials (KIP-554): kept in the registry standalone, in the metadata image in a cluster (laid into
+/// `credentials`, which the SASL listeners read, by a publisher).
+pub(crate) fn wire_scram(
+    metadata: &Arc<MetadataStore>,
+    cluster: Option<&Arc<crate::cluster::BrokerCluster>>,
+    publishers: &Arc<crate::publisher::Publishers>,
+    credentials: Arc<ScramCredentialCache>,
+) -> Arc<ScramCredentialManager> {
+    let scram_admin: Arc<dyn ScramAdmin> = match cluster {
+        Some(c) => {
+            publishers.install(Arc::new(ScramPublisher(credentials.clone())));
+            Arc::new(crate::cluster::QuorumScramAdmin(c.clone()))
+        }
+        None => Arc::new(LocalScramAdmin::new(metadata.clone(), credentials.clone())),
+    };
+    Arc::new(ScramCredentialManager::new(credentials, scram_admin))
+}

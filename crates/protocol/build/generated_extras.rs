@@ -1,0 +1,90 @@
+//! Parts of `build.rs`'s generator kept apart for size: the sample values of every struct (for the
+//! codec's round-trip tests) and `ResponseBody::throttle_time_ms_mut`.
+
+use std::fmt::Write as _;
+
+use super::{api_name, ident, is_option, Field, Message, Range, Struct};
+
+/// Expression producing a sample (non-default where possible) value for one element of type `ty`.
+fn sample_elem(ty: &str) -> String {
+    match ty {
+        "bool" => "s.bool()".into(),
+        "int8" => "s.i8()".into(),
+        "int16" => "s.i16()".into(),
+        "int32" => "s.i32()".into(),
+        "int64" => "s.i64()".into(),
+        "uint16" => "s.u16()".into(),
+        "float64" => "s.f64()".into(),
+        "uuid" => "s.uuid()".into(),
+        "string" => "s.string()".into(),
+        "bytes" => "s.bytes()".into(),
+        "records" => "Records::Memory(s.bytes())".into(),
+        other => format!("{other}::sample(version, s)"),
+    }
+}
+
+fn sample_expr(f: &Field, within: Range) -> String {
+    let inner = match f.ty.strip_prefix("[]") {
+        Some(e) => format!("s.vec(|s| {})", sample_elem(e)),
+        None => sample_elem(&f.ty),
+    };
+    if !is_option(f) {
+        return inner;
+    }
+    let nullable = match f.nullable {
+        None => "false".to_string(),
+        Some(n) if n.covers(f.versions, within) => "true".to_string(),
+        Some(n) => n.cond(within).unwrap_or_else(|| "true".into()),
+    };
+    format!("if s.null({nullable}) {{ None }} else {{ Some({inner}) }}")
+}
+
+pub(super) fn gen_sample(out: &mut String, msg: &Message, st: &Struct) {
+    let within = msg.versions;
+    let flex_capable = msg.flexible.lo != i16::MAX;
+    let _ = writeln!(
+        out,
+        "#[cfg(test)]\nimpl crate::sample::Sample for {} {{",
+        st.name
+    );
+    let _ = writeln!(
+        out,
+        "    fn sample(version: i16, s: &mut crate::sample::Seq) -> Self {{"
+    );
+    let _ = writeln!(out, "        let mut this = Self::default();");
+    for f in &st.fields {
+        let e = sample_expr(f, within);
+        let name = ident(&f.name);
+        match f.versions.cond(within) {
+            Some(c) => {
+                let _ = writeln!(out, "        if {c} {{ this.{name} = {e}; }}");
+            }
+            None => {
+                let _ = writeln!(out, "        this.{name} = {e};");
+            }
+        }
+    }
+    if flex_capable {
+        let _ = writeln!(out, "        if version >= FLEXIBLE_MIN {{ this.unknown_tagged_fields = s.unknown_tagged_fields(); }}");
+    }
+    let _ = writeln!(out, "        let _ = version;\n        this\n    }}\n}}\n");
+}
+
+/// `ResponseBody::throttle_time_ms_mut`: the response's `throttle_time_ms` field, where its message has one.
+pub(super) fn throttle_accessor(out: &mut String, pairs: &[(&Message, &Message)]) {
+    let _ = writeln!(out, "    /// The response's `throttle_time_ms` (ms, KIP-219; sent from the version that has it), `None` for a\n    /// response without one (SaslHandshake, SaslAuthenticate, WriteTxnMarkers).\n    pub fn throttle_time_ms_mut(&mut self) -> Option<&mut i32> {{\n        match self {{");
+    for (q, r) in pairs {
+        let has = r.structs[0]
+            .fields
+            .iter()
+            .any(|f| f.name == "throttle_time_ms");
+        let arm = if has {
+            "Some(&mut b.throttle_time_ms)"
+        } else {
+            "None"
+        };
+        let bind = if has { "b" } else { "_" };
+        let _ = writeln!(out, "            Self::{}({bind}) => {arm},", api_name(q));
+    }
+    let _ = writeln!(out, "        }}\n    }}\n");
+}
