@@ -65,11 +65,7 @@ pub async fn handle(
     request: FetchRequest,
 ) -> FetchResponse {
     let version = ctx.api_version();
-    let replica_id = if version >= 15 {
-        request.replica_state.replica_id
-    } else {
-        request.replica_id
-    };
+    let replica_id = replica_id(version, &request);
     if request.session_id != 0 {
         return FetchResponse {
             error_code: ErrorCode::FETCH_SESSION_ID_NOT_FOUND.0,
@@ -135,17 +131,31 @@ pub async fn handle(
     response
 }
 
-/// KIP-219 for a consumer's Fetch: its record bytes count against its `consumer_byte_rate`; over it, the
-/// answer is Kafka's throttled one — `throttle_time_ms` and no partitions (the bytes are taken back out of
-/// the rate, since they are not sent).
-fn throttle(quotas: &ClientQuotas, user: &str, client_id: &str, response: &mut FetchResponse) {
-    let bytes: usize = response
+/// The Fetch's replica id: `replica_id` before v15, `replica_state.replica_id` from v15 (KIP-903); ≥ 0 is
+/// a follower.
+pub(super) fn replica_id(version: i16, request: &FetchRequest) -> i32 {
+    if version >= 15 {
+        request.replica_state.replica_id
+    } else {
+        request.replica_id
+    }
+}
+
+/// The record bytes of every partition in `response`.
+pub(super) fn record_bytes(response: &FetchResponse) -> usize {
+    response
         .responses
         .iter()
         .flat_map(|t| &t.partitions)
         .map(|p| p.records.as_ref().map_or(0, Records::len))
-        .sum();
-    let ms = quotas.record_fetch(user, client_id, bytes);
+        .sum()
+}
+
+/// KIP-219 for a consumer's Fetch: its record bytes count against its `consumer_byte_rate`; over it, the
+/// answer is Kafka's throttled one — `throttle_time_ms` and no partitions (the bytes are taken back out of
+/// the rate, since they are not sent).
+fn throttle(quotas: &ClientQuotas, user: &str, client_id: &str, response: &mut FetchResponse) {
+    let ms = quotas.record_fetch(user, client_id, record_bytes(response));
     if ms > 0 {
         response.throttle_time_ms = ms.min(i32::MAX as u64) as i32;
         response.responses.clear();

@@ -10,7 +10,6 @@
 use std::future::Future;
 use std::time::Duration;
 
-use protocol::record::Records;
 use protocol::{RequestBody, ResponseBody};
 
 use crate::config::SecurityProtocol;
@@ -20,14 +19,7 @@ use crate::server::context::{KafkaPrincipal, RequestContext};
 /// Whether `body` is exempt from the request quota (Kafka's `sendResponseExemptThrottle` callers).
 pub(super) fn is_exempt(ctx: &RequestContext, body: &RequestBody) -> bool {
     match body {
-        RequestBody::Fetch(f) => {
-            let replica_id = if ctx.api_version() >= 15 {
-                f.replica_state.replica_id
-            } else {
-                f.replica_id
-            };
-            replica_id >= 0
-        }
+        RequestBody::Fetch(f) => super::fetch::replica_id(ctx.api_version(), f) >= 0,
         RequestBody::ApiVersions(_) => {
             let conn = &ctx.connection;
             matches!(
@@ -73,12 +65,7 @@ pub(super) fn apply(
 ) -> u64 {
     if let ResponseBody::Fetch(f) = response {
         if request_ms > 0 && f.throttle_time_ms <= 0 {
-            let bytes: usize = f
-                .responses
-                .iter()
-                .flat_map(|t| &t.partitions)
-                .map(|p| p.records.as_ref().map_or(0, Records::len))
-                .sum();
+            let bytes = super::fetch::record_bytes(f);
             let user = &ctx.connection.principal.name;
             quotas.unrecord_fetch(user, ctx.client_id().unwrap_or(""), bytes);
             f.responses.clear();
