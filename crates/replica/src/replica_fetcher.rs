@@ -211,6 +211,7 @@ impl Connection {
         };
         let frame = protocol::encode_request(&header, &body).map_err(invalid)?;
         self.stream.write_all(&frame).await?;
+        self.stream.flush().await?; // a TLS stream may buffer the last records
         let size = self.stream.read_i32().await?;
         if size < 4 || size as usize > protocol::MAX_FRAME_SIZE {
             return Err(invalid(format!("response frame size {size}")));

@@ -167,6 +167,7 @@ impl Wire {
         let stream = &mut self.stream;
         let exchange = async move {
             stream.write_all(&frame).await?;
+            stream.flush().await?; // over TLS the last records may still be buffered
             let size = stream.read_i32().await?;
             if size < 4 || size as usize > protocol::MAX_FRAME_SIZE {
                 return Err(std::io::Error::other(format!(

@@ -107,7 +107,15 @@ impl ServerStream for TcpStream {
 }
 
 /// Over TLS, file slices are read and written through the encrypting stream (no `sendfile`).
-impl<S: ServerStream> ServerStream for tokio_rustls::server::TlsStream<S> {}
+impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> ServerStream
+    for tokio_rustls::server::TlsStream<S>
+{
+}
+
+/// What a TLS connection reads from its socket per `read(2)` (one full TLS record, 16 KiB, about Kafka's
+/// `netReadBuffer`): rustls asks for 4 KiB at a time, so a buffer in front of the socket saves three of
+/// four system calls of a large Produce.
+const TLS_READ_BUFFER: usize = 16 << 10;
 
 /// How the connections of one listener are set up before requests are served.
 #[derive(Debug, Clone)]
@@ -222,7 +230,7 @@ async fn open_connection<S: ServerStream>(
         return authenticate_and_serve(stream, conn, &security, apis, shutdown).await;
     };
     let (stream, name) = tokio::select! {
-        r = tls.accept(stream) => r?,
+        r = tls.accept(tokio::io::BufReader::with_capacity(TLS_READ_BUFFER, stream)) => r?,
         _ = shutdown.changed() => return Ok(()),
     };
     let principal = name.map_or(KafkaPrincipal::ANONYMOUS, KafkaPrincipal::user);
@@ -455,7 +463,11 @@ pub(crate) async fn write_chunks<S: ServerStream>(
             }
         }
     }
-    flush_pending(stream, &mut pending).await
+    flush_pending(stream, &mut pending).await?;
+    // A TLS stream may still hold encrypted records once `write_all` has handed it the last plaintext
+    // (the socket was full): without the flush they wait for the next response while the client waits
+    // for this one. A no-op on TCP.
+    stream.flush().await
 }
 
 async fn flush_pending<S: AsyncWrite + Unpin>(
@@ -539,5 +551,64 @@ mod tests {
             .unwrap();
         let got = read_frame_within(&mut server, &mut BytesMut::new(), 8, i32::MAX, idle).await;
         assert_eq!(&got.unwrap().unwrap()[..], &[1, 2, 3, 4, 5, 6, 7, 8]);
+    }
+
+    /// A stream that, like a TLS stream whose socket is full, accepts every write but passes the bytes on
+    /// only when flushed.
+    #[derive(Default)]
+    struct HoldingStream {
+        held: Vec<u8>,
+        sent: Vec<u8>,
+    }
+
+    impl AsyncRead for HoldingStream {
+        fn poll_read(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            _: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<io::Result<()>> {
+            std::task::Poll::Pending
+        }
+    }
+
+    impl AsyncWrite for HoldingStream {
+        fn poll_write(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            buf: &[u8],
+        ) -> std::task::Poll<io::Result<usize>> {
+            self.held.extend_from_slice(buf);
+            std::task::Poll::Ready(Ok(buf.len()))
+        }
+        fn poll_flush(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<io::Result<()>> {
+            let held = std::mem::take(&mut self.held);
+            self.sent.extend_from_slice(&held);
+            std::task::Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    impl ServerStream for HoldingStream {}
+
+    /// A response is on the wire once written: over TLS the last records could otherwise wait for the
+    /// next response while the client waits for this one (a consumer over SSL stalled that way).
+    #[tokio::test]
+    async fn a_written_response_is_flushed() {
+        let mut stream = HoldingStream::default();
+        let chunks = vec![
+            Chunk::Bytes(bytes::Bytes::from_static(b"head")),
+            Chunk::Bytes(bytes::Bytes::from_static(b"tail")),
+        ];
+        write_chunks(&mut stream, chunks).await.unwrap();
+        assert_eq!(stream.sent, b"headtail");
+        assert!(stream.held.is_empty());
     }
 }

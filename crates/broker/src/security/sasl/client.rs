@@ -65,6 +65,7 @@ async fn call<S: AsyncRead + AsyncWrite + Unpin>(
     };
     let frame = protocol::encode_request(&header, &body).map_err(io::Error::other)?;
     stream.write_all(&frame).await?;
+    stream.flush().await?; // over TLS the last records may still be buffered
     let size = stream.read_i32().await?;
     let size = usize::try_from(size)
         .ok()
