@@ -81,13 +81,16 @@ pub enum AlterConfigError {
     Internal(String),
 }
 
-/// Why a CreateAcls entry or DeleteAcls filter was refused (KIP-140/KIP-801).
+/// Why a change to the security metadata failed: a CreateAcls entry or DeleteAcls filter (KIP-140/KIP-801),
+/// an AlterClientQuotas entry (KIP-546) or a whole AlterUserScramCredentials (KIP-554; its per-user refusals
+/// are results, not errors). The changes take the same path — into the topic registry standalone, through
+/// the controller in a cluster — so they fail the same ways.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum AclError {
-    /// A binding or filter Kafka refuses (INVALID_REQUEST, 42), with Kafka's message.
+pub enum MetadataChangeError {
+    /// A binding, filter, entity, key or value Kafka refuses (INVALID_REQUEST, 42), with Kafka's message.
     #[error("{0}")]
     Invalid(String),
-    /// The ACLs could not be persisted; nothing changed (KAFKA_STORAGE_ERROR, 56).
+    /// The change could not be persisted; nothing changed (KAFKA_STORAGE_ERROR, 56).
     #[error("{0}")]
     Storage(String),
     /// The controller refused or could not make the change (cluster mode); its code is passed through.
@@ -100,6 +103,13 @@ pub enum AclError {
     #[error("{0}")]
     Internal(String),
 }
+
+/// Why a CreateAcls entry or DeleteAcls filter was refused.
+pub type AclError = MetadataChangeError;
+/// Why an AlterClientQuotas entry was refused.
+pub type QuotaError = MetadataChangeError;
+/// Why an AlterUserScramCredentials as a whole failed.
+pub type CredentialError = MetadataChangeError;
 
 /// A topic mutation refused by the client's `controller_mutation_rate` (KIP-599; THROTTLING_QUOTA_EXCEEDED,
 /// 89): the client may retry after `throttle_time_ms`.
@@ -108,43 +118,6 @@ pub enum AclError {
 pub struct ThrottlingQuotaExceeded {
     /// How long until the client's quota allows a mutation again (ms).
     pub throttle_time_ms: u64,
-}
-
-/// Why an AlterClientQuotas entry was refused (KIP-546).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum QuotaError {
-    /// An entity, key or value Kafka refuses (INVALID_REQUEST, 42), with Kafka's message.
-    #[error("{0}")]
-    Invalid(String),
-    /// The quotas could not be persisted; nothing changed (KAFKA_STORAGE_ERROR, 56).
-    #[error("{0}")]
-    Storage(String),
-    /// The controller refused or could not make the change (cluster mode); its code is passed through.
-    #[error(transparent)]
-    Controller(#[from] ControllerError),
-    /// Committed, but this broker's metadata did not reach it in time (REQUEST_TIMED_OUT, 7).
-    #[error(transparent)]
-    NotShownInTime(#[from] MetadataLag),
-    /// An unexpected failure: a panicked change task (UNKNOWN_SERVER_ERROR, -1).
-    #[error("{0}")]
-    Internal(String),
-}
-
-/// Why an AlterUserScramCredentials as a whole failed (per-user refusals are results, not errors).
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum CredentialError {
-    /// The credentials could not be persisted; nothing changed (KAFKA_STORAGE_ERROR, 56).
-    #[error("{0}")]
-    Storage(String),
-    /// The controller could not make the change (cluster mode); its code is passed through.
-    #[error(transparent)]
-    Controller(#[from] ControllerError),
-    /// Committed, but this broker's metadata did not reach it in time (REQUEST_TIMED_OUT, 7).
-    #[error(transparent)]
-    NotShownInTime(#[from] MetadataLag),
-    /// An unexpected failure: a panicked change task (UNKNOWN_SERVER_ERROR, -1).
-    #[error("{0}")]
-    Internal(String),
 }
 
 /// A change the controller committed at metadata offset `.0` that this broker's published image did not

@@ -11,7 +11,7 @@ use metadata::scram::ScramDeletion;
 use protocol::messages::alter_user_scram_credentials_response::AlterUserScramCredentialsResult;
 use protocol::messages::{AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse};
 
-use super::errors::{credential_error_code, ApiError};
+use super::errors::{metadata_change_error_code, ApiError};
 use super::KafkaApis;
 use crate::scram::upsertion;
 use crate::server::context::RequestContext;
@@ -77,6 +77,6 @@ pub async fn handle(
                 .collect(),
             ..Default::default()
         },
-        Err(e) => fail_all(ApiError::new(credential_error_code(&e), e.to_string())),
+        Err(e) => fail_all(ApiError::new(metadata_change_error_code(&e), e.to_string())),
     }
 }

@@ -15,9 +15,7 @@ use replica::replica_manager::ReplicaError;
 use storage::StorageError;
 
 use crate::config::ConfigError;
-use crate::error::{
-    AclError, AlterConfigError, CredentialError, QuotaError, ThrottlingQuotaExceeded, TopicError,
-};
+use crate::error::{AlterConfigError, MetadataChangeError, ThrottlingQuotaExceeded, TopicError};
 use crate::group_coordinator::CoordinatorError;
 use crate::security::sasl::SaslError;
 use crate::server::context::Denied;
@@ -163,14 +161,14 @@ impl From<Denied> for ApiError {
     }
 }
 
-/// The Kafka code of an ACL change error.
-pub fn acl_error_code(e: &AclError) -> ErrorCode {
+/// The Kafka code of a failed ACL, quota or SCRAM credential change.
+pub fn metadata_change_error_code(e: &MetadataChangeError) -> ErrorCode {
     match e {
-        AclError::Invalid(_) => ErrorCode::INVALID_REQUEST,
-        AclError::Storage(_) => ErrorCode::KAFKA_STORAGE_ERROR,
-        AclError::Controller(c) => c.code,
-        AclError::NotShownInTime(_) => ErrorCode::REQUEST_TIMED_OUT,
-        AclError::Internal(_) => ErrorCode::UNKNOWN_SERVER_ERROR,
+        MetadataChangeError::Invalid(_) => ErrorCode::INVALID_REQUEST,
+        MetadataChangeError::Storage(_) => ErrorCode::KAFKA_STORAGE_ERROR,
+        MetadataChangeError::Controller(c) => c.code,
+        MetadataChangeError::NotShownInTime(_) => ErrorCode::REQUEST_TIMED_OUT,
+        MetadataChangeError::Internal(_) => ErrorCode::UNKNOWN_SERVER_ERROR,
     }
 }
 
@@ -185,21 +183,12 @@ pub fn sasl_error_code(e: &SaslError) -> ErrorCode {
     }
 }
 
-/// The code of a failed AlterUserScramCredentials (given to every user it named).
-pub fn credential_error_code(e: &CredentialError) -> ErrorCode {
-    match e {
-        CredentialError::Storage(_) => ErrorCode::KAFKA_STORAGE_ERROR,
-        CredentialError::Controller(c) => c.code,
-        CredentialError::NotShownInTime(_) => ErrorCode::REQUEST_TIMED_OUT,
-        CredentialError::Internal(_) => ErrorCode::UNKNOWN_SERVER_ERROR,
-    }
-}
-
-impl From<AclError> for ApiError {
-    fn from(e: AclError) -> ApiError {
+/// A failed ACL, quota or credential change: the controller's own code and message pass through.
+impl From<MetadataChangeError> for ApiError {
+    fn from(e: MetadataChangeError) -> ApiError {
         match e {
-            AclError::Controller(c) => ApiError::from(c),
-            other => ApiError::new(acl_error_code(&other), other.to_string()),
+            MetadataChangeError::Controller(c) => ApiError::from(c),
+            other => ApiError::new(metadata_change_error_code(&other), other.to_string()),
         }
     }
 }
@@ -209,19 +198,6 @@ impl From<AclError> for ApiError {
 impl From<ThrottlingQuotaExceeded> for ApiError {
     fn from(_: ThrottlingQuotaExceeded) -> ApiError {
         ApiError::new(ErrorCode::THROTTLING_QUOTA_EXCEEDED, "")
-    }
-}
-
-impl From<QuotaError> for ApiError {
-    fn from(e: QuotaError) -> ApiError {
-        let code = match &e {
-            QuotaError::Invalid(_) => ErrorCode::INVALID_REQUEST,
-            QuotaError::Storage(_) => ErrorCode::KAFKA_STORAGE_ERROR,
-            QuotaError::Controller(c) => return ApiError::from(c.clone()),
-            QuotaError::NotShownInTime(_) => ErrorCode::REQUEST_TIMED_OUT,
-            QuotaError::Internal(_) => ErrorCode::UNKNOWN_SERVER_ERROR,
-        };
-        ApiError::new(code, e.to_string())
     }
 }
 
