@@ -13,7 +13,8 @@
 #   RUNNEL_CAMPAIGN_SMOKE=0      skip the fault campaign smoke (one round of each class that needs no root,
 #                                unprivileged, in a temp dir; the full campaign: reliability/README.md)
 #   RUNNEL_LIBRDKAFKA_TESTS=1    also build and run librdkafka's own test suite (scripts/librdkafka-tests.sh,
-#                                ~8 min to build on 2 cores the first time)
+#                                ~8 min to build on 2 cores the first time): the default suite, then a subset
+#                                of SUITE=security over SASL_SSL and SSL
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -65,5 +66,11 @@ if [[ "${RUNNEL_LIBRDKAFKA_TESTS:-0}" == 1 ]]; then
         bash scripts/librdkafka-tests.sh --kafka
     else
         bash scripts/librdkafka-tests.sh --runnel
+    fi
+    if [[ -z "${RUNNEL_TEST_BOOTSTRAP:-}" ]]; then
+        step "librdkafka's tests over SASL_SSL and SSL (SUITE=security, CI subset)"
+        broker_flag=--runnel
+        [[ "${RUNNEL_TEST_BROKER:-runnel}" == kafka ]] && broker_flag=--kafka
+        bounded 600 env SUITE=security SECURITY_SUBSET=ci bash scripts/librdkafka-tests.sh "$broker_flag"
     fi
 fi
