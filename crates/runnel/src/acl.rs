@@ -176,16 +176,11 @@ fn create(
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let mut wire = Wire::connect_any(conn)?;
-    let (_, resp) = wire.call(
-        RequestBody::CreateAcls(CreateAclsRequest {
-            creations,
-            ..Default::default()
-        }),
-        3,
-    )?;
-    let ResponseBody::CreateAcls(resp) = resp else {
-        bail!("unexpected response to CreateAcls");
+    let request = CreateAclsRequest {
+        creations,
+        ..Default::default()
     };
+    let resp = call_api!(wire, CreateAcls, request, 3);
     let mut failed = Vec::new();
     for (op, r) in operations.iter().zip(&resp.results) {
         if r.error_code != 0 {
@@ -229,16 +224,12 @@ fn list(conn: &ConnArgs, resource: &Resource, principal: Option<String>) -> anyh
         ..Default::default()
     };
     let mut wire = Wire::connect_any(conn)?;
-    let (_, resp) = wire.call(RequestBody::DescribeAcls(request), 3)?;
-    let ResponseBody::DescribeAcls(resp) = resp else {
-        bail!("unexpected response to DescribeAcls");
-    };
-    if resp.error_code != 0 {
-        bail!(
-            "listing ACLs: {}",
-            protocol_words(resp.error_code, resp.error_message.as_deref())
-        );
-    }
+    let resp = call_api!(wire, DescribeAcls, request, 3);
+    check(
+        resp.error_code,
+        resp.error_message.as_deref(),
+        "listing ACLs",
+    )?;
     let mut rows = Vec::new();
     for r in &resp.resources {
         for a in &r.acls {
@@ -308,19 +299,11 @@ fn delete(
         filters: vec![filter],
         ..Default::default()
     };
-    let (_, resp) = wire.call(RequestBody::DeleteAcls(request), 3)?;
-    let ResponseBody::DeleteAcls(resp) = resp else {
-        bail!("unexpected response to DeleteAcls");
-    };
+    let resp = call_api!(wire, DeleteAcls, request, 3);
     let Some(r) = resp.filter_results.first() else {
         bail!("DeleteAcls answered no result");
     };
-    if r.error_code != 0 {
-        bail!(
-            "deleting ACLs: {}",
-            protocol_words(r.error_code, r.error_message.as_deref())
-        );
-    }
+    check(r.error_code, r.error_message.as_deref(), "deleting ACLs")?;
     let n = r.matching_acls.len();
     if conn.json {
         print_json(&json!({"deleted": n}));

@@ -151,6 +151,19 @@ pub fn code_words(code: RDKafkaErrorCode) -> String {
     description
 }
 
+/// `Ok` when `code` is NONE (0), else the error "`doing`: NAME (error N): message" (a response's error
+/// code and message as the CLI reports them).
+pub fn check(
+    code: i16,
+    message: Option<&str>,
+    doing: impl std::fmt::Display,
+) -> anyhow::Result<()> {
+    if code == 0 {
+        return Ok(());
+    }
+    anyhow::bail!("{doing}: {}", protocol_words(code, message))
+}
+
 /// A Kafka protocol error code (from our own codec's responses) in words, with the broker's message.
 pub fn protocol_words(code: i16, message: Option<&str>) -> String {
     let name = protocol::error::ErrorCode(code).name();

@@ -95,24 +95,14 @@ fn elect_leaders(
             }])
         }
     };
-    let (_, resp) = wire.call(
-        RequestBody::ElectLeaders(ElectLeadersRequest {
-            election_type: i8::from(unclean),
-            topic_partitions,
-            timeout_ms: conn.timeout().as_millis().min(i32::MAX as u128) as i32,
-            ..Default::default()
-        }),
-        2,
-    )?;
-    let ResponseBody::ElectLeaders(r) = resp else {
-        bail!("unexpected response to ElectLeaders");
+    let request = ElectLeadersRequest {
+        election_type: i8::from(unclean),
+        topic_partitions,
+        timeout_ms: conn.timeout().as_millis().min(i32::MAX as u128) as i32,
+        ..Default::default()
     };
-    if r.error_code != 0 {
-        bail!(
-            "ElectLeaders failed: {}",
-            protocol_words(r.error_code, None)
-        );
-    }
+    let r = call_api!(wire, ElectLeaders, request, 2);
+    check(r.error_code, None, "ElectLeaders failed")?;
     let mut rows = Vec::new();
     let mut failed = Vec::new();
     for t in &r.replica_election_results {
@@ -160,18 +150,12 @@ fn metadata(
     wire: &mut Wire,
     topics: Option<Vec<MetadataRequestTopic>>,
 ) -> anyhow::Result<MetadataResponse> {
-    let (_, resp) = wire.call(
-        RequestBody::Metadata(MetadataRequest {
-            topics,
-            allow_auto_topic_creation: false,
-            ..Default::default()
-        }),
-        12,
-    )?;
-    let ResponseBody::Metadata(md) = resp else {
-        bail!("unexpected response to Metadata");
+    let request = MetadataRequest {
+        topics,
+        allow_auto_topic_creation: false,
+        ..Default::default()
     };
-    Ok(md)
+    Ok(call_api!(wire, Metadata, request, 12))
 }
 
 fn info(conn: &ConnArgs) -> anyhow::Result<()> {

@@ -145,10 +145,7 @@ fn alter(
         validate_only: false,
         ..Default::default()
     };
-    let (_, resp) = wire.call(RequestBody::AlterClientQuotas(request), 1)?;
-    let ResponseBody::AlterClientQuotas(resp) = resp else {
-        bail!("unexpected response to AlterClientQuotas");
-    };
+    let resp = call_api!(wire, AlterClientQuotas, request, 1);
     let owned: Vec<(String, Option<String>)> = parts
         .iter()
         .map(|(t, n)| (t.to_string(), n.clone()))
@@ -188,16 +185,12 @@ fn describe(conn: &ConnArgs, entity: &Entity) -> anyhow::Result<()> {
         strict: false,
         ..Default::default()
     };
-    let (_, resp) = wire.call(RequestBody::DescribeClientQuotas(request), 1)?;
-    let ResponseBody::DescribeClientQuotas(resp) = resp else {
-        bail!("unexpected response to DescribeClientQuotas");
-    };
-    if resp.error_code != 0 {
-        bail!(
-            "describing quotas: {}",
-            protocol_words(resp.error_code, resp.error_message.as_deref())
-        );
-    }
+    let resp = call_api!(wire, DescribeClientQuotas, request, 1);
+    check(
+        resp.error_code,
+        resp.error_message.as_deref(),
+        "describing quotas",
+    )?;
     let mut rows = Vec::new();
     for e in resp.entries.iter().flatten() {
         let parts: Vec<(String, Option<String>)> = e

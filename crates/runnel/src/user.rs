@@ -122,10 +122,7 @@ fn alter(
         upsertions,
         ..Default::default()
     };
-    let (_, resp) = wire.call(RequestBody::AlterUserScramCredentials(request), 0)?;
-    let ResponseBody::AlterUserScramCredentials(resp) = resp else {
-        bail!("unexpected response to AlterUserScramCredentials");
-    };
+    let resp = call_api!(wire, AlterUserScramCredentials, request, 0);
     for r in &resp.results {
         if r.error_code != 0 {
             bail!(
@@ -157,16 +154,12 @@ fn list(conn: &ConnArgs, users: Vec<String>) -> anyhow::Result<()> {
         }),
         ..Default::default()
     };
-    let (_, resp) = wire.call(RequestBody::DescribeUserScramCredentials(request), 0)?;
-    let ResponseBody::DescribeUserScramCredentials(resp) = resp else {
-        bail!("unexpected response to DescribeUserScramCredentials");
-    };
-    if resp.error_code != 0 {
-        bail!(
-            "listing SCRAM users: {}",
-            protocol_words(resp.error_code, resp.error_message.as_deref())
-        );
-    }
+    let resp = call_api!(wire, DescribeUserScramCredentials, request, 0);
+    check(
+        resp.error_code,
+        resp.error_message.as_deref(),
+        "listing SCRAM users",
+    )?;
     let mut rows = Vec::new();
     for r in &resp.results {
         if r.error_code != 0 {

@@ -26,6 +26,20 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::client::ConnArgs;
 
+/// Calls API `$api` (a `RequestBody`/`ResponseBody` variant name) with `$request` at the highest version
+/// both sides support up to `$cap`, and yields the response message; fails with "unexpected response to
+/// $api" when the broker answers another API (and with `Wire::call`'s errors).
+macro_rules! call_api {
+    ($wire:expr, $api:ident, $request:expr, $cap:expr) => {{
+        let (_, resp) = $wire.call(protocol::RequestBody::$api($request), $cap)?;
+        match resp {
+            protocol::ResponseBody::$api(r) => r,
+            _ => anyhow::bail!(concat!("unexpected response to ", stringify!($api))),
+        }
+    }};
+}
+pub(crate) use call_api;
+
 /// A connection to one broker with its advertised API version ranges.
 pub struct Wire {
     runtime: tokio::runtime::Runtime,
