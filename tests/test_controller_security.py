@@ -14,7 +14,10 @@ its protocol from `listener.security.protocol.map`) runs mutual TLS or SASL_PLAI
   closed at once, and ones stalled mid-frame are closed after `connections.max.idle.ms`.
 
 The controller RPC frames are Runnel's (`[len u32][JSON]`, crates/controller/src/rpc.rs); the SASL exchange is
-Kafka's (SaslHandshake v1, SaslAuthenticate), as on the Kafka listeners.
+Kafka's (SaslHandshake v1, SaslAuthenticate), as on the Kafka listeners. Kafka requests are served there too
+(crates/controller/src/kafka_apis.rs): Kafka's `kafka-metadata-quorum.sh --bootstrap-controller` with a
+`--command-config` describes the quorum over SASL_PLAINTEXT and mutual TLS as the super user; an authenticated
+user without DESCRIBE/ALTER on the cluster is refused with CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -32,8 +35,10 @@ import pytest
 import kproto as k
 from conftest import MODE, BrokerProcess, free_port
 from test_cluster import Cluster, Stream, check_exactly_once_in_order, create_topic
+from test_kafka_tools import run_tool, tool
+from test_metadata_quorum import QUORUM_TOOL, replication_rows, status_fields
 from test_sasl import authenticate, handshake
-from tls_certs import Certs
+from tls_certs import PASSWORD, Certs
 
 pytestmark = [pytest.mark.cluster,
               pytest.mark.skipif(MODE != "runnel", reason="starts its own runnel processes")]
@@ -140,6 +145,37 @@ def test_mtls_controller_port_closes_peers_without_a_super_user_certificate(tls_
     s.close()
 
 
+def command_config(tmp_path, name: str, props: dict) -> str:
+    path = tmp_path / f"{name}.properties"
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    return str(path)
+
+
+def quorum_tool_describes(c: Cluster, config: str):
+    """`kafka-metadata-quorum.sh --bootstrap-controller` at node 1's controller port, as `config` says."""
+    ctl = f"127.0.0.1:{c.nodes[1].controller_port}"
+    common = ("--bootstrap-controller", ctl, "--command-config", config, "describe")
+    status = status_fields(tool(QUORUM_TOOL, *common, "--status"))
+    assert int(status["LeaderId"]) in (1, 2, 3), status
+    assert sorted(v["id"] for v in json.loads(status["CurrentVoters"])) == [1, 2, 3], status
+    rows = replication_rows(tool(QUORUM_TOOL, *common, "--replication"))
+    assert sorted(int(r["NodeId"]) for r in rows if r["Status"] != "Observer") == [1, 2, 3], rows
+
+
+@pytest.mark.kafka_tools
+def test_mtls_controller_listener_serves_the_quorum_tool(tls_cluster, tmp_path):
+    c, certs = tls_cluster
+    config = command_config(tmp_path, "mtls", {
+        "security.protocol": "SSL",
+        "ssl.keystore.type": "PKCS12", "ssl.keystore.location": certs.server_p12,
+        "ssl.keystore.password": PASSWORD,
+        "ssl.truststore.type": "PKCS12", "ssl.truststore.location": certs.truststore_p12,
+        "ssl.truststore.password": PASSWORD,
+        "ssl.endpoint.identification.algorithm": "",
+    })
+    quorum_tool_describes(c, config)
+
+
 # ---------------------------------------------------------------- SASL_PLAINTEXT with PLAIN
 @pytest.fixture(scope="module")
 def sasl_cluster():
@@ -188,6 +224,29 @@ def test_sasl_controller_port_closes_unauthenticated_and_unauthorized_peers(sasl
     assert err == 0, msg
     assert ask_image(conn.sock), "the super user was not answered"
     conn.close()
+
+
+def sasl_config(tmp_path, user: str, password: str) -> str:
+    return command_config(tmp_path, user, {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.jaas.config": f'{PLAIN_MODULE} required username="{user}" password="{password}";',
+        "request.timeout.ms": "10000",
+        "default.api.timeout.ms": "15000",
+    })
+
+
+@pytest.mark.kafka_tools
+def test_sasl_controller_listener_serves_the_quorum_tool_to_authorized_users_only(sasl_cluster, tmp_path):
+    c = sasl_cluster
+    quorum_tool_describes(c, sasl_config(tmp_path, "controller", "ctl-pw"))
+    # mallory authenticates but may not DESCRIBE (nor ALTER) the cluster.
+    ctl = f"127.0.0.1:{c.nodes[1].controller_port}"
+    res = run_tool(QUORUM_TOOL, "--bootstrap-controller", ctl, "--command-config",
+                   sasl_config(tmp_path, "mallory", "mallory-pw"), "describe", "--status")
+    assert res.returncode != 0, res.stdout
+    assert "ClusterAuthorizationException" in res.stderr + res.stdout, res.stderr[-3000:]
+    wait_log(c, 1, "request refused, not authorized")
 
 
 def test_sasl_ssl_controllers_register_brokers_and_replicate(tmp_path_factory):

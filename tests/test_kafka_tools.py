@@ -20,6 +20,15 @@ TIMEOUT_S = 120
 
 
 def tool(main_class, *args, stdin=None):
+    """Runs a Kafka tool; its stdout (fails the test unless it exits 0)."""
+    res = run_tool(main_class, *args, stdin=stdin)
+    assert res.returncode == 0, f"{main_class} {args} exited {res.returncode}:\n{res.stdout[-3000:]}\n" \
+                                f"{res.stderr[-3000:]}"
+    return res.stdout
+
+
+def run_tool(main_class, *args, stdin=None) -> subprocess.CompletedProcess:
+    """Runs a Kafka tool (bounded by TIMEOUT_S) whatever its exit code."""
     if not (LIBS / ".complete-4.4.0").exists():
         pytest.fail("Kafka jars missing: run scripts/kafka-reference.sh fetch (scripts/test.sh does)")
     log_cfg = ROOT / ".test-deps" / "kafka" / "tools-log4j.properties"
@@ -28,12 +37,9 @@ def tool(main_class, *args, stdin=None):
                            "log4j.appender.stderr.Target=System.err\n"
                            "log4j.appender.stderr.layout=org.apache.log4j.PatternLayout\n"
                            "log4j.appender.stderr.layout.ConversionPattern=%p %m (%c)%n\n")
-    res = subprocess.run(["java", "-XX:TieredStopAtLevel=1", "-Xmx512m", f"-Dlog4j.configuration=file:{log_cfg}",
-                          "-cp", f"{LIBS}/*", main_class, *args], input=stdin, capture_output=True, text=True,
-                         timeout=TIMEOUT_S)
-    assert res.returncode == 0, f"{main_class} {args} exited {res.returncode}:\n{res.stdout[-3000:]}\n" \
-                                f"{res.stderr[-3000:]}"
-    return res.stdout
+    return subprocess.run(["java", "-XX:TieredStopAtLevel=1", "-Xmx512m", f"-Dlog4j.configuration=file:{log_cfg}",
+                           "-cp", f"{LIBS}/*", main_class, *args], input=stdin, capture_output=True, text=True,
+                          timeout=TIMEOUT_S)
 
 
 def test_kafka_topics_create_list_describe(broker, topic):

@@ -7,7 +7,10 @@
 - Kafka's own MetadataQuorumCommand (`describe --status`, `describe --replication`) against a runnel
   cluster of three combined nodes (test_cluster.py's) plus a broker-only node 4: the leader is the active
   controller, the three voters are listed with their controller endpoints, node 4 is the one observer, and
-  every follower and the observer have acknowledged the leader and caught up.
+  every follower and the observer have acknowledged the leader and caught up; then the same with
+  `--bootstrap-controller` at a follower's controller listener (the controllers answer Kafka's
+  ApiVersions, DescribeCluster and DescribeQuorum themselves). test_controller_security.py runs it
+  against SASL and mTLS controller listeners.
 """
 
 from __future__ import annotations
@@ -258,3 +261,19 @@ def test_kafka_metadata_quorum_tool_describes_voters_and_observers(cluster_with_
     for n in (1, 2, 3):
         assert int(by_id[n]["LogEndOffset"]) >= hw, rows
         assert int(by_id[n]["LastCaughtUpTimestamp"]) > 0, rows
+
+    # The same from the controllers themselves (KIP-919: the admin client asks a follower's controller
+    # listener for the controllers with DescribeCluster, then the active one for DescribeQuorum).
+    follower = next(n for n in (1, 2, 3) if n != leader)
+    ctl = f"127.0.0.1:{cluster.nodes[follower].controller_port}"
+    status = status_fields(tool(QUORUM_TOOL, "--bootstrap-controller", ctl, "describe", "--status"))
+    assert int(status["LeaderId"]) == leader, status
+    assert sorted(v["id"] for v in json.loads(status["CurrentVoters"])) == [1, 2, 3], status
+    for v in json.loads(status["CurrentVoters"]):
+        assert v["endpoints"] == [f"CONTROLLER://127.0.0.1:{ports[v['id']]}"], status
+    assert [o["id"] for o in json.loads(status["CurrentObservers"])] == [4], status
+    assert int(status["HighWatermark"]) >= hw, status
+    rows = replication_rows(tool(QUORUM_TOOL, "--bootstrap-controller", ctl, "describe", "--replication"))
+    by_id = {int(r["NodeId"]): r for r in rows}
+    assert sorted(by_id) == [1, 2, 3, 4], rows
+    assert by_id[leader]["Status"] == "Leader" and by_id[4]["Status"] == "Observer", rows

@@ -7,6 +7,9 @@
 //! - [`control`]: the pure decision logic ([`control::QuorumControl`]).
 //! - [`log_store`] / [`state_machine`]: the disk-backed raft log and the snapshotting state machine.
 //! - [`ControllerServer`]: a controller node; [`ControllerClient`]: what brokers use.
+//! - [`kafka_apis`]: Kafka requests on the controller listener (ApiVersions, DescribeCluster,
+//!   DescribeQuorum: what `kafka-metadata-quorum.sh --bootstrap-controller` sends), beside the JSON frames
+//!   of [`rpc`]; [`describe_quorum`]: DescribeQuorum's answer, shared with the broker.
 //! - [`transport`]: the I/O seams (network, disk, seed) a deterministic simulation replaces.
 //!
 //! Wiring a broker: build a [`ControllerClient`] from `controller.quorum.voters`
@@ -20,6 +23,8 @@
 pub mod client;
 pub mod config;
 pub mod control;
+pub mod describe_quorum;
+pub mod kafka_apis;
 mod listener;
 pub mod log_store;
 pub mod network;
@@ -41,6 +46,6 @@ pub use metadata::{
 };
 pub use server::{ControllerServer, ControllerTuning, RaftStatus};
 pub use transport::{
-    Accepted, BoxedStream, ControllerSeams, ListenerLimits, Peer, PeerAuthorizer,
+    Accepted, BoxedStream, ClusterOperation, ControllerSeams, ListenerLimits, Peer, PeerAuthorizer,
     PendingConnection, RpcListener, TcpTransport, Transport,
 };

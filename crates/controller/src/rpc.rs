@@ -1,7 +1,9 @@
 //! The controller RPC wire format: length-prefixed JSON frames over TCP.
 //!
 //! A frame is `[len: u32 BE][len bytes of JSON]`, `len <= MAX_FRAME_BYTES` (64 MiB; a larger
-//! announced length is an error, never an allocation). A connection carries a sequence of
+//! announced length is an error, never an allocation). The same listener also takes Kafka requests
+//! (`[len][request header][body]`, [`crate::kafka_apis`]): a JSON frame starts with `{` or `"`, a Kafka
+//! request with 0x00 (the high byte of its API key). A connection carries a sequence of
 //! request/response pairs: the peer sends one [`RpcRequest`] frame and reads one [`RpcResponse`]
 //! frame back. Requests are raft RPCs between controllers (append_entries, vote, install_snapshot)
 //! or [`ClientRequest`]s from brokers (their message types are in the `metadata` crate).
@@ -95,6 +97,25 @@ where
     R: tokio::io::AsyncRead + Unpin,
     T: DeserializeOwned,
 {
+    decode_json(&read_frame_bytes(r).await?)
+}
+
+/// Decodes a frame's JSON (the bytes after its length). Errors: `InvalidData`.
+pub fn decode_json<T: DeserializeOwned>(data: &[u8]) -> std::io::Result<T> {
+    serde_json::from_slice(data)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
+/// Reads one frame's bytes (after its 4-byte length) without decoding them: a JSON frame or a Kafka
+/// request, which the listener tells apart by the first byte.
+///
+/// Errors: I/O errors (`UnexpectedEof` on a closed connection or a frame cut short); `InvalidData` for
+/// a length over [`MAX_FRAME_BYTES`]. Memory: the buffer grows with the bytes received, never to the
+/// announced length up front.
+pub async fn read_frame_bytes<R>(r: &mut R) -> std::io::Result<Vec<u8>>
+where
+    R: tokio::io::AsyncRead + Unpin,
+{
     let len = r.read_u32().await? as usize;
     if len > MAX_FRAME_BYTES {
         return Err(std::io::Error::new(
@@ -112,8 +133,7 @@ where
             format!("frame ended after {got} of {len} bytes"),
         ));
     }
-    serde_json::from_slice(&data)
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+    Ok(data)
 }
 
 /// Voters as openraft nodes.

@@ -96,8 +96,8 @@ struct Active {
 }
 
 pub(crate) struct Inner {
-    node_id: BrokerId,
-    voters: BTreeMap<BrokerId, SocketAddr>,
+    pub(crate) node_id: BrokerId,
+    pub(crate) voters: BTreeMap<BrokerId, SocketAddr>,
     raft: Raft<TypeConfig>,
     pub(crate) sm: Arc<SmShared>,
     active: tokio::sync::Mutex<Active>,
@@ -394,7 +394,7 @@ impl Inner {
         self.started.elapsed().as_millis() as i64
     }
 
-    fn current_leader(&self) -> Option<BrokerId> {
+    pub(crate) fn current_leader(&self) -> Option<BrokerId> {
         self.raft.metrics().borrow().current_leader.map(node_id)
     }
 
@@ -720,7 +720,7 @@ impl Inner {
 
     /// DescribeQuorum on the leader: openraft's metrics, the followers' acknowledgement times and the
     /// brokers' heartbeats (their times moved from the controller's monotonic clock to the wall clock).
-    async fn describe_quorum(&self) -> QuorumInfo {
+    pub(crate) async fn describe_quorum(&self) -> QuorumInfo {
         let (mono_now, now_ms) = (self.now_ms(), wall_clock_ms());
         let progress = self.active.lock().await.control.broker_progress();
         let brokers: Vec<_> = progress

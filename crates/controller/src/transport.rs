@@ -10,7 +10,7 @@
 //! A listener also says how its connections are secured and bounded: [`RpcListener::accept_pending`]
 //! hands out each connection with the rest of its setup (a TLS handshake, a SASL exchange), which the
 //! server runs in the connection's own task so a slow peer never holds the accept loop; a secured
-//! connection names its authenticated [`Peer`], whom the listener's [`PeerAuthorizer`] must admit;
+//! connection names its authenticated [`Peer`], whose requests the listener's [`PeerAuthorizer`] judges;
 //! [`ListenerLimits`] bound the connections and their idle time. The defaults are an open listener
 //! (a dev cluster's PLAINTEXT): no authentication, Kafka's default limits.
 
@@ -86,12 +86,54 @@ impl Default for ListenerLimits {
     }
 }
 
-/// Who may use the controller RPC on a secured listener (Kafka's controller requires CLUSTER_ACTION on
-/// the cluster for BrokerRegistration, BrokerHeartbeat, AlterPartition, Vote and Fetch).
+/// An operation on the CLUSTER resource that a controller request needs (Kafka's `AclOperation`s, as
+/// Kafka's `ControllerApis` checks them per request).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClusterOperation {
+    /// DESCRIBE: DescribeQuorum.
+    Describe,
+    /// ALTER: DescribeCluster (Kafka's controller asks this much, not DESCRIBE as a broker does).
+    Alter,
+    /// CLUSTER_ACTION: the inter-node requests (raft RPCs, broker registration, heartbeats,
+    /// AlterPartition, metadata fetches: every JSON frame).
+    ClusterAction,
+}
+
+impl ClusterOperation {
+    /// Kafka's upper-case name (`DESCRIBE`, `ALTER`, `CLUSTER_ACTION`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ClusterOperation::Describe => "DESCRIBE",
+            ClusterOperation::Alter => "ALTER",
+            ClusterOperation::ClusterAction => "CLUSTER_ACTION",
+        }
+    }
+}
+
+/// Every operation Kafka defines on the CLUSTER resource as DescribeCluster's
+/// `ClusterAuthorizedOperations` bit field (bit = `AclOperation` code: CREATE 4, CLUSTER_ACTION 7,
+/// DESCRIBE 8, ALTER 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12): what a request is
+/// allowed where nobody is asked (an open listener).
+pub const ALL_CLUSTER_OPERATIONS: i32 =
+    (1 << 4) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
+
+/// Who may do what on a secured controller listener, asked per request (Kafka's controller requires
+/// CLUSTER_ACTION on the cluster for BrokerRegistration, BrokerHeartbeat, AlterPartition, Vote and Fetch,
+/// DESCRIBE for DescribeQuorum, ALTER for DescribeCluster).
 pub trait PeerAuthorizer: Send + Sync + fmt::Debug + 'static {
-    /// Admits `peer`, judged with the controller's applied `image` (its ACLs). Errors: why not; the
-    /// connection is closed and the reason logged.
-    fn authorize(&self, peer: &Peer, image: &MetadataImage) -> Result<(), String>;
+    /// Whether `peer` may perform `operation` on the cluster, judged with the controller's applied
+    /// `image` (its ACLs). Errors: why not (a Kafka request is answered CLUSTER_AUTHORIZATION_FAILED, a
+    /// JSON frame closes the connection; the reason is logged).
+    fn authorize(
+        &self,
+        peer: &Peer,
+        image: &MetadataImage,
+        operation: ClusterOperation,
+    ) -> Result<(), String>;
+
+    /// The operations `peer` may perform on the cluster as a Kafka bit field (see
+    /// [`ALL_CLUSTER_OPERATIONS`]), for DescribeCluster's `ClusterAuthorizedOperations`.
+    fn cluster_operations(&self, peer: &Peer, image: &MetadataImage) -> i32;
 }
 
 /// Accepts connections for a [`crate::ControllerServer`].
@@ -116,10 +158,15 @@ pub trait RpcListener: Send + Sync + 'static {
     fn limits(&self) -> ListenerLimits {
         ListenerLimits::default()
     }
-    /// Who decides whether an authenticated [`Peer`] may stay (default: none, every peer may). A
+    /// Who decides what an authenticated [`Peer`] may do (default: none, every peer may do anything). A
     /// connection without a peer (open listener) is not asked about.
     fn authorizer(&self) -> Option<Arc<dyn PeerAuthorizer>> {
         None
+    }
+    /// The listener's name as Kafka clients see it (the first of `controller.listener.names`; default
+    /// `CONTROLLER`): DescribeQuorum v2 names the voters' endpoints by it.
+    fn listener_name(&self) -> String {
+        "CONTROLLER".into()
     }
 }
 

@@ -9,9 +9,11 @@
 //!   (`user_<name>` options for the server, `username`/`password` for this process's own login) and
 //!   `sasl.mechanism.controller.protocol`. SCRAM is refused: its credentials live in the metadata log the
 //!   controllers serve, so a controller could not check them before it has the log (Kafka says the same).
-//! - Authorization: an authenticated peer stays only if it is in `super.users` or, with an authorizer
-//!   (`authorizer.class.name`), is allowed CLUSTER_ACTION on the cluster by the controller image's ACLs, as
-//!   Kafka's controller requires of BrokerRegistration, BrokerHeartbeat, AlterPartition, Vote and Fetch.
+//! - Authorization per request ([`ControllerAuthorizer`]): a peer in `super.users` may do anything; with an
+//!   authorizer (`authorizer.class.name`) the controller image's ACLs decide: CLUSTER_ACTION on the cluster
+//!   for the inter-node JSON frames (as Kafka's controller requires of BrokerRegistration, BrokerHeartbeat,
+//!   AlterPartition, Vote and Fetch; a refused peer's connection is closed), DESCRIBE for DescribeQuorum and
+//!   ALTER for DescribeCluster (Kafka requests, refused with CLUSTER_AUTHORIZATION_FAILED).
 //! - Bounds on every protocol: `max.connections` and `connections.max.idle.ms` of the listener.
 //!
 //! Built in the composition root (`lifecycle`) and handed to the controller crate as its seams: the
@@ -28,8 +30,8 @@ use authorizer::{AuthorizerConfig, Requester, StandardAuthorizer};
 use bytes::BytesMut;
 use controller::transport::IoFuture;
 use controller::{
-    Accepted, BoxedStream, ListenerLimits, MetadataImage, Peer, PeerAuthorizer, PendingConnection,
-    RpcListener, TcpTransport, Transport,
+    Accepted, BoxedStream, ClusterOperation, ListenerLimits, MetadataImage, Peer, PeerAuthorizer,
+    PendingConnection, RpcListener, TcpTransport, Transport,
 };
 use rustls::ClientConfig;
 use rustls_pki_types::ServerName;
@@ -243,8 +245,9 @@ fn listener_limits(config: &BrokerConfig, name: &str) -> Result<ListenerLimits, 
     })
 }
 
-/// Who may stay on a secured controller listener: `super.users`, or with an authorizer, a principal the
-/// image's ACLs allow CLUSTER_ACTION on the cluster.
+/// Who may do what on a secured controller listener: `super.users` anything; with an authorizer, what the
+/// image's ACLs allow on the cluster (CLUSTER_ACTION for inter-node traffic, DESCRIBE / ALTER for the
+/// tools' requests).
 #[derive(Debug)]
 pub struct ControllerAuthorizer {
     super_users: HashSet<String>,
@@ -265,38 +268,70 @@ impl ControllerAuthorizer {
     }
 }
 
+impl ControllerAuthorizer {
+    /// The image's ACLs as an authorizer (`None` without `authorizer.class.name`). Controller requests
+    /// that are judged are few (connections' first JSON frames, the tools' describes): the ACL index is
+    /// built per question.
+    fn acl_index(&self, image: &MetadataImage) -> Option<StandardAuthorizer> {
+        let config = self.acls.as_ref()?;
+        let mut acls = StandardAuthorizer::new(config.clone());
+        for (id, entry) in &image.acls {
+            acls.add(*id, to_binding(entry));
+        }
+        Some(acls)
+    }
+}
+
 impl PeerAuthorizer for ControllerAuthorizer {
-    fn authorize(&self, peer: &Peer, image: &MetadataImage) -> Result<(), String> {
+    fn authorize(
+        &self,
+        peer: &Peer,
+        image: &MetadataImage,
+        operation: ClusterOperation,
+    ) -> Result<(), String> {
         if self.super_users.contains(&peer.principal) {
             return Ok(());
         }
-        let Some(config) = &self.acls else {
+        let Some(acls) = self.acl_index(image) else {
             return Err(format!(
                 "{} is not in super.users (no authorizer is configured)",
                 peer.principal
             ));
         };
-        // Controller connections are few and long-lived: the ACL index is built per connection.
-        let mut acls = StandardAuthorizer::new(config.clone());
-        for (id, entry) in &image.acls {
-            acls.add(*id, to_binding(entry));
-        }
         let who = Requester {
             principal: &peer.principal,
             host: &peer.host,
         };
-        match acls.is_allowed(
-            &who,
-            AclOperation::ClusterAction,
-            ResourceType::Cluster,
-            CLUSTER_NAME,
-        ) {
+        let op = match operation {
+            ClusterOperation::Describe => AclOperation::Describe,
+            ClusterOperation::Alter => AclOperation::Alter,
+            ClusterOperation::ClusterAction => AclOperation::ClusterAction,
+        };
+        match acls.is_allowed(&who, op, ResourceType::Cluster, CLUSTER_NAME) {
             true => Ok(()),
             false => Err(format!(
-                "{} is neither in super.users nor allowed CLUSTER_ACTION on the cluster",
-                peer.principal
+                "{} is neither in super.users nor allowed {} on the cluster",
+                peer.principal,
+                operation.name()
             )),
         }
+    }
+
+    fn cluster_operations(&self, peer: &Peer, image: &MetadataImage) -> i32 {
+        let all = AclOperation::supported_by(ResourceType::Cluster)
+            .iter()
+            .fold(0, |bits, op| bits | (1 << op.code()));
+        if self.super_users.contains(&peer.principal) {
+            return all;
+        }
+        let Some(acls) = self.acl_index(image) else {
+            return 0;
+        };
+        let who = Requester {
+            principal: &peer.principal,
+            host: &peer.host,
+        };
+        acls.authorized_operations(&who, ResourceType::Cluster, CLUSTER_NAME)
     }
 }
 
@@ -358,6 +393,10 @@ impl RpcListener for SecureRpcListener {
     fn authorizer(&self) -> Option<Arc<dyn PeerAuthorizer>> {
         Some(self.authorizer.clone())
     }
+
+    fn listener_name(&self) -> String {
+        self.name.clone()
+    }
 }
 
 /// The handshakes of one accepted connection: TLS (the certificate's principal), then SASL (the user's).
@@ -405,8 +444,10 @@ async fn secure(
 }
 
 /// Runs the server side of the SASL exchange (SaslHandshake, SaslAuthenticate; frames bounded by
-/// `sasl.server.max.receive.size` and `idle`). Returns the user. Errors: `PermissionDenied` with the
-/// reason (failed authentication, ApiVersions, bytes sent before the last answer), or I/O.
+/// `sasl.server.max.receive.size` and `idle`); an ApiVersions request first is answered with the
+/// controller's APIs ([`controller::kafka_apis::answer_api_versions`]). Returns the user. Errors:
+/// `PermissionDenied` with the reason (failed authentication, an unservable ApiVersions, bytes sent
+/// before the last answer), or I/O.
 async fn sasl_authenticate<S: ServerStream>(
     stream: &mut S,
     listener: &SaslListener,
@@ -426,10 +467,12 @@ async fn sasl_authenticate<S: ServerStream>(
             .map_err(closed)?
             .ok_or_else(|| denied("peer closed during SASL authentication"))?;
         match auth.on_frame(frame) {
-            Action::ApiVersions(_) => {
-                return Err(denied(
-                    "ApiVersions is not served on the controller listener",
-                ))
+            // Kafka's clients ask ApiVersions before SaslHandshake: the controller's APIs.
+            Action::ApiVersions(frame) => {
+                let response =
+                    controller::kafka_apis::answer_api_versions(frame).map_err(denied)?;
+                tokio::io::AsyncWriteExt::write_all(stream, &response).await?;
+                tokio::io::AsyncWriteExt::flush(stream).await?;
             }
             Action::Respond(chunks) => write_chunks(stream, chunks).await?,
             Action::Complete { response, session } => {

@@ -68,8 +68,16 @@ fn peers_must_be_super_users_or_hold_cluster_action() {
     let c = config("super.users=User:ctl;User:admin\n");
     let a = ControllerAuthorizer::new(&c).unwrap();
     let image = MetadataImage::default();
-    assert!(a.authorize(&peer("User:ctl"), &image).is_ok());
-    let e = a.authorize(&peer("User:mallory"), &image).unwrap_err();
+    assert!(a
+        .authorize(&peer("User:ctl"), &image, ClusterOperation::ClusterAction)
+        .is_ok());
+    let e = a
+        .authorize(
+            &peer("User:mallory"),
+            &image,
+            ClusterOperation::ClusterAction,
+        )
+        .unwrap_err();
     assert!(e.contains("User:mallory is not in super.users"), "{e}");
 
     let c = config(
@@ -78,7 +86,10 @@ fn peers_must_be_super_users_or_hold_cluster_action() {
     );
     let a = ControllerAuthorizer::new(&c).unwrap();
     let mut image = MetadataImage::default();
-    assert!(a.authorize(&peer("User:broker9"), &image).is_err());
+    let cluster_action = ClusterOperation::ClusterAction;
+    assert!(a
+        .authorize(&peer("User:broker9"), &image, cluster_action)
+        .is_err());
     let allow = authorizer::AclBinding {
         pattern: authorizer::acl::ResourcePattern {
             resource_type: ResourceType::Cluster,
@@ -95,6 +106,37 @@ fn peers_must_be_super_users_or_hold_cluster_action() {
     image
         .acls
         .insert(uuid::Uuid::new_v4(), crate::acls::to_entry(&allow));
-    assert!(a.authorize(&peer("User:broker9"), &image).is_ok());
-    assert!(a.authorize(&peer("User:other"), &image).is_err());
+    assert!(a
+        .authorize(&peer("User:broker9"), &image, cluster_action)
+        .is_ok());
+    assert!(a
+        .authorize(&peer("User:other"), &image, cluster_action)
+        .is_err());
+    // CLUSTER_ACTION is not DESCRIBE nor ALTER (the tools' requests), as in Kafka.
+    let describe = ClusterOperation::Describe;
+    let e = a
+        .authorize(&peer("User:broker9"), &image, describe)
+        .unwrap_err();
+    assert!(e.contains("allowed DESCRIBE on the cluster"), "{e}");
+    let bits = a.cluster_operations(&peer("User:broker9"), &image);
+    assert_eq!(bits, 1 << AclOperation::ClusterAction.code());
+    assert_eq!(a.cluster_operations(&peer("User:other"), &image), 0);
+    // ALTER implies DESCRIBE (Kafka's implication): an admin allowed ALTER may use both tools' requests.
+    let mut alter = allow.clone();
+    alter.entry.principal = "User:admin".into();
+    alter.entry.operation = AclOperation::Alter;
+    image
+        .acls
+        .insert(uuid::Uuid::new_v4(), crate::acls::to_entry(&alter));
+    for op in [ClusterOperation::Alter, describe] {
+        assert!(
+            a.authorize(&peer("User:admin"), &image, op).is_ok(),
+            "{op:?}"
+        );
+    }
+    assert!(a
+        .authorize(&peer("User:admin"), &image, cluster_action)
+        .is_err());
+    // A super user may do anything, without ACLs.
+    assert!(a.authorize(&peer("User:ctl"), &image, describe).is_ok());
 }

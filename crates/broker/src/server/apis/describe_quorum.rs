@@ -4,30 +4,23 @@
 //! `--replication` send (Admin `describeMetadataQuorum`).
 //!
 //! A Kafka broker forwards it to the active controller; here the broker asks the controller for its
-//! `QuorumInfo` ([`crate::quorum::MetadataQuorum`]) and answers in Kafka's shape. Kafka's checks, in its
-//! order: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED (31) at the top; the request must name
-//! exactly `__cluster_metadata` partition 0, else every named partition gets UNKNOWN_TOPIC_OR_PARTITION
-//! (3, the other fields zero, as Kafka); a controller that cannot be asked is a top-level error with its
-//! code. Error messages are empty (not null) on success, as Kafka's. Offsets are Kafka's end
-//! offsets: one past the metadata offset of the last record held (-1 when unknown); directory ids are
-//! the zero UUID (Runnel's voters are static, KIP-853's directory ids are not kept). A standalone broker's
-//! one Node is its own advertised endpoint, as in DescribeCluster's controller endpoints.
+//! `QuorumInfo` ([`crate::quorum::MetadataQuorum`]) and answers in Kafka's shape
+//! ([`controller::describe_quorum`], which the controller listener answers with too). Kafka's checks, in
+//! its order: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED (31) at the top; the request must
+//! name exactly `__cluster_metadata` partition 0, else every named partition gets
+//! UNKNOWN_TOPIC_OR_PARTITION (3, the other fields zero, as Kafka); a controller that cannot be asked is a
+//! top-level error with its code. A standalone broker's one Node is its own advertised endpoint, as in
+//! DescribeCluster's controller endpoints.
 
-use metadata::{QuorumInfo, ReplicaProgress};
-use protocol::error::ErrorCode;
-use protocol::messages::describe_quorum_response::{
-    Listener, Node, PartitionData, ReplicaState, TopicData,
+use controller::describe_quorum::{
+    names_only_the_metadata_partition, response, top_level_error, unknown_partitions,
 };
 use protocol::messages::{DescribeQuorumRequest, DescribeQuorumResponse};
 
 use super::errors::ApiError;
 use super::KafkaApis;
-use crate::metadata_cache::ControllerEndpoint;
 use crate::server::context::RequestContext;
 use authorizer::AclOperation;
-
-/// The metadata log's topic name (Kafka's `__cluster_metadata`).
-pub const METADATA_TOPIC: &str = "__cluster_metadata";
 
 /// The controllers' listener name in the Nodes of v2 (Kafka's default `controller.listener.names`).
 const DEFAULT_CONTROLLER_LISTENER: &str = "CONTROLLER";
@@ -39,7 +32,7 @@ pub async fn handle(
     request: DescribeQuorumRequest,
 ) -> DescribeQuorumResponse {
     if let Err(d) = ctx.authorize_cluster(AclOperation::Describe) {
-        return top_level_error(ApiError::from(d));
+        return refused(ApiError::from(d));
     }
     if !names_only_the_metadata_partition(&request) {
         return unknown_partitions(&request);
@@ -49,55 +42,13 @@ pub async fn handle(
             let listener = controller_listener_name(apis);
             response(&info, &apis.metadata_cache().controllers(), &listener)
         }
-        Err(e) => top_level_error(ApiError::from(e)),
-    }
-}
-
-/// Kafka's `hasValidTopicPartition`: one topic, `__cluster_metadata`, with one partition, 0.
-fn names_only_the_metadata_partition(request: &DescribeQuorumRequest) -> bool {
-    match request.topics.as_slice() {
-        [t] => {
-            t.topic_name == METADATA_TOPIC
-                && matches!(t.partitions.as_slice(), [p] if p.partition_index == 0)
-        }
-        _ => false,
-    }
-}
-
-/// Every partition the request names, refused with UNKNOWN_TOPIC_OR_PARTITION (Kafka's
-/// `getPartitionLevelErrorResponse`).
-fn unknown_partitions(request: &DescribeQuorumRequest) -> DescribeQuorumResponse {
-    let topics = request
-        .topics
-        .iter()
-        .map(|t| TopicData {
-            topic_name: t.topic_name.clone(),
-            partitions: t
-                .partitions
-                .iter()
-                .map(|p| PartitionData {
-                    partition_index: p.partition_index,
-                    error_code: ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0,
-                    error_message: Some("This server does not host this topic-partition.".into()),
-                    ..Default::default()
-                })
-                .collect(),
-            ..Default::default()
-        })
-        .collect();
-    DescribeQuorumResponse {
-        topics,
-        ..Default::default()
+        Err(e) => refused(ApiError::from(e)),
     }
 }
 
 /// A whole-request refusal.
-fn top_level_error(e: ApiError) -> DescribeQuorumResponse {
-    DescribeQuorumResponse {
-        error_code: e.code.0,
-        error_message: Some(e.message),
-        ..Default::default()
-    }
+fn refused(e: ApiError) -> DescribeQuorumResponse {
+    top_level_error(e.code, e.message)
 }
 
 /// The first of `controller.listener.names`, the listener the voters' endpoints are named by.
@@ -107,158 +58,4 @@ fn controller_listener_name(apis: &KafkaApis) -> String {
         .and_then(|v| v.split(',').next().map(|s| s.trim().to_uppercase()))
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| DEFAULT_CONTROLLER_LISTENER.to_string())
-}
-
-/// A metadata offset (-1: none) as Kafka's end offset: one past it, -1 staying unknown.
-fn end_offset(offset: i64) -> i64 {
-    if offset < 0 {
-        -1
-    } else {
-        offset.saturating_add(1)
-    }
-}
-
-/// One voter or observer in Kafka's shape (no directory id: the zero UUID).
-fn replica_state(p: &ReplicaProgress) -> ReplicaState {
-    ReplicaState {
-        replica_id: p.replica_id.get(),
-        replica_directory_id: uuid::Uuid::nil(),
-        log_end_offset: end_offset(p.last_offset),
-        last_fetch_timestamp: p.last_fetch_ms,
-        last_caught_up_timestamp: p.last_caught_up_ms,
-        ..Default::default()
-    }
-}
-
-/// `info` in Kafka's shape: one topic, `__cluster_metadata`, partition 0; `controllers` (node id, host,
-/// port) become the v2 Nodes on `listener`. Fields a version lacks are dropped by the encoder.
-pub(crate) fn response(
-    info: &QuorumInfo,
-    controllers: &[ControllerEndpoint],
-    listener: &str,
-) -> DescribeQuorumResponse {
-    let partition = PartitionData {
-        partition_index: 0,
-        error_code: ErrorCode::NONE.0,
-        leader_id: info.leader_id.map_or(-1, |id| id.get()),
-        leader_epoch: i32::try_from(info.leader_epoch).unwrap_or(i32::MAX),
-        high_watermark: end_offset(info.high_watermark),
-        current_voters: info.current_voters.iter().map(replica_state).collect(),
-        observers: info.observers.iter().map(replica_state).collect(),
-        ..Default::default()
-    };
-    let nodes = controllers
-        .iter()
-        .map(|(id, host, port)| Node {
-            node_id: id.get(),
-            listeners: vec![Listener {
-                name: listener.to_string(),
-                host: host.clone(),
-                port: *port,
-                ..Default::default()
-            }],
-            ..Default::default()
-        })
-        .collect();
-    DescribeQuorumResponse {
-        error_code: ErrorCode::NONE.0,
-        topics: vec![TopicData {
-            topic_name: METADATA_TOPIC.to_string(),
-            partitions: vec![partition],
-            ..Default::default()
-        }],
-        nodes,
-        ..Default::default()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use protocol::messages::describe_quorum_request;
-    use types::BrokerId;
-
-    fn progress(id: i32, last_offset: i64, at: i64) -> ReplicaProgress {
-        ReplicaProgress {
-            replica_id: BrokerId(id),
-            last_offset,
-            last_fetch_ms: at,
-            last_caught_up_ms: at,
-        }
-    }
-
-    #[test]
-    fn quorum_info_maps_to_kafkas_shape_with_end_offsets() {
-        let info = QuorumInfo {
-            leader_id: Some(BrokerId(2)),
-            leader_epoch: 7,
-            high_watermark: 41,
-            voters: Default::default(),
-            current_voters: vec![
-                progress(1, 40, 900),
-                progress(2, 41, 1000),
-                progress(3, -1, -1),
-            ],
-            observers: vec![progress(4, 39, 950)],
-        };
-        let controllers = vec![(BrokerId(1), "h1".to_string(), 9101)];
-        let r = response(&info, &controllers, "CONTROLLER");
-        // Kafka answers an empty (not null) message on success.
-        assert_eq!((r.error_code, r.error_message.as_deref()), (0, Some("")));
-        assert_eq!(r.topics.len(), 1);
-        assert_eq!(r.topics[0].topic_name, "__cluster_metadata");
-        let p = &r.topics[0].partitions[0];
-        assert_eq!((p.partition_index, p.error_code, p.leader_id), (0, 0, 2));
-        assert_eq!((p.leader_epoch, p.high_watermark), (7, 42));
-        let ends: Vec<_> = p
-            .current_voters
-            .iter()
-            .map(|v| (v.replica_id, v.log_end_offset, v.last_fetch_timestamp))
-            .collect();
-        assert_eq!(ends, vec![(1, 41, 900), (2, 42, 1000), (3, -1, -1)]);
-        assert_eq!(p.observers[0].replica_id, 4);
-        assert_eq!(p.observers[0].log_end_offset, 40);
-        assert!(p.current_voters[0].replica_directory_id.is_nil());
-        assert_eq!(r.nodes.len(), 1);
-        let l = &r.nodes[0].listeners[0];
-        assert_eq!(
-            (r.nodes[0].node_id, l.name.as_str(), l.host.as_str(), l.port),
-            (1, "CONTROLLER", "h1", 9101)
-        );
-    }
-
-    #[test]
-    fn only_the_metadata_partition_is_served() {
-        let request = |topic: &str, parts: &[i32]| DescribeQuorumRequest {
-            topics: vec![describe_quorum_request::TopicData {
-                topic_name: topic.into(),
-                partitions: parts
-                    .iter()
-                    .map(|&p| describe_quorum_request::PartitionData {
-                        partition_index: p,
-                        ..Default::default()
-                    })
-                    .collect(),
-                ..Default::default()
-            }],
-            ..Default::default()
-        };
-        assert!(names_only_the_metadata_partition(&request(
-            "__cluster_metadata",
-            &[0]
-        )));
-        for bad in [
-            request("__cluster_metadata", &[1]),
-            request("t", &[0]),
-            request("__cluster_metadata", &[0, 1]),
-        ] {
-            assert!(!names_only_the_metadata_partition(&bad));
-            let r = unknown_partitions(&bad);
-            assert_eq!(r.error_code, 0);
-            assert!(r.topics[0].partitions.iter().all(|p| p.error_code == 3));
-        }
-        assert!(!names_only_the_metadata_partition(
-            &DescribeQuorumRequest::default()
-        ));
-    }
 }
