@@ -10,11 +10,10 @@ use clap::Subcommand;
 use protocol::messages::create_acls_request::AclCreation;
 use protocol::messages::delete_acls_request::DeleteAclsFilter;
 use protocol::messages::{CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest};
-use protocol::{RequestBody, ResponseBody};
 use serde_json::json;
 
-use crate::client::{print_json, print_table, protocol_words, ConnArgs};
-use crate::wire::Wire;
+use crate::client::{check, print_json, print_table, protocol_words, ConnArgs};
+use crate::wire::{call_api, Wire};
 
 /// `runnel acl ...`
 #[derive(clap::Args, Debug)]

@@ -13,8 +13,8 @@ use protocol::messages::{
 use protocol::{ApiKey, RequestBody, ResponseBody};
 use serde_json::json;
 
-use crate::client::{print_json, print_table, protocol_words, ConnArgs};
-use crate::wire::Wire;
+use crate::client::{check, print_json, print_table, protocol_words, ConnArgs};
+use crate::wire::{call_api, Wire};
 
 /// `runnel cluster ...`
 #[derive(clap::Args, Debug)]

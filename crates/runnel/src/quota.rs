@@ -7,11 +7,10 @@ use clap::Subcommand;
 use protocol::messages::alter_client_quotas_request::{EntityData, EntryData, OpData};
 use protocol::messages::describe_client_quotas_request::ComponentData;
 use protocol::messages::{AlterClientQuotasRequest, DescribeClientQuotasRequest};
-use protocol::{RequestBody, ResponseBody};
 use serde_json::json;
 
-use crate::client::{print_json, print_table, protocol_words, split_kv, ConnArgs};
-use crate::wire::Wire;
+use crate::client::{check, print_json, print_table, protocol_words, split_kv, ConnArgs};
+use crate::wire::{call_api, Wire};
 
 /// `runnel quota ...`
 #[derive(clap::Args, Debug)]

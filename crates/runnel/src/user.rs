@@ -11,11 +11,10 @@ use protocol::messages::alter_user_scram_credentials_request::{
 };
 use protocol::messages::describe_user_scram_credentials_request::UserName;
 use protocol::messages::{AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest};
-use protocol::{RequestBody, ResponseBody};
 use serde_json::json;
 
-use crate::client::{print_json, print_table, protocol_words, ConnArgs};
-use crate::wire::Wire;
+use crate::client::{check, print_json, print_table, protocol_words, ConnArgs};
+use crate::wire::{call_api, Wire};
 
 /// `runnel user ...`
 #[derive(clap::Args, Debug)]
