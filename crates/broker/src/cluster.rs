@@ -89,16 +89,20 @@ impl std::fmt::Debug for BrokerCluster {
 }
 
 impl BrokerCluster {
-    /// A member for `config` (cluster mode) whose controller client knows `voters` and connects through
-    /// `transport` (the controller listener's; `None`: plain TCP).
+    /// A member of cluster `cluster_id` (named in its BrokerRegistration) for `config` (cluster mode) whose
+    /// controller client knows `voters` and connects through `transport` (the controller listener's;
+    /// `None`: plain TCP).
     pub fn new(
         config: &BrokerConfig,
+        cluster_id: &str,
         voters: BTreeMap<BrokerId, std::net::SocketAddr>,
         transport: Option<Arc<dyn controller::Transport>>,
     ) -> BrokerCluster {
-        let client = ControllerClient::new(voters).with_session_attempt_timeout(
-            Duration::from_millis((config.broker_session_timeout_ms / 2).max(100) as u64),
-        );
+        let client = ControllerClient::new(voters)
+            .with_cluster_id(cluster_id)
+            .with_session_attempt_timeout(Duration::from_millis(
+                (config.broker_session_timeout_ms / 2).max(100) as u64,
+            ));
         BrokerCluster {
             node_id: config.node_id,
             // Heartbeats and metadata fetches give up on a silent controller within half the session
@@ -664,7 +668,15 @@ impl ClusterLink for ControllerLink {
                     tracing::debug!(topic = %topic, partition, error = %e, "AlterPartition refused");
                     e
                 })?;
-            Ok(partition_state(state.topic_id, &reg))
+            Ok(PartitionState {
+                topic_id: state.topic_id,
+                leader: reg.leader,
+                leader_epoch: reg.leader_epoch,
+                partition_epoch: reg.partition_epoch,
+                isr: reg.isr,
+                // AlterPartition never changes the replica set (its answer carries none).
+                replicas: state.replicas,
+            })
         })
     }
 }

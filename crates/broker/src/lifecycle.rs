@@ -394,9 +394,10 @@ impl Services {
         } else {
             None
         };
-        let cluster = config
-            .is_cluster()
-            .then(|| Arc::new(BrokerCluster::new(config, voters, controller_transport)));
+        let cluster = config.is_cluster().then(|| {
+            let id = metadata.cluster_id();
+            Arc::new(BrokerCluster::new(config, id, voters, controller_transport))
+        });
         let link: Arc<dyn ClusterLink> = match &cluster {
             Some(c) => Arc::new(ControllerLink(c.clone())),
             None => Arc::new(StandaloneLink),

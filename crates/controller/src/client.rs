@@ -10,15 +10,20 @@ use std::time::Duration;
 use metadata::scram::{ScramAlterResult, ScramDeletion, ScramUpsertion};
 use metadata::{
     AclEntry, AlterPartition, ControllerError, CreateTopic, CreatedTopic, ElectionResult,
-    ElectionType, Heartbeat, HeartbeatReply, MetadataUpdate, PartitionRegistration, QuorumInfo,
+    ElectionType, Heartbeat, HeartbeatReply, LeaderAndIsr, MetadataUpdate, QuorumInfo,
     RegisterBroker,
 };
 use parking_lot::Mutex;
+use tokio::io::AsyncWriteExt;
 use tokio::time::Instant;
 use types::{BrokerEpoch, BrokerId, ErrorCode, LeaderEpoch, PartitionEpoch, ProducerId};
 use uuid::Uuid;
 
-use crate::rpc::{read_frame, write_frame, ClientRequest, ClientResponse, RpcRequest, RpcResponse};
+use crate::broker_apis::{self, KafkaCall};
+use crate::rpc::{
+    read_frame, read_frame_bytes, write_frame, ClientRequest, ClientResponse, RpcRequest,
+    RpcResponse,
+};
 use crate::transport::{TcpTransport, Transport};
 
 /// Default deadline of one client call (retries included).
@@ -54,6 +59,8 @@ pub struct ControllerClient {
     timeout: Duration,
     session_attempt: Duration,
     transport: Arc<dyn Transport>,
+    /// Sent in BrokerRegistration; empty: not checked by the controller.
+    cluster_id: Arc<str>,
 }
 
 /// A controller's answer to a change, with the metadata offset (raft log index) at which its outcome is
@@ -84,7 +91,15 @@ impl ControllerClient {
             timeout: DEFAULT_REQUEST_TIMEOUT,
             session_attempt: SESSION_ATTEMPT_TIMEOUT,
             transport: Arc::new(TcpTransport),
+            cluster_id: Arc::from(""),
         }
+    }
+
+    /// The same client naming `cluster_id` in its BrokerRegistration: a controller of another cluster
+    /// refuses it with INCONSISTENT_CLUSTER_ID (104). Without it the controller does not check.
+    pub fn with_cluster_id(mut self, cluster_id: &str) -> ControllerClient {
+        self.cluster_id = Arc::from(cluster_id);
+        self
     }
 
     /// The same client connecting through `transport` (default [`TcpTransport`]; a simulation passes
@@ -116,10 +131,13 @@ impl ControllerClient {
         *self.leader_hint.lock()
     }
 
+    /// One exchange with the controller at `addr`: `kafka`'s frame when the request has a Kafka form
+    /// ([`broker_apis`]), else `req` as a JSON frame.
     async fn attempt(
         &self,
         addr: SocketAddr,
         req: &RpcRequest,
+        kafka: Option<&KafkaCall>,
         limit: Duration,
     ) -> std::io::Result<ClientResponse> {
         let fut = async {
@@ -129,6 +147,22 @@ impl ControllerClient {
                 .map_err(|_| {
                     std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out")
                 })??;
+            if let Some(call) = kafka {
+                s.write_all(&call.frame).await?;
+                s.flush().await?;
+                let frame = bytes::Bytes::from(read_frame_bytes(&mut s).await?);
+                let invalid = |e: String| std::io::Error::new(std::io::ErrorKind::InvalidData, e);
+                let (header, body) = protocol::decode_response(call.api, call.version, frame)
+                    .map_err(|e| invalid(format!("{} response: {e}", call.api.name())))?;
+                if header.correlation_id != 0 {
+                    return Err(invalid(format!(
+                        "{} response with correlation id {}",
+                        call.api.name(),
+                        header.correlation_id
+                    )));
+                }
+                return Ok(broker_apis::from_kafka(body));
+            }
             write_frame(&mut s, req).await?;
             match read_frame(&mut s).await? {
                 RpcResponse::Client(c) => Ok(c),
@@ -160,6 +194,8 @@ impl ControllerClient {
         extra: Duration,
         attempt: Duration,
     ) -> Result<ClientResponse, ControllerError> {
+        let kafka = broker_apis::to_kafka(&req, &self.cluster_id)
+            .map_err(|e| ControllerError::new(ErrorCode::UNKNOWN_SERVER_ERROR, e))?;
         let req = RpcRequest::Client(req);
         let now = Instant::now();
         let budget = self.timeout.saturating_add(extra);
@@ -201,13 +237,14 @@ impl ControllerClient {
             }
             let limit = remaining.min(attempt.saturating_add(extra));
             let mut retry_now = false;
-            match self.attempt(addr, &req, limit).await {
+            match self.attempt(addr, &req, kafka.as_ref(), limit).await {
                 Ok(ClientResponse::NotController { leader }) => {
                     last_err = format!("controller {target} is not active (leader {leader:?})");
                     let follow = leader.filter(|l| *l != target && self.voters.contains_key(l));
                     *self.leader_hint.lock() = follow;
-                    // Follow a named leader at once, but not forever around a stale loop.
-                    if follow.is_some() && redirects < ids.len() {
+                    // Follow a named leader at once, or (none named) try the next voter at once, but not
+                    // forever around a stale loop.
+                    if redirects < ids.len() {
                         redirects += 1;
                         retry_now = true;
                     }
@@ -250,12 +287,14 @@ impl ControllerClient {
         }
     }
 
-    /// BrokerRegistration (KIP-631): registers `broker_id` with its advertised `listeners` (`host`/`port`
-    /// the inter-broker one's) (fenced until a heartbeat finds it
-    /// caught up) and returns its new broker epoch (the offset of the registration record).
+    /// BrokerRegistration (KIP-631), sent as Kafka's request with this client's cluster id: registers
+    /// `broker_id` with its advertised `listeners` (`host`/`port` the inter-broker one's) (fenced until a
+    /// heartbeat finds it caught up) and returns its new broker epoch (the offset of the registration
+    /// record).
     ///
-    /// Errors: `DUPLICATE_BROKER_REGISTRATION` (101) while another incarnation holds a live
-    /// session, `INVALID_REQUEST` (42), `REQUEST_TIMED_OUT` (7).
+    /// Errors: `DUPLICATE_BROKER_REGISTRATION` (101) while another incarnation holds a live session,
+    /// `INVALID_REQUEST` (42), `INCONSISTENT_CLUSTER_ID` (104), `CLUSTER_AUTHORIZATION_FAILED` (31),
+    /// `REQUEST_TIMED_OUT` (7).
     pub async fn register_broker(
         &self,
         broker_id: BrokerId,
@@ -279,7 +318,7 @@ impl ControllerClient {
         }
     }
 
-    /// BrokerHeartbeat (KIP-631): keeps the session alive (send well within
+    /// BrokerHeartbeat (KIP-631), sent as Kafka's request: keeps the session alive (send well within
     /// `broker.session.timeout.ms`, Kafka sends every `broker.heartbeat.interval.ms` = 2000).
     /// `metadata_offset` is the highest metadata offset the broker has replayed; `want_fence` asks to
     /// be/stay fenced; `want_shutdown` starts/continues controlled shutdown (keep heartbeating
@@ -465,8 +504,8 @@ impl ControllerClient {
         }
     }
 
-    /// AlterPartition (KIP-497): the partition leader proposes a new ISR; returns the resulting
-    /// registration (new partition epoch). Only the current leader, with its current broker epoch,
+    /// AlterPartition (KIP-497), sent as Kafka's AlterPartition request: the partition leader proposes a
+    /// new ISR; returns the resulting leader and ISR (new partition epoch). Only the current leader, with its current broker epoch,
     /// leader epoch and partition epoch may do so.
     ///
     /// Errors: `STALE_BROKER_EPOCH` (77), `UNKNOWN_TOPIC_ID` (100), `UNKNOWN_TOPIC_OR_PARTITION` (3),
@@ -482,7 +521,7 @@ impl ControllerClient {
         leader_epoch: LeaderEpoch,
         partition_epoch: PartitionEpoch,
         new_isr: Vec<BrokerId>,
-    ) -> Result<PartitionRegistration, ControllerError> {
+    ) -> Result<LeaderAndIsr, ControllerError> {
         let req = ClientRequest::AlterPartition(AlterPartition {
             broker_id,
             broker_epoch,
@@ -493,7 +532,12 @@ impl ControllerClient {
             new_isr,
         });
         match self.call(req, Duration::ZERO).await? {
-            ClientResponse::AlterPartition(r) => r,
+            ClientResponse::AlterPartition(r) => r.map(|reg| LeaderAndIsr {
+                leader: reg.leader,
+                leader_epoch: reg.leader_epoch,
+                isr: reg.isr,
+                partition_epoch: reg.partition_epoch,
+            }),
             _ => Err(unexpected()),
         }
     }

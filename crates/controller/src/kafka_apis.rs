@@ -19,6 +19,9 @@
 //!   another partition than `__cluster_metadata`-0: UNKNOWN_TOPIC_OR_PARTITION per partition; a follower
 //!   answers NOT_LEADER_OR_FOLLOWER (6) on partition 0; the leader answers as the broker does
 //!   ([`crate::describe_quorum`]).
+//! - BrokerRegistration (62) v0–4, BrokerHeartbeat (63) v0–2, AlterPartition (56) v2–3: CLUSTER_ACTION on
+//!   the cluster, else CLUSTER_AUTHORIZATION_FAILED (31); answered by the active controller (else
+//!   NOT_CONTROLLER, 41) through [`crate::broker_apis`].
 //! - SaslHandshake (17), SaslAuthenticate (36): after authentication (or on an open listener)
 //!   ILLEGAL_SASL_STATE (34), as Kafka's controller.
 //!
@@ -47,7 +50,10 @@ pub const CONTROLLER_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ApiVersions, 0, 4),
     (ApiKey::SaslAuthenticate, 0, 2),
     (ApiKey::DescribeQuorum, 0, 2),
+    (ApiKey::AlterPartition, 2, 3),
     (ApiKey::DescribeCluster, 0, 2),
+    (ApiKey::BrokerRegistration, 0, 4),
+    (ApiKey::BrokerHeartbeat, 0, 2),
 ];
 
 /// DescribeCluster's endpoint type "brokers" (1, KIP-919).
@@ -169,7 +175,13 @@ pub(crate) async fn handle(inner: &Inner, access: &Access<'_>, frame: Bytes) -> 
                 ..Default::default()
             })
         }
-        _ => return Outcome::Close(format!("{} is not served", api.name())),
+        body => {
+            let authorized = access.allowed(inner, ClusterOperation::ClusterAction, api);
+            match crate::broker_apis::answer(inner, body, authorized).await {
+                Some(response) => response,
+                None => return Outcome::Close(format!("{} is not served", api.name())),
+            }
+        }
     };
     match encode(correlation_id, api, version, &response) {
         Ok(bytes) => Outcome::Respond(bytes),

@@ -56,7 +56,16 @@ fn api_versions_round_trips_in_every_version_with_the_controller_apis() {
             .collect();
         assert_eq!(
             keys,
-            vec![(17, 0, 1), (18, 0, 4), (36, 0, 2), (55, 0, 2), (60, 0, 2)],
+            vec![
+                (17, 0, 1),
+                (18, 0, 4),
+                (36, 0, 2),
+                (55, 0, 2),
+                (56, 2, 3),
+                (60, 0, 2),
+                (62, 0, 4),
+                (63, 0, 2)
+            ],
             "v{version}"
         );
     }

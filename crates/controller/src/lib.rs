@@ -20,6 +20,7 @@
 
 #![warn(missing_docs)]
 
+mod broker_apis;
 pub mod client;
 pub mod config;
 pub mod control;

@@ -6,7 +6,8 @@
 //! request with 0x00 (the high byte of its API key). A connection carries a sequence of
 //! request/response pairs: the peer sends one [`RpcRequest`] frame and reads one [`RpcResponse`]
 //! frame back. Requests are raft RPCs between controllers (append_entries, vote, install_snapshot)
-//! or [`ClientRequest`]s from brokers (their message types are in the `metadata` crate).
+//! or [`ClientRequest`]s from brokers (their message types are in the `metadata` crate); a broker sends
+//! registrations, heartbeats and AlterPartition as Kafka requests instead ([`crate::broker_apis`]).
 
 use std::collections::BTreeMap;
 

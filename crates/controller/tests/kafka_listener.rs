@@ -1,7 +1,8 @@
 //! Kafka requests on a real controller's listener (one voter on 127.0.0.1): ApiVersions, DescribeCluster
 //! and DescribeQuorum in Kafka's shapes beside Runnel's JSON frames on the same connection; what cannot be
 //! served closes the connection; on a listener with authenticated peers each request is authorized on
-//! its own (DESCRIBE, ALTER, CLUSTER_ACTION on the cluster).
+//! its own (DESCRIBE, ALTER, CLUSTER_ACTION on the cluster); a broker's registration, heartbeats and
+//! AlterPartition as Kafka's requests.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -17,10 +18,12 @@ use controller::{
     Accepted, BoxedStream, ClusterOperation, ControllerConfig, ControllerServer, MetadataImage,
     Peer, PeerAuthorizer, PendingConnection, RpcListener,
 };
-use protocol::messages::describe_quorum_request;
 use protocol::messages::{
-    ApiVersionsRequest, DescribeClusterRequest, DescribeClusterResponse, DescribeQuorumRequest,
-    DescribeQuorumResponse,
+    alter_partition_request, broker_registration_request, describe_quorum_request,
+};
+use protocol::messages::{
+    AlterPartitionRequest, ApiVersionsRequest, BrokerHeartbeatRequest, BrokerRegistrationRequest,
+    DescribeClusterRequest, DescribeClusterResponse, DescribeQuorumRequest, DescribeQuorumResponse,
 };
 use protocol::{RequestBody, RequestHeader, ResponseBody};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -265,7 +268,7 @@ async fn an_open_listener_answers_kafka_requests_beside_json_frames() {
     };
     assert_eq!(v.error_code, 0);
     let keys: Vec<i16> = v.api_keys.iter().map(|k| k.api_key).collect();
-    assert_eq!(keys, vec![17, 18, 36, 55, 60]);
+    assert_eq!(keys, vec![17, 18, 36, 55, 56, 60, 62, 63]);
 
     // KIP-919: the controllers (the voters) and the active one; nobody is asked on an open listener.
     let r = c.describe_cluster(1, 2).await;
@@ -372,5 +375,134 @@ async fn each_request_is_authorized_on_its_own() {
     ));
     assert_eq!(broker.describe_quorum(0).await.error_code, 31);
     assert!(broker.json_describe_quorum().await.is_ok());
+    server.shutdown().await.unwrap();
+}
+
+/// BrokerRegistration v4 of broker 7 in `cluster_id` with one listener per `(name, port)`.
+fn registration(cluster_id: &str, listeners: &[(&str, u16)]) -> RequestBody {
+    RequestBody::BrokerRegistration(BrokerRegistrationRequest {
+        broker_id: 7,
+        cluster_id: cluster_id.into(),
+        incarnation_id: uuid::Uuid::from_u128(7),
+        listeners: listeners
+            .iter()
+            .map(|&(name, port)| broker_registration_request::Listener {
+                name: name.into(),
+                host: "127.0.0.1".into(),
+                port,
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_registers_and_heartbeats_in_kafka_requests_with_cluster_action() {
+    let dir = tempfile::tempdir().unwrap();
+    let tcp = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = tcp.local_addr().unwrap();
+    let server = single_voter(Box::new(NamedPeers(tcp)), dir.path()).await;
+    let cluster = "kafka-listener-cluster";
+    let heartbeat = |epoch: i64, offset: i64| {
+        RequestBody::BrokerHeartbeat(BrokerHeartbeatRequest {
+            broker_id: 7,
+            broker_epoch: epoch,
+            current_metadata_offset: offset,
+            ..Default::default()
+        })
+    };
+    let alter = |epoch: i64| {
+        RequestBody::AlterPartition(AlterPartitionRequest {
+            broker_id: 7,
+            broker_epoch: epoch,
+            topics: vec![alter_partition_request::TopicData {
+                topic_id: uuid::Uuid::from_u128(99),
+                partitions: vec![alter_partition_request::PartitionData {
+                    partition_index: 0,
+                    new_isr_with_epochs: vec![alter_partition_request::BrokerState {
+                        broker_id: 7,
+                        broker_epoch: -1,
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        })
+    };
+
+    // Without CLUSTER_ACTION (the admin may describe, not register): CLUSTER_AUTHORIZATION_FAILED.
+    let mut admin = Client::connect(addr, Some(b'a')).await;
+    let reg = registration(cluster, &[("PLAINTEXT", 9092)]);
+    let ResponseBody::BrokerRegistration(r) = admin.ask(4, reg).await.unwrap() else {
+        panic!("not BrokerRegistration")
+    };
+    assert_eq!((r.error_code, r.broker_epoch), (31, -1));
+    let ResponseBody::BrokerHeartbeat(h) = admin.ask(2, heartbeat(1, 1)).await.unwrap() else {
+        panic!("not BrokerHeartbeat")
+    };
+    assert_eq!((h.error_code, h.is_fenced), (31, true));
+    let ResponseBody::AlterPartition(a) = admin.ask(3, alter(1)).await.unwrap() else {
+        panic!("not AlterPartition")
+    };
+    assert_eq!((a.error_code, a.topics.len()), (31, 0));
+    assert!(server.image().brokers.is_empty());
+
+    // A broker: another cluster's id and a registration without listeners are refused.
+    let mut broker = Client::connect(addr, Some(b'b')).await;
+    let reg = registration("another-cluster", &[("PLAINTEXT", 9092)]);
+    let ResponseBody::BrokerRegistration(r) = broker.ask(4, reg).await.unwrap() else {
+        panic!("not BrokerRegistration")
+    };
+    assert_eq!(r.error_code, 104, "INCONSISTENT_CLUSTER_ID");
+    let ResponseBody::BrokerRegistration(r) =
+        broker.ask(4, registration(cluster, &[])).await.unwrap()
+    else {
+        panic!("not BrokerRegistration")
+    };
+    assert_eq!(r.error_code, 42, "INVALID_REQUEST");
+
+    // Registered with both listeners, the first one the inter-broker endpoint.
+    let reg = registration(cluster, &[("INTERNAL", 9093), ("PLAINTEXT", 9092)]);
+    let ResponseBody::BrokerRegistration(r) = broker.ask(0, reg).await.unwrap() else {
+        panic!("not BrokerRegistration")
+    };
+    assert_eq!(r.error_code, 0);
+    let epoch = r.broker_epoch;
+    assert!(epoch > 0, "{r:?}");
+    let image = server.image();
+    let b = &image.brokers[&BrokerId(7)];
+    assert_eq!(b.port, 9093);
+    let names: Vec<&str> = b.listeners.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, ["INTERNAL", "PLAINTEXT"]);
+
+    // Heartbeats: a stale epoch is refused; caught up past the registration, the broker is unfenced.
+    let ResponseBody::BrokerHeartbeat(h) =
+        broker.ask(2, heartbeat(epoch + 100, epoch)).await.unwrap()
+    else {
+        panic!("not BrokerHeartbeat")
+    };
+    assert_eq!(h.error_code, 77, "STALE_BROKER_EPOCH");
+    let ResponseBody::BrokerHeartbeat(h) = broker.ask(0, heartbeat(epoch, epoch)).await.unwrap()
+    else {
+        panic!("not BrokerHeartbeat")
+    };
+    assert_eq!(
+        (h.error_code, h.is_caught_up, h.is_fenced),
+        (0, true, false),
+        "{h:?}"
+    );
+
+    // AlterPartition of a topic that does not exist: the partition's error, the request's none.
+    let ResponseBody::AlterPartition(a) = broker.ask(3, alter(epoch)).await.unwrap() else {
+        panic!("not AlterPartition")
+    };
+    assert_eq!(a.error_code, 0);
+    assert_eq!(
+        a.topics[0].partitions[0].error_code, 100,
+        "UNKNOWN_TOPIC_ID"
+    );
     server.shutdown().await.unwrap();
 }

@@ -46,6 +46,6 @@ pub use record::{
 };
 pub use request::{
     AlterPartition, CreateTopic, CreatedTopic, ElectionResult, ElectionType, Heartbeat,
-    HeartbeatReply, MetadataUpdate, QuorumInfo, RegisterBroker, ReplicaProgress,
+    HeartbeatReply, LeaderAndIsr, MetadataUpdate, QuorumInfo, RegisterBroker, ReplicaProgress,
 };
 pub use topics_image::TopicsImage;

@@ -95,6 +95,20 @@ pub struct AlterPartition {
     pub new_isr: Vec<BrokerId>,
 }
 
+/// A partition's leader and ISR as an AlterPartition answer states them (Kafka's `LeaderAndIsr`;
+/// AlterPartitionResponse `PartitionData`, KIP-497): no replica set, which AlterPartition never changes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaderAndIsr {
+    /// Leader broker id.
+    pub leader: BrokerId,
+    /// Leader epoch.
+    pub leader_epoch: LeaderEpoch,
+    /// In-sync replicas.
+    pub isr: Vec<BrokerId>,
+    /// Partition epoch after the change.
+    pub partition_epoch: PartitionEpoch,
+}
+
 /// One topic of a CreateTopics request.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CreateTopic {

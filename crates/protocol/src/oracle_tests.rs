@@ -75,6 +75,7 @@ const NEWER_THAN_ORACLE: &[&str] = &[
     "node_id:",
     "error_message:",
     "is_cordoned:",
+    "cordoned_log_dirs:",
     "topic_id:",
     "transaction_version:",
 ];
@@ -256,9 +257,12 @@ fn differential_against_kafka_protocol_crate() {
         ConsumerGroupDescribe => ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse;
         DescribeTopicPartitions => DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse;
         DescribeQuorum => DescribeQuorumRequest, DescribeQuorumResponse;
+        AlterPartition => AlterPartitionRequest, AlterPartitionResponse;
+        BrokerRegistration => BrokerRegistrationRequest, BrokerRegistrationResponse;
+        BrokerHeartbeat => BrokerHeartbeatRequest, BrokerHeartbeatResponse;
     );
     // Every implemented API is covered above.
-    assert_eq!(IMPLEMENTED_APIS.len(), 51);
+    assert_eq!(IMPLEMENTED_APIS.len(), 54);
     assert!(count > 500, "{count}");
 }
 
