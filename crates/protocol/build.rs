@@ -55,7 +55,7 @@ use std::path::Path;
 
 #[path = "build/generated_extras.rs"]
 mod generated_extras;
-use generated_extras::{gen_sample, throttle_accessor};
+use generated_extras::{differs_from_default, gen_sample, throttle_accessor};
 
 #[derive(Clone, Copy, Debug)]
 struct Range {
@@ -578,13 +578,7 @@ fn gen_struct(out: &mut String, msg: &Message, st: &Struct, is_top: bool) {
             );
             for f in &tagged {
                 let stmt = encode_stmt(f, &st.name, within);
-                let mut cond = if f.ty.starts_with("[]") && !is_option(f) {
-                    // `!= Vec::new()` leaves the element type to inference, which Uuid's two PartialEq
-                    // impls defeat.
-                    format!("!self.{}.is_empty()", ident(&f.name))
-                } else {
-                    format!("self.{} != {}", ident(&f.name), default_expr(f))
-                };
+                let mut cond = differs_from_default(f);
                 if let Some(c) = f.versions.cond(within) {
                     cond = format!("{c} && {cond}");
                 }

@@ -1,9 +1,9 @@
 //! Parts of `build.rs`'s generator kept apart for size: the sample values of every struct (for the
-//! codec's round-trip tests) and `ResponseBody::throttle_time_ms_mut`.
+//! codec's round-trip tests), `ResponseBody::throttle_time_ms_mut` and when a tagged field is written.
 
 use std::fmt::Write as _;
 
-use super::{api_name, ident, is_option, Field, Message, Range, Struct};
+use super::{api_name, default_expr, ident, is_option, Field, Message, Range, Struct};
 
 /// Expression producing a sample (non-default where possible) value for one element of type `ty`.
 fn sample_elem(ty: &str) -> String {
@@ -87,4 +87,15 @@ pub(super) fn throttle_accessor(out: &mut String, pairs: &[(&Message, &Message)]
         let _ = writeln!(out, "            Self::{}({bind}) => {arm},", api_name(q));
     }
     let _ = writeln!(out, "        }}\n    }}\n");
+}
+
+/// The condition under which tagged field `f` is written: its value differs from its default. An array
+/// is compared by emptiness (`!= Vec::new()` leaves the element type to inference, which Uuid's two
+/// `PartialEq` impls defeat).
+pub(super) fn differs_from_default(f: &Field) -> String {
+    if f.ty.starts_with("[]") && !is_option(f) {
+        format!("!self.{}.is_empty()", ident(&f.name))
+    } else {
+        format!("self.{} != {}", ident(&f.name), default_expr(f))
+    }
 }
