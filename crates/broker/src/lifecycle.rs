@@ -139,7 +139,11 @@ impl Server {
         )?;
         // TLS listeners follow dynamic `listener.name.<l>.ssl.*` changes (a standalone broker's persisted
         // ones apply now; a cluster member's with its first image).
-        for tls in listeners.iter().filter_map(|l| l.security.tls.clone()) {
+        // So does the controller listener's, in a process with both roles (a controller-only process takes no
+        // dynamic configs).
+        let controller_tls = controller_security.as_ref().and_then(|s| s.tls_listener());
+        let broker_tls = listeners.iter().filter_map(|l| l.security.tls.clone());
+        for tls in broker_tls.chain(controller_tls) {
             tls.reload(&services.dynamic.effective())?;
             services.dynamic.add_reconfigurable(tls);
         }

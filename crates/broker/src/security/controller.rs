@@ -183,6 +183,12 @@ impl ControllerListenerSecurity {
         self.protocol
     }
 
+    /// The listener's TLS side when it serves TLS (SSL or SASL_SSL, and the controller role): its key and
+    /// trust stores follow dynamic `listener.name.<controller>.ssl.*` changes like a broker listener's.
+    pub fn tls_listener(&self) -> Option<Arc<TlsListener>> {
+        self.tls.clone()
+    }
+
     /// How this process connects to controllers (raft peers, the broker's controller client).
     pub fn transport(&self) -> Arc<dyn Transport> {
         self.transport.clone()
