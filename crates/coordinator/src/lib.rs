@@ -1,4 +1,5 @@
-//! Runnel's group coordinator for Kafka's classic consumer-group protocol, and committed offsets.
+//! Runnel's group coordinator for Kafka's classic consumer-group protocol, and committed offsets; and its
+//! transaction coordinator ([`transaction`], KIP-98/360/664/890), built the same way.
 //!
 //! A pure state machine: no sockets, no tasks, no files, no clock. Every call that can change state takes
 //! `now_ms` (milliseconds since the Unix epoch); operations that complete later (a JoinGroup waiting for the
@@ -23,11 +24,13 @@ mod group;
 mod group_coordinator;
 mod records;
 mod timers;
+pub mod transaction;
 
 pub use api::*;
 pub use config::GroupConfig;
 pub use group::{GroupState, CONSUMER_PROTOCOL_TYPE};
 pub use group_coordinator::GroupCoordinator;
+pub use transaction::{TransactionConfig, TransactionCoordinator};
 pub use records::{
     decode_record, encode_record, java_string_hashcode, partition_for, GroupMetadataValue,
     GroupRecord, MemberMetadataValue, OffsetCommitValue, RecordDecodeError,
