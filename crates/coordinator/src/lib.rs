@@ -30,9 +30,9 @@ pub use api::*;
 pub use config::GroupConfig;
 pub use group::{GroupState, CONSUMER_PROTOCOL_TYPE};
 pub use group_coordinator::GroupCoordinator;
-pub use transaction::{TransactionConfig, TransactionCoordinator};
 pub use records::{
     decode_record, encode_record, java_string_hashcode, partition_for, GroupMetadataValue,
     GroupRecord, MemberMetadataValue, OffsetCommitValue, RecordDecodeError,
     GROUP_METADATA_KEY_VERSION, MAX_RECORD_STRING_BYTES, OFFSET_COMMIT_KEY_VERSION,
 };
+pub use transaction::{TransactionConfig, TransactionCoordinator};

@@ -34,7 +34,10 @@ impl TransactionCoordinator {
     /// DescribeTransactions: one entry per requested id, in order. Errors per id: INVALID_REQUEST (empty id),
     /// COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR, TRANSACTIONAL_ID_NOT_FOUND (unknown, or Dead: being
     /// expired).
-    pub fn describe_transactions(&mut self, transactional_ids: &[String]) -> Vec<DescribedTransaction> {
+    pub fn describe_transactions(
+        &mut self,
+        transactional_ids: &[String],
+    ) -> Vec<DescribedTransaction> {
         transactional_ids
             .iter()
             .map(|id| self.describe_one(id))
@@ -54,7 +57,10 @@ impl TransactionCoordinator {
         };
         let mut topics: BTreeMap<String, Vec<i32>> = BTreeMap::new();
         for tp in &md.partitions {
-            topics.entry(tp.topic.clone()).or_default().push(tp.partition);
+            topics
+                .entry(tp.topic.clone())
+                .or_default()
+                .push(tp.partition);
         }
         DescribedTransaction {
             error_code: ErrorCode::NONE,
@@ -236,7 +242,11 @@ impl TransactionCoordinator {
             .collect();
         for id in gone {
             if let Some(a) = self.appends.remove(&id) {
-                respond_request(&mut fx, &a.then, TxnResult::error(ErrorCode::NOT_COORDINATOR));
+                respond_request(
+                    &mut fx,
+                    &a.then,
+                    TxnResult::error(ErrorCode::NOT_COORDINATOR),
+                );
             }
         }
         fx

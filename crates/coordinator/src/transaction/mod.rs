@@ -167,7 +167,10 @@ impl TransactionCoordinator {
 
     /// The `__transaction_state` partition of `transactional_id` under this configuration.
     pub fn partition_for(&self, transactional_id: &str) -> i32 {
-        transaction_partition_for(transactional_id, self.config.transaction_topic_num_partitions)
+        transaction_partition_for(
+            transactional_id,
+            self.config.transaction_topic_num_partitions,
+        )
     }
 
     /// The cached metadata of `transactional_id`, if this coordinator holds it (for inspection and tests).
@@ -268,11 +271,19 @@ impl TransactionCoordinator {
             .get_mut(&p.partition)
             .filter(|e| e.coordinator_epoch == p.coordinator_epoch && !e.loading);
         let Some(entry) = owned else {
-            respond_request(&mut fx, &p.then, TxnResult::error(ErrorCode::NOT_COORDINATOR));
+            respond_request(
+                &mut fx,
+                &p.then,
+                TxnResult::error(ErrorCode::NOT_COORDINATOR),
+            );
             return fx;
         };
         let Some(md) = entry.txns.get_mut(&p.transactional_id) else {
-            respond_request(&mut fx, &p.then, TxnResult::error(ErrorCode::NOT_COORDINATOR));
+            respond_request(
+                &mut fx,
+                &p.then,
+                TxnResult::error(ErrorCode::NOT_COORDINATOR),
+            );
             return fx;
         };
         if error != ErrorCode::NONE {
@@ -305,7 +316,11 @@ impl TransactionCoordinator {
             return fx;
         }
         if md.complete_transition(&p.transit).is_err() {
-            respond_request(&mut fx, &p.then, TxnResult::error(ErrorCode::UNKNOWN_SERVER_ERROR));
+            respond_request(
+                &mut fx,
+                &p.then,
+                TxnResult::error(ErrorCode::UNKNOWN_SERVER_ERROR),
+            );
             return fx;
         }
         match p.then {
@@ -427,7 +442,10 @@ impl TransactionCoordinator {
 
     fn schedule_scans(&mut self, now_ms: i64) {
         let abort = self.config.abort_timed_out_transactions_interval_ms.max(1);
-        let expire = self.config.remove_expired_transactional_ids_interval_ms.max(1);
+        let expire = self
+            .config
+            .remove_expired_transactional_ids_interval_ms
+            .max(1);
         self.next_abort_scan
             .get_or_insert(now_ms.saturating_add(abort));
         self.next_expire_scan

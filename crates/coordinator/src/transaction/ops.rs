@@ -48,9 +48,8 @@ impl TransactionCoordinator {
         now_ms: i64,
     ) -> Vec<TxnEffect> {
         let mut fx = Vec::new();
-        let respond = |fx: &mut Vec<TxnEffect>, response| {
-            fx.push(TxnEffect::Respond { request, response })
-        };
+        let respond =
+            |fx: &mut Vec<TxnEffect>, response| fx.push(TxnEffect::Respond { request, response });
         let Some(id) = transactional_id else {
             let response = match self.producer_ids.next_producer_id() {
                 Ok(pid) => TxnResult::ok(pid, ProducerEpoch(0)),
@@ -64,7 +63,10 @@ impl TransactionCoordinator {
             return fx;
         }
         if txn_timeout_ms <= 0 || txn_timeout_ms > self.config.transaction_max_timeout_ms {
-            respond(&mut fx, TxnResult::error(ErrorCode::INVALID_TRANSACTION_TIMEOUT));
+            respond(
+                &mut fx,
+                TxnResult::error(ErrorCode::INVALID_TRANSACTION_TIMEOUT),
+            );
             return fx;
         }
         if let Err(code) = self.get_or_create(id, txn_timeout_ms, now_ms) {
@@ -122,11 +124,12 @@ impl TransactionCoordinator {
         let md = self.txn_mut(id)?;
         // KIP-360: the expected id must be the current one, or the previous one with an exhausted epoch (a
         // retry after a rotation), unless the metadata was just created (epoch -1).
-        let valid_expected = |md: &TransactionMetadata, (pid, epoch): (ProducerId, ProducerEpoch)| {
-            md.producer_epoch.is_none()
-                || pid == md.producer_id
-                || (pid == md.prev_producer_id && is_epoch_exhausted(epoch))
-        };
+        let valid_expected =
+            |md: &TransactionMetadata, (pid, epoch): (ProducerId, ProducerEpoch)| {
+                md.producer_epoch.is_none()
+                    || pid == md.producer_id
+                    || (pid == md.prev_producer_id && is_epoch_exhausted(epoch))
+            };
         if md.pending_transition_in_progress() {
             return Err(ErrorCode::CONCURRENT_TRANSACTIONS);
         }

@@ -176,14 +176,22 @@ fn decode_value(bytes: &[u8]) -> Result<TransactionLogValue, RecordDecodeError> 
     let state = TransactionState::from_id(r.i8()?)
         .ok_or(RecordDecodeError::Malformed("unknown transaction state id"))?;
     let mut partitions = BTreeSet::new();
-    let topics = if flexible { r.compact_len()? } else { r.len32()? };
+    let topics = if flexible {
+        r.compact_len()?
+    } else {
+        r.len32()?
+    };
     for _ in 0..topics.unwrap_or(0) {
         let topic = if flexible {
             r.compact_string()?
         } else {
             r.string()?
         };
-        let n = if flexible { r.compact_len()? } else { r.len32()? };
+        let n = if flexible {
+            r.compact_len()?
+        } else {
+            r.len32()?
+        };
         for _ in 0..n.unwrap_or(0) {
             partitions.insert(TopicPartition::new(topic.clone(), r.i32()?));
         }

@@ -1,0 +1,174 @@
+//! Random operation sequences: every observed state change must be in Kafka's transition table
+//! (`TransactionState.validPreviousStates`), and no request may hit a coordinator bug (UNKNOWN_SERVER_ERROR).
+
+use std::collections::{BTreeMap, VecDeque};
+
+use proptest::prelude::*;
+use types::{ErrorCode, ProducerEpoch};
+
+use super::*;
+
+#[derive(Clone, Debug)]
+enum Op {
+    Init {
+        id: u8,
+        expected: bool,
+    },
+    Add {
+        id: u8,
+        partition: u8,
+        tv2: bool,
+    },
+    End {
+        id: u8,
+        commit: bool,
+        tv2: bool,
+        epoch_delta: i8,
+    },
+    Markers {
+        id: u8,
+    },
+    /// Complete the oldest append in flight, successfully or not.
+    Complete {
+        ok: bool,
+    },
+    Advance {
+        ms: u32,
+    },
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        (0..3u8, any::<bool>()).prop_map(|(id, expected)| Op::Init { id, expected }),
+        (0..3u8, 0..3u8, any::<bool>()).prop_map(|(id, partition, tv2)| Op::Add {
+            id,
+            partition,
+            tv2
+        }),
+        (0..3u8, any::<bool>(), any::<bool>(), -1..=1i8).prop_map(
+            |(id, commit, tv2, epoch_delta)| Op::End {
+                id,
+                commit,
+                tv2,
+                epoch_delta
+            }
+        ),
+        (0..3u8).prop_map(|id| Op::Markers { id }),
+        any::<bool>().prop_map(|ok| Op::Complete { ok }),
+        any::<bool>().prop_map(|ok| Op::Complete { ok }),
+        (0..200_000u32).prop_map(|ms| Op::Advance { ms }),
+    ]
+}
+
+struct World {
+    h: H,
+    appends: VecDeque<AppendId>,
+}
+
+impl World {
+    fn snapshot(&self) -> BTreeMap<String, TransactionState> {
+        (0..3)
+            .filter_map(|i| {
+                let id = format!("t{i}");
+                self.h.c.metadata(&id).map(|md| (id, md.state))
+            })
+            .collect()
+    }
+
+    fn absorb(&mut self, fx: Vec<TxnEffect>) {
+        for e in fx {
+            match e {
+                TxnEffect::Append { append, .. } => self.appends.push_back(append),
+                TxnEffect::Respond { response, .. } => {
+                    assert_ne!(response.error_code, ErrorCode::UNKNOWN_SERVER_ERROR)
+                }
+                TxnEffect::WriteMarkers(_) => {}
+            }
+        }
+    }
+
+    fn current(&self, id: &str) -> (types::ProducerId, ProducerEpoch) {
+        self.h
+            .c
+            .metadata(id)
+            // A client never holds epoch -1 (metadata whose first InitProducerId failed to be written).
+            .map(|md| (md.producer_id, ProducerEpoch(md.producer_epoch.0.max(0))))
+            .unwrap_or((types::ProducerId(1), ProducerEpoch(0)))
+    }
+
+    fn apply(&mut self, op: &Op) {
+        let now = self.h.now;
+        let tv = |tv2: bool| if tv2 { TV2 } else { TV1 };
+        let fx = match *op {
+            Op::Init { id, expected } => {
+                let id = format!("t{id}");
+                let exp = expected.then(|| self.current(&id));
+                self.h.init_fx(&id, exp)
+            }
+            Op::Add { id, partition, tv2 } => {
+                let id = format!("t{id}");
+                let pe = self.current(&id);
+                self.h
+                    .add_fx(&id, pe, &[tp("p", i32::from(partition))], tv(tv2))
+            }
+            Op::End {
+                id,
+                commit,
+                tv2,
+                epoch_delta,
+            } => {
+                let id = format!("t{id}");
+                let (pid, e) = self.current(&id);
+                let e = ProducerEpoch(e.0.saturating_add(i16::from(epoch_delta)));
+                let result = if commit { COMMIT } else { ABORT };
+                self.h.end_fx(&id, (pid, e), result, tv(tv2))
+            }
+            Op::Markers { id } => self.h.c.markers_written(&format!("t{id}"), 7, now),
+            Op::Complete { ok } => match self.appends.pop_front() {
+                None => Vec::new(),
+                Some(a) => {
+                    let err = if ok {
+                        ErrorCode::NONE
+                    } else {
+                        ErrorCode::NOT_ENOUGH_REPLICAS
+                    };
+                    self.h.c.append_completed(a, err, now)
+                }
+            },
+            Op::Advance { ms } => {
+                self.h.now += i64::from(ms);
+                self.h.c.tick(self.h.now)
+            }
+        };
+        self.absorb(fx);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+    #[test]
+    fn transitions_follow_the_table(ops in proptest::collection::vec(op(), 1..80)) {
+        let config = TransactionConfig {
+            transactional_id_expiration_ms: 300_000,
+            remove_expired_transactional_ids_interval_ms: 100_000,
+            ..TransactionConfig::default()
+        };
+        let mut w = World { h: H::new(config), appends: VecDeque::new() };
+        for op in &ops {
+            let before = w.snapshot();
+            w.apply(op);
+            let after = w.snapshot();
+            for (id, to) in &after {
+                if let Some(from) = before.get(id) {
+                    prop_assert!(
+                        from == to || to.can_transition_from(*from),
+                        "{id}: {from} -> {to} after {op:?}"
+                    );
+                }
+                let md = w.h.c.metadata(id).unwrap();
+                prop_assert!(md.state != TransactionState::Empty || md.partitions.is_empty());
+                prop_assert!(md.state != TransactionState::PrepareEpochFence);
+            }
+        }
+    }
+}
