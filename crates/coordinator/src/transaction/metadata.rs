@@ -320,7 +320,7 @@ impl TransactionMetadata {
     }
 
     /// The current values as a transit to `state` (every other field unchanged).
-    fn base(&self, state: TransactionState) -> TxnTransitMetadata {
+    pub(super) fn base(&self, state: TransactionState) -> TxnTransitMetadata {
         TxnTransitMetadata {
             producer_id: self.producer_id,
             prev_producer_id: self.producer_id,
@@ -338,7 +338,7 @@ impl TransactionMetadata {
 
     /// Kafka's `prepareTransitionTo`: checks the table (and that no other transition is pending), then marks
     /// `data.state` pending. `prev_producer_id` becomes the current producer id, as Kafka does.
-    fn prepare(
+    pub(super) fn prepare(
         &mut self,
         mut data: TxnTransitMetadata,
     ) -> Result<TxnTransitMetadata, IllegalTransition> {
@@ -372,9 +372,10 @@ impl TransactionMetadata {
         self.prepare(data)
     }
 
-    /// Kafka's `prepareIncrementProducerEpoch` (InitProducerId, KIP-360): Empty with the epoch bumped, or the
-    /// current epoch unchanged for a retry presenting `last_producer_epoch`. Errors: `Ok(Err(PRODUCER_FENCED))`
-    /// is signalled as `Ok(None)` — the caller answers PRODUCER_FENCED.
+    /// Kafka's `prepareIncrementProducerEpoch` (InitProducerId, KIP-360): Empty with the epoch bumped (the
+    /// old epoch kept as the last epoch when the producer presented it), or the current epoch unchanged for a
+    /// retry presenting `last_producer_epoch`. `Ok(None)`: the presented epoch is stale — the caller answers
+    /// PRODUCER_FENCED and nothing is pending. The caller checks the epoch is not exhausted first.
     pub fn prepare_increment_producer_epoch(
         &mut self,
         new_txn_timeout_ms: i32,
@@ -510,13 +511,25 @@ impl TransactionMetadata {
 
     /// Kafka's `completeTransitionTo`: applies `t` once its record is written. `t.state` must be the pending
     /// state (else nothing changes and the error is returned).
+    ///
+    /// Like Kafka, the new values are checked against the current ones: Empty (InitProducerId) keeps the epoch
+    /// or bumps it (or starts a new producer id at 0) and has no partitions and no start time; Ongoing keeps
+    /// producer id, epoch and timeout and only adds partitions; Prepare* keeps the partitions, timeout and start
+    /// time (TV2 may bump the epoch once, and an abort with no partition restarts the clock); Complete* keeps
+    /// the timeout and has a start time. A failed check leaves the metadata unchanged except that nothing is
+    /// pending any more.
     pub fn complete_transition(&mut self, t: &TxnTransitMetadata) -> Result<(), IllegalTransition> {
-        if self.pending_state != Some(t.state) || t.state == TransactionState::PrepareEpochFence {
-            return Err(IllegalTransition {
-                from: self.state,
-                pending: self.pending_state,
-                to: t.state,
-            });
+        let illegal = IllegalTransition {
+            from: self.state,
+            pending: self.pending_state,
+            to: t.state,
+        };
+        if self.pending_state != Some(t.state) {
+            return Err(illegal);
+        }
+        if !self.valid_completion(t) {
+            self.pending_state = None;
+            return Err(illegal);
         }
         self.producer_id = t.producer_id;
         self.prev_producer_id = t.prev_producer_id;
@@ -531,6 +544,57 @@ impl TransactionMetadata {
         self.pending_state = None;
         self.state = t.state;
         Ok(())
+    }
+
+    /// Kafka's `completeTransitionTo` field checks (see [`Self::complete_transition`]).
+    fn valid_completion(&self, t: &TxnTransitMetadata) -> bool {
+        use TransactionState::*;
+        let tv2 = t.client_transaction_version.supports_epoch_bump();
+        let same_producer =
+            t.producer_id == self.producer_id && t.producer_epoch == self.producer_epoch;
+        match t.state {
+            Empty => {
+                let bump = i32::from(t.producer_epoch.0) == i32::from(self.producer_epoch.0) + 1
+                    || (t.producer_epoch.0 == 0 && t.producer_id != self.producer_id);
+                (t.producer_epoch == self.producer_epoch || bump)
+                    && t.partitions.is_empty()
+                    && t.txn_start_timestamp == -1
+            }
+            Ongoing => {
+                same_producer
+                    && t.partitions.is_superset(&self.partitions)
+                    && t.txn_timeout_ms == self.txn_timeout_ms
+            }
+            PrepareCommit | PrepareAbort => {
+                let producer_ok = if tv2 {
+                    t.last_producer_epoch == self.producer_epoch
+                        && t.producer_id == self.producer_id
+                } else {
+                    same_producer
+                };
+                let empty_abort = t.state == PrepareAbort
+                    && tv2
+                    && matches!(self.state, Empty | CompleteCommit | CompleteAbort);
+                producer_ok
+                    && t.partitions == self.partitions
+                    && t.txn_timeout_ms == self.txn_timeout_ms
+                    && (t.txn_start_timestamp == self.txn_start_timestamp || empty_abort)
+            }
+            CompleteCommit | CompleteAbort => {
+                let producer_ok =
+                    if tv2 && t.producer_epoch.0 == 0 && t.producer_id != self.producer_id {
+                        t.last_producer_epoch == self.last_producer_epoch
+                            && t.prev_producer_id == self.producer_id
+                    } else {
+                        same_producer
+                    };
+                producer_ok
+                    && t.txn_timeout_ms == self.txn_timeout_ms
+                    && t.txn_start_timestamp != -1
+            }
+            // Never completed: a fence is immediately replaced by PrepareAbort, and Dead ends in removal.
+            PrepareEpochFence | Dead => false,
+        }
     }
 
     /// Rolls back a prepared transition whose record could not be written (Kafka clears `pendingState`).

@@ -4,6 +4,7 @@
 mod end;
 mod init;
 mod loading;
+mod metadata;
 mod partitions;
 mod prop;
 mod records;
