@@ -228,10 +228,13 @@ impl TransactionCoordinator {
             return reply(fx, TxnResult::error(ErrorCode::NOT_COORDINATOR));
         };
         if epoch_fence && state == TransactionState::PrepareAbort {
-            // Kafka: the fenced epoch is set in memory, then the abort is prepared from it.
+            // The fence's pending state makes way for the abort. TV1: the fenced epoch is set in memory and
+            // the abort keeps it. TV2: the abort's own bump is the only one (Kafka 4.1+, KAFKA-19367).
             md.pending_state = None;
-            md.producer_epoch = r.producer_epoch;
-            md.last_producer_epoch = ProducerEpoch::NONE;
+            if !tv2 {
+                md.producer_epoch = r.producer_epoch;
+                md.last_producer_epoch = ProducerEpoch::NONE;
+            }
         }
         let version = if tv2 {
             r.transaction_version

@@ -296,9 +296,11 @@ impl TransactionCoordinator {
                     self.append(&mut fx, &p.transactional_id, p.transit, then);
                     return fx;
                 }
+                // TV1: the fenced epoch stays in memory, never returned; the next fence does not bump again.
+                // TV2 fences did not touch the epoch (KAFKA-19367).
                 AfterAppend::EndTxn {
                     epoch_fence: true, ..
-                } => {
+                } if !p.transit.client_transaction_version.supports_epoch_bump() => {
                     md.has_failed_epoch_fence = true;
                     md.abort_pending();
                 }
@@ -382,18 +384,16 @@ impl TransactionCoordinator {
             partitions: md.partitions.clone(),
             transaction_version: md.client_transaction_version,
         };
-        let response = if answer_concurrent {
-            TxnResult::error(ErrorCode::CONCURRENT_TRANSACTIONS)
-        } else if md.client_transaction_version.supports_epoch_bump() {
-            if md.next_producer_id.is_none() {
-                TxnResult::ok(md.producer_id, md.producer_epoch)
-            } else {
-                TxnResult::ok(md.next_producer_id, types::ProducerEpoch(0))
-            }
-        } else {
-            TxnResult::error(ErrorCode::NONE)
-        };
+        let tv2 = md.client_transaction_version.supports_epoch_bump();
         let complete = md.prepare_complete(now_ms);
+        // TV2 answers the producer id and epoch the completion leaves (a new id at epoch 0 after an
+        // overflow); TV1 answers without them.
+        let response = match &complete {
+            _ if answer_concurrent => TxnResult::error(ErrorCode::CONCURRENT_TRANSACTIONS),
+            Ok(c) if tv2 => TxnResult::ok(c.producer_id, c.producer_epoch),
+            Ok(_) => TxnResult::error(ErrorCode::NONE),
+            Err(_) => TxnResult::error(ErrorCode::UNKNOWN_SERVER_ERROR),
+        };
         if let Some(request) = request {
             fx.push(TxnEffect::Respond { request, response });
         }

@@ -187,9 +187,10 @@ impl TransactionCoordinator {
     /// already in the Ongoing transaction (NONE) or on error, else once the record is written.
     /// `transaction_version` is the client's (TV2 for AddPartitionsToTxn v5+ sent by a broker, KIP-890).
     ///
-    /// Errors: INVALID_REQUEST (empty id), NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
-    /// INVALID_PRODUCER_ID_MAPPING (unknown id or other producer id), PRODUCER_FENCED (other epoch),
-    /// CONCURRENT_TRANSACTIONS (pending transition or PrepareCommit/PrepareAbort).
+    /// Errors, in the order checked: INVALID_REQUEST (empty id), NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+    /// INVALID_PRODUCER_ID_MAPPING (unknown id), CONCURRENT_TRANSACTIONS (a pending transition),
+    /// INVALID_PRODUCER_ID_MAPPING (other producer id), PRODUCER_FENCED (other epoch),
+    /// CONCURRENT_TRANSACTIONS (PrepareCommit/PrepareAbort).
     #[allow(clippy::too_many_arguments)]
     pub fn add_partitions_to_txn(
         &mut self,
@@ -240,18 +241,21 @@ impl TransactionCoordinator {
             return Err(ErrorCode::INVALID_REQUEST);
         }
         let md = self.txn_mut(id)?;
+        // The pending check comes first (Kafka 4.0, KAFKA-18660): across a TV2 epoch overflow the producer
+        // may already use the new producer id that is only pending.
+        if md.pending_transition_in_progress() {
+            return Err(ErrorCode::CONCURRENT_TRANSACTIONS);
+        }
         if md.producer_id != producer_id {
             return Err(ErrorCode::INVALID_PRODUCER_ID_MAPPING);
         }
         if md.producer_epoch != producer_epoch {
             return Err(ErrorCode::PRODUCER_FENCED);
         }
-        if md.pending_transition_in_progress()
-            || matches!(
-                md.state,
-                TransactionState::PrepareCommit | TransactionState::PrepareAbort
-            )
-        {
+        if matches!(
+            md.state,
+            TransactionState::PrepareCommit | TransactionState::PrepareAbort
+        ) {
             return Err(ErrorCode::CONCURRENT_TRANSACTIONS);
         }
         if md.state == TransactionState::Ongoing && added.is_subset(&md.partitions) {

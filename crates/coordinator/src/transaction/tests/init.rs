@@ -175,16 +175,45 @@ fn init_while_ongoing_fences_aborts_and_answers_concurrent_transactions_tv1() {
 }
 
 #[test]
-fn init_while_ongoing_under_tv2_bumps_twice_in_the_abort() {
-    // Kafka (TV2, server level): the fenced epoch is bumped again by the TV2 abort.
+fn init_while_ongoing_under_tv2_bumps_once_in_the_abort() {
+    // Kafka 4.1+ (KAFKA-19367): under TV2 the fence does not bump the epoch itself; the TV2 abort's bump
+    // is the only one. The retry then bumps again.
     let mut h = H::tv2();
-    let (_, e) = h.ongoing("t", TV2);
+    let (pid, e) = h.ongoing("t", TV2);
     let s = h.init("t", None);
     assert_eq!(s.response().error_code, ErrorCode::CONCURRENT_TRANSACTIONS);
     let v = s.records[0].value.as_ref().unwrap();
-    assert_eq!(v.producer_epoch, ProducerEpoch(e.0 + 2));
+    assert_eq!(
+        (v.state, v.producer_epoch),
+        (TransactionState::PrepareAbort, ProducerEpoch(e.0 + 1))
+    );
+    assert_eq!(s.markers[0].producer_epoch, ProducerEpoch(e.0 + 1));
     h.markers_done("t");
-    assert_eq!(h.init_ok("t").1, ProducerEpoch(e.0 + 3));
+    assert_eq!(h.init_ok("t"), (pid, ProducerEpoch(e.0 + 2)));
+}
+
+#[test]
+fn failed_tv2_fence_leaves_the_epoch_and_the_retry_bumps_once() {
+    // KAFKA-19367 follow-up: a TV2 fence whose abort cannot be written changed nothing (no failed-fence
+    // flag); the retried InitProducerId aborts at epoch + 1 and answers CONCURRENT_TRANSACTIONS, and the
+    // client's next retry gets epoch + 2.
+    let mut h = H::tv2();
+    let (pid, e) = h.ongoing("t", TV2);
+    let fx = h.init_fx("t", None);
+    let TxnEffect::Append { append, .. } = fx[0] else {
+        panic!()
+    };
+    h.c.append_completed(append, ErrorCode::NOT_ENOUGH_REPLICAS, h.now);
+    let md = h.md("t");
+    assert_eq!(
+        (md.state, md.producer_epoch, md.has_failed_epoch_fence),
+        (TransactionState::Ongoing, e, false)
+    );
+    let s = h.init("t", None);
+    assert_eq!(s.response().error_code, ErrorCode::CONCURRENT_TRANSACTIONS);
+    h.markers_done("t");
+    assert_eq!(h.pe("t"), (pid, ProducerEpoch(e.0 + 1)));
+    assert_eq!(h.init_ok("t"), (pid, ProducerEpoch(e.0 + 2)));
 }
 
 #[test]

@@ -63,11 +63,17 @@ fn add_partitions_errors() {
         h.add("t", (pid, ProducerEpoch(e.0 + 1)), &p, TV1),
         ErrorCode::PRODUCER_FENCED
     );
-    // A pending transition (append not acknowledged yet).
+    // A pending transition (append not acknowledged yet) is checked before the producer id and epoch
+    // (KAFKA-18660: across a TV2 overflow the producer may already use the pending new producer id).
     let fx = h.add_fx("t", (pid, e), &p, TV1);
     assert!(matches!(fx[0], TxnEffect::Append { .. }));
+    let y = [tp("y", 0)];
     assert_eq!(
-        h.add("t", (pid, e), &[tp("y", 0)], TV1),
+        h.add("t", (pid, e), &y, TV1),
+        ErrorCode::CONCURRENT_TRANSACTIONS
+    );
+    assert_eq!(
+        h.add("t", (ProducerId(1), e), &y, TV1),
         ErrorCode::CONCURRENT_TRANSACTIONS
     );
     h.settle(fx);
