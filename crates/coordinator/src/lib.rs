@@ -12,6 +12,11 @@
 //! Errors are Kafka's: the result structs carry them as [`types::ErrorCode`], and the glue writes the raw `i16`
 //! into the response field they fill (`error_code`) at the wire edge, without mapping.
 //!
+//! The transaction coordinator ([`TransactionCoordinator`], module [`transaction`]) has the same shape: calls take
+//! `now_ms` and a caller-chosen [`RequestId`] and return [`transaction::TxnEffect`]s — `Append` a record to
+//! `__transaction_state` and report it with `append_completed`, `Respond` to a request, `WriteMarkers` and report
+//! them with `markers_written`. New producer ids come from an injected [`transaction::ProducerIdSource`].
+//!
 //! Source: Kafka protocol guide (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
 //! OffsetDelete, DescribeGroups, ListGroups, DeleteGroups), KIP-345 (static membership), KIP-394 (member id
 //! required), KIP-814 (skip assignment), and the behaviour of Kafka's `group-coordinator` module.

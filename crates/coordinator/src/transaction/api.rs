@@ -125,8 +125,9 @@ pub struct DescribedTransaction {
     pub topics: Vec<(String, Vec<i32>)>,
 }
 
-/// ListTransactions filters (all optional; empty = no filter).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// ListTransactions filters (all optional; empty = no filter). `Default` filters nothing (duration -1, the
+/// request field's default).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ListTransactionsFilter {
     /// State names to keep ("Ongoing", ...); unknown names are reported back, not matched.
     pub state_filters: Vec<String>,
@@ -134,6 +135,16 @@ pub struct ListTransactionsFilter {
     pub producer_id_filters: Vec<ProducerId>,
     /// v1+ (KIP-994): keep only transactions running longer than this many ms; negative = no filter.
     pub duration_filter_ms: i64,
+}
+
+impl Default for ListTransactionsFilter {
+    fn default() -> Self {
+        ListTransactionsFilter {
+            state_filters: Vec::new(),
+            producer_id_filters: Vec::new(),
+            duration_filter_ms: -1,
+        }
+    }
 }
 
 /// One ListTransactions entry.

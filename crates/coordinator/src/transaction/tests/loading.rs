@@ -174,10 +174,7 @@ fn list_transactions_filters() {
         v
     };
     let all = h.c.list_transactions(
-        &ListTransactionsFilter {
-            duration_filter_ms: -1,
-            ..Default::default()
-        },
+        &ListTransactionsFilter::default(),
         h.now,
     );
     assert_eq!(
