@@ -173,10 +173,8 @@ fn list_transactions_filters() {
         v.sort();
         v
     };
-    let all = h.c.list_transactions(
-        &ListTransactionsFilter::default(),
-        h.now,
-    );
+    let all =
+        h.c.list_transactions(&ListTransactionsFilter::default(), h.now);
     assert_eq!(
         (all.error_code, ids(&all)),
         (ErrorCode::NONE, vec!["a".into(), "b".into(), "c".into()])
