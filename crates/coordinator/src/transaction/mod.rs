@@ -254,7 +254,10 @@ impl TransactionCoordinator {
     /// The runtime reports the outcome of [`TxnEffect::Append`] `append`: `error` is NONE when the record is
     /// written (and replicated), else the append's error. On success the prepared transition is applied and
     /// the request answered (EndTxn: then markers are requested); on failure the transition is rolled back
-    /// and the request answered with the mapped error ([`append_error_to_client`]). If the partition changed
+    /// and the request answered with the mapped error ([`append_error_to_client`]) — except a completion
+    /// (Complete{Commit,Abort}) failing with a COORDINATOR_NOT_AVAILABLE-class error, which is appended again
+    /// (Kafka's marker channel manager retries it); after any other completion failure the transaction stays in
+    /// PrepareCommit/PrepareAbort until the partition is loaded again, as in Kafka. If the partition changed
     /// coordinator epoch meanwhile, the request gets NOT_COORDINATOR. Unknown ids are ignored.
     pub fn append_completed(
         &mut self,
@@ -262,58 +265,33 @@ impl TransactionCoordinator {
         error: ErrorCode,
         now_ms: i64,
     ) -> Vec<TxnEffect> {
-        let mut fx = Vec::new();
         let Some(p) = self.appends.remove(&append) else {
-            return fx;
+            return Vec::new();
         };
-        let owned = self
-            .partitions
-            .get_mut(&p.partition)
-            .filter(|e| e.coordinator_epoch == p.coordinator_epoch && !e.loading);
-        let Some(entry) = owned else {
-            respond_request(
-                &mut fx,
-                &p.then,
-                TxnResult::error(ErrorCode::NOT_COORDINATOR),
-            );
+        let mut fx = Vec::new();
+        if self.append_entry(&p).is_none() {
+            let response = TxnResult::error(ErrorCode::NOT_COORDINATOR);
+            respond_request(&mut fx, &p.then, response);
+            return fx;
+        }
+        if error != ErrorCode::NONE {
+            self.append_failed(&mut fx, p, error);
+            return fx;
+        }
+        let Some(entry) = self.append_entry(&p) else {
             return fx;
         };
         let Some(md) = entry.txns.get_mut(&p.transactional_id) else {
-            respond_request(
-                &mut fx,
-                &p.then,
-                TxnResult::error(ErrorCode::NOT_COORDINATOR),
-            );
             return fx;
         };
-        if error != ErrorCode::NONE {
-            let client_error = append_error_to_client(error);
-            match p.then {
-                AfterAppend::Complete if client_error == ErrorCode::COORDINATOR_NOT_AVAILABLE => {
-                    // Kafka's marker channel manager retries the completion append.
-                    // The completion stays pending while it is retried.
-                    let then = p.then.clone();
-                    self.append(&mut fx, &p.transactional_id, p.transit, then);
-                    return fx;
-                }
-                // TV1: the fenced epoch stays in memory, never returned; the next fence does not bump again.
-                // TV2 fences did not touch the epoch (KAFKA-19367).
-                AfterAppend::EndTxn {
-                    epoch_fence: true, ..
-                } if !p.transit.client_transaction_version.supports_epoch_bump() => {
-                    md.has_failed_epoch_fence = true;
-                    md.abort_pending();
-                }
-                _ => md.abort_pending(),
-            }
-            respond_request(&mut fx, &p.then, TxnResult::error(client_error));
-            return fx;
-        }
         if p.transit.state == TransactionState::Dead {
+            // Kafka's `writeTombstonesForExpiredTransactionalIds`: removed only if still the expired one.
             if md.pending_state == Some(TransactionState::Dead)
                 && md.producer_epoch == p.transit.producer_epoch
             {
                 entry.txns.remove(&p.transactional_id);
+            } else if md.pending_state == Some(TransactionState::Dead) {
+                md.abort_pending();
             }
             return fx;
         }
@@ -355,6 +333,44 @@ impl TransactionCoordinator {
             AfterAppend::Complete | AfterAppend::Expire => {}
         }
         fx
+    }
+
+    /// The partition entry an append was made for, if it is still owned at the append's coordinator epoch, loaded,
+    /// and holds the transactional id.
+    fn append_entry(&mut self, p: &PendingAppend) -> Option<&mut TxnPartition> {
+        self.partitions
+            .get_mut(&p.partition)
+            .filter(|e| e.coordinator_epoch == p.coordinator_epoch && !e.loading)
+            .filter(|e| e.txns.contains_key(&p.transactional_id))
+    }
+
+    /// An append failed: roll back (or retry a completion) and answer with the mapped error.
+    fn append_failed(&mut self, fx: &mut Vec<TxnEffect>, p: PendingAppend, error: ErrorCode) {
+        let client_error = append_error_to_client(error);
+        let Some(md) = self
+            .append_entry(&p)
+            .and_then(|e| e.txns.get_mut(&p.transactional_id))
+        else {
+            return;
+        };
+        match p.then {
+            AfterAppend::Complete if client_error == ErrorCode::COORDINATOR_NOT_AVAILABLE => {
+                // Kafka's marker channel manager retries the completion append; it stays pending meanwhile.
+                let then = p.then.clone();
+                self.append(fx, &p.transactional_id, p.transit, then);
+                return;
+            }
+            // TV1: the fenced epoch stays in memory, never returned; the next fence does not bump again.
+            // TV2 fences did not touch the epoch (KAFKA-19367).
+            AfterAppend::EndTxn {
+                epoch_fence: true, ..
+            } if !p.transit.client_transaction_version.supports_epoch_bump() => {
+                md.has_failed_epoch_fence = true;
+                md.abort_pending();
+            }
+            _ => md.abort_pending(),
+        }
+        respond_request(fx, &p.then, TxnResult::error(client_error));
     }
 
     /// PrepareCommit/PrepareAbort is written: prepare the completion, answer the client (Kafka answers before

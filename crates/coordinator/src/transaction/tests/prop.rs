@@ -53,6 +53,10 @@ fn op() -> impl Strategy<Value = Op> {
 struct World {
     h: H,
     appends: VecDeque<AppendId>,
+    /// Records of the appends in flight.
+    records: BTreeMap<AppendId, TransactionLogRecord>,
+    /// Records acknowledged as written, in order: the partition logs.
+    log: Vec<TransactionLogRecord>,
 }
 
 impl World {
@@ -68,7 +72,10 @@ impl World {
     fn absorb(&mut self, fx: Vec<TxnEffect>) {
         for e in fx {
             match e {
-                TxnEffect::Append { append, .. } => self.appends.push_back(append),
+                TxnEffect::Append { append, record, .. } => {
+                    self.appends.push_back(append);
+                    self.records.insert(append, record);
+                }
                 TxnEffect::Respond { response, .. } => {
                     assert_ne!(response.error_code, ErrorCode::UNKNOWN_SERVER_ERROR)
                 }
@@ -122,6 +129,10 @@ impl World {
                     } else {
                         ErrorCode::NOT_ENOUGH_REPLICAS
                     };
+                    let record = self.records.remove(&a).expect("record");
+                    if ok {
+                        self.log.push(record);
+                    }
                     self.h.c.append_completed(a, err, now)
                 }
             },
@@ -134,16 +145,48 @@ impl World {
     }
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
-    #[test]
-    fn transitions_follow_the_table(ops in proptest::collection::vec(op(), 1..80)) {
+impl World {
+    fn new() -> Self {
         let config = TransactionConfig {
             transactional_id_expiration_ms: 300_000,
             remove_expired_transactional_ids_interval_ms: 100_000,
             ..TransactionConfig::default()
         };
-        let mut w = World { h: H::new(config), appends: VecDeque::new() };
+        World {
+            h: H::new(config),
+            appends: VecDeque::new(),
+            records: BTreeMap::new(),
+            log: Vec::new(),
+        }
+    }
+
+    /// Writes every append and every marker until nothing is in flight.
+    fn quiesce(&mut self) {
+        for _ in 0..100 {
+            if self.appends.is_empty() {
+                let mut any = false;
+                for i in 0..3 {
+                    let fx = self.h.c.markers_written(&format!("t{i}"), 7, self.h.now);
+                    any |= !fx.is_empty();
+                    self.absorb(fx);
+                }
+                if !any {
+                    return;
+                }
+            }
+            while !self.appends.is_empty() {
+                self.apply(&Op::Complete { ok: true });
+            }
+        }
+        panic!("did not quiesce");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+    #[test]
+    fn transitions_follow_the_table(ops in proptest::collection::vec(op(), 1..80)) {
+        let mut w = World::new();
         for op in &ops {
             let before = w.snapshot();
             w.apply(op);
@@ -158,6 +201,46 @@ proptest! {
                 let md = w.h.c.metadata(id).unwrap();
                 prop_assert!(md.state != TransactionState::Empty || md.partitions.is_empty());
                 prop_assert!(md.state != TransactionState::PrepareEpochFence);
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+    /// Kafka's load: replaying the records written rebuilds the cached state (`lastProducerEpoch` is not
+    /// stored; metadata whose first InitProducerId was never written exists only in memory).
+    #[test]
+    fn replaying_the_written_records_rebuilds_the_state(ops in proptest::collection::vec(op(), 1..80)) {
+        let mut w = World::new();
+        for op in &ops {
+            w.apply(op);
+        }
+        w.quiesce();
+        let config = w.h.c.config().clone();
+        let mut c = TransactionCoordinator::new(config.clone(), Box::new(Pids::default()));
+        for p in 0..config.transaction_topic_num_partitions {
+            c.load_partition(p, 7);
+        }
+        for r in &w.log {
+            let (k, v) = encode_transaction_record(r);
+            let decoded = decode_transaction_record(&k, v.as_deref()).unwrap();
+            c.replay(c.partition_for(&r.transactional_id), decoded);
+        }
+        for p in 0..config.transaction_topic_num_partitions {
+            prop_assert!(c.loaded(p, w.h.now).is_empty());
+        }
+        for i in 0..3 {
+            let id = format!("t{i}");
+            match (w.h.c.metadata(&id), c.metadata(&id)) {
+                (None, None) => {}
+                (Some(live), None) => prop_assert!(live.producer_epoch.is_none(), "{id}: {live:?}"),
+                (live, Some(replayed)) => {
+                    let mut live = live.cloned().expect("replayed but not live");
+                    prop_assert_eq!(live.pending_state, None);
+                    live.last_producer_epoch = ProducerEpoch::NONE;
+                    prop_assert_eq!(&live, replayed);
+                }
             }
         }
     }
