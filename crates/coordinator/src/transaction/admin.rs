@@ -34,21 +34,18 @@ impl TransactionCoordinator {
     /// DescribeTransactions: one entry per requested id, in order. Errors per id: INVALID_REQUEST (empty id),
     /// COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR, TRANSACTIONAL_ID_NOT_FOUND (unknown, or Dead: being
     /// expired).
-    pub fn describe_transactions(
-        &mut self,
-        transactional_ids: &[String],
-    ) -> Vec<DescribedTransaction> {
+    pub fn describe_transactions(&self, transactional_ids: &[String]) -> Vec<DescribedTransaction> {
         transactional_ids
             .iter()
             .map(|id| self.describe_one(id))
             .collect()
     }
 
-    fn describe_one(&mut self, id: &str) -> DescribedTransaction {
+    fn describe_one(&self, id: &str) -> DescribedTransaction {
         if id.is_empty() {
             return describe_error(id, ErrorCode::INVALID_REQUEST);
         }
-        let md = match self.txn_mut(id) {
+        let md = match self.txn(id) {
             Ok(md) if md.state != TransactionState::Dead => md,
             Ok(_) | Err(ErrorCode::INVALID_PRODUCER_ID_MAPPING) => {
                 return describe_error(id, ErrorCode::TRANSACTIONAL_ID_NOT_FOUND)

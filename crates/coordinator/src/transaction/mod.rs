@@ -192,6 +192,18 @@ impl TransactionCoordinator {
         }
     }
 
+    /// Read-only [`Self::txn_mut`].
+    fn txn(&self, transactional_id: &str) -> Result<&TransactionMetadata, ErrorCode> {
+        match self.partitions.get(&self.partition_for(transactional_id)) {
+            Some(p) if p.loading => Err(ErrorCode::COORDINATOR_LOAD_IN_PROGRESS),
+            Some(p) => p
+                .txns
+                .get(transactional_id)
+                .ok_or(ErrorCode::INVALID_PRODUCER_ID_MAPPING),
+            None => Err(ErrorCode::NOT_COORDINATOR),
+        }
+    }
+
     /// The metadata of `transactional_id`: the [`Self::entry`] errors, or INVALID_PRODUCER_ID_MAPPING when the
     /// id is unknown (Kafka's answer for a transactional id without state).
     fn txn_mut(&mut self, transactional_id: &str) -> Result<&mut TransactionMetadata, ErrorCode> {

@@ -35,7 +35,7 @@ impl TransactionCoordinator {
     /// An ongoing transaction is fenced: aborted with a bumped epoch, and the request answered
     /// CONCURRENT_TRANSACTIONS so that the client retries.
     ///
-    /// Errors: INVALID_REQUEST (empty id), INVALID_TRANSACTION_TIMEOUT (<= 0 or above
+    /// Errors: INVALID_REQUEST (empty id, or longer than `i16::MAX` bytes), INVALID_TRANSACTION_TIMEOUT (<= 0 or above
     /// `transaction.max.timeout.ms`), NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
     /// CONCURRENT_TRANSACTIONS (Prepare* or a pending transition), PRODUCER_FENCED (`expected` is stale),
     /// or the [`super::ProducerIdSource`]'s error.
@@ -58,7 +58,8 @@ impl TransactionCoordinator {
             respond(&mut fx, response);
             return fx;
         };
-        if id.is_empty() {
+        // An id longer than a record key can hold is refused (Kafka's request parser refuses such strings).
+        if id.is_empty() || id.len() > i16::MAX as usize {
             respond(&mut fx, TxnResult::error(ErrorCode::INVALID_REQUEST));
             return fx;
         }
@@ -272,7 +273,7 @@ impl TransactionCoordinator {
     /// COORDINATOR_LOAD_IN_PROGRESS, INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, CONCURRENT_TRANSACTIONS
     /// (PrepareCommit/PrepareAbort).
     pub fn verify_partitions_in_txn(
-        &mut self,
+        &self,
         transactional_id: &str,
         producer_id: ProducerId,
         producer_epoch: ProducerEpoch,
@@ -282,7 +283,7 @@ impl TransactionCoordinator {
         if transactional_id.is_empty() {
             return all(ErrorCode::INVALID_REQUEST);
         }
-        let md = match self.txn_mut(transactional_id) {
+        let md = match self.txn(transactional_id) {
             Ok(md) => md,
             Err(code) => return all(code),
         };

@@ -27,6 +27,14 @@ fn empty_transactional_id_is_invalid_request() {
         h.settle(fx).response().error_code,
         ErrorCode::INVALID_REQUEST
     );
+    // Longer than a record key's INT16 length: refused rather than stored truncated.
+    let long = "x".repeat(i16::MAX as usize + 1);
+    let fx = h.c.init_producer_id(1, Some(&long), 60_000, None, T0);
+    assert_eq!(
+        h.settle(fx).response().error_code,
+        ErrorCode::INVALID_REQUEST
+    );
+    assert!(h.c.metadata(&long).is_none());
 }
 
 #[test]
