@@ -57,7 +57,9 @@ impl TxnResult {
 
 /// Transaction markers to write (Kafka's `TxnMarkerEntry`, sent as WriteTxnMarkers to each partition's
 /// leader). When every partition has its marker the runtime calls
-/// [`TransactionCoordinator::markers_written`](super::TransactionCoordinator::markers_written).
+/// [`TransactionCoordinator::markers_written`](super::TransactionCoordinator::markers_written). Per-partition
+/// retries (leader moves) and giving up on deleted partitions are the runtime's, as in Kafka's
+/// `TransactionMarkerChannelManager`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TxnMarkers {
     /// The transactional id whose transaction ends.
@@ -77,6 +79,10 @@ pub struct TxnMarkers {
 }
 
 /// Something the runtime must do after a coordinator call, in order.
+///
+/// Every request passed in with a [`RequestId`] gets exactly one [`TxnEffect::Respond`], from that call or a
+/// later one (`append_completed`, `unload_partition`, `load_partition`); no answer depends on an `Append` of
+/// the same call being performed first.
 #[derive(Clone, Debug, PartialEq)]
 pub enum TxnEffect {
     /// Append `record` (encode with [`encode_transaction_record`](super::encode_transaction_record)) to

@@ -225,6 +225,8 @@ impl TransactionCoordinator {
         let partition = self.partition_for(transactional_id);
         let Some(coordinator_epoch) = self.partitions.get(&partition).map(|p| p.coordinator_epoch)
         else {
+            // Not reached (callers looked the id up); the request is still answered.
+            respond_request(fx, &then, TxnResult::error(ErrorCode::NOT_COORDINATOR));
             return;
         };
         let append = self.next_append;
@@ -396,12 +398,18 @@ impl TransactionCoordinator {
         answer_concurrent: bool,
         now_ms: i64,
     ) {
+        let not_coordinator = |fx: &mut Vec<TxnEffect>| {
+            if let Some(request) = request {
+                let response = TxnResult::error(ErrorCode::NOT_COORDINATOR);
+                fx.push(TxnEffect::Respond { request, response });
+            }
+        };
         let Ok((_, entry)) = self.entry(transactional_id) else {
-            return;
+            return not_coordinator(fx);
         };
         let coordinator_epoch = entry.coordinator_epoch;
         let Some(md) = entry.txns.get_mut(transactional_id) else {
-            return;
+            return not_coordinator(fx);
         };
         let markers = TxnMarkers {
             transactional_id: transactional_id.to_string(),

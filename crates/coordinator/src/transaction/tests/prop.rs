@@ -7,6 +7,7 @@ use proptest::prelude::*;
 use types::{ErrorCode, ProducerEpoch};
 
 use super::*;
+use crate::api::RequestId;
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -57,6 +58,8 @@ struct World {
     records: BTreeMap<AppendId, TransactionLogRecord>,
     /// Records acknowledged as written, in order: the partition logs.
     log: Vec<TransactionLogRecord>,
+    /// Answers per request id.
+    answers: BTreeMap<RequestId, usize>,
 }
 
 impl World {
@@ -76,8 +79,11 @@ impl World {
                     self.appends.push_back(append);
                     self.records.insert(append, record);
                 }
-                TxnEffect::Respond { response, .. } => {
-                    assert_ne!(response.error_code, ErrorCode::UNKNOWN_SERVER_ERROR)
+                TxnEffect::Respond { request, response } => {
+                    assert_ne!(response.error_code, ErrorCode::UNKNOWN_SERVER_ERROR);
+                    let n = self.answers.entry(request).or_default();
+                    *n += 1;
+                    assert_eq!(*n, 1, "request {request} answered twice");
                 }
                 TxnEffect::WriteMarkers(_) => {}
             }
@@ -157,6 +163,7 @@ impl World {
             appends: VecDeque::new(),
             records: BTreeMap::new(),
             log: Vec::new(),
+            answers: BTreeMap::new(),
         }
     }
 
@@ -217,6 +224,9 @@ proptest! {
             w.apply(op);
         }
         w.quiesce();
+        // Every request was answered exactly once (`request()` hands out 2, 3, ...).
+        let issued: Vec<RequestId> = (2..=w.h.next_request).collect();
+        prop_assert_eq!(w.answers.keys().copied().collect::<Vec<_>>(), issued);
         let config = w.h.c.config().clone();
         let mut c = TransactionCoordinator::new(config.clone(), Box::new(Pids::default()));
         for p in 0..config.transaction_topic_num_partitions {
