@@ -375,15 +375,23 @@ impl TransactionMetadata {
     /// Kafka's `prepareIncrementProducerEpoch` (InitProducerId, KIP-360): Empty with the epoch bumped (the
     /// old epoch kept as the last epoch when the producer presented it), or the current epoch unchanged for a
     /// retry presenting `last_producer_epoch`. `Ok(None)`: the presented epoch is stale — the caller answers
-    /// PRODUCER_FENCED and nothing is pending. The caller checks the epoch is not exhausted first.
+    /// PRODUCER_FENCED and nothing is pending. An exhausted epoch cannot be bumped: `Err` (Kafka throws
+    /// `IllegalStateException`; the caller rotates the producer id instead when it may).
     pub fn prepare_increment_producer_epoch(
         &mut self,
         new_txn_timeout_ms: i32,
         expected_epoch: Option<ProducerEpoch>,
         now_ms: i64,
     ) -> Result<Option<TxnTransitMetadata>, IllegalTransition> {
+        if self.is_producer_epoch_exhausted() {
+            return Err(IllegalTransition {
+                from: self.state,
+                pending: self.pending_state,
+                to: TransactionState::Empty,
+            });
+        }
         let mut data = self.base(TransactionState::Empty);
-        let bumped = ProducerEpoch(self.producer_epoch.0.saturating_add(1));
+        let bumped = ProducerEpoch(self.producer_epoch.0 + 1);
         match expected_epoch {
             None => {
                 data.producer_epoch = bumped;

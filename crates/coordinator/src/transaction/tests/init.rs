@@ -416,3 +416,18 @@ fn metadata_whose_first_init_failed_stays_at_epoch_minus_1() {
     assert_eq!(h.md("t").pending_state, None);
     assert_eq!(h.init_ok("t"), (pe.0, ProducerEpoch(0)));
 }
+
+#[test]
+fn exhausted_epoch_with_another_expected_epoch_is_an_unknown_server_error() {
+    // Kafka: the id is not rotated (the expected epoch is not the current one) and
+    // `prepareIncrementProducerEpoch` refuses an exhausted epoch with IllegalStateException, answered as
+    // UNKNOWN_SERVER_ERROR; nothing is left pending.
+    let mut h = H::tv2();
+    h.reload_with("t", value(TransactionState::Empty, 55, i16::MAX - 1, &[]));
+    let r = h
+        .init("t", Some((ProducerId(55), ProducerEpoch(3))))
+        .response();
+    assert_eq!(r.error_code, ErrorCode::UNKNOWN_SERVER_ERROR);
+    assert_eq!(h.md("t").pending_state, None);
+    assert_eq!(h.init_ok("t"), (ProducerId(1000), ProducerEpoch(0)));
+}
