@@ -1,4 +1,5 @@
-//! Runnel's group coordinator for Kafka's classic consumer-group protocol, and committed offsets.
+//! Runnel's group coordinator for Kafka's classic consumer-group protocol, and committed offsets; and its
+//! transaction coordinator ([`transaction`], KIP-98/360/664/890), built the same way.
 //!
 //! A pure state machine: no sockets, no tasks, no files, no clock. Every call that can change state takes
 //! `now_ms` (milliseconds since the Unix epoch); operations that complete later (a JoinGroup waiting for the
@@ -10,6 +11,11 @@
 //!
 //! Errors are Kafka's: the result structs carry them as [`types::ErrorCode`], and the glue writes the raw `i16`
 //! into the response field they fill (`error_code`) at the wire edge, without mapping.
+//!
+//! The transaction coordinator ([`TransactionCoordinator`], module [`transaction`]) has the same shape: calls take
+//! `now_ms` and a caller-chosen [`RequestId`] and return [`transaction::TxnEffect`]s — `Append` a record to
+//! `__transaction_state` and report it with `append_completed`, `Respond` to a request, `WriteMarkers` and report
+//! them with `markers_written`. New producer ids come from an injected [`transaction::ProducerIdSource`].
 //!
 //! Source: Kafka protocol guide (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
 //! OffsetDelete, DescribeGroups, ListGroups, DeleteGroups), KIP-345 (static membership), KIP-394 (member id
@@ -23,6 +29,7 @@ mod group;
 mod group_coordinator;
 mod records;
 mod timers;
+pub mod transaction;
 
 pub use api::*;
 pub use config::GroupConfig;
@@ -33,3 +40,4 @@ pub use records::{
     GroupRecord, MemberMetadataValue, OffsetCommitValue, RecordDecodeError,
     GROUP_METADATA_KEY_VERSION, MAX_RECORD_STRING_BYTES, OFFSET_COMMIT_KEY_VERSION,
 };
+pub use transaction::{TransactionConfig, TransactionCoordinator};
