@@ -122,7 +122,10 @@ class Cluster:
         pytest.fail(f"timed out waiting for {what}; last: {last}\n{tails}")
 
     def partition(self, topic: str, p: int = 0):
-        md = self.metadata(topic)
+        # Brokers apply the metadata log each at its own pace: the broker asked may not show a topic another
+        # one already answered for, so wait for it here too.
+        md = self.wait(lambda md: topic in md.topics and p in md.topics[topic].partitions,
+                       f"{topic}-{p} in the metadata")
         return md.topics[topic].partitions[p]
 
 
