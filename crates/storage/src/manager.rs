@@ -12,6 +12,7 @@ use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+pub use types::TopicPartition;
 use types::{Clock, Offset};
 
 /// The directory of the metadata quorum's Raft log inside a data dir (Kafka's `__cluster_metadata-0`);
@@ -24,50 +25,9 @@ const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
 const LOG_START_CHECKPOINT: &str = "log-start-offset-checkpoint";
 const REPLICATION_CHECKPOINT: &str = "replication-offset-checkpoint";
 
-/// A topic partition.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TopicPartition {
-    /// Topic name.
-    pub topic: String,
-    /// Partition index.
-    pub partition: i32,
-}
-
-impl TopicPartition {
-    /// Builds a TopicPartition.
-    pub fn new(topic: impl Into<String>, partition: i32) -> Self {
-        TopicPartition {
-            topic: topic.into(),
-            partition,
-        }
-    }
-
-    /// Directory name `<topic>-<partition>`.
-    pub fn dir_name(&self) -> String {
-        format!("{}-{}", self.topic, self.partition)
-    }
-
-    /// Parses a directory name `<topic>-<partition>`; `None` for anything else.
-    pub fn from_dir_name(name: &str) -> Option<Self> {
-        let (t, p) = name.rsplit_once('-')?;
-        let p: i32 = p.parse().ok()?;
-        if p < 0 || validate_topic_name(t).is_err() {
-            return None;
-        }
-        Some(TopicPartition::new(t, p))
-    }
-}
-
-/// Kafka's legal topic names: 1–249 chars of `[a-zA-Z0-9._-]`, not `.` or `..`.
+/// Kafka's legal topic names ([`types::is_legal_topic_name`]). Errors: `InvalidTopic` naming the name.
 pub fn validate_topic_name(topic: &str) -> Result<(), StorageError> {
-    let ok = !topic.is_empty()
-        && topic.len() <= 249
-        && topic != "."
-        && topic != ".."
-        && topic
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-');
-    if ok {
+    if types::is_legal_topic_name(topic) {
         Ok(())
     } else {
         Err(StorageError::InvalidTopic(format!(

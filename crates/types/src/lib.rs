@@ -15,9 +15,11 @@
 pub mod clock;
 pub mod error_code;
 pub mod ids;
+pub mod topic_partition;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error_code::ErrorCode;
 pub use ids::{
     BrokerEpoch, BrokerId, LeaderEpoch, Offset, PartitionEpoch, ProducerEpoch, ProducerId,
 };
+pub use topic_partition::{is_legal_topic_name, TopicPartition};

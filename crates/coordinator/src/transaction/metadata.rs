@@ -13,26 +13,8 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
+pub use types::TopicPartition;
 use types::{ProducerEpoch, ProducerId};
-
-/// A partition of a topic: what a transaction writes to (topic name, partition index).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct TopicPartition {
-    /// Topic name.
-    pub topic: String,
-    /// Partition index.
-    pub partition: i32,
-}
-
-impl TopicPartition {
-    /// `topic`-`partition`.
-    pub fn new(topic: impl Into<String>, partition: i32) -> Self {
-        TopicPartition {
-            topic: topic.into(),
-            partition,
-        }
-    }
-}
 
 /// The state of a transactional id's transaction (Kafka's `TransactionState`). Ids are the
 /// `TransactionStatus` byte of the `__transaction_state` record value; names are what DescribeTransactions
