@@ -130,4 +130,6 @@ mod recovery_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod txn_fuzz_tests;
+#[cfg(test)]
 mod txn_tests;

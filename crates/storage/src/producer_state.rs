@@ -166,6 +166,9 @@ pub struct ProducerStateManager {
     /// Ongoing transactions as (first offset, producer id), ascending (Kafka's `ongoingTxns`): the
     /// producers whose `current_txn_first_offset` is set.
     ongoing: BTreeSet<(i64, i64)>,
+    /// Completed transactions as (first offset, marker offset) whose marker the HighWatermark has not
+    /// passed yet (Kafka's `unreplicatedTxns`): still unstable. In memory only; a replay re-adds them.
+    unreplicated: BTreeSet<(i64, i64)>,
 }
 
 /// A transaction ended by a marker (Kafka's `CompletedTxn`).
@@ -214,6 +217,7 @@ impl ProducerStateManager {
             snapshots,
             producer_id_expiration_ms,
             ongoing: BTreeSet::new(),
+            unreplicated: BTreeSet::new(),
         })
     }
 
@@ -427,9 +431,37 @@ impl ProducerStateManager {
             .end_txn(h, offset, marker, now_ms)
     }
 
-    /// Kafka's `firstUnstableOffset`: the first offset of the earliest ongoing transaction.
-    pub fn first_unstable_offset(&self) -> Option<Offset> {
+    /// Kafka's `firstUndecidedOffset`: the first offset of the earliest ongoing transaction.
+    pub fn first_undecided_offset(&self) -> Option<Offset> {
         self.ongoing.first().map(|&(o, _)| Offset(o))
+    }
+
+    /// Kafka's `firstUnstableOffset` for a partition whose HighWatermark is `high_watermark`: the first
+    /// offset of the earliest transaction that is ongoing, or completed by a marker at or past the
+    /// HighWatermark (not yet replicated).
+    pub fn first_unstable_offset(&self, high_watermark: Offset) -> Option<Offset> {
+        let unreplicated = self
+            .unreplicated
+            .iter()
+            .find(|&&(_, last)| last >= high_watermark.get())
+            .map(|&(first, _)| Offset(first));
+        match (self.first_undecided_offset(), unreplicated) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Kafka's `completeTxn`: `txn` stays unstable until the HighWatermark passes its marker.
+    pub(crate) fn complete_txn(&mut self, txn: &CompletedTxn) {
+        self.unreplicated
+            .insert((txn.first_offset.get(), txn.last_offset.get()));
+    }
+
+    /// Kafka's `onHighWatermarkUpdated`: forgets the completed transactions whose marker is below
+    /// `high_watermark`.
+    pub(crate) fn on_high_watermark_updated(&mut self, high_watermark: i64) {
+        self.unreplicated
+            .retain(|&(_, last)| last >= high_watermark);
     }
 
     /// The ongoing transactions as (producer id, first offset), by first offset.
@@ -613,6 +645,7 @@ impl ProducerStateManager {
                 Some(p) => {
                     self.producers = p;
                     self.reindex_ongoing();
+                    self.unreplicated.clear();
                     self.map_end_offset = o.max(log_start_offset);
                     return Ok(self.map_end_offset);
                 }
@@ -623,6 +656,7 @@ impl ProducerStateManager {
             }
         }
         self.ongoing.clear();
+        self.unreplicated.clear();
         self.map_end_offset = log_start_offset;
         Ok(log_start_offset)
     }

@@ -86,13 +86,16 @@ fn commit_moves_the_last_stable_offset_from_the_first_offset_to_the_high_waterma
         (info.first_offset, info.last_offset),
         (Offset(6), Offset(6))
     );
-    assert_eq!(log.first_unstable_offset(), None);
+    assert_eq!(log.producer_state().first_undecided_offset(), None);
+    // Kafka's unreplicatedTxns: stable only once the HighWatermark passes the marker.
+    assert_eq!(log.first_unstable_offset(), Some(Offset(2)));
     assert_eq!(
         log.last_stable_offset(),
-        Offset(6),
-        "HW not yet past the marker"
+        Offset(2),
+        "HW 6 not yet past the marker"
     );
     hw_to_leo(&mut log);
+    assert_eq!(log.first_unstable_offset(), None);
     assert_eq!(log.last_stable_offset(), Offset(7));
     assert!(
         !txn_index_path(&log, 0).exists(),
@@ -197,10 +200,14 @@ fn truncation_drops_index_entries_and_reopens_the_transaction() {
         34
     );
     assert_eq!(
-        log.first_unstable_offset(),
+        log.producer_state().first_undecided_offset(),
         Some(Offset(3)),
         "the transaction is open again"
     );
+    // The HighWatermark (0) has not passed the first transaction's marker: it is still unstable.
+    assert_eq!(log.first_unstable_offset(), Some(Offset(0)));
+    hw_to_leo(&mut log);
+    assert_eq!(log.last_stable_offset(), Offset(3));
     log.truncate_to(Offset(2)).unwrap();
     assert!(log
         .collect_aborted_transactions(Offset(0), Offset(6))
@@ -259,8 +266,12 @@ fn read_committed_stops_at_the_last_stable_offset_read_uncommitted_does_not() {
     assert_eq!(uncommitted.aborted_transactions, None);
     let at_lso = log.read_committed(Offset(2), 1 << 20, true).unwrap();
     assert!(at_lso.records.is_empty());
+    // Past the LSO but within the log: nothing, as Kafka (not OffsetOutOfRange).
+    let past = log.read_committed(Offset(4), 1 << 20, true).unwrap();
+    assert!(past.records.is_empty());
+    assert_eq!(past.aborted_transactions, Some(vec![]));
     assert!(matches!(
-        log.read_committed(Offset(3), 1 << 20, true),
+        log.read_committed(Offset(5), 1 << 20, true),
         Err(StorageError::OffsetOutOfRange { .. })
     ));
 }
@@ -454,7 +465,10 @@ fn a_corrupt_txnindex_is_rebuilt_at_open() {
             vec![t]
         );
         assert_eq!(std::fs::read(&idx).unwrap(), good);
-        assert_eq!(log.first_unstable_offset(), Some(Offset(3)));
+        assert_eq!(
+            log.producer_state().first_undecided_offset(),
+            Some(Offset(3))
+        );
     }
 }
 

@@ -449,6 +449,7 @@ impl Log {
     /// HighWatermark past the LogEndOffset is a bug; callers holding an outside value, such as a
     /// follower with the leader's HW or a checkpoint read at startup, clamp it first). A value below
     /// the log start offset is raised to it (retention may have moved the log start past the HW).
+    /// Completed transactions whose marker it passes become stable (see `Log::last_stable_offset`).
     pub fn update_high_watermark(&mut self, offset: Offset) -> Offset {
         let offset = offset.get();
         assert!(
@@ -459,6 +460,8 @@ impl Log {
         );
         self.high_watermark = offset.max(self.log_start_offset);
         self.assert_offsets();
+        self.producer_state
+            .on_high_watermark_updated(self.high_watermark);
         Offset(self.high_watermark)
     }
 

@@ -19,7 +19,7 @@ pub struct FetchDataInfo {
 }
 
 impl FetchDataInfo {
-    fn empty(offset: i64) -> Self {
+    pub(super) fn empty(offset: i64) -> Self {
         FetchDataInfo {
             records: Records::Memory(Bytes::new()),
             fetch_offset_metadata: LogOffsetMetadata {

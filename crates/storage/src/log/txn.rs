@@ -84,15 +84,17 @@ impl Log {
         self.append_as_leader_with_origin(batch, leader_epoch, AppendOrigin::Coordinator, now_ms)
     }
 
-    /// Kafka's `firstUnstableOffset`: the first offset of the earliest ongoing transaction, `None` when
-    /// no transaction is ongoing.
+    /// Kafka's `firstUnstableOffset`: the first offset of the earliest transaction that is ongoing, or
+    /// completed by a marker the HighWatermark has not passed yet; `None` when there is none.
     pub fn first_unstable_offset(&self) -> Option<Offset> {
-        self.producer_state.first_unstable_offset()
+        self.producer_state
+            .first_unstable_offset(Offset(self.high_watermark))
     }
 
     /// The LastStableOffset (Kafka's `lastStableOffset`), an offset: `read_committed` consumers read
     /// below it. It is min(first unstable offset, HighWatermark) — the HighWatermark when no
-    /// transaction is ongoing. A marker completing the earliest ongoing transaction advances it.
+    /// transaction is unstable. A marker completing the earliest transaction advances it once the
+    /// HighWatermark passes the marker (Kafka's `unreplicatedTxns`).
     pub fn last_stable_offset(&self) -> Offset {
         let hw = Offset(self.high_watermark);
         self.first_unstable_offset().map_or(hw, |o| o.min(hw))
@@ -129,7 +131,8 @@ impl Log {
     /// [`read`](Self::read) with the LastStableOffset as the exclusive upper bound, plus in
     /// [`FetchDataInfo::aborted_transactions`] the aborted transactions overlapping the returned
     /// batches (from `start_offset` to the offset following the last returned batch; an empty list when
-    /// nothing is returned). Errors as [`read`](Self::read), with the LastStableOffset as the bound.
+    /// nothing is returned). A `start_offset` past the LastStableOffset but within the log returns
+    /// nothing (as Kafka), not OffsetOutOfRange; otherwise errors as [`read`](Self::read).
     pub fn read_committed(
         &mut self,
         start_offset: Offset,
@@ -137,6 +140,14 @@ impl Log {
         min_one_batch: bool,
     ) -> Result<FetchDataInfo, StorageError> {
         let lso = self.last_stable_offset();
+        if start_offset > lso
+            && start_offset.get() >= self.log_start_offset
+            && start_offset.get() <= self.log_end_offset
+        {
+            let mut info = FetchDataInfo::empty(start_offset.get());
+            info.aborted_transactions = Some(Vec::new());
+            return Ok(info);
+        }
         let mut info = self.read(start_offset, max_bytes, lso, min_one_batch)?;
         if info.records.is_empty() {
             info.aborted_transactions = Some(Vec::new());
@@ -187,6 +198,9 @@ impl Log {
             if let Err(e) = seg.txn_index_mut().append(entry) {
                 return self.poison("transaction index append", e);
             }
+        }
+        for t in txns {
+            self.producer_state.complete_txn(t);
         }
         Ok(())
     }
@@ -248,6 +262,7 @@ impl Log {
                     None
                 };
                 if let Some(t) = psm.replay(&b.header, marker, now_ms) {
+                    psm.complete_txn(&t);
                     if t.is_aborted && rebuild {
                         aborted.push(AbortedTxn {
                             producer_id: t.producer_id,
