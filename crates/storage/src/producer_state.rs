@@ -136,7 +136,12 @@ fn in_sequence(last_seq: i32, next_seq: i32) -> bool {
     next_seq as i64 == last_seq as i64 + 1 || (next_seq == 0 && last_seq == i32::MAX)
 }
 
-/// Per-partition producer state: for each producer id its epoch and last 5 batches.
+/// Per-partition producer state: for each producer id its epoch and last 5 batches, and for a
+/// transactional producer its ongoing transaction (`current_txn_first_offset`, set by its first
+/// transactional batch after a marker, cleared by the next COMMIT/ABORT marker, which yields a
+/// [`CompletedTxn`]). The ongoing transactions are indexed by first offset (Kafka's `ongoingTxns`,
+/// rebuilt from the entries when a snapshot is loaded); completed ones whose marker the HighWatermark has
+/// not passed are kept in memory only (Kafka's `unreplicatedTxns`; a replay re-adds them).
 ///
 /// Snapshot file `<20-digit offset>.snapshot` holds the state after every batch below that
 /// offset. Format (Runnel's, big-endian; Kafka's layout extended to keep all retained batches):
@@ -153,7 +158,11 @@ fn in_sequence(last_seq: i32, next_seq: i32) -> bool {
 ///
 /// Snapshots are written on segment roll and on close (temp file + rename). Recovery rule: the
 /// newest readable snapshot at or below the log end offset is loaded (newer ones are deleted,
-/// unreadable ones skipped), then batch headers from its offset to the log end are replayed.
+/// unreadable ones skipped), then batch headers from its offset to the log end are replayed (a
+/// control batch's marker is read to complete transactions). When segments await a transaction-index
+/// rebuild the snapshot is taken at or below the first of them instead (see `Log`'s recovery). The
+/// format is unchanged by transactions: `coordinator_epoch` and `current_txn_first_offset` (Kafka's
+/// `CurrentTxnFirstOffset`, -1 = none) were always written, so older snapshots load as they are.
 #[derive(Debug)]
 pub struct ProducerStateManager {
     fs: Fs,

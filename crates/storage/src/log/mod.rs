@@ -129,7 +129,11 @@ pub struct LogOffsetMetadata {
 /// after its last index entry. `open(recover = true)` (after a crash) re-validates every batch of
 /// every segment from the one containing the recovery point, truncates at the first torn or
 /// corrupt batch (deleting later segments), rebuilds those indexes and fsyncs. Producer state is
-/// loaded from the newest usable snapshot and replayed from there to the log end.
+/// loaded from the newest usable snapshot and replayed from there to the log end. Transaction
+/// indexes (`.txnindex`) of the segments recovery re-reads, and of any whose file fails its sanity
+/// check, are emptied and rebuilt by that replay (from a snapshot at or below the first of them). A
+/// missing `.txnindex` of a segment below the recovery point cannot be told from one without aborted
+/// transactions and is not rebuilt (as Kafka).
 ///
 /// Leader epochs: a [`LeaderEpochFileCache`] (`leader-epoch-checkpoint`) records the first
 /// offset of each leader epoch that appended.

@@ -2,9 +2,10 @@
 //! aborted transactions of a `read_committed` fetch, and the producer-state replay that rebuilds
 //! transaction indexes.
 //!
-//! Compaction is not transaction-aware yet: the cleaner neither removes aborted data nor markers
-//! (Kafka's `cleaner` keeps markers until `delete.retention.ms` and drops aborted batches), and a
-//! cleaned segment keeps the `.txnindex` of its base; the indexes of segments merged into it are lost.
+//! Compaction is not transaction-aware (out of scope): the cleaner keeps every control batch and
+//! compacts data of aborted and ongoing transactions like any other (Kafka's cleaner drops aborted
+//! batches, keeps undecided ones, and removes markers after `delete.retention.ms`). Segments are cleaned
+//! one for one and keep their markers, so a cleaned segment keeps its `.txnindex` unchanged.
 
 use super::*;
 use crate::producer_state::CompletedTxn;
