@@ -62,6 +62,14 @@ pub enum StorageError {
     /// INVALID_PRODUCER_EPOCH (47): epoch older than the one the log has seen.
     #[error("invalid producer epoch: {0}")]
     InvalidProducerEpoch(String),
+    /// INVALID_TXN_STATE (48): a non-transactional batch from a producer whose transaction is ongoing
+    /// (Kafka's `InvalidTxnStateException` in `ProducerAppendInfo.appendDataBatch`).
+    #[error("invalid transaction state: {0}")]
+    InvalidTxnState(String),
+    /// TRANSACTION_COORDINATOR_FENCED (52): a transaction marker from a coordinator epoch older than the
+    /// one of the producer's last marker.
+    #[error("transaction coordinator fenced: {0}")]
+    TransactionCoordinatorFenced(String),
     /// UNKNOWN_PRODUCER_ID (59).
     #[error("unknown producer id: {0}")]
     UnknownProducerId(String),

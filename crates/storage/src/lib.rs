@@ -16,6 +16,8 @@
 //!     00000000000000000000.log           record batches, as received (offsets assigned)
 //!     00000000000000000000.index         sparse OffsetIndex
 //!     00000000000000000000.timeindex     sparse TimeIndex
+//!     00000000000000000000.txnindex      TransactionIndex: aborted transactions whose ABORT marker is
+//!                                        in the segment (34-byte entries; only once there is one)
 //!     00000000000000001234.snapshot      producer state at offset 1234
 //!     leader-epoch-checkpoint            "0\n<n>\n<epoch> <start offset>\n..."
 //!     <offset>.{log,index,timeindex}.cleaned / .swap   log cleaner output mid-swap (see
@@ -44,6 +46,8 @@ mod log_dir;
 mod manager;
 mod producer_state;
 mod segment;
+mod txn_index;
+mod txn_marker;
 pub mod vfs;
 
 pub use checkpoint::OffsetCheckpointFile;
@@ -55,13 +59,15 @@ pub use config::{CleanupPolicy, LogConfig};
 pub use error::StorageError;
 pub use index::{OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
 pub use leader_epoch::{LeaderEpochFileCache, LEADER_EPOCH_CHECKPOINT};
-pub use log::{FetchDataInfo, FlushJob, Log, LogAppendInfo, LogOffsetMetadata};
+pub use log::{AppendOrigin, FetchDataInfo, FlushJob, Log, LogAppendInfo, LogOffsetMetadata};
 pub use log_dir::{probe_dir, LogDirHealth, DIR_PROBE_FILE};
 pub use manager::{
     validate_topic_name, LogManager, TopicPartition, CLEAN_SHUTDOWN_FILE, METADATA_LOG_DIR,
 };
-pub use producer_state::{BatchMetadata, ProducerStateEntry, ProducerStateManager};
+pub use producer_state::{BatchMetadata, CompletedTxn, ProducerStateEntry, ProducerStateManager};
 pub use segment::LogSegment;
+pub use txn_index::{AbortedTxn, TransactionIndex, TxnIndexSearchResult, ABORTED_TXN_ENTRY_SIZE};
+pub use txn_marker::{ControlRecordType, EndTransactionMarker};
 pub use vfs::{real_fs, FileSystem, Fs, RealFs, SimFs, StorageFile};
 
 /// Timestamp argument of [`Log::fetch_offset_by_timestamp`]: the log end offset.
@@ -123,3 +129,7 @@ mod op_fuzz_tests;
 mod recovery_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod txn_fuzz_tests;
+#[cfg(test)]
+mod txn_tests;

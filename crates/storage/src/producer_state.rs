@@ -2,6 +2,7 @@
 
 use crate::error::StorageError;
 use crate::offset_file_name;
+use crate::txn_marker::EndTransactionMarker;
 use crate::vfs::{real_fs, Fs};
 use protocol::record::{increment_sequence, RecordBatchHeader, NO_PRODUCER_EPOCH};
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -94,11 +95,53 @@ impl ProducerStateEntry {
     }
 }
 
+impl ProducerStateEntry {
+    /// A data batch at `first_offset`: remembered for duplicates; a transactional one opens the
+    /// producer's transaction when none is ongoing (Kafka's `appendDataBatch`).
+    fn add_data_batch(&mut self, h: &RecordBatchHeader, first_offset: i64, now_ms: i64) {
+        self.add_batch(h, first_offset, now_ms);
+        if h.is_transactional() && self.current_txn_first_offset.get() < 0 {
+            self.current_txn_first_offset = Offset(first_offset);
+        }
+    }
+
+    /// An end-transaction marker at `offset` (Kafka's `appendEndTxnMarker` after its checks): completes
+    /// the ongoing transaction, if any; takes the marker's producer epoch (a new epoch forgets the
+    /// retained batches) and coordinator epoch.
+    fn end_txn(
+        &mut self,
+        h: &RecordBatchHeader,
+        offset: i64,
+        marker: EndTransactionMarker,
+        now_ms: i64,
+    ) -> Option<CompletedTxn> {
+        let completed = (self.current_txn_first_offset.get() >= 0).then(|| CompletedTxn {
+            producer_id: self.producer_id,
+            first_offset: self.current_txn_first_offset,
+            last_offset: Offset(offset),
+            is_aborted: marker.is_abort(),
+        });
+        if h.producer_epoch != self.producer_epoch.get() {
+            self.producer_epoch = ProducerEpoch(h.producer_epoch);
+            self.batches.clear();
+        }
+        self.coordinator_epoch = marker.coordinator_epoch;
+        self.current_txn_first_offset = Offset::NONE;
+        self.last_update_ms = now_ms;
+        completed
+    }
+}
+
 fn in_sequence(last_seq: i32, next_seq: i32) -> bool {
     next_seq as i64 == last_seq as i64 + 1 || (next_seq == 0 && last_seq == i32::MAX)
 }
 
-/// Per-partition producer state: for each producer id its epoch and last 5 batches.
+/// Per-partition producer state: for each producer id its epoch and last 5 batches, and for a
+/// transactional producer its ongoing transaction (`current_txn_first_offset`, set by its first
+/// transactional batch after a marker, cleared by the next COMMIT/ABORT marker, which yields a
+/// [`CompletedTxn`]). The ongoing transactions are indexed by first offset (Kafka's `ongoingTxns`,
+/// rebuilt from the entries when a snapshot is loaded); completed ones whose marker the HighWatermark has
+/// not passed are kept in memory only (Kafka's `unreplicatedTxns`; a replay re-adds them).
 ///
 /// Snapshot file `<20-digit offset>.snapshot` holds the state after every batch below that
 /// offset. Format (Runnel's, big-endian; Kafka's layout extended to keep all retained batches):
@@ -115,7 +158,11 @@ fn in_sequence(last_seq: i32, next_seq: i32) -> bool {
 ///
 /// Snapshots are written on segment roll and on close (temp file + rename). Recovery rule: the
 /// newest readable snapshot at or below the log end offset is loaded (newer ones are deleted,
-/// unreadable ones skipped), then batch headers from its offset to the log end are replayed.
+/// unreadable ones skipped), then batch headers from its offset to the log end are replayed (a
+/// control batch's marker is read to complete transactions). When segments await a transaction-index
+/// rebuild the snapshot is taken at or below the first of them instead (see `Log`'s recovery). The
+/// format is unchanged by transactions: `coordinator_epoch` and `current_txn_first_offset` (Kafka's
+/// `CurrentTxnFirstOffset`, -1 = none) were always written, so older snapshots load as they are.
 #[derive(Debug)]
 pub struct ProducerStateManager {
     fs: Fs,
@@ -125,6 +172,25 @@ pub struct ProducerStateManager {
     map_end_offset: i64,
     snapshots: BTreeSet<i64>,
     producer_id_expiration_ms: i64,
+    /// Ongoing transactions as (first offset, producer id), ascending (Kafka's `ongoingTxns`): the
+    /// producers whose `current_txn_first_offset` is set.
+    ongoing: BTreeSet<(i64, i64)>,
+    /// Completed transactions as (first offset, marker offset) whose marker the HighWatermark has not
+    /// passed yet (Kafka's `unreplicatedTxns`): still unstable. In memory only; a replay re-adds them.
+    unreplicated: BTreeSet<(i64, i64)>,
+}
+
+/// A transaction ended by a marker (Kafka's `CompletedTxn`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompletedTxn {
+    /// The transactional producer.
+    pub producer_id: ProducerId,
+    /// Offset of the transaction's first batch in this partition.
+    pub first_offset: Offset,
+    /// Offset of the marker that ended it.
+    pub last_offset: Offset,
+    /// True when the marker was ABORT.
+    pub is_aborted: bool,
 }
 
 /// Result of checking one batch against the state.
@@ -159,6 +225,8 @@ impl ProducerStateManager {
             map_end_offset: 0,
             snapshots,
             producer_id_expiration_ms,
+            ongoing: BTreeSet::new(),
+            unreplicated: BTreeSet::new(),
         })
     }
 
@@ -218,6 +286,12 @@ impl ProducerStateManager {
                 h.producer_id, h.producer_epoch, current_epoch
             )));
         }
+        if !h.is_transactional() && entry.current_txn_first_offset.get() >= 0 {
+            return Err(StorageError::InvalidTxnState(format!(
+                "non-transactional batch from producer {} while its transaction started at {} is ongoing",
+                h.producer_id, entry.current_txn_first_offset
+            )));
+        }
         if h.producer_epoch != current_epoch {
             if h.base_sequence != 0 && current_epoch != NO_PRODUCER_EPOCH {
                 return Err(StorageError::OutOfOrderSequence(format!(
@@ -251,31 +325,175 @@ impl ProducerStateManager {
         first_offset: i64,
         now_ms: i64,
     ) {
-        let e = pending.entry(h.producer_id).or_insert_with(|| {
+        self.pending_entry(pending, h.producer_id)
+            .add_data_batch(h, first_offset, now_ms);
+    }
+
+    fn pending_entry<'a>(
+        &self,
+        pending: &'a mut HashMap<i64, ProducerStateEntry>,
+        producer_id: i64,
+    ) -> &'a mut ProducerStateEntry {
+        pending.entry(producer_id).or_insert_with(|| {
             self.producers
-                .get(&h.producer_id)
+                .get(&producer_id)
                 .cloned()
-                .unwrap_or_else(|| ProducerStateEntry::new(h.producer_id))
-        });
-        e.add_batch(h, first_offset, now_ms);
+                .unwrap_or_else(|| ProducerStateEntry::new(producer_id))
+        })
     }
 
     /// Commits staged entries after a successful write; `end_offset` is the new log end.
     pub(crate) fn commit(&mut self, pending: HashMap<i64, ProducerStateEntry>, end_offset: i64) {
-        self.producers.extend(pending);
+        for (_, e) in pending {
+            self.put(e);
+        }
         self.map_end_offset = end_offset;
     }
 
-    /// Applies a stored batch during replay/follower append (no checks).
-    pub(crate) fn replay(&mut self, h: &RecordBatchHeader, now_ms: i64) {
-        if h.producer_id >= 0 && !h.is_control() {
-            let e = self
+    /// Stores `e`, keeping the ongoing-transaction index in step.
+    fn put(&mut self, e: ProducerStateEntry) {
+        let pid = e.producer_id.get();
+        if let Some(old) = self.producers.get(&pid) {
+            self.ongoing
+                .remove(&(old.current_txn_first_offset.get(), pid));
+        }
+        if e.current_txn_first_offset.get() >= 0 {
+            self.ongoing.insert((e.current_txn_first_offset.get(), pid));
+        }
+        self.producers.insert(pid, e);
+    }
+
+    fn reindex_ongoing(&mut self) {
+        self.ongoing = self
+            .producers
+            .values()
+            .filter(|e| e.current_txn_first_offset.get() >= 0)
+            .map(|e| (e.current_txn_first_offset.get(), e.producer_id.get()))
+            .collect();
+    }
+
+    /// Applies a stored batch during replay/follower append (Kafka's REPLICATION origin: no checks).
+    /// `marker` is the end-transaction marker of a control batch (`None` for data batches, and for a
+    /// control batch holding none). Returns the transaction a marker completed.
+    pub(crate) fn replay(
+        &mut self,
+        h: &RecordBatchHeader,
+        marker: Option<EndTransactionMarker>,
+        now_ms: i64,
+    ) -> Option<CompletedTxn> {
+        let mut completed = None;
+        if h.producer_id >= 0 && (!h.is_control() || marker.is_some()) {
+            let mut e = self
                 .producers
-                .entry(h.producer_id)
-                .or_insert_with(|| ProducerStateEntry::new(h.producer_id));
-            e.add_batch(h, h.base_offset, now_ms);
+                .get(&h.producer_id)
+                .cloned()
+                .unwrap_or_else(|| ProducerStateEntry::new(h.producer_id));
+            match marker {
+                Some(m) => completed = e.end_txn(h, h.base_offset, m, now_ms),
+                None => e.add_data_batch(h, h.base_offset, now_ms),
+            }
+            self.put(e);
         }
         self.map_end_offset = self.map_end_offset.max(h.next_offset());
+        completed
+    }
+
+    /// Checks an end-transaction marker appended as leader (Kafka's `appendEndTxnMarker` checks for
+    /// transaction versions 0/1): an epoch older than the producer's → InvalidProducerEpoch; a coordinator
+    /// epoch older than the last marker's → TransactionCoordinatorFenced.
+    pub(crate) fn check_marker(
+        &self,
+        pending: &HashMap<i64, ProducerStateEntry>,
+        h: &RecordBatchHeader,
+        marker: &EndTransactionMarker,
+    ) -> Result<(), StorageError> {
+        let entry = pending
+            .get(&h.producer_id)
+            .or_else(|| self.producers.get(&h.producer_id));
+        let Some(entry) = entry else { return Ok(()) };
+        if h.producer_epoch < entry.producer_epoch.get() {
+            return Err(StorageError::InvalidProducerEpoch(format!(
+                "transaction marker of producer {} has epoch {}, older than the current epoch {}",
+                h.producer_id, h.producer_epoch, entry.producer_epoch
+            )));
+        }
+        if marker.coordinator_epoch < entry.coordinator_epoch {
+            return Err(StorageError::TransactionCoordinatorFenced(format!(
+                "transaction marker of producer {} from coordinator epoch {}, older than {}",
+                h.producer_id, marker.coordinator_epoch, entry.coordinator_epoch
+            )));
+        }
+        Ok(())
+    }
+
+    /// Applies an end-transaction marker at `offset` to `pending`; returns the transaction it completed
+    /// (`None` when the producer had none ongoing, as Kafka).
+    pub(crate) fn stage_marker(
+        &self,
+        pending: &mut HashMap<i64, ProducerStateEntry>,
+        h: &RecordBatchHeader,
+        offset: i64,
+        marker: EndTransactionMarker,
+        now_ms: i64,
+    ) -> Option<CompletedTxn> {
+        self.pending_entry(pending, h.producer_id)
+            .end_txn(h, offset, marker, now_ms)
+    }
+
+    /// Kafka's `firstUndecidedOffset`: the first offset of the earliest ongoing transaction.
+    pub fn first_undecided_offset(&self) -> Option<Offset> {
+        self.ongoing.first().map(|&(o, _)| Offset(o))
+    }
+
+    /// Kafka's `firstUnstableOffset` for a partition whose HighWatermark is `high_watermark`: the first
+    /// offset of the earliest transaction that is ongoing, or completed by a marker at or past the
+    /// HighWatermark (not yet replicated).
+    pub fn first_unstable_offset(&self, high_watermark: Offset) -> Option<Offset> {
+        let unreplicated = self
+            .unreplicated
+            .iter()
+            .find(|&&(_, last)| last >= high_watermark.get())
+            .map(|&(first, _)| Offset(first));
+        match (self.first_undecided_offset(), unreplicated) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Kafka's `completeTxn`: `txn` stays unstable until the HighWatermark passes its marker.
+    pub(crate) fn complete_txn(&mut self, txn: &CompletedTxn) {
+        self.unreplicated
+            .insert((txn.first_offset.get(), txn.last_offset.get()));
+    }
+
+    /// Kafka's `onHighWatermarkUpdated`: forgets the completed transactions whose marker is below
+    /// `high_watermark`.
+    pub(crate) fn on_high_watermark_updated(&mut self, high_watermark: i64) {
+        self.unreplicated
+            .retain(|&(_, last)| last >= high_watermark);
+    }
+
+    /// The ongoing transactions as (producer id, first offset), by first offset.
+    pub fn ongoing_txns(&self) -> Vec<(ProducerId, Offset)> {
+        self.ongoing
+            .iter()
+            .map(|&(o, pid)| (ProducerId(pid), Offset(o)))
+            .collect()
+    }
+
+    /// Kafka's `lastStableOffset(CompletedTxn)`, the value a transaction index entry stores: the first
+    /// offset of the earliest ongoing transaction of another producer, else the marker's offset + 1.
+    pub(crate) fn last_stable_offset_after(&self, txn: &CompletedTxn) -> i64 {
+        self.first_ongoing_except(txn.producer_id)
+            .unwrap_or(txn.last_offset.get() + 1)
+    }
+
+    /// First offset of the earliest ongoing transaction of a producer other than `producer_id`.
+    pub(crate) fn first_ongoing_except(&self, producer_id: ProducerId) -> Option<i64> {
+        self.ongoing
+            .iter()
+            .find(|&&(_, pid)| pid != producer_id.get())
+            .map(|&(o, _)| o)
     }
 
     pub(crate) fn set_map_end_offset(&mut self, o: i64) {
@@ -412,13 +630,14 @@ impl ProducerStateManager {
         }
     }
 
-    /// Resets to the newest readable snapshot at or below `log_end_offset` (deleting newer
-    /// ones); with none, to empty state at `log_start_offset`. Returns the offset from which
-    /// batches must be replayed.
+    /// Resets to the newest readable snapshot at or below `upto` (≤ `log_end_offset`; snapshots past
+    /// the log end are deleted); with none, to empty state at `log_start_offset`. Returns the offset
+    /// from which batches must be replayed.
     pub(crate) fn load_for(
         &mut self,
         log_start_offset: i64,
         log_end_offset: i64,
+        upto: i64,
     ) -> io::Result<i64> {
         let newer: Vec<i64> = self
             .snapshots
@@ -429,11 +648,13 @@ impl ProducerStateManager {
             self.delete_snapshot(o)?;
         }
         self.producers.clear();
-        while let Some(&o) = self.snapshots.iter().next_back() {
+        while let Some(&o) = self.snapshots.range(..=upto).next_back() {
             let path = self.dir.join(offset_file_name(o, "snapshot"));
             match self.fs.read(&path).ok().and_then(|b| Self::decode(&b)) {
                 Some(p) => {
                     self.producers = p;
+                    self.reindex_ongoing();
+                    self.unreplicated.clear();
                     self.map_end_offset = o.max(log_start_offset);
                     return Ok(self.map_end_offset);
                 }
@@ -443,6 +664,8 @@ impl ProducerStateManager {
                 }
             }
         }
+        self.ongoing.clear();
+        self.unreplicated.clear();
         self.map_end_offset = log_start_offset;
         Ok(log_start_offset)
     }
@@ -499,11 +722,11 @@ mod tests {
         }
         m.take_snapshot(true).unwrap();
         let mut m2 = ProducerStateManager::new(d.path(), 1000).unwrap();
-        assert_eq!(m2.load_for(0, 100).unwrap(), 42);
+        assert_eq!(m2.load_for(0, 100, 100).unwrap(), 42);
         assert_eq!(m2.producers, m.producers);
         // a snapshot beyond the log end is discarded
         let mut m3 = ProducerStateManager::new(d.path(), 1000).unwrap();
-        assert_eq!(m3.load_for(0, 10).unwrap(), 0);
+        assert_eq!(m3.load_for(0, 10, 10).unwrap(), 0);
         assert!(m3.is_empty());
         assert!(m3.snapshot_offsets().is_empty());
     }

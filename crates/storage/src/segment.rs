@@ -1,7 +1,9 @@
-//! One log segment: a `.log` file of record batches plus its two sparse indexes.
+//! One log segment: a `.log` file of record batches plus its two sparse indexes and its transaction
+//! index.
 
 use crate::index::{OffsetIndex, TimeIndex};
 use crate::offset_file_name;
+use crate::txn_index::TransactionIndex;
 use crate::vfs::{real_fs, FileRef, Fs, StorageFile};
 use protocol::record::{RecordBatchHeader, RecordError, Records, RECORD_BATCH_OVERHEAD};
 use std::io;
@@ -24,7 +26,9 @@ pub(crate) struct LocatedBatch {
 
 /// A segment of one partition's log: `<20-digit base offset>.log` holding whole RecordBatch v2
 /// batches back to back (exactly the wire bytes, with offsets/leader epoch assigned by the
-/// leader), plus [`OffsetIndex`] `.index` and [`TimeIndex`] `.timeindex`.
+/// leader), plus [`OffsetIndex`] `.index`, [`TimeIndex`] `.timeindex` and the
+/// [`TransactionIndex`] `.txnindex` (the aborted transactions whose ABORT marker is in this segment;
+/// its file exists only once it has an entry).
 ///
 /// Invariants: batches are in increasing offset order, every offset in the segment is >= its base
 /// offset and within base + u32::MAX; the file ends on a batch boundary (a torn tail only after a
@@ -43,6 +47,7 @@ pub struct LogSegment {
     size: u64,
     offset_index: OffsetIndex,
     time_index: TimeIndex,
+    txn_index: TransactionIndex,
     index_interval_bytes: u64,
     bytes_since_last_index_entry: u64,
     max_timestamp_so_far: i64,
@@ -158,6 +163,14 @@ impl LogSegment {
             base_offset,
             segment_index_bytes,
         )?;
+        let txn_index = TransactionIndex::open(
+            fs.clone(),
+            &dir.join(format!(
+                "{}{suffix}",
+                offset_file_name(base_offset, "txnindex")
+            )),
+            base_offset,
+        )?;
         Ok(LogSegment {
             fs: fs.clone(),
             base_offset,
@@ -166,6 +179,7 @@ impl LogSegment {
             size,
             offset_index,
             time_index,
+            txn_index,
             index_interval_bytes,
             bytes_since_last_index_entry: 0,
             max_timestamp_so_far: -1,
@@ -174,6 +188,15 @@ impl LogSegment {
             rolling_base_ms: None,
             dirty: false,
         })
+    }
+
+    /// The segment's transaction index.
+    pub fn txn_index(&self) -> &TransactionIndex {
+        &self.txn_index
+    }
+
+    pub(crate) fn txn_index_mut(&mut self) -> &mut TransactionIndex {
+        &mut self.txn_index
     }
 
     /// First offset this segment may hold.
@@ -474,6 +497,12 @@ impl LogSegment {
         )))
     }
 
+    /// Base offset of the batch starting at byte `position`, `None` at the end of the segment.
+    pub(crate) fn batch_base_at(&self, position: u64) -> io::Result<Option<i64>> {
+        let mut scanner = HeaderScanner::new(&*self.log, self.size);
+        Ok(scanner.header_at(position)?.map(|h| h.base_offset))
+    }
+
     /// Reads the bytes of the batch at `position` (whole batch) into memory.
     pub(crate) fn read_batch_bytes(&self, b: &LocatedBatch) -> io::Result<Vec<u8>> {
         let mut buf = vec![0u8; b.header.size_in_bytes()];
@@ -538,6 +567,8 @@ impl LogSegment {
         };
         self.offset_index.truncate_to(b.header.base_offset)?;
         self.time_index.truncate_to(b.header.base_offset)?;
+        self.txn_index
+            .truncate_to(types::Offset(b.header.base_offset))?;
         self.log.set_len(b.position)?;
         self.size = b.position;
         self.max_timestamp_so_far = -1;
@@ -575,7 +606,8 @@ impl LogSegment {
             self.dirty = false;
         }
         self.offset_index.flush()?;
-        self.time_index.flush()
+        self.time_index.flush()?;
+        self.txn_index.flush()
     }
 
     /// Moves this segment's unsynced files into `job` (to be fsynced without the log lock).
@@ -589,11 +621,12 @@ impl LogSegment {
         }
         paths.extend(self.offset_index.take_dirty_path());
         paths.extend(self.time_index.take_dirty_path());
+        paths.extend(self.txn_index.take_dirty_path());
     }
 
     /// Deletes the segment's files.
     pub(crate) fn delete_files(self, dir: &Path) -> io::Result<()> {
-        for suffix in ["log", "index", "timeindex"] {
+        for suffix in ["log", "index", "timeindex", "txnindex"] {
             match self
                 .fs
                 .remove_file(&dir.join(offset_file_name(self.base_offset, suffix)))

@@ -1,7 +1,9 @@
 //! Appends: as leader (validation, offset assignment, idempotence, recompression) and as follower, and
 //! segment rolling.
 
+use super::txn::{coordinator_marker, marker_of, AppendOrigin};
 use super::*;
+use crate::producer_state::CompletedTxn;
 
 impl Log {
     /// Appends a Produce request's `records` as leader (Kafka's `appendAsLeader`).
@@ -18,11 +20,31 @@ impl Log {
     /// `compression.type` names another codec). A duplicate of one of a
     /// producer's last 5 batches returns its original offsets with `duplicate = true` and
     /// appends nothing. Rolls the segment first when needed. Empty `records` → Ok with
-    /// first/last offset -1.
+    /// first/last offset -1. Same as [`append_as_leader_with_origin`](Self::append_as_leader_with_origin)
+    /// with [`AppendOrigin::Client`].
     pub fn append_as_leader(
         &mut self,
         records: Bytes,
         leader_epoch: LeaderEpoch,
+        now_ms: i64,
+    ) -> Result<LogAppendInfo, StorageError> {
+        self.append_as_leader_with_origin(records, leader_epoch, AppendOrigin::Client, now_ms)
+    }
+
+    /// [`append_as_leader`](Self::append_as_leader) for an append of `origin` (Kafka's `appendAsLeader`
+    /// with its `AppendOrigin`). From a [`AppendOrigin::Client`] a control batch is refused
+    /// (InvalidRecord); from a coordinator (or [`AppendOrigin::Replication`]) a control batch must be
+    /// one end-transaction marker (transactional, a producer id, one record, else InvalidRecord); from a
+    /// coordinator its epochs are checked (older producer epoch → InvalidProducerEpoch, older
+    /// coordinator epoch → TransactionCoordinatorFenced). Transactional data batches open their
+    /// producer's transaction; a non-transactional batch of a producer in a transaction →
+    /// InvalidTxnState. A marker completes its producer's transaction; an ABORT adds an entry to the
+    /// active segment's transaction index.
+    pub fn append_as_leader_with_origin(
+        &mut self,
+        records: Bytes,
+        leader_epoch: LeaderEpoch,
+        origin: AppendOrigin,
         now_ms: i64,
     ) -> Result<LogAppendInfo, StorageError> {
         self.check_online()?;
@@ -51,6 +73,8 @@ impl Log {
             edits: Vec::new(),
             metas: Vec::new(),
             pending: HashMap::new(),
+            completed: Vec::new(),
+            origin,
             next: self.log_end_offset,
             position: 0,
         };
@@ -67,6 +91,7 @@ impl Log {
             edits,
             metas,
             pending,
+            completed,
             next,
             ..
         } = plan;
@@ -90,6 +115,7 @@ impl Log {
         );
         self.write_batches(&buf, &metas, info.first_offset.get(), next, now_ms)?;
         self.producer_state.commit(pending, next);
+        self.complete_txns(&completed)?;
         if let Err(e) = self
             .leader_epoch_cache
             .assign(LeaderEpoch(leader_epoch), info.first_offset)
@@ -112,9 +138,18 @@ impl Log {
         now_ms: i64,
     ) -> Result<Option<LogAppendInfo>, StorageError> {
         let size = batch.size_in_bytes();
-        let summary = self.validate_leader_batch(batch, log_append, now_ms)?;
+        let summary = self.validate_leader_batch(batch, log_append, now_ms, plan.origin)?;
         let mut h = *batch.header();
-        if h.producer_id >= 0 {
+        let marker = if batch.is_control() {
+            let m = coordinator_marker(batch)?;
+            if plan.origin != AppendOrigin::Replication {
+                self.producer_state.check_marker(&plan.pending, &h, &m)?;
+            }
+            Some(m)
+        } else {
+            None
+        };
+        if h.producer_id >= 0 && marker.is_none() {
             if let SequenceCheck::Duplicate(d) = self.producer_state.check(&plan.pending, &h)? {
                 return Ok(Some(LogAppendInfo {
                     first_offset: d.first_offset,
@@ -147,7 +182,12 @@ impl Log {
         h.base_offset = next;
         h.partition_leader_epoch = leader_epoch;
         h.max_timestamp = stored_max;
-        if h.producer_id >= 0 {
+        if let Some(m) = marker {
+            let done = self
+                .producer_state
+                .stage_marker(&mut plan.pending, &h, next, m, now_ms);
+            plan.completed.extend(done);
+        } else if h.producer_id >= 0 {
             self.producer_state
                 .stage(&mut plan.pending, &h, next, now_ms);
         }
@@ -180,13 +220,14 @@ impl Log {
     }
 
     /// The per-batch checks of [`append_as_leader`](Self::append_as_leader): size, framing and CRC,
-    /// record count, no control batch, keys on a compacted log, a producer's sequence, timestamps
-    /// (CreateTime only). Returns the batch's summary.
+    /// record count, no control batch from a client, keys on a compacted log, a producer's sequence,
+    /// timestamps (CreateTime only). Returns the batch's summary.
     fn validate_leader_batch(
         &self,
         batch: &RecordBatch,
         log_append: bool,
         now_ms: i64,
+        origin: AppendOrigin,
     ) -> Result<protocol::record::BatchSummary, StorageError> {
         let size = batch.size_in_bytes();
         if size > self.config.max_message_bytes {
@@ -206,7 +247,7 @@ impl Log {
                 batch.records_count()
             )));
         }
-        if batch.is_control() {
+        if batch.is_control() && origin == AppendOrigin::Client {
             return Err(StorageError::InvalidRecord(
                 "clients may not write control batches".into(),
             ));
@@ -232,7 +273,7 @@ impl Log {
                 });
             }
         }
-        if batch.producer_id() >= 0 && batch.base_sequence() < 0 {
+        if batch.producer_id() >= 0 && batch.base_sequence() < 0 && !batch.is_control() {
             return Err(StorageError::InvalidRecord(format!(
                 "invalid sequence number {} in batch with producer id {}",
                 batch.base_sequence(),
@@ -299,8 +340,10 @@ impl Log {
     }
 
     /// Appends batches replicated from the leader, keeping their offsets (simple version of
-    /// Kafka's `appendAsFollower`): each batch is CRC/structure-checked, offsets must increase
-    /// from the LEO (→ UnexpectedAppendOffset). Producer state is updated without checks.
+    /// Kafka's `appendAsFollower`, origin REPLICATION): each batch is CRC/structure-checked, offsets must
+    /// increase from the LEO (→ UnexpectedAppendOffset). Producer state is updated without checks;
+    /// control batches are accepted, their end-transaction markers complete transactions and an ABORT
+    /// adds a transaction index entry, as on the leader.
     pub fn append_as_follower(
         &mut self,
         records: Bytes,
@@ -340,13 +383,18 @@ impl Log {
                 max_timestamp: batch.max_timestamp(),
                 size: batch.size_in_bytes() as u32,
             });
-            headers.push(*batch.header());
+            let marker = marker_of(&batch).unwrap_or_else(|e| {
+                tracing::warn!(dir = %self.dir.display(), offset = batch.base_offset(), error = %e, "replicated control batch without a readable marker");
+                None
+            });
+            headers.push((*batch.header(), marker));
             next = batch.next_offset();
         }
         info.last_offset = Offset(next - 1);
         self.write_batches(&records, &metas, info.first_offset.get(), next, now_ms)?;
-        for h in &headers {
-            self.producer_state.replay(h, now_ms);
+        let mut completed = Vec::new();
+        for (h, marker) in &headers {
+            completed.extend(self.producer_state.replay(h, *marker, now_ms));
             if let Err(e) = self
                 .leader_epoch_cache
                 .assign(LeaderEpoch(h.partition_leader_epoch), Offset(h.base_offset))
@@ -354,6 +402,7 @@ impl Log {
                 return self.poison("leader epoch checkpoint", e);
             }
         }
+        self.complete_txns(&completed)?;
         self.count_unflushed(info.records_count)?;
         Ok(info)
     }
@@ -394,7 +443,7 @@ impl Log {
         self.active().on_become_inactive()?;
         self.producer_state.set_map_end_offset(self.log_end_offset);
         self.producer_state.take_snapshot(false)?;
-        for suffix in ["log", "index", "timeindex"] {
+        for suffix in ["log", "index", "timeindex", "txnindex"] {
             let p = self.dir.join(offset_file_name(new_base, suffix));
             if self.fs.exists(&p) {
                 self.fs.remove_file(&p)?;
@@ -479,6 +528,10 @@ struct LeaderAppendPlan {
     metas: Vec<AppendedBatch>,
     /// Producer state staged by the batches, committed after the write.
     pending: HashMap<i64, ProducerStateEntry>,
+    /// Transactions completed by the append's markers, in order.
+    completed: Vec<CompletedTxn>,
+    /// Who appends.
+    origin: AppendOrigin,
     /// The next offset to assign.
     next: i64,
     /// Byte position of the next batch in the append.

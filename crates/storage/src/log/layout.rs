@@ -25,7 +25,7 @@ pub(super) fn segment_bases(fs: &Fs, dir: &Path) -> io::Result<Vec<i64>> {
     // Index files whose .log is missing are stale.
     for entry in fs.read_dir(dir)? {
         let name = entry.name;
-        for suffix in [".index", ".timeindex"] {
+        for suffix in [".index", ".timeindex", ".txnindex"] {
             if let Some(stem) = name.strip_suffix(suffix) {
                 if let Ok(o) = stem.parse::<i64>() {
                     if bases.binary_search(&o).is_err() {

@@ -8,6 +8,7 @@ mod append;
 mod layout;
 mod maintenance;
 mod read;
+mod txn;
 
 use crate::config::LogConfig;
 use crate::error::StorageError;
@@ -24,6 +25,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
 use types::{LeaderEpoch, Offset};
+
+pub use read::FetchDataInfo;
+pub use txn::AppendOrigin;
 
 /// Files to fsync, prepared by [`Log::prepare_flush`] and run without the log's lock.
 #[derive(Debug)]
@@ -114,32 +118,6 @@ pub struct LogOffsetMetadata {
     pub relative_position: i64,
 }
 
-/// Result of [`Log::read`].
-#[derive(Debug, Clone)]
-pub struct FetchDataInfo {
-    /// Whole batches, as a slice of a segment file (empty `Records::Memory` when nothing).
-    pub records: Records,
-    /// Where the first returned batch starts.
-    pub fetch_offset_metadata: LogOffsetMetadata,
-    /// Base offset of the first returned batch (may be below the requested offset: the whole
-    /// batch containing it is returned), [`Offset::NONE`] when empty.
-    pub first_batch_base_offset: Offset,
-}
-
-impl FetchDataInfo {
-    fn empty(offset: i64) -> Self {
-        FetchDataInfo {
-            records: Records::Memory(Bytes::new()),
-            fetch_offset_metadata: LogOffsetMetadata {
-                message_offset: Offset(offset),
-                segment_base_offset: Offset::NONE,
-                relative_position: -1,
-            },
-            first_batch_base_offset: Offset::NONE,
-        }
-    }
-}
-
 /// One partition's log: a directory `<topic>-<partition>` of [`LogSegment`]s, producer
 /// snapshots and `partition.metadata` (Kafka's UnifiedLog semantics).
 ///
@@ -151,7 +129,11 @@ impl FetchDataInfo {
 /// after its last index entry. `open(recover = true)` (after a crash) re-validates every batch of
 /// every segment from the one containing the recovery point, truncates at the first torn or
 /// corrupt batch (deleting later segments), rebuilds those indexes and fsyncs. Producer state is
-/// loaded from the newest usable snapshot and replayed from there to the log end.
+/// loaded from the newest usable snapshot and replayed from there to the log end. Transaction
+/// indexes (`.txnindex`) of the segments recovery re-reads, and of any whose file fails its sanity
+/// check, are emptied and rebuilt by that replay (from a snapshot at or below the first of them). A
+/// missing `.txnindex` of a segment below the recovery point cannot be told from one without aborted
+/// transactions and is not rebuilt (as Kafka).
 ///
 /// Leader epochs: a [`LeaderEpochFileCache`] (`leader-epoch-checkpoint`) records the first
 /// offset of each leader epoch that appended.
@@ -173,6 +155,8 @@ pub struct Log {
     recovery_point: i64,
     producer_state: ProducerStateManager,
     leader_epoch_cache: LeaderEpochFileCache,
+    /// Bases of the segments whose transaction index is rebuilt by the next producer-state replay.
+    txn_rebuild: std::collections::BTreeSet<i64>,
     needs_dir_fsync: bool,
     unflushed_messages: i64,
     last_flush_ms: i64,
@@ -302,6 +286,7 @@ impl Log {
             recovery_point: 0,
             producer_state,
             leader_epoch_cache,
+            txn_rebuild: Default::default(),
             // Segment files created now (or by a crashed process) need a directory fsync to last.
             needs_dir_fsync: true,
             unflushed_messages: 0,
@@ -382,6 +367,9 @@ impl Log {
                     seg.load_max_timestamp_from_index()?;
                 }
             }
+            if needs_recovery || seg.txn_index().needs_rebuild() {
+                self.txn_rebuild.insert(b);
+            }
             if needs_recovery {
                 let cut = seg.recover(|_| {})?;
                 seg.flush()?;
@@ -417,38 +405,6 @@ impl Log {
         }
         tracing::warn!(dir = %self.dir.display(), segment = b, previous_ends_at = ?recovered_end, "segment starts past the end of the previous one after a crash; the log ends there");
         true
-    }
-
-    fn rebuild_producer_state(&mut self, now_ms: i64) -> Result<(), StorageError> {
-        let from = self
-            .producer_state
-            .load_for(self.log_start_offset, self.log_end_offset)?;
-        self.replay_producer_state(from, now_ms)?;
-        self.producer_state.set_map_end_offset(self.log_end_offset);
-        Ok(())
-    }
-
-    fn replay_producer_state(&mut self, from: i64, now_ms: i64) -> Result<(), StorageError> {
-        if from >= self.log_end_offset {
-            return Ok(());
-        }
-        let floor = self.segments.range(..=from).next_back().map(|(b, _)| *b);
-        let start_key = floor.unwrap_or(i64::MIN);
-        let keys: Vec<i64> = self.segments.range(start_key..).map(|(b, _)| *b).collect();
-        for k in keys {
-            let seg = self.segments.get_mut(&k).expect("exists");
-            let Some(pos) = seg.position_of(from)? else {
-                continue;
-            };
-            let psm = &mut self.producer_state;
-            seg.for_each_header(pos, |b| {
-                if b.header.last_offset() >= from {
-                    psm.replay(&b.header, now_ms);
-                }
-                Ok(true)
-            })?;
-        }
-        Ok(())
     }
 
     /// The file system the log lives on.
@@ -497,6 +453,7 @@ impl Log {
     /// HighWatermark past the LogEndOffset is a bug; callers holding an outside value, such as a
     /// follower with the leader's HW or a checkpoint read at startup, clamp it first). A value below
     /// the log start offset is raised to it (retention may have moved the log start past the HW).
+    /// Completed transactions whose marker it passes become stable (see `Log::last_stable_offset`).
     pub fn update_high_watermark(&mut self, offset: Offset) -> Offset {
         let offset = offset.get();
         assert!(
@@ -507,6 +464,8 @@ impl Log {
         );
         self.high_watermark = offset.max(self.log_start_offset);
         self.assert_offsets();
+        self.producer_state
+            .on_high_watermark_updated(self.high_watermark);
         Offset(self.high_watermark)
     }
 

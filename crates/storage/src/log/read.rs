@@ -2,6 +2,37 @@
 
 use super::*;
 
+/// Result of [`Log::read`].
+#[derive(Debug, Clone)]
+pub struct FetchDataInfo {
+    /// Whole batches, as a slice of a segment file (empty `Records::Memory` when nothing).
+    pub records: Records,
+    /// Where the first returned batch starts.
+    pub fetch_offset_metadata: LogOffsetMetadata,
+    /// Base offset of the first returned batch (may be below the requested offset: the whole
+    /// batch containing it is returned), [`Offset::NONE`] when empty.
+    pub first_batch_base_offset: Offset,
+    /// For a `read_committed` read ([`Log::read_committed`]): the aborted transactions overlapping the
+    /// returned offsets, what a Fetch response lists per partition (Kafka's
+    /// `FetchDataInfo.abortedTransactions`); `None` for every other read.
+    pub aborted_transactions: Option<Vec<crate::AbortedTxn>>,
+}
+
+impl FetchDataInfo {
+    pub(super) fn empty(offset: i64) -> Self {
+        FetchDataInfo {
+            records: Records::Memory(Bytes::new()),
+            fetch_offset_metadata: LogOffsetMetadata {
+                message_offset: Offset(offset),
+                segment_base_offset: Offset::NONE,
+                relative_position: -1,
+            },
+            first_batch_base_offset: Offset::NONE,
+            aborted_transactions: None,
+        }
+    }
+}
+
 impl Log {
     /// Reads whole batches for a Fetch (Kafka's `UnifiedLog.read`).
     ///
@@ -63,6 +94,7 @@ impl Log {
                     records,
                     fetch_offset_metadata: meta,
                     first_batch_base_offset: Offset(first_base),
+                    aborted_transactions: None,
                 });
             }
         }

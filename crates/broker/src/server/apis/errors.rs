@@ -76,6 +76,8 @@ pub fn storage_error_code(e: &StorageError) -> ErrorCode {
         StorageError::OutOfOrderSequence(_) => ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER,
         StorageError::InvalidProducerEpoch(_) => ErrorCode::INVALID_PRODUCER_EPOCH,
         StorageError::UnknownProducerId(_) => ErrorCode::UNKNOWN_PRODUCER_ID,
+        StorageError::InvalidTxnState(_) => ErrorCode::INVALID_TXN_STATE,
+        StorageError::TransactionCoordinatorFenced(_) => ErrorCode::TRANSACTION_COORDINATOR_FENCED,
         StorageError::InvalidTimestamp(_) => ErrorCode::INVALID_TIMESTAMP,
         StorageError::RecordListTooLarge { .. } => ErrorCode::RECORD_LIST_TOO_LARGE,
         StorageError::DuplicateSequence(_) => ErrorCode::DUPLICATE_SEQUENCE_NUMBER,
