@@ -142,35 +142,20 @@ impl LogSegment {
         segment_index_bytes: u64,
         suffix: &str,
     ) -> io::Result<Self> {
-        let log_path = dir.join(format!("{}{suffix}", offset_file_name(base_offset, "log")));
+        let path =
+            |kind: &str| dir.join(format!("{}{suffix}", offset_file_name(base_offset, kind)));
+        let log_path = path("log");
         let log = fs.open(&log_path, true)?;
         let size = log.len()?;
-        let offset_index = OffsetIndex::open_in(
-            fs.clone(),
-            &dir.join(format!(
-                "{}{suffix}",
-                offset_file_name(base_offset, "index")
-            )),
-            base_offset,
-            segment_index_bytes,
-        )?;
+        let offset_index =
+            OffsetIndex::open_in(fs.clone(), &path("index"), base_offset, segment_index_bytes)?;
         let time_index = TimeIndex::open_in(
             fs.clone(),
-            &dir.join(format!(
-                "{}{suffix}",
-                offset_file_name(base_offset, "timeindex")
-            )),
+            &path("timeindex"),
             base_offset,
             segment_index_bytes,
         )?;
-        let txn_index = TransactionIndex::open(
-            fs.clone(),
-            &dir.join(format!(
-                "{}{suffix}",
-                offset_file_name(base_offset, "txnindex")
-            )),
-            base_offset,
-        )?;
+        let txn_index = TransactionIndex::open(fs.clone(), &path("txnindex"), base_offset)?;
         Ok(LogSegment {
             fs: fs.clone(),
             base_offset,

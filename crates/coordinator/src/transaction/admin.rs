@@ -189,15 +189,7 @@ impl TransactionCoordinator {
                 TransactionState::PrepareAbort => TransactionResult::Abort,
                 _ => continue,
             };
-            let markers = TxnMarkers {
-                transactional_id: id.clone(),
-                producer_id: md.producer_id,
-                producer_epoch: md.producer_epoch,
-                result,
-                coordinator_epoch,
-                partitions: md.partitions.clone(),
-                transaction_version: md.client_transaction_version,
-            };
+            let markers = TxnMarkers::ending(md, result, coordinator_epoch);
             let Ok(complete) = md.prepare_complete(now_ms) else {
                 continue;
             };

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use types::{ErrorCode, ProducerEpoch, ProducerId};
 
-use super::metadata::{TopicPartition, TransactionVersion};
+use super::metadata::{TopicPartition, TransactionMetadata, TransactionVersion};
 use super::records::TransactionLogRecord;
 use crate::api::RequestId;
 
@@ -76,6 +76,25 @@ pub struct TxnMarkers {
     pub partitions: BTreeSet<TopicPartition>,
     /// The client's transaction version (WriteTxnMarkers v2 `TransactionVersion`).
     pub transaction_version: TransactionVersion,
+}
+
+impl TxnMarkers {
+    /// The markers ending `md`'s current transaction with `result`, carrying `coordinator_epoch`.
+    pub(crate) fn ending(
+        md: &TransactionMetadata,
+        result: TransactionResult,
+        coordinator_epoch: i32,
+    ) -> TxnMarkers {
+        TxnMarkers {
+            transactional_id: md.transactional_id.clone(),
+            producer_id: md.producer_id,
+            producer_epoch: md.producer_epoch,
+            result,
+            coordinator_epoch,
+            partitions: md.partitions.clone(),
+            transaction_version: md.client_transaction_version,
+        }
+    }
 }
 
 /// Something the runtime must do after a coordinator call, in order.

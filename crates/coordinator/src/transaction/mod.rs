@@ -411,15 +411,7 @@ impl TransactionCoordinator {
         let Some(md) = entry.txns.get_mut(transactional_id) else {
             return not_coordinator(fx);
         };
-        let markers = TxnMarkers {
-            transactional_id: transactional_id.to_string(),
-            producer_id: md.producer_id,
-            producer_epoch: md.producer_epoch,
-            result,
-            coordinator_epoch,
-            partitions: md.partitions.clone(),
-            transaction_version: md.client_transaction_version,
-        };
+        let markers = TxnMarkers::ending(md, result, coordinator_epoch);
         let tv2 = md.client_transaction_version.supports_epoch_bump();
         let complete = md.prepare_complete(now_ms);
         // TV2 answers the producer id and epoch the completion leaves (a new id at epoch 0 after an
