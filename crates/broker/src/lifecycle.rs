@@ -41,6 +41,7 @@ use crate::server::network::{self, ListenerSecurity};
 use crate::topic_admin::{LocalTopicAdmin, TopicAdmin};
 use crate::topic_config::{cleaner_config, log_config};
 use crate::topics::TopicManager;
+use crate::txn_coordinator::{TransactionCoordinatorPublisher, TransactionCoordinatorService};
 use replica::cluster_link::{ClusterLink, StandaloneLink};
 use replica::replica_manager::ReplicaManager;
 use replica::transport::{Connector, TcpConnector};
@@ -468,6 +469,9 @@ impl Services {
         // Replays __consumer_offsets off the async workers; group requests get COORDINATOR_LOAD_IN_PROGRESS
         // until it is done.
         tokio::task::spawn_blocking(move || groups.load());
+        let transactions = self.apis.transaction_coordinator().clone();
+        transactions.start();
+        tasks.push(tokio::spawn(transactions.run_timers(shutdown_rx.clone())));
         tasks.push(tokio::spawn(log_maintenance(
             config.clone(),
             self.log_manager.clone(),
@@ -620,6 +624,19 @@ pub(crate) fn wire_with(
     }
     let quotas = wire_quotas(config, &metadata, cluster.as_ref(), publishers);
     let quorum = crate::quorum::metadata_quorum(config.node_id, cluster.as_ref(), &cache);
+    let transactions = Arc::new(TransactionCoordinatorService::new(
+        config.clone(),
+        metadata.clone(),
+        replica_manager.clone(),
+        topics.clone(),
+        cache.clone(),
+        groups.clone(),
+        replica_manager.connector(),
+    ));
+    publishers.install(Arc::new(TransactionCoordinatorPublisher {
+        transactions: transactions.clone(),
+        node_id: config.node_id,
+    }));
     Arc::new(KafkaApis::new(
         config.clone(),
         metadata,
@@ -632,6 +649,7 @@ pub(crate) fn wire_with(
         quotas,
         scram,
         quorum,
+        transactions,
     ))
 }
 

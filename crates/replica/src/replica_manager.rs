@@ -144,6 +144,12 @@ impl ReplicaManager {
         &self.inner.log_manager
     }
 
+    /// The connector the fetchers open connections to other brokers with (the inter-broker listener's
+    /// TLS/SASL); other inter-broker clients (the transaction coordinator's markers) share it.
+    pub fn connector(&self) -> Arc<dyn Connector> {
+        self.inner.seams.connector.clone()
+    }
+
     /// This broker's id.
     pub fn local_broker_id(&self) -> BrokerId {
         self.inner.local_id

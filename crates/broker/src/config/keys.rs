@@ -125,6 +125,28 @@ keys! {
     OFFSETS_TOPIC_REPLICATION_FACTOR: i32 = "offsets.topic.replication.factor";
     /// `offsets.commit.timeout.ms`: how long a group write waits for the ISR before it fails (ms).
     OFFSETS_COMMIT_TIMEOUT_MS: i32 = "offsets.commit.timeout.ms";
+    /// `transaction.state.log.replication.factor`: replication factor of `__transaction_state` (capped by
+    /// the brokers registered in the cluster when the topic is created).
+    TRANSACTION_STATE_LOG_REPLICATION_FACTOR: i32 = "transaction.state.log.replication.factor";
+    /// `transaction.state.log.min.isr`: `min.insync.replicas` of `__transaction_state` (capped by its
+    /// replication factor).
+    TRANSACTION_STATE_LOG_MIN_ISR: i32 = "transaction.state.log.min.isr";
+    /// `transaction.state.log.num.partitions`: partitions of `__transaction_state` when it is created.
+    TRANSACTION_STATE_LOG_NUM_PARTITIONS: i32 = "transaction.state.log.num.partitions";
+    /// `transaction.state.log.segment.bytes`: `segment.bytes` of `__transaction_state`.
+    TRANSACTION_STATE_LOG_SEGMENT_BYTES: i32 = "transaction.state.log.segment.bytes";
+    /// `transaction.max.timeout.ms`: the longest `transaction.timeout.ms` a producer may ask for (ms).
+    TRANSACTION_MAX_TIMEOUT_MS: i32 = "transaction.max.timeout.ms";
+    /// `transactional.id.expiration.ms`: an idle transactional id is expired after this long (ms).
+    TRANSACTIONAL_ID_EXPIRATION_MS: i32 = "transactional.id.expiration.ms";
+    /// `transaction.abort.timed.out.transaction.cleanup.interval.ms`: how often timed-out transactions
+    /// are aborted (ms).
+    TRANSACTION_ABORT_TIMED_OUT_INTERVAL_MS: i32 =
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms";
+    /// `transaction.remove.expired.transaction.cleanup.interval.ms`: how often expired transactional ids
+    /// are removed (ms).
+    TRANSACTION_REMOVE_EXPIRED_INTERVAL_MS: i32 =
+        "transaction.remove.expired.transaction.cleanup.interval.ms";
     /// `group.max.size`: members per group (GROUP_MAX_SIZE_REACHED past it).
     GROUP_MAX_SIZE: i32 = "group.max.size";
     /// `offset.metadata.max.bytes`: longest commit metadata string (OFFSET_METADATA_TOO_LARGE past it).

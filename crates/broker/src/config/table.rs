@@ -152,6 +152,30 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
         T::Long,
         Some("600000"),
     ),
+    def(
+        "transaction.state.log.replication.factor",
+        T::Int,
+        Some("3"),
+    ),
+    def("transaction.state.log.min.isr", T::Int, Some("2")),
+    def("transaction.state.log.num.partitions", T::Int, Some("50")),
+    def(
+        "transaction.state.log.segment.bytes",
+        T::Int,
+        Some("104857600"),
+    ),
+    def("transaction.max.timeout.ms", T::Int, Some("900000")),
+    def("transactional.id.expiration.ms", T::Int, Some("604800000")),
+    def(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+        T::Int,
+        Some("10000"),
+    ),
+    def(
+        "transaction.remove.expired.transaction.cleanup.interval.ms",
+        T::Int,
+        Some("3600000"),
+    ),
     def("controller.quorum.voters", T::List, None),
     def("controller.listener.names", T::List, None),
     def("replica.lag.time.max.ms", T::Long, Some("30000")),
@@ -241,12 +265,6 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     accepted("num.recovery.threads.per.data.dir", T::Int, Some("2")),
     accepted("socket.send.buffer.bytes", T::Int, Some("102400")),
     accepted("socket.receive.buffer.bytes", T::Int, Some("102400")),
-    accepted(
-        "transaction.state.log.replication.factor",
-        T::Int,
-        Some("3"),
-    ),
-    accepted("transaction.state.log.min.isr", T::Int, Some("2")),
     accepted(
         "share.coordinator.state.topic.replication.factor",
         T::Int,

@@ -1,8 +1,9 @@
 //! InitProducerId (key 22), v0–5. Source: Kafka protocol guide; KIP-98 (idempotent producers), KIP-360
 //! (epoch bump for an existing producer id, v3+).
 //!
-//! Idempotent producers only: a request with a transactional id gets COORDINATOR_NOT_AVAILABLE (15), since
-//! there is no transaction coordinator yet.
+//! A request with a transactional id goes to the transaction coordinator
+//! ([`crate::txn_coordinator::TransactionCoordinatorService::init_producer_id`]; NOT_COORDINATOR when this
+//! broker does not own the id); PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH below v4 (KIP-588).
 
 use protocol::error::ErrorCode;
 use protocol::messages::{InitProducerIdRequest, InitProducerIdResponse};
@@ -34,8 +35,26 @@ pub async fn handle(
         response.error_code = ErrorCode::from(d).0;
         return response;
     }
-    if request.transactional_id.is_some() {
-        response.error_code = ErrorCode::COORDINATOR_NOT_AVAILABLE.0;
+    if let Some(id) = &request.transactional_id {
+        let expected = (request.producer_id >= 0).then_some((
+            types::ProducerId(request.producer_id),
+            types::ProducerEpoch(request.producer_epoch),
+        ));
+        let r = apis
+            .transactions
+            .init_producer_id(id, request.transaction_timeout_ms, expected)
+            .await;
+        let api = coordinator::transaction::TxnApi::InitProducerId;
+        let code = coordinator::transaction::producer_fenced_for_version(
+            r.error_code,
+            api,
+            ctx.api_version(),
+        );
+        response.error_code = code.0;
+        if code == ErrorCode::NONE {
+            response.producer_id = r.producer_id.get();
+            response.producer_epoch = r.producer_epoch.get();
+        }
         return response;
     }
     if request.producer_id >= 0

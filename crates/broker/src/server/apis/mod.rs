@@ -41,6 +41,8 @@ mod produce;
 mod request_quota;
 mod sasl;
 mod sync_group;
+mod transactions_admin;
+mod txn;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -61,6 +63,7 @@ use crate::quota::Quotas;
 use crate::scram::ScramCredentialManager;
 use crate::server::context::{ConnectionContext, RequestContext};
 use crate::topics::TopicManager;
+use crate::txn_coordinator::TransactionCoordinatorService;
 use replica::replica_manager::ReplicaManager;
 
 /// The APIs and version ranges this broker serves and advertises in ApiVersions (pitfall 12: exactly what
@@ -105,6 +108,11 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeUserScramCredentials, 0, 0),
     (ApiKey::AlterUserScramCredentials, 0, 0),
     (ApiKey::DescribeQuorum, 0, 2),
+    (ApiKey::AddPartitionsToTxn, 0, 5),
+    (ApiKey::AddOffsetsToTxn, 0, 4),
+    (ApiKey::EndTxn, 0, 5),
+    (ApiKey::DescribeTransactions, 0, 0),
+    (ApiKey::ListTransactions, 0, 2),
 ];
 
 /// The advertised version range of `key`, clipped to what the codec supports.
@@ -154,6 +162,8 @@ pub struct KafkaApis {
     scram: Arc<ScramCredentialManager>,
     /// The metadata quorum DescribeQuorum reports (the controller's in a cluster, this broker standalone).
     quorum: Arc<dyn MetadataQuorum>,
+    /// The transaction coordinator.
+    transactions: Arc<TransactionCoordinatorService>,
 }
 
 impl KafkaApis {
@@ -171,6 +181,7 @@ impl KafkaApis {
         quotas: Arc<Quotas>,
         scram: Arc<ScramCredentialManager>,
         quorum: Arc<dyn MetadataQuorum>,
+        transactions: Arc<TransactionCoordinatorService>,
     ) -> KafkaApis {
         KafkaApis {
             config,
@@ -184,7 +195,13 @@ impl KafkaApis {
             quotas,
             scram,
             quorum,
+            transactions,
         }
+    }
+
+    /// The transaction coordinator (the caller starts its timer task).
+    pub fn transaction_coordinator(&self) -> &Arc<TransactionCoordinatorService> {
+        &self.transactions
     }
 
     /// The metadata quorum (DescribeQuorum).
@@ -338,6 +355,19 @@ impl KafkaApis {
             }
             RequestBody::InitProducerId(r) => {
                 ResponseBody::InitProducerId(init_producer_id::handle(self, ctx, r).await)
+            }
+            RequestBody::AddPartitionsToTxn(r) => {
+                ResponseBody::AddPartitionsToTxn(txn::add_partitions(self, ctx, r).await)
+            }
+            RequestBody::AddOffsetsToTxn(r) => {
+                ResponseBody::AddOffsetsToTxn(txn::add_offsets(self, ctx, r).await)
+            }
+            RequestBody::EndTxn(r) => ResponseBody::EndTxn(txn::end_txn(self, ctx, r).await),
+            RequestBody::DescribeTransactions(r) => {
+                ResponseBody::DescribeTransactions(transactions_admin::describe(self, ctx, r))
+            }
+            RequestBody::ListTransactions(r) => {
+                ResponseBody::ListTransactions(transactions_admin::list(self, ctx, r))
             }
             RequestBody::DescribeConfigs(r) => {
                 ResponseBody::DescribeConfigs(describe_configs::handle(self, ctx, r))

@@ -1,0 +1,251 @@
+//! Writing a transaction's markers (Kafka's `TransactionMarkerChannelManager`): each partition's marker goes
+//! to its current leader — this broker writes its own directly, others get a WriteTxnMarkers request on the
+//! inter-broker listener — and is retried with backoff until written. A partition whose topic is gone is
+//! dropped; INVALID_PRODUCER_EPOCH or TRANSACTION_COORDINATOR_FENCED (a newer coordinator or producer epoch
+//! took over), or this coordinator no longer owning the transactional id, abandons the markers without
+//! completing the transaction (the new owner resends them).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use protocol::messages::write_txn_markers_request::{WritableTxnMarker, WritableTxnMarkerTopic};
+use protocol::messages::WriteTxnMarkersRequest;
+use protocol::{RequestBody, ResponseBody};
+use replica::replica_fetcher::Connection;
+use types::BrokerId;
+
+use super::*;
+use crate::txn_markers::{write_marker, MarkerWrite};
+
+/// WriteTxnMarkers version sent to other brokers.
+const WRITE_TXN_MARKERS_VERSION: i16 = 1;
+
+/// First retry delay; doubled up to [`MAX_BACKOFF`].
+const MIN_BACKOFF: Duration = Duration::from_millis(50);
+const MAX_BACKOFF: Duration = Duration::from_secs(1);
+
+/// Connections to other brokers' inter-broker listeners, one request in flight per broker.
+pub(super) struct MarkerChannel {
+    local_id: BrokerId,
+    connector: Arc<dyn Connector>,
+    connections: Mutex<HashMap<BrokerId, Arc<tokio::sync::Mutex<Option<Connection>>>>>,
+}
+
+impl MarkerChannel {
+    pub(super) fn new(local_id: BrokerId, connector: Arc<dyn Connector>) -> MarkerChannel {
+        MarkerChannel {
+            local_id,
+            connector,
+            connections: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Sends `request` to broker `broker` at `host:port`; per-partition results, or None when the request
+    /// failed (the connection is dropped and reopened next time).
+    async fn send(
+        &self,
+        broker: BrokerId,
+        (host, port): (&str, u16),
+        request: WriteTxnMarkersRequest,
+    ) -> Option<Vec<(String, i32, ErrorCode)>> {
+        let slot = self.connections.lock().entry(broker).or_default().clone();
+        let mut conn = slot.lock().await;
+        if conn.is_none() {
+            match Connection::connect_with(&*self.connector, host, port, self.local_id).await {
+                Ok(c) => *conn = Some(c),
+                Err(e) => {
+                    tracing::debug!(%broker, error = %e, "cannot connect to write markers");
+                    return None;
+                }
+            }
+        }
+        let c = conn.as_mut()?;
+        let body = RequestBody::WriteTxnMarkers(request);
+        match c
+            .call(
+                WRITE_TXN_MARKERS_VERSION,
+                body,
+                APPEND_TIMEOUT + Duration::from_secs(5),
+            )
+            .await
+        {
+            Ok(ResponseBody::WriteTxnMarkers(r)) => Some(
+                r.markers
+                    .into_iter()
+                    .flat_map(|m| m.topics)
+                    .flat_map(|t| {
+                        let name = t.name;
+                        t.partitions.into_iter().map(move |p| {
+                            (name.clone(), p.partition_index, ErrorCode(p.error_code))
+                        })
+                    })
+                    .collect(),
+            ),
+            Ok(_) | Err(_) => {
+                *conn = None;
+                None
+            }
+        }
+    }
+}
+
+/// What to do with a partition after one attempt.
+enum Attempt {
+    Written,
+    Retry,
+    /// Stop writing these markers without completing the transaction.
+    Abandon,
+}
+
+fn classify(code: ErrorCode) -> Attempt {
+    match code {
+        ErrorCode::NONE => Attempt::Written,
+        ErrorCode::INVALID_PRODUCER_EPOCH | ErrorCode::TRANSACTION_COORDINATOR_FENCED => {
+            Attempt::Abandon
+        }
+        _ => Attempt::Retry,
+    }
+}
+
+impl TransactionCoordinatorService {
+    /// Writes `m`'s markers until every partition has one, then completes the transaction
+    /// (`markers_written`); gives up as the module doc says.
+    pub(super) async fn write_markers(self: Arc<Self>, m: coordinator::transaction::TxnMarkers) {
+        let mut left: BTreeSet<TopicPartition> = m.partitions.clone();
+        let mut backoff = MIN_BACKOFF;
+        while !left.is_empty() {
+            if !self.owns(&m) {
+                tracing::info!(transactional_id = %m.transactional_id,
+                    "markers abandoned: no longer the coordinator");
+                return;
+            }
+            let image = self.cache.image();
+            let mut by_leader: BTreeMap<BrokerId, Vec<TopicPartition>> = BTreeMap::new();
+            left.retain(|tp| {
+                let Some(t) = image.topics.get(&tp.topic) else {
+                    tracing::info!(topic = %tp.topic, "marker dropped: the topic is gone");
+                    return false;
+                };
+                if let Some(r) = t.partitions.get(&tp.partition) {
+                    by_leader.entry(r.leader).or_default().push(tp.clone());
+                }
+                true
+            });
+            for (leader, tps) in by_leader {
+                for (tp, code) in self.write_to(&image, leader, &m, &tps).await {
+                    match classify(code) {
+                        Attempt::Written => {
+                            left.remove(&tp);
+                        }
+                        Attempt::Retry => {
+                            tracing::debug!(topic = %tp.topic, partition = tp.partition, %code, "marker not written; retrying");
+                        }
+                        Attempt::Abandon => {
+                            tracing::warn!(transactional_id = %m.transactional_id, %code,
+                                "markers abandoned: fenced");
+                            return;
+                        }
+                    }
+                }
+            }
+            if !left.is_empty() {
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+        }
+        let mut st = self.state.lock();
+        let now = st.now(&*self.clock);
+        let fx = st
+            .coordinator
+            .markers_written(&m.transactional_id, m.coordinator_epoch, now);
+        self.apply(&mut st, fx);
+        drop(st);
+        self.timer.notify_one();
+    }
+
+    /// True while this coordinator still owns `m`'s transactional id at `m`'s coordinator epoch.
+    fn owns(&self, m: &coordinator::transaction::TxnMarkers) -> bool {
+        let st = self.state.lock();
+        let p = st.coordinator.partition_for(&m.transactional_id);
+        st.coordinator
+            .owned_partitions()
+            .contains(&(p, m.coordinator_epoch))
+    }
+
+    /// One attempt at `tps`' markers through their leader `leader`: each partition's error code.
+    async fn write_to(
+        &self,
+        image: &metadata::MetadataImage,
+        leader: BrokerId,
+        m: &coordinator::transaction::TxnMarkers,
+        tps: &[TopicPartition],
+    ) -> Vec<(TopicPartition, ErrorCode)> {
+        let commit = m.result == TransactionResult::Commit;
+        if leader == self.config.node_id {
+            let mut out = Vec::with_capacity(tps.len());
+            for tp in tps {
+                let w = MarkerWrite {
+                    topic: tp.topic.clone(),
+                    partition: tp.partition,
+                    producer_id: m.producer_id,
+                    producer_epoch: m.producer_epoch,
+                    commit,
+                    coordinator_epoch: m.coordinator_epoch,
+                };
+                let code =
+                    write_marker(&self.replica_manager, &self.groups, &w, APPEND_TIMEOUT).await;
+                out.push((tp.clone(), code));
+            }
+            return out;
+        }
+        let listener = &self.config.listeners.inter_broker_listener_name;
+        let endpoint = image
+            .brokers
+            .get(&leader)
+            .filter(|b| !b.fenced)
+            .and_then(|b| b.endpoint(listener));
+        let Some(endpoint) = endpoint else {
+            return tps
+                .iter()
+                .map(|tp| (tp.clone(), ErrorCode::NOT_LEADER_OR_FOLLOWER))
+                .collect();
+        };
+        let mut topics: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+        for tp in tps {
+            topics.entry(&tp.topic).or_default().push(tp.partition);
+        }
+        let request = WriteTxnMarkersRequest {
+            markers: vec![WritableTxnMarker {
+                producer_id: m.producer_id.get(),
+                producer_epoch: m.producer_epoch.get(),
+                transaction_result: commit,
+                topics: topics
+                    .into_iter()
+                    .map(|(name, partition_indexes)| WritableTxnMarkerTopic {
+                        name: name.to_string(),
+                        partition_indexes,
+                        ..Default::default()
+                    })
+                    .collect(),
+                coordinator_epoch: m.coordinator_epoch,
+                transaction_version: m.transaction_version.0 as i8,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let (host, port) = endpoint;
+        let results = self.markers.send(leader, (host, port), request).await;
+        tps.iter()
+            .map(|tp| {
+                let code = results
+                    .as_ref()
+                    .and_then(|r| {
+                        r.iter()
+                            .find(|(t, p, _)| *t == tp.topic && *p == tp.partition)
+                            .map(|(_, _, c)| *c)
+                    })
+                    .unwrap_or(ErrorCode::REQUEST_TIMED_OUT);
+                (tp.clone(), code)
+            })
+            .collect()
+    }
+}
