@@ -41,7 +41,6 @@ use crate::server::network::{self, ListenerSecurity};
 use crate::topic_admin::{LocalTopicAdmin, TopicAdmin};
 use crate::topic_config::{cleaner_config, log_config};
 use crate::topics::TopicManager;
-use crate::txn_coordinator::{TransactionCoordinatorPublisher, TransactionCoordinatorService};
 use replica::cluster_link::{ClusterLink, StandaloneLink};
 use replica::replica_manager::ReplicaManager;
 use replica::transport::{Connector, TcpConnector};
@@ -470,8 +469,7 @@ impl Services {
         // until it is done.
         tokio::task::spawn_blocking(move || groups.load());
         let transactions = self.apis.transaction_coordinator().clone();
-        transactions.start();
-        tasks.push(tokio::spawn(transactions.run_timers(shutdown_rx.clone())));
+        tasks.push(tokio::spawn(transactions.start(shutdown_rx.clone())));
         tasks.push(tokio::spawn(log_maintenance(
             config.clone(),
             self.log_manager.clone(),
@@ -624,19 +622,15 @@ pub(crate) fn wire_with(
     }
     let quotas = wire_quotas(config, &metadata, cluster.as_ref(), publishers);
     let quorum = crate::quorum::metadata_quorum(config.node_id, cluster.as_ref(), &cache);
-    let transactions = Arc::new(TransactionCoordinatorService::new(
+    let transactions = crate::txn_coordinator::TransactionCoordinatorService::new(
         config.clone(),
         metadata.clone(),
         replica_manager.clone(),
         topics.clone(),
         cache.clone(),
         groups.clone(),
-        replica_manager.connector(),
-    ));
-    publishers.install(Arc::new(TransactionCoordinatorPublisher {
-        transactions: transactions.clone(),
-        node_id: config.node_id,
-    }));
+    )
+    .installed(publishers);
     Arc::new(KafkaApis::new(
         config.clone(),
         metadata,

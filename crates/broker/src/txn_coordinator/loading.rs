@@ -13,9 +13,23 @@ use crate::publisher::MetadataPublisher;
 const LOAD_READ_BYTES: usize = 4 * 1024 * 1024;
 
 impl TransactionCoordinatorService {
+    /// Shares the service and installs its [`TransactionCoordinatorPublisher`] in `publishers`.
+    pub fn installed(self, publishers: &crate::publisher::Publishers) -> Arc<Self> {
+        let this = Arc::new(self);
+        publishers.install(Arc::new(TransactionCoordinatorPublisher {
+            transactions: this.clone(),
+            node_id: this.config.node_id,
+        }));
+        this
+    }
+
     /// Starts coordinating what this broker leads now (standalone: every local `__transaction_state`
-    /// partition; a cluster member's arrive with the images it replays) and fills the producer id pool.
-    pub fn start(self: &Arc<Self>) {
+    /// partition; a cluster member's arrive with the images it replays), fills the producer id pool, and
+    /// returns the timer task ([`run_timers`](Self::run_timers)) to spawn.
+    pub fn start(
+        self: &Arc<Self>,
+        shutdown: watch::Receiver<bool>,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
         let image = self.cache.image();
         if let Some(t) = image.topics.get(TRANSACTION_STATE_TOPIC) {
             for (p, r) in t.partitions.iter() {
@@ -25,6 +39,7 @@ impl TransactionCoordinatorService {
             }
         }
         self.producer_ids.ensure_ready();
+        self.clone().run_timers(shutdown)
     }
 
     /// This broker became (`is_leader`) or stopped being the leader of `__transaction_state` partition

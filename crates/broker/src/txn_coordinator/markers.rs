@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use coordinator::transaction::MarkerOutcome;
 use protocol::messages::write_txn_markers_request::{WritableTxnMarker, WritableTxnMarkerTopic};
 use protocol::messages::WriteTxnMarkersRequest;
 use protocol::{RequestBody, ResponseBody};
@@ -14,7 +15,7 @@ use replica::replica_fetcher::Connection;
 use types::BrokerId;
 
 use super::*;
-use crate::txn_markers::{write_marker, MarkerWrite};
+use crate::server::txn_markers::{write_marker, MarkerWrite};
 
 /// WriteTxnMarkers version sent to other brokers.
 const WRITE_TXN_MARKERS_VERSION: i16 = 1;
@@ -46,7 +47,7 @@ impl MarkerChannel {
         broker: BrokerId,
         (host, port): (&str, u16),
         request: WriteTxnMarkersRequest,
-    ) -> Option<Vec<(String, i32, ErrorCode)>> {
+    ) -> Option<Vec<(String, i32, MarkerOutcome)>> {
         let slot = self.connections.lock().entry(broker).or_default().clone();
         let mut conn = slot.lock().await;
         if conn.is_none() {
@@ -75,7 +76,8 @@ impl MarkerChannel {
                     .flat_map(|t| {
                         let name = t.name;
                         t.partitions.into_iter().map(move |p| {
-                            (name.clone(), p.partition_index, ErrorCode(p.error_code))
+                            let outcome = MarkerOutcome::of(p.error_code.into());
+                            (name.clone(), p.partition_index, outcome)
                         })
                     })
                     .collect(),
@@ -85,24 +87,6 @@ impl MarkerChannel {
                 None
             }
         }
-    }
-}
-
-/// What to do with a partition after one attempt.
-enum Attempt {
-    Written,
-    Retry,
-    /// Stop writing these markers without completing the transaction.
-    Abandon,
-}
-
-fn classify(code: ErrorCode) -> Attempt {
-    match code {
-        ErrorCode::NONE => Attempt::Written,
-        ErrorCode::INVALID_PRODUCER_EPOCH | ErrorCode::TRANSACTION_COORDINATOR_FENCED => {
-            Attempt::Abandon
-        }
-        _ => Attempt::Retry,
     }
 }
 
@@ -131,16 +115,16 @@ impl TransactionCoordinatorService {
                 true
             });
             for (leader, tps) in by_leader {
-                for (tp, code) in self.write_to(&image, leader, &m, &tps).await {
-                    match classify(code) {
-                        Attempt::Written => {
+                for (tp, outcome) in self.write_to(&image, leader, &m, &tps).await {
+                    match outcome {
+                        MarkerOutcome::Written => {
                             left.remove(&tp);
                         }
-                        Attempt::Retry => {
-                            tracing::debug!(topic = %tp.topic, partition = tp.partition, %code, "marker not written; retrying");
+                        MarkerOutcome::Retry => {
+                            tracing::debug!(topic = %tp.topic, partition = tp.partition, "marker not written; retrying");
                         }
-                        Attempt::Abandon => {
-                            tracing::warn!(transactional_id = %m.transactional_id, %code,
+                        MarkerOutcome::Abandon => {
+                            tracing::warn!(transactional_id = %m.transactional_id,
                                 "markers abandoned: fenced");
                             return;
                         }
@@ -178,7 +162,7 @@ impl TransactionCoordinatorService {
         leader: BrokerId,
         m: &coordinator::transaction::TxnMarkers,
         tps: &[TopicPartition],
-    ) -> Vec<(TopicPartition, ErrorCode)> {
+    ) -> Vec<(TopicPartition, MarkerOutcome)> {
         let commit = m.result == TransactionResult::Commit;
         if leader == self.config.node_id {
             let mut out = Vec::with_capacity(tps.len());
@@ -193,7 +177,7 @@ impl TransactionCoordinatorService {
                 };
                 let code =
                     write_marker(&self.replica_manager, &self.groups, &w, APPEND_TIMEOUT).await;
-                out.push((tp.clone(), code));
+                out.push((tp.clone(), MarkerOutcome::of(code)));
             }
             return out;
         }
@@ -206,7 +190,7 @@ impl TransactionCoordinatorService {
         let Some(endpoint) = endpoint else {
             return tps
                 .iter()
-                .map(|tp| (tp.clone(), ErrorCode::NOT_LEADER_OR_FOLLOWER))
+                .map(|tp| (tp.clone(), MarkerOutcome::Retry))
                 .collect();
         };
         let mut topics: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
@@ -236,15 +220,15 @@ impl TransactionCoordinatorService {
         let results = self.markers.send(leader, (host, port), request).await;
         tps.iter()
             .map(|tp| {
-                let code = results
+                let outcome = results
                     .as_ref()
                     .and_then(|r| {
                         r.iter()
                             .find(|(t, p, _)| *t == tp.topic && *p == tp.partition)
-                            .map(|(_, _, c)| *c)
+                            .map(|(_, _, o)| *o)
                     })
-                    .unwrap_or(ErrorCode::REQUEST_TIMED_OUT);
-                (tp.clone(), code)
+                    .unwrap_or(MarkerOutcome::Retry);
+                (tp.clone(), outcome)
             })
             .collect()
     }

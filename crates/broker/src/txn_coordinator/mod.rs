@@ -43,6 +43,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
+use coordinator::transaction::AppendId;
 use coordinator::transaction::{
     encode_transaction_record, DescribedTransaction, ListTransactionsFilter,
     ListTransactionsResult, TopicPartition, TransactionConfig, TransactionCoordinator,
@@ -56,9 +57,10 @@ use tokio::sync::{oneshot, watch, Notify};
 use types::{Clock, ProducerEpoch, ProducerId};
 
 use crate::config::{keys, BrokerConfig};
-use crate::group_coordinator::GroupCoordinatorService;
+use crate::group_coordinator::{CoordinatorError, GroupCoordinatorService};
 use crate::metadata::MetadataStore;
 use crate::metadata_cache::MetadataCache;
+use crate::server::apis::errors::txn_append_error_code;
 use crate::topics::TopicManager;
 use replica::replica_manager::ReplicaManager;
 use replica::transport::Connector;
@@ -68,9 +70,27 @@ pub use coordinator::transaction::TRANSACTION_STATE_TOPIC;
 /// How long an append to `__transaction_state` may wait for its ISR (Kafka: the request timeout).
 pub const APPEND_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Delay before a failed append is reported (and possibly retried by the coordinator).
+const RETRY_BACKOFF: Duration = Duration::from_millis(100);
+
 /// Longest a request waits for its answer; past it COORDINATOR_NOT_AVAILABLE (retriable). Bounds a request
 /// whose append outlives its client's timeout.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Why a `__transaction_state` append failed; the server edge maps it to the code the coordinator reports
+/// (`server::apis::errors::txn_append_error_code`).
+#[derive(Debug, thiserror::Error)]
+pub enum TxnAppendError {
+    /// The partition is not led here, or no longer at the coordinator epoch.
+    #[error("not the coordinator of the partition at this epoch")]
+    NotCoordinator,
+    /// The record could not be encoded.
+    #[error("cannot encode the record: {0}")]
+    Encode(String),
+    /// The append or its replication failed.
+    #[error(transparent)]
+    Replica(#[from] replica::replica_manager::ReplicaError),
+}
 
 /// The coordinator settings taken from the broker config (`transaction.*`, `transactional.id.*`).
 pub fn transaction_config(config: &BrokerConfig) -> TransactionConfig {
@@ -143,8 +163,8 @@ impl std::fmt::Debug for TransactionCoordinatorService {
 }
 
 impl TransactionCoordinatorService {
-    /// A coordinator owning no partition yet. Markers to other brokers go through `connector` (the
-    /// inter-broker listener's TLS/SASL, as the replica fetchers').
+    /// A coordinator owning no partition yet. Markers to other brokers go through the replica fetchers'
+    /// connector (the inter-broker listener's TLS/SASL).
     pub fn new(
         config: BrokerConfig,
         metadata: Arc<MetadataStore>,
@@ -152,8 +172,8 @@ impl TransactionCoordinatorService {
         topics: Arc<TopicManager>,
         cache: Arc<dyn MetadataCache>,
         groups: Arc<GroupCoordinatorService>,
-        connector: Arc<dyn Connector>,
     ) -> TransactionCoordinatorService {
+        let connector = replica_manager.connector();
         let producer_ids = Arc::new(producer_ids::ProducerIdPool::new(metadata.clone()));
         let coordinator = TransactionCoordinator::new(
             transaction_config(&config),
@@ -194,8 +214,8 @@ impl TransactionCoordinatorService {
     }
 
     /// Creates `__transaction_state` if it does not exist yet (see the module doc). Concurrent callers wait
-    /// for the one creation. Error: COORDINATOR_NOT_AVAILABLE.
-    pub async fn ensure_topic(&self) -> Result<(), ErrorCode> {
+    /// for the one creation. Error: [`CoordinatorError::NotAvailable`].
+    pub async fn ensure_topic(&self) -> Result<(), CoordinatorError> {
         if self.metadata.topic(TRANSACTION_STATE_TOPIC).is_some() {
             return Ok(());
         }
@@ -241,7 +261,7 @@ impl TransactionCoordinatorService {
             Err(e) if e.is_already_exists() => Ok(()),
             Err(e) => {
                 tracing::error!(error = %e, "cannot create {TRANSACTION_STATE_TOPIC}");
-                Err(ErrorCode::COORDINATOR_NOT_AVAILABLE)
+                Err(CoordinatorError::NotAvailable)
             }
         }
     }
@@ -402,7 +422,7 @@ impl TransactionCoordinatorService {
         self.timer.notify_one();
         match tokio::time::timeout(ANSWER_TIMEOUT, rx).await {
             Ok(Ok(answer)) => answer,
-            _ => TxnResult::error(ErrorCode::COORDINATOR_NOT_AVAILABLE),
+            _ => TxnResult::error(CoordinatorError::NotAvailable.into()),
         }
     }
 
@@ -422,9 +442,12 @@ impl TransactionCoordinatorService {
                     coordinator_epoch,
                     record,
                 } => {
-                    if let Err(code) = self.append(append, partition, coordinator_epoch, &record) {
-                        let now = st.now(&*self.clock);
-                        work.extend(st.coordinator.append_completed(append, code, now));
+                    if let Err(e) = self.append(append, partition, coordinator_epoch, &record) {
+                        // Reported later, not here: the coordinator may retry a completion at once,
+                        // which would spin under the lock while the cause lasts.
+                        tracing::warn!(partition, error = %e, "cannot write a transaction record");
+                        let this = self.clone();
+                        tokio::spawn(async move { this.completed(append, Err(e)).await });
                     }
                 }
                 TxnEffect::WriteMarkers(m) => {
@@ -436,66 +459,60 @@ impl TransactionCoordinatorService {
     }
 
     /// Appends `record` to its partition's leader log (under the state lock) and spawns the wait for its
-    /// replication, which reports the outcome. Err: the error to report at once.
+    /// replication, which reports the outcome. Err: the failure to report at once.
     fn append(
         self: &Arc<Self>,
-        append: coordinator::transaction::AppendId,
+        append: AppendId,
         partition: i32,
         coordinator_epoch: i32,
         record: &TransactionLogRecord,
-    ) -> Result<(), ErrorCode> {
-        let Some(p) = self
+    ) -> Result<(), TxnAppendError> {
+        let p = self
             .replica_manager
             .partition(TRANSACTION_STATE_TOPIC, partition)
-        else {
-            return Err(ErrorCode::NOT_COORDINATOR);
-        };
-        if !p.is_leader() || p.leader_epoch().get() != coordinator_epoch {
-            return Err(ErrorCode::NOT_COORDINATOR);
-        }
+            .filter(|p| p.is_leader() && p.leader_epoch().get() == coordinator_epoch)
+            .ok_or(TxnAppendError::NotCoordinator)?;
         let (key, value) = encode_transaction_record(record);
         let mut builder = RecordBatchBuilder::new(Compression::None);
         builder.append(self.clock.now_ms(), Some(key), value, Vec::new());
-        let bytes = builder.build().map_err(|e| {
-            tracing::error!(partition, error = %e, "cannot encode a transaction record");
-            ErrorCode::UNKNOWN_SERVER_ERROR
-        })?;
+        let bytes = builder
+            .build()
+            .map_err(|e| TxnAppendError::Encode(e.to_string()))?;
         let min_isr = p.min_insync_replicas();
-        let (info, epoch) = self
-            .replica_manager
-            .append_to_leader(&p, bytes, min_isr)
-            .map_err(|e| {
-                tracing::warn!(partition, error = %e, "cannot write a transaction record");
-                coordinator::transaction::append_error_to_client(
-                    crate::server::apis::errors::replica_error_code(&e),
-                )
-            })?;
+        let (info, epoch) = self.replica_manager.append_to_leader(&p, bytes, min_isr)?;
         let this = self.clone();
         tokio::spawn(async move {
             let deadline = tokio::time::Instant::now() + APPEND_TIMEOUT;
             let required = info.last_offset.next();
             let rm = &this.replica_manager;
-            let code = match rm
+            let replicated = rm
                 .wait_for_replication(&p, required, epoch, min_isr, deadline)
                 .await
-            {
-                Ok(()) => ErrorCode::NONE,
-                Err(e) => {
-                    tracing::warn!(partition, error = %e, "transaction record not replicated");
-                    let code = crate::server::apis::errors::replica_error_code(&e);
-                    coordinator::transaction::append_error_to_client(code)
-                }
-            };
-            this.completed(append, code);
+                .map_err(TxnAppendError::from);
+            if let Err(e) = &replicated {
+                tracing::warn!(partition, error = %e, "transaction record not replicated");
+            }
+            this.completed(append, replicated).await;
         });
         Ok(())
     }
 
-    /// Reports an append's outcome to the coordinator and performs what follows.
-    fn completed(self: &Arc<Self>, append: coordinator::transaction::AppendId, code: ErrorCode) {
+    /// Reports an append's outcome to the coordinator and performs what follows. A failure is reported
+    /// after [`RETRY_BACKOFF`], which paces the coordinator's retries of a completion.
+    async fn completed(self: &Arc<Self>, append: AppendId, outcome: Result<(), TxnAppendError>) {
+        let code = match outcome {
+            Ok(()) => None,
+            Err(e) => {
+                tokio::time::sleep(RETRY_BACKOFF).await;
+                Some(txn_append_error_code(&e))
+            }
+        };
         let mut st = self.state.lock();
         let now = st.now(&*self.clock);
-        let fx = st.coordinator.append_completed(append, code, now);
+        let fx = match code {
+            None => st.coordinator.append_succeeded(append, now),
+            Some(code) => st.coordinator.append_completed(append, code, now),
+        };
         self.apply(&mut st, fx);
         drop(st);
         self.timer.notify_one();

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use types::{ErrorCode, ProducerId};
 
+use crate::group_coordinator::CoordinatorError;
 use crate::metadata::MetadataStore;
 
 /// Ids kept ready.
@@ -71,7 +72,7 @@ impl ProducerIdPool {
     fn take(self: &Arc<Self>) -> Result<ProducerId, ErrorCode> {
         let id = self.ready.lock().pop_front();
         self.ensure_ready();
-        id.ok_or(ErrorCode::COORDINATOR_LOAD_IN_PROGRESS)
+        id.ok_or(CoordinatorError::LoadInProgress.into())
     }
 }
 

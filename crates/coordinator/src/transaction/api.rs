@@ -97,6 +97,33 @@ impl TxnMarkers {
     }
 }
 
+/// What the runtime does with one partition after an attempt to write its marker (Kafka's
+/// `TransactionMarkerRequestCompletionHandler`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MarkerOutcome {
+    /// Written: the partition is done.
+    Written,
+    /// Not written yet (leader moved or unknown, not enough replicas, timeout, storage error, ...): retry
+    /// after a backoff, with the partition's current leader.
+    Retry,
+    /// INVALID_PRODUCER_EPOCH or TRANSACTION_COORDINATOR_FENCED: a newer producer epoch or coordinator took
+    /// over; stop writing these markers without completing the transaction.
+    Abandon,
+}
+
+impl MarkerOutcome {
+    /// The outcome of a WriteTxnMarkers partition result with error `code`.
+    pub fn of(code: ErrorCode) -> MarkerOutcome {
+        match code {
+            ErrorCode::NONE => MarkerOutcome::Written,
+            ErrorCode::INVALID_PRODUCER_EPOCH | ErrorCode::TRANSACTION_COORDINATOR_FENCED => {
+                MarkerOutcome::Abandon
+            }
+            _ => MarkerOutcome::Retry,
+        }
+    }
+}
+
 /// Something the runtime must do after a coordinator call, in order.
 ///
 /// Every request passed in with a [`RequestId`] gets exactly one [`TxnEffect::Respond`], from that call or a

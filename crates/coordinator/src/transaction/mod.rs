@@ -265,6 +265,11 @@ impl TransactionCoordinator {
         );
     }
 
+    /// [`append_completed`](Self::append_completed) for an append that was written and replicated.
+    pub fn append_succeeded(&mut self, append: AppendId, now_ms: i64) -> Vec<TxnEffect> {
+        self.append_completed(append, ErrorCode::NONE, now_ms)
+    }
+
     /// The runtime reports the outcome of [`TxnEffect::Append`] `append`: `error` is NONE when the record is
     /// written (and replicated), else the append's error. On success the prepared transition is applied and
     /// the request answered (EndTxn: then markers are requested); on failure the transition is rolled back

@@ -9,6 +9,7 @@
 //! protocol-level codes. `xtask tidy`'s `error-codes` rule keeps `ErrorCode::` out of the broker's other
 //! modules.
 
+use crate::txn_coordinator::TxnAppendError;
 use metadata::ControllerError;
 use protocol::error::ErrorCode;
 use replica::replica_manager::ReplicaError;
@@ -102,6 +103,20 @@ pub fn replica_error_code(e: &ReplicaError) -> ErrorCode {
         }
         ReplicaError::RequestTimedOut => ErrorCode::REQUEST_TIMED_OUT,
         ReplicaError::Storage(s) => storage_error_code(s),
+    }
+}
+
+/// The error a transaction coordinator reports for a failed `__transaction_state` append (Kafka's
+/// `TransactionStateManager` mapping, [`coordinator::transaction::append_error_to_client`]): leadership lost
+/// → NOT_COORDINATOR; ISR too small or timed out → COORDINATOR_NOT_AVAILABLE; a record that cannot be
+/// encoded → UNKNOWN_SERVER_ERROR.
+pub fn txn_append_error_code(e: &TxnAppendError) -> ErrorCode {
+    match e {
+        TxnAppendError::NotCoordinator => ErrorCode::NOT_COORDINATOR,
+        TxnAppendError::Encode(_) => ErrorCode::UNKNOWN_SERVER_ERROR,
+        TxnAppendError::Replica(r) => {
+            coordinator::transaction::append_error_to_client(replica_error_code(r))
+        }
     }
 }
 

@@ -87,7 +87,12 @@ pub async fn handle(
             .await
             .err()
             .map(ErrorCode::from),
-        KEY_TYPE_TRANSACTION => apis.transactions.ensure_topic().await.err(),
+        KEY_TYPE_TRANSACTION => apis
+            .transactions
+            .ensure_topic()
+            .await
+            .err()
+            .map(ErrorCode::from),
         _ => None,
     };
     // Kafka: DESCRIBE on the group (or transactional id) named by the key.

@@ -356,19 +356,6 @@ impl KafkaApis {
             RequestBody::InitProducerId(r) => {
                 ResponseBody::InitProducerId(init_producer_id::handle(self, ctx, r).await)
             }
-            RequestBody::AddPartitionsToTxn(r) => {
-                ResponseBody::AddPartitionsToTxn(txn::add_partitions(self, ctx, r).await)
-            }
-            RequestBody::AddOffsetsToTxn(r) => {
-                ResponseBody::AddOffsetsToTxn(txn::add_offsets(self, ctx, r).await)
-            }
-            RequestBody::EndTxn(r) => ResponseBody::EndTxn(txn::end_txn(self, ctx, r).await),
-            RequestBody::DescribeTransactions(r) => {
-                ResponseBody::DescribeTransactions(transactions_admin::describe(self, ctx, r))
-            }
-            RequestBody::ListTransactions(r) => {
-                ResponseBody::ListTransactions(transactions_admin::list(self, ctx, r))
-            }
             RequestBody::DescribeConfigs(r) => {
                 ResponseBody::DescribeConfigs(describe_configs::handle(self, ctx, r))
             }
@@ -447,8 +434,8 @@ impl KafkaApis {
         })
     }
 
-    /// [`KafkaApis::dispatch`] continued: the client quota, SASL, SCRAM credential and DescribeQuorum APIs, and
-    /// the close of a request not served.
+    /// [`KafkaApis::dispatch`] continued: the client quota, SASL, SCRAM credential, DescribeQuorum and
+    /// transaction APIs, and the close of a request not served.
     async fn dispatch_more(
         &self,
         ctx: &RequestContext,
@@ -475,6 +462,19 @@ impl KafkaApis {
             ),
             RequestBody::DescribeQuorum(r) => {
                 ResponseBody::DescribeQuorum(describe_quorum::handle(self, ctx, r).await)
+            }
+            RequestBody::AddPartitionsToTxn(r) => {
+                ResponseBody::AddPartitionsToTxn(txn::add_partitions(self, ctx, r).await)
+            }
+            RequestBody::AddOffsetsToTxn(r) => {
+                ResponseBody::AddOffsetsToTxn(txn::add_offsets(self, ctx, r).await)
+            }
+            RequestBody::EndTxn(r) => ResponseBody::EndTxn(txn::end_txn(self, ctx, r).await),
+            RequestBody::DescribeTransactions(r) => {
+                ResponseBody::DescribeTransactions(transactions_admin::describe(self, ctx, r))
+            }
+            RequestBody::ListTransactions(r) => {
+                ResponseBody::ListTransactions(transactions_admin::list(self, ctx, r))
             }
             other => {
                 return Err(RequestOutcome::Close(format!(
