@@ -32,5 +32,6 @@ mod sim;
 pub mod topic_admin;
 pub mod topic_config;
 pub mod topics;
+pub mod txn_markers;
 
 pub use lifecycle::Server;

@@ -24,10 +24,12 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
-use storage::{LogAppendInfo, LogConfig, LogManager, StorageError};
+use storage::{EndTransactionMarker, LogAppendInfo, LogConfig, LogManager, StorageError};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
-use types::{BrokerId, Clock, LeaderEpoch, Offset, PartitionEpoch, SystemClock};
+use types::{
+    BrokerId, Clock, LeaderEpoch, Offset, PartitionEpoch, ProducerEpoch, ProducerId, SystemClock,
+};
 use uuid::Uuid;
 
 use crate::cluster_link::{ClusterLink, TopicPartition};
@@ -333,6 +335,20 @@ impl ReplicaManager {
         min_isr: usize,
     ) -> Result<(LogAppendInfo, LeaderEpoch), ReplicaError> {
         partition.append_as_leader(records, min_isr, self.inner.now_ms())
+    }
+
+    /// WriteTxnMarkers' append of one end-transaction marker as leader, timestamped with this broker's
+    /// clock: see [`Partition::append_txn_marker`] (`min_isr` > 0 for acks=all).
+    pub fn append_txn_marker(
+        &self,
+        partition: &Partition,
+        producer_id: ProducerId,
+        producer_epoch: ProducerEpoch,
+        marker: EndTransactionMarker,
+        min_isr: usize,
+    ) -> Result<(LogAppendInfo, LeaderEpoch), ReplicaError> {
+        let now_ms = self.inner.now_ms();
+        partition.append_txn_marker(producer_id, producer_epoch, marker, min_isr, now_ms)
     }
 
     /// The delayed produce (acks=all): see [`Partition::wait_for_replication`].

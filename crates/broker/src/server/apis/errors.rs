@@ -19,6 +19,7 @@ use crate::error::{AlterConfigError, MetadataChangeError, ThrottlingQuotaExceede
 use crate::group_coordinator::CoordinatorError;
 use crate::security::sasl::SaslError;
 use crate::server::context::Denied;
+use crate::txn_markers::MarkerError;
 use authorizer::ResourceType;
 
 /// An error as a client sees it: a Kafka code and a message.
@@ -102,6 +103,18 @@ pub fn replica_error_code(e: &ReplicaError) -> ErrorCode {
         }
         ReplicaError::RequestTimedOut => ErrorCode::REQUEST_TIMED_OUT,
         ReplicaError::Storage(s) => storage_error_code(s),
+    }
+}
+
+/// The Kafka error code of a transaction marker's write: NONE when written, else the replication or
+/// storage error's code, UNKNOWN_TOPIC_OR_PARTITION for a partition not hosted here, the coordinator
+/// runtime's code when the offsets could not be completed.
+pub fn marker_result_code(r: &Result<(), MarkerError>) -> ErrorCode {
+    match r {
+        Ok(()) => ErrorCode::NONE,
+        Err(MarkerError::UnknownTopicOrPartition) => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+        Err(MarkerError::Replica(e)) => replica_error_code(e),
+        Err(MarkerError::Coordinator(e)) => ErrorCode::from(*e),
     }
 }
 
