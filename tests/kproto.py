@@ -228,8 +228,9 @@ class Batch:
 
 
 def encode_batch(records, codec="none", producer_id=-1, producer_epoch=-1, base_sequence=-1,
-                 timestamp=None) -> bytes:
-    """Encode `records` (list of Record) as one RecordBatch v2 with base offset 0."""
+                 timestamp=None, transactional=False) -> bytes:
+    """Encode `records` (list of Record) as one RecordBatch v2 with base offset 0 (attribute bit 4 set
+    when `transactional`)."""
     ts = int(time.time() * 1000) if timestamp is None else timestamp
     body = Writer()
     for i, r in enumerate(records):
@@ -252,7 +253,8 @@ def encode_batch(records, codec="none", producer_id=-1, producer_epoch=-1, base_
                 rec.varint(len(hv)).raw(hv)
         body.varint(len(rec.buf)).raw(rec.buf)
     payload = compress(codec, bytes(body.buf))
-    after_crc = (Writer().i16(CODECS[codec]).i32(len(records) - 1).i64(ts).i64(ts)
+    attributes = CODECS[codec] | (0x10 if transactional else 0)
+    after_crc = (Writer().i16(attributes).i32(len(records) - 1).i64(ts).i64(ts)
                  .i64(producer_id).i16(producer_epoch).i32(base_sequence).i32(len(records))
                  .raw(payload))
     crc = crc32c(bytes(after_crc.buf))
@@ -478,10 +480,11 @@ def produce(conn: Connection, topic, partition, batch: bytes, acks=-1, version=8
 
 
 def fetch_body(topic, partition, offset, version=11, max_wait_ms=0, min_bytes=1,
-               max_bytes=50 * 1024 * 1024, partition_max_bytes=1024 * 1024, partitions=None) -> bytes:
+               max_bytes=50 * 1024 * 1024, partition_max_bytes=1024 * 1024, partitions=None,
+               isolation_level=0) -> bytes:
     """Fetch v4..v11 body for one topic; `partitions` = [(partition, offset)] overrides partition/offset."""
     partitions = partitions or [(partition, offset)]
-    w = Writer().i32(-1).i32(max_wait_ms).i32(min_bytes).i32(max_bytes).i8(0)
+    w = Writer().i32(-1).i32(max_wait_ms).i32(min_bytes).i32(max_bytes).i8(isolation_level)
     if version >= 7:
         w.i32(0).i32(-1)  # session id, session epoch (-1 = full fetch, no session)
     w.i32(1).string(topic).i32(len(partitions))
@@ -551,11 +554,11 @@ def fetch(conn: Connection, topic, partition, offset, version=11, **kw) -> Fetch
     return parse_fetch(r, version)
 
 
-def list_offsets(conn: Connection, topic, partition, timestamp, version=4):
+def list_offsets(conn: Connection, topic, partition, timestamp, version=4, isolation_level=0):
     """ListOffsets v1..v5 → (error, timestamp, offset). timestamp -1 latest, -2 earliest."""
     w = Writer().i32(-1)
     if version >= 2:
-        w.i8(0)
+        w.i8(isolation_level)
     w.i32(1).string(topic).i32(1).i32(partition)
     if version >= 4:
         w.i32(-1)

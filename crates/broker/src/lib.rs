@@ -33,5 +33,6 @@ pub mod topic_admin;
 pub mod topic_config;
 pub mod topics;
 pub mod txn_coordinator;
+pub mod txn_markers;
 
 pub use lifecycle::Server;

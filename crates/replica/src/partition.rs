@@ -1,7 +1,8 @@
 //! One hosted partition (Kafka's `Partition`): its log, its role (leader with the follower bookkeeping of
 //! [`ReplicaStates`], or follower) and the wake-ups for delayed produces and fetches.
 //!
-//! Callers use verbs: [`Partition::append_as_leader`], [`Partition::read`], [`Partition::follower_fetch`],
+//! Callers use verbs: [`Partition::append_as_leader`], [`Partition::append_txn_marker`] (transactions:
+//! `partition/txn.rs`), [`Partition::read`], [`Partition::follower_fetch`],
 //! [`Partition::wait_for_replication`] on the leader side; [`Partition::append_as_follower`],
 //! [`Partition::truncate_by_epoch`], [`Partition::truncate_out_of_range`] on the follower side (each applies
 //! only while [`Partition::is_following`] the fetcher's leader in its epoch); [`Partition::apply_partition_state`]
@@ -27,12 +28,16 @@ use tokio::time::Instant;
 
 use bytes::Bytes;
 use parking_lot::Mutex;
-use storage::{FetchDataInfo, Log, LogAppendInfo, LogConfig, LogManager, StorageError};
+use storage::{
+    AppendOrigin, FetchDataInfo, Log, LogAppendInfo, LogConfig, LogManager, StorageError,
+};
 use tokio::sync::Notify;
 use types::{BrokerId, LeaderEpoch, Offset, PartitionEpoch};
 use uuid::Uuid;
 
-pub use crate::partition_results::{DivergingEpoch, LogOffsets, PartitionRead, ReplicaError};
+pub use crate::partition_results::{
+    ActiveProducer, DivergingEpoch, IsolationLevel, LogOffsets, PartitionRead, ReplicaError,
+};
 pub use crate::replica_states::{truncation_offset, FollowerState, PartitionState, ReplicaStates};
 
 /// What the follower's fetcher needs to build its Fetch for a partition.
@@ -400,12 +405,40 @@ impl Partition {
     /// (acks=all), that the committed ISR has at least `min_isr` members; appends with the current leader
     /// epoch; advances the HW. Returns the append info and the leader epoch it was appended in (for
     /// [`wait_for_replication`](Self::wait_for_replication)). Errors: NotLeaderOrFollower,
-    /// NotEnoughReplicas, Storage.
+    /// NotEnoughReplicas, Storage. A client's append: [`append_as_leader_with_origin`] with
+    /// [`AppendOrigin::Client`].
+    ///
+    /// [`append_as_leader_with_origin`]: Self::append_as_leader_with_origin
     pub fn append_as_leader(
         &self,
         records: Bytes,
         min_isr: usize,
         now_ms: i64,
+    ) -> Result<(LogAppendInfo, LeaderEpoch), ReplicaError> {
+        self.append_as_leader_with_origin(records, AppendOrigin::Client, min_isr, now_ms)
+    }
+
+    /// [`append_as_leader`](Self::append_as_leader) for `origin` (Kafka's `AppendOrigin`): only a
+    /// coordinator's append may hold control batches (see `storage::Log::append_as_leader_with_origin`).
+    pub fn append_as_leader_with_origin(
+        &self,
+        records: Bytes,
+        origin: AppendOrigin,
+        min_isr: usize,
+        now_ms: i64,
+    ) -> Result<(LogAppendInfo, LeaderEpoch), ReplicaError> {
+        self.append_with(min_isr, |log, epoch| {
+            log.append_as_leader_with_origin(records, epoch, origin, now_ms)
+        })
+    }
+
+    /// Every leader append: under the state then the log lock, NotLeaderOrFollower unless leading,
+    /// NotEnoughReplicas when the committed ISR is below `min_isr` (0: no check); `append` runs with the
+    /// current leader epoch; the HW advances if the ISR allows; waiters are woken.
+    fn append_with(
+        &self,
+        min_isr: usize,
+        append: impl FnOnce(&mut Log, LeaderEpoch) -> Result<LogAppendInfo, StorageError>,
     ) -> Result<(LogAppendInfo, LeaderEpoch), ReplicaError> {
         let appended = {
             let mut st = self.state.lock();
@@ -418,7 +451,7 @@ impl Partition {
             }
             let epoch = rs.leader_epoch();
             let mut log = self.log.lock();
-            let info = log.append_as_leader(records, epoch, now_ms)?;
+            let info = append(&mut log, epoch)?;
             let leo = log.log_end_offset();
             if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
                 log.update_high_watermark(hw);
@@ -491,12 +524,15 @@ impl Partition {
 
     /// Reads for a Fetch (Kafka's `fetchRecords`): NotLeader unless this replica leads; else whole batches
     /// from `fetch_offset`, at most `max_bytes` (the first batch whole when `min_one_batch`, KIP-74), up to
-    /// the LogEndOffset for a follower and the HighWatermark for a consumer.
+    /// the LogEndOffset for a follower, the HighWatermark for a `read_uncommitted` consumer and the
+    /// LastStableOffset for a `read_committed` one (`storage::Log::read_committed`, which also lists the
+    /// aborted transactions of the returned range). `isolation` is ignored for a follower.
     pub fn read(
         &self,
         fetch_offset: Offset,
         max_bytes: usize,
         for_follower: bool,
+        isolation: IsolationLevel,
         min_one_batch: bool,
     ) -> PartitionRead {
         let st = self.state.lock();
@@ -505,17 +541,23 @@ impl Partition {
         }
         let mut log = self.log.lock();
         let high_watermark = log.high_watermark();
+        let last_stable_offset = log.last_stable_offset();
         let log_start_offset = log.log_start_offset();
-        let upto = if for_follower {
-            log.log_end_offset()
+        let read = if for_follower {
+            let leo = log.log_end_offset();
+            log.read(fetch_offset, max_bytes, leo, min_one_batch)
+        } else if isolation == IsolationLevel::ReadCommitted {
+            log.read_committed(fetch_offset, max_bytes, min_one_batch)
         } else {
-            high_watermark
+            log.read(fetch_offset, max_bytes, high_watermark, min_one_batch)
         };
-        match log.read(fetch_offset, max_bytes, upto, min_one_batch) {
+        match read {
             Ok(data) => PartitionRead::Records {
                 high_watermark,
+                last_stable_offset,
                 log_start_offset,
                 records: data.records,
+                aborted_transactions: data.aborted_transactions.unwrap_or_default(),
             },
             Err(error) => PartitionRead::Error {
                 error,
@@ -658,6 +700,7 @@ impl Partition {
 }
 
 mod follower;
+mod txn;
 
 #[cfg(test)]
 #[path = "partition_tests.rs"]

@@ -1,9 +1,50 @@
-//! What [`crate::partition::Partition`]'s verbs return: [`ReplicaError`], [`PartitionRead`],
-//! [`DivergingEpoch`] and [`LogOffsets`]. Kafka error codes are chosen from these by the handlers only.
+//! What [`crate::partition::Partition`]'s verbs take and return: [`IsolationLevel`], [`ReplicaError`],
+//! [`PartitionRead`], [`DivergingEpoch`], [`LogOffsets`] and [`ActiveProducer`]. Kafka error codes are
+//! chosen from these by the handlers only.
 
 use protocol::record::Records;
-use storage::StorageError;
-use types::{LeaderEpoch, Offset};
+use storage::{AbortedTxn, StorageError};
+use types::{LeaderEpoch, Offset, ProducerEpoch, ProducerId};
+
+/// Which records a consumer may read (Kafka's `IsolationLevel`; the `isolation_level` of Fetch v4+ and
+/// ListOffsets v2+, KIP-98). Followers always read up to the LogEndOffset, whatever it says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IsolationLevel {
+    /// Wire id 0: up to the HighWatermark, transactional records included whatever their outcome.
+    #[default]
+    ReadUncommitted,
+    /// Wire id 1: up to the LastStableOffset, with the aborted transactions of the returned range so
+    /// the consumer can drop their records.
+    ReadCommitted,
+}
+
+impl IsolationLevel {
+    /// The level of a wire id (Kafka's `IsolationLevel.forId`): 0 and 1; `None` for any other value.
+    pub fn from_id(id: i8) -> Option<IsolationLevel> {
+        match id {
+            0 => Some(IsolationLevel::ReadUncommitted),
+            1 => Some(IsolationLevel::ReadCommitted),
+            _ => None,
+        }
+    }
+}
+
+/// One producer with state in a partition's log, as DescribeProducers (KIP-664) lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ActiveProducer {
+    /// The producer id.
+    pub producer_id: ProducerId,
+    /// Its current epoch ([`ProducerEpoch::NONE`] before its first batch).
+    pub producer_epoch: ProducerEpoch,
+    /// The sequence of its last appended record, -1 when none is retained.
+    pub last_sequence: i32,
+    /// The max timestamp (ms) of its last retained batch, -1 when none.
+    pub last_timestamp: i64,
+    /// The coordinator epoch of its last transaction marker, -1 when none.
+    pub coordinator_epoch: i32,
+    /// The first offset of its ongoing transaction, [`Offset::NONE`] when none.
+    pub current_txn_start_offset: Offset,
+}
 
 /// Why a leader-side operation failed (mapped to Kafka error codes by the handlers).
 #[derive(Debug, thiserror::Error)]
@@ -60,10 +101,15 @@ pub enum PartitionRead {
     Records {
         /// HighWatermark at the time of the read.
         high_watermark: Offset,
+        /// LastStableOffset at the time of the read (whatever the isolation level, as Kafka reports it).
+        last_stable_offset: Offset,
         /// LogStartOffset at the time of the read.
         log_start_offset: Offset,
         /// The batches.
         records: Records,
+        /// For [`IsolationLevel::ReadCommitted`]: the aborted transactions overlapping the returned
+        /// batches (Kafka's `FetchDataInfo.abortedTransactions`); empty for the other reads.
+        aborted_transactions: Vec<AbortedTxn>,
     },
     /// This broker does not lead the partition: NOT_LEADER_OR_FOLLOWER.
     NotLeader,

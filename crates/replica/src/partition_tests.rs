@@ -66,7 +66,7 @@ fn follower_verbs_apply_only_in_the_fetchers_epoch() {
         "the leader's HW is capped by our LEO"
     );
     assert!(matches!(
-        p.read(Offset(0), 100, false, true),
+        p.read(Offset(0), 100, false, IsolationLevel::ReadUncommitted, true),
         PartitionRead::NotLeader
     ));
     assert_eq!(
@@ -260,4 +260,145 @@ fn diverging_answer_drops_an_epoch_led_without_appending() {
         None,
         "the empty epoch 2 entry is gone: the next Fetch no longer diverges"
     );
+}
+
+/// A transactional batch of `n` records of producer `pid` (epoch 0) at sequence `seq`.
+fn txn_batch(pid: i64, seq: i32, n: usize) -> Bytes {
+    let mut b = protocol::record::RecordBatchBuilder::new(protocol::record::Compression::None)
+        .producer(pid, 0, seq)
+        .transactional(true);
+    for i in 0..n {
+        b.append(0, None, Some(Bytes::from(format!("v{i}"))), vec![]);
+    }
+    b.build().unwrap()
+}
+
+fn read(
+    p: &Partition,
+    isolation: IsolationLevel,
+) -> (Offset, Offset, usize, Vec<storage::AbortedTxn>) {
+    match p.read(Offset(0), 1 << 20, false, isolation, true) {
+        PartitionRead::Records {
+            high_watermark,
+            last_stable_offset,
+            records,
+            aborted_transactions,
+            ..
+        } => (
+            high_watermark,
+            last_stable_offset,
+            records.len(),
+            aborted_transactions,
+        ),
+        other => panic!("unexpected read {other:?}"),
+    }
+}
+
+/// A transaction on a leader with a follower in the ISR: the LastStableOffset stays at the
+/// transaction's first offset while it is ongoing and after the ABORT marker, until a
+/// follower fetch moves the HighWatermark past the marker (Kafka's `unreplicatedTxns`); a
+/// `read_committed` read stops at the LSO and lists the aborted transaction, a `read_uncommitted` one
+/// reads to the HW and lists nothing; a delayed fetch waiting on the partition is woken by that HW move.
+#[tokio::test]
+async fn abort_marker_advances_the_last_stable_offset_with_the_high_watermark() {
+    use storage::{AbortedTxn, EndTransactionMarker};
+    use types::{ProducerEpoch, ProducerId};
+    let dir = tempfile::tempdir().unwrap();
+    let p = partition(dir.path());
+    p.apply_partition_state(BrokerId(1), &state2(1, 0), 0)
+        .unwrap();
+    p.append_as_leader(txn_batch(7, 0, 3), 0, 0).unwrap(); // 0..=2
+    p.follower_fetch(BrokerId(2), LeaderEpoch::NONE, Offset(3), 0)
+        .unwrap();
+    assert_eq!(p.high_watermark(), Offset(3));
+    assert_eq!(
+        p.last_stable_offset(),
+        Offset(0),
+        "the ongoing transaction pins the LSO"
+    );
+    let (hw, lso, bytes, aborted) = read(&p, IsolationLevel::ReadCommitted);
+    assert_eq!(
+        (hw, lso, bytes, aborted.len()),
+        (Offset(3), Offset(0), 0, 0)
+    );
+    let (_, _, uncommitted_bytes, aborted) = read(&p, IsolationLevel::ReadUncommitted);
+    assert!(uncommitted_bytes > 0 && aborted.is_empty());
+
+    let marker = EndTransactionMarker::new(false, 0);
+    let (info, epoch) = p
+        .append_txn_marker(ProducerId(7), ProducerEpoch(0), marker, 2, 0)
+        .unwrap();
+    assert_eq!((info.first_offset, epoch), (Offset(3), LeaderEpoch(0)));
+    assert_eq!(
+        p.last_stable_offset(),
+        Offset(0),
+        "completed but the HW (3) has not passed the marker: still unstable"
+    );
+    let (_, lso, bytes, _) = read(&p, IsolationLevel::ReadCommitted);
+    assert_eq!((lso, bytes), (Offset(0), 0));
+
+    // A waiter on the partition is woken by the follower fetch that moves the HW past the marker.
+    let notified = p.changed().notified();
+    let mut notified = std::pin::pin!(notified);
+    notified.as_mut().enable();
+    p.follower_fetch(BrokerId(2), LeaderEpoch(0), Offset(4), 0)
+        .unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(1), notified)
+        .await
+        .expect("the HW advance wakes the delayed fetch");
+    assert_eq!(
+        (p.high_watermark(), p.last_stable_offset()),
+        (Offset(4), Offset(4))
+    );
+    let (_, lso, bytes, aborted) = read(&p, IsolationLevel::ReadCommitted);
+    assert_eq!(lso, Offset(4));
+    assert!(bytes > uncommitted_bytes, "the marker is readable too");
+    assert_eq!(
+        aborted,
+        vec![AbortedTxn {
+            producer_id: ProducerId(7),
+            first_offset: Offset(0),
+            last_offset: Offset(3),
+            last_stable_offset: Offset(4),
+        }]
+    );
+    let (_, _, _, aborted) = read(&p, IsolationLevel::ReadUncommitted);
+    assert!(aborted.is_empty());
+}
+
+/// Markers are leader-only, and a client's append may not hold a control batch; DescribeProducers'
+/// state shows the producer's epoch, sequence, coordinator epoch and open transaction.
+#[test]
+fn markers_need_the_leader_and_the_coordinator_origin() {
+    use storage::EndTransactionMarker;
+    use types::{ProducerEpoch, ProducerId};
+    let dir = tempfile::tempdir().unwrap();
+    let p = partition(dir.path());
+    let marker = EndTransactionMarker::new(true, 5);
+    assert!(matches!(
+        p.append_txn_marker(ProducerId(7), ProducerEpoch(0), marker, 0, 0),
+        Err(ReplicaError::NotLeaderOrFollower)
+    ));
+    p.apply_partition_state(BrokerId(1), &state(1, 0), 0)
+        .unwrap();
+    p.append_as_leader(txn_batch(7, 0, 2), 0, 0).unwrap();
+    let producers = p.active_producers();
+    assert_eq!(producers.len(), 1);
+    let open = producers[0];
+    assert_eq!(
+        (open.producer_id, open.producer_epoch, open.last_sequence),
+        (ProducerId(7), ProducerEpoch(0), 1)
+    );
+    assert_eq!(open.current_txn_start_offset, Offset(0));
+    let control = marker.to_batch(ProducerId(7), ProducerEpoch(0), 0).unwrap();
+    assert!(matches!(
+        p.append_as_leader(control, 0, 0),
+        Err(ReplicaError::Storage(StorageError::InvalidRecord(_)))
+    ));
+    p.append_txn_marker(ProducerId(7), ProducerEpoch(0), marker, 0, 0)
+        .unwrap();
+    let done = p.active_producers()[0];
+    assert_eq!(done.current_txn_start_offset, Offset::NONE);
+    assert_eq!(done.coordinator_epoch, 5);
+    assert_eq!(p.last_stable_offset(), Offset(3));
 }

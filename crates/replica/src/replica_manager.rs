@@ -24,16 +24,19 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
-use storage::{LogAppendInfo, LogConfig, LogManager, StorageError};
+use storage::{EndTransactionMarker, LogAppendInfo, LogConfig, LogManager, StorageError};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
-use types::{BrokerId, Clock, LeaderEpoch, Offset, PartitionEpoch, SystemClock};
+use types::{
+    BrokerId, Clock, LeaderEpoch, Offset, PartitionEpoch, ProducerEpoch, ProducerId, SystemClock,
+};
 use uuid::Uuid;
 
 use crate::cluster_link::{ClusterLink, TopicPartition};
 use crate::partition::RoleChange;
 pub use crate::partition::{
-    DivergingEpoch, Partition, PartitionRead, PartitionState, ReplicaError, ReplicaStates,
+    ActiveProducer, DivergingEpoch, IsolationLevel, Partition, PartitionRead, PartitionState,
+    ReplicaError, ReplicaStates,
 };
 use crate::replica_fetcher::{FetcherSeams, ReplicaFetcher};
 use crate::transport::{Connector, TcpConnector};
@@ -340,6 +343,20 @@ impl ReplicaManager {
         partition.append_as_leader(records, min_isr, self.inner.now_ms())
     }
 
+    /// WriteTxnMarkers' append of one end-transaction marker as leader, timestamped with this broker's
+    /// clock: see [`Partition::append_txn_marker`] (`min_isr` > 0 for acks=all).
+    pub fn append_txn_marker(
+        &self,
+        partition: &Partition,
+        producer_id: ProducerId,
+        producer_epoch: ProducerEpoch,
+        marker: EndTransactionMarker,
+        min_isr: usize,
+    ) -> Result<(LogAppendInfo, LeaderEpoch), ReplicaError> {
+        let now_ms = self.inner.now_ms();
+        partition.append_txn_marker(producer_id, producer_epoch, marker, min_isr, now_ms)
+    }
+
     /// The delayed produce (acks=all): see [`Partition::wait_for_replication`].
     pub async fn wait_for_replication(
         &self,
@@ -379,13 +396,14 @@ impl ReplicaManager {
 
     /// Reads each partition once, up to `max_bytes` in total (KIP-74: the first batch of the response is
     /// returned whole even when it is larger than the limits). Consumers (`replica_id` < 0) read up to the
-    /// HighWatermark, followers up to the LogEndOffset; a partition this broker does not lead reads
-    /// `NotLeader`.
+    /// HighWatermark (`isolation` ReadUncommitted) or the LastStableOffset (ReadCommitted), followers up to
+    /// the LogEndOffset; a partition this broker does not lead reads `NotLeader`.
     pub fn read(
         &self,
         requests: &[FetchPartitionRequest],
         max_bytes: i32,
         replica_id: i32,
+        isolation: IsolationLevel,
     ) -> Vec<PartitionRead> {
         let mut budget = max_bytes.max(0) as i64;
         let mut first = true;
@@ -393,9 +411,8 @@ impl ReplicaManager {
             .iter()
             .map(|r| {
                 let limit = budget.min(r.max_bytes.max(0) as i64) as usize;
-                let read = r
-                    .partition
-                    .read(r.fetch_offset, limit, replica_id >= 0, first);
+                let follower = replica_id >= 0;
+                let read = (r.partition).read(r.fetch_offset, limit, follower, isolation, first);
                 let n = read.bytes() as i64;
                 if n > 0 {
                     first = false;
@@ -410,7 +427,9 @@ impl ReplicaManager {
     /// passed, waits for a change of any of the partitions (append, HighWatermark advance, role change)
     /// and reads again. Never holds past `max_wait` (pitfall 3); answers as soon as `min_bytes` are there,
     /// or at once on an error or when this broker stopped leading one of the partitions. A follower's fetch (`replica_id` ≥ 0) also answers when a HighWatermark
-    /// moved, so followers learn it promptly.
+    /// moved, so followers learn it promptly. A `read_committed` consumer's reads stop at the
+    /// LastStableOffset, which moves only with the HighWatermark or an append (a marker), both of which
+    /// wake the wait.
     pub async fn fetch(
         &self,
         requests: &[FetchPartitionRequest],
@@ -418,6 +437,7 @@ impl ReplicaManager {
         min_bytes: i32,
         max_wait: Duration,
         replica_id: i32,
+        isolation: IsolationLevel,
     ) -> Vec<PartitionRead> {
         let deadline = Instant::now() + max_wait;
         let mut first_hws: Option<Vec<Offset>> = None;
@@ -430,7 +450,7 @@ impl ReplicaManager {
             for n in notified.iter_mut() {
                 n.as_mut().enable();
             }
-            let reads = self.read(requests, max_bytes, replica_id);
+            let reads = self.read(requests, max_bytes, replica_id, isolation);
             let bytes: i64 = reads.iter().map(|r| r.bytes() as i64).sum();
             let errored = reads.iter().any(PartitionRead::is_error);
             let hws: Vec<Offset> = reads.iter().map(PartitionRead::high_watermark).collect();
@@ -449,7 +469,7 @@ impl ReplicaManager {
             }
             let wait = futures::future::select_all(notified);
             if tokio::time::timeout(deadline - now, wait).await.is_err() {
-                return self.read(requests, max_bytes, replica_id);
+                return self.read(requests, max_bytes, replica_id, isolation);
             }
         }
     }

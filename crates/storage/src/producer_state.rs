@@ -235,6 +235,12 @@ impl ProducerStateManager {
         self.producers.get(&producer_id.get())
     }
 
+    /// Every producer tracked, in no particular order (DescribeProducers, KIP-664; Kafka's
+    /// `activeProducers`).
+    pub fn active_producers(&self) -> impl Iterator<Item = &ProducerStateEntry> {
+        self.producers.values()
+    }
+
     /// Number of producers tracked.
     pub fn len(&self) -> usize {
         self.producers.len()

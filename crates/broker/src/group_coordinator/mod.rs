@@ -782,6 +782,17 @@ impl GroupCoordinatorService {
         self.check_coordinator(group_id)?;
         Ok(f(&st.coordinator))
     }
+
+    /// Applies (`commit`) or drops `producer_id`'s pending offsets in `offsets_partition` once its marker is written (stub).
+    pub async fn complete_transaction(
+        &self,
+        offsets_partition: i32,
+        producer_id: types::ProducerId,
+        commit: bool,
+    ) -> Written {
+        let _ = (offsets_partition, producer_id, commit);
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -8,4 +8,3 @@ pub mod apis;
 pub mod context;
 pub mod network;
 pub mod sasl_authenticator;
-pub mod txn_markers;

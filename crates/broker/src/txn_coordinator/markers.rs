@@ -15,7 +15,7 @@ use replica::replica_fetcher::Connection;
 use types::BrokerId;
 
 use super::*;
-use crate::server::txn_markers::{write_marker, MarkerWrite};
+use crate::txn_markers::{write_marker, MarkerWrite};
 
 /// WriteTxnMarkers version sent to other brokers.
 const WRITE_TXN_MARKERS_VERSION: i16 = 1;

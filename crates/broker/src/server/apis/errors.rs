@@ -20,6 +20,7 @@ use crate::error::{AlterConfigError, MetadataChangeError, ThrottlingQuotaExceede
 use crate::group_coordinator::CoordinatorError;
 use crate::security::sasl::SaslError;
 use crate::server::context::Denied;
+use crate::txn_markers::MarkerError;
 use authorizer::ResourceType;
 
 /// An error as a client sees it: a Kafka code and a message.
@@ -117,6 +118,18 @@ pub fn txn_append_error_code(e: &TxnAppendError) -> ErrorCode {
         TxnAppendError::Replica(r) => {
             coordinator::transaction::append_error_to_client(replica_error_code(r))
         }
+    }
+}
+
+/// The Kafka error code of a transaction marker's write: NONE when written, else the replication or
+/// storage error's code, UNKNOWN_TOPIC_OR_PARTITION for a partition not hosted here, the coordinator
+/// runtime's code when the offsets could not be completed.
+pub fn marker_result_code(r: &Result<(), MarkerError>) -> ErrorCode {
+    match r {
+        Ok(()) => ErrorCode::NONE,
+        Err(MarkerError::UnknownTopicOrPartition) => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+        Err(MarkerError::Replica(e)) => replica_error_code(e),
+        Err(MarkerError::Coordinator(e)) => ErrorCode::from(*e),
     }
 }
 

@@ -4,8 +4,12 @@
 //!
 //! The replica id is `replica_id` (v<15) or `replica_state.replica_id` (v15+); ≥ 0 is a follower. Only the
 //! leader serves a partition (else NOT_LEADER_OR_FOLLOWER). `current_leader_epoch` older than ours is
-//! FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH. Consumers read up to the HighWatermark; followers read
-//! up to the LogEndOffset, their fetch offset updates the leader's follower state (HW, ISR), and a
+//! FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH. Consumers read up to the HighWatermark
+//! (`isolation_level` 0, read_uncommitted) or the LastStableOffset (1, read_committed, KIP-98: with the
+//! aborted transactions overlapping the returned batches, `(producer_id, first_offset)`; read_uncommitted
+//! answers null there, as Kafka); any other `isolation_level` is INVALID_REQUEST (Kafka's
+//! `IsolationLevel.forId` refuses it). `last_stable_offset` is the partition's LSO at either level.
+//! Followers read up to the LogEndOffset whatever the level, their fetch offset updates the leader's follower state (HW, ISR), and a
 //! `last_fetched_epoch` that diverges from the leader's epoch cache is answered with `diverging_epoch`
 //! (epoch, end offset) and no records.
 //!
@@ -21,7 +25,9 @@ use std::time::Duration;
 
 use protocol::error::ErrorCode;
 use protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use protocol::messages::fetch_response::{
+    AbortedTransaction, FetchableTopicResponse, PartitionData,
+};
 use protocol::messages::{FetchRequest, FetchResponse};
 use protocol::record::{Compression, RecordBatchHeader, Records, RECORD_BATCH_OVERHEAD};
 use types::{BrokerId, LeaderEpoch, Offset};
@@ -33,7 +39,7 @@ use super::KafkaApis;
 use crate::quota::ClientQuotas;
 use crate::server::context::{Denied, RequestContext};
 use authorizer::{AclOperation, ResourceType};
-use replica::partition::{DivergingEpoch, Partition, PartitionRead};
+use replica::partition::{DivergingEpoch, IsolationLevel, Partition, PartitionRead};
 use replica::replica_manager::FetchPartitionRequest;
 
 /// Upper bound on how long one Fetch may be held (ms), whatever the client asks.
@@ -66,6 +72,17 @@ pub async fn handle(
 ) -> FetchResponse {
     let version = ctx.api_version();
     let replica_id = replica_id(version, &request);
+    let Some(isolation) = IsolationLevel::from_id(request.isolation_level) else {
+        return FetchResponse {
+            error_code: ErrorCode::INVALID_REQUEST.0,
+            ..Default::default()
+        };
+    };
+    // Kafka's `FetchIsolation.of`: a follower reads to the LogEndOffset, no aborted transactions.
+    let isolation = match replica_id >= 0 {
+        true => IsolationLevel::ReadUncommitted,
+        false => isolation,
+    };
     if request.session_id != 0 {
         return FetchResponse {
             error_code: ErrorCode::FETCH_SESSION_ID_NOT_FOUND.0,
@@ -104,7 +121,14 @@ pub async fn handle(
     }
     let min_bytes = request.min_bytes.min(max_bytes);
     let results = replica_manager
-        .fetch(&reads, max_bytes, min_bytes, wait, replica_id.max(-1))
+        .fetch(
+            &reads,
+            max_bytes,
+            min_bytes,
+            wait,
+            replica_id.max(-1),
+            isolation,
+        )
         .await;
     let responses = topics
         .into_iter()
@@ -114,7 +138,7 @@ pub async fn handle(
             partitions: t
                 .partitions
                 .into_iter()
-                .map(|(index, slot)| answer(index, slot, &results, version))
+                .map(|(index, slot)| answer(index, slot, &results, version, isolation))
                 .collect(),
             ..Default::default()
         })
@@ -252,8 +276,14 @@ fn resolve_partition(
     Slot::Read(reads.len() - 1)
 }
 
-/// The answer of one partition.
-fn answer(index: i32, slot: Slot, results: &[PartitionRead], version: i16) -> PartitionData {
+/// The answer of one partition (`isolation`: a consumer's read_committed lists aborted transactions).
+fn answer(
+    index: i32,
+    slot: Slot,
+    results: &[PartitionRead],
+    version: i16,
+    isolation: IsolationLevel,
+) -> PartitionData {
     let i = match slot {
         Slot::Error(code) => return error_partition(index, code, Offset::NONE, Offset::NONE),
         Slot::Diverging(d) => {
@@ -284,19 +314,32 @@ fn answer(index: i32, slot: Slot, results: &[PartitionRead], version: i16) -> Pa
         ),
         PartitionRead::Records {
             high_watermark: hw,
+            last_stable_offset,
             log_start_offset,
             records,
+            aborted_transactions,
         } => {
             if version < 10 && uses_zstd(records) {
                 let code = ErrorCode::UNSUPPORTED_COMPRESSION_TYPE;
                 return error_partition(index, code, *hw, *log_start_offset);
             }
+            let aborted = (isolation == IsolationLevel::ReadCommitted).then(|| {
+                (aborted_transactions.iter())
+                    .map(|a| AbortedTransaction {
+                        producer_id: a.producer_id.get(),
+                        first_offset: a.first_offset.get(),
+                        ..Default::default()
+                    })
+                    .collect()
+            });
             PartitionData {
                 records: Some(if records.is_empty() {
                     Records::default()
                 } else {
                     records.clone()
                 }),
+                last_stable_offset: last_stable_offset.get(),
+                aborted_transactions: aborted,
                 ..error_partition(index, ErrorCode::NONE, *hw, *log_start_offset)
             }
         }

@@ -4,10 +4,13 @@
 //! Only the leader answers (else NOT_LEADER_OR_FOLLOWER, 6), except for the debugging replica id -2;
 //! `current_leader_epoch` is checked as in Fetch (KIP-320).
 //!
-//! Special timestamps: -2 earliest (LogStartOffset), -1 latest (HighWatermark; with no transactions also the
-//! last stable offset), -3 the record with the largest timestamp, -4 earliest local
-//! (LogStartOffset, nothing is tiered), -5 earliest pending upload (-1: nothing is tiered). Any other value
-//! finds the first offset whose timestamp is at or after it, or -1 when there is none.
+//! The last fetchable offset (Kafka's `Partition.fetchOffsetForTimestamp`) is the HighWatermark for
+//! `isolation_level` 0 (read_uncommitted) and the LastStableOffset for 1 (read_committed, KIP-98); any
+//! other level is INVALID_REQUEST. Special timestamps: -2 earliest (LogStartOffset), -1 latest (the last
+//! fetchable offset), -3 the record with the largest timestamp, -4 earliest local (LogStartOffset, nothing
+//! is tiered), -5 earliest pending upload (-1: nothing is tiered). Any other value finds the first offset
+//! whose timestamp is at or after it, or -1 when there is none; like -3, an offset at or past the last
+//! fetchable offset is not answered (-1).
 
 use protocol::error::ErrorCode;
 use protocol::messages::list_offsets_response::{
@@ -18,6 +21,7 @@ use protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 use super::KafkaApis;
 use crate::server::context::RequestContext;
 use authorizer::{AclOperation, ResourceType};
+use replica::partition::IsolationLevel;
 
 const LATEST: i64 = -1;
 const EARLIEST: i64 = -2;
@@ -34,6 +38,7 @@ pub fn handle(
     request: ListOffsetsRequest,
 ) -> ListOffsetsResponse {
     let leader_only = request.replica_id != DEBUGGING_REPLICA_ID;
+    let isolation = IsolationLevel::from_id(request.isolation_level);
     let topics = request
         .topics
         .into_iter()
@@ -59,6 +64,10 @@ pub fn handle(
                         r.error_code = ErrorCode::from(d).0;
                         return r;
                     }
+                    let Some(isolation) = isolation else {
+                        r.error_code = ErrorCode::INVALID_REQUEST.0;
+                        return r;
+                    };
                     let Some(part) = apis.replica_manager.partition(&t.name, p.partition_index)
                     else {
                         r.error_code = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0;
@@ -74,17 +83,20 @@ pub fn handle(
                     }
                     let epoch = part.leader_epoch();
                     let log = part.offsets();
-                    let hw = log.high_watermark();
+                    let last_fetchable = match isolation {
+                        IsolationLevel::ReadUncommitted => log.high_watermark(),
+                        IsolationLevel::ReadCommitted => part.last_stable_offset(),
+                    };
                     r.leader_epoch = epoch.get();
                     match p.timestamp {
-                        LATEST => r.offset = hw.get(),
+                        LATEST => r.offset = last_fetchable.get(),
                         EARLIEST | EARLIEST_LOCAL => r.offset = log.log_start_offset().get(),
                         EARLIEST_PENDING_UPLOAD => {}
                         MAX_TIMESTAMP | 0.. => {
                             if let Ok(Some((offset, ts))) =
                                 part.fetch_offset_by_timestamp(p.timestamp)
                             {
-                                if offset < hw {
+                                if offset < last_fetchable {
                                     r.offset = offset.get();
                                     r.timestamp = ts;
                                 }

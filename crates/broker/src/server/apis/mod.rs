@@ -19,6 +19,7 @@ mod describe_cluster;
 mod describe_configs;
 mod describe_groups;
 mod describe_log_dirs;
+mod describe_producers;
 mod describe_quorum;
 mod describe_user_scram_credentials;
 mod elect_leaders;
@@ -43,6 +44,7 @@ mod sasl;
 mod sync_group;
 mod transactions_admin;
 mod txn;
+mod write_txn_markers;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -113,6 +115,8 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::EndTxn, 0, 5),
     (ApiKey::DescribeTransactions, 0, 0),
     (ApiKey::ListTransactions, 0, 2),
+    (ApiKey::WriteTxnMarkers, 1, 2),
+    (ApiKey::DescribeProducers, 0, 0),
 ];
 
 /// The advertised version range of `key`, clipped to what the codec supports.
@@ -415,6 +419,12 @@ impl KafkaApis {
             }
             RequestBody::OffsetForLeaderEpoch(r) => {
                 ResponseBody::OffsetForLeaderEpoch(offset_for_leader_epoch::handle(self, ctx, r))
+            }
+            RequestBody::WriteTxnMarkers(r) => {
+                ResponseBody::WriteTxnMarkers(write_txn_markers::handle(self, ctx, r).await)
+            }
+            RequestBody::DescribeProducers(r) => {
+                ResponseBody::DescribeProducers(describe_producers::handle(self, ctx, r))
             }
             other => self.dispatch_security(ctx, other).await?,
         })

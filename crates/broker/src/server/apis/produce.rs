@@ -15,6 +15,15 @@
 //! `ReplicaManager.appendToLocalLog`). Unlike Kafka, the client id `__admin_client` gets no exemption
 //! (`KafkaApis.handleProduceRequest` lets it write): any client can claim a client id, so the exemption would let
 //! anyone forge committed offsets. The group coordinator appends through the ReplicaManager, not here.
+//!
+//! Transactions (KIP-98): a request holding a transactional batch needs a `transactional_id` and WRITE on
+//! that TransactionalId, else every partition is answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53) and
+//! nothing is appended (Kafka's `KafkaApis.handleProduceRequest`); a `transactional_id` with only
+//! non-transactional batches is not checked, as in Kafka. The log checks the producer's epoch and its
+//! transaction state (INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, ... from `storage_error_code`) and
+//! refuses a client's control batch (INVALID_RECORD). KIP-890's partition verification (the leader asking
+//! the transaction coordinator whether the partition was added to the transaction) is not done: a
+//! transactional batch starts a transaction on the partition whether or not it was added.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,7 +41,7 @@ use types::{LeaderEpoch, Offset};
 
 use super::errors::replica_error_code;
 use super::KafkaApis;
-use crate::server::context::RequestContext;
+use crate::server::context::{Denied, RequestContext};
 use authorizer::{AclOperation, ResourceType};
 use replica::replica_manager::{Partition, ReplicaError};
 
@@ -117,7 +126,9 @@ impl From<ReplicaError> for Failure {
 struct ProduceContext {
     version: i16,
     acks: i16,
-    transactional: bool,
+    /// Set when the request's transactional batches are refused (missing transactional id or no WRITE on
+    /// it): every partition is answered with it.
+    txn_denied: Option<ErrorCode>,
 }
 
 /// What the connection does after a Produce.
@@ -138,7 +149,7 @@ pub async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: ProduceRequ
     let ctx = ProduceContext {
         version: ctx.api_version(),
         acks: request.acks,
-        transactional: request.transactional_id.is_some(),
+        txn_denied: check_transactional_id(request_ctx, &request),
     };
     let mut responses = Vec::with_capacity(request.topic_data.len());
     let mut first_error: Option<String> = None;
@@ -152,9 +163,10 @@ pub async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: ProduceRequ
         let mut partitions = Vec::with_capacity(topic.partition_data.len());
         for (i, p) in topic.partition_data.into_iter().enumerate() {
             let index = p.index;
-            let appended = match denied {
-                Some(d) => Err(Failure::code(ErrorCode::from(d))),
-                None => append_partition(apis, &ctx, known, &topic.name, p),
+            let appended = match (ctx.txn_denied, denied) {
+                (Some(code), _) => Err(Failure::code(code)),
+                (None, Some(d)) => Err(Failure::code(ErrorCode::from(d))),
+                (None, None) => append_partition(apis, &ctx, known, &topic.name, p),
             };
             let resp = match appended {
                 Ok((info, wait)) => {
@@ -197,6 +209,31 @@ pub async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: ProduceRequ
     })
 }
 
+/// Kafka's transactional check of a Produce (`RequestUtils.hasTransactionalRecords`): when a batch is
+/// transactional, the request needs a transactional id with WRITE on it; the code to answer every
+/// partition with otherwise (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
+fn check_transactional_id(ctx: &RequestContext, request: &ProduceRequest) -> Option<ErrorCode> {
+    let transactional = (request.topic_data.iter())
+        .flat_map(|t| &t.partition_data)
+        .filter_map(|p| match &p.records {
+            Some(Records::Memory(b)) => Some(b),
+            _ => None,
+        })
+        .any(|b| {
+            protocol::record::batches(b)
+                .map_while(Result::ok)
+                .any(|batch| batch.header().is_transactional())
+        });
+    if !transactional {
+        return None;
+    }
+    let Some(id) = request.transactional_id.as_deref() else {
+        return Some(ErrorCode::from(Denied(ResourceType::TransactionalId)));
+    };
+    let refused = ctx.authorize(AclOperation::Write, ResourceType::TransactionalId, id);
+    refused.err().map(ErrorCode::from)
+}
+
 /// Validates and appends one partition's records as leader. Returns the append info and, under acks=all,
 /// the replication to wait for.
 fn append_partition(
@@ -208,13 +245,6 @@ fn append_partition(
 ) -> Result<(LogAppendInfo, Option<ReplicationWait>), Failure> {
     if !matches!(ctx.acks, -1..=1) {
         return Err(Failure::code(ErrorCode::INVALID_REQUIRED_ACKS));
-    }
-    if ctx.transactional {
-        let code = ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
-        return Err(Failure::with_message(
-            code,
-            "transactions are not supported yet",
-        ));
     }
     let partition = apis
         .replica_manager

@@ -15,11 +15,16 @@ use protocol::{RequestBody, ResponseBody};
 use crate::config::SecurityProtocol;
 use crate::quota::ClientQuotas;
 use crate::server::context::{KafkaPrincipal, RequestContext};
+use authorizer::AclOperation;
 
 /// Whether `body` is exempt from the request quota (Kafka's `sendResponseExemptThrottle` callers).
 pub(super) fn is_exempt(ctx: &RequestContext, body: &RequestBody) -> bool {
     match body {
         RequestBody::Fetch(f) => super::fetch::replica_id(ctx.api_version(), f) >= 0,
+        // A cluster action (Kafka's `ApiKeys.clusterAction`) by an authorized peer.
+        RequestBody::WriteTxnMarkers(_) => {
+            (ctx.authorize_cluster(AclOperation::ClusterAction)).is_ok()
+        }
         RequestBody::ApiVersions(_) => {
             let conn = &ctx.connection;
             matches!(

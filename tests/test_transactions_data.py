@@ -1,0 +1,178 @@
+"""The data plane of transactions (KIP-98/664) over the raw protocol, with the broker playing no
+coordinator: a transactional Produce (a made-up producer id, as a coordinator would have handed out),
+Fetch and ListOffsets at both isolation levels, DescribeProducers, and WriteTxnMarkers sent as a
+transaction coordinator would.
+
+runnel only: Kafka 4.4 verifies a transactional Produce with its transaction coordinator (KIP-890), so
+a producer id no coordinator knows is refused there. The client-level transaction tests come with the
+coordinator.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import kproto as k
+from conftest import MODE, make_topic
+
+pytestmark = pytest.mark.skipif(MODE != "runnel", reason="a raw transactional producer needs no coordinator only on runnel")
+
+WRITE_TXN_MARKERS, DESCRIBE_PRODUCERS = 27, 61
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+PID, EPOCH = 4242, 0
+
+
+def compact_array(w: k.Writer, items, fn):
+    w.uvarint(len(items) + 1)
+    for it in items:
+        fn(w, it)
+
+
+def read_compact_array(r: k.Reader, fn):
+    n = r.uvarint() - 1
+    return None if n < 0 else [fn(r) for _ in range(n)]
+
+
+def read_compact_string(r: k.Reader):
+    n = r.uvarint() - 1
+    return None if n < 0 else r.raw(n).decode()
+
+
+def write_txn_markers(conn: k.Connection, topic: str, partitions: list[int], commit: bool) -> dict:
+    """WriteTxnMarkers v1 with one marker for (PID, EPOCH) → {partition: error}."""
+    w = k.Writer()
+
+    def topic_entry(w, t):
+        w.compact_string(t)
+        compact_array(w, partitions, lambda w, p: w.i32(p))
+        w.tags()
+
+    def marker(w, _):
+        w.i64(PID).i16(EPOCH).i8(1 if commit else 0)
+        compact_array(w, [topic], topic_entry)
+        w.i32(0).tags()  # coordinator epoch
+
+    compact_array(w, [None], marker)
+    w.tags()
+    r = conn.request(WRITE_TXN_MARKERS, 1, bytes(w.buf), flexible_header=True, flexible_response=True)
+
+    def partition(r):
+        p, err = r.i32(), r.i16()
+        r.uvarint()
+        return p, err
+
+    def topic_result(r):
+        read_compact_string(r)
+        parts = read_compact_array(r, partition)
+        r.uvarint()
+        return parts
+
+    def marker_result(r):
+        assert r.i64() == PID
+        topics = read_compact_array(r, topic_result)
+        r.uvarint()
+        return topics
+
+    markers = read_compact_array(r, marker_result)
+    return dict(markers[0][0])
+
+
+def describe_producers(conn: k.Connection, topic: str) -> tuple[int, list]:
+    """DescribeProducers v0 for partition 0 → (error, [(pid, epoch, last_seq, coord_epoch, txn_start)])."""
+    w = k.Writer()
+
+    def topic_entry(w, t):
+        w.compact_string(t)
+        compact_array(w, [0], lambda w, p: w.i32(p))
+        w.tags()
+
+    compact_array(w, [topic], topic_entry)
+    w.tags()
+    r = conn.request(DESCRIBE_PRODUCERS, 0, bytes(w.buf), flexible_header=True, flexible_response=True)
+    r.i32()  # throttle
+
+    def producer(r):
+        pid, epoch, seq, _ts, coord, start = r.i64(), r.i32(), r.i32(), r.i64(), r.i32(), r.i64()
+        r.uvarint()
+        return pid, epoch, seq, coord, start
+
+    def partition(r):
+        r.i32()
+        err = r.i16()
+        read_compact_string(r)
+        producers = read_compact_array(r, producer)
+        r.uvarint()
+        return err, producers
+
+    def topic_result(r):
+        read_compact_string(r)
+        parts = read_compact_array(r, partition)
+        r.uvarint()
+        return parts
+
+    topics = read_compact_array(r, topic_result)
+    return topics[0][0]
+
+
+def txn_batch(n: int, seq: int) -> bytes:
+    recs = [k.Record(None, f"v{i}".encode(), []) for i in range(n)]
+    return k.encode_batch(recs, producer_id=PID, producer_epoch=EPOCH, base_sequence=seq,
+                          transactional=True)
+
+
+def produce(conn, topic, batch, transactional_id):
+    body = k.produce_body(topic, 0, batch, acks=-1, transactional_id=transactional_id)
+    return k.parse_produce(conn.request(k.PRODUCE, 8, body), 8)
+
+
+def test_aborted_transaction_is_hidden_from_read_committed(broker, topic):
+    make_topic(broker.bootstrap, topic)
+    with k.Connection(broker.bootstrap) as c:
+        refused = produce(c, topic, txn_batch(1, 0), transactional_id=None)
+        assert refused.error == TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        assert produce(c, topic, txn_batch(3, 0), "tx-data").error == 0
+
+        # Ongoing: read_committed sees nothing, read_uncommitted the three records; LSO 0 for both.
+        committed = k.fetch(c, topic, 0, 0, isolation_level=1)
+        assert (committed.error, committed.last_stable_offset, committed.aborted) == (0, 0, [])
+        assert committed.batches() == []
+        uncommitted = k.fetch(c, topic, 0, 0)
+        assert (uncommitted.high_watermark, uncommitted.last_stable_offset) == (3, 0)
+        assert uncommitted.aborted is None, "read_uncommitted answers null aborted transactions"
+        assert sum(len(b.records) for b in uncommitted.batches()) == 3
+        assert k.list_offsets(c, topic, 0, -1, isolation_level=1)[2] == 0
+        assert k.list_offsets(c, topic, 0, -1, isolation_level=0)[2] == 3
+
+        err, producers = describe_producers(c, topic)
+        assert (err, producers) == (0, [(PID, EPOCH, 2, -1, 0)])
+
+        assert write_txn_markers(c, topic, [0, 7], commit=False) == {
+            0: 0, 7: k.UNKNOWN_TOPIC_OR_PARTITION}
+
+        committed = k.fetch(c, topic, 0, 0, isolation_level=1)
+        assert (committed.high_watermark, committed.last_stable_offset) == (4, 4)
+        assert committed.aborted == [(PID, 0)], "the aborted transaction, for the consumer to drop"
+        assert [bool(b.attributes & 0x20) for b in committed.batches()] == [False, True]
+        assert k.list_offsets(c, topic, 0, -1, isolation_level=1)[2] == 4
+        err, producers = describe_producers(c, topic)
+        assert (err, producers) == (0, [(PID, EPOCH, 2, 0, -1)])
+
+
+def test_read_committed_fetch_waits_for_the_marker(broker, topic):
+    """A delayed read_committed Fetch answers once the COMMIT marker makes the records stable."""
+    make_topic(broker.bootstrap, topic)
+    with k.Connection(broker.bootstrap) as c, k.Connection(broker.bootstrap) as marker_conn:
+        assert produce(c, topic, txn_batch(2, 0), "tx-wait").error == 0
+        body = k.fetch_body(topic, 0, 0, max_wait_ms=10_000, min_bytes=1, isolation_level=1)
+        started = time.monotonic()
+        corr = c.send(k.FETCH, 11, body)
+        time.sleep(0.3)
+        assert write_txn_markers(marker_conn, topic, [0], commit=True) == {0: 0}
+        got, r = c.recv()
+        assert got == corr
+        part = k.parse_fetch(r, 11)
+        assert time.monotonic() - started < 5, "answered by the marker, not by max_wait_ms"
+        assert (part.last_stable_offset, part.aborted) == (3, [])
+        assert sum(len(b.records) for b in part.batches() if not b.attributes & 0x20) == 2
