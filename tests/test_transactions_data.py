@@ -15,12 +15,14 @@ import time
 import pytest
 
 import kproto as k
-from conftest import MODE, make_topic
+from conftest import MODE, make_topic, new_broker
 
 pytestmark = pytest.mark.skipif(MODE != "runnel", reason="a raw transactional producer needs no coordinator only on runnel")
 
 WRITE_TXN_MARKERS, DESCRIBE_PRODUCERS = 27, 61
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+TOPIC_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED = 29, 31
+STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 PID, EPOCH = 4242, 0
 
 
@@ -176,3 +178,21 @@ def test_read_committed_fetch_waits_for_the_marker(broker, topic):
         assert time.monotonic() - started < 5, "answered by the marker, not by max_wait_ms"
         assert (part.last_stable_offset, part.aborted) == (3, [])
         assert sum(len(b.records) for b in part.batches() if not b.attributes & 0x20) == 2
+
+
+def test_authorization(topic):
+    """Deny by default (StandardAuthorizer, no ACLs): WriteTxnMarkers needs CLUSTER_ACTION (31 per
+    partition), DescribeProducers READ on the topic (29), a transactional Produce WRITE on its
+    TransactionalId (53, before the topic's own check)."""
+    b = new_broker({"authorizer.class.name": STANDARD, "super.users": "User:ANONYMOUS"})
+    try:
+        make_topic(b.bootstrap, topic)
+        b.sets.pop("super.users")
+        b.restart()
+        with k.Connection(b.bootstrap) as c:
+            assert produce(c, topic, txn_batch(1, 0), "tx-denied").error == TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            assert write_txn_markers(c, topic, [0, 1], commit=True) == {
+                0: CLUSTER_AUTHORIZATION_FAILED, 1: CLUSTER_AUTHORIZATION_FAILED}
+            assert describe_producers(c, topic) == (TOPIC_AUTHORIZATION_FAILED, [])
+    finally:
+        b.close()
