@@ -99,6 +99,11 @@ pub enum CoordinatorError {
     /// The parked request's answer was dropped (the service shut down) (UNKNOWN_SERVER_ERROR, -1).
     #[error("the coordinator dropped the request")]
     Dropped,
+    /// A TxnOffsetCommit's transactional batch was refused: the producer epoch is older than the
+    /// partition's (INVALID_PRODUCER_EPOCH, 47; the producer is fenced), as Kafka passes the append's
+    /// error through.
+    #[error("the producer epoch is fenced")]
+    InvalidProducerEpoch,
 }
 
 /// Whether the records of one call were written: `Ok` when every record reached the leader log (or there were
@@ -244,7 +249,8 @@ async fn wait_appended(
 }
 
 /// Maps a failed `__consumer_offsets` append to the coordinator error a client sees (Kafka's coordinator
-/// runtime): leadership lost → NOT_COORDINATOR; records that can never fit → UNKNOWN_SERVER_ERROR; anything
+/// runtime): leadership lost → NOT_COORDINATOR; records that can never fit → UNKNOWN_SERVER_ERROR; a fenced
+/// transactional producer → INVALID_PRODUCER_EPOCH; anything
 /// else (storage, ISR, timeout) → COORDINATOR_NOT_AVAILABLE.
 fn write_error(e: &ReplicaError) -> CoordinatorError {
     match e {
@@ -255,6 +261,9 @@ fn write_error(e: &ReplicaError) -> CoordinatorError {
             storage::StorageError::MessageTooLarge { .. }
             | storage::StorageError::RecordListTooLarge { .. },
         ) => CoordinatorError::RecordsTooLarge,
+        ReplicaError::Storage(storage::StorageError::InvalidProducerEpoch(_)) => {
+            CoordinatorError::InvalidProducerEpoch
+        }
         _ => CoordinatorError::NotAvailable,
     }
 }

@@ -113,3 +113,23 @@ fn complete_transaction_touches_only_the_partition_of_the_marker() {
     block(svc.complete_transaction(partition_for("g", 3), ProducerId(5), false)).unwrap();
     assert_eq!((committed(&svc), pending(&svc)), (-1, false));
 }
+
+#[test]
+fn a_fenced_producer_epoch_is_refused_and_its_offsets_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let (svc, _rm) = open(dir.path());
+    svc.load();
+    let mut newer = txn_commit(5, 10);
+    newer.producer_epoch = ProducerEpoch(1);
+    block(svc.txn_offset_commit(&newer)).unwrap().1.unwrap();
+    // The zombie (epoch 0) is refused by the log append; its offset does not replace the pending one.
+    let (r, written) = block(svc.txn_offset_commit(&txn_commit(5, 99))).unwrap();
+    assert_eq!(written, Err(CoordinatorError::InvalidProducerEpoch));
+    assert_eq!(
+        r[0].1[0].1,
+        ErrorCode::NONE,
+        "the write error is the handler's to apply"
+    );
+    block(svc.complete_transaction(partition_for("g", 3), ProducerId(5), true)).unwrap();
+    assert_eq!(committed(&svc), 10);
+}

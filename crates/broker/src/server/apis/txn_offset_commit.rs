@@ -10,11 +10,13 @@
 //! `require_stable`) until the transaction's marker reaches the group's `__consumer_offsets` partition.
 //! Group validation and write errors as [`GroupCoordinatorService::txn_offset_commit`]
 //! (crate::group_coordinator) and OffsetCommit: ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID,
-//! NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, UNKNOWN_SERVER_ERROR; the answer
+//! NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, UNKNOWN_SERVER_ERROR,
+//! INVALID_PRODUCER_EPOCH; the answer
 //! comes once the records reached the ISR (acks=all).
 //!
-//! Not done here: the producer epoch is not checked against the transaction coordinator before the write
-//! (Kafka 3.x checks it in the log append, 4.x also verifies the partition is in the transaction, KIP-890).
+//! The producer epoch is checked by the log append, as in Kafka: a batch of an older epoch than the
+//! partition's last is refused with INVALID_PRODUCER_EPOCH (47). Not done: Kafka 4.x also verifies with
+//! the transaction coordinator that the group's partition is in the transaction first (KIP-890).
 //! v6 (topic ids) is not served.
 //!
 //! [`GroupCoordinatorService::txn_offset_commit`]: crate::group_coordinator::GroupCoordinatorService::txn_offset_commit
