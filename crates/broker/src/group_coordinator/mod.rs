@@ -11,7 +11,8 @@
 //!   `delete.retention.ms`); loading tolerates the offset gaps and emptied batches that compaction leaves.
 //! - **Records**: each effect [`Effect::Persist`] of one coordinator call is encoded with
 //!   [`coordinator::encode_record`] and appended, one uncompressed batch per `__consumer_offsets` partition
-//!   ([`coordinator::partition_for`]), through [`ReplicaManager::append_to_leader`] (appended to the leader
+//!   ([`coordinator::partition_for`]) — a TxnOffsetCommit's [`Effect::PersistTransactional`] records in a
+//!   TRANSACTIONAL batch of their producer (`persist.rs`, `txn_offsets.rs`) —, through [`ReplicaManager::append_to_leader`] (appended to the leader
 //!   log; on a single node that is also the HighWatermark). Persisting happens while the coordinator mutex is
 //!   held, so records of one group reach the log in the order the coordinator produced them. An append refused
 //!   because this broker no longer leads the partition answers NOT_COORDINATOR (16); other write failures

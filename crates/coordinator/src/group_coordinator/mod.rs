@@ -6,7 +6,7 @@
 //!
 //! This module holds the state, the timer loop and the per-call context `Ctx`; one module per Kafka operation
 //! holds the rest: `join`, `sync`, `heartbeat`, `leave`, the `rebalance` machinery they share, `offsets`,
-//! `admin` and `loading`.
+//! `txn_offsets` (TxnOffsetCommit's pending transactional offsets), `admin` and `loading`.
 
 mod admin;
 mod heartbeat;
