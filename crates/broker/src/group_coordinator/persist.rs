@@ -16,8 +16,10 @@ impl GroupCoordinatorService {
     ///
     /// Kafka appends coordinator batches with origin COORDINATOR, which skips the producer's sequence and
     /// duplicate checks; `append_to_leader` appends with the client's origin, so a second transactional
-    /// batch of one producer epoch in a partition is refused or taken for a duplicate until the replica
-    /// layer offers a coordinator-origin append.
+    /// batch of one producer epoch in a partition is refused (OutOfOrderSequence → COORDINATOR_NOT_AVAILABLE)
+    /// or taken for a duplicate of the first (then nothing is written: also COORDINATOR_NOT_AVAILABLE, the
+    /// pending offsets reverted) until the append uses the coordinator origin and storage skips the sequence
+    /// and duplicate checks for it, as Kafka's `ProducerAppendInfo` does.
     pub(super) fn persist(
         &self,
         records: &[ToPersist<'_>],
@@ -67,6 +69,13 @@ impl GroupCoordinatorService {
                     }
                     Some(partition) => {
                         match self.replica_manager.append_to_leader(&partition, bytes, 0) {
+                            // Taken for a retry of an earlier batch (client-origin duplicate
+                            // detection, see above): nothing was written, so the write failed.
+                            Ok((info, _)) if info.duplicate => {
+                                tracing::error!(partition = p, ?producer,
+                                    "transactional group records taken for a duplicate; not written");
+                                Err(CoordinatorError::NotAvailable)
+                            }
                             Ok((info, epoch)) => Ok((partition, info.last_offset.next(), epoch)),
                             Err(e) => {
                                 tracing::error!(partition = p, error = %e, "cannot write group records");

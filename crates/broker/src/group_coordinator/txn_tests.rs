@@ -133,3 +133,27 @@ fn a_fenced_producer_epoch_is_refused_and_its_offsets_dropped() {
     block(svc.complete_transaction(partition_for("g", 3), ProducerId(5), true)).unwrap();
     assert_eq!(committed(&svc), 10);
 }
+
+/// Known limitation (see `persist.rs`): appended with the client's origin, a second transactional batch of
+/// one producer epoch is taken for a duplicate of the first; it must fail, not vanish.
+#[test]
+fn a_second_txn_batch_taken_for_a_duplicate_fails_and_reverts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (svc, rm) = open(dir.path());
+    svc.load();
+    block(svc.txn_offset_commit(&txn_commit(5, 10)))
+        .unwrap()
+        .1
+        .unwrap();
+    let p = rm.partition(OFFSETS_TOPIC, partition_for("g", 3)).unwrap();
+    let before = p.offsets().log_end_offset();
+    let written = block(svc.txn_offset_commit(&txn_commit(5, 11))).unwrap().1;
+    assert_eq!(written, Err(CoordinatorError::NotAvailable));
+    assert_eq!(p.offsets().log_end_offset(), before);
+    block(svc.complete_transaction(partition_for("g", 3), ProducerId(5), true)).unwrap();
+    assert_eq!(
+        committed(&svc),
+        10,
+        "the failed commit's offset was reverted"
+    );
+}
