@@ -70,6 +70,11 @@ pub enum ReplayEntry {
         producer_id: ProducerId,
         /// True for COMMIT, false for ABORT.
         commit: bool,
+        /// The `__consumer_offsets` partition the marker was read from and the topic's partition count:
+        /// only the producer's pending offsets of groups on that partition ([`crate::partition_for`]) are
+        /// completed, as Kafka completes per partition (a coordinator replaying several partitions must not
+        /// complete another partition's offsets, whose own marker may be missing).
+        offsets_partition: (i32, i32),
     },
 }
 

@@ -235,11 +235,13 @@ fn replay_completes_pending_offsets_with_markers() {
         offset: 3,
         producer_id: PID,
         commit: true,
+        offsets_partition: (partition_for(G, 50), 50),
     });
     c.replay_entry(ReplayEntry::EndTransaction {
         offset: 4,
         producer_id: ProducerId(8),
         commit: false,
+        offsets_partition: (partition_for(G, 50), 50),
     });
     c.loaded(0);
     assert_eq!(committed(&c, 0), Offset(10));
@@ -269,6 +271,7 @@ fn replay_keeps_the_later_record_and_leaves_open_transactions_pending() {
         offset: 13,
         producer_id: PID,
         commit: true,
+        offsets_partition: (partition_for(G, 50), 50),
     });
     c.loaded(0);
     let f = c.fetch_offsets(G, Some(&[(TOPIC.into(), vec![0])]));
@@ -338,4 +341,31 @@ fn pending_offsets_are_not_expired_by_retention() {
     assert_eq!(h.committed(G), 5, "kept while a transaction is open on it");
     h.c.complete_transaction(h.now, PID, true);
     assert_eq!(h.committed(G), 6);
+}
+
+#[test]
+fn a_replayed_marker_completes_only_its_partitions_groups() {
+    let mut c = GroupCoordinator::new(test_config());
+    c.replay_entry(ReplayEntry::Record {
+        offset: 0,
+        producer_id: Some(PID),
+        record: record(10),
+    });
+    let other = (partition_for(G, 50) + 1) % 50;
+    c.replay_entry(ReplayEntry::EndTransaction {
+        offset: 0,
+        producer_id: PID,
+        commit: true,
+        offsets_partition: (other, 50),
+    });
+    assert!(c.has_pending_transactional_offsets(G, TOPIC, 0));
+    c.replay_entry(ReplayEntry::EndTransaction {
+        offset: 1,
+        producer_id: PID,
+        commit: true,
+        offsets_partition: (partition_for(G, 50), 50),
+    });
+    assert!(!c.has_pending_transactional_offsets(G, TOPIC, 0));
+    let f = c.fetch_offsets(G, Some(&[(TOPIC.into(), vec![0])]));
+    assert_eq!(f.topics[0].1[0].committed_offset, Offset(10));
 }

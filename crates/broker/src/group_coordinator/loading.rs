@@ -293,7 +293,8 @@ impl GroupCoordinatorService {
                 if next <= offset {
                     continue;
                 }
-                let (r, s) = replay_batch(p, &batch, offset, into);
+                let n = self.num_partitions.load(Ordering::Acquire);
+                let (r, s) = replay_batch((p, n), &batch, offset, into);
                 replayed += r;
                 skipped += s;
                 offset = next;
@@ -311,11 +312,12 @@ impl GroupCoordinatorService {
     }
 }
 
-/// Replays the records of one batch at or after `from` into `into` (Kafka's `CoordinatorLoaderImpl`): a data
-/// batch's offset commits and group records with their offsets, and the producer id when the batch is
-/// TRANSACTIONAL; a control batch's COMMIT/ABORT marker for its producer. Returns (replayed, skipped).
+/// Replays the records of one batch of `__consumer_offsets` partition `p` (of `partitions`) at or after
+/// `from` into `into` (Kafka's `CoordinatorLoaderImpl`): a data batch's offset commits and group records with
+/// their offsets, and the producer id when the batch is TRANSACTIONAL; a control batch's COMMIT/ABORT marker
+/// for its producer and partition. Returns (replayed, skipped).
 pub(super) fn replay_batch(
-    p: i32,
+    (p, partitions): (i32, i32),
     batch: &protocol::record::RecordBatch,
     from: types::Offset,
     into: &mut GroupCoordinator,
@@ -338,6 +340,7 @@ pub(super) fn replay_batch(
                         offset: r.offset,
                         producer_id,
                         commit: !marker.is_abort(),
+                        offsets_partition: (p, partitions),
                     });
                     replayed += 1;
                 }

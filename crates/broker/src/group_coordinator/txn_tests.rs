@@ -49,7 +49,8 @@ fn replay_marker(into: &mut GroupCoordinator, producer: i64, commit: bool, offse
     let mut batch = bytes.to_vec();
     batch[..8].copy_from_slice(&offset.to_be_bytes());
     let batch = RecordBatch::new(bytes::Bytes::from(batch)).unwrap();
-    let (replayed, skipped) = loading::replay_batch(0, &batch, types::Offset(0), into);
+    let p = partition_for("g", 3);
+    let (replayed, skipped) = loading::replay_batch((p, 3), &batch, types::Offset(0), into);
     assert_eq!((replayed, skipped), (1, 0));
 }
 

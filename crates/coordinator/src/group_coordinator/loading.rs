@@ -28,8 +28,8 @@ impl GroupCoordinator {
     /// Applies one entry of a `__consumer_offsets` partition read at load time (in log order), as
     /// [`replay`](Self::replay) does, plus transactions (Kafka's `OffsetMetadataManager.replay` and
     /// `replayEndTransactionMarker`): an offset commit of a transactional batch becomes a pending offset of
-    /// its producer; a COMMIT or ABORT marker completes that producer's pending offsets of every group
-    /// loaded here, as [`complete_transaction`](Self::complete_transaction) does. Offsets order records
+    /// its producer; a COMMIT or ABORT marker completes that producer's pending offsets of the groups of the
+    /// marker's partition, as [`complete_transaction_for`](Self::complete_transaction_for) does. Offsets order records
     /// (later ones win); records committed live afterwards are ordered after every replayed offset.
     pub fn replay_entry(&mut self, entry: ReplayEntry) {
         match entry {
@@ -42,9 +42,12 @@ impl GroupCoordinator {
                 offset,
                 producer_id,
                 commit,
+                offsets_partition: (partition, partitions),
             } => {
                 self.next_record_order = self.next_record_order.max(offset.saturating_add(1));
-                self.end_transaction(producer_id, commit, |_| true);
+                self.end_transaction(producer_id, commit, |g| {
+                    crate::records::partition_for(g, partitions) == partition
+                });
             }
         }
     }
