@@ -8,6 +8,7 @@ the kill), no committed record is lost, none is duplicated.
 
 from __future__ import annotations
 
+import os
 import random
 import time
 import uuid
@@ -78,60 +79,100 @@ def coordinator_node(c: Cluster, txn_id: str) -> int:
     return c.partition("__transaction_state", p).leader
 
 
-def test_markers_reach_every_leader_and_survive_the_coordinator_kill9(txn_cluster, topic):
+ROUNDS = int(os.environ.get("TXN_FAULT_ROUNDS", "12"))
+
+
+class TxnClient:
+    """One transactional producer and the outcome of each of its transactions."""
+
+    def __init__(self, c: Cluster, txn_id: str):
+        self.c, self.txn_id = c, txn_id
+        self.p = producer(c, txn_id)
+        self.open: tuple[int, list[bytes], bool] | None = None
+
+    def begin(self, n: int, topic: str, parts: int, commit: bool, log: "Outcomes"):
+        values = [f"{self.txn_id}-t{n}-r{i}".encode() for i in range(parts * 2)]
+        try:
+            self.p.begin_transaction()
+            for i, v in enumerate(values):
+                self.p.produce(topic, v, partition=i % parts)
+            self.p.poll(0)
+            self.open = (n, values, commit)
+        except KafkaException:
+            log.aborted.append(values)  # never reached the commit: aborted by the recovery below
+            self.recover()
+
+    def end(self, log: "Outcomes"):
+        if self.open is None:
+            return
+        n, values, commit = self.open
+        self.open = None
+        try:
+            if self.p.flush(TIMEOUT_S) != 0:
+                raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "flush"))
+            if commit:
+                self.p.commit_transaction(TIMEOUT_S)
+                log.committed.append(values)
+            else:
+                self.p.abort_transaction(TIMEOUT_S)
+                log.aborted.append(values)
+        except KafkaException:
+            (log.ambiguous if commit else log.aborted).append(values)
+            self.recover()
+
+    def recover(self):
+        try:
+            self.p.abort_transaction(TIMEOUT_S)
+        except KafkaException:
+            self.p = producer(self.c, self.txn_id)  # a new instance fences the old one and aborts
+
+
+class Outcomes:
+    def __init__(self):
+        self.committed: list[list[bytes]] = []
+        self.aborted: list[list[bytes]] = []
+        self.ambiguous: list[list[bytes]] = []
+
+
+def test_concurrent_transactions_survive_coordinator_and_leader_kill9(txn_cluster, topic):
+    """The fault test (bounded in CI; TXN_FAULT_ROUNDS=200 for the full run): three transactional producers
+    interleave transactions over six partitions with random commit/abort; in some rounds, between the produce
+    and the commit, the coordinator's broker or a partition leader is kill -9'd and restarted."""
     c = txn_cluster
     parts = 6
     create_topic(c, topic, partitions=parts, rf=3)
-    txn_id = f"tx-{topic}"
-    p = producer(c, txn_id)
-    rng = random.Random(int(time.time()))
-    seed = rng.randrange(2**31)
+    seed = int(os.environ.get("TXN_FAULT_SEED", random.randrange(2**31)))
     rng = random.Random(seed)
-    print(f"seed {seed}")
-    committed: dict[int, list[bytes]] = {}
-    aborted: dict[int, list[bytes]] = {}
-    ambiguous: dict[int, list[bytes]] = {}
-    kill_at = 6
-    for n in range(14):
-        if n == kill_at:
-            victim = coordinator_node(c, txn_id)
+    print(f"seed {seed} rounds {ROUNDS}")
+    clients = [TxnClient(c, f"tx-{topic}-{k}") for k in range(3)]
+    log = Outcomes()
+    kills = 0
+    for n in range(ROUNDS):
+        for cl in clients:
+            cl.begin(n, topic, parts, rng.random() < 0.6, log)
+        if n % 4 == 2:
+            if rng.random() < 0.5:
+                victim = coordinator_node(c, rng.choice(clients).txn_id)
+            else:
+                victim = c.partition(topic, rng.randrange(parts)).leader
             c.nodes[victim].kill9()
             c.nodes[victim].start()
-        values = [f"t{n}-r{i}".encode() for i in range(parts * 2)]
-        commit = rng.random() < 0.6
-        try:
-            p.begin_transaction()
-            for i, v in enumerate(values):
-                p.produce(topic, v, partition=i % parts)
-            if p.flush(TIMEOUT_S) != 0:
-                raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "flush"))
-            if commit:
-                p.commit_transaction(TIMEOUT_S)
-                committed[n] = values
-            else:
-                p.abort_transaction(TIMEOUT_S)
-                aborted[n] = values
-        except KafkaException as e:
-            err = e.args[0]
-            (ambiguous if commit else aborted)[n] = values
-            if err.txn_requires_abort():
-                try:
-                    p.abort_transaction(TIMEOUT_S)
-                except KafkaException:
-                    p = producer(c, txn_id)
-            else:
-                p = producer(c, txn_id)  # fatal or unknown: a new instance fences and aborts
+            kills += 1
+        for cl in clients:
+            cl.end(log)
     got = read_committed(c, topic, parts)
     seen = set(got)
-    assert len(got) == len(seen), "a committed record was read twice"
-    for n, values in committed.items():
+    assert len(got) == len(seen), f"a committed record was read twice (seed {seed})"
+    for values in log.committed:
         missing = [v for v in values if v not in seen]
-        assert not missing, f"transaction {n} committed but {len(missing)} records missing (seed {seed})"
-    for n, values in aborted.items():
-        assert not any(v in seen for v in values), f"aborted transaction {n} is visible (seed {seed})"
-    for n, values in ambiguous.items():
+        assert not missing, f"a committed transaction lost {len(missing)} records (seed {seed}): {missing[:3]}"
+    for values in log.aborted:
+        assert not any(v in seen for v in values), f"an aborted transaction is visible (seed {seed})"
+    for values in log.ambiguous:
         visible = sum(v in seen for v in values)
-        assert visible in (0, len(values)), f"transaction {n} is torn: {visible}/{len(values)} (seed {seed})"
-    assert len(committed) > 0 and len(aborted) > 0
-    print(f"committed {len(committed)} aborted {len(aborted)} ambiguous {len(ambiguous)} "
-          f"records checked {len(got)}")
+        assert visible in (0, len(values)), f"a torn transaction: {visible}/{len(values)} (seed {seed})"
+    known = {v for t in log.committed + log.aborted + log.ambiguous for v in t}
+    assert seen <= known, f"records no transaction wrote (seed {seed})"
+    assert log.committed and log.aborted
+    print(f"kills {kills} committed {len(log.committed)} aborted {len(log.aborted)} "
+          f"ambiguous {len(log.ambiguous)} records checked {len(got)} anomalies 0")

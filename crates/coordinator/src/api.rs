@@ -2,7 +2,7 @@
 //! from/to the wire messages (field names follow the Kafka message schemas).
 
 use bytes::Bytes;
-use types::{ErrorCode, LeaderEpoch, Offset};
+use types::{ErrorCode, LeaderEpoch, Offset, ProducerEpoch, ProducerId};
 
 use crate::records::GroupRecord;
 
@@ -33,6 +33,49 @@ pub enum Effect {
     /// Write this record to `__consumer_offsets` partition [`crate::partition_for`]`(record.group_id(), n)`,
     /// encoded with [`crate::encode_record`].
     Persist(GroupRecord),
+    /// Write `record` like [`Effect::Persist`], but in a TRANSACTIONAL batch of producer `producer_id` /
+    /// `producer_epoch` (attributes bit 4 set, base sequence 0 as Kafka's coordinator runtime): an offset commit of a TxnOffsetCommit
+    /// (KIP-98), pending until a COMMIT or ABORT marker of that producer follows it in the partition.
+    /// Records of one call with the same producer go in one batch.
+    PersistTransactional {
+        /// The transactional producer's id.
+        producer_id: ProducerId,
+        /// The transactional producer's epoch.
+        producer_epoch: ProducerEpoch,
+        /// The offset commit record.
+        record: GroupRecord,
+    },
+}
+
+/// One entry of a `__consumer_offsets` partition, read back at load time, for
+/// [`crate::GroupCoordinator::replay_entry`] (Kafka's `CoordinatorLoader` handing the coordinator each
+/// record with its offset and batch producer id, and each control record's transaction marker).
+#[derive(Clone, Debug, PartialEq)]
+pub enum ReplayEntry {
+    /// A decoded record of a data batch.
+    Record {
+        /// The record's offset in the partition (log order; orders a pending transactional commit
+        /// against a plain one of the same partition, Kafka's `OffsetAndMetadata.recordOffset`).
+        offset: i64,
+        /// The batch's producer id when the batch is TRANSACTIONAL; `None` otherwise.
+        producer_id: Option<ProducerId>,
+        /// The decoded record.
+        record: GroupRecord,
+    },
+    /// The end transaction marker (COMMIT or ABORT control record) of a control batch.
+    EndTransaction {
+        /// The control record's offset in the partition.
+        offset: i64,
+        /// The batch's producer id.
+        producer_id: ProducerId,
+        /// True for COMMIT, false for ABORT.
+        commit: bool,
+        /// The `__consumer_offsets` partition the marker was read from and the topic's partition count:
+        /// only the producer's pending offsets of groups on that partition ([`crate::partition_for`]) are
+        /// completed, as Kafka completes per partition (a coordinator replaying several partitions must not
+        /// complete another partition's offsets, whose own marker may be missing).
+        offsets_partition: (i32, i32),
+    },
 }
 
 /// Response of an operation answered at once, plus the effects the call caused (expired timers fired first,
@@ -234,6 +277,25 @@ pub struct OffsetCommitRequest {
     /// v2–v4 `retention_time_ms`; -1 = broker default.
     pub retention_time_ms: i64,
     /// (topic, partitions).
+    pub topics: Vec<(String, Vec<OffsetCommitPartition>)>,
+}
+
+/// TxnOffsetCommit request (v0–v5, KIP-98; v3+ carries the group metadata of KIP-447).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TxnOffsetCommitRequest {
+    /// Group id.
+    pub group_id: String,
+    /// The transactional producer's id.
+    pub producer_id: ProducerId,
+    /// The transactional producer's epoch.
+    pub producer_epoch: ProducerEpoch,
+    /// Generation id (v3+); -1 below v3 or when the producer sent no group metadata.
+    pub generation_id: i32,
+    /// Member id (v3+); "" below v3 or when the producer sent no group metadata.
+    pub member_id: String,
+    /// `group.instance.id` (v3+).
+    pub group_instance_id: Option<String>,
+    /// (topic, partitions); the leader epoch is sent v2+.
     pub topics: Vec<(String, Vec<OffsetCommitPartition>)>,
 }
 

@@ -270,11 +270,15 @@ impl ProducerStateManager {
     /// ProducerAppendInfo: duplicate of one of the last 5 batches of the same epoch → Duplicate;
     /// epoch older than the current → InvalidProducerEpoch; new epoch must start at sequence 0
     /// (unless the producer is unknown); same epoch must continue at last sequence + 1 →
-    /// otherwise OutOfOrderSequence. An unknown producer is accepted with any sequence.
+    /// otherwise OutOfOrderSequence. An unknown producer is accepted with any sequence. Without
+    /// `check_sequence` (a coordinator's own batches, e.g. transactional offset commits written with
+    /// base sequence 0 each time: Kafka checks duplicates and sequences only for CLIENT appends) only the
+    /// epoch and the transaction state are checked.
     pub(crate) fn check(
         &self,
         pending: &HashMap<i64, ProducerStateEntry>,
         h: &RecordBatchHeader,
+        check_sequence: bool,
     ) -> Result<SequenceCheck, StorageError> {
         let entry = pending
             .get(&h.producer_id)
@@ -282,7 +286,7 @@ impl ProducerStateManager {
         let Some(entry) = entry else {
             return Ok(SequenceCheck::Append);
         };
-        if let Some(d) = entry.find_duplicate(h) {
+        if let Some(d) = entry.find_duplicate(h).filter(|_| check_sequence) {
             return Ok(SequenceCheck::Duplicate(d));
         }
         let current_epoch = entry.producer_epoch.get();
@@ -297,6 +301,9 @@ impl ProducerStateManager {
                 "non-transactional batch from producer {} while its transaction started at {} is ongoing",
                 h.producer_id, entry.current_txn_first_offset
             )));
+        }
+        if !check_sequence {
+            return Ok(SequenceCheck::Append);
         }
         if h.producer_epoch != current_epoch {
             if h.base_sequence != 0 && current_epoch != NO_PRODUCER_EPOCH {

@@ -3,6 +3,7 @@
 //! longer led, deleting the offsets of deleted topics, and the [`MetadataPublisher`] that drives it.
 
 use super::*;
+use coordinator::ReplayEntry;
 use imbl::ordmap::DiffItem;
 
 /// How far a partition is replayed.
@@ -158,6 +159,7 @@ impl GroupCoordinatorService {
             let now = st.now(&*self.clock);
             let fx = st.coordinator.load_groups(now, scratch);
             let _ = self.apply(&mut st, fx);
+            self.apply_deferred_completions(&mut st, partition, now);
             self.forget_missing_topics(&mut st, now);
         }
         self.timer.notify_one();
@@ -204,6 +206,7 @@ impl GroupCoordinatorService {
             return;
         }
         st.last_written.remove(&partition);
+        st.completions.remove(&partition);
         let n = self.num_partitions.load(Ordering::Acquire);
         let belongs = |g: &str| partition_for(g, n) == partition;
         let fx = st.coordinator.unload_groups(belongs);
@@ -290,36 +293,10 @@ impl GroupCoordinatorService {
                 if next <= offset {
                     continue;
                 }
-                if !batch.is_control() {
-                    match batch.records() {
-                        Ok(records) => {
-                            for r in records {
-                                if r.offset < offset.get() {
-                                    continue;
-                                }
-                                let Some(key) = r.key.as_deref() else {
-                                    skipped += 1;
-                                    continue;
-                                };
-                                match decode_record(key, r.value.as_deref()) {
-                                    Ok(rec) => {
-                                        into.replay(rec);
-                                        replayed += 1;
-                                    }
-                                    Err(e) => {
-                                        skipped += 1;
-                                        tracing::warn!(partition = p, offset = r.offset, error = %e,
-                                            "skipping undecodable {OFFSETS_TOPIC} record");
-                                    }
-                                }
-                            }
-                        }
-                        Err(e) => {
-                            tracing::warn!(partition = p, %offset, error = %e,
-                                "skipping unreadable {OFFSETS_TOPIC} batch");
-                        }
-                    }
-                }
+                let n = self.num_partitions.load(Ordering::Acquire);
+                let (r, s) = replay_batch((p, n), &batch, offset, into);
+                replayed += r;
+                skipped += s;
                 offset = next;
             }
             if offset == before {
@@ -333,6 +310,69 @@ impl GroupCoordinatorService {
         }
         (replayed, skipped)
     }
+}
+
+/// Replays the records of one batch of `__consumer_offsets` partition `p` (of `partitions`) at or after
+/// `from` into `into` (Kafka's `CoordinatorLoaderImpl`): a data batch's offset commits and group records with
+/// their offsets, and the producer id when the batch is TRANSACTIONAL; a control batch's COMMIT/ABORT marker
+/// for its producer and partition. Returns (replayed, skipped).
+pub(super) fn replay_batch(
+    (p, partitions): (i32, i32),
+    batch: &protocol::record::RecordBatch,
+    from: types::Offset,
+    into: &mut GroupCoordinator,
+) -> (usize, usize) {
+    let (mut replayed, mut skipped) = (0usize, 0usize);
+    let records = match batch.records() {
+        Ok(records) => records,
+        Err(e) => {
+            tracing::warn!(partition = p, offset = %from, error = %e,
+                "skipping unreadable {OFFSETS_TOPIC} batch");
+            return (0, 0);
+        }
+    };
+    let producer_id = types::ProducerId(batch.producer_id());
+    for r in records.iter().filter(|r| r.offset >= from.get()) {
+        if batch.is_control() {
+            match storage::EndTransactionMarker::parse(r) {
+                Ok(marker) => {
+                    into.replay_entry(ReplayEntry::EndTransaction {
+                        offset: r.offset,
+                        producer_id,
+                        commit: !marker.is_abort(),
+                        offsets_partition: (p, partitions),
+                    });
+                    replayed += 1;
+                }
+                Err(e) => {
+                    skipped += 1;
+                    tracing::debug!(partition = p, offset = r.offset, error = %e,
+                        "skipping {OFFSETS_TOPIC} control record");
+                }
+            }
+            continue;
+        }
+        let Some(key) = r.key.as_deref() else {
+            skipped += 1;
+            continue;
+        };
+        match decode_record(key, r.value.as_deref()) {
+            Ok(record) => {
+                into.replay_entry(ReplayEntry::Record {
+                    offset: r.offset,
+                    producer_id: batch.is_transactional().then_some(producer_id),
+                    record,
+                });
+                replayed += 1;
+            }
+            Err(e) => {
+                skipped += 1;
+                tracing::warn!(partition = p, offset = r.offset, error = %e,
+                    "skipping undecodable {OFFSETS_TOPIC} record");
+            }
+        }
+    }
+    (replayed, skipped)
 }
 
 /// The group coordinator's [`MetadataPublisher`] (Kafka's `onElection` / `onResignation` and

@@ -11,7 +11,8 @@
 //!   `delete.retention.ms`); loading tolerates the offset gaps and emptied batches that compaction leaves.
 //! - **Records**: each effect [`Effect::Persist`] of one coordinator call is encoded with
 //!   [`coordinator::encode_record`] and appended, one uncompressed batch per `__consumer_offsets` partition
-//!   ([`coordinator::partition_for`]), through [`ReplicaManager::append_to_leader`] (appended to the leader
+//!   ([`coordinator::partition_for`]) — a TxnOffsetCommit's [`Effect::PersistTransactional`] records in a
+//!   TRANSACTIONAL batch of their producer (`persist.rs`, `txn_offsets.rs`) —, through [`ReplicaManager::append_to_leader`] (appended to the leader
 //!   log; on a single node that is also the HighWatermark). Persisting happens while the coordinator mutex is
 //!   held, so records of one group reach the log in the order the coordinator produced them. An append refused
 //!   because this broker no longer leads the partition answers NOT_COORDINATOR (16); other write failures
@@ -42,9 +43,12 @@
 
 mod loading;
 mod parked;
+mod persist;
+mod txn_offsets;
 
 pub use loading::GroupCoordinatorPublisher;
 use parked::{Pending, Reply};
+use persist::ToPersist;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
@@ -96,6 +100,11 @@ pub enum CoordinatorError {
     /// The parked request's answer was dropped (the service shut down) (UNKNOWN_SERVER_ERROR, -1).
     #[error("the coordinator dropped the request")]
     Dropped,
+    /// A TxnOffsetCommit's transactional batch was refused: the producer epoch is older than the
+    /// partition's (INVALID_PRODUCER_EPOCH, 47; the producer is fenced), as Kafka passes the append's
+    /// error through.
+    #[error("the producer epoch is fenced")]
+    InvalidProducerEpoch,
 }
 
 /// Whether the records of one call were written: `Ok` when every record reached the leader log (or there were
@@ -126,6 +135,9 @@ struct State {
     /// Cluster mode, per `__consumer_offsets` partition led here: its last write not yet known to be
     /// replicated (see `parked.rs`).
     last_written: HashMap<i32, Appended>,
+    /// Cluster mode: transactions completed on a partition while it was loading, (producer id, commit),
+    /// applied once the load is merged (see `txn_offsets.rs`).
+    completions: HashMap<i32, Vec<(types::ProducerId, bool)>>,
 }
 
 impl State {
@@ -238,7 +250,8 @@ async fn wait_appended(
 }
 
 /// Maps a failed `__consumer_offsets` append to the coordinator error a client sees (Kafka's coordinator
-/// runtime): leadership lost → NOT_COORDINATOR; records that can never fit → UNKNOWN_SERVER_ERROR; anything
+/// runtime): leadership lost → NOT_COORDINATOR; records that can never fit → UNKNOWN_SERVER_ERROR; a fenced
+/// transactional producer → INVALID_PRODUCER_EPOCH; anything
 /// else (storage, ISR, timeout) → COORDINATOR_NOT_AVAILABLE.
 fn write_error(e: &ReplicaError) -> CoordinatorError {
     match e {
@@ -249,6 +262,9 @@ fn write_error(e: &ReplicaError) -> CoordinatorError {
             storage::StorageError::MessageTooLarge { .. }
             | storage::StorageError::RecordListTooLarge { .. },
         ) => CoordinatorError::RecordsTooLarge,
+        ReplicaError::Storage(storage::StorageError::InvalidProducerEpoch(_)) => {
+            CoordinatorError::InvalidProducerEpoch
+        }
         _ => CoordinatorError::NotAvailable,
     }
 }
@@ -275,6 +291,7 @@ impl GroupCoordinatorService {
                 last_now: 0,
                 last_wall: None,
                 last_written: HashMap::new(),
+                completions: HashMap::new(),
             }),
             config,
             metadata,
@@ -539,10 +556,15 @@ impl GroupCoordinatorService {
         st: &mut State,
         effects: Vec<Effect>,
     ) -> Result<Vec<Appended>, CoordinatorError> {
-        let records: Vec<&GroupRecord> = effects
+        let records: Vec<ToPersist<'_>> = effects
             .iter()
             .filter_map(|e| match e {
-                Effect::Persist(r) => Some(r),
+                Effect::Persist(r) => Some((None, r)),
+                Effect::PersistTransactional {
+                    producer_id,
+                    producer_epoch,
+                    record,
+                } => Some((Some((*producer_id, *producer_epoch)), record)),
                 _ => None,
             })
             .collect();
@@ -559,7 +581,7 @@ impl GroupCoordinatorService {
                     Some((g, Pending::Sync(tx))) => Some((g, Reply::Sync(tx, response))),
                     _ => None,
                 },
-                Effect::Persist(_) => None,
+                Effect::Persist(_) | Effect::PersistTransactional { .. } => None,
             };
             if let Some((g, reply)) = parked {
                 groups.push(g);
@@ -585,65 +607,6 @@ impl GroupCoordinatorService {
             Err(code) => replies.into_iter().for_each(|r| r.fail(*code)),
         }
         written
-    }
-
-    /// Appends `records` to `__consumer_offsets`: one batch per partition, records in call order.
-    fn persist(&self, records: &[&GroupRecord]) -> Result<Vec<Appended>, CoordinatorError> {
-        if records.is_empty() {
-            return Ok(Vec::new());
-        }
-        // Created by `ready`/`ready_for` before any call that writes; never created under the state lock.
-        if self.metadata.topic(OFFSETS_TOPIC).is_none() {
-            return Err(CoordinatorError::NotAvailable);
-        }
-        let n = self.num_partitions.load(Ordering::Acquire);
-        let mut by_partition: BTreeMap<i32, Vec<&GroupRecord>> = BTreeMap::new();
-        for r in records {
-            by_partition
-                .entry(partition_for(r.group_id(), n))
-                .or_default()
-                .push(r);
-        }
-        let now = self.clock.now_ms();
-        let mut result = Ok(Vec::with_capacity(by_partition.len()));
-        for (p, recs) in by_partition {
-            let mut builder = RecordBatchBuilder::new(Compression::None);
-            for r in recs {
-                let (key, value) = encode_record(r);
-                builder.append(now, Some(key), value, Vec::new());
-            }
-            let appended = match builder.build() {
-                Err(e) => {
-                    tracing::error!(partition = p, error = %e, "cannot encode group records");
-                    Err(CoordinatorError::NotAvailable)
-                }
-                Ok(bytes) => match self.replica_manager.partition(OFFSETS_TOPIC, p) {
-                    None => {
-                        tracing::error!(partition = p, "{OFFSETS_TOPIC} partition is not hosted");
-                        Err(if self.cluster_mode {
-                            CoordinatorError::NotCoordinator
-                        } else {
-                            CoordinatorError::NotAvailable
-                        })
-                    }
-                    Some(partition) => {
-                        match self.replica_manager.append_to_leader(&partition, bytes, 0) {
-                            Ok((info, epoch)) => Ok((partition, info.last_offset.next(), epoch)),
-                            Err(e) => {
-                                tracing::error!(partition = p, error = %e, "cannot write group records");
-                                Err(write_error(&e))
-                            }
-                        }
-                    }
-                },
-            };
-            match (&mut result, appended) {
-                (Ok(v), Ok(a)) => v.push(a),
-                (Ok(_), Err(e)) => result = Err(e),
-                (Err(_), _) => {}
-            }
-        }
-        result
     }
 
     /// JoinGroup: parks until the coordinator answers (the rebalance completes, or at once on errors).
@@ -782,18 +745,9 @@ impl GroupCoordinatorService {
         self.check_coordinator(group_id)?;
         Ok(f(&st.coordinator))
     }
-
-    /// Applies (`commit`) or drops `producer_id`'s pending offsets in `offsets_partition` once its marker is written (stub).
-    pub async fn complete_transaction(
-        &self,
-        offsets_partition: i32,
-        producer_id: types::ProducerId,
-        commit: bool,
-    ) -> Written {
-        let _ = (offsets_partition, producer_id, commit);
-        Ok(())
-    }
 }
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod txn_tests;

@@ -10,12 +10,12 @@ use crate::topic_admin::LocalTopicAdmin;
 
 /// Runs a coordinator call to completion from a synchronous test (no tokio runtime: partition loads then
 /// run inline).
-fn block<F: std::future::Future>(f: F) -> F::Output {
+pub(super) fn block<F: std::future::Future>(f: F) -> F::Output {
     futures::executor::block_on(f)
 }
 
 /// A service over `dir` with the topics it finds there opened (as `Server::start` does).
-fn open(dir: &std::path::Path) -> (Arc<GroupCoordinatorService>, Arc<ReplicaManager>) {
+pub(super) fn open(dir: &std::path::Path) -> (Arc<GroupCoordinatorService>, Arc<ReplicaManager>) {
     let (svc, rm, _) = open_with_dynamic(dir);
     (svc, rm)
 }
@@ -481,6 +481,7 @@ fn coordinator_time_goes_on_after_the_wall_clock_steps_back() {
         last_now: 0,
         last_wall: None,
         last_written: HashMap::new(),
+        completions: HashMap::new(),
     };
     assert_eq!(st.now(&clock), 1_000_000);
     clock.advance(-600_000);

@@ -90,6 +90,7 @@ impl GroupCoordinator {
                 Some(g) if g.is(GroupState::Dead) => ErrorCode::GROUP_ID_NOT_FOUND,
                 Some(g) if !g.is(GroupState::Empty) => ErrorCode::NON_EMPTY_GROUP,
                 Some(_) => {
+                    self.delete_group_pending(gid, &mut fx);
                     if let Some(by_topic) = self.offsets.remove(gid) {
                         for (topic, parts) in by_topic {
                             for p in parts.keys() {

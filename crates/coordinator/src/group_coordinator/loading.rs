@@ -3,11 +3,11 @@
 
 use std::collections::BTreeSet;
 
-use types::ErrorCode;
+use types::{ErrorCode, ProducerId};
 
 use super::offsets::remove_offset;
 use super::GroupCoordinator;
-use crate::api::{Effect, JoinResult, SyncResult};
+use crate::api::{Effect, JoinResult, ReplayEntry, SyncResult};
 use crate::group::{ClassicGroup, GroupState, Member};
 use crate::records::GroupRecord;
 use crate::timers::TimerKey;
@@ -17,7 +17,43 @@ impl GroupCoordinator {
     /// offset commits and tombstones update the offsets (creating an offsets-only group if needed); group
     /// metadata replaces the group — Stable with its members and assignments if it had members, else Empty;
     /// a group tombstone removes the group.
+    ///
+    /// The record is taken as a non-transactional one following every record replayed so far; see
+    /// [`replay_entry`](Self::replay_entry) for records of transactional batches and markers.
     pub fn replay(&mut self, record: GroupRecord) {
+        let offset = self.next_record_order;
+        self.replay_record(offset, None, record);
+    }
+
+    /// Applies one entry of a `__consumer_offsets` partition read at load time (in log order), as
+    /// [`replay`](Self::replay) does, plus transactions (Kafka's `OffsetMetadataManager.replay` and
+    /// `replayEndTransactionMarker`): an offset commit of a transactional batch becomes a pending offset of
+    /// its producer; a COMMIT or ABORT marker completes that producer's pending offsets of the groups of the
+    /// marker's partition, as [`complete_transaction_for`](Self::complete_transaction_for) does. Offsets order records
+    /// (later ones win); records committed live afterwards are ordered after every replayed offset.
+    pub fn replay_entry(&mut self, entry: ReplayEntry) {
+        match entry {
+            ReplayEntry::Record {
+                offset,
+                producer_id,
+                record,
+            } => self.replay_record(offset, producer_id, record),
+            ReplayEntry::EndTransaction {
+                offset,
+                producer_id,
+                commit,
+                offsets_partition: (partition, partitions),
+            } => {
+                self.next_record_order = self.next_record_order.max(offset.saturating_add(1));
+                self.end_transaction(producer_id, commit, |g| {
+                    crate::records::partition_for(g, partitions) == partition
+                });
+            }
+        }
+    }
+
+    fn replay_record(&mut self, offset: i64, producer_id: Option<ProducerId>, record: GroupRecord) {
+        self.next_record_order = self.next_record_order.max(offset.saturating_add(1));
         match record {
             GroupRecord::OffsetCommit {
                 group,
@@ -30,6 +66,11 @@ impl GroupCoordinator {
                     g.state_timestamp = None;
                     self.groups.insert(group.clone(), g);
                 }
+                if let Some(pid) = producer_id {
+                    self.put_pending(pid, &group, &topic, partition, v, offset);
+                    return;
+                }
+                self.supersede_pending(&group, &topic, partition, Some(offset));
                 self.offsets
                     .entry(group)
                     .or_default()
@@ -44,6 +85,7 @@ impl GroupCoordinator {
                 value: None,
             } => {
                 remove_offset(&mut self.offsets, &group, &topic, partition);
+                self.drop_pending(&group, &topic, partition);
             }
             GroupRecord::GroupMetadata { group, value: None } => {
                 self.groups.remove(&group);
@@ -131,7 +173,7 @@ impl GroupCoordinator {
     }
 
     /// Cluster mode, becoming coordinator of one `__consumer_offsets` partition: moves every group and
-    /// committed offset of `loaded` (a coordinator the partition was [`replay`](Self::replay)ed into; its
+    /// committed and pending transactional offset of `loaded` (a coordinator the partition was [`replay`](Self::replay)ed into; its
     /// timers are dropped) into this one — replacing groups and offsets of the same group ids — and ends loading
     /// for exactly those groups as [`loaded`](Self::loaded) does (session timers start at `now_ms`, oversized
     /// groups rebalance). Groups already here are left untouched. Returns the effects (records to persist).
@@ -140,16 +182,25 @@ impl GroupCoordinator {
     /// (`GroupCoordinatorService.onElection`).
     pub fn load_groups(&mut self, now_ms: i64, loaded: GroupCoordinator) -> Vec<Effect> {
         let GroupCoordinator {
-            groups, offsets, ..
+            groups,
+            offsets,
+            pending,
+            next_record_order,
+            ..
         } = loaded;
         let ids: BTreeSet<String> = groups.keys().chain(offsets.keys()).cloned().collect();
         for id in &ids {
             self.groups.remove(id);
             self.offsets.remove(id);
+            self.drop_pending_group(id);
             self.timers.cancel_group(id);
         }
         self.groups.extend(groups);
         self.offsets.extend(offsets);
+        for (pid, by_group) in pending {
+            self.pending.entry(pid).or_default().extend(by_group);
+        }
+        self.next_record_order = self.next_record_order.max(next_record_order);
         let ids: Vec<String> = ids.into_iter().collect();
         self.on_loaded(now_ms, &ids)
     }
@@ -171,6 +222,7 @@ impl GroupCoordinator {
             .collect();
         for id in ids {
             self.offsets.remove(&id);
+            self.drop_pending_group(&id);
             self.timers.cancel_group(&id);
             let Some(g) = self.groups.remove(&id) else {
                 continue;

@@ -6,7 +6,7 @@
 //!
 //! This module holds the state, the timer loop and the per-call context `Ctx`; one module per Kafka operation
 //! holds the rest: `join`, `sync`, `heartbeat`, `leave`, the `rebalance` machinery they share, `offsets`,
-//! `admin` and `loading`.
+//! `txn_offsets` (TxnOffsetCommit's pending transactional offsets), `admin` and `loading`.
 
 mod admin;
 mod heartbeat;
@@ -16,6 +16,9 @@ mod loading;
 mod offsets;
 mod rebalance;
 mod sync;
+mod txn_offsets;
+
+pub use txn_offsets::TxnOffsetsSnapshot;
 
 use std::collections::BTreeMap;
 
@@ -44,13 +47,17 @@ const MAX_TIMERS_PER_CALL: usize = 1_000_000;
 /// [`GroupCoordinator::tick`] at [`GroupCoordinator::next_deadline`] so that JoinGroup/SyncGroup requests parked
 /// here are answered on time.
 ///
-/// Startup: create, [`GroupCoordinator::replay`] every record of the owned `__consumer_offsets` partitions in
-/// log order, then call [`GroupCoordinator::loaded`].
+/// Startup: create, [`GroupCoordinator::replay_entry`] (or [`GroupCoordinator::replay`]) every record of the
+/// owned `__consumer_offsets` partitions in log order, then call [`GroupCoordinator::loaded`].
 #[derive(Debug)]
 pub struct GroupCoordinator {
     config: GroupConfig,
     groups: BTreeMap<String, ClassicGroup>,
     offsets: OffsetStore,
+    /// Pending transactional offsets (TxnOffsetCommit), by producer.
+    pending: txn_offsets::PendingStore,
+    /// Order of the next record produced live (above every replayed record's offset).
+    next_record_order: i64,
     timers: Timers,
     member_ids: MemberIds,
 }
@@ -221,6 +228,8 @@ impl GroupCoordinator {
             config,
             groups: BTreeMap::new(),
             offsets: BTreeMap::new(),
+            pending: BTreeMap::new(),
+            next_record_order: 0,
             timers: Timers::default(),
             member_ids: MemberIds::Random,
         }

@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 
 use types::{ErrorCode, LeaderEpoch, Offset};
 
+use super::txn_offsets::pending_partitions;
 use super::{too_long, validate_member, GroupCoordinator, OffsetStore};
 use crate::api::{
     Effect, OffsetCommitRequest, OffsetCommitResult, OffsetDeleteResult, OffsetFetchGroup,
@@ -67,6 +68,8 @@ impl GroupCoordinator {
                         .entry(topic.clone())
                         .or_default()
                         .insert(p.partition_index, value);
+                    self.next_order();
+                    self.supersede_pending(&req.group_id, topic, p.partition_index, None);
                     ErrorCode::NONE
                 };
                 presp.push((p.partition_index, code));
@@ -145,8 +148,33 @@ impl GroupCoordinator {
         group_id: &str,
         topics: Option<&[(String, Vec<i32>)]>,
     ) -> OffsetFetchGroup {
+        self.fetch_offsets_stable(group_id, topics, false)
+    }
+
+    /// [`fetch_offsets`](Self::fetch_offsets) with OffsetFetch v7+ `require_stable` (KIP-447): when true, a
+    /// partition with a pending transactional offset (see
+    /// [`has_pending_transactional_offsets`](Self::has_pending_transactional_offsets)) answers
+    /// UNSTABLE_OFFSET_COMMIT (88) with offset -1, leader epoch -1 and metadata "" instead of its committed
+    /// offset (Kafka's `fetchOffsets` / `fetchAllOffsets`; the consumer retries). When all offsets are
+    /// requested only partitions with a committed offset are listed, as Kafka does.
+    pub fn fetch_offsets_stable(
+        &self,
+        group_id: &str,
+        topics: Option<&[(String, Vec<i32>)]>,
+        require_stable: bool,
+    ) -> OffsetFetchGroup {
         let stored = self.offsets.get(group_id);
-        let to_partition = |p: i32, v: Option<&OffsetCommitValue>| match v {
+        let unstable = |t: &str, p: i32| {
+            require_stable && self.has_pending_transactional_offsets(group_id, t, p)
+        };
+        let to_partition = |t: &str, p: i32, v: Option<&OffsetCommitValue>| match v {
+            _ if unstable(t, p) => OffsetFetchPartition {
+                partition_index: p,
+                committed_offset: Offset::NONE,
+                committed_leader_epoch: LeaderEpoch::NONE,
+                metadata: String::new(),
+                error_code: ErrorCode::UNSTABLE_OFFSET_COMMIT,
+            },
             Some(v) => OffsetFetchPartition {
                 partition_index: p,
                 committed_offset: v.offset,
@@ -170,7 +198,7 @@ impl GroupCoordinator {
                     (
                         t.clone(),
                         ps.iter()
-                            .map(|p| to_partition(*p, tp.and_then(|m| m.get(p))))
+                            .map(|p| to_partition(t, *p, tp.and_then(|m| m.get(p))))
                             .collect(),
                     )
                 })
@@ -181,7 +209,9 @@ impl GroupCoordinator {
                         .map(|(t, ps)| {
                             (
                                 t.clone(),
-                                ps.iter().map(|(p, v)| to_partition(*p, Some(v))).collect(),
+                                ps.iter()
+                                    .map(|(p, v)| to_partition(t, *p, Some(v)))
+                                    .collect(),
                             )
                         })
                         .collect()
@@ -237,14 +267,19 @@ impl GroupCoordinator {
         }
         let mut result = Vec::with_capacity(topics.len());
         for (topic, partitions) in topics {
-            let subscribed = g.is_subscribed_to_topic(topic);
+            let subscribed = self
+                .groups
+                .get(group_id)
+                .is_some_and(|g| g.is_subscribed_to_topic(topic));
             let mut presp = Vec::with_capacity(partitions.len());
             for p in partitions {
                 if subscribed {
                     presp.push((*p, ErrorCode::GROUP_SUBSCRIBED_TO_TOPIC));
                     continue;
                 }
-                if remove_offset(&mut self.offsets, group_id, topic, *p) {
+                let pending = self.has_pending_transactional_offsets(group_id, topic, *p);
+                self.drop_pending(group_id, topic, *p);
+                if remove_offset(&mut self.offsets, group_id, topic, *p) || pending {
                     fx.push(Effect::Persist(GroupRecord::OffsetCommit {
                         group: group_id.to_string(),
                         topic: topic.clone(),
@@ -324,6 +359,7 @@ impl GroupCoordinator {
     /// `auto.offset.reset`), not from an offset of the old log.
     pub fn delete_topics_offsets(&mut self, now_ms: i64, topics: &[String]) -> Vec<Effect> {
         let mut fx = self.fire_due(now_ms);
+        self.delete_topics_pending(topics, &mut fx);
         let gids: Vec<String> = self.offsets.keys().cloned().collect();
         for gid in gids {
             let Some(by_topic) = self.offsets.get_mut(&gid) else {
@@ -344,7 +380,7 @@ impl GroupCoordinator {
                     }));
                 }
             }
-            if !touched || !by_topic.is_empty() {
+            if !touched || !by_topic.is_empty() || self.has_open_transactions(&gid) {
                 continue;
             }
             self.offsets.remove(&gid);
@@ -410,7 +446,13 @@ impl GroupCoordinator {
                                 all_expired = false;
                                 continue;
                             }
+                            let pending = pending_partitions(&self.pending, &gid, topic);
                             parts.retain(|p, v| {
+                                // Not expired while a transaction has a pending offset for it.
+                                if pending.contains(p) {
+                                    all_expired = false;
+                                    return true;
+                                }
                                 let expired = if v.expire_timestamp >= 0 {
                                     now >= v.expire_timestamp
                                 } else {
@@ -440,7 +482,13 @@ impl GroupCoordinator {
                     self.offsets.remove(&gid);
                 }
             }
-            if all_expired && group.is_some_and(|g| g.is(GroupState::Empty)) {
+            if all_expired
+                && group.is_some_and(|g| g.is(GroupState::Empty))
+                && !self
+                    .pending
+                    .values()
+                    .any(|by_group| by_group.contains_key(&gid))
+            {
                 self.groups.remove(&gid);
                 self.timers.cancel_group(&gid);
                 fx.push(Effect::Persist(GroupRecord::GroupMetadata {

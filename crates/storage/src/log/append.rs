@@ -150,7 +150,10 @@ impl Log {
             None
         };
         if h.producer_id >= 0 && marker.is_none() {
-            if let SequenceCheck::Duplicate(d) = self.producer_state.check(&plan.pending, &h)? {
+            let client = plan.origin == AppendOrigin::Client;
+            if let SequenceCheck::Duplicate(d) =
+                self.producer_state.check(&plan.pending, &h, client)?
+            {
                 return Ok(Some(LogAppendInfo {
                     first_offset: d.first_offset,
                     last_offset: d.last_offset,

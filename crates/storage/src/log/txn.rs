@@ -19,8 +19,10 @@ use types::{ProducerEpoch, ProducerId};
 pub enum AppendOrigin {
     /// A Produce request: control batches are refused (InvalidRecord), sequences and epochs checked.
     Client,
-    /// A coordinator's write (WriteTxnMarkers' end-transaction markers): control batches holding one
-    /// marker are accepted; a marker's producer epoch and coordinator epoch are checked.
+    /// A coordinator's write (WriteTxnMarkers' end-transaction markers, the group coordinator's
+    /// transactional offset commits): control batches holding one marker are accepted; a marker's producer
+    /// epoch and coordinator epoch are checked; data batches are checked for their producer epoch and
+    /// transaction state but not for sequence or duplicates (Kafka checks those only for a client).
     Coordinator,
     /// Batches copied from another replica (followers use [`Log::append_as_follower`]): control batches
     /// accepted, markers not checked (Kafka only logs there).

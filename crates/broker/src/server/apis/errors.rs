@@ -52,7 +52,8 @@ impl ApiError {
 /// The Kafka code of a group coordinator runtime failure (Kafka's `CoordinatorRuntime`): loading →
 /// COORDINATOR_LOAD_IN_PROGRESS (14); elsewhere or leadership lost → NOT_COORDINATOR (16); `__consumer_offsets`
 /// not creatable or writable → COORDINATOR_NOT_AVAILABLE (15); records that can never fit, or an answer dropped
-/// at shutdown → UNKNOWN_SERVER_ERROR (-1, not retriable, as Kafka answers them).
+/// at shutdown → UNKNOWN_SERVER_ERROR (-1, not retriable, as Kafka answers them); a fenced transactional
+/// producer's write → INVALID_PRODUCER_EPOCH (47).
 impl From<CoordinatorError> for ErrorCode {
     fn from(e: CoordinatorError) -> ErrorCode {
         match e {
@@ -62,6 +63,7 @@ impl From<CoordinatorError> for ErrorCode {
             CoordinatorError::RecordsTooLarge | CoordinatorError::Dropped => {
                 ErrorCode::UNKNOWN_SERVER_ERROR
             }
+            CoordinatorError::InvalidProducerEpoch => ErrorCode::INVALID_PRODUCER_EPOCH,
         }
     }
 }

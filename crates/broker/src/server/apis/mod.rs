@@ -44,6 +44,7 @@ mod sasl;
 mod sync_group;
 mod transactions_admin;
 mod txn;
+mod txn_offset_commit;
 mod write_txn_markers;
 
 use std::sync::Arc;
@@ -90,6 +91,7 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeLogDirs, 1, 4),
     (ApiKey::OffsetCommit, 2, 9),
     (ApiKey::OffsetFetch, 1, 9),
+    (ApiKey::TxnOffsetCommit, 0, 5),
     (ApiKey::JoinGroup, 0, 9),
     (ApiKey::Heartbeat, 0, 4),
     (ApiKey::LeaveGroup, 0, 5),
@@ -380,6 +382,9 @@ impl KafkaApis {
             }
             RequestBody::OffsetCommit(r) => {
                 ResponseBody::OffsetCommit(offset_commit::handle_async(self, ctx, r).await)
+            }
+            RequestBody::TxnOffsetCommit(r) => {
+                ResponseBody::TxnOffsetCommit(txn_offset_commit::handle(self, ctx, r).await)
             }
             RequestBody::OffsetFetch(r) => {
                 ResponseBody::OffsetFetch(offset_fetch::handle(self, ctx, r))

@@ -5,8 +5,12 @@
 //! Partitions without a committed offset get offset -1, leader epoch -1 and metadata "" with no error; an
 //! unknown group is answered the same way. v1–v7 carry one group (v1 has no top-level error field: errors go
 //! to every partition); v8+ a list, each group checked on its own (cluster mode: NOT_COORDINATOR (16) for a
-//! group coordinated elsewhere, COORDINATOR_LOAD_IN_PROGRESS (14) while its partition loads). There are no
-//! transactional offsets yet, so `require_stable` never waits.
+//! group coordinated elsewhere, COORDINATOR_LOAD_IN_PROGRESS (14) while its partition loads).
+//! `require_stable` (v7+, KIP-447; one flag for every group of a v8+ request): a partition with a pending
+//! transactional offset (a TxnOffsetCommit whose transaction has not ended) answers UNSTABLE_OFFSET_COMMIT (88)
+//! on that partition, with offset -1, leader epoch -1 and metadata "", instead of its committed offset; the
+//! consumer retries until the transaction's marker completes it (Kafka's `OffsetMetadataManager.fetchOffsets`).
+//! Without the flag pending offsets are simply not visible.
 //! v10 (topic ids) is not served.
 
 use protocol::messages::offset_fetch_response::{
@@ -30,6 +34,7 @@ fn fetch(
     ctx: &RequestContext,
     group_id: &str,
     topics: Option<Vec<(String, Vec<i32>)>>,
+    require_stable: bool,
 ) -> coordinator::OffsetFetchGroup {
     let error = |error_code: ErrorCode| coordinator::OffsetFetchGroup {
         group_id: group_id.to_string(),
@@ -43,7 +48,9 @@ fn fetch(
     // An empty group id is just a group nobody joined (Kafka 4 answers its offsets as −1).
     let mut r = apis
         .groups
-        .read_group(group_id, |c| c.fetch_offsets(group_id, topics.as_deref()))
+        .read_group(group_id, |c| {
+            c.fetch_offsets_stable(group_id, topics.as_deref(), require_stable)
+        })
         .unwrap_or_else(|e: CoordinatorError| error(e.into()));
     r.topics.retain_mut(|(name, parts)| {
         if ctx.is_allowed(AclOperation::Describe, ResourceType::Topic, name) {
@@ -77,7 +84,7 @@ pub fn handle(
                         .map(|t| (t.name, t.partition_indexes))
                         .collect()
                 });
-                let r = fetch(apis, ctx, &g.group_id, topics);
+                let r = fetch(apis, ctx, &g.group_id, topics, request.require_stable);
                 group_v8(g.group_id, r)
             })
             .collect();
@@ -96,7 +103,14 @@ pub fn handle(
         None if version < 2 => Some(Vec::new()),
         None => None,
     };
-    let r = fetch(apis, ctx, &request.group_id, requested.clone());
+    let require_stable = version >= 7 && request.require_stable;
+    let r = fetch(
+        apis,
+        ctx,
+        &request.group_id,
+        requested.clone(),
+        require_stable,
+    );
     let error_code = r.error_code.0;
     let topics: Vec<OffsetFetchResponseTopic> = if !r.error_code.is_ok() && version < 2 {
         // No top-level error field: report it on every requested partition.

@@ -1,0 +1,185 @@
+//! TxnOffsetCommit (key 28), v0–5. Source: Kafka protocol guide; KIP-98 (transactional offset commits),
+//! KIP-447 (v3+: the consumer group metadata — generation, member id, instance id — fences zombie producers),
+//! Kafka's `KafkaApis.handleTxnOffsetCommitRequest` and `OffsetMetadataManager.commitTransactionalOffset`.
+//!
+//! Authorization as Kafka: WRITE on the TransactionalId (else every partition
+//! TRANSACTIONAL_ID_AUTHORIZATION_FAILED, 53), READ on the group (else GROUP_AUTHORIZATION_FAILED, 30), READ
+//! on each topic (else its partitions TOPIC_AUTHORIZATION_FAILED, 29). Unknown topics and partitions get
+//! UNKNOWN_TOPIC_OR_PARTITION (3) without reaching the coordinator. The offsets are written in a
+//! TRANSACTIONAL batch of the producer and stay pending (invisible to OffsetFetch, UNSTABLE_OFFSET_COMMIT for
+//! `require_stable`) until the transaction's marker reaches the group's `__consumer_offsets` partition.
+//! Group validation and write errors as [`GroupCoordinatorService::txn_offset_commit`]
+//! (crate::group_coordinator) and OffsetCommit: ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID,
+//! NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, UNKNOWN_SERVER_ERROR,
+//! INVALID_PRODUCER_EPOCH; the answer
+//! comes once the records reached the ISR (acks=all).
+//!
+//! The producer epoch is checked by the log append, as in Kafka: a batch of an older epoch than the
+//! partition's last is refused with INVALID_PRODUCER_EPOCH (47). Not done: Kafka 4.x also verifies with
+//! the transaction coordinator that the group's partition is in the transaction first (KIP-890).
+//! v6 (topic ids) is not served.
+//!
+//! [`GroupCoordinatorService::txn_offset_commit`]: crate::group_coordinator::GroupCoordinatorService::txn_offset_commit
+
+use protocol::error::ErrorCode;
+use protocol::messages::txn_offset_commit_response::{
+    TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
+};
+use protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
+
+use super::KafkaApis;
+use crate::server::context::{Denied, RequestContext};
+use authorizer::{AclOperation, ResourceType};
+
+/// Commits the offsets as pending for the producer's transaction; one result per requested partition, in
+/// request order.
+pub async fn handle(
+    apis: &KafkaApis,
+    ctx: &RequestContext,
+    mut request: TxnOffsetCommitRequest,
+) -> TxnOffsetCommitResponse {
+    let id = request.transactional_id.clone();
+    if let Err(d) = ctx.authorize(AclOperation::Write, ResourceType::TransactionalId, &id) {
+        return all_with(&request, ErrorCode::from(d).0);
+    }
+    if let Err(d) = ctx.authorize(AclOperation::Read, ResourceType::Group, &request.group_id) {
+        return all_with(&request, ErrorCode::from(d).0);
+    }
+    let (allowed, denied): (Vec<_>, Vec<_>) = std::mem::take(&mut request.topics)
+        .into_iter()
+        .partition(|t| ctx.is_allowed(AclOperation::Read, ResourceType::Topic, &t.name));
+    request.topics = allowed;
+    let denied = TxnOffsetCommitRequest {
+        topics: denied,
+        ..Default::default()
+    };
+    let mut response = commit(apis, ctx, &request).await;
+    let code = ErrorCode::from(Denied(ResourceType::Topic)).0;
+    response.topics.extend(all_with(&denied, code).topics);
+    response
+}
+
+/// The authorized part: unknown partitions answered here, the rest by the coordinator.
+async fn commit(
+    apis: &KafkaApis,
+    ctx: &RequestContext,
+    request: &TxnOffsetCommitRequest,
+) -> TxnOffsetCommitResponse {
+    if request.group_id.is_empty() {
+        return all_with(request, ErrorCode::INVALID_GROUP_ID.0);
+    }
+    if let Err(code) = apis.groups.check_coordinator(&request.group_id) {
+        return all_with(request, ErrorCode::from(code).0);
+    }
+    let exists = |topic: &str, p: i32| {
+        apis.metadata
+            .topic(topic)
+            .is_some_and(|m| (0..m.partitions).contains(&p))
+    };
+    let v3 = ctx.api_version() >= 3;
+    let req = coordinator::TxnOffsetCommitRequest {
+        group_id: request.group_id.clone(),
+        producer_id: types::ProducerId(request.producer_id),
+        producer_epoch: types::ProducerEpoch(request.producer_epoch),
+        generation_id: if v3 {
+            request.generation_id_or_member_epoch
+        } else {
+            -1
+        },
+        member_id: if v3 {
+            request.member_id.clone()
+        } else {
+            String::new()
+        },
+        group_instance_id: request.group_instance_id.clone().filter(|_| v3),
+        topics: request
+            .topics
+            .iter()
+            .map(|t| {
+                let partitions = t
+                    .partitions
+                    .iter()
+                    .filter(|p| exists(&t.name, p.partition_index))
+                    .map(|p| coordinator::OffsetCommitPartition {
+                        partition_index: p.partition_index,
+                        committed_offset: types::Offset(p.committed_offset),
+                        committed_leader_epoch: types::LeaderEpoch(p.committed_leader_epoch),
+                        committed_metadata: p.committed_metadata.clone(),
+                    })
+                    .collect::<Vec<_>>();
+                (t.name.clone(), partitions)
+            })
+            .filter(|(_, ps)| !ps.is_empty())
+            .collect(),
+    };
+    if req.topics.is_empty() {
+        return all_with(request, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0);
+    }
+    // Per (topic, partition) the coordinator's code; a failed write turns its successes into the write error.
+    let answered: Vec<((String, i32), i16)> = match apis.groups.txn_offset_commit(&req).await {
+        Ok((result, written)) => result
+            .into_iter()
+            .flat_map(|(t, ps)| {
+                let written = &written;
+                ps.into_iter().map(move |(p, code)| {
+                    let code = match written {
+                        Err(e) if code == ErrorCode::NONE => ErrorCode::from(*e),
+                        _ => code,
+                    };
+                    ((t.clone(), p), code.0)
+                })
+            })
+            .collect(),
+        Err(e) => return all_with(request, ErrorCode::from(e).0),
+    };
+    let code_of = |topic: &str, p: i32| {
+        answered
+            .iter()
+            .find(|((t, q), _)| t == topic && *q == p)
+            .map_or(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0, |(_, c)| *c)
+    };
+    TxnOffsetCommitResponse {
+        topics: request
+            .topics
+            .iter()
+            .map(|t| TxnOffsetCommitResponseTopic {
+                name: t.name.clone(),
+                partitions: t
+                    .partitions
+                    .iter()
+                    .map(|p| TxnOffsetCommitResponsePartition {
+                        partition_index: p.partition_index,
+                        error_code: code_of(&t.name, p.partition_index),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+/// Every requested partition with `code`.
+fn all_with(request: &TxnOffsetCommitRequest, code: i16) -> TxnOffsetCommitResponse {
+    TxnOffsetCommitResponse {
+        topics: request
+            .topics
+            .iter()
+            .map(|t| TxnOffsetCommitResponseTopic {
+                name: t.name.clone(),
+                partitions: t
+                    .partitions
+                    .iter()
+                    .map(|p| TxnOffsetCommitResponsePartition {
+                        partition_index: p.partition_index,
+                        error_code: code,
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
