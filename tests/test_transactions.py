@@ -224,3 +224,33 @@ def test_transactions_survive_a_restart(fresh_broker, topic):
     p2.commit_transaction(TIMEOUT_S)
     got = read_all(fresh_broker.bootstrap, topic, 1, "read_committed", expect=2)
     assert [v for _, _, v in got] == [b"kept", b"after"]
+
+
+def runnel_cli(bootstrap: str, *args: str):
+    import json
+    import subprocess
+    from conftest import RUNNEL_BIN
+    p = subprocess.run([str(RUNNEL_BIN), "transaction", *args, "--json", "-b", bootstrap, "--timeout", "20"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, f"runnel transaction {args}: {p.stderr}"
+    return json.loads(p.stdout)
+
+
+@pytest.mark.skipif(MODE != "runnel", reason="the runnel CLI")
+def test_runnel_transaction_cli_lists_describes_and_aborts(broker, topic):
+    make_topic(broker.bootstrap, topic)
+    txn_id = f"tx-{topic}"
+    p = txn_producer(broker.bootstrap, txn_id)
+    p.begin_transaction()
+    p.produce(topic, b"hanging", partition=0)
+    p.flush(TIMEOUT_S)
+    listed = runnel_cli(broker.bootstrap, "list", "--state", "Ongoing")
+    assert any(t["transactional_id"] == txn_id for t in listed), listed
+    d = runnel_cli(broker.bootstrap, "describe", txn_id)
+    assert d["state"] == "Ongoing" and d["partitions"] == [f"{topic}-0"], d
+    assert end_offsets(broker.bootstrap, topic, 0, "read_committed") == 0
+    out = runnel_cli(broker.bootstrap, "abort", "--topic", topic, "--partition", "0", "--start-offset", "0")
+    assert out["aborted_start_offset"] == 0
+    # The ABORT marker ends the transaction on the partition: the LSO moves past record and marker.
+    assert end_offsets(broker.bootstrap, topic, 0, "read_committed") == 2
+    assert read_all(broker.bootstrap, topic, 1, "read_committed", idle_s=1) == []

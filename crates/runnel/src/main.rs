@@ -12,6 +12,7 @@ mod produce;
 mod quota;
 mod security;
 mod topic;
+mod transaction;
 mod user;
 mod wire;
 
@@ -52,6 +53,8 @@ enum Command {
     User(user::UserArgs),
     /// Client quotas per user and/or client id.
     Quota(quota::QuotaArgs),
+    /// List, describe and abort transactions.
+    Transaction(transaction::TransactionArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -141,6 +144,7 @@ fn main() -> ExitCode {
         Command::Produce(args) => produce::run(args),
         Command::Consume(args) => consume::run(args),
         Command::Group(args) => group::run(args),
+        Command::Transaction(args) => transaction::run(args),
         Command::Cluster(args) => cluster::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Acl(args) => acl::run(args),
