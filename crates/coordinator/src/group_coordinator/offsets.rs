@@ -36,14 +36,9 @@ impl GroupCoordinator {
             let mut presp = Vec::with_capacity(partitions.len());
             for p in partitions {
                 let metadata = p.committed_metadata.clone().unwrap_or_default();
-                let code = if group_error != ErrorCode::NONE {
-                    group_error
-                } else if metadata.len() > self.config.offset_metadata_max_bytes
-                    || too_long(&metadata)
-                {
-                    ErrorCode::OFFSET_METADATA_TOO_LARGE
-                } else if too_long(topic) {
-                    ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
+                let code = self.offset_commit_error(group_error, topic, &metadata);
+                let code = if code != ErrorCode::NONE {
+                    code
                 } else {
                     let value = OffsetCommitValue {
                         offset: p.committed_offset,
@@ -521,4 +516,26 @@ pub(super) fn remove_offset(
         offsets.remove(group);
     }
     existed
+}
+
+impl GroupCoordinator {
+    /// The error of one partition of an OffsetCommit or TxnOffsetCommit: the group's error if any, else
+    /// OFFSET_METADATA_TOO_LARGE (metadata over `offset.metadata.max.bytes` or unstorable), else
+    /// UNKNOWN_TOPIC_OR_PARTITION (a topic name too long to store), else NONE.
+    pub(super) fn offset_commit_error(
+        &self,
+        group_error: ErrorCode,
+        topic: &str,
+        metadata: &str,
+    ) -> ErrorCode {
+        if group_error != ErrorCode::NONE {
+            group_error
+        } else if metadata.len() > self.config.offset_metadata_max_bytes || too_long(metadata) {
+            ErrorCode::OFFSET_METADATA_TOO_LARGE
+        } else if too_long(topic) {
+            ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
+        } else {
+            ErrorCode::NONE
+        }
+    }
 }

@@ -138,6 +138,19 @@ async fn commit(
             .find(|((t, q), _)| t == topic && *q == p)
             .map_or(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0, |(_, c)| *c)
     };
+    respond(request, code_of)
+}
+
+/// Every requested partition with `code`.
+fn all_with(request: &TxnOffsetCommitRequest, code: i16) -> TxnOffsetCommitResponse {
+    respond(request, |_, _| code)
+}
+
+/// Every requested partition with its code from `code_of(topic, partition)`.
+fn respond(
+    request: &TxnOffsetCommitRequest,
+    code_of: impl Fn(&str, i32) -> i16,
+) -> TxnOffsetCommitResponse {
     TxnOffsetCommitResponse {
         topics: request
             .topics
@@ -150,30 +163,6 @@ async fn commit(
                     .map(|p| TxnOffsetCommitResponsePartition {
                         partition_index: p.partition_index,
                         error_code: code_of(&t.name, p.partition_index),
-                        ..Default::default()
-                    })
-                    .collect(),
-                ..Default::default()
-            })
-            .collect(),
-        ..Default::default()
-    }
-}
-
-/// Every requested partition with `code`.
-fn all_with(request: &TxnOffsetCommitRequest, code: i16) -> TxnOffsetCommitResponse {
-    TxnOffsetCommitResponse {
-        topics: request
-            .topics
-            .iter()
-            .map(|t| TxnOffsetCommitResponseTopic {
-                name: t.name.clone(),
-                partitions: t
-                    .partitions
-                    .iter()
-                    .map(|p| TxnOffsetCommitResponsePartition {
-                        partition_index: p.partition_index,
-                        error_code: code,
                         ..Default::default()
                     })
                     .collect(),
