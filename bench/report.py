@@ -120,6 +120,31 @@ def tls_lines():
     return out
 
 
+def txn_lines():
+    """The transaction rows (bench/txn.sh): figures, R/K, and the ratios issue 15 sets targets for."""
+    if not any(t.startswith("txn-") for t in tags):
+        return []
+    out = ["## Transactions (100 B records, 8 partitions, acks=all)", "",
+           "The same producer without transactions and with one transaction committed every 100 ms "
+           "(`runnel bench produce --txn-ms 100`); the transactional topic consumed with read_uncommitted and "
+           "read_committed. Targets (issue 15): transactional ≥ 0.9× non-transactional produce; read_committed "
+           "≥ 0.95× read_uncommitted consume.", "",
+           "| row | Runnel records/s | Kafka records/s | R/K | Runnel ÷ its baseline | Kafka ÷ its baseline | target |",
+           "|---|---|---|---|---|---|---|"]
+    for tag, base, target in (("txn-produce:plain", None, None), ("txn-produce:txn", "txn-produce:plain", 0.9),
+                              ("txn-consume:read_uncommitted", None, None),
+                              ("txn-consume:read_committed", "txn-consume:read_uncommitted", 0.95)):
+        rr, kr = figure("runnel", tag, "records_per_sec"), figure("kafka", tag, "records_per_sec")
+        rb = figure("runnel", base, "records_per_sec") if base else None
+        kb = figure("kafka", base, "records_per_sec") if base else None
+        verdict = "—"
+        if target and rr is not None and rb:
+            verdict = f"{'met' if rr >= target * rb else 'missed'} (≥ {target}×)"
+        out.append(f"| {tag} | {fmt_n(rr)} | {fmt_n(kr)} | {ratio(rr, kr)} | {ratio(rr, rb) if base else '—'} | "
+                   f"{ratio(kr, kb) if base else '—'} | {verdict} |")
+    return out + [""]
+
+
 def acl_lines():
     """bench/acl_bench.py's row: produce with no authorizer vs the StandardAuthorizer with 10,000 ACLs."""
     s = one("acl_summary")
@@ -279,7 +304,7 @@ for t in tags:
     L.append(f"| {s} | {p} | {what} | {fmt_n(rr)} ({fmt_f(rm)}) | {fmt_n(kr)} ({fmt_f(km)}) | {ratio(rr, kr)} | {ratio(rm, tcp)} | "
              f"{ratio(km, tcp)} | {ratio(rr, consume_ceiling.get((s, p), consume_ceiling.get((s, '*'))))} |")
 L.append("")
-L += tls_lines() + acl_lines()
+L += txn_lines() + tls_lines() + acl_lines()
 
 cpu_tags = [t for t in tags if t.startswith(("produce:", "consume-"))
             and any(r.get("broker_cpu_s") is not None for b in ("runnel", "kafka") for r in bench(b, t))]

@@ -32,6 +32,8 @@
 # listener with certificates made at run time (openssl); 1 KiB records, acks=all, produce then consume over
 # PLAINTEXT, SSL and SASL_SSL, 1 and 8 partitions (--quick: 1). --tls-only runs just those rows (plus the
 # authorizer row, bench/acl_bench.py: produce with no authorizer vs 10,000 ACLs); --no-tls leaves them out.
+# Transaction rows (bench/txn.sh, after the end-to-end runs): 100 B to 8 partitions, acks=all, without and
+# with a transaction every 100 ms; then read_uncommitted vs read_committed consume of the transactional topic.
 # Environment: BENCH_TMP (default target/bench-run) holds all data dirs; it is deleted first.
 # BENCH_COUNT_SCALE (default 1) multiplies every record count (e.g. 0.05 for a smoke test);
 # BENCH_NO_BUILD=1 uses the existing target/release/runnel; BENCH_RUN_LIMIT (default 1800) bounds
@@ -168,6 +170,7 @@ delete_everywhere() { local b; for b in "${BROKERS[@]}"; do delete_topic "$b" "$
 RPORT="$(free_port)"
 mkdir -p "$TMP/runnel"
 RUNNEL_ARGS=(server --listen "127.0.0.1:$RPORT" --data-dir "$TMP/runnel")
+source "$ROOT/bench/txn.sh"
 if [[ $TLS != no ]]; then
     source "$ROOT/bench/tls.sh"
     log "TLS rows: certificates and listener configs in $TMP/tls"
@@ -418,6 +421,9 @@ EOF
     done
 done
 
+if [[ $TLS != only ]]; then
+    txn_rows
+fi
 if [[ $TLS == yes ]]; then
     tls_rows
     acl_row

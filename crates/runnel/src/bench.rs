@@ -32,7 +32,11 @@ use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Offset, TopicPartitionList};
 use serde_json::{json, Value};
 
-use crate::client::{block_on, code_words, kafka_error, print_json, split_kv, ConnArgs};
+use crate::client::{block_on, code_words, kafka_error, print_json, ConnArgs};
+
+#[path = "bench_produce.rs"]
+mod produce_parts;
+use produce_parts::{check_duration, producer_config, TxnPacer};
 
 /// Highest latency the histograms track: 10 minutes, in microseconds.
 const MAX_LATENCY_US: u64 = 600_000_000;
@@ -112,6 +116,9 @@ struct ProduceOpts {
     /// Target rate in records/s over all producers; 0 = as fast as possible.
     #[arg(long, default_value_t = 0.0)]
     rate: f64,
+    /// Transactions: each producer commits one every this many ms (0: no transactions).
+    #[arg(long, default_value_t = 0, value_name = "MS")]
+    txn_ms: u64,
 }
 
 /// Options of `consume`.
@@ -425,40 +432,6 @@ struct WorkerResult {
     first_error: Option<String>,
 }
 
-fn producer_config(o: &ProduceOpts) -> anyhow::Result<rdkafka::config::ClientConfig> {
-    let conn = &o.common.conn;
-    let acks = if o.acks == "-1" {
-        "all"
-    } else {
-        o.acks.as_str()
-    };
-    let mut c = conn.client_config()?;
-    c.set("client.id", "runnel-bench")
-        .set("acks", acks)
-        .set("compression.type", &o.compression)
-        .set("linger.ms", o.linger_ms.to_string())
-        .set("queue.buffering.max.messages", "1000000")
-        .set("message.timeout.ms", "120000");
-    if let Some(b) = o.batch_size {
-        c.set("batch.size", b.to_string());
-    }
-    for p in &conn.properties {
-        let (k, v) = split_kv(p, "-X")?;
-        c.set(k, v);
-    }
-    Ok(c)
-}
-
-/// Checks `--duration`: when given, finite, above 0 and at most [`MAX_DURATION_SECS`].
-fn check_duration(common: &Common) -> anyhow::Result<()> {
-    match common.duration {
-        Some(d) if !(d.is_finite() && d > 0.0 && d <= MAX_DURATION_SECS) => {
-            bail!("--duration must be a number of seconds above 0 and at most {MAX_DURATION_SECS}, got {d}")
-        }
-        _ => Ok(()),
-    }
-}
-
 /// `produce` and `end-to-end`.
 fn produce(o: &ProduceOpts, e2e: bool) -> anyhow::Result<()> {
     let common = &o.common;
@@ -600,6 +573,7 @@ fn produce(o: &ProduceOpts, e2e: bool) -> anyhow::Result<()> {
                 barrier.wait();
                 let (producer, parts) = setup?;
                 let handle = fast::Topic::new(&producer, &common.topic)?;
+                let mut txn = TxnPacer::start(&producer, o.txn_ms, conn.timeout())?;
                 let report_sent = |n: u64| {
                     sent_total.fetch_add(n, Ordering::Relaxed);
                     if !e2e {
@@ -660,32 +634,9 @@ fn produce(o: &ProduceOpts, e2e: bool) -> anyhow::Result<()> {
                     } else {
                         -1
                     };
-                    let mut full_since: Option<(Instant, u64)> = None;
-                    loop {
-                        match handle.produce(value, sent_ns, partition) {
-                            Ok(()) => break,
-                            Err(RDKafkaErrorCode::QueueFull) => {
-                                producer.poll(Duration::from_millis(1));
-                                // A full queue that drains no further for --timeout: the broker stopped
-                                // acknowledging (librdkafka alone would wait out message.timeout.ms).
-                                let done = delivered(producer.context());
-                                match full_since {
-                                    Some((t, d)) if d == done => {
-                                        if t.elapsed() > conn.timeout() {
-                                            bail!(
-                                                "the broker stopped acknowledging: no record delivered within {:?} ({} of {} sent so far)",
-                                                conn.timeout(),
-                                                done,
-                                                i
-                                            );
-                                        }
-                                    }
-                                    _ => full_since = Some((Instant::now(), done)),
-                                }
-                            }
-                            Err(e) => bail!("producing: {}", code_words(e)),
-                        }
-                    }
+                    let record = (value, sent_ns, partition);
+                    produce_parts::send(&handle, &producer, record, i, conn.timeout())?;
+                    txn.tick(&producer)?;
                     i += 1;
                     unreported += 1;
                     if e2e || unreported == 256 {
@@ -697,6 +648,7 @@ fn produce(o: &ProduceOpts, e2e: bool) -> anyhow::Result<()> {
                     }
                 }
                 report_sent(unreported);
+                txn.commit(&producer)?;
                 drop(handle);
                 // Flush in steps; give up when nothing more is delivered for --timeout (a stalled broker),
                 // not after librdkafka's message.timeout.ms.
