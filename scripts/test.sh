@@ -13,8 +13,8 @@
 #   RUNNEL_CAMPAIGN_SMOKE=0      skip the fault campaign smoke (one round of each class that needs no root,
 #                                unprivileged, in a temp dir; the full campaign: reliability/README.md)
 #   RUNNEL_LIBRDKAFKA_TESTS=1    also build and run librdkafka's own test suite (scripts/librdkafka-tests.sh,
-#                                ~8 min to build on 2 cores the first time): the default suite, then a subset
-#                                of SUITE=security over SASL_SSL and SSL
+#                                ~8 min to build on 2 cores the first time): the default suite, a subset of
+#                                SUITE=txn, then a subset of SUITE=security over SASL_SSL and SSL
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -67,6 +67,10 @@ if [[ "${RUNNEL_LIBRDKAFKA_TESTS:-0}" == 1 ]]; then
     else
         bash scripts/librdkafka-tests.sh --runnel
     fi
+    step "librdkafka's transactions tests (SUITE=txn, CI subset)"
+    txn_target="${RUNNEL_TEST_BOOTSTRAP:---runnel}"
+    [[ -z "${RUNNEL_TEST_BOOTSTRAP:-}" && "${RUNNEL_TEST_BROKER:-runnel}" == kafka ]] && txn_target=--kafka
+    bounded 600 env SUITE=txn TXN_SUBSET=ci bash scripts/librdkafka-tests.sh "$txn_target"
     if [[ -z "${RUNNEL_TEST_BOOTSTRAP:-}" ]]; then
         step "librdkafka's tests over SASL_SSL and SSL (SUITE=security, CI subset)"
         broker_flag=--runnel
