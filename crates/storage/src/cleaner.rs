@@ -398,6 +398,7 @@ struct Plan {
     fs: crate::vfs::Fs,
     dir: std::path::PathBuf,
     config: crate::config::LogConfig,
+    aborted: crate::cleaner_txn::AbortedRanges,
 }
 
 /// The cleaning engine: state (first dirty offsets, pending tombstone horizons) and the
@@ -463,7 +464,7 @@ impl Cleaner {
         if !cfg.compacts() {
             return None;
         }
-        let mut first_uncleanable = view.active_base.min(view.high_watermark);
+        let mut first_uncleanable = view.active_base.min(view.last_stable_offset);
         if cfg.min_compaction_lag_ms > 0 {
             let limit = now_ms.saturating_sub(cfg.min_compaction_lag_ms);
             if let Some(s) = view.segments.iter().find(|s| s.max_timestamp > limit) {
@@ -493,11 +494,7 @@ impl Cleaner {
                 dirty += s.size;
             }
         }
-        let ratio = if clean + dirty == 0 {
-            0.0
-        } else {
-            dirty as f64 / (clean + dirty) as f64
-        };
+        let ratio = dirty as f64 / (clean + dirty).max(1) as f64;
         let mut urgent = self.horizons.get(tp).is_some_and(|&h| h <= now_ms);
         if dirty > 0 && cfg.max_compaction_lag_ms < i64::MAX {
             if let Some(s) = cleanable.iter().find(|s| s.next_base > first_dirty) {
@@ -520,6 +517,7 @@ impl Cleaner {
             fs: view.fs.clone(),
             dir: view.dir.clone(),
             config: view.config.clone(),
+            aborted: view.aborted.clone(),
         })
     }
 
@@ -617,7 +615,7 @@ impl Cleaner {
             while let Some((h, bytes)) = reader.next_batch()? {
                 stats.bytes_read += bytes.len() as u64;
                 throttler.account(bytes.len(), &self.stop);
-                if h.last_offset() < plan.first_dirty || h.is_control() {
+                if h.last_offset() < plan.first_dirty || h.is_control() || plan.aborted.holds(&h) {
                     continue;
                 }
                 let data = records_section(bytes, &h)?;

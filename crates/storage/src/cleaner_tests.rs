@@ -601,3 +601,75 @@ fn cleaner_throughput() {
     );
     assert_eq!(read_all(&log).len(), 1000);
 }
+
+/// A transactional batch of producer `pid` with `recs`.
+fn txn_kv(pid: i64, seq: i32, recs: &[Kv]) -> Bytes {
+    let mut b = RecordBatchBuilder::new(Compression::None)
+        .producer(pid, 0, seq)
+        .transactional(true);
+    for (k, v) in recs {
+        b.append(
+            NOW,
+            Some(Bytes::from(k.clone())),
+            v.clone().map(Bytes::from),
+            vec![],
+        );
+    }
+    b.build().unwrap()
+}
+
+fn end_txn(l: &mut Log, pid: i64, commit: bool) {
+    let m = EndTransactionMarker::new(commit, 0);
+    let ids = (types::ProducerId(pid), types::ProducerEpoch(0));
+    l.append_end_txn_marker(ids.0, ids.1, m, LeaderEpoch(0), NOW)
+        .unwrap();
+    let leo = l.log_end_offset();
+    l.update_high_watermark(leo);
+}
+
+/// Issue 15: an aborted transaction's write of a key must not make the cleaner drop the committed value
+/// it would supersede, and an undecided transaction is not cleaned at all.
+#[test]
+fn aborted_records_supersede_nothing_and_open_transactions_are_not_cleaned() {
+    let d = tempfile::tempdir().unwrap();
+    let log = open(d.path(), compact_config(), false);
+    let kv = |k: &str, v: &str| (k.to_string(), Some(v.to_string()));
+    {
+        let mut l = log.lock();
+        app(
+            &mut l,
+            kv_batch(Compression::None, NOW, &[kv("a", "a1"), kv("b", "b1")]),
+            NOW,
+        )
+        .unwrap();
+        // Producer 7 aborts its write of a=a2; producer 8 commits b=b2.
+        app(&mut l, txn_kv(7, 0, &[kv("a", "a2")]), NOW).unwrap();
+        app(&mut l, txn_kv(8, 0, &[kv("b", "b2")]), NOW).unwrap();
+        end_txn(&mut l, 7, false);
+        end_txn(&mut l, 8, true);
+        l.force_roll(NOW).unwrap();
+        // Producer 9's transaction stays open in the next (inactive) segment: c=c1 then c=c2 are undecided.
+        app(&mut l, txn_kv(9, 0, &[kv("c", "c1")]), NOW).unwrap();
+        app(&mut l, txn_kv(9, 1, &[kv("c", "c2")]), NOW).unwrap();
+        l.force_roll(NOW).unwrap();
+    }
+    let mut c = cleaner(d.path());
+    c.clean_log(&tp(), &log, NOW).unwrap();
+    let values: Vec<(String, String)> = read_all(&log)
+        .into_iter()
+        .filter_map(|(_, k, v, _)| Some((k?, v?)))
+        .collect();
+    let has = |k: &str, v: &str| values.contains(&(k.to_string(), v.to_string()));
+    assert!(
+        has("a", "a1"),
+        "the committed a1 was dropped for an aborted a2: {values:?}"
+    );
+    assert!(
+        !has("b", "b1") && has("b", "b2"),
+        "b1 is superseded by the committed b2: {values:?}"
+    );
+    assert!(
+        has("c", "c1") && has("c", "c2"),
+        "the open transaction was cleaned: {values:?}"
+    );
+}

@@ -37,6 +37,7 @@
 
 mod checkpoint;
 mod cleaner;
+mod cleaner_txn;
 mod config;
 mod error;
 mod index;

@@ -607,7 +607,11 @@ pub(crate) struct CleanerView {
     pub config: LogConfig,
     pub log_start_offset: i64,
     pub log_end_offset: i64,
-    pub high_watermark: i64,
+    /// The LastStableOffset (≤ the HighWatermark): neither uncommitted records nor an undecided
+    /// transaction's are cleaned.
+    pub last_stable_offset: i64,
+    /// The aborted transactions below the LastStableOffset: their records never supersede others.
+    pub aborted: crate::cleaner_txn::AbortedRanges,
     pub active_base: i64,
     /// Inactive segments, ascending.
     pub segments: Vec<CleanerSegment>,
@@ -663,7 +667,11 @@ impl Log {
             config: self.config.clone(),
             log_start_offset: self.log_start_offset,
             log_end_offset: self.log_end_offset,
-            high_watermark: self.high_watermark,
+            last_stable_offset: self.last_stable_offset().get(),
+            aborted: crate::cleaner_txn::AbortedRanges::new(self.collect_aborted_transactions(
+                Offset(self.log_start_offset),
+                self.last_stable_offset(),
+            )),
             active_base,
             segments,
         }

@@ -2,10 +2,10 @@
 //! aborted transactions of a `read_committed` fetch, and the producer-state replay that rebuilds
 //! transaction indexes.
 //!
-//! Compaction is not transaction-aware (out of scope): the cleaner keeps every control batch and
-//! compacts data of aborted and ongoing transactions like any other (Kafka's cleaner drops aborted
-//! batches, keeps undecided ones, and removes markers after `delete.retention.ms`). Segments are cleaned
-//! one for one and keep their markers, so a cleaned segment keeps its `.txnindex` unchanged.
+//! Compaction (`cleaner_txn.rs`): an aborted transaction's records never supersede others in the
+//! cleaner's offset map, and nothing at or past the LastStableOffset is cleaned; aborted records and
+//! control batches are kept (Kafka drops them after `delete.retention.ms`). Segments are cleaned one for
+//! one and keep their markers, so a cleaned segment keeps its `.txnindex` unchanged.
 
 use super::*;
 use crate::producer_state::CompletedTxn;
