@@ -3,8 +3,10 @@ with processing.guarantee=exactly_once_v2 (and at_least_once) while one broker i
 mid-run.
 
 The input topic (3 partitions, replication factor 3) holds a known set of sentences produced before the app
-starts; the app slows each sentence down (--sleep-ms) so that the kill lands while it works. The broker killed
-is drawn with the printed seed. At the end the app is closed and the output topic is read with read_committed:
+starts; the app slows each sentence down (--sleep-ms) so that the kill lands while it works. The first kill (and
+every odd one) hits a coordinator: with exactly_once_v2 the transaction coordinator of the app's
+transactional.id, with at_least_once the group coordinator; the other kills hit a broker drawn with the printed
+seed. At the end the app is closed and the output topic is read with read_committed:
 the last count of each word must equal the number of times the word occurs in the input (exactly_once_v2), or be
 at least that (at_least_once: a replay after a failure may count a sentence twice; overcounts are printed).
 
@@ -28,6 +30,7 @@ import pytest
 
 from conftest import ROOT
 from test_cluster import Cluster, create_topic
+from test_cluster_transactions import java_hash_partition
 
 pytestmark = [pytest.mark.cluster]
 
@@ -37,6 +40,8 @@ KILLS = int(os.environ.get("RUNNEL_STREAMS_KILLS", "1"))
 SLEEP_MS = int(os.environ.get("RUNNEL_STREAMS_SLEEP_MS", "10"))
 SEED = int(os.environ.get("RUNNEL_STREAMS_SEED", str(random.randrange(1 << 30))))
 PARTITIONS = 3
+TXN_PARTITIONS = 3
+OFFSETS_PARTITIONS = 3  # Cluster's offsets.topic.num.partitions
 # Waits scale with the input: a sentence costs SLEEP_MS in the app, plus start-up and recovery.
 RUN_TIMEOUT_S = 240 + SENTENCES * SLEEP_MS / 1000 * 3
 WORDS = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau "
@@ -58,6 +63,17 @@ class App:
         self.processed = 0
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
+
+    def transactional_ids(self) -> list[str]:
+        """Streams (EOS v2) names each thread's producer `appId-processId-StreamThread-N-producer` and gives it the
+        transactional.id `appId-processId-N`."""
+        out = []
+        for ln in self.lines:
+            if ln.startswith("PRODUCER ") and "-StreamThread-" in ln:
+                cid = ln.split()[1]
+                head, _, tail = cid.rpartition("-StreamThread-")
+                out.append(f"{head}-{tail.removesuffix('-producer')}")
+        return out
 
     def _read(self):
         for line in self.proc.stdout:
@@ -131,7 +147,7 @@ def read_counts(bootstrap: str, topic: str, idle_s: float = 5.0, timeout: float 
 
 @pytest.fixture
 def eos_cluster():
-    c = Cluster({"num.partitions": str(PARTITIONS), "transaction.state.log.num.partitions": "3",
+    c = Cluster({"num.partitions": str(PARTITIONS), "transaction.state.log.num.partitions": str(TXN_PARTITIONS),
                  "transaction.state.log.replication.factor": "3", "transaction.state.log.min.isr": "2"})
     try:
         yield c.start()
@@ -166,9 +182,17 @@ def test_streams_word_count_survives_a_broker_kill(eos_cluster, guarantee, tmp_p
     try:
         for r in range(1, KILLS + 1):
             app.wait_processed(SENTENCES * r // (KILLS + 1), RUN_TIMEOUT_S, f"progress before kill {r}")
-            victim = c.nodes[rng.choice(sorted(c.nodes))]
+            if r % 2 == 1 and guarantee == "exactly_once_v2":
+                (txn_id, *_) = app.transactional_ids() or pytest.fail("the app printed no PRODUCER line")
+                part = java_hash_partition(txn_id, TXN_PARTITIONS)
+                victim, why = c.nodes[c.partition("__transaction_state", part).leader], f"coordinator of {txn_id}"
+            elif r % 2 == 1:
+                part = java_hash_partition(app_id, OFFSETS_PARTITIONS)
+                victim, why = c.nodes[c.partition("__consumer_offsets", part).leader], f"coordinator of {app_id}"
+            else:
+                victim, why = c.nodes[rng.choice(sorted(c.nodes))], "drawn"
             at = app.processed
-            print(f"kill -9 node {victim.node_id} at {at} sentences processed "
+            print(f"kill -9 node {victim.node_id} ({why}) at {at} sentences processed "
                   f"({time.monotonic() - started:.1f}s)")
             victim.kill9()
             # Let the app work on while the broker is down (it may stall until leaderships move: not a failure).

@@ -32,7 +32,8 @@ import org.apache.kafka.streams.kstream.Produced;
  * Splits each input value into lower-case words, re-keys by word (a repartition topic), counts them (a changelogged
  * store) and writes every count update to OUT (key: the word, value: the count as an 8-byte long). --sleep-ms
  * slows each sentence down so that a test can kill a broker mid-run. Prints "processed N" every 100 sentences,
- * "STATE new" on each state change and "UNCAUGHT ..." if a stream thread dies (the client then shuts down and
+ * "STATE new" on each state change, "PRODUCER client-id" for each stream thread's producer once running, and
+ * "UNCAUGHT ..." if a stream thread dies (the client then shuts down and
  * the program exits 1). Runs until SIGTERM (closes the Streams client, exits 0).
  */
 public final class WordCount {
@@ -80,8 +81,15 @@ public final class WordCount {
         KafkaStreams streams = new KafkaStreams(b.build(), p);
         CountDownLatch stopped = new CountDownLatch(1);
         int[] exitCode = {0};
+        boolean[] announced = {false};
         streams.setStateListener((now, before) -> {
             System.out.println("STATE " + now);
+            if (now == KafkaStreams.State.RUNNING && !announced[0]) {
+                announced[0] = true;
+                // The test derives each thread's transactional.id (appId-processId-threadIdx) from these.
+                streams.metadataForLocalThreads().forEach(t ->
+                    t.producerClientIds().forEach(id -> System.out.println("PRODUCER " + id)));
+            }
             System.out.flush();
             if (now == KafkaStreams.State.ERROR || now == KafkaStreams.State.NOT_RUNNING) {
                 stopped.countDown();
