@@ -28,11 +28,12 @@ import uuid
 
 import pytest
 
-from conftest import ROOT
+from conftest import MODE, ROOT
 from test_cluster import Cluster, create_topic
 from test_cluster_transactions import java_hash_partition
 
-pytestmark = [pytest.mark.cluster]
+pytestmark = [pytest.mark.cluster,
+              pytest.mark.skipif(MODE != "runnel", reason="starts its own three runnel processes")]
 
 JAVA_DIR = ROOT / "tests" / "java" / "target"
 SENTENCES = int(os.environ.get("RUNNEL_STREAMS_SENTENCES", "1200"))
