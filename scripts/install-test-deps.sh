@@ -2,7 +2,7 @@
 # Installs, idempotently, what Runnel's client tests need:
 #   - kcat from Debian (links Debian's librdkafka 2.0.2: the "old client" case)
 #   - Python packages pinned in tests/requirements.txt (pytest, kafka-python, confluent-kafka, codecs)
-#   - the Java client test program under tests/java (org.apache.kafka:kafka-clients, built with Maven)
+#   - the Java test programs under tests/java (org.apache.kafka:kafka-clients and kafka-streams, built with Maven)
 #   - Apache Kafka 4.4.0 jars (reference broker and command-line tools) via scripts/kafka-reference.sh
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
