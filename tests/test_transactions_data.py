@@ -196,3 +196,53 @@ def test_authorization(topic):
             assert describe_producers(c, topic) == (TOPIC_AUTHORIZATION_FAILED, [])
     finally:
         b.close()
+
+
+def add_partitions_v2(conn: k.Connection, txn_id: str, pid: int, epoch: int, topics: dict) -> dict:
+    """AddPartitionsToTxn v2 → {(topic, partition): error}."""
+    w = k.Writer().string(txn_id).i64(pid).i16(epoch)
+    w.i32(len(topics))
+    for name, parts in topics.items():
+        w.string(name).i32(len(parts))
+        for p in parts:
+            w.i32(p)
+    r = conn.request(24, 2, bytes(w.buf))
+    r.i32()  # throttle
+    out = {}
+    for _ in range(r.i32()):
+        name = r.string()
+        for _ in range(r.i32()):
+            p = r.i32()
+            out[(name, p)] = r.i16()
+    return out
+
+
+def init_transactional(conn: k.Connection, txn_id: str) -> tuple[int, int]:
+    """InitProducerId v1 with a transactional id (retrying while the coordinator loads)."""
+    for _ in range(150):
+        r = conn.request(22, 1, bytes(k.Writer().string(txn_id).i32(60000).buf))
+        r.i32()
+        err, pid, epoch = r.i16(), r.i64(), r.i16()
+        if err not in (14, 15, 16, 51):
+            assert err == 0, f"InitProducerId: {err}"
+            return pid, epoch
+        time.sleep(0.2)
+    raise AssertionError("InitProducerId kept answering a retriable error")
+
+
+@pytest.mark.skipif(MODE != "runnel", reason="checks Runnel's answer to an attack found by a review")
+def test_partitions_a_topic_does_not_have_are_refused(broker, topic):
+    """A partition index the topic lacks is UNKNOWN_TOPIC_OR_PARTITION (3), the rest OPERATION_NOT_ATTEMPTED
+    (55), nothing added (as Kafka): accepted, its marker could never be written and the transactional id
+    would stay in PrepareAbort for good."""
+    make_topic(broker.bootstrap, topic, partitions=3)
+    with k.Connection(broker.bootstrap) as c:
+        pid, epoch = init_transactional(c, f"tx-{topic}")
+        got = add_partitions_v2(c, f"tx-{topic}", pid, epoch, {topic: [-1, 99, 0]})
+        assert got == {(topic, -1): 3, (topic, 99): 3, (topic, 0): 55}, got
+        assert add_partitions_v2(c, f"tx-{topic}", pid, epoch, {topic: [0, 2]}) == {(topic, 0): 0, (topic, 2): 0}
+        r = c.request(26, 2, bytes(k.Writer().string(f"tx-{topic}").i64(pid).i16(epoch).i8(0).buf))
+        r.i32()
+        assert r.i16() == 0
+        # The abort completes: a new InitProducerId is answered (not CONCURRENT_TRANSACTIONS forever).
+        init_transactional(c, f"tx-{topic}")

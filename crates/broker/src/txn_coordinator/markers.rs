@@ -1,7 +1,7 @@
 //! Writing a transaction's markers (Kafka's `TransactionMarkerChannelManager`): each partition's marker goes
 //! to its current leader — this broker writes its own directly, others get a WriteTxnMarkers request on the
-//! inter-broker listener — and is retried with backoff until written. A partition whose topic is gone is
-//! dropped; INVALID_PRODUCER_EPOCH or TRANSACTION_COORDINATOR_FENCED (a newer coordinator or producer epoch
+//! inter-broker listener — and is retried with backoff until written. A partition whose topic (or which
+//! itself) is gone is dropped; INVALID_PRODUCER_EPOCH or TRANSACTION_COORDINATOR_FENCED (a newer coordinator or producer epoch
 //! took over), or this coordinator no longer owning the transactional id, abandons the markers without
 //! completing the transaction (the new owner resends them).
 
@@ -109,9 +109,13 @@ impl TransactionCoordinatorService {
                     tracing::info!(topic = %tp.topic, "marker dropped: the topic is gone");
                     return false;
                 };
-                if let Some(r) = t.partitions.get(&tp.partition) {
-                    by_leader.entry(r.leader).or_default().push(tp.clone());
-                }
+                // Partitions are only ever added, and AddPartitionsToTxn admits existing ones only: one
+                // missing from the image is gone for good (or was admitted by an older build).
+                let Some(r) = t.partitions.get(&tp.partition) else {
+                    tracing::info!(topic = %tp.topic, partition = tp.partition, "marker dropped: no such partition");
+                    return false;
+                };
+                by_leader.entry(r.leader).or_default().push(tp.clone());
                 true
             });
             for (leader, tps) in by_leader {

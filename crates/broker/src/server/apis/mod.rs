@@ -489,7 +489,7 @@ impl KafkaApis {
                 ResponseBody::DescribeTransactions(transactions_admin::describe(self, ctx, r))
             }
             RequestBody::ListTransactions(r) => {
-                ResponseBody::ListTransactions(transactions_admin::list(self, ctx, r))
+                ResponseBody::ListTransactions(transactions_admin::list(self, ctx, r).await)
             }
             other => {
                 return Err(RequestOutcome::Close(format!(

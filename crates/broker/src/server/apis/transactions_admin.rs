@@ -4,8 +4,9 @@
 //! Both answer from the transactional ids this broker coordinates (clients ask every broker for List, and
 //! the coordinator for Describe). DESCRIBE on a TransactionalId is required to see it: Describe answers
 //! TRANSACTIONAL_ID_AUTHORIZATION_FAILED for it, List leaves it out; Describe also leaves out the topics the
-//! caller may not DESCRIBE (as Kafka). A List pattern that does not compile answers
-//! INVALID_REGULAR_EXPRESSION.
+//! caller may not DESCRIBE (as Kafka). A List pattern that does not compile, or is longer than 1 KiB or
+//! compiles larger than 1 MiB, answers INVALID_REGULAR_EXPRESSION (Kafka sets no bound: this one bounds a
+//! request's matching cost), and the matching runs on the blocking pool.
 
 use protocol::error::ErrorCode;
 use protocol::messages::describe_transactions_response::{TopicData, TransactionState};
@@ -70,23 +71,34 @@ pub fn describe(
     }
 }
 
-/// ListTransactions.
-pub fn list(
+/// Longest ListTransactions v2 pattern accepted (bytes); longer ones answer INVALID_REGULAR_EXPRESSION. Kafka
+/// sets no bound; this one keeps a request's matching cost (pattern × id length × ids) bounded.
+const MAX_PATTERN_BYTES: usize = 1024;
+
+/// Compiled-size bound of a ListTransactions pattern (bytes).
+const MAX_REGEX_BYTES: usize = 1 << 20;
+
+/// ListTransactions. The pattern is matched on the blocking pool, off the request workers.
+pub async fn list(
     apis: &KafkaApis,
     ctx: &RequestContext,
     request: ListTransactionsRequest,
 ) -> ListTransactionsResponse {
-    let pattern = match request.transactional_id_pattern.as_deref() {
-        None | Some("") => None,
-        Some(p) => match regex::Regex::new(&format!("^(?:{p})$")) {
-            Ok(r) => Some(r),
-            Err(_) => {
-                return ListTransactionsResponse {
-                    error_code: ErrorCode::INVALID_REGULAR_EXPRESSION.0,
-                    ..Default::default()
-                }
-            }
-        },
+    let compiled = match request.transactional_id_pattern.as_deref() {
+        None | Some("") => Ok(None),
+        Some(p) if p.len() > MAX_PATTERN_BYTES => Err(()),
+        Some(p) => regex::RegexBuilder::new(&format!("^(?:{p})$"))
+            .size_limit(MAX_REGEX_BYTES)
+            .dfa_size_limit(MAX_REGEX_BYTES)
+            .build()
+            .map(Some)
+            .map_err(|_| ()),
+    };
+    let Ok(pattern) = compiled else {
+        return ListTransactionsResponse {
+            error_code: ErrorCode::INVALID_REGULAR_EXPRESSION.0,
+            ..Default::default()
+        };
     };
     let filter = ListTransactionsFilter {
         state_filters: request.state_filters,
@@ -98,17 +110,23 @@ pub fn list(
         duration_filter_ms: request.duration_filter,
     };
     let r = apis.transactions.list_transactions(&filter);
+    let listed = r.transaction_states;
+    let matched = match pattern {
+        None => listed,
+        Some(p) => tokio::task::spawn_blocking(move || {
+            listed
+                .into_iter()
+                .filter(|t| p.is_match(&t.transactional_id))
+                .collect()
+        })
+        .await
+        .unwrap_or_default(),
+    };
     ListTransactionsResponse {
         error_code: r.error_code.0,
         unknown_state_filters: r.unknown_state_filters,
-        transaction_states: r
-            .transaction_states
+        transaction_states: matched
             .into_iter()
-            .filter(|t| {
-                pattern
-                    .as_ref()
-                    .is_none_or(|p| p.is_match(&t.transactional_id))
-            })
             .filter(|t| {
                 ctx.is_allowed(
                     AclOperation::Describe,

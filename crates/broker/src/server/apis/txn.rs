@@ -4,8 +4,8 @@
 //! producer id and epoch to use next under transaction version 2).
 //!
 //! Authorization as Kafka's `KafkaApis`: WRITE on the TransactionalId (TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
-//! AddPartitionsToTxn also WRITE on each topic (TOPIC_AUTHORIZATION_FAILED; unknown topics
-//! UNKNOWN_TOPIC_OR_PARTITION; when any partition fails, the others get OPERATION_NOT_ATTEMPTED and nothing is
+//! AddPartitionsToTxn also WRITE on each topic (TOPIC_AUTHORIZATION_FAILED; unknown topics and partition
+//! indexes the topic does not have UNKNOWN_TOPIC_OR_PARTITION; when any partition fails, the others get OPERATION_NOT_ATTEMPTED and nothing is
 //! added) and, from v4, CLUSTER_ACTION (CLUSTER_AUTHORIZATION_FAILED for the whole request);
 //! AddOffsetsToTxn READ on the group (GROUP_AUTHORIZATION_FAILED). PRODUCER_FENCED becomes
 //! INVALID_PRODUCER_EPOCH for clients too old to know it (KIP-588).
@@ -42,7 +42,7 @@ fn client_version(version: i16) -> TransactionVersion {
 /// One transaction's topics answered with `code` for every partition.
 fn all_partitions(
     topics: &[AddPartitionsToTxnTopic],
-    code: impl Fn(&str) -> ErrorCode,
+    code: impl Fn(&AddPartitionsToTxnTopic, i32) -> ErrorCode,
 ) -> Vec<AddPartitionsToTxnTopicResult> {
     topics
         .iter()
@@ -53,7 +53,7 @@ fn all_partitions(
                 .iter()
                 .map(|p| AddPartitionsToTxnPartitionResult {
                     partition_index: *p,
-                    partition_error_code: code(&t.name).0,
+                    partition_error_code: code(t, *p).0,
                     ..Default::default()
                 })
                 .collect(),
@@ -133,22 +133,33 @@ async fn add_one(
             &entry.transactional_id,
         );
         if let Err(d) = denied {
-            return all_partitions(&entry.topics, |_| ErrorCode::from(d));
+            return all_partitions(&entry.topics, |_, _| ErrorCode::from(d));
         }
     }
     let image = apis.metadata_cache().image();
-    let topic_error = |name: &str| -> Option<ErrorCode> {
-        if let Err(d) = ctx.authorize(AclOperation::Write, ResourceType::Topic, name) {
+    // Per partition, as Kafka: a partition the topic does not have is unknown too (else its marker could
+    // never be written and the transaction never complete).
+    let partition_error = |t: &AddPartitionsToTxnTopic, p: i32| -> Option<ErrorCode> {
+        let count = image
+            .topics
+            .get(&t.name)
+            .map_or(0, |i| i.partitions.len() as i32);
+        if let Err(d) = ctx.authorize(AclOperation::Write, ResourceType::Topic, &t.name) {
             Some(ErrorCode::from(d))
-        } else if !image.topics.contains_key(name) {
+        } else if !(0..count).contains(&p) {
             Some(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION)
         } else {
             None
         }
     };
-    if entry.topics.iter().any(|t| topic_error(&t.name).is_some()) {
-        return all_partitions(&entry.topics, |name| {
-            topic_error(name).unwrap_or(ErrorCode::OPERATION_NOT_ATTEMPTED)
+    let failed = |t: &AddPartitionsToTxnTopic| {
+        t.partitions
+            .iter()
+            .any(|p| partition_error(t, *p).is_some())
+    };
+    if entry.topics.iter().any(failed) {
+        return all_partitions(&entry.topics, |t, p| {
+            partition_error(t, p).unwrap_or(ErrorCode::OPERATION_NOT_ATTEMPTED)
         });
     }
     let partitions: Vec<TopicPartition> = entry
@@ -165,7 +176,7 @@ async fn add_one(
     if entry.verify_only {
         let verified =
             txns.verify_partitions_in_txn(&entry.transactional_id, entry.producer, &partitions);
-        return all_partitions(&entry.topics, |_| ErrorCode::NONE)
+        return all_partitions(&entry.topics, |_, _| ErrorCode::NONE)
             .into_iter()
             .map(|mut t| {
                 for p in t.results_by_partition.iter_mut() {
@@ -188,7 +199,7 @@ async fn add_one(
         )
         .await;
     let code = producer_fenced_for_version(result.error_code, TxnApi::AddPartitionsToTxn, version);
-    all_partitions(&entry.topics, |_| code)
+    all_partitions(&entry.topics, |_, _| code)
 }
 
 /// AddOffsetsToTxn: adds the group's `__consumer_offsets` partition to the transaction.
