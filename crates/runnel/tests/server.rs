@@ -6,36 +6,11 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::Command;
 
-use bytes::Bytes;
 use protocol::messages::{ApiVersionsRequest, MetadataRequest};
-use protocol::{decode_response, encode_request, ApiKey, RequestBody, RequestHeader, ResponseBody};
+use protocol::{ApiKey, RequestBody, ResponseBody};
 
 mod common;
-use common::Broker;
-
-fn round_trip(
-    stream: &mut TcpStream,
-    api: ApiKey,
-    version: i16,
-    body: RequestBody,
-) -> ResponseBody {
-    let header = RequestHeader {
-        request_api_key: api as i16,
-        request_api_version: version,
-        correlation_id: 7,
-        client_id: Some("runnel-test".into()),
-        unknown_tagged_fields: vec![],
-    };
-    let frame = encode_request(&header, &body).unwrap();
-    stream.write_all(&frame).unwrap();
-    let mut size = [0u8; 4];
-    stream.read_exact(&mut size).unwrap();
-    let mut buf = vec![0u8; i32::from_be_bytes(size) as usize];
-    stream.read_exact(&mut buf).unwrap();
-    let (correlation_id, body) = decode_response(api, version, Bytes::from(buf)).unwrap();
-    assert_eq!(correlation_id.correlation_id, 7);
-    body
-}
+use common::{round_trip, Broker};
 
 fn api_versions(stream: &mut TcpStream) -> ResponseBody {
     round_trip(

@@ -2,11 +2,9 @@
 //! transactional offset commit is pending (invisible, UNSTABLE_OFFSET_COMMIT with `require_stable`, in the
 //! v7 and the v8+ group forms), and unknown topics are refused.
 
-use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use protocol::messages::create_topics_request::CreatableTopic;
 use protocol::messages::offset_fetch_request::{
     OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
@@ -15,32 +13,10 @@ use protocol::messages::txn_offset_commit_request::{
     TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
 };
 use protocol::messages::{CreateTopicsRequest, OffsetFetchRequest, TxnOffsetCommitRequest};
-use protocol::{decode_response, encode_request, ApiKey, RequestBody, RequestHeader, ResponseBody};
+use protocol::{ApiKey, RequestBody, ResponseBody};
 
 mod common;
-use common::Broker;
-
-fn round_trip(
-    stream: &mut TcpStream,
-    api: ApiKey,
-    version: i16,
-    body: RequestBody,
-) -> ResponseBody {
-    let header = RequestHeader {
-        request_api_key: api as i16,
-        request_api_version: version,
-        correlation_id: 7,
-        client_id: Some("runnel-test".into()),
-        unknown_tagged_fields: vec![],
-    };
-    let frame = encode_request(&header, &body).unwrap();
-    stream.write_all(&frame).unwrap();
-    let mut size = [0u8; 4];
-    stream.read_exact(&mut size).unwrap();
-    let mut buf = vec![0u8; i32::from_be_bytes(size) as usize];
-    stream.read_exact(&mut buf).unwrap();
-    decode_response(api, version, Bytes::from(buf)).unwrap().1
-}
+use common::{round_trip, Broker};
 
 fn txn_commit(topic: &str) -> TxnOffsetCommitRequest {
     TxnOffsetCommitRequest {

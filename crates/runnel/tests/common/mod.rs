@@ -2,7 +2,7 @@
 //! with a temporary data dir, killed on drop, and a bounded runner for `runnel` subcommands.
 #![allow(dead_code)]
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -178,4 +178,30 @@ pub fn run_cli(args: &[&str], stdin: &[u8], limit: Duration) -> Output {
             );
         }
     }
+}
+
+/// Sends `body` as request `api` v`version` on `stream` and returns the decoded response (correlation id 7).
+pub fn round_trip(
+    stream: &mut TcpStream,
+    api: protocol::ApiKey,
+    version: i16,
+    body: protocol::RequestBody,
+) -> protocol::ResponseBody {
+    let header = protocol::RequestHeader {
+        request_api_key: api as i16,
+        request_api_version: version,
+        correlation_id: 7,
+        client_id: Some("runnel-test".into()),
+        unknown_tagged_fields: vec![],
+    };
+    let frame = protocol::encode_request(&header, &body).unwrap();
+    stream.write_all(&frame).unwrap();
+    let mut size = [0u8; 4];
+    stream.read_exact(&mut size).unwrap();
+    let mut buf = vec![0u8; i32::from_be_bytes(size) as usize];
+    stream.read_exact(&mut buf).unwrap();
+    let (correlation_id, body) =
+        protocol::decode_response(api, version, bytes::Bytes::from(buf)).unwrap();
+    assert_eq!(correlation_id.correlation_id, 7);
+    body
 }
