@@ -227,6 +227,16 @@ pub fn group_config(config: &BrokerConfig) -> GroupConfig {
     }
 }
 
+/// The (topic, partition) pairs of an OffsetCommit or TxnOffsetCommit request's topics.
+fn committed_partitions(
+    topics: &[(String, Vec<coordinator::OffsetCommitPartition>)],
+) -> Vec<(String, i32)> {
+    topics
+        .iter()
+        .flat_map(|(t, ps)| ps.iter().map(move |p| (t.clone(), p.partition_index)))
+        .collect()
+}
+
 /// Waits until each append reached the HighWatermark in its LeaderEpoch with at least `min_isr` in-sync
 /// replicas. Errors: leadership lost → NOT_COORDINATOR; ISR too small or `deadline` passed →
 /// COORDINATOR_NOT_AVAILABLE.
@@ -527,11 +537,7 @@ impl GroupCoordinatorService {
         req: &coordinator::OffsetCommitRequest,
     ) -> Result<(coordinator::OffsetCommitResult, Written), CoordinatorError> {
         self.ready_for(&req.group_id).await?;
-        let partitions: Vec<(String, i32)> = req
-            .topics
-            .iter()
-            .flat_map(|(t, ps)| ps.iter().map(move |p| (t.clone(), p.partition_index)))
-            .collect();
+        let partitions = committed_partitions(&req.topics);
         let group = req.group_id.clone();
         let (value, written) = self.call_with_undo(
             Some(&req.group_id),

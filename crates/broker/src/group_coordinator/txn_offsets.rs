@@ -20,11 +20,7 @@ impl GroupCoordinatorService {
         req: &coordinator::TxnOffsetCommitRequest,
     ) -> Result<(coordinator::OffsetCommitResult, Written), CoordinatorError> {
         self.ready_for(&req.group_id).await?;
-        let partitions: Vec<(String, i32)> = req
-            .topics
-            .iter()
-            .flat_map(|(t, ps)| ps.iter().map(move |p| (t.clone(), p.partition_index)))
-            .collect();
+        let partitions = committed_partitions(&req.topics);
         let (value, written) = self.call_with_undo(
             Some(&req.group_id),
             |st, now| {
