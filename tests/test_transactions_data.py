@@ -3,9 +3,10 @@ coordinator: a transactional Produce (a made-up producer id, as a coordinator wo
 Fetch and ListOffsets at both isolation levels, DescribeProducers, and WriteTxnMarkers sent as a
 transaction coordinator would.
 
-runnel only: Kafka 4.4 verifies a transactional Produce with its transaction coordinator (KIP-890), so
-a producer id no coordinator knows is refused there. The client-level transaction tests come with the
-coordinator.
+runnel only, on a broker with `transaction.partition.verification.enable=false`: otherwise (the default,
+as Kafka 4.4) a transactional Produce is verified with the transaction coordinator first (KIP-890), so a
+producer id no coordinator knows is refused — which the last test checks. The client-level transaction
+tests are in test_transactions.py.
 """
 
 from __future__ import annotations
@@ -24,6 +25,15 @@ TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 TOPIC_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED = 29, 31
 STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 PID, EPOCH = 4242, 0
+UNVERIFIED = {"transaction.partition.verification.enable": "false"}
+INVALID_PRODUCER_ID_MAPPING, NOT_ENOUGH_REPLICAS = 49, 19
+
+
+@pytest.fixture(scope="module")
+def broker():
+    b = new_broker(UNVERIFIED)
+    yield b
+    b.close()
 
 
 def compact_array(w: k.Writer, items, fn):
@@ -184,7 +194,7 @@ def test_authorization(topic):
     """Deny by default (StandardAuthorizer, no ACLs): WriteTxnMarkers needs CLUSTER_ACTION (31 per
     partition), DescribeProducers READ on the topic (29), a transactional Produce WRITE on its
     TransactionalId (53, before the topic's own check)."""
-    b = new_broker({"authorizer.class.name": STANDARD, "super.users": "User:ANONYMOUS"})
+    b = new_broker({"authorizer.class.name": STANDARD, "super.users": "User:ANONYMOUS", **UNVERIFIED})
     try:
         make_topic(b.bootstrap, topic)
         b.sets.pop("super.users")
@@ -218,7 +228,14 @@ def add_partitions_v2(conn: k.Connection, txn_id: str, pid: int, epoch: int, top
 
 
 def init_transactional(conn: k.Connection, txn_id: str) -> tuple[int, int]:
-    """InitProducerId v1 with a transactional id (retrying while the coordinator loads)."""
+    """FindCoordinator v1 (which creates `__transaction_state`, as a client's would), then InitProducerId v1
+    with a transactional id (retrying while the coordinator loads)."""
+    for _ in range(150):
+        r = conn.request(10, 1, bytes(k.Writer().string(txn_id).i8(1).buf))
+        r.i32()
+        if r.i16() == 0:
+            break
+        time.sleep(0.2)
     for _ in range(150):
         r = conn.request(22, 1, bytes(k.Writer().string(txn_id).i32(60000).buf))
         r.i32()
@@ -246,3 +263,26 @@ def test_partitions_a_topic_does_not_have_are_refused(broker, topic):
         assert r.i16() == 0
         # The abort completes: a new InitProducerId is answered (not CONCURRENT_TRANSACTIONS forever).
         init_transactional(c, f"tx-{topic}")
+
+
+def test_an_unverified_transactional_produce_is_refused_by_default(topic):
+    """KIP-890 part 1: with verification on (the default), the leader asks the transaction coordinator,
+    which knows no transaction of this producer: the batch is refused, no transaction opens."""
+    b = new_broker()
+    try:
+        make_topic(b.bootstrap, topic)
+        with k.Connection(b.bootstrap) as c:
+            # No `__transaction_state` yet: no coordinator to ask, NOT_ENOUGH_REPLICAS (retriable), as Kafka.
+            assert produce(c, topic, txn_batch(2, 0), "tx-nobody").error == NOT_ENOUGH_REPLICAS
+            init_transactional(c, "tx-somebody")  # creates and loads the coordinator
+            errors = []
+            for _ in range(100):
+                errors.append(produce(c, topic, txn_batch(2, 0), "tx-nobody").error)
+                if errors[-1] != NOT_ENOUGH_REPLICAS:
+                    break
+                time.sleep(0.1)
+            assert errors[-1] == INVALID_PRODUCER_ID_MAPPING, errors
+            err, producers = describe_producers(c, topic)
+            assert err == 0 and producers == [], producers
+    finally:
+        b.close()

@@ -28,11 +28,12 @@ use tokio::time::Instant;
 
 use bytes::Bytes;
 use parking_lot::Mutex;
+use storage::VerificationGuard;
 use storage::{
     AppendOrigin, FetchDataInfo, Log, LogAppendInfo, LogConfig, LogManager, StorageError,
 };
 use tokio::sync::Notify;
-use types::{BrokerId, LeaderEpoch, Offset, PartitionEpoch};
+use types::{BrokerId, LeaderEpoch, Offset, PartitionEpoch, ProducerEpoch, ProducerId};
 use uuid::Uuid;
 
 pub use crate::partition_results::{
@@ -430,6 +431,40 @@ impl Partition {
         self.append_with(min_isr, |log, epoch| {
             log.append_as_leader_with_origin(records, epoch, origin, now_ms)
         })
+    }
+
+    /// A client's append under transaction verification (KIP-890): as
+    /// [`append_as_leader`](Self::append_as_leader), with `guard` from
+    /// [`maybe_start_transaction_verification`](Self::maybe_start_transaction_verification) (see
+    /// `storage::Log::append_as_leader_verified`; a transactional batch opening a transaction without the
+    /// producer's current guard → Storage(InvalidTxnState)).
+    pub fn append_as_leader_verified(
+        &self,
+        records: Bytes,
+        guard: VerificationGuard,
+        min_isr: usize,
+        now_ms: i64,
+    ) -> Result<(LogAppendInfo, LeaderEpoch), ReplicaError> {
+        self.append_with(min_isr, |log, epoch| {
+            log.append_as_leader_verified(records, epoch, guard, now_ms)
+        })
+    }
+
+    /// The guard to take before asking the transaction coordinator whether this partition is in
+    /// `producer_id`'s transaction (`storage::Log::maybe_start_transaction_verification`): `None` when a
+    /// transaction of the producer at `producer_epoch` is ongoing here. Errors: NotLeaderOrFollower.
+    pub fn maybe_start_transaction_verification(
+        &self,
+        producer_id: ProducerId,
+        producer_epoch: ProducerEpoch,
+        now_ms: i64,
+    ) -> Result<Option<VerificationGuard>, ReplicaError> {
+        let st = self.state.lock();
+        if !matches!(st.role, Role::Leader(_)) {
+            return Err(ReplicaError::NotLeaderOrFollower);
+        }
+        let mut log = self.log.lock();
+        Ok(log.maybe_start_transaction_verification(producer_id, producer_epoch, now_ms))
     }
 
     /// Every leader append: under the state then the log lock, NotLeaderOrFollower unless leading,

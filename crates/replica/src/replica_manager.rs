@@ -343,6 +343,30 @@ impl ReplicaManager {
         partition.append_as_leader(records, min_isr, self.inner.now_ms())
     }
 
+    /// A client's Produce append under transaction verification (KIP-890): see
+    /// [`Partition::append_as_leader_verified`].
+    pub fn append_to_leader_verified(
+        &self,
+        partition: &Partition,
+        records: Bytes,
+        guard: storage::VerificationGuard,
+        min_isr: usize,
+    ) -> Result<(LogAppendInfo, LeaderEpoch), ReplicaError> {
+        partition.append_as_leader_verified(records, guard, min_isr, self.inner.now_ms())
+    }
+
+    /// The guard to take before verifying `partition` in a transaction: see
+    /// [`Partition::maybe_start_transaction_verification`].
+    pub fn maybe_start_transaction_verification(
+        &self,
+        partition: &Partition,
+        producer_id: ProducerId,
+        producer_epoch: ProducerEpoch,
+    ) -> Result<Option<storage::VerificationGuard>, ReplicaError> {
+        let now_ms = self.inner.now_ms();
+        partition.maybe_start_transaction_verification(producer_id, producer_epoch, now_ms)
+    }
+
     /// WriteTxnMarkers' append of one end-transaction marker as leader, timestamped with this broker's
     /// clock: see [`Partition::append_txn_marker`] (`min_isr` > 0 for acks=all).
     pub fn append_txn_marker(

@@ -49,6 +49,7 @@ mod producer_state;
 mod segment;
 mod txn_index;
 mod txn_marker;
+mod verification;
 pub mod vfs;
 
 pub use checkpoint::OffsetCheckpointFile;
@@ -69,6 +70,7 @@ pub use producer_state::{BatchMetadata, CompletedTxn, ProducerStateEntry, Produc
 pub use segment::LogSegment;
 pub use txn_index::{AbortedTxn, TransactionIndex, TxnIndexSearchResult, ABORTED_TXN_ENTRY_SIZE};
 pub use txn_marker::{ControlRecordType, EndTransactionMarker};
+pub use verification::VerificationGuard;
 pub use vfs::{real_fs, FileSystem, Fs, RealFs, SimFs, StorageFile};
 
 /// Timestamp argument of [`Log::fetch_offset_by_timestamp`]: the log end offset.

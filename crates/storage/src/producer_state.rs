@@ -501,6 +501,22 @@ impl ProducerStateManager {
             .unwrap_or(txn.last_offset.get() + 1)
     }
 
+    /// True when `producer_id` has a transaction ongoing at `epoch` (Kafka's `hasOngoingTransaction`),
+    /// looking first at the entries `pending` staged by an append in progress.
+    pub(crate) fn has_ongoing_txn(
+        &self,
+        pending: Option<&HashMap<i64, ProducerStateEntry>>,
+        producer_id: i64,
+        epoch: i16,
+    ) -> bool {
+        let entry = pending
+            .and_then(|p| p.get(&producer_id))
+            .or_else(|| self.producers.get(&producer_id));
+        entry.is_some_and(|e| {
+            e.current_txn_first_offset.get() >= 0 && e.producer_epoch.get() == epoch
+        })
+    }
+
     /// First offset of the earliest ongoing transaction of a producer other than `producer_id`.
     pub(crate) fn first_ongoing_except(&self, producer_id: ProducerId) -> Option<i64> {
         self.ongoing

@@ -368,6 +368,43 @@ fn a_non_transactional_batch_inside_a_transaction_is_invalid_txn_state() {
 }
 
 #[test]
+fn a_verified_append_opens_a_transaction_only_with_the_guard_taken_before_it() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(d.path(), LogConfig::default(), false);
+    let (pid, epoch) = (ProducerId(9), ProducerEpoch(0));
+    let verified = |log: &mut Log, seq, guard| {
+        log.append_as_leader_verified(txn_batch(9, 0, seq, 1), LeaderEpoch(0), guard, NOW)
+    };
+    // No guard: the batch would open a transaction nobody verified.
+    assert!(matches!(
+        verified(&mut log, 0, VerificationGuard::SENTINEL),
+        Err(StorageError::InvalidTxnState(_))
+    ));
+    let guard = log
+        .maybe_start_transaction_verification(pid, epoch, NOW)
+        .expect("no transaction yet: a guard");
+    verified(&mut log, 0, guard).unwrap();
+    // Ongoing: no verification needed, any guard goes.
+    assert_eq!(
+        log.maybe_start_transaction_verification(pid, epoch, NOW),
+        None
+    );
+    verified(&mut log, 1, VerificationGuard::SENTINEL).unwrap();
+    // A guard taken, then the transaction ends before the late batch lands: refused, not hanging.
+    marker(&mut log, 9, 0, false).unwrap();
+    let guard = log
+        .maybe_start_transaction_verification(pid, epoch, NOW)
+        .unwrap();
+    marker(&mut log, 9, 0, false).unwrap();
+    assert!(matches!(
+        verified(&mut log, 2, guard),
+        Err(StorageError::InvalidTxnState(_))
+    ));
+    hw_to_leo(&mut log);
+    assert_eq!(log.first_unstable_offset(), None, "no hanging transaction");
+}
+
+#[test]
 fn followers_copy_markers_and_build_the_same_index() {
     let d = tempfile::tempdir().unwrap();
     let mut leader = open(&d.path().join("l"), LogConfig::default(), false);

@@ -137,6 +137,10 @@ keys! {
     TRANSACTION_STATE_LOG_SEGMENT_BYTES: i32 = "transaction.state.log.segment.bytes";
     /// `transaction.max.timeout.ms`: the longest `transaction.timeout.ms` a producer may ask for (ms).
     TRANSACTION_MAX_TIMEOUT_MS: i32 = "transaction.max.timeout.ms";
+    /// `transaction.partition.verification.enable`: partition leaders verify with the transaction
+    /// coordinator that a partition is in the transaction before its first transactional write (KIP-890
+    /// part 1; transaction version 2 clients are always verified, their partitions being added that way).
+    TRANSACTION_PARTITION_VERIFICATION_ENABLE: bool = "transaction.partition.verification.enable";
     /// `transactional.id.expiration.ms`: an idle transactional id is expired after this long (ms).
     TRANSACTIONAL_ID_EXPIRATION_MS: i32 = "transactional.id.expiration.ms";
     /// `transaction.abort.timed.out.transaction.cleanup.interval.ms`: how often timed-out transactions

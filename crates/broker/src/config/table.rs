@@ -165,6 +165,11 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
         Some("104857600"),
     ),
     def("transaction.max.timeout.ms", T::Int, Some("900000")),
+    def(
+        "transaction.partition.verification.enable",
+        T::Boolean,
+        Some("true"),
+    ),
     def("transactional.id.expiration.ms", T::Int, Some("604800000")),
     def(
         "transaction.abort.timed.out.transaction.cleanup.interval.ms",

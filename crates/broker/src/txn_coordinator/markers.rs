@@ -5,13 +5,12 @@
 //! took over), or this coordinator no longer owning the transactional id, abandons the markers without
 //! completing the transaction (the new owner resends them).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use coordinator::transaction::MarkerOutcome;
 use protocol::messages::write_txn_markers_request::{WritableTxnMarker, WritableTxnMarkerTopic};
 use protocol::messages::WriteTxnMarkersRequest;
 use protocol::{RequestBody, ResponseBody};
-use replica::replica_fetcher::Connection;
 use types::BrokerId;
 
 use super::*;
@@ -23,72 +22,6 @@ const WRITE_TXN_MARKERS_VERSION: i16 = 1;
 /// First retry delay; doubled up to [`MAX_BACKOFF`].
 const MIN_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
-
-/// Connections to other brokers' inter-broker listeners, one request in flight per broker.
-pub(super) struct MarkerChannel {
-    local_id: BrokerId,
-    connector: Arc<dyn Connector>,
-    connections: Mutex<HashMap<BrokerId, Arc<tokio::sync::Mutex<Option<Connection>>>>>,
-}
-
-impl MarkerChannel {
-    pub(super) fn new(local_id: BrokerId, connector: Arc<dyn Connector>) -> MarkerChannel {
-        MarkerChannel {
-            local_id,
-            connector,
-            connections: Mutex::new(HashMap::new()),
-        }
-    }
-
-    /// Sends `request` to broker `broker` at `host:port`; per-partition results, or None when the request
-    /// failed (the connection is dropped and reopened next time).
-    async fn send(
-        &self,
-        broker: BrokerId,
-        (host, port): (&str, u16),
-        request: WriteTxnMarkersRequest,
-    ) -> Option<Vec<(String, i32, MarkerOutcome)>> {
-        let slot = self.connections.lock().entry(broker).or_default().clone();
-        let mut conn = slot.lock().await;
-        if conn.is_none() {
-            match Connection::connect_with(&*self.connector, host, port, self.local_id).await {
-                Ok(c) => *conn = Some(c),
-                Err(e) => {
-                    tracing::debug!(%broker, error = %e, "cannot connect to write markers");
-                    return None;
-                }
-            }
-        }
-        let c = conn.as_mut()?;
-        let body = RequestBody::WriteTxnMarkers(request);
-        match c
-            .call(
-                WRITE_TXN_MARKERS_VERSION,
-                body,
-                APPEND_TIMEOUT + Duration::from_secs(5),
-            )
-            .await
-        {
-            Ok(ResponseBody::WriteTxnMarkers(r)) => Some(
-                r.markers
-                    .into_iter()
-                    .flat_map(|m| m.topics)
-                    .flat_map(|t| {
-                        let name = t.name;
-                        t.partitions.into_iter().map(move |p| {
-                            let outcome = MarkerOutcome::of(p.error_code.into());
-                            (name.clone(), p.partition_index, outcome)
-                        })
-                    })
-                    .collect(),
-            ),
-            Ok(_) | Err(_) => {
-                *conn = None;
-                None
-            }
-        }
-    }
-}
 
 impl TransactionCoordinatorService {
     /// Writes `m`'s markers until every partition has one, then completes the transaction
@@ -220,8 +153,15 @@ impl TransactionCoordinatorService {
             }],
             ..Default::default()
         };
-        let (host, port) = endpoint;
-        let results = self.markers.send(leader, (host, port), request).await;
+        let body = RequestBody::WriteTxnMarkers(request);
+        let timeout = APPEND_TIMEOUT + Duration::from_secs(5);
+        let answer = (self.markers)
+            .call(leader, endpoint, WRITE_TXN_MARKERS_VERSION, body, timeout)
+            .await;
+        let results = match answer {
+            Some(ResponseBody::WriteTxnMarkers(r)) => Some(marker_results(r)),
+            _ => None,
+        };
         tps.iter()
             .map(|tp| {
                 let outcome = results
@@ -236,4 +176,21 @@ impl TransactionCoordinatorService {
             })
             .collect()
     }
+}
+
+/// Each partition's outcome in a WriteTxnMarkers answer.
+fn marker_results(
+    r: protocol::messages::WriteTxnMarkersResponse,
+) -> Vec<(String, i32, MarkerOutcome)> {
+    r.markers
+        .into_iter()
+        .flat_map(|m| m.topics)
+        .flat_map(|t| {
+            let name = t.name;
+            t.partitions.into_iter().map(move |p| {
+                let outcome = MarkerOutcome::of(p.error_code.into());
+                (name.clone(), p.partition_index, outcome)
+            })
+        })
+        .collect()
 }

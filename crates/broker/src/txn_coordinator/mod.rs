@@ -28,14 +28,19 @@
 //!   WriteTxnMarkers over the inter-broker listener; retried with backoff until written, dropped for a
 //!   deleted topic, abandoned when the coordinator was fenced or resigned (Kafka's
 //!   `TransactionMarkerChannelManager`). Then `markers_written` completes the transaction.
+//! - **Verification** (`verification.rs`, KIP-890): partition leaders ask the coordinator of a transactional
+//!   id, here or over the inter-broker listener, to verify or add a partition before a transaction's first
+//!   write to it ([`TransactionCoordinatorService::add_or_verify`]).
 //! - **Timers**: [`TransactionCoordinatorService::run_timers`] sleeps until `next_deadline()` and calls
 //!   `tick` (timed-out transactions aborted, expired transactional ids removed).
 //! - **Producer ids** come from a small prefetched pool (`producer_ids.rs`) over the broker's allocator (the
 //!   controller's blocks in a cluster); an empty pool answers COORDINATOR_LOAD_IN_PROGRESS (retriable).
 
+mod channel;
 mod loading;
 mod markers;
 mod producer_ids;
+mod verification;
 
 pub use loading::TransactionCoordinatorPublisher;
 
@@ -63,7 +68,6 @@ use crate::metadata_cache::MetadataCache;
 use crate::server::apis::errors::txn_append_error_code;
 use crate::topics::TopicManager;
 use replica::replica_manager::ReplicaManager;
-use replica::transport::Connector;
 
 pub use coordinator::transaction::TRANSACTION_STATE_TOPIC;
 
@@ -151,7 +155,10 @@ pub struct TransactionCoordinatorService {
     next_load: std::sync::atomic::AtomicU64,
     clock: Arc<dyn Clock>,
     producer_ids: Arc<producer_ids::ProducerIdPool>,
-    markers: markers::MarkerChannel,
+    /// WriteTxnMarkers to other leaders.
+    markers: channel::BrokerChannel,
+    /// AddPartitionsToTxn to other coordinators (this broker's partitions' verifications).
+    verifications: channel::BrokerChannel,
 }
 
 impl std::fmt::Debug for TransactionCoordinatorService {
@@ -179,7 +186,8 @@ impl TransactionCoordinatorService {
             transaction_config(&config),
             Box::new(producer_ids::PoolSource(producer_ids.clone())),
         );
-        let markers = markers::MarkerChannel::new(config.node_id, connector);
+        let markers = channel::BrokerChannel::new(config.node_id, connector.clone());
+        let verifications = channel::BrokerChannel::new(config.node_id, connector);
         TransactionCoordinatorService {
             state: Mutex::new(State {
                 coordinator,
@@ -200,6 +208,7 @@ impl TransactionCoordinatorService {
             clock: Arc::new(types::SystemClock),
             producer_ids,
             markers,
+            verifications,
         }
     }
 

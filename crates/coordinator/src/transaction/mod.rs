@@ -11,7 +11,8 @@
 //! Modules: `metadata` (states, the transition table, [`TransactionMetadata`]), `records` (the
 //! `__transaction_state` codec), `api` (shapes and effects), `config`, `ops` (InitProducerId,
 //! AddPartitionsToTxn, AddOffsetsToTxn), `end` (EndTxn, TV1 and TV2), `admin` (DescribeTransactions,
-//! ListTransactions, loading and unloading partitions), and this module: state, appends, markers, timers.
+//! ListTransactions, loading and unloading partitions), `verify` (the partition leader's verification
+//! policy, KIP-890), and this module: state, appends, markers, timers.
 //!
 //! Source: Kafka's `TransactionCoordinator` (core), `TransactionStateManager`,
 //! `TransactionMarkerChannelManager` and the `transaction-coordinator` module.
@@ -25,6 +26,7 @@ mod ops;
 mod records;
 #[cfg(test)]
 mod tests;
+mod verify;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -41,6 +43,7 @@ pub use records::{
     decode_transaction_record, encode_transaction_record, TransactionLogRecord,
     TransactionLogValue, TRANSACTION_LOG_KEY_VERSION,
 };
+pub use verify::*;
 
 use crate::api::RequestId;
 

@@ -4,6 +4,9 @@
 use super::txn::{coordinator_marker, marker_of, AppendOrigin};
 use super::*;
 use crate::producer_state::CompletedTxn;
+use crate::verification::VerificationGuard;
+use protocol::record::RecordBatchHeader;
+use types::{ProducerEpoch, ProducerId};
 
 impl Log {
     /// Appends a Produce request's `records` as leader (Kafka's `appendAsLeader`).
@@ -47,6 +50,55 @@ impl Log {
         origin: AppendOrigin,
         now_ms: i64,
     ) -> Result<LogAppendInfo, StorageError> {
+        self.append_leader(records, leader_epoch, origin, None, now_ms)
+    }
+
+    /// A client's append under transaction verification (KIP-890 part 1; Kafka's `appendAsLeader` with a
+    /// `VerificationGuard`): as [`append_as_leader`](Self::append_as_leader), but a transactional batch that
+    /// would open a transaction (its producer has none ongoing at the batch's epoch) is refused with
+    /// InvalidTxnState unless `guard` is the producer's current guard from
+    /// [`maybe_start_transaction_verification`](Self::maybe_start_transaction_verification) — that is,
+    /// unless no batch or marker of the producer was appended since the coordinator was asked.
+    pub fn append_as_leader_verified(
+        &mut self,
+        records: Bytes,
+        leader_epoch: LeaderEpoch,
+        guard: VerificationGuard,
+        now_ms: i64,
+    ) -> Result<LogAppendInfo, StorageError> {
+        self.append_leader(
+            records,
+            leader_epoch,
+            AppendOrigin::Client,
+            Some(guard),
+            now_ms,
+        )
+    }
+
+    /// The guard to take before asking the transaction coordinator about `producer_id`'s transaction
+    /// (see [`crate::VerificationGuard`]): `None` when the producer already has a transaction ongoing here
+    /// at `producer_epoch` (no verification needed), else its guard for the epoch.
+    pub fn maybe_start_transaction_verification(
+        &mut self,
+        producer_id: ProducerId,
+        producer_epoch: ProducerEpoch,
+        now_ms: i64,
+    ) -> Option<VerificationGuard> {
+        let (id, epoch) = (producer_id.get(), producer_epoch.get());
+        if self.producer_state.has_ongoing_txn(None, id, epoch) {
+            return None;
+        }
+        Some(self.verification.start(id, epoch, now_ms))
+    }
+
+    fn append_leader(
+        &mut self,
+        records: Bytes,
+        leader_epoch: LeaderEpoch,
+        origin: AppendOrigin,
+        verification: Option<VerificationGuard>,
+        now_ms: i64,
+    ) -> Result<LogAppendInfo, StorageError> {
         self.check_online()?;
         let leader_epoch = leader_epoch.get();
         let mut info = LogAppendInfo::nothing(self.log_start_offset);
@@ -75,6 +127,7 @@ impl Log {
             pending: HashMap::new(),
             completed: Vec::new(),
             origin,
+            verification,
             next: self.log_end_offset,
             position: 0,
         };
@@ -114,6 +167,9 @@ impl Log {
             self.log_end_offset
         );
         self.write_batches(&buf, &metas, info.first_offset.get(), next, now_ms)?;
+        for producer_id in pending.keys() {
+            self.verification.clear(*producer_id);
+        }
         self.producer_state.commit(pending, next);
         self.complete_txns(&completed)?;
         if let Err(e) = self
@@ -163,6 +219,7 @@ impl Log {
                     ..plan.info
                 }));
             }
+            self.check_verified(plan, &h)?;
         }
         let next = plan.next;
         let stored_max = if log_append {
@@ -397,6 +454,7 @@ impl Log {
         self.write_batches(&records, &metas, info.first_offset.get(), next, now_ms)?;
         let mut completed = Vec::new();
         for (h, marker) in &headers {
+            self.verification.clear(h.producer_id);
             completed.extend(self.producer_state.replay(h, *marker, now_ms));
             if let Err(e) = self
                 .leader_epoch_cache
@@ -408,6 +466,31 @@ impl Log {
         self.complete_txns(&completed)?;
         self.count_unflushed(info.records_count)?;
         Ok(info)
+    }
+
+    /// Under verification, a transactional data batch opening a transaction needs its producer's
+    /// current guard (else InvalidTxnState, as Kafka's "Record was not part of an ongoing transaction").
+    fn check_verified(
+        &self,
+        plan: &LeaderAppendPlan,
+        h: &RecordBatchHeader,
+    ) -> Result<(), StorageError> {
+        let Some(guard) = plan.verification else {
+            return Ok(());
+        };
+        let (id, epoch) = (h.producer_id, h.producer_epoch);
+        if !h.is_transactional()
+            || self
+                .producer_state
+                .has_ongoing_txn(Some(&plan.pending), id, epoch)
+            || self.verification.verify(id, guard)
+        {
+            return Ok(());
+        }
+        Err(StorageError::InvalidTxnState(format!(
+            "producer {id} epoch {epoch}: the record was not part of an ongoing transaction \
+             (the partition was not verified in it, or the transaction ended meanwhile)"
+        )))
     }
 
     fn maybe_roll(
@@ -535,6 +618,8 @@ struct LeaderAppendPlan {
     completed: Vec<CompletedTxn>,
     /// Who appends.
     origin: AppendOrigin,
+    /// A verified client append's guard (KIP-890); `None`: no verification required.
+    verification: Option<VerificationGuard>,
     /// The next offset to assign.
     next: i64,
     /// Byte position of the next batch in the append.

@@ -10,6 +10,8 @@ impl Log {
     /// producer state. Policy `compact` deletes only below the log start offset.
     pub fn delete_old_segments(&mut self, now_ms: i64) -> Result<usize, StorageError> {
         self.producer_state.remove_expired_producers(now_ms);
+        let expiration_ms = self.config.producer_id_expiration_ms;
+        self.verification.expire(now_ms, expiration_ms);
         let deletes = self.config.deletes();
         let mut total: i64 = self.size_in_bytes() as i64;
         let mut doomed = Vec::new();

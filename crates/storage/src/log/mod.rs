@@ -157,6 +157,8 @@ pub struct Log {
     leader_epoch_cache: LeaderEpochFileCache,
     /// Bases of the segments whose transaction index is rebuilt by the next producer-state replay.
     txn_rebuild: std::collections::BTreeSet<i64>,
+    /// Transaction verification guards (KIP-890), in memory.
+    verification: crate::verification::VerificationGuards,
     needs_dir_fsync: bool,
     unflushed_messages: i64,
     last_flush_ms: i64,
@@ -287,6 +289,7 @@ impl Log {
             producer_state,
             leader_epoch_cache,
             txn_rebuild: Default::default(),
+            verification: Default::default(),
             // Segment files created now (or by a crashed process) need a directory fsync to last.
             needs_dir_fsync: true,
             unflushed_messages: 0,

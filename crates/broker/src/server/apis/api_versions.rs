@@ -2,12 +2,28 @@
 //! and answering a too-new request with a v0 body carrying error 35).
 
 use protocol::error::ErrorCode;
-use protocol::messages::api_versions_response::ApiVersion;
+use protocol::messages::api_versions_response::{
+    ApiVersion, FinalizedFeatureKey, SupportedFeatureKey,
+};
 use protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
 use protocol::ApiKey;
 
 use super::{advertised_range, SUPPORTED_APIS};
 use crate::server::context::RequestContext;
+
+/// The `transaction.version` feature (KIP-890, KIP-1022): level 2 is transaction version 2 — the epoch
+/// bumped at every commit or abort, partitions added by the leaders' verification (Produce v12,
+/// TxnOffsetCommit v5) instead of the client's AddPartitionsToTxn/AddOffsetsToTxn. Supported 0–2 and
+/// finalized at 2, as a new Kafka 4.x cluster; clients that predate it (librdkafka, older Java) keep
+/// transaction version 1 through the older request versions, which are still served.
+pub const TRANSACTION_VERSION_FEATURE: &str = "transaction.version";
+
+/// The finalized `transaction.version` level.
+pub const TRANSACTION_VERSION_LEVEL: i16 = 2;
+
+/// The epoch of the finalized features (v3+): they never change, so 0 (clients take features from the
+/// highest epoch they have seen, starting from -1).
+const FINALIZED_FEATURES_EPOCH: i64 = 0;
 
 /// Answers with every API and version range we serve. A v3+ request with an empty or invalid client
 /// software name/version gets INVALID_REQUEST (42), as Kafka does.
@@ -33,7 +49,7 @@ pub fn response(error: ErrorCode) -> ApiVersionsResponse {
 }
 
 /// The ApiVersions response body with `error`, listing `keys` with their advertised ranges
-/// ([`advertised_range`]; keys we do not serve are left out). As Kafka 4 does (KIP-896), Produce is
+/// ([`advertised_range`]; keys we do not serve are left out) and the `transaction.version` feature (v3+). As Kafka 4 does (KIP-896), Produce is
 /// advertised from v0 because librdkafka decides whether the broker supports gzip/snappy by checking
 /// for Produce v0; v0–2 requests are still refused (the connection is closed).
 pub fn response_for(error: ErrorCode, keys: impl Iterator<Item = ApiKey>) -> ApiVersionsResponse {
@@ -51,6 +67,19 @@ pub fn response_for(error: ErrorCode, keys: impl Iterator<Item = ApiKey>) -> Api
                 })
             })
             .collect(),
+        supported_features: vec![SupportedFeatureKey {
+            name: TRANSACTION_VERSION_FEATURE.to_string(),
+            min_version: 0,
+            max_version: TRANSACTION_VERSION_LEVEL,
+            ..Default::default()
+        }],
+        finalized_features_epoch: FINALIZED_FEATURES_EPOCH,
+        finalized_features: vec![FinalizedFeatureKey {
+            name: TRANSACTION_VERSION_FEATURE.to_string(),
+            min_version_level: TRANSACTION_VERSION_LEVEL,
+            max_version_level: TRANSACTION_VERSION_LEVEL,
+            ..Default::default()
+        }],
         ..Default::default()
     }
 }

@@ -39,6 +39,7 @@ mod offset_delete;
 mod offset_fetch;
 mod offset_for_leader_epoch;
 mod produce;
+mod produce_verification;
 mod request_quota;
 mod sasl;
 mod sync_group;

@@ -21,9 +21,9 @@
 //! nothing is appended (Kafka's `KafkaApis.handleProduceRequest`); a `transactional_id` with only
 //! non-transactional batches is not checked, as in Kafka. The log checks the producer's epoch and its
 //! transaction state (INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, ... from `storage_error_code`) and
-//! refuses a client's control batch (INVALID_RECORD). KIP-890's partition verification (the leader asking
-//! the transaction coordinator whether the partition was added to the transaction) is not done: a
-//! transactional batch starts a transaction on the partition whether or not it was added.
+//! refuses a client's control batch (INVALID_RECORD). Before a transactional batch opens a transaction on a
+//! partition, the transaction coordinator verifies (v3–11) or adds (v12+) the partition (KIP-890; see
+//! `produce_verification`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,11 +35,12 @@ use protocol::messages::produce_response::{
 };
 use protocol::messages::{ProduceRequest, ProduceResponse};
 use protocol::record::{Compression, Records};
-use storage::{LogAppendInfo, StorageError};
+use storage::{LogAppendInfo, StorageError, VerificationGuard};
 use tokio::time::Instant;
 use types::{LeaderEpoch, Offset};
 
 use super::errors::replica_error_code;
+use super::produce_verification;
 use super::KafkaApis;
 use crate::server::context::{Denied, RequestContext};
 use authorizer::{AclOperation, ResourceType};
@@ -146,10 +147,16 @@ pub enum Outcome {
 /// outcome.
 pub async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: ProduceRequest) -> Outcome {
     let request_ctx = ctx;
+    let mut txn_denied = check_transactional_id(request_ctx, &request);
+    let mut verification = match txn_denied {
+        None => produce_verification::verify(apis, request_ctx, &request).await,
+        Some(_) => Default::default(),
+    };
+    txn_denied = txn_denied.or(verification.denied);
     let ctx = ProduceContext {
         version: ctx.api_version(),
         acks: request.acks,
-        txn_denied: check_transactional_id(request_ctx, &request),
+        txn_denied,
     };
     let mut responses = Vec::with_capacity(request.topic_data.len());
     let mut first_error: Option<String> = None;
@@ -166,7 +173,10 @@ pub async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: ProduceRequ
             let appended = match (ctx.txn_denied, denied) {
                 (Some(code), _) => Err(Failure::code(code)),
                 (None, Some(d)) => Err(Failure::code(ErrorCode::from(d))),
-                (None, None) => append_partition(apis, &ctx, known, &topic.name, p),
+                (None, None) => {
+                    let verified = verification.take(&topic.name, index);
+                    append_partition(apis, &ctx, known, &topic.name, p, verified)
+                }
             };
             let resp = match appended {
                 Ok((info, wait)) => {
@@ -242,6 +252,7 @@ fn append_partition(
     topic_known: bool,
     topic: &str,
     p: PartitionProduceData,
+    verified: Option<Result<VerificationGuard, (ErrorCode, String)>>,
 ) -> Result<(LogAppendInfo, Option<ReplicationWait>), Failure> {
     if !matches!(ctx.acks, -1..=1) {
         return Err(Failure::code(ErrorCode::INVALID_REQUIRED_ACKS));
@@ -273,9 +284,12 @@ fn append_partition(
     } else {
         0
     };
-    let (info, leader_epoch) = apis
-        .replica_manager
-        .append_to_leader(&partition, records, min_isr)?;
+    let rm = &apis.replica_manager;
+    let (info, leader_epoch) = match verified {
+        None => rm.append_to_leader(&partition, records, min_isr)?,
+        Some(Ok(guard)) => rm.append_to_leader_verified(&partition, records, guard, min_isr)?,
+        Some(Err((code, message))) => return Err(Failure::with_message(code, &message)),
+    };
     let wait = (ctx.acks == -1 && info.last_offset.get() >= 0).then(|| ReplicationWait {
         partition,
         required_offset: info.last_offset.next(),

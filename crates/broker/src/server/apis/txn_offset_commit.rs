@@ -15,9 +15,10 @@
 //! comes once the records reached the ISR (acks=all).
 //!
 //! The producer epoch is checked by the log append, as in Kafka: a batch of an older epoch than the
-//! partition's last is refused with INVALID_PRODUCER_EPOCH (47). Not done: Kafka 4.x also verifies with
-//! the transaction coordinator that the group's partition is in the transaction first (KIP-890).
-//! v6 (topic ids) is not served.
+//! partition's last is refused with INVALID_PRODUCER_EPOCH (47). Before the write, the transaction
+//! coordinator verifies (v0–4) or adds (v5+, transaction version 2) the group's `__consumer_offsets`
+//! partition in the transaction (KIP-890; `verify_offsets_partition`); unlike a Produce, the group's write
+//! itself carries no verification guard (the coordinator appends it). v6 (topic ids) is not served.
 //!
 //! [`GroupCoordinatorService::txn_offset_commit`]: crate::group_coordinator::GroupCoordinatorService::txn_offset_commit
 
@@ -27,9 +28,15 @@ use protocol::messages::txn_offset_commit_response::{
 };
 use protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 
+use super::produce_verification::ask_coordinator;
 use super::KafkaApis;
+use crate::config::keys;
+use crate::group_coordinator::OFFSETS_TOPIC;
 use crate::server::context::{Denied, RequestContext};
 use authorizer::{AclOperation, ResourceType};
+use coordinator::transaction::{
+    txn_offset_commit_verification_error, TopicPartition, TransactionSupportedOperation,
+};
 
 /// Commits the offsets as pending for the producer's transaction; one result per requested partition, in
 /// request order.
@@ -115,6 +122,9 @@ async fn commit(
     if req.topics.is_empty() {
         return all_with(request, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0);
     }
+    if let Some(code) = verify_offsets_partition(apis, ctx, request).await {
+        return all_with(request, code.0);
+    }
     // Per (topic, partition) the coordinator's code; a failed write turns its successes into the write error.
     let answered: Vec<((String, i32), i16)> = match apis.groups.txn_offset_commit(&req).await {
         Ok((result, written)) => result
@@ -139,6 +149,41 @@ async fn commit(
             .map_or(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0, |(_, c)| *c)
     };
     respond(request, code_of)
+}
+
+/// KIP-890 for offsets: the transaction coordinator verifies (v0–4, when
+/// `transaction.partition.verification.enable`) or adds (v5+, transaction version 2: the producer sends no
+/// AddOffsetsToTxn) the group's `__consumer_offsets` partition in the producer's transaction. The error to
+/// answer every partition with, if it failed (transient ones as COORDINATOR_NOT_AVAILABLE).
+async fn verify_offsets_partition(
+    apis: &KafkaApis,
+    ctx: &RequestContext,
+    request: &TxnOffsetCommitRequest,
+) -> Option<ErrorCode> {
+    let op = TransactionSupportedOperation::for_txn_offset_commit(ctx.api_version());
+    if !op.supports_epoch_bump()
+        && !apis
+            .config
+            .get(keys::TRANSACTION_PARTITION_VERIFICATION_ENABLE)
+    {
+        return None;
+    }
+    let n = apis
+        .metadata
+        .topic(OFFSETS_TOPIC)
+        .map_or(apis.config.offsets_topic_num_partitions, |t| t.partitions);
+    let tp = TopicPartition {
+        topic: OFFSETS_TOPIC.to_string(),
+        partition: coordinator::partition_for(&request.group_id, n.max(1)),
+    };
+    let producer = (
+        types::ProducerId(request.producer_id),
+        types::ProducerEpoch(request.producer_epoch),
+    );
+    let id = &request.transactional_id;
+    let failed = ask_coordinator(apis, id, producer, vec![tp], op).await;
+    let (_, code) = failed.into_iter().next()?;
+    Some(txn_offset_commit_verification_error(code))
 }
 
 /// Every requested partition with `code`.

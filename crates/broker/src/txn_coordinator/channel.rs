@@ -1,0 +1,63 @@
+//! Requests from the transaction machinery to other brokers' inter-broker listeners (the replica fetchers'
+//! connector: the same TLS/SASL): WriteTxnMarkers from the coordinator, AddPartitionsToTxn from partition
+//! leaders verifying a transaction.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use protocol::{RequestBody, ResponseBody};
+use replica::replica_fetcher::Connection;
+use replica::transport::Connector;
+use types::BrokerId;
+
+/// Connections to other brokers, one request in flight per broker (Kafka's `InterBrokerSendThread` keeps one
+/// connection per node too). A failed call drops the connection; the next call reopens it.
+pub(super) struct BrokerChannel {
+    local_id: BrokerId,
+    connector: Arc<dyn Connector>,
+    connections: Mutex<HashMap<BrokerId, Arc<tokio::sync::Mutex<Option<Connection>>>>>,
+}
+
+impl BrokerChannel {
+    pub(super) fn new(local_id: BrokerId, connector: Arc<dyn Connector>) -> BrokerChannel {
+        BrokerChannel {
+            local_id,
+            connector,
+            connections: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Sends `body` at `version` to broker `broker` at `host:port` and waits at most `timeout` for the
+    /// answer; `None` when it could not be sent or answered.
+    pub(super) async fn call(
+        &self,
+        broker: BrokerId,
+        (host, port): (&str, u16),
+        version: i16,
+        body: RequestBody,
+        timeout: Duration,
+    ) -> Option<ResponseBody> {
+        let slot = self.connections.lock().entry(broker).or_default().clone();
+        let mut conn = slot.lock().await;
+        if conn.is_none() {
+            match Connection::connect_with(&*self.connector, host, port, self.local_id).await {
+                Ok(c) => *conn = Some(c),
+                Err(e) => {
+                    tracing::debug!(%broker, error = %e, "cannot connect to the broker");
+                    return None;
+                }
+            }
+        }
+        let c = conn.as_mut()?;
+        match c.call(version, body, timeout).await {
+            Ok(r) => Some(r),
+            Err(e) => {
+                tracing::debug!(%broker, error = %e, "inter-broker call failed");
+                *conn = None;
+                None
+            }
+        }
+    }
+}
