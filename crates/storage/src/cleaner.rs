@@ -21,17 +21,21 @@
 //!   range are kept as they are). Offsets are never renumbered: a rewritten batch keeps its
 //!   base offset, last offset delta, producer id/epoch/base sequence and codec (compressed
 //!   batches are decompressed and recompressed with the same codec); records keep their offset
-//!   deltas. A batch left without records is dropped (simplification: Kafka keeps an empty
-//!   batch to preserve an idempotent producer's last sequence; here that state survives only
-//!   in producer snapshots). Records without a key are dropped (Kafka does the same).
-//!   Control batches are copied unchanged. A segment that would not change is not rewritten.
+//!   deltas. A batch left without records is dropped, unless it holds an active producer's last
+//!   sequence or epoch: then, as in Kafka, its header stays as an empty batch (see
+//!   [`crate::cleaner_txn`]). Records without a key are dropped (Kafka does the same).
+//!   A segment that would not change is not rewritten.
+//! - **Transactions** ([`crate::cleaner_txn`], Kafka's `CleanedTransactionMetadata`): aborted data
+//!   batches are dropped whole; a transaction marker whose transaction has no data left gets a delete
+//!   horizon (as tombstones do) and is removed by a clean after it; the cleaned segment's `.txnindex`
+//!   keeps only the aborted transactions whose markers still decide data.
 //! - **Tombstones** (null value) follow KIP-534: the first clean that keeps a tombstone
 //!   rewrites its batch with the delete-horizon attribute (bit 6) and baseTimestamp = now +
 //!   `delete.retention.ms` (record timestamp deltas re-based so record timestamps are
 //!   unchanged); a later clean after the horizon removes it. A log whose earliest pending
 //!   horizon has passed is cleaned even if not dirty.
 //! - **Atomic replacement** (Kafka's `.cleaned`/`.swap` protocol): the output is written to
-//!   `<base>.log.cleaned`, `<base>.index.cleaned`, `<base>.timeindex.cleaned` and fsynced
+//!   `<base>.log.cleaned` and the `.index`, `.timeindex` and `.txnindex` `.cleaned` files, fsynced
 //!   without the log's lock; then, under the lock, renamed to `.swap` (the `.log` rename and a
 //!   directory fsync are the commit point), renamed over the live files, and the in-memory
 //!   segment replaced ([`Log::swap_cleaned_segment`]). Recovery at open deletes `.cleaned`
@@ -49,17 +53,15 @@
 //! Fetches over cleaned regions return whole batches with offset gaps; clients skip ahead.
 
 use crate::checkpoint::OffsetCheckpointFile;
+use crate::cleaner_batch::{parse_raw_records, records_section, BatchReader};
+use crate::cleaner_txn::{TxnCleanState, TxnVerdict};
 use crate::error::StorageError;
 use crate::log::{discard_cleaned, CleanerSegment, CleanerView, Log, SwapStep};
 use crate::manager::{LogManager, TopicPartition};
 use crate::segment::{AppendedBatch, LogSegment};
 use bytes::Bytes;
 use parking_lot::Mutex;
-use protocol::record::varint::{read_varint, read_varlong, write_varint, write_varlong};
-use protocol::record::{
-    compress, decompress, Compression, RecordBatch, RecordBatchHeader, RecordBatchMut,
-    TimestampType, RECORD_BATCH_OVERHEAD,
-};
+use protocol::record::RecordBatchHeader;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::io;
@@ -75,8 +77,6 @@ pub const CLEANER_OFFSET_CHECKPOINT: &str = "cleaner-offset-checkpoint";
 /// (system-level crash injection; tests/test_compaction.py).
 pub const CRASH_ENV: &str = "RUNNEL_TEST_CLEANER_CRASH_AFTER";
 
-/// Attribute bit 6: baseTimestamp holds the delete horizon (KIP-534).
-const ATTR_DELETE_HORIZON: i16 = 0x40;
 /// Bytes of output gathered before one write to the cleaned segment.
 const WRITE_CHUNK: usize = 1 << 20;
 
@@ -121,6 +121,10 @@ pub struct CleanerStats {
     pub records_retained: u64,
     /// Tombstones removed because their delete horizon passed.
     pub tombstones_removed: u64,
+    /// Data batches of aborted transactions removed.
+    pub aborted_batches_removed: u64,
+    /// Transaction markers removed because their delete horizon passed.
+    pub txn_markers_removed: u64,
     /// Segments replaced.
     pub segments_swapped: u64,
     /// Keys in the offset map.
@@ -253,135 +257,11 @@ impl Throttler {
     }
 }
 
-/// One record of a batch's (decompressed) records section, by byte range.
-struct RawRecord {
-    timestamp_delta: i64,
-    offset_delta: i32,
-    key: Option<std::ops::Range<usize>>,
-    value_is_null: bool,
-    /// Key, value and headers exactly as encoded.
-    rest: std::ops::Range<usize>,
-}
-
-fn invalid(msg: impl Into<String>) -> StorageError {
-    StorageError::CorruptMessage(msg.into())
-}
-
 fn stopping() -> StorageError {
     StorageError::KafkaStorage(io::Error::new(
         io::ErrorKind::Interrupted,
         "log cleaner stopping",
     ))
-}
-
-fn read_nullable_len(data: &[u8], pos: &mut usize, end: usize) -> Result<i32, StorageError> {
-    let len = read_varint(&data[..end], pos)?;
-    if len < -1 || (len > 0 && len as usize > end - *pos) {
-        return Err(invalid(format!("bad length {len} in a stored record")));
-    }
-    Ok(len)
-}
-
-/// Parses the records section of a stored batch (sizes checked; never panics on bad bytes).
-fn parse_raw_records(data: &[u8], count: i32) -> Result<Vec<RawRecord>, StorageError> {
-    let count = count.max(0) as usize;
-    if count > data.len() {
-        return Err(invalid("records count larger than the batch"));
-    }
-    let mut out = Vec::with_capacity(count);
-    let mut pos = 0usize;
-    for _ in 0..count {
-        let len = read_varint(data, &mut pos)?;
-        if len < 1 || len as usize > data.len() - pos {
-            return Err(invalid(format!("bad record length {len}")));
-        }
-        let end = pos + len as usize;
-        pos += 1; // attributes
-        let timestamp_delta = read_varlong(&data[..end], &mut pos)?;
-        let offset_delta = read_varint(&data[..end], &mut pos)?;
-        let rest_start = pos;
-        let klen = read_nullable_len(data, &mut pos, end)?;
-        let key = if klen < 0 {
-            None
-        } else {
-            let r = pos..pos + klen as usize;
-            pos += klen as usize;
-            Some(r)
-        };
-        let vlen = read_nullable_len(data, &mut pos, end)?;
-        if pos > end {
-            return Err(invalid("record overruns its length"));
-        }
-        out.push(RawRecord {
-            timestamp_delta,
-            offset_delta,
-            key,
-            value_is_null: vlen < 0,
-            rest: rest_start..end,
-        });
-        pos = end;
-    }
-    if pos != data.len() {
-        return Err(invalid("trailing bytes after the records"));
-    }
-    Ok(out)
-}
-
-/// The records section of `batch`, decompressed.
-fn records_section(batch: &[u8], h: &RecordBatchHeader) -> Result<Vec<u8>, StorageError> {
-    let body = &batch[RECORD_BATCH_OVERHEAD..];
-    Ok(match h.compression()? {
-        Compression::None => body.to_vec(),
-        codec => decompress(
-            codec,
-            body,
-            protocol::record::DEFAULT_MAX_DECOMPRESSED_BYTES,
-        )?,
-    })
-}
-
-/// Reads segment batches one at a time (whole batches, CRC-checked).
-struct BatchReader<'a> {
-    seg: &'a CleanerSegment,
-    pos: u64,
-    buf: Vec<u8>,
-}
-
-impl<'a> BatchReader<'a> {
-    fn new(seg: &'a CleanerSegment) -> Self {
-        BatchReader {
-            seg,
-            pos: 0,
-            buf: Vec::new(),
-        }
-    }
-
-    /// The next batch (header, bytes); `None` at the end of the segment.
-    fn next_batch(&mut self) -> Result<Option<(RecordBatchHeader, &[u8])>, StorageError> {
-        if self.pos + RECORD_BATCH_OVERHEAD as u64 > self.seg.size {
-            return Ok(None);
-        }
-        let mut hdr = [0u8; RECORD_BATCH_OVERHEAD];
-        self.seg.file.read_exact_at(&mut hdr, self.pos)?;
-        let h = RecordBatchHeader::parse(&hdr)?;
-        let size = h.size_in_bytes();
-        if self.pos + size as u64 > self.seg.size {
-            return Err(invalid(format!(
-                "batch at position {} runs past the end of segment {}",
-                self.pos, self.seg.base_offset
-            )));
-        }
-        self.buf.resize(size, 0);
-        self.seg.file.read_exact_at(&mut self.buf, self.pos)?;
-        if crc32c::crc32c(&self.buf[21..]) != h.crc {
-            return Err(invalid(format!(
-                "CRC mismatch in batch at position {} of segment {}",
-                self.pos, self.seg.base_offset
-            )));
-        }
-        self.pos += size as u64;
-        Ok(Some((h, &self.buf)))
-    }
 }
 
 /// Per-log cleaning decision.
@@ -399,6 +279,7 @@ struct Plan {
     dir: std::path::PathBuf,
     config: crate::config::LogConfig,
     aborted: crate::cleaner_txn::AbortedRanges,
+    last_records: crate::cleaner_txn::LastRecords,
 }
 
 /// The cleaning engine: state (first dirty offsets, pending tombstone horizons) and the
@@ -454,7 +335,7 @@ impl Cleaner {
         self.first_dirty.get(tp).copied()
     }
 
-    /// Earliest pending tombstone delete horizon of `tp` (ms), if any.
+    /// Earliest pending delete horizon (of a tombstone or a transaction marker) of `tp` (ms), if any.
     pub fn pending_horizon(&self, tp: &TopicPartition) -> Option<i64> {
         self.horizons.get(tp).copied()
     }
@@ -518,6 +399,7 @@ impl Cleaner {
             dir: view.dir.clone(),
             config: view.config.clone(),
             aborted: view.aborted.clone(),
+            last_records: view.last_records.clone(),
         })
     }
 
@@ -599,48 +481,19 @@ impl Cleaner {
             ..Default::default()
         };
         let mut map = OffsetMap::new(self.config.dedupe_buffer_size);
-        let dirty_end = plan
-            .cleanable
-            .last()
-            .map_or(plan.first_dirty, |s| s.next_base);
-        let mut end = dirty_end;
         let mut peak_buf = 0usize;
         // 1. Offset map over the dirty section.
-        'segments: for seg in plan
-            .cleanable
-            .iter()
-            .filter(|s| s.next_base > plan.first_dirty)
-        {
-            let mut reader = BatchReader::new(seg);
-            while let Some((h, bytes)) = reader.next_batch()? {
-                stats.bytes_read += bytes.len() as u64;
-                throttler.account(bytes.len(), &self.stop);
-                if h.last_offset() < plan.first_dirty || h.is_control() || plan.aborted.holds(&h) {
-                    continue;
-                }
-                let data = records_section(bytes, &h)?;
-                peak_buf = peak_buf.max(data.len() + bytes.len());
-                let recs = parse_raw_records(&data, h.records_count)?;
-                for r in &recs {
-                    let offset = h.base_offset + r.offset_delta as i64;
-                    let Some(k) = &r.key else { continue };
-                    if offset < plan.first_dirty {
-                        continue;
-                    }
-                    if !map.put(&data[k.clone()], offset) && h.base_offset > plan.first_dirty {
-                        end = h.base_offset;
-                        break 'segments;
-                    }
-                }
-                if self.stop.load(Ordering::Relaxed) {
-                    return Err(stopping());
-                }
-            }
-        }
+        let end = self.build_map(&plan, &mut map, &mut stats, &mut throttler, &mut peak_buf)?;
         stats.map_entries = map.map.len() as u64;
         stats.end_offset = end;
         // 2. Rewrite every segment below `end`.
         let mut min_horizon: Option<i64> = None;
+        let mut txn = TxnCleanState::new(
+            &plan.aborted,
+            &plan.last_records,
+            now_ms,
+            plan.config.delete_retention_ms,
+        );
         for seg in plan.cleanable.iter().filter(|s| s.base_offset < end) {
             if self.stop.load(Ordering::Relaxed) {
                 return Err(stopping());
@@ -649,6 +502,7 @@ impl Cleaner {
                 &plan,
                 seg,
                 &map,
+                &mut txn,
                 end,
                 now_ms,
                 &mut stats,
@@ -687,6 +541,55 @@ impl Cleaner {
         Ok(stats)
     }
 
+    /// Builds the offset map over the dirty section of `plan`; returns the offset cleaning stops at (the
+    /// end of the cleanable range, or the batch where the map filled).
+    fn build_map(
+        &self,
+        plan: &Plan,
+        map: &mut OffsetMap,
+        stats: &mut CleanerStats,
+        throttler: &mut Throttler,
+        peak_buf: &mut usize,
+    ) -> Result<i64, StorageError> {
+        let dirty_end = plan
+            .cleanable
+            .last()
+            .map_or(plan.first_dirty, |s| s.next_base);
+        let mut end = dirty_end;
+        'segments: for seg in plan
+            .cleanable
+            .iter()
+            .filter(|s| s.next_base > plan.first_dirty)
+        {
+            let mut reader = BatchReader::new(seg);
+            while let Some((h, bytes)) = reader.next_batch()? {
+                stats.bytes_read += bytes.len() as u64;
+                throttler.account(bytes.len(), &self.stop);
+                if h.last_offset() < plan.first_dirty || h.is_control() || plan.aborted.holds(&h) {
+                    continue;
+                }
+                let data = records_section(bytes, &h)?;
+                *peak_buf = (*peak_buf).max(data.len() + bytes.len());
+                let recs = parse_raw_records(&data, h.records_count)?;
+                for r in &recs {
+                    let offset = h.base_offset + r.offset_delta as i64;
+                    let Some(k) = &r.key else { continue };
+                    if offset < plan.first_dirty {
+                        continue;
+                    }
+                    if !map.put(&data[k.clone()], offset) && h.base_offset > plan.first_dirty {
+                        end = h.base_offset;
+                        break 'segments;
+                    }
+                }
+                if self.stop.load(Ordering::Relaxed) {
+                    return Err(stopping());
+                }
+            }
+        }
+        Ok(end)
+    }
+
     /// Writes the first dirty offsets of the logs in `logs` to `cleaner-offset-checkpoint`.
     pub fn write_checkpoint(
         &self,
@@ -715,6 +618,7 @@ fn clean_segment(
     plan: &Plan,
     seg: &CleanerSegment,
     map: &OffsetMap,
+    txn: &mut TxnCleanState,
     end: i64,
     now_ms: i64,
     stats: &mut CleanerStats,
@@ -742,26 +646,15 @@ fn clean_segment(
             }
             stats.bytes_read += bytes.len() as u64;
             throttler.account(bytes.len(), stop);
-            let kept = if h.is_control() || h.base_offset >= end {
-                stats.records_read += h.records_count.max(0) as u64;
-                stats.records_retained += h.records_count.max(0) as u64;
-                Some(Bytes::copy_from_slice(bytes))
-            } else {
-                let (b, horizon) = filter_batch(&h, bytes, map, end, now_ms, cfg, stats)?;
-                if let Some(hz) = horizon {
-                    min_horizon = Some(min_horizon.map_or(hz, |m: i64| m.min(hz)));
-                }
-                match b {
-                    Filtered::Unchanged => Some(Bytes::copy_from_slice(bytes)),
-                    Filtered::Rewritten(nb) => {
-                        changed = true;
-                        Some(nb)
-                    }
-                    Filtered::Dropped => {
-                        changed = true;
-                        None
-                    }
-                }
+            let (b, horizon) = filter_any(&h, bytes, txn, map, end, now_ms, cfg, stats)?;
+            if let Some(hz) = horizon {
+                min_horizon = Some(min_horizon.map_or(hz, |m: i64| m.min(hz)));
+            }
+            changed |= !matches!(b, Filtered::Unchanged);
+            let kept = match b {
+                Filtered::Unchanged => Some(Bytes::copy_from_slice(bytes)),
+                Filtered::Rewritten(nb) => Some(nb),
+                Filtered::Dropped => None,
             };
             if let Some(b) = kept {
                 let hh = RecordBatchHeader::parse(&b)?;
@@ -781,6 +674,7 @@ fn clean_segment(
                 }
             }
         }
+        let txn_entries = txn.cleaned_index(&seg.aborted);
         if !changed {
             return Ok(SegmentOutcome {
                 changed,
@@ -791,6 +685,9 @@ fn clean_segment(
             out.append(&buf, &metas, now_ms)?;
             stats.bytes_written += buf.len() as u64;
             throttler.account(buf.len(), stop);
+        }
+        for t in txn_entries {
+            out.txn_index_mut().append(t)?;
         }
         out.on_become_inactive()?;
         out.flush()?;
@@ -805,6 +702,65 @@ fn clean_segment(
         _ => discard_cleaned(&plan.fs, &plan.dir, seg.base_offset),
     }
     r
+}
+
+/// The retention rule for any batch of a rewritten segment: transactions first ([`TxnCleanState`]: aborted
+/// data and discardable markers), then, below `end`, the key rule of [`filter_batch`].
+#[allow(clippy::too_many_arguments)]
+fn filter_any(
+    h: &RecordBatchHeader,
+    bytes: &[u8],
+    txn: &mut TxnCleanState,
+    map: &OffsetMap,
+    end: i64,
+    now_ms: i64,
+    cfg: &crate::config::LogConfig,
+    stats: &mut CleanerStats,
+) -> Result<(Filtered, Option<i64>), StorageError> {
+    let n = h.records_count.max(0) as u64;
+    let verdict = txn.on_batch(h, bytes)?;
+    let discarded_marker = match verdict {
+        TxnVerdict::Discard { marker } => Some(marker),
+        _ => None,
+    };
+    let (f, horizon) = match verdict {
+        TxnVerdict::Discard { .. } => {
+            stats.records_read += n;
+            (Filtered::Dropped, None)
+        }
+        TxnVerdict::Marker { rewritten, horizon } => {
+            stats.records_read += n;
+            stats.records_retained += n;
+            (
+                rewritten.map_or(Filtered::Unchanged, Filtered::Rewritten),
+                horizon,
+            )
+        }
+        TxnVerdict::Data if h.base_offset >= end => {
+            stats.records_read += n;
+            stats.records_retained += n;
+            (Filtered::Unchanged, None)
+        }
+        TxnVerdict::Data => filter_batch(h, bytes, map, end, now_ms, cfg, stats)?,
+    };
+    if !matches!(f, Filtered::Dropped) {
+        return Ok((f, horizon));
+    }
+    if txn.retain_empty(h) {
+        return Ok(match h.records_count {
+            0 if !h.has_delete_horizon() => (Filtered::Unchanged, None),
+            _ => (
+                Filtered::Rewritten(crate::cleaner_batch::empty_batch(h)?),
+                None,
+            ),
+        });
+    }
+    match discarded_marker {
+        Some(true) => stats.txn_markers_removed += 1,
+        Some(false) => stats.aborted_batches_removed += 1,
+        None => {}
+    }
+    Ok((Filtered::Dropped, None))
 }
 
 enum Filtered {
@@ -877,53 +833,9 @@ fn filter_batch(
     if keep.len() == recs.len() && !needs_horizon {
         return Ok((Filtered::Unchanged, horizon));
     }
-    // Rebuild: same base offset, last offset delta, producer fields and codec.
-    let log_append = h.timestamp_type() == TimestampType::LogAppendTime;
-    let new_base_ts = if needs_horizon {
-        horizon.expect("set")
-    } else {
-        h.base_timestamp
-    };
-    let mut body = Vec::with_capacity(data.len());
-    let mut rec = Vec::new();
-    let mut max_ts = -1i64;
-    for r in &keep {
-        let ts = h.base_timestamp.wrapping_add(r.timestamp_delta);
-        max_ts = max_ts.max(ts);
-        rec.clear();
-        rec.push(0u8);
-        write_varlong(&mut rec, ts.wrapping_sub(new_base_ts));
-        write_varint(&mut rec, r.offset_delta);
-        rec.extend_from_slice(&data[r.rest.clone()]);
-        write_varint(&mut body, rec.len() as i32);
-        body.extend_from_slice(&rec);
-    }
-    let codec = h.compression()?;
-    let body = compress(codec, &body, true)?;
-    let mut attrs = h.attributes;
-    if needs_horizon {
-        attrs |= ATTR_DELETE_HORIZON;
-    }
-    let stored_max = if log_append { h.max_timestamp } else { max_ts };
-    let mut out = Vec::with_capacity(RECORD_BATCH_OVERHEAD + body.len());
-    out.extend_from_slice(&h.base_offset.to_be_bytes());
-    out.extend_from_slice(&((RECORD_BATCH_OVERHEAD - 12 + body.len()) as i32).to_be_bytes());
-    out.extend_from_slice(&h.partition_leader_epoch.to_be_bytes());
-    out.push(h.magic as u8);
-    out.extend_from_slice(&0u32.to_be_bytes());
-    out.extend_from_slice(&attrs.to_be_bytes());
-    out.extend_from_slice(&h.last_offset_delta.to_be_bytes());
-    out.extend_from_slice(&new_base_ts.to_be_bytes());
-    out.extend_from_slice(&stored_max.to_be_bytes());
-    out.extend_from_slice(&h.producer_id.to_be_bytes());
-    out.extend_from_slice(&h.producer_epoch.to_be_bytes());
-    out.extend_from_slice(&h.base_sequence.to_be_bytes());
-    out.extend_from_slice(&(keep.len() as i32).to_be_bytes());
-    out.extend_from_slice(&body);
-    RecordBatchMut::new(&mut out)?.update_crc();
-    // Sanity: the rebuilt batch must parse.
-    RecordBatch::new(Bytes::copy_from_slice(&out))?;
-    Ok((Filtered::Rewritten(Bytes::from(out)), horizon))
+    let new_horizon = if needs_horizon { horizon } else { None };
+    let out = crate::cleaner_batch::rebuild_batch(h, &data, &keep, new_horizon)?;
+    Ok((Filtered::Rewritten(out), horizon))
 }
 
 /// Peak resident memory of this process (`VmHWM` from /proc/self/status, bytes), when known.
@@ -936,7 +848,7 @@ pub fn process_peak_rss_bytes() -> Option<u64> {
 
 /// The background cleaner thread (Kafka's `LogCleaner` with one `CleanerThread`): loops over
 /// [`Cleaner::clean_one`] on the [`LogManager`]'s logs, sleeping `backoff_ms` (or until the
-/// next tombstone horizon) when nothing qualifies; writes `cleaner-offset-checkpoint` after
+/// next tombstone or marker horizon) when nothing qualifies; writes `cleaner-offset-checkpoint` after
 /// each clean. Logs each clean at info level with its throughput (MB/s of segments cleaned)
 /// and memory.
 #[derive(Debug)]
@@ -989,6 +901,8 @@ impl LogCleaner {
                                 records_read = st.records_read,
                                 records_retained = st.records_retained,
                                 tombstones_removed = st.tombstones_removed,
+                                aborted_batches_removed = st.aborted_batches_removed,
+                                txn_markers_removed = st.txn_markers_removed,
                                 segments_swapped = st.segments_swapped,
                                 map_entries = st.map_entries,
                                 elapsed_ms = st.elapsed.as_millis() as u64,
@@ -1022,7 +936,7 @@ impl LogCleaner {
                         .filter_map(|(tp, _)| cleaner.pending_horizon(tp))
                         .min()
                     {
-                        // Wake when the earliest tombstone horizon passes (not more often
+                        // Wake when the earliest tombstone or marker horizon passes (not more often
                         // than every 200 ms when it already has and nothing could be done).
                         let until = (h - crate::now_ms()).max(0) as u64 + 1;
                         if sleep_ms > 0 {

@@ -15,9 +15,9 @@ use std::path::Path;
 use std::sync::Arc;
 use types::{LeaderEpoch, Offset};
 
-const NOW: i64 = 1_700_000_000_000;
+pub(crate) const NOW: i64 = 1_700_000_000_000;
 
-fn compact_config() -> LogConfig {
+pub(crate) fn compact_config() -> LogConfig {
     LogConfig {
         segment_bytes: 2048,
         index_interval_bytes: 200,
@@ -27,16 +27,16 @@ fn compact_config() -> LogConfig {
     }
 }
 
-fn open(dir: &Path, config: LogConfig, recover: bool) -> Arc<Mutex<Log>> {
+pub(crate) fn open(dir: &Path, config: LogConfig, recover: bool) -> Arc<Mutex<Log>> {
     Arc::new(Mutex::new(
         Log::open(dir, config, uuid::Uuid::nil(), recover, Offset(0), NOW).unwrap(),
     ))
 }
 
 /// (key, value) pairs; value None = tombstone.
-type Kv = (String, Option<String>);
+pub(crate) type Kv = (String, Option<String>);
 
-fn kv_batch(codec: Compression, ts: i64, recs: &[Kv]) -> Bytes {
+pub(crate) fn kv_batch(codec: Compression, ts: i64, recs: &[Kv]) -> Bytes {
     let mut b = RecordBatchBuilder::new(codec);
     for (k, v) in recs {
         b.append(
@@ -93,18 +93,18 @@ fn read_all(log: &Arc<Mutex<Log>>) -> Vec<Rec> {
 }
 
 /// Appends as leader and advances the high watermark (as the broker does on one node).
-fn app(l: &mut Log, records: Bytes, now: i64) -> Result<LogAppendInfo, StorageError> {
+pub(crate) fn app(l: &mut Log, records: Bytes, now: i64) -> Result<LogAppendInfo, StorageError> {
     let r = l.append_as_leader(records, LeaderEpoch(0), now)?;
     let leo = l.log_end_offset();
     l.update_high_watermark(leo);
     Ok(r)
 }
 
-fn tp() -> TopicPartition {
+pub(crate) fn tp() -> TopicPartition {
     TopicPartition::new("t", 0)
 }
 
-fn cleaner(dir: &Path) -> Cleaner {
+pub(crate) fn cleaner(dir: &Path) -> Cleaner {
     Cleaner::new(crate::real_fs(), dir, CleanerConfig::default())
 }
 
@@ -603,7 +603,7 @@ fn cleaner_throughput() {
 }
 
 /// A transactional batch of producer `pid` with `recs`.
-fn txn_kv(pid: i64, seq: i32, recs: &[Kv]) -> Bytes {
+pub(crate) fn txn_kv(pid: i64, seq: i32, recs: &[Kv]) -> Bytes {
     let mut b = RecordBatchBuilder::new(Compression::None)
         .producer(pid, 0, seq)
         .transactional(true);
@@ -618,7 +618,7 @@ fn txn_kv(pid: i64, seq: i32, recs: &[Kv]) -> Bytes {
     b.build().unwrap()
 }
 
-fn end_txn(l: &mut Log, pid: i64, commit: bool) {
+pub(crate) fn end_txn(l: &mut Log, pid: i64, commit: bool) {
     let m = EndTransactionMarker::new(commit, 0);
     let ids = (types::ProducerId(pid), types::ProducerEpoch(0));
     l.append_end_txn_marker(ids.0, ids.1, m, LeaderEpoch(0), NOW)

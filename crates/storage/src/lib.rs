@@ -37,6 +37,7 @@
 
 mod checkpoint;
 mod cleaner;
+mod cleaner_batch;
 mod cleaner_txn;
 mod config;
 mod error;
@@ -124,6 +125,8 @@ pub fn now_ms() -> i64 {
 
 #[cfg(test)]
 mod cleaner_tests;
+#[cfg(test)]
+mod cleaner_txn_tests;
 #[cfg(test)]
 mod log_dir_tests;
 #[cfg(test)]

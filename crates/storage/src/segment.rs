@@ -102,10 +102,10 @@ impl LogSegment {
         )
     }
 
-    /// Creates an empty segment whose three files carry the `.cleaned` suffix
-    /// (`<base>.log.cleaned`, `<base>.index.cleaned`, `<base>.timeindex.cleaned`): the log
-    /// cleaner's output before it is swapped in (see [`crate::cleaner`]). Stale files of that
-    /// name are removed first.
+    /// Creates an empty segment whose four files carry the `.cleaned` suffix
+    /// (`<base>.log.cleaned`, `<base>.index.cleaned`, `<base>.timeindex.cleaned`, and an empty
+    /// `<base>.txnindex.cleaned`): the log cleaner's output before it is swapped in (see
+    /// [`crate::cleaner`]). Stale files of that name are removed first.
     pub(crate) fn create_cleaned(
         fs: &Fs,
         dir: &Path,
@@ -113,7 +113,7 @@ impl LogSegment {
         index_interval_bytes: u64,
         segment_index_bytes: u64,
     ) -> io::Result<Self> {
-        for suffix in ["log", "index", "timeindex"] {
+        for suffix in ["log", "index", "timeindex", "txnindex"] {
             let p = dir.join(format!(
                 "{}{CLEANED_SUFFIX}",
                 offset_file_name(base_offset, suffix)
@@ -124,6 +124,12 @@ impl LogSegment {
                 Err(e) => return Err(e),
             }
         }
+        // The transaction index always exists (maybe empty), so the swap replaces the live one.
+        let txn = dir.join(format!(
+            "{}{CLEANED_SUFFIX}",
+            offset_file_name(base_offset, "txnindex")
+        ));
+        fs.open(&txn, true)?.sync_all()?;
         Self::open_with_suffix(
             fs,
             dir,

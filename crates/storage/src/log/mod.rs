@@ -203,6 +203,7 @@ fn complete_swaps(fs: &Fs, dir: &Path) -> io::Result<Vec<i64>> {
             .strip_suffix(".log")
             .or_else(|| stem.strip_suffix(".index"))
             .or_else(|| stem.strip_suffix(".timeindex"))
+            .or_else(|| stem.strip_suffix(".txnindex"))
             .and_then(|b| b.parse::<i64>().ok());
         if let Some(b) = base {
             rebuild.push(b);
@@ -600,6 +601,8 @@ pub(crate) struct CleanerSegment {
     pub file: FileRef,
     pub size: u64,
     pub max_timestamp: i64,
+    /// The segment's `.txnindex` entries (the cleaner keeps those whose markers still decide data).
+    pub aborted: Vec<crate::AbortedTxn>,
 }
 
 /// What the log cleaner needs to know about a log, copied under the lock.
@@ -615,6 +618,8 @@ pub(crate) struct CleanerView {
     pub last_stable_offset: i64,
     /// The aborted transactions below the LastStableOffset: their records never supersede others.
     pub aborted: crate::cleaner_txn::AbortedRanges,
+    /// Each active producer's last data offset and epoch (Kafka's `lastRecordsOfActiveProducers`).
+    pub last_records: crate::cleaner_txn::LastRecords,
     pub active_base: i64,
     /// Inactive segments, ascending.
     pub segments: Vec<CleanerSegment>,
@@ -625,7 +630,7 @@ pub(crate) struct CleanerView {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 #[allow(dead_code)]
 pub(crate) enum SwapStep {
-    /// `.index.cleaned`/`.timeindex.cleaned` renamed to `.swap`.
+    /// `.index.cleaned`/`.timeindex.cleaned`/`.txnindex.cleaned` renamed to `.swap`.
     IndexesToSwap,
     /// `.log.cleaned` renamed to `.log.swap` and the directory fsynced (the commit point).
     LogToSwap,
@@ -637,7 +642,7 @@ pub(crate) enum SwapStep {
 
 /// Deletes the cleaner's `.cleaned` files of segment `base` (an abandoned clean).
 pub(crate) fn discard_cleaned(fs: &Fs, dir: &Path, base: i64) {
-    for suffix in ["log", "index", "timeindex"] {
+    for suffix in ["log", "index", "timeindex", "txnindex"] {
         let _ = fs.remove_file(&dir.join(format!(
             "{}{}",
             offset_file_name(base, suffix),
@@ -661,6 +666,7 @@ impl Log {
                     file: s.log_file().clone(),
                     size: s.size(),
                     max_timestamp: s.max_timestamp_so_far(),
+                    aborted: s.txn_index().entries().to_vec(),
                 }
             })
             .collect();
@@ -671,6 +677,14 @@ impl Log {
             log_start_offset: self.log_start_offset,
             log_end_offset: self.log_end_offset,
             last_stable_offset: self.last_stable_offset().get(),
+            last_records: self
+                .producer_state
+                .active_producers()
+                .map(|e| {
+                    let last_data = e.batches.back().map(|b| b.last_offset.get());
+                    (e.producer_id.get(), (last_data, e.producer_epoch.get()))
+                })
+                .collect(),
             aborted: crate::cleaner_txn::AbortedRanges::new(self.collect_aborted_transactions(
                 Offset(self.log_start_offset),
                 self.last_stable_offset(),
@@ -681,8 +695,8 @@ impl Log {
     }
 
     /// Replaces inactive segment `base` by the cleaner's fsynced `<base>.*.cleaned` files
-    /// (Kafka's swap protocol): index files `.cleaned` → `.swap`; `.log.cleaned` → `.log.swap`
-    /// and a directory fsync (commit point: from here recovery completes the swap); the
+    /// (Kafka's swap protocol): index files (offset, time and transaction index) `.cleaned` →
+    /// `.swap`; `.log.cleaned` → `.log.swap` and a directory fsync (commit point: from here recovery completes the swap); the
     /// `.swap` files renamed over the live ones; directory fsync; the in-memory segment
     /// replaced (readers holding the old file keep reading the old bytes). A cleaned segment
     /// that is empty and not the first is deleted afterwards. Returns false (and deletes the
@@ -719,14 +733,14 @@ impl Log {
         };
         let fs = self.fs.clone();
         let r: io::Result<()> = (|| {
-            for sfx in ["index", "timeindex"] {
+            for sfx in ["index", "timeindex", "txnindex"] {
                 fs.rename(&name(sfx, cleaned), &name(sfx, swap))?;
             }
             crash(SwapStep::IndexesToSwap)?;
             fs.rename(&name("log", cleaned), &name("log", swap))?;
             fs.sync_dir(&dir)?;
             crash(SwapStep::LogToSwap)?;
-            for sfx in ["index", "timeindex"] {
+            for sfx in ["index", "timeindex", "txnindex"] {
                 fs.rename(&name(sfx, swap), &name(sfx, ""))?;
             }
             crash(SwapStep::IndexesInPlace)?;
