@@ -162,15 +162,17 @@ def init_txn_producer_id(conn, txn_id: str, timeout: float = 30.0):
 
 @pytest.fixture
 def unverified_broker(tmp_path, monkeypatch):
-    """A broker that appends a transactional batch to a partition never added to its transaction: Runnel does
-    no KIP-890 partition verification; Kafka gets transaction.partition.verification.enable=false."""
+    """A broker that appends a transactional batch to a partition never added to its transaction: both get
+    transaction.partition.verification.enable=false (KIP-890 part 1 verification off; on, the batch is refused
+    with INVALID_TXN_STATE)."""
     if MODE == "external":
         pytest.skip("needs a broker started by the tests")
+    unverified = {"transaction.partition.verification.enable": "false"}
     if MODE == "kafka":
         extra = tmp_path / "extra.properties"
         extra.write_text("transaction.partition.verification.enable=false\n")
         monkeypatch.setenv("KAFKA_EXTRA_PROPERTIES", str(extra))
-    b = new_broker()
+    b = new_broker(unverified if MODE == "runnel" else None)
     yield b
     b.close()
 

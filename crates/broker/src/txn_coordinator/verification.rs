@@ -29,7 +29,7 @@ const ADD_PARTITIONS_VERSION: i16 = 5;
 const VERIFY_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl TransactionCoordinatorService {
-    /// Verifies (`VerifyOnly`) or adds (`AddPartition`) `partitions` in `transactional_id`'s transaction of
+    /// Verifies (`DefaultError`, `GenericErrorSupported`) or adds (`AddPartition`) `partitions` in `transactional_id`'s transaction of
     /// `producer`. Returns the partitions that failed with their error; empty when all are in the
     /// transaction. No `__transaction_state` or no leader for the id's partition:
     /// COORDINATOR_NOT_AVAILABLE; the coordinator unreachable: NETWORK_EXCEPTION.
@@ -93,7 +93,8 @@ impl TransactionCoordinatorService {
         op: TransactionSupportedOperation,
     ) -> Vec<(TopicPartition, ErrorCode)> {
         let answers = match op {
-            TransactionSupportedOperation::VerifyOnly => {
+            TransactionSupportedOperation::DefaultError
+            | TransactionSupportedOperation::GenericErrorSupported => {
                 self.verify_partitions_in_txn(transactional_id, producer, partitions)
             }
             TransactionSupportedOperation::AddPartition => {

@@ -11,9 +11,13 @@ use types::ErrorCode;
 /// `TransactionSupportedOperation`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TransactionSupportedOperation {
-    /// Part 1 (Produce v0–11, TxnOffsetCommit v0–4): verify the partition is in the ongoing transaction
-    /// (AddPartitionsToTxn v4+ `verify_only`); the client added it itself.
-    VerifyOnly,
+    /// Part 1 for clients that know no abortable error (Produce v0–10, TxnOffsetCommit v0–3): verify the
+    /// partition is in the ongoing transaction (AddPartitionsToTxn v4+ `verify_only`); TRANSACTION_ABORTABLE
+    /// is answered as INVALID_TXN_STATE.
+    DefaultError,
+    /// Part 1 for clients that handle TRANSACTION_ABORTABLE (Produce v11, TxnOffsetCommit v4, KIP-890): verify
+    /// only, the abortable error passed through.
+    GenericErrorSupported,
     /// Part 2 (Produce v12+, TxnOffsetCommit v5+; transaction version 2): add the partition to the
     /// transaction (AddPartitionsToTxn v5 without `verify_only`); the client sends no AddPartitionsToTxn.
     AddPartition,
@@ -22,19 +26,19 @@ pub enum TransactionSupportedOperation {
 impl TransactionSupportedOperation {
     /// The operation for a Produce of `version`.
     pub fn for_produce(version: i16) -> TransactionSupportedOperation {
-        if version >= 12 {
-            TransactionSupportedOperation::AddPartition
-        } else {
-            TransactionSupportedOperation::VerifyOnly
+        match version {
+            12.. => TransactionSupportedOperation::AddPartition,
+            11 => TransactionSupportedOperation::GenericErrorSupported,
+            _ => TransactionSupportedOperation::DefaultError,
         }
     }
 
     /// The operation for a TxnOffsetCommit of `version`.
     pub fn for_txn_offset_commit(version: i16) -> TransactionSupportedOperation {
-        if version >= 5 {
-            TransactionSupportedOperation::AddPartition
-        } else {
-            TransactionSupportedOperation::VerifyOnly
+        match version {
+            5.. => TransactionSupportedOperation::AddPartition,
+            4 => TransactionSupportedOperation::GenericErrorSupported,
+            _ => TransactionSupportedOperation::DefaultError,
         }
     }
 
@@ -53,7 +57,9 @@ pub const VERIFICATION_NO_COORDINATOR: ErrorCode = ErrorCode::COORDINATOR_NOT_AV
 /// `AddPartitionsToTxnManager`'s reading of one answered partition: `top_level` is the response's error,
 /// `partition` the partition's. CLUSTER_AUTHORIZATION_FAILED (the leader was not let in) is INVALID_TXN_STATE,
 /// not shown to clients as such; PRODUCER_FENCED is INVALID_PRODUCER_EPOCH (what producers expect here);
-/// TRANSACTION_ABORTABLE is INVALID_TXN_STATE for clients before transaction version 2.
+/// TRANSACTION_ABORTABLE is INVALID_TXN_STATE for clients that do not know it ([`DefaultError`]).
+///
+/// [`DefaultError`]: TransactionSupportedOperation::DefaultError
 pub fn verification_error(
     top_level: ErrorCode,
     partition: ErrorCode,
@@ -68,7 +74,7 @@ pub fn verification_error(
     }
     match partition {
         ErrorCode::PRODUCER_FENCED => ErrorCode::INVALID_PRODUCER_EPOCH,
-        ErrorCode::TRANSACTION_ABORTABLE if !op.supports_epoch_bump() => {
+        ErrorCode::TRANSACTION_ABORTABLE if op == TransactionSupportedOperation::DefaultError => {
             ErrorCode::INVALID_TXN_STATE
         }
         other => other,
@@ -143,11 +149,19 @@ mod tests {
 
     #[test]
     fn operations_follow_the_request_versions() {
-        assert_eq!(TransactionSupportedOperation::for_produce(11), VerifyOnly);
+        assert_eq!(TransactionSupportedOperation::for_produce(10), DefaultError);
+        assert_eq!(
+            TransactionSupportedOperation::for_produce(11),
+            GenericErrorSupported
+        );
         assert_eq!(TransactionSupportedOperation::for_produce(12), AddPartition);
         assert_eq!(
+            TransactionSupportedOperation::for_txn_offset_commit(3),
+            DefaultError
+        );
+        assert_eq!(
             TransactionSupportedOperation::for_txn_offset_commit(4),
-            VerifyOnly
+            GenericErrorSupported
         );
         assert_eq!(
             TransactionSupportedOperation::for_txn_offset_commit(5),
@@ -159,7 +173,7 @@ mod tests {
     fn answers_map_as_kafkas_manager_and_produce_path() {
         let none = ErrorCode::NONE;
         assert_eq!(
-            verification_error(ErrorCode::CLUSTER_AUTHORIZATION_FAILED, none, VerifyOnly),
+            verification_error(ErrorCode::CLUSTER_AUTHORIZATION_FAILED, none, DefaultError),
             ErrorCode::INVALID_TXN_STATE
         );
         assert_eq!(
@@ -167,8 +181,16 @@ mod tests {
             ErrorCode::INVALID_PRODUCER_EPOCH
         );
         assert_eq!(
-            verification_error(none, ErrorCode::TRANSACTION_ABORTABLE, VerifyOnly),
+            verification_error(none, ErrorCode::TRANSACTION_ABORTABLE, DefaultError),
             ErrorCode::INVALID_TXN_STATE
+        );
+        assert_eq!(
+            verification_error(
+                none,
+                ErrorCode::TRANSACTION_ABORTABLE,
+                GenericErrorSupported
+            ),
+            ErrorCode::TRANSACTION_ABORTABLE
         );
         assert_eq!(
             verification_error(none, ErrorCode::TRANSACTION_ABORTABLE, AddPartition),
@@ -187,7 +209,7 @@ mod tests {
         }
         let concurrent = ErrorCode::CONCURRENT_TRANSACTIONS;
         assert_eq!(
-            produce_verification_error(concurrent, VerifyOnly),
+            produce_verification_error(concurrent, DefaultError),
             ErrorCode::NOT_ENOUGH_REPLICAS
         );
         assert_eq!(
@@ -195,7 +217,7 @@ mod tests {
             concurrent
         );
         assert!(verification_retriable(concurrent, AddPartition));
-        assert!(!verification_retriable(concurrent, VerifyOnly));
+        assert!(!verification_retriable(concurrent, DefaultError));
         assert_eq!(
             txn_offset_commit_verification_error(ErrorCode::NETWORK_EXCEPTION),
             ErrorCode::COORDINATOR_NOT_AVAILABLE

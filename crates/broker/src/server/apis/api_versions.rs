@@ -25,7 +25,8 @@ pub const TRANSACTION_VERSION_LEVEL: i16 = 2;
 /// highest epoch they have seen, starting from -1).
 const FINALIZED_FEATURES_EPOCH: i64 = 0;
 
-/// Answers with every API and version range we serve. A v3+ request with an empty or invalid client
+/// Answers with every API and version range we serve, and the features (before v4 without the supported
+/// features whose minimum version is 0, as Kafka since KAFKA-17492). A v3+ request with an empty or invalid client
 /// software name/version gets INVALID_REQUEST (42), as Kafka does.
 pub fn handle(_ctx: &RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse {
     let valid = |s: &str| {
@@ -40,7 +41,12 @@ pub fn handle(_ctx: &RequestContext, request: ApiVersionsRequest) -> ApiVersions
     {
         return response(ErrorCode::INVALID_REQUEST);
     }
-    response(ErrorCode::NONE)
+    let mut response = response(ErrorCode::NONE);
+    if _ctx.api_version() < 4 {
+        // KAFKA-17492: clients before v4 cannot read a supported feature whose minimum version is 0.
+        response.supported_features.retain(|f| f.min_version > 0);
+    }
+    response
 }
 
 /// The ApiVersions response body with `error`, listing our served ranges.

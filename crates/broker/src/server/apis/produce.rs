@@ -35,7 +35,7 @@ use protocol::messages::produce_response::{
 };
 use protocol::messages::{ProduceRequest, ProduceResponse};
 use protocol::record::{Compression, Records};
-use storage::{LogAppendInfo, StorageError, VerificationGuard};
+use storage::{LogAppendInfo, StorageError};
 use tokio::time::Instant;
 use types::{LeaderEpoch, Offset};
 
@@ -252,7 +252,7 @@ fn append_partition(
     topic_known: bool,
     topic: &str,
     p: PartitionProduceData,
-    verified: Option<Result<VerificationGuard, (ErrorCode, String)>>,
+    verified: Option<produce_verification::Verified>,
 ) -> Result<(LogAppendInfo, Option<ReplicationWait>), Failure> {
     if !matches!(ctx.acks, -1..=1) {
         return Err(Failure::code(ErrorCode::INVALID_REQUIRED_ACKS));
@@ -288,7 +288,12 @@ fn append_partition(
     let (info, leader_epoch) = match verified {
         None => rm.append_to_leader(&partition, records, min_isr)?,
         Some(Ok(guard)) => rm.append_to_leader_verified(&partition, records, guard, min_isr)?,
-        Some(Err((code, message))) => return Err(Failure::with_message(code, &message)),
+        Some(Err((code, message))) => {
+            return Err(Failure {
+                message,
+                ..Failure::code(code)
+            })
+        }
     };
     let wait = (ctx.acks == -1 && info.last_offset.get() >= 0).then(|| ReplicationWait {
         partition,

@@ -38,23 +38,23 @@ const RETRY_BACKOFF: Duration = Duration::from_millis(20);
 /// How long CONCURRENT_TRANSACTIONS is asked again before it is answered.
 const RETRY_MAX: Duration = Duration::from_millis(100);
 
+/// How a verified partition appends: with its guard, or not at all, answered with the error (and Kafka's
+/// message, if it has one).
+pub(super) type Verified = Result<VerificationGuard, (ErrorCode, Option<String>)>;
+
 /// The verification of one Produce: what each transactional partition appends with.
 #[derive(Debug, Default)]
 pub(super) struct Verification {
     /// Set when the whole request is refused (transactional batches of several producers).
     pub(super) denied: Option<ErrorCode>,
     /// (topic, partition) → the guard to append with, or the error to answer (with its message).
-    partitions: HashMap<(String, i32), Result<VerificationGuard, (ErrorCode, String)>>,
+    partitions: HashMap<(String, i32), Verified>,
 }
 
 impl Verification {
     /// How partition `index` of `topic` appends: `None` unverified (not transactional, or verification
     /// off), a guard, or the error to answer.
-    pub(super) fn take(
-        &mut self,
-        topic: &str,
-        index: i32,
-    ) -> Option<Result<VerificationGuard, (ErrorCode, String)>> {
+    pub(super) fn take(&mut self, topic: &str, index: i32) -> Option<Verified> {
         self.partitions.remove(&(topic.to_string(), index))
     }
 }
@@ -143,10 +143,15 @@ pub(super) async fn verify(
     }
     for (tp, code) in ask_coordinator(apis, id, producer, ask, op).await {
         let code = produce_verification_error(code, op);
-        let message = if code == ErrorCode::INVALID_TXN_STATE {
-            "Partition was not added to the transaction".to_string()
-        } else {
-            format!("Unable to verify the partition has been added to the transaction: {code}")
+        // Kafka's messages; other errors go without one, as there.
+        let message = match code {
+            ErrorCode::INVALID_TXN_STATE => {
+                Some("Partition was not added to the transaction".into())
+            }
+            ErrorCode::NOT_ENOUGH_REPLICAS => Some(format!(
+                "Unable to verify the partition has been added to the transaction: {code}"
+            )),
+            _ => None,
         };
         out.partitions
             .insert((tp.topic, tp.partition), Err((code, message)));
