@@ -605,3 +605,24 @@ def metadata_brokers(conn: Connection) -> list:
     """Node ids of the brokers in a Metadata v1 response (no topics requested)."""
     r = conn.request(METADATA, 1, bytes(Writer().i32(0).buf))
     return [b[0] for b in r.array(lambda r: (r.i32(), r.string(), r.i32(), r.string()))]
+
+
+# ---------------------------------------------------------------- flexible-version helpers
+def compact_array(w: "Writer", items, fn) -> "Writer":
+    """A compact (flexible-version) array: length + 1 as an unsigned varint, then `fn(w, item)` for each."""
+    w.uvarint(len(items) + 1)
+    for it in items:
+        fn(w, it)
+    return w
+
+
+def read_compact_array(r: "Reader", fn):
+    """A compact array read with `fn(r)` per item; None for a null array."""
+    n = r.uvarint() - 1
+    return None if n < 0 else [fn(r) for _ in range(n)]
+
+
+def read_compact_string(r: "Reader"):
+    """A compact nullable string."""
+    n = r.uvarint() - 1
+    return None if n < 0 else r.raw(n).decode()

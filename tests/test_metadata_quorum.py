@@ -52,11 +52,6 @@ def compact_string(r: k.Reader):
     return None if n < 0 else r.raw(n).decode()
 
 
-def compact_array(r: k.Reader, fn):
-    n = r.uvarint() - 1
-    return None if n < 0 else [fn(r) for _ in range(n)]
-
-
 def skip_tags(r: k.Reader):
     for _ in range(r.uvarint()):
         r.uvarint()
@@ -80,12 +75,12 @@ def parse_response(r: k.Reader, version: int) -> dict:
         if version >= 2:
             p["error_message"] = compact_string(r)
         p.update(leader_id=r.i32(), leader_epoch=r.i32(), high_watermark=r.i64(),
-                 current_voters=compact_array(r, replica), observers=compact_array(r, replica))
+                 current_voters=k.read_compact_array(r, replica), observers=k.read_compact_array(r, replica))
         skip_tags(r)
         return p
 
     def topic(r):
-        t = {"topic_name": compact_string(r), "partitions": compact_array(r, partition)}
+        t = {"topic_name": compact_string(r), "partitions": k.read_compact_array(r, partition)}
         skip_tags(r)
         return t
 
@@ -95,16 +90,16 @@ def parse_response(r: k.Reader, version: int) -> dict:
         return lst
 
     def node(r):
-        n = {"node_id": r.i32(), "listeners": compact_array(r, listener)}
+        n = {"node_id": r.i32(), "listeners": k.read_compact_array(r, listener)}
         skip_tags(r)
         return n
 
     resp = {"error_code": r.i16()}
     if version >= 2:
         resp["error_message"] = compact_string(r)
-    resp["topics"] = compact_array(r, topic)
+    resp["topics"] = k.read_compact_array(r, topic)
     if version >= 2:
-        resp["nodes"] = compact_array(r, node)
+        resp["nodes"] = k.read_compact_array(r, node)
     skip_tags(r)
     assert r.remaining() == 0, f"{r.remaining()} bytes left after DescribeQuorum v{version}"
     return resp

@@ -36,37 +36,21 @@ def broker():
     b.close()
 
 
-def compact_array(w: k.Writer, items, fn):
-    w.uvarint(len(items) + 1)
-    for it in items:
-        fn(w, it)
-
-
-def read_compact_array(r: k.Reader, fn):
-    n = r.uvarint() - 1
-    return None if n < 0 else [fn(r) for _ in range(n)]
-
-
-def read_compact_string(r: k.Reader):
-    n = r.uvarint() - 1
-    return None if n < 0 else r.raw(n).decode()
-
-
 def write_txn_markers(conn: k.Connection, topic: str, partitions: list[int], commit: bool) -> dict:
     """WriteTxnMarkers v1 with one marker for (PID, EPOCH) → {partition: error}."""
     w = k.Writer()
 
     def topic_entry(w, t):
         w.compact_string(t)
-        compact_array(w, partitions, lambda w, p: w.i32(p))
+        k.compact_array(w, partitions, lambda w, p: w.i32(p))
         w.tags()
 
     def marker(w, _):
         w.i64(PID).i16(EPOCH).i8(1 if commit else 0)
-        compact_array(w, [topic], topic_entry)
+        k.compact_array(w, [topic], topic_entry)
         w.i32(0).tags()  # coordinator epoch
 
-    compact_array(w, [None], marker)
+    k.compact_array(w, [None], marker)
     w.tags()
     r = conn.request(WRITE_TXN_MARKERS, 1, bytes(w.buf), flexible_header=True, flexible_response=True)
 
@@ -76,18 +60,18 @@ def write_txn_markers(conn: k.Connection, topic: str, partitions: list[int], com
         return p, err
 
     def topic_result(r):
-        read_compact_string(r)
-        parts = read_compact_array(r, partition)
+        k.read_compact_string(r)
+        parts = k.read_compact_array(r, partition)
         r.uvarint()
         return parts
 
     def marker_result(r):
         assert r.i64() == PID
-        topics = read_compact_array(r, topic_result)
+        topics = k.read_compact_array(r, topic_result)
         r.uvarint()
         return topics
 
-    markers = read_compact_array(r, marker_result)
+    markers = k.read_compact_array(r, marker_result)
     return dict(markers[0][0])
 
 
@@ -97,10 +81,10 @@ def describe_producers(conn: k.Connection, topic: str) -> tuple[int, list]:
 
     def topic_entry(w, t):
         w.compact_string(t)
-        compact_array(w, [0], lambda w, p: w.i32(p))
+        k.compact_array(w, [0], lambda w, p: w.i32(p))
         w.tags()
 
-    compact_array(w, [topic], topic_entry)
+    k.compact_array(w, [topic], topic_entry)
     w.tags()
     r = conn.request(DESCRIBE_PRODUCERS, 0, bytes(w.buf), flexible_header=True, flexible_response=True)
     r.i32()  # throttle
@@ -113,18 +97,18 @@ def describe_producers(conn: k.Connection, topic: str) -> tuple[int, list]:
     def partition(r):
         r.i32()
         err = r.i16()
-        read_compact_string(r)
-        producers = read_compact_array(r, producer)
+        k.read_compact_string(r)
+        producers = k.read_compact_array(r, producer)
         r.uvarint()
         return err, producers
 
     def topic_result(r):
-        read_compact_string(r)
-        parts = read_compact_array(r, partition)
+        k.read_compact_string(r)
+        parts = k.read_compact_array(r, partition)
         r.uvarint()
         return parts
 
-    topics = read_compact_array(r, topic_result)
+    topics = k.read_compact_array(r, topic_result)
     return topics[0][0]
 
 

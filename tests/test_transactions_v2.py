@@ -34,23 +34,6 @@ POLL_S = 20.0
 
 
 # ---------------------------------------------------------------- flexible-version helpers
-def compact_array(w: k.Writer, items, fn):
-    w.uvarint(len(items) + 1)
-    for it in items:
-        fn(w, it)
-    return w
-
-
-def read_compact_array(r: k.Reader, fn):
-    n = r.uvarint() - 1
-    return None if n < 0 else [fn(r) for _ in range(n)]
-
-
-def read_compact_string(r: k.Reader):
-    n = r.uvarint() - 1
-    return None if n < 0 else r.raw(n).decode()
-
-
 def compact_bytes(w: k.Writer, b: bytes | None):
     if b is None:
         return w.uvarint(0)
@@ -64,6 +47,24 @@ def skip_tags(r: k.Reader) -> dict:
         tag = r.uvarint()
         out[tag] = r.raw(r.uvarint())
     return out
+
+
+def first_topic_partition_errors(r: k.Reader) -> dict:
+    """A compact array of (topic, [(partition, error, tags)], tags) results → {partition: error} of the first
+    topic (AddPartitionsToTxn v3 and TxnOffsetCommit v3+ answer in this shape)."""
+
+    def presult(r):
+        p, e = r.i32(), r.i16()
+        skip_tags(r)
+        return p, e
+
+    def tresult(r):
+        k.read_compact_string(r)
+        out = k.read_compact_array(r, presult)
+        skip_tags(r)
+        return out
+
+    return dict(k.read_compact_array(r, tresult)[0])
 
 
 def poll(what: str, fn, done, timeout: float = POLL_S, interval: float = 0.1):
@@ -93,7 +94,7 @@ def api_versions_flex(conn: k.Connection, version: int = 3):
         skip_tags(r)
         return key, (lo, hi)
 
-    apis = dict(read_compact_array(r, api))
+    apis = dict(k.read_compact_array(r, api))
     r.i32()  # throttle
     tags = skip_tags(r)
     assert r.remaining() == 0, f"{r.remaining()} trailing bytes in ApiVersions v{version}"
@@ -104,11 +105,11 @@ def api_versions_flex(conn: k.Connection, version: int = 3):
         fr = k.Reader(raw)
 
         def one(r):
-            name, a, b = read_compact_string(r), r.i16(), r.i16()
+            name, a, b = k.read_compact_string(r), r.i16(), r.i16()
             skip_tags(r)
             return name, ((b, a) if finalized else (a, b))  # finalized is (max, min) on the wire
 
-        return dict(read_compact_array(fr, one))
+        return dict(k.read_compact_array(fr, one))
 
     epoch = k.Reader(tags[1]).i64() if 1 in tags else -1
     return err, apis, features(tags.get(0), False), features(tags.get(2), True), epoch
@@ -155,33 +156,33 @@ def produce_flex(conn: k.Connection, version: int, txn_id: str, topic: str, batc
 
     def top(w, _):
         w.compact_string(topic)
-        compact_array(w, sorted(batches.items()), part)
+        k.compact_array(w, sorted(batches.items()), part)
         w.tags()
 
-    compact_array(w, [None], top)
+    k.compact_array(w, [None], top)
     w.tags()
     r = conn.request(k.PRODUCE, version, bytes(w.buf), flexible_header=True, flexible_response=True)
 
     def rec_err(r):
         r.i32()
-        read_compact_string(r)
+        k.read_compact_string(r)
         skip_tags(r)
 
     def presp(r):
         p, err, base = r.i32(), r.i16(), r.i64()
         r.i64(); r.i64()  # log append time, log start offset
-        read_compact_array(r, rec_err)
-        msg = read_compact_string(r)
+        k.read_compact_array(r, rec_err)
+        msg = k.read_compact_string(r)
         skip_tags(r)
         return p, (err, base, msg)
 
     def tresp(r):
-        read_compact_string(r)
-        parts = read_compact_array(r, presp)
+        k.read_compact_string(r)
+        parts = k.read_compact_array(r, presp)
         skip_tags(r)
         return parts
 
-    topics = read_compact_array(r, tresp)
+    topics = k.read_compact_array(r, tresp)
     return dict(topics[0])
 
 
@@ -199,28 +200,16 @@ def add_partitions_v3(conn: k.Connection, txn_id: str, pid: int, epoch: int, top
 
     def top(w, _):
         w.compact_string(topic)
-        compact_array(w, parts, lambda w, p: w.i32(p))
+        k.compact_array(w, parts, lambda w, p: w.i32(p))
         w.tags()
 
-    compact_array(w, [None], top)
+    k.compact_array(w, [None], top)
     w.tags()
 
     def once():
         r = conn.request(ADD_PARTITIONS_TO_TXN, 3, bytes(w.buf), flexible_header=True, flexible_response=True)
         r.i32()
-
-        def presult(r):
-            p, e = r.i32(), r.i16()
-            skip_tags(r)
-            return p, e
-
-        def tresult(r):
-            read_compact_string(r)
-            out = read_compact_array(r, presult)
-            skip_tags(r)
-            return out
-
-        return dict(read_compact_array(r, tresult)[0])
+        return first_topic_partition_errors(r)
 
     return poll(f"AddPartitionsToTxn v3 {txn_id}", once,
                 lambda got: not any(e in COORDINATOR_RETRIABLE + (CONCURRENT_TRANSACTIONS,) for e in got.values()))
@@ -244,24 +233,24 @@ def end_txn(conn: k.Connection, version: int, txn_id: str, pid: int, epoch: int,
 
 def describe_transaction(conn: k.Connection, txn_id: str) -> dict:
     """DescribeTransactions v0 → the one transaction's state as a dict (topics as {topic: sorted partitions})."""
-    w = compact_array(k.Writer(), [txn_id], lambda w, t: w.compact_string(t)).tags()
+    w = k.compact_array(k.Writer(), [txn_id], lambda w, t: w.compact_string(t)).tags()
     r = conn.request(DESCRIBE_TRANSACTIONS, 0, bytes(w.buf), flexible_header=True, flexible_response=True)
     r.i32()
 
     def topic(r):
-        name = read_compact_string(r)
-        parts = read_compact_array(r, lambda r: r.i32())
+        name = k.read_compact_string(r)
+        parts = k.read_compact_array(r, lambda r: r.i32())
         skip_tags(r)
         return name, sorted(parts)
 
     def state(r):
-        d = {"error": r.i16(), "id": read_compact_string(r), "state": read_compact_string(r),
+        d = {"error": r.i16(), "id": k.read_compact_string(r), "state": k.read_compact_string(r),
              "timeout_ms": r.i32(), "start_ms": r.i64(), "producer_id": r.i64(), "producer_epoch": r.i16()}
-        d["topics"] = dict(read_compact_array(r, topic))
+        d["topics"] = dict(k.read_compact_array(r, topic))
         skip_tags(r)
         return d
 
-    return read_compact_array(r, state)[0]
+    return k.read_compact_array(r, state)[0]
 
 
 def txn_offset_commit(conn: k.Connection, version: int, txn_id: str, group: str, pid: int, epoch: int,
@@ -277,26 +266,14 @@ def txn_offset_commit(conn: k.Connection, version: int, txn_id: str, group: str,
 
     def top(w, _):
         w.compact_string(topic)
-        compact_array(w, sorted(offsets.items()), part)
+        k.compact_array(w, sorted(offsets.items()), part)
         w.tags()
 
-    compact_array(w, [None], top)
+    k.compact_array(w, [None], top)
     w.tags()
     r = conn.request(TXN_OFFSET_COMMIT, version, bytes(w.buf), flexible_header=True, flexible_response=True)
     r.i32()
-
-    def presult(r):
-        p, e = r.i32(), r.i16()
-        skip_tags(r)
-        return p, e
-
-    def tresult(r):
-        read_compact_string(r)
-        out = read_compact_array(r, presult)
-        skip_tags(r)
-        return out
-
-    return dict(read_compact_array(r, tresult)[0])
+    return first_topic_partition_errors(r)
 
 
 def offset_fetch_stable(conn: k.Connection, group: str, topic: str, parts: list):
@@ -305,10 +282,10 @@ def offset_fetch_stable(conn: k.Connection, group: str, topic: str, parts: list)
 
     def top(w, _):
         w.compact_string(topic)
-        compact_array(w, parts, lambda w, p: w.i32(p))
+        k.compact_array(w, parts, lambda w, p: w.i32(p))
         w.tags()
 
-    compact_array(w, [None], top)
+    k.compact_array(w, [None], top)
     w.i8(1).tags()
     r = conn.request(OFFSET_FETCH, 7, bytes(w.buf), flexible_header=True, flexible_response=True)
     r.i32()
@@ -316,18 +293,18 @@ def offset_fetch_stable(conn: k.Connection, group: str, topic: str, parts: list)
     def presult(r):
         p, off = r.i32(), r.i64()
         r.i32()
-        read_compact_string(r)
+        k.read_compact_string(r)
         e = r.i16()
         skip_tags(r)
         return p, (off, e)
 
     def tresult(r):
-        read_compact_string(r)
-        out = read_compact_array(r, presult)
+        k.read_compact_string(r)
+        out = k.read_compact_array(r, presult)
         skip_tags(r)
         return out
 
-    topics = read_compact_array(r, tresult)
+    topics = k.read_compact_array(r, tresult)
     err = r.i16()
     return err, dict(topics[0]) if topics else {}
 
