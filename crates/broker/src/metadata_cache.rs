@@ -112,6 +112,8 @@ impl LocalMetadataCache {
             leader: self.node_id,
             leader_epoch: LeaderEpoch(0),
             partition_epoch: PartitionEpoch(0),
+            adding_replicas: Vec::new(),
+            removing_replicas: Vec::new(),
         };
         TopicImage {
             name: name.to_string(),

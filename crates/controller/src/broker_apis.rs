@@ -234,6 +234,8 @@ fn alter_partition_answer(r: AlterPartitionResponse) -> ClientResponse {
                         leader: BrokerId(p.leader_id),
                         leader_epoch: LeaderEpoch(p.leader_epoch),
                         partition_epoch: PartitionEpoch(p.partition_epoch),
+                        adding_replicas: Vec::new(),
+                        removing_replicas: Vec::new(),
                     }),
                 },
             }

@@ -79,6 +79,89 @@ pub struct PartitionRegistration {
     /// Partition epoch: bumped on every change of this registration (KIP-497 AlterPartition uses it
     /// to reject stale updates).
     pub partition_epoch: PartitionEpoch,
+    /// Replicas an ongoing reassignment is adding (KIP-455; in `replicas` too). Empty: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub adding_replicas: Vec<BrokerId>,
+    /// Replicas an ongoing reassignment is removing (KIP-455; in `replicas` until it completes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removing_replicas: Vec<BrokerId>,
+}
+
+impl PartitionRegistration {
+    /// True while a reassignment is in progress (something is being added or removed).
+    pub fn is_reassigning(&self) -> bool {
+        !self.adding_replicas.is_empty() || !self.removing_replicas.is_empty()
+    }
+
+    /// The replicas a reassignment is moving to: `replicas` without `removing_replicas`, in order (the
+    /// replicas themselves when none is in progress).
+    pub fn target_replicas(&self) -> Vec<BrokerId> {
+        (self.replicas.iter())
+            .filter(|r| !self.removing_replicas.contains(r))
+            .copied()
+            .collect()
+    }
+
+    /// Applies a `PartitionChangeRecord`'s fields (replay): sets what is `Some`, bumps the partition epoch,
+    /// and the leader epoch when `leader` is `Some`. The controller uses it to answer with the
+    /// registration a change will produce.
+    pub fn apply_change_record(&mut self, record: &MetadataRecord) {
+        if let MetadataRecord::PartitionChangeRecord {
+            isr,
+            leader,
+            replicas,
+            adding_replicas,
+            removing_replicas,
+            ..
+        } = record
+        {
+            self.apply_change(&PartitionChange {
+                isr: isr.as_deref(),
+                leader: *leader,
+                replicas: replicas.as_deref(),
+                adding: adding_replicas.as_deref(),
+                removing: removing_replicas.as_deref(),
+            });
+        }
+    }
+
+    fn apply_change(&mut self, c: &PartitionChange<'_>) {
+        let p = self;
+        if let Some(isr) = c.isr {
+            p.isr = isr.to_vec();
+        }
+        if let Some(replicas) = c.replicas {
+            p.replicas = replicas.to_vec();
+        }
+        if let Some(adding) = c.adding {
+            p.adding_replicas = adding.to_vec();
+        }
+        if let Some(removing) = c.removing {
+            p.removing_replicas = removing.to_vec();
+        }
+        if let Some(leader) = c.leader {
+            p.leader = leader;
+            p.leader_epoch = LeaderEpoch(p.leader_epoch.get().saturating_add(1));
+        }
+        p.partition_epoch = p.partition_epoch.next();
+    }
+
+    /// The replicas before the reassignment: `replicas` without `adding_replicas`, in order.
+    pub fn original_replicas(&self) -> Vec<BrokerId> {
+        (self.replicas.iter())
+            .filter(|r| !self.adding_replicas.contains(r))
+            .copied()
+            .collect()
+    }
+}
+
+/// The fields a `PartitionChangeRecord` sets (`None`: unchanged).
+struct PartitionChange<'a> {
+    isr: Option<&'a [BrokerId]>,
+    leader: Option<BrokerId>,
+    replicas: Option<&'a [BrokerId]>,
+    adding: Option<&'a [BrokerId]>,
+    removing: Option<&'a [BrokerId]>,
 }
 
 /// A topic in the image.
@@ -205,14 +288,15 @@ impl MetadataImage {
                     leader: *leader,
                     leader_epoch: *leader_epoch,
                     partition_epoch: *partition_epoch,
+                    adding_replicas: Vec::new(),
+                    removing_replicas: Vec::new(),
                 },
             ),
             MetadataRecord::PartitionChangeRecord {
                 topic_id,
                 partition_id,
-                isr,
-                leader,
-            } => self.replay_partition_change(*topic_id, *partition_id, isr.as_deref(), *leader),
+                ..
+            } => self.replay_partition_change(*topic_id, *partition_id, record),
             MetadataRecord::RemoveTopicRecord { topic_id } => {
                 if let Some(name) = self.topic_name_by_id(*topic_id) {
                     self.topics.remove(&name);
@@ -346,23 +430,14 @@ impl MetadataImage {
         &mut self,
         topic_id: Uuid,
         partition_id: i32,
-        isr: Option<&[BrokerId]>,
-        leader: Option<BrokerId>,
+        record: &MetadataRecord,
     ) {
-        let Some(p) = self
+        if let Some(p) = self
             .topic_by_id_mut(topic_id)
             .and_then(|t| t.partitions.get_mut(&partition_id))
-        else {
-            return;
-        };
-        if let Some(isr) = isr {
-            p.isr = isr.to_vec();
+        {
+            p.apply_change_record(record);
         }
-        if let Some(leader) = leader {
-            p.leader = leader;
-            p.leader_epoch = LeaderEpoch(p.leader_epoch.get().saturating_add(1));
-        }
-        p.partition_epoch = p.partition_epoch.next();
     }
 
     /// `ConfigRecord`: sets (`Some`) or deletes (`None`) a topic or broker config; a broker resource
@@ -492,12 +567,7 @@ mod tests {
         );
         img.apply(
             6,
-            &MetadataRecord::PartitionChangeRecord {
-                topic_id: id,
-                partition_id: 0,
-                isr: None,
-                leader: Some(NO_LEADER),
-            },
+            &MetadataRecord::isr_leader_change(id, 0, None, Some(NO_LEADER)),
         );
         let p = img.partition(id, 0).unwrap();
         assert_eq!(

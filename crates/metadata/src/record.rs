@@ -147,6 +147,16 @@ pub enum MetadataRecord {
         isr: Option<Vec<BrokerId>>,
         /// New leader (or [`NO_LEADER`]), if changed.
         leader: Option<BrokerId>,
+        /// New replica list, if changed (a reassignment starting, completing or reverted, KIP-455).
+        /// Absent from the JSON when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        replicas: Option<Vec<BrokerId>>,
+        /// New replicas a reassignment is adding, if changed (empty: none). Absent when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        adding_replicas: Option<Vec<BrokerId>>,
+        /// Replicas a reassignment is removing, if changed (empty: none). Absent when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        removing_replicas: Option<Vec<BrokerId>>,
     },
     /// The topic and all its partitions and configs are removed (KIP-631 `RemoveTopicRecord`).
     RemoveTopicRecord {
@@ -206,4 +216,24 @@ pub enum MetadataRecord {
         /// The mechanism type code.
         mechanism: i8,
     },
+}
+
+impl MetadataRecord {
+    /// A `PartitionChangeRecord` of the ISR and/or the leader only (no reassignment fields).
+    pub fn isr_leader_change(
+        topic_id: Uuid,
+        partition_id: i32,
+        isr: Option<Vec<BrokerId>>,
+        leader: Option<BrokerId>,
+    ) -> MetadataRecord {
+        MetadataRecord::PartitionChangeRecord {
+            topic_id,
+            partition_id,
+            isr,
+            leader,
+            replicas: None,
+            adding_replicas: None,
+            removing_replicas: None,
+        }
+    }
 }

@@ -51,12 +51,7 @@ fn json_is_unchanged() {
             leader_epoch: LeaderEpoch(0),
             partition_epoch: PartitionEpoch(0),
         },
-        MetadataRecord::PartitionChangeRecord {
-            topic_id: id,
-            partition_id: 0,
-            isr: None,
-            leader: Some(NO_LEADER),
-        },
+        MetadataRecord::isr_leader_change(id, 0, None, Some(NO_LEADER)),
         MetadataRecord::ConfigRecord {
             resource_type: RESOURCE_TOPIC,
             resource_name: "t".into(),
@@ -172,6 +167,8 @@ fn json_is_unchanged() {
             leader: BrokerId(1),
             leader_epoch: LeaderEpoch(2),
             partition_epoch: PartitionEpoch(3),
+            adding_replicas: Vec::new(),
+            removing_replicas: Vec::new(),
         })),
         ClientResponse::AllocateProducerIds(Ok((ProducerId(1000), 1000))),
         ClientResponse::FetchMetadata(Ok(MetadataUpdate::Records(vec![(3, recs[2].clone())]))),

@@ -256,12 +256,9 @@ impl QuorumControl {
                 }
                 let isr = (new_isr != p.isr).then_some(new_isr);
                 if isr.is_some() || leader.is_some() {
-                    changes.push(MetadataRecord::PartitionChangeRecord {
-                        topic_id: t.topic_id,
-                        partition_id: pid,
-                        isr,
-                        leader,
-                    });
+                    changes.push(MetadataRecord::isr_leader_change(
+                        t.topic_id, pid, isr, leader,
+                    ));
                 }
             }
         }
@@ -293,12 +290,12 @@ impl QuorumControl {
                     None => None,
                 };
                 if let Some((leader, isr)) = change {
-                    changes.push(MetadataRecord::PartitionChangeRecord {
-                        topic_id: t.topic_id,
-                        partition_id: pid,
+                    changes.push(MetadataRecord::isr_leader_change(
+                        t.topic_id,
+                        pid,
                         isr,
-                        leader: Some(leader),
-                    });
+                        Some(leader),
+                    ));
                 }
             }
         }

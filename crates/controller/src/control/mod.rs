@@ -23,13 +23,15 @@
 //! - Every leader change bumps the leader epoch, every change bumps the partition epoch (on replay).
 //!
 //! The verbs live by concern: [`cluster_control`] (registration, heartbeats, fencing, controlled
-//! shutdown), [`replication_control`] (elections, AlterPartition), [`topic_control`] (topics,
+//! shutdown), [`replication_control`] (elections, AlterPartition), [`reassignment`] (KIP-455 partition
+//! reassignments, completed by the AlterPartition that makes them possible), [`topic_control`] (topics,
 //! partitions, configs), [`acl_control`] (ACLs) and [`producer_ids`].
 
 mod acl_control;
 mod cluster_control;
 mod producer_ids;
 mod quota_control;
+mod reassignment;
 mod replication_control;
 mod scram_control;
 mod topic_control;
@@ -45,6 +47,7 @@ use types::{BrokerEpoch, BrokerId, ErrorCode};
 /// The requests [`QuorumControl`] decides on; they moved to the `metadata` crate with the other
 /// broker-controller formats.
 pub use metadata::{AlterPartition, Heartbeat, RegisterBroker};
+pub use reassignment::{OngoingReassignment, Reassignment};
 pub use topic_control::validate_topic_name;
 
 /// Most partitions one topic may have (bounds allocation on bad input).

@@ -112,12 +112,12 @@ impl QuorumControl {
                 }
             }
         };
-        batch.push(MetadataRecord::PartitionChangeRecord {
+        batch.push(MetadataRecord::isr_leader_change(
             topic_id,
-            partition_id: partition,
+            partition,
             isr,
-            leader: Some(leader),
-        });
+            Some(leader),
+        ));
         Ok(())
     }
 
@@ -229,16 +229,26 @@ impl QuorumControl {
                 reply: cur.clone(),
             });
         }
+        // KIP-455: the ISR change that brings every target replica in completes a reassignment.
+        let record = super::reassignment::completion_record(
+            image,
+            req.topic_id,
+            req.partition,
+            cur,
+            &req.new_isr,
+        )
+        .unwrap_or_else(|| {
+            MetadataRecord::isr_leader_change(
+                req.topic_id,
+                req.partition,
+                Some(req.new_isr.clone()),
+                None,
+            )
+        });
         let mut next = cur.clone();
-        next.isr = req.new_isr.clone();
-        next.partition_epoch = next.partition_epoch.next();
+        next.apply_change_record(&record);
         Ok(Decision {
-            records: vec![MetadataRecord::PartitionChangeRecord {
-                topic_id: req.topic_id,
-                partition_id: req.partition,
-                isr: Some(req.new_isr.clone()),
-                leader: None,
-            }],
+            records: vec![record],
             reply: next,
         })
     }

@@ -116,6 +116,8 @@ impl GroupWorld {
             leader: state.leader,
             leader_epoch: state.leader_epoch,
             partition_epoch: state.partition_epoch,
+            adding_replicas: Vec::new(),
+            removing_replicas: Vec::new(),
         };
         image.topics.insert(
             OFFSETS_TOPIC.to_string(),
@@ -133,6 +135,8 @@ impl GroupWorld {
                 leader: BrokerId(1),
                 leader_epoch: LeaderEpoch(0),
                 partition_epoch: PartitionEpoch(0),
+                adding_replicas: Vec::new(),
+                removing_replicas: Vec::new(),
             };
             (p, reg)
         });
