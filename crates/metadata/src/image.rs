@@ -187,6 +187,14 @@ impl MetadataImage {
                     b.log_dir_offline = *o;
                 }
             }
+            MetadataRecord::UnregisterBrokerRecord {
+                broker_id,
+                broker_epoch,
+            } => {
+                if self.broker_mut(*broker_id, *broker_epoch).is_some() {
+                    self.brokers.remove(broker_id);
+                }
+            }
             MetadataRecord::TopicRecord { name, topic_id } => self.replay_topic(name, *topic_id),
             MetadataRecord::PartitionRecord {
                 topic_id,
