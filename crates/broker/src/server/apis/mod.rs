@@ -421,20 +421,11 @@ impl KafkaApis {
             RequestBody::DeleteRecords(r) => {
                 ResponseBody::DeleteRecords(delete_records::handle(self, ctx, r))
             }
-            RequestBody::UnregisterBroker(r) => {
-                ResponseBody::UnregisterBroker(unregister_broker::handle(self, ctx, r).await)
-            }
-            RequestBody::UpdateFeatures(r) => {
-                ResponseBody::UpdateFeatures(update_features::handle(self, ctx, r))
-            }
             RequestBody::DescribeCluster(r) => {
                 ResponseBody::DescribeCluster(describe_cluster::handle(self, ctx, r))
             }
             RequestBody::DescribeLogDirs(r) => {
                 ResponseBody::DescribeLogDirs(describe_log_dirs::handle(self, ctx, r))
-            }
-            RequestBody::ElectLeaders(r) => {
-                ResponseBody::ElectLeaders(elect_leaders::handle(self, ctx, r).await)
             }
             RequestBody::OffsetForLeaderEpoch(r) => {
                 ResponseBody::OffsetForLeaderEpoch(offset_for_leader_epoch::handle(self, ctx, r))
@@ -471,6 +462,15 @@ impl KafkaApis {
         body: RequestBody,
     ) -> Result<ResponseBody, RequestOutcome> {
         Ok(match body {
+            RequestBody::ElectLeaders(r) => {
+                ResponseBody::ElectLeaders(elect_leaders::handle(self, ctx, r).await)
+            }
+            RequestBody::UnregisterBroker(r) => {
+                ResponseBody::UnregisterBroker(unregister_broker::handle(self, ctx, r).await)
+            }
+            RequestBody::UpdateFeatures(r) => {
+                ResponseBody::UpdateFeatures(update_features::handle(self, ctx, r))
+            }
             RequestBody::DescribeClientQuotas(r) => {
                 ResponseBody::DescribeClientQuotas(client_quotas::describe(self, ctx, r))
             }
