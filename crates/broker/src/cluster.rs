@@ -533,6 +533,18 @@ impl BrokerCluster {
         Ok(id)
     }
 
+    /// UnregisterBroker through the controller (KIP-500); answers once this broker's image shows the
+    /// registration gone (bounded wait: REQUEST_TIMED_OUT).
+    pub async fn unregister_broker(&self, id: BrokerId) -> Result<(), TopicError> {
+        let at = self
+            .client
+            .unregister_broker(id)
+            .await
+            .map_err(TopicError::Controller)?;
+        self.wait_for_offset(at).await?;
+        Ok(())
+    }
+
     /// ElectLeaders through the controller (KIP-460); answers once this broker's image shows the outcome
     /// (bounded wait: REQUEST_TIMED_OUT).
     pub async fn elect_leaders(

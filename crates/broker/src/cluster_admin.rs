@@ -75,6 +75,10 @@ impl TopicAdmin for QuorumTopicAdmin {
         Box::pin(self.0.elect_leaders(election, partitions))
     }
 
+    fn unregister_broker(&self, id: types::BrokerId) -> BoxFuture<'_, Result<(), TopicError>> {
+        Box::pin(self.0.unregister_broker(id))
+    }
+
     fn registered_brokers(&self) -> usize {
         self.0.image().brokers.len()
     }

@@ -12,6 +12,7 @@ pub mod config;
 pub mod config_admin;
 pub mod dynamic_config;
 pub mod error;
+pub mod features;
 pub mod group_coordinator;
 pub mod lifecycle;
 pub mod log_dir_failure;

@@ -82,6 +82,10 @@ pub trait TopicAdmin: Send + Sync + std::fmt::Debug {
     /// Brokers registered with the cluster, fenced or not (1 standalone): how many replicas a topic of this
     /// cluster can ever have, whether or not every broker is up now.
     fn registered_brokers(&self) -> usize;
+
+    /// Removes broker `id`'s registration (KIP-500 UnregisterBroker); the caller checked that `id` is
+    /// registered. Errors: controller errors (BROKER_ID_NOT_REGISTERED when it went meanwhile).
+    fn unregister_broker(&self, id: types::BrokerId) -> BoxFuture<'_, Result<(), TopicError>>;
 }
 
 /// The standalone [`TopicAdmin`]: one broker, topics in its metadata file, every partition led here. Each
@@ -356,6 +360,13 @@ impl TopicAdmin for LocalTopicAdmin {
 
     fn registered_brokers(&self) -> usize {
         1
+    }
+
+    fn unregister_broker(&self, _id: types::BrokerId) -> BoxFuture<'_, Result<(), TopicError>> {
+        // The only registered broker is this one. Kafka's single node answers NONE and registers again
+        // with its next heartbeat; a standalone broker's registration is its own process, so the end
+        // state is the same at once.
+        Box::pin(async { Ok(()) })
     }
 }
 

@@ -105,6 +105,11 @@ impl TopicManager {
         self.admin.registered_brokers()
     }
 
+    /// UnregisterBroker through the [`TopicAdmin`] (see [`TopicAdmin::unregister_broker`]).
+    pub async fn unregister_broker(&self, id: types::BrokerId) -> Result<(), TopicError> {
+        self.admin.unregister_broker(id).await
+    }
+
     /// A leader election through the [`TopicAdmin`] (see [`TopicAdmin::elect_leaders`]).
     pub async fn elect_leaders(
         &self,

@@ -485,6 +485,18 @@ impl ControllerClient {
         }
     }
 
+    /// UnregisterBroker (KIP-500): removes `broker_id`'s registration; answers once committed, with the
+    /// offset at which the removal is visible. Errors: BROKER_ID_NOT_REGISTERED, no controller.
+    pub async fn unregister_broker(&self, broker_id: BrokerId) -> Result<i64, ControllerError> {
+        match self
+            .call_with_offset(ClientRequest::UnregisterBroker { broker_id })
+            .await?
+        {
+            (ClientResponse::UnregisterBroker(r), offset) => r.map(|()| offset),
+            _ => Err(unexpected()),
+        }
+    }
+
     /// ElectLeaders (KIP-460): elects leaders of `partitions` (`None`: every partition); answers once the
     /// records are committed, with the offset at which the outcome is visible. Per-partition errors are in
     /// the results (see `QuorumControl::elect_leaders`); the call fails as a whole only when no controller

@@ -684,6 +684,10 @@ impl Inner {
                 .decide(|ctl, image, _| ctl.alter_scram_credentials(image, &deletions, &upsertions))
                 .await?
                 .map(R::AlterUserScramCredentials),
+            ClientRequest::UnregisterBroker { broker_id } => self
+                .decide(|ctl, image, _| unit(ctl.unregister_broker(image, broker_id)))
+                .await?
+                .map(R::UnregisterBroker),
             req => return self.read_only(req).await,
         };
         Ok((d.reply, d.visible_at))

@@ -243,33 +243,10 @@ impl MetadataImage {
                 rack.as_deref(),
                 listeners,
             ),
-            MetadataRecord::FenceBrokerRecord {
-                broker_id,
-                broker_epoch,
-            } => self.replay_broker_flags(*broker_id, *broker_epoch, Some(true), None),
-            MetadataRecord::UnfenceBrokerRecord {
-                broker_id,
-                broker_epoch,
-            } => self.replay_broker_flags(*broker_id, *broker_epoch, Some(false), None),
-            MetadataRecord::BrokerRegistrationChangeRecord {
-                broker_id,
-                broker_epoch,
-                fenced,
-                in_controlled_shutdown,
-                log_dir_offline,
-            } => {
-                self.replay_broker_flags(
-                    *broker_id,
-                    *broker_epoch,
-                    *fenced,
-                    *in_controlled_shutdown,
-                );
-                if let (Some(o), Some(b)) =
-                    (log_dir_offline, self.broker_mut(*broker_id, *broker_epoch))
-                {
-                    b.log_dir_offline = *o;
-                }
-            }
+            MetadataRecord::FenceBrokerRecord { .. }
+            | MetadataRecord::UnfenceBrokerRecord { .. }
+            | MetadataRecord::BrokerRegistrationChangeRecord { .. }
+            | MetadataRecord::UnregisterBrokerRecord { .. } => self.replay_broker_change(record),
             MetadataRecord::TopicRecord { name, topic_id } => self.replay_topic(name, *topic_id),
             MetadataRecord::PartitionRecord {
                 topic_id,
@@ -503,6 +480,46 @@ impl MetadataImage {
 
     fn topic_name_by_id(&self, id: Uuid) -> Option<String> {
         self.topics.name_by_id(id).map(str::to_owned)
+    }
+
+    /// Replays a change of an existing registration: fencing, unfencing, its flags, its removal.
+    fn replay_broker_change(&mut self, record: &MetadataRecord) {
+        match record {
+            MetadataRecord::FenceBrokerRecord {
+                broker_id,
+                broker_epoch,
+            } => self.replay_broker_flags(*broker_id, *broker_epoch, Some(true), None),
+            MetadataRecord::UnfenceBrokerRecord {
+                broker_id,
+                broker_epoch,
+            } => self.replay_broker_flags(*broker_id, *broker_epoch, Some(false), None),
+            MetadataRecord::BrokerRegistrationChangeRecord {
+                broker_id,
+                broker_epoch,
+                fenced,
+                in_controlled_shutdown,
+                log_dir_offline,
+            } => {
+                self.replay_broker_flags(
+                    *broker_id,
+                    *broker_epoch,
+                    *fenced,
+                    *in_controlled_shutdown,
+                );
+                if let (Some(o), Some(b)) =
+                    (log_dir_offline, self.broker_mut(*broker_id, *broker_epoch))
+                {
+                    b.log_dir_offline = *o;
+                }
+            }
+            MetadataRecord::UnregisterBrokerRecord {
+                broker_id,
+                broker_epoch,
+            } if self.broker_mut(*broker_id, *broker_epoch).is_some() => {
+                self.brokers.remove(broker_id);
+            }
+            _ => {}
+        }
     }
 
     fn broker_mut(

@@ -112,6 +112,14 @@ pub enum MetadataRecord {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         log_dir_offline: Option<bool>,
     },
+    /// The broker's registration is removed (Kafka's `UnregisterBrokerRecord`, KIP-500's
+    /// UnregisterBroker). Ignored unless `broker_epoch` matches the current registration.
+    UnregisterBrokerRecord {
+        /// The broker id.
+        broker_id: BrokerId,
+        /// The registration's broker epoch.
+        broker_epoch: BrokerEpoch,
+    },
     /// A topic was created (KIP-631 `TopicRecord`); its partitions follow as `PartitionRecord`s.
     TopicRecord {
         /// Topic name.

@@ -110,6 +110,11 @@ pub enum ClientRequest {
         /// Credentials to set.
         upsertions: Vec<ScramUpsertion>,
     },
+    /// Unregister a broker (KIP-500 UnregisterBroker).
+    UnregisterBroker {
+        /// The broker id to unregister.
+        broker_id: BrokerId,
+    },
     /// Any other request, asking that its answer say at which metadata offset its outcome is visible:
     /// answered with [`ClientResponse::WithOffset`] (a broker then waits until its own image has applied
     /// that offset — read-your-writes without re-checking the outcome). Not nested. Controllers older
@@ -159,6 +164,8 @@ pub enum ClientResponse {
     AlterClientQuotas(Result<(), ControllerError>),
     /// AlterUserScramCredentials answer: one result per user named.
     AlterUserScramCredentials(Vec<ScramAlterResult>),
+    /// Answer to [`ClientRequest::UnregisterBroker`].
+    UnregisterBroker(Result<(), ControllerError>),
     /// Answer to a [`ClientRequest::WithOffset`]: the inner request's answer and the metadata offset (raft
     /// log index) at which its outcome is visible — the index its records were committed at, or, for a
     /// decision that wrote nothing, the offset of the last record the deciding image held.

@@ -260,9 +260,11 @@ fn differential_against_kafka_protocol_crate() {
         AlterPartition => AlterPartitionRequest, AlterPartitionResponse;
         BrokerRegistration => BrokerRegistrationRequest, BrokerRegistrationResponse;
         BrokerHeartbeat => BrokerHeartbeatRequest, BrokerHeartbeatResponse;
+        UpdateFeatures => UpdateFeaturesRequest, UpdateFeaturesResponse;
+        UnregisterBroker => UnregisterBrokerRequest, UnregisterBrokerResponse;
     );
     // Every implemented API is covered above.
-    assert_eq!(IMPLEMENTED_APIS.len(), 54);
+    assert_eq!(IMPLEMENTED_APIS.len(), 56);
     assert!(count > 500, "{count}");
 }
 

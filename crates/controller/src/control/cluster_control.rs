@@ -57,6 +57,34 @@ impl QuorumControl {
         Ok(batch.records)
     }
 
+    /// UnregisterBroker (KIP-500): removes `broker_id`'s registration (Kafka's `UnregisterBrokerRecord`)
+    /// after moving its leaderships and ISR memberships away as fencing does. As in Kafka, a live broker
+    /// is not refused: its next heartbeat is answered BROKER_ID_NOT_REGISTERED and it registers again.
+    ///
+    /// Errors: `BROKER_ID_NOT_REGISTERED` (Kafka's message) for an id without a registration.
+    pub fn unregister_broker(
+        &mut self,
+        image: &MetadataImage,
+        broker_id: BrokerId,
+    ) -> Result<Vec<MetadataRecord>, ControllerError> {
+        let Some(reg) = image.brokers.get(&broker_id) else {
+            return Err(err(
+                ErrorCode::BROKER_ID_NOT_REGISTERED,
+                format!("Broker ID {broker_id} is not currently registered"),
+            ));
+        };
+        let broker_epoch = reg.broker_epoch;
+        let mut batch = Batch::new(image);
+        self.broker_leaves(&mut batch, broker_id, true);
+        batch.push(MetadataRecord::UnregisterBrokerRecord {
+            broker_id,
+            broker_epoch,
+        });
+        self.last_contact_ms.remove(&broker_id);
+        self.heartbeat_offsets.remove(&broker_id);
+        Ok(batch.records)
+    }
+
     /// BrokerHeartbeat: refreshes the session, records a change of the broker's log dir state (see
     /// [`log_dir_change`](Self::log_dir_change)), unfences a caught-up broker, fences one that asks for
     /// it, and drives controlled shutdown.

@@ -1162,3 +1162,29 @@ fn randomized_operations_keep_invariants() {
     }
     assert_eq!(replay, s.image, "seed {seed}: replay differs");
 }
+
+#[test]
+fn unregister_broker_moves_its_partitions_and_removes_the_registration() {
+    let mut s = Sim::new(false);
+    s.active(&[1, 2, 3]);
+    s.create("t", 3, 3).unwrap();
+    let e = s.ctl.unregister_broker(&s.image, BrokerId(9)).unwrap_err();
+    assert_eq!(e.code, ErrorCode::BROKER_ID_NOT_REGISTERED);
+    assert_eq!(e.message, "Broker ID 9 is not currently registered");
+    let recs = s.ctl.unregister_broker(&s.image, BrokerId(1)).unwrap();
+    s.commit(recs);
+    assert!(!s.image.brokers.contains_key(&BrokerId(1)));
+    for p in 0..3 {
+        let now = s.part("t", p);
+        assert_ne!(now.leader, BrokerId(1));
+        assert!(!now.isr.contains(&BrokerId(1)));
+    }
+    // A stale epoch does not remove a newer registration.
+    let old = s.image.brokers[&BrokerId(2)].broker_epoch;
+    s.register(2, 22).unwrap_err(); // live session: refused
+    s.commit(vec![MetadataRecord::UnregisterBrokerRecord {
+        broker_id: BrokerId(2),
+        broker_epoch: BrokerEpoch(old.get() - 1),
+    }]);
+    assert!(s.image.brokers.contains_key(&BrokerId(2)));
+}

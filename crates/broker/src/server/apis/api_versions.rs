@@ -9,26 +9,25 @@ use protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
 use protocol::ApiKey;
 
 use super::{advertised_range, SUPPORTED_APIS};
+use crate::features;
 use crate::server::context::RequestContext;
 
-/// The `transaction.version` feature (KIP-890, KIP-1022): level 2 is transaction version 2 — the epoch
-/// bumped at every commit or abort, partitions added by the leaders' verification (Produce v12,
-/// TxnOffsetCommit v5) instead of the client's AddPartitionsToTxn/AddOffsetsToTxn. Supported 0–2 and
-/// finalized at 2, as a new Kafka 4.x cluster; clients that predate it (librdkafka, older Java) keep
-/// transaction version 1 through the older request versions, which are still served.
-pub const TRANSACTION_VERSION_FEATURE: &str = "transaction.version";
-
-/// The finalized `transaction.version` level.
-pub const TRANSACTION_VERSION_LEVEL: i16 = 2;
-
-/// The epoch of the finalized features (v3+): they never change, so 0 (clients take features from the
+/// The finalized features' epoch when the handler has no metadata image (the bench sink, answers before
+/// a request is parsed): 0, since Runnel's finalized levels never change (clients take features from the
 /// highest epoch they have seen, starting from -1).
 const FINALIZED_FEATURES_EPOCH: i64 = 0;
 
 /// Answers with every API and version range we serve, and the features (before v4 without the supported
 /// features whose minimum version is 0, as Kafka since KAFKA-17492). A v3+ request with an empty or invalid client
 /// software name/version gets INVALID_REQUEST (42), as Kafka does.
-pub fn handle(_ctx: &RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse {
+///
+/// `features_epoch` is the finalized features' epoch: the metadata image's offset (in a cluster the
+/// metadata log offset, as Kafka answers; standalone the registry's generation).
+pub fn handle(
+    _ctx: &RequestContext,
+    request: ApiVersionsRequest,
+    features_epoch: i64,
+) -> ApiVersionsResponse {
     let valid = |s: &str| {
         !s.is_empty()
             && s.bytes()
@@ -42,6 +41,7 @@ pub fn handle(_ctx: &RequestContext, request: ApiVersionsRequest) -> ApiVersions
         return response(ErrorCode::INVALID_REQUEST);
     }
     let mut response = response(ErrorCode::NONE);
+    response.finalized_features_epoch = features_epoch.max(0);
     if _ctx.api_version() < 4 {
         // KAFKA-17492: clients before v4 cannot read a supported feature whose minimum version is 0.
         response.supported_features.retain(|f| f.min_version > 0);
@@ -55,7 +55,8 @@ pub fn response(error: ErrorCode) -> ApiVersionsResponse {
 }
 
 /// The ApiVersions response body with `error`, listing `keys` with their advertised ranges
-/// ([`advertised_range`]; keys we do not serve are left out) and the `transaction.version` feature (v3+). As Kafka 4 does (KIP-896), Produce is
+/// ([`advertised_range`]; keys we do not serve are left out) and the features of [`features::FEATURES`]
+/// (v3+). As Kafka 4 does (KIP-896), Produce is
 /// advertised from v0 because librdkafka decides whether the broker supports gzip/snappy by checking
 /// for Produce v0; v0–2 requests are still refused (the connection is closed).
 pub fn response_for(error: ErrorCode, keys: impl Iterator<Item = ApiKey>) -> ApiVersionsResponse {
@@ -73,19 +74,24 @@ pub fn response_for(error: ErrorCode, keys: impl Iterator<Item = ApiKey>) -> Api
                 })
             })
             .collect(),
-        supported_features: vec![SupportedFeatureKey {
-            name: TRANSACTION_VERSION_FEATURE.to_string(),
-            min_version: 0,
-            max_version: TRANSACTION_VERSION_LEVEL,
-            ..Default::default()
-        }],
+        supported_features: features::FEATURES
+            .iter()
+            .map(|f| SupportedFeatureKey {
+                name: f.name.to_string(),
+                min_version: f.min_supported,
+                max_version: f.max_supported,
+                ..Default::default()
+            })
+            .collect(),
         finalized_features_epoch: FINALIZED_FEATURES_EPOCH,
-        finalized_features: vec![FinalizedFeatureKey {
-            name: TRANSACTION_VERSION_FEATURE.to_string(),
-            min_version_level: TRANSACTION_VERSION_LEVEL,
-            max_version_level: TRANSACTION_VERSION_LEVEL,
-            ..Default::default()
-        }],
+        finalized_features: features::finalized()
+            .map(|f| FinalizedFeatureKey {
+                name: f.name.to_string(),
+                min_version_level: f.finalized,
+                max_version_level: f.finalized,
+                ..Default::default()
+            })
+            .collect(),
         ..Default::default()
     }
 }

@@ -46,6 +46,8 @@ mod sync_group;
 mod transactions_admin;
 mod txn;
 mod txn_offset_commit;
+mod unregister_broker;
+mod update_features;
 mod write_txn_markers;
 
 use std::sync::Arc;
@@ -120,6 +122,8 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListTransactions, 0, 2),
     (ApiKey::WriteTxnMarkers, 1, 2),
     (ApiKey::DescribeProducers, 0, 0),
+    (ApiKey::UpdateFeatures, 0, 2),
+    (ApiKey::UnregisterBroker, 0, 0),
 ];
 
 /// The advertised version range of `key`, clipped to what the codec supports.
@@ -341,7 +345,10 @@ impl KafkaApis {
         body: RequestBody,
     ) -> Result<ResponseBody, RequestOutcome> {
         Ok(match body {
-            RequestBody::ApiVersions(r) => ResponseBody::ApiVersions(api_versions::handle(ctx, r)),
+            RequestBody::ApiVersions(r) => {
+                let epoch = self.metadata_cache().image().offset;
+                ResponseBody::ApiVersions(api_versions::handle(ctx, r, epoch))
+            }
             RequestBody::Metadata(r) => {
                 ResponseBody::Metadata(metadata::handle(self, ctx, r).await)
             }
@@ -420,9 +427,6 @@ impl KafkaApis {
             RequestBody::DescribeLogDirs(r) => {
                 ResponseBody::DescribeLogDirs(describe_log_dirs::handle(self, ctx, r))
             }
-            RequestBody::ElectLeaders(r) => {
-                ResponseBody::ElectLeaders(elect_leaders::handle(self, ctx, r).await)
-            }
             RequestBody::OffsetForLeaderEpoch(r) => {
                 ResponseBody::OffsetForLeaderEpoch(offset_for_leader_epoch::handle(self, ctx, r))
             }
@@ -458,6 +462,15 @@ impl KafkaApis {
         body: RequestBody,
     ) -> Result<ResponseBody, RequestOutcome> {
         Ok(match body {
+            RequestBody::ElectLeaders(r) => {
+                ResponseBody::ElectLeaders(elect_leaders::handle(self, ctx, r).await)
+            }
+            RequestBody::UnregisterBroker(r) => {
+                ResponseBody::UnregisterBroker(unregister_broker::handle(self, ctx, r).await)
+            }
+            RequestBody::UpdateFeatures(r) => {
+                ResponseBody::UpdateFeatures(update_features::handle(self, ctx, r))
+            }
             RequestBody::DescribeClientQuotas(r) => {
                 ResponseBody::DescribeClientQuotas(client_quotas::describe(self, ctx, r))
             }
