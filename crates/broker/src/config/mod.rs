@@ -577,8 +577,9 @@ pub fn validate_topic_config(key: &str, value: &str) -> Result<(), ConfigError> 
     };
     match key {
         "cleanup.policy" => {
-            for p in value.split(',') {
-                if !matches!(p.trim(), "delete" | "compact") {
+            // The empty list is valid (Kafka 4.x: no cleanup, infinite retention).
+            for p in value.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+                if !matches!(p, "delete" | "compact") {
                     return Err(bad("expected delete, compact or both"));
                 }
             }

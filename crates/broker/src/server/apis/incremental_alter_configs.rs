@@ -9,8 +9,9 @@
 //!   [`crate::dynamic_config`] for which keys may change and the errors), stored by the mode's
 //!   [`crate::config_admin::BrokerConfigAdmin`]; every topic's `LogConfig` follows before the answer.
 //!
-//! Before any change: a key given twice or an unknown operation → INVALID_REQUEST; SET without a value →
-//! INVALID_REQUEST (Kafka's messages). `validate_only` checks everything and changes nothing.
+//! Before any change: a key given twice or an unknown operation → INVALID_REQUEST; SET, APPEND or SUBTRACT
+//! without a value → INVALID_REQUEST (Kafka's messages). SUBTRACT may leave a list empty: Kafka 4.x stores
+//! the empty list (`cleanup.policy` empty = no cleanup, infinite retention). `validate_only` checks everything and changes nothing.
 
 use protocol::error::ErrorCode;
 use protocol::messages::incremental_alter_configs_request::AlterableConfig;
@@ -72,7 +73,9 @@ fn check_ops(configs: &[AlterableConfig]) -> Result<(), ApiError> {
     check_duplicates(configs.iter().map(|c| c.name.as_str()))?;
     for c in configs {
         match c.config_operation {
-            OP_SET if c.value.is_none() => return Err(null_value(&c.name)),
+            OP_SET | OP_APPEND | OP_SUBTRACT if c.value.is_none() => {
+                return Err(null_value(&c.name))
+            }
             OP_SET | OP_DELETE | OP_APPEND | OP_SUBTRACT => {}
             other => {
                 return Err(ApiError::new(
@@ -112,13 +115,13 @@ fn edit_list(current: Option<String>, value: Option<&str>, op: i8) -> String {
 
 fn list_op_not_allowed(op: i8, key: &str) -> ApiError {
     let what = if op == OP_APPEND {
-        "append"
+        "APPEND"
     } else {
-        "subtract"
+        "SUBTRACT"
     };
     ApiError::new(
         ErrorCode::INVALID_CONFIG,
-        format!("Config value {what} is not allowed for config key: {key}"),
+        format!("Can't {what} to key {key} because its type is not LIST."),
     )
 }
 
