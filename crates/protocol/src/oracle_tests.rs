@@ -256,13 +256,14 @@ fn differential_against_kafka_protocol_crate() {
         ConsumerGroupHeartbeat => ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse;
         ConsumerGroupDescribe => ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse;
         DescribeTopicPartitions => DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse;
+        ListConfigResources => ListConfigResourcesRequest, ListConfigResourcesResponse;
         DescribeQuorum => DescribeQuorumRequest, DescribeQuorumResponse;
         AlterPartition => AlterPartitionRequest, AlterPartitionResponse;
         BrokerRegistration => BrokerRegistrationRequest, BrokerRegistrationResponse;
         BrokerHeartbeat => BrokerHeartbeatRequest, BrokerHeartbeatResponse;
     );
     // Every implemented API is covered above.
-    assert_eq!(IMPLEMENTED_APIS.len(), 54);
+    assert_eq!(IMPLEMENTED_APIS.len(), 55);
     assert!(count > 500, "{count}");
 }
 
