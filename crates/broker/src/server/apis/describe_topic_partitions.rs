@@ -50,9 +50,8 @@ pub fn handle(
     names.retain(|n| n.as_str() >= cursor_topic);
     names.sort();
     names.dedup();
-    let bad_cursor = cursor.is_some_and(|c| {
-        c.partition_index < 0 || (!all && !names.iter().any(|n| *n == c.topic_name))
-    });
+    let bad_cursor =
+        cursor.is_some_and(|c| c.partition_index < 0 || (!all && !names.contains(&c.topic_name)));
     if bad_cursor {
         return invalid_request(&request);
     }
