@@ -436,12 +436,6 @@ impl KafkaApis {
             RequestBody::DescribeProducers(r) => {
                 ResponseBody::DescribeProducers(describe_producers::handle(self, ctx, r))
             }
-            RequestBody::DescribeTopicPartitions(r) => ResponseBody::DescribeTopicPartitions(
-                describe_topic_partitions::handle(self, ctx, r),
-            ),
-            RequestBody::ListConfigResources(r) => {
-                ResponseBody::ListConfigResources(list_config_resources::handle(self, ctx, r))
-            }
             other => self.dispatch_security(ctx, other).await?,
         })
     }
@@ -486,6 +480,12 @@ impl KafkaApis {
             RequestBody::AlterUserScramCredentials(r) => ResponseBody::AlterUserScramCredentials(
                 alter_user_scram_credentials::handle(self, ctx, r).await,
             ),
+            RequestBody::DescribeTopicPartitions(r) => ResponseBody::DescribeTopicPartitions(
+                describe_topic_partitions::handle(self, ctx, r),
+            ),
+            RequestBody::ListConfigResources(r) => {
+                ResponseBody::ListConfigResources(list_config_resources::handle(self, ctx, r))
+            }
             RequestBody::DescribeQuorum(r) => {
                 ResponseBody::DescribeQuorum(describe_quorum::handle(self, ctx, r).await)
             }
