@@ -113,16 +113,16 @@ fn edit_list(current: Option<String>, value: Option<&str>, op: i8) -> String {
     items.join(",")
 }
 
-fn list_op_not_allowed(op: i8, key: &str) -> ApiError {
-    let what = if op == OP_APPEND {
-        "APPEND"
-    } else {
-        "SUBTRACT"
+/// INVALID_CONFIG for APPEND/SUBTRACT on a key that is not a list, with Kafka 4.4's message, which differs
+/// between topics (the controller's check) and brokers (the broker's).
+fn list_op_not_allowed(op: i8, key: &str, topic: bool) -> ApiError {
+    let message = match (topic, op == OP_APPEND) {
+        (true, true) => format!("Can't APPEND to key {key} because its type is not LIST."),
+        (true, false) => format!("Can't SUBTRACT to key {key} because its type is not LIST."),
+        (false, true) => format!("Config value append is not allowed for config key: {key}"),
+        (false, false) => format!("Config value subtract is not allowed for config key: {key}"),
     };
-    ApiError::new(
-        ErrorCode::INVALID_CONFIG,
-        format!("Can't {what} to key {key} because its type is not LIST."),
-    )
+    ApiError::new(ErrorCode::INVALID_CONFIG, message)
 }
 
 async fn alter_topic(
@@ -157,7 +157,7 @@ async fn alter_topic(
                 let edited = edit_list(current, c.value.as_deref(), op);
                 overrides.insert(c.name, edited);
             }
-            op => return Err(list_op_not_allowed(op, &c.name)),
+            op => return Err(list_op_not_allowed(op, &c.name, true)),
         }
     }
     Ok(apis
@@ -187,7 +187,7 @@ async fn alter_broker(
                     )
                 })?;
                 if def.ty != ConfigType::List {
-                    return Err(list_op_not_allowed(op, &c.name));
+                    return Err(list_op_not_allowed(op, &c.name, false));
                 }
                 let current = dynamic.value_or_inherited(level, &c.name);
                 let edited = edit_list(current, c.value.as_deref(), op);
