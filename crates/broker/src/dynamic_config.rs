@@ -160,6 +160,9 @@ pub fn broker_synonyms(key: &str) -> &'static [&'static str] {
             "log.retention.hours",
         ],
         "log.roll.ms" | "log.roll.hours" => &["log.roll.ms", "log.roll.hours"],
+        "log.roll.jitter.ms" | "log.roll.jitter.hours" => {
+            &["log.roll.jitter.ms", "log.roll.jitter.hours"]
+        }
         "log.flush.interval.ms" => &["log.flush.interval.ms", "log.flush.scheduler.interval.ms"],
         _ => &[],
     }

@@ -256,6 +256,7 @@ fn differential_against_kafka_protocol_crate() {
         ConsumerGroupHeartbeat => ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse;
         ConsumerGroupDescribe => ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse;
         DescribeTopicPartitions => DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse;
+        ListConfigResources => ListConfigResourcesRequest, ListConfigResourcesResponse;
         DescribeQuorum => DescribeQuorumRequest, DescribeQuorumResponse;
         AlterPartition => AlterPartitionRequest, AlterPartitionResponse;
         BrokerRegistration => BrokerRegistrationRequest, BrokerRegistrationResponse;
@@ -264,7 +265,7 @@ fn differential_against_kafka_protocol_crate() {
         UnregisterBroker => UnregisterBrokerRequest, UnregisterBrokerResponse;
     );
     // Every implemented API is covered above.
-    assert_eq!(IMPLEMENTED_APIS.len(), 56);
+    assert_eq!(IMPLEMENTED_APIS.len(), 57);
     assert!(count > 500, "{count}");
 }
 

@@ -9,6 +9,9 @@ pub enum CleanupPolicy {
     Compact,
     /// `compact,delete`.
     CompactDelete,
+    /// The empty list (Kafka 4.x): neither, the same as `delete` with infinite retention — segments go only
+    /// when they fall below the log start offset.
+    Empty,
 }
 
 /// Per-log settings, Kafka topic-config names in the field docs, Kafka defaults in `Default`.
@@ -116,7 +119,7 @@ impl LogConfig {
     }
 
     /// Parses a `cleanup.policy` value (`delete`, `compact`, `compact,delete` in any order,
-    /// comma separated, blanks ignored); `None` for anything else.
+    /// comma separated, blanks ignored; nothing is [`CleanupPolicy::Empty`]); `None` for anything else.
     pub fn parse_cleanup_policy(value: &str) -> Option<CleanupPolicy> {
         let (mut c, mut d) = (false, false);
         for part in value.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -130,7 +133,7 @@ impl LogConfig {
             (true, true) => Some(CleanupPolicy::CompactDelete),
             (true, false) => Some(CleanupPolicy::Compact),
             (false, true) => Some(CleanupPolicy::Delete),
-            (false, false) => None,
+            (false, false) => Some(CleanupPolicy::Empty),
         }
     }
 }

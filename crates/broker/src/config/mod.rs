@@ -393,6 +393,13 @@ impl BrokerConfig {
                     .unwrap_or(168);
                 Some((h * 3_600_000).to_string())
             }
+            "log.roll.jitter.ms" => {
+                let h: i64 = self
+                    .value("log.roll.jitter.hours")
+                    .and_then(|h| h.trim().parse().ok())
+                    .unwrap_or(0);
+                Some((h * 3_600_000).to_string())
+            }
             "log.flush.interval.ms" => self.value("log.flush.scheduler.interval.ms"),
             "node.id" | "broker.id" => Some(self.node_id.to_string()),
             _ => broker_def(key).and_then(|d| d.default.map(str::to_string)),
@@ -577,8 +584,9 @@ pub fn validate_topic_config(key: &str, value: &str) -> Result<(), ConfigError> 
     };
     match key {
         "cleanup.policy" => {
-            for p in value.split(',') {
-                if !matches!(p.trim(), "delete" | "compact") {
+            // The empty list is valid (Kafka 4.x: no cleanup, infinite retention).
+            for p in value.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+                if !matches!(p, "delete" | "compact") {
                     return Err(bad("expected delete, compact or both"));
                 }
             }

@@ -64,7 +64,7 @@ fn topic_synonyms(
     if let Some(v) = overrides.get(name) {
         out.push(ConfigSynonym {
             name: name.to_string(),
-            value: Some(v.clone()),
+            value: Some(described_value(name, v.clone())),
             source: source::DYNAMIC_TOPIC_CONFIG,
         });
     }
@@ -72,6 +72,21 @@ fn topic_synonyms(
         out.extend(apis.dynamic_config().synonyms(d.broker_synonym));
     }
     out
+}
+
+/// A topic value as Kafka describes it: a list's items trimmed, without empty items or repeats, joined by
+/// `,` (`"delete, compact,delete"` → `"delete,compact"`); other types unchanged.
+fn described_value(name: &str, value: String) -> String {
+    if topic_def(name).is_none_or(|d| d.ty != ConfigType::List) {
+        return value;
+    }
+    let mut items: Vec<&str> = Vec::new();
+    for item in value.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        if !items.contains(&item) {
+            items.push(item);
+        }
+    }
+    items.join(",")
 }
 
 /// Answers DescribeConfigs for topics and this broker.
@@ -138,7 +153,10 @@ pub fn handle(
                             let synonyms = topic_synonyms(apis, &topic.configs, d.name);
                             DescribeConfigsResourceResult {
                                 name: d.name.to_string(),
-                                value: apis.topics.topic_config_value(&topic.configs, d.name),
+                                value: apis
+                                    .topics
+                                    .topic_config_value(&topic.configs, d.name)
+                                    .map(|v| described_value(d.name, v)),
                                 read_only: false,
                                 config_source: synonyms
                                     .first()

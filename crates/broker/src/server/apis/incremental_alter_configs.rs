@@ -9,8 +9,9 @@
 //!   [`crate::dynamic_config`] for which keys may change and the errors), stored by the mode's
 //!   [`crate::config_admin::BrokerConfigAdmin`]; every topic's `LogConfig` follows before the answer.
 //!
-//! Before any change: a key given twice or an unknown operation → INVALID_REQUEST; SET without a value →
-//! INVALID_REQUEST (Kafka's messages). `validate_only` checks everything and changes nothing.
+//! Before any change: a key given twice or an unknown operation → INVALID_REQUEST; SET, APPEND or SUBTRACT
+//! without a value → INVALID_REQUEST (Kafka's messages). SUBTRACT may leave a list empty: Kafka 4.x stores
+//! the empty list (`cleanup.policy` empty = no cleanup, infinite retention). `validate_only` checks everything and changes nothing.
 
 use protocol::error::ErrorCode;
 use protocol::messages::incremental_alter_configs_request::AlterableConfig;
@@ -72,7 +73,9 @@ fn check_ops(configs: &[AlterableConfig]) -> Result<(), ApiError> {
     check_duplicates(configs.iter().map(|c| c.name.as_str()))?;
     for c in configs {
         match c.config_operation {
-            OP_SET if c.value.is_none() => return Err(null_value(&c.name)),
+            OP_SET | OP_APPEND | OP_SUBTRACT if c.value.is_none() => {
+                return Err(null_value(&c.name))
+            }
             OP_SET | OP_DELETE | OP_APPEND | OP_SUBTRACT => {}
             other => {
                 return Err(ApiError::new(
@@ -110,16 +113,16 @@ fn edit_list(current: Option<String>, value: Option<&str>, op: i8) -> String {
     items.join(",")
 }
 
-fn list_op_not_allowed(op: i8, key: &str) -> ApiError {
-    let what = if op == OP_APPEND {
-        "append"
-    } else {
-        "subtract"
+/// INVALID_CONFIG for APPEND/SUBTRACT on a key that is not a list, with Kafka 4.4's message, which differs
+/// between topics (the controller's check) and brokers (the broker's).
+fn list_op_not_allowed(op: i8, key: &str, topic: bool) -> ApiError {
+    let message = match (topic, op == OP_APPEND) {
+        (true, true) => format!("Can't APPEND to key {key} because its type is not LIST."),
+        (true, false) => format!("Can't SUBTRACT to key {key} because its type is not LIST."),
+        (false, true) => format!("Config value append is not allowed for config key: {key}"),
+        (false, false) => format!("Config value subtract is not allowed for config key: {key}"),
     };
-    ApiError::new(
-        ErrorCode::INVALID_CONFIG,
-        format!("Config value {what} is not allowed for config key: {key}"),
-    )
+    ApiError::new(ErrorCode::INVALID_CONFIG, message)
 }
 
 async fn alter_topic(
@@ -154,7 +157,7 @@ async fn alter_topic(
                 let edited = edit_list(current, c.value.as_deref(), op);
                 overrides.insert(c.name, edited);
             }
-            op => return Err(list_op_not_allowed(op, &c.name)),
+            op => return Err(list_op_not_allowed(op, &c.name, true)),
         }
     }
     Ok(apis
@@ -184,7 +187,7 @@ async fn alter_broker(
                     )
                 })?;
                 if def.ty != ConfigType::List {
-                    return Err(list_op_not_allowed(op, &c.name));
+                    return Err(list_op_not_allowed(op, &c.name, false));
                 }
                 let current = dynamic.value_or_inherited(level, &c.name);
                 let edited = edit_list(current, c.value.as_deref(), op);

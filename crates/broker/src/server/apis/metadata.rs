@@ -189,7 +189,7 @@ fn topic_response(apis: &KafkaApis, name: &str, topic: &TopicMetadata) -> Metada
 
 /// A topic as the metadata image has it: leader (LEADER_NOT_AVAILABLE while there is none), leader
 /// epoch, replicas, ISR, and replicas on brokers that are fenced or gone as offline.
-fn image_topic_response(
+pub(super) fn image_topic_response(
     image: &metadata::MetadataImage,
     name: &str,
     topic: &TopicMetadata,

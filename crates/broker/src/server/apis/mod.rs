@@ -21,6 +21,7 @@ mod describe_groups;
 mod describe_log_dirs;
 mod describe_producers;
 mod describe_quorum;
+mod describe_topic_partitions;
 mod describe_user_scram_credentials;
 mod elect_leaders;
 pub mod errors;
@@ -31,6 +32,7 @@ mod incremental_alter_configs;
 mod init_producer_id;
 mod join_group;
 mod leave_group;
+mod list_config_resources;
 mod list_groups;
 mod list_offsets;
 mod metadata;
@@ -124,6 +126,8 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeProducers, 0, 0),
     (ApiKey::UpdateFeatures, 0, 2),
     (ApiKey::UnregisterBroker, 0, 0),
+    (ApiKey::DescribeTopicPartitions, 0, 0),
+    (ApiKey::ListConfigResources, 0, 1),
 ];
 
 /// The advertised version range of `key`, clipped to what the codec supports.
@@ -489,6 +493,12 @@ impl KafkaApis {
             RequestBody::AlterUserScramCredentials(r) => ResponseBody::AlterUserScramCredentials(
                 alter_user_scram_credentials::handle(self, ctx, r).await,
             ),
+            RequestBody::DescribeTopicPartitions(r) => ResponseBody::DescribeTopicPartitions(
+                describe_topic_partitions::handle(self, ctx, r),
+            ),
+            RequestBody::ListConfigResources(r) => {
+                ResponseBody::ListConfigResources(list_config_resources::handle(self, ctx, r))
+            }
             RequestBody::DescribeQuorum(r) => {
                 ResponseBody::DescribeQuorum(describe_quorum::handle(self, ctx, r).await)
             }
