@@ -1,6 +1,8 @@
 //! TxnOffsetCommit and OffsetFetch `require_stable` against the real `runnel` binary over the wire: a
 //! transactional offset commit is pending (invisible, UNSTABLE_OFFSET_COMMIT with `require_stable`, in the
-//! v7 and the v8+ group forms), and unknown topics are refused.
+//! v7 and the v8+ group forms), and unknown topics are refused. The producer id is made up, with no
+//! transaction coordinator behind it, so the broker runs with `transaction.partition.verification.enable=false`
+//! (KIP-890's verification of the offsets partition would refuse it; tests/test_transactions_v2.py covers that).
 
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -66,7 +68,7 @@ fn fetch_v7(stream: &mut TcpStream, require_stable: bool) -> (i16, i64) {
 
 #[test]
 fn txn_offsets_are_pending_and_unstable_for_require_stable() {
-    let broker = Broker::start(&[]);
+    let broker = Broker::start(&["--set", "transaction.partition.verification.enable=false"]);
     let mut s = broker.connect();
     let create = CreateTopicsRequest {
         topics: vec![CreatableTopic {
