@@ -61,3 +61,15 @@ impl BrokerChannel {
         }
     }
 }
+
+/// `partitions` grouped by topic, in topic order (the shape of WriteTxnMarkers' and AddPartitionsToTxn's
+/// topic lists).
+pub(super) fn by_topic(
+    partitions: &[coordinator::transaction::TopicPartition],
+) -> std::collections::BTreeMap<&str, Vec<i32>> {
+    let mut topics: std::collections::BTreeMap<&str, Vec<i32>> = Default::default();
+    for tp in partitions {
+        topics.entry(&tp.topic).or_default().push(tp.partition);
+    }
+    topics
+}

@@ -130,10 +130,7 @@ impl TransactionCoordinatorService {
                 .map(|tp| (tp.clone(), MarkerOutcome::Retry))
                 .collect();
         };
-        let mut topics: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
-        for tp in tps {
-            topics.entry(&tp.topic).or_default().push(tp.partition);
-        }
+        let topics = super::channel::by_topic(tps);
         let request = WriteTxnMarkersRequest {
             markers: vec![WritableTxnMarker {
                 producer_id: m.producer_id.get(),

@@ -17,7 +17,6 @@ use protocol::messages::add_partitions_to_txn_request::{
 };
 use protocol::messages::AddPartitionsToTxnRequest;
 use protocol::{RequestBody, ResponseBody};
-use std::collections::BTreeMap;
 use types::BrokerId;
 
 use super::*;
@@ -126,10 +125,7 @@ fn add_partitions_request(
     partitions: &[TopicPartition],
     op: TransactionSupportedOperation,
 ) -> RequestBody {
-    let mut topics: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
-    for tp in partitions {
-        topics.entry(&tp.topic).or_default().push(tp.partition);
-    }
+    let topics = super::channel::by_topic(partitions);
     RequestBody::AddPartitionsToTxn(AddPartitionsToTxnRequest {
         transactions: vec![AddPartitionsToTxnTransaction {
             transactional_id: transactional_id.to_string(),
