@@ -236,7 +236,9 @@ FRESH_TOPIC = dict([
     _default("file.delete.delay.ms", "60000", LONG, "log.segment.delete.delay.ms"),
     _default("flush.messages", "9223372036854775807", LONG, "log.flush.interval.messages"),
     _default("flush.ms", "9223372036854775807", LONG),
+    _default("follower.replication.throttled.replicas", "", LIST),
     _default("index.interval.bytes", "4096", INT, "log.index.interval.bytes"),
+    _default("leader.replication.throttled.replicas", "", LIST),
     _default("max.compaction.lag.ms", "9223372036854775807", LONG, "log.cleaner.max.compaction.lag.ms"),
     _default("max.message.bytes", "1048588", INT, "message.max.bytes"),
     _default("message.timestamp.after.max.ms", "3600000", LONG, "log.message.timestamp.after.max.ms"),
@@ -256,7 +258,7 @@ FRESH_TOPIC = dict([
 ])
 KAFKA_ONLY_TOPIC_KEYS = {
     "compression.gzip.level", "compression.lz4.level", "compression.zstd.level", "errors.deadletterqueue.group.enable",
-    "follower.replication.throttled.replicas", "leader.replication.throttled.replicas", "local.retention.bytes",
+    "local.retention.bytes",
     "local.retention.ms", "max.decompressed.message.bytes", "remote.copy.lag.bytes", "remote.copy.lag.ms",
     "remote.log.copy.disable", "remote.log.delete.on.disable", "remote.storage.enable",
 }

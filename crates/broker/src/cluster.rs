@@ -30,7 +30,7 @@ use futures::future::BoxFuture;
 use imbl::ordmap::DiffItem;
 use metadata::{
     ControllerError, CreateTopic, ElectionResult, ElectionType, MetadataImage, MetadataUpdate,
-    PartitionRegistration, TopicImage, RESOURCE_TOPIC,
+    PartitionRegistration, Reassignment, TopicImage, RESOURCE_TOPIC,
 };
 use parking_lot::RwLock;
 use storage::StorageError;
@@ -555,6 +555,22 @@ impl BrokerCluster {
         let committed = self
             .client
             .elect_leaders(election, partitions)
+            .await
+            .map_err(TopicError::Controller)?;
+        self.wait_for_offset(committed.offset).await?;
+        Ok(committed.reply)
+    }
+
+    /// AlterPartitionReassignments through the controller (KIP-455); answers once this broker's image shows
+    /// the outcome (bounded wait: REQUEST_TIMED_OUT).
+    pub async fn alter_partition_reassignments(
+        &self,
+        reassignments: Vec<Reassignment>,
+        allow_replication_factor_change: bool,
+    ) -> Result<Vec<Result<(), ControllerError>>, TopicError> {
+        let committed = self
+            .client
+            .alter_partition_reassignments(reassignments, allow_replication_factor_change)
             .await
             .map_err(TopicError::Controller)?;
         self.wait_for_offset(committed.offset).await?;

@@ -8,7 +8,10 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use metadata::scram::{ScramAlterResult, ScramDeletion, ScramUpsertion};
-use metadata::{AclEntry, CreateTopic, ElectionResult, ElectionType, RESOURCE_BROKER};
+use metadata::{
+    AclEntry, ControllerError, CreateTopic, ElectionResult, ElectionType, Reassignment,
+    RESOURCE_BROKER,
+};
 use uuid::Uuid;
 
 use crate::acls::AclAdmin;
@@ -77,6 +80,17 @@ impl TopicAdmin for QuorumTopicAdmin {
 
     fn unregister_broker(&self, id: types::BrokerId) -> BoxFuture<'_, Result<(), TopicError>> {
         Box::pin(self.0.unregister_broker(id))
+    }
+
+    fn alter_partition_reassignments(
+        &self,
+        reassignments: Vec<Reassignment>,
+        allow_replication_factor_change: bool,
+    ) -> BoxFuture<'_, Result<Vec<Result<(), ControllerError>>, TopicError>> {
+        Box::pin(
+            self.0
+                .alter_partition_reassignments(reassignments, allow_replication_factor_change),
+        )
     }
 
     fn registered_brokers(&self) -> usize {

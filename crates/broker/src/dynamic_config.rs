@@ -13,7 +13,8 @@
 //! Which keys are dynamic follows Kafka's `DynamicBrokerConfig` lists (checked against Kafka 4.4 for every key
 //! Runnel knows): the broker synonyms of topic configs (`log.retention.ms`, `log.segment.bytes`,
 //! `log.cleanup.policy`, `message.max.bytes`, `compression.type`, `min.insync.replicas`, ...), the cleaner's
-//! `log.cleaner.*` settings, `producer.id.expiration.ms`, and the thread counts. Everything else (`node.id`,
+//! `log.cleaner.*` settings, `producer.id.expiration.ms`, the replication throttles (KIP-73) and the thread
+//! counts. Everything else (`node.id`,
 //! `log.dirs`, `num.partitions`, `log.retention.hours`, ...) is read-only: INVALID_REQUEST (42)
 //! "Cannot update these configs dynamically: [k1, k2]". Bad values are INVALID_REQUEST with Kafka's
 //! "Invalid value V for configuration K: REASON". Unknown keys are INVALID_CONFIG (40) naming the key (Kafka
@@ -38,6 +39,7 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
 
+pub use crate::config::broker_synonyms;
 use crate::config::{broker_def, keys, BrokerConfig, ConfigType};
 use crate::error::AlterConfigError;
 use crate::metadata::{write_atomically, MetadataError};
@@ -127,6 +129,12 @@ const DYNAMIC_KEYS: &[(&str, Check)] = &[
     ("log.cleaner.threads", Check::AtLeast(0)),
     ("log.preallocate", Check::Any),
     ("message.max.bytes", Check::AtLeast(0)),
+    ("leader.replication.throttled.rate", Check::AtLeast(0)),
+    ("follower.replication.throttled.rate", Check::AtLeast(0)),
+    (
+        "replica.alter.log.dirs.io.max.bytes.per.second",
+        Check::AtLeast(0),
+    ),
     ("compression.type", Check::OneOf(COMPRESSION_TYPES)),
     ("min.insync.replicas", Check::AtLeast(1)),
     ("unclean.leader.election.enable", Check::Any),
@@ -148,24 +156,6 @@ fn is_per_broker_only(key: &str) -> bool {
 /// True when `key` can be changed with AlterConfigs on a BROKER resource.
 pub fn is_dynamic(key: &str) -> bool {
     DYNAMIC_KEYS.iter().any(|(k, _)| *k == key) || is_listener_ssl_key(key)
-}
-
-/// The broker keys that name the same setting, most specific first, as Kafka's
-/// `DynamicBrokerConfig.brokerConfigSynonyms` (e.g. `log.retention.ms`, `.minutes`, `.hours`).
-pub fn broker_synonyms(key: &str) -> &'static [&'static str] {
-    match key {
-        "log.retention.ms" | "log.retention.minutes" | "log.retention.hours" => &[
-            "log.retention.ms",
-            "log.retention.minutes",
-            "log.retention.hours",
-        ],
-        "log.roll.ms" | "log.roll.hours" => &["log.roll.ms", "log.roll.hours"],
-        "log.roll.jitter.ms" | "log.roll.jitter.hours" => {
-            &["log.roll.jitter.ms", "log.roll.jitter.hours"]
-        }
-        "log.flush.interval.ms" => &["log.flush.interval.ms", "log.flush.scheduler.interval.ms"],
-        _ => &[],
-    }
 }
 
 /// Errors opening the persisted dynamic configs.

@@ -27,10 +27,8 @@ use crate::group_coordinator::{GroupCoordinatorPublisher, GroupCoordinatorServic
 use crate::metadata::MetadataStore;
 use crate::metadata_cache::{LocalMetadataCache, MetadataCache};
 use crate::publisher::Publishers;
-use crate::quota::{
-    ClientQuotas, ConnectionLimiter, ConnectionQuotaConfig, LocalQuotaAdmin, QuotaAdmin,
-    QuotaPublisher, QuotaWindow, Quotas,
-};
+use crate::quota::replication::{ReplicationQuotaManager, ReplicationSide};
+use crate::quota::{ConnectionQuotaConfig, LocalQuotaAdmin, QuotaPublisher, Quotas};
 use crate::scram::ScramCredentialCache;
 use crate::security::controller::ControllerListenerSecurity;
 use crate::security::sasl::client::SaslConnector;
@@ -406,14 +404,24 @@ impl Services {
             Some(c) => Arc::new(ControllerLink(c.clone())),
             None => Arc::new(StandaloneLink),
         };
-        let replica_manager = Arc::new(ReplicaManager::with_seams(
-            log_manager.clone(),
+        let follower_quota = Arc::new(ReplicationQuotaManager::new(
+            ReplicationSide::Follower,
             config.node_id,
-            link,
-            config.replica_lag_time_max_ms,
+            dynamic.clone(),
+            metadata.clone(),
             Arc::new(types::SystemClock),
-            fetcher_connector(config)?,
         ));
+        let replica_manager = Arc::new(
+            ReplicaManager::with_seams(
+                log_manager.clone(),
+                config.node_id,
+                link,
+                config.replica_lag_time_max_ms,
+                Arc::new(types::SystemClock),
+                fetcher_connector(config)?,
+            )
+            .with_follower_quota(follower_quota),
+        );
         let publishers = Arc::new(Publishers::default());
         let apis = wire(
             config,
@@ -594,7 +602,7 @@ pub(crate) fn wire_with(
         }
         None => Arc::new(LocalBrokerConfigAdmin::new(dynamic.clone(), topics.clone())),
     };
-    let broker_configs = Arc::new(BrokerConfigManager::new(dynamic, config_admin));
+    let broker_configs = Arc::new(BrokerConfigManager::new(dynamic.clone(), config_admin));
     let authorizer = wire_authorizer(config, &metadata, cluster.as_ref(), publishers);
     let scram = crate::scram::wire_scram(&metadata, cluster.as_ref(), publishers, credentials);
     let groups = GroupCoordinatorService::new(
@@ -620,7 +628,7 @@ pub(crate) fn wire_with(
             Box::pin(async move { c.allocate_producer_ids().await.map_err(|e| e.message) })
         }));
     }
-    let quotas = wire_quotas(config, &metadata, cluster.as_ref(), publishers);
+    let quotas = wire_quotas(config, &metadata, &dynamic, cluster.as_ref(), publishers);
     let quorum = crate::quorum::metadata_quorum(config.node_id, cluster.as_ref(), &cache);
     let transactions = crate::txn_coordinator::TransactionCoordinatorService::new(
         config.clone(),
@@ -647,38 +655,21 @@ pub(crate) fn wire_with(
     ))
 }
 
-/// Client quotas (from the registry standalone, from each metadata image in a cluster) and the connection
-/// limits ([`Services::build`] refused invalid ones).
+/// Client quotas (from the registry standalone, from each metadata image in a cluster), the connection
+/// limits ([`Services::build`] refused invalid ones) and the leader's replication throttle.
 fn wire_quotas(
     config: &BrokerConfig,
     metadata: &Arc<MetadataStore>,
+    dynamic: &Arc<DynamicBrokerConfig>,
     cluster: Option<&Arc<BrokerCluster>>,
     publishers: &Arc<Publishers>,
 ) -> Arc<Quotas> {
-    let clock: Arc<dyn Clock> = Arc::new(types::SystemClock);
-    let window = QuotaWindow::new(
-        config.get(keys::QUOTA_WINDOW_NUM),
-        config.get(keys::QUOTA_WINDOW_SIZE_SECONDS),
-    );
-    let mutation_window = QuotaWindow::new(
-        config.get(keys::CONTROLLER_QUOTA_WINDOW_NUM),
-        config.get(keys::CONTROLLER_QUOTA_WINDOW_SIZE_SECONDS),
-    );
-    let clients =
-        Arc::new(ClientQuotas::new(window, clock.clone()).with_mutation_window(mutation_window));
-    let admin: Arc<dyn QuotaAdmin> = match cluster {
+    Quotas::new(config, metadata, dynamic, |clients| match cluster {
         Some(c) => {
             publishers.install(Arc::new(QuotaPublisher(clients.clone())));
             Arc::new(QuorumQuotaAdmin(c.clone()))
         }
         None => Arc::new(LocalQuotaAdmin::new(metadata.clone(), clients.clone())),
-    };
-    let limits = ConnectionQuotaConfig::from_config(config)
-        .unwrap_or_else(|_| ConnectionQuotaConfig::unlimited());
-    Arc::new(Quotas {
-        clients,
-        admin,
-        connections: ConnectionLimiter::new(limits, clock),
     })
 }
 

@@ -9,8 +9,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use controller::control::{ControlConfig, QuorumControl};
 use futures::future::BoxFuture;
-use metadata::{ElectionResult, ElectionType};
+use metadata::{ControllerError, ElectionResult, ElectionType, Reassignment};
 use parking_lot::Mutex;
 use uuid::Uuid;
 
@@ -78,6 +79,16 @@ pub trait TopicAdmin: Send + Sync + std::fmt::Debug {
         election: ElectionType,
         partitions: Option<Vec<(String, i32)>>,
     ) -> BoxFuture<'_, Result<Vec<ElectionResult>, TopicError>>;
+
+    /// Starts, replaces or cancels partition reassignments (KIP-455; KIP-860's
+    /// `allow_replication_factor_change`): one result per entry, in order, with Kafka's per-partition codes
+    /// (see `QuorumControl::alter_partition_reassignments`). Error: the change could not be made at all
+    /// (controller errors).
+    fn alter_partition_reassignments(
+        &self,
+        reassignments: Vec<Reassignment>,
+        allow_replication_factor_change: bool,
+    ) -> BoxFuture<'_, Result<Vec<Result<(), ControllerError>>, TopicError>>;
 
     /// Brokers registered with the cluster, fenced or not (1 standalone): how many replicas a topic of this
     /// cluster can ever have, whether or not every broker is up now.
@@ -356,6 +367,27 @@ impl TopicAdmin for LocalTopicAdmin {
             })
             .collect();
         Box::pin(std::future::ready(Ok(results)))
+    }
+
+    fn alter_partition_reassignments(
+        &self,
+        reassignments: Vec<Reassignment>,
+        allow_replication_factor_change: bool,
+    ) -> BoxFuture<'_, Result<Vec<Result<(), ControllerError>>, TopicError>> {
+        // The controller's own validation against the standalone image (this broker the only one
+        // registered): a target of [this broker] is what every partition has already, so nothing moves; any
+        // other target names a broker that is not registered, and nothing is ever being reassigned.
+        let control = QuorumControl::new(ControlConfig::default(), 0);
+        let decision = control.alter_partition_reassignments(
+            &self.0.cache.image(),
+            &reassignments,
+            allow_replication_factor_change,
+        );
+        debug_assert!(
+            decision.records.is_empty(),
+            "a standalone reassignment moved a replica"
+        );
+        Box::pin(std::future::ready(Ok(decision.reply)))
     }
 
     fn registered_brokers(&self) -> usize {

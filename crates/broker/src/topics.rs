@@ -110,6 +110,18 @@ impl TopicManager {
         self.admin.unregister_broker(id).await
     }
 
+    /// Partition reassignments through the [`TopicAdmin`] (see
+    /// [`TopicAdmin::alter_partition_reassignments`]).
+    pub async fn alter_partition_reassignments(
+        &self,
+        reassignments: Vec<metadata::Reassignment>,
+        allow_replication_factor_change: bool,
+    ) -> Result<Vec<Result<(), metadata::ControllerError>>, TopicError> {
+        self.admin
+            .alter_partition_reassignments(reassignments, allow_replication_factor_change)
+            .await
+    }
+
     /// A leader election through the [`TopicAdmin`] (see [`TopicAdmin::elect_leaders`]).
     pub async fn elect_leaders(
         &self,

@@ -11,7 +11,7 @@ use metadata::scram::{ScramAlterResult, ScramDeletion, ScramUpsertion};
 use metadata::{
     AclEntry, AlterPartition, ControllerError, CreateTopic, CreatedTopic, ElectionResult,
     ElectionType, Heartbeat, HeartbeatReply, LeaderAndIsr, MetadataUpdate, QuorumInfo,
-    RegisterBroker,
+    Reassignment, RegisterBroker,
 };
 use parking_lot::Mutex;
 use tokio::io::AsyncWriteExt;
@@ -512,6 +512,27 @@ impl ControllerClient {
         };
         match self.call_with_offset(req).await? {
             (ClientResponse::ElectLeaders(reply), offset) => Ok(Committed { reply, offset }),
+            _ => Err(unexpected()),
+        }
+    }
+
+    /// AlterPartitionReassignments (KIP-455, KIP-860): starts, replaces or cancels each partition's
+    /// reassignment; answers once the records are committed, with the offset at which the outcome is
+    /// visible. One result per partition, in order (see `QuorumControl::alter_partition_reassignments`);
+    /// the call fails as a whole only when no controller answers.
+    pub async fn alter_partition_reassignments(
+        &self,
+        reassignments: Vec<Reassignment>,
+        allow_replication_factor_change: bool,
+    ) -> Result<Committed<Vec<Result<(), ControllerError>>>, ControllerError> {
+        let req = ClientRequest::AlterPartitionReassignments {
+            reassignments,
+            allow_replication_factor_change,
+        };
+        match self.call_with_offset(req).await? {
+            (ClientResponse::AlterPartitionReassignments(reply), offset) => {
+                Ok(Committed { reply, offset })
+            }
             _ => Err(unexpected()),
         }
     }

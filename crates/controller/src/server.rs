@@ -623,6 +623,16 @@ impl Inner {
                 })
                 .await?
                 .map(R::ElectLeaders),
+            ClientRequest::AlterPartitionReassignments {
+                reassignments,
+                allow_replication_factor_change: allow,
+            } => self
+                .decide(|ctl, image, _| {
+                    let d = ctl.alter_partition_reassignments(image, &reassignments, allow);
+                    (d.records, d.reply)
+                })
+                .await?
+                .map(R::AlterPartitionReassignments),
             ClientRequest::AlterPartition(r) => self
                 .decide(|ctl, image, _| decision(ctl.alter_partition(image, &r)))
                 .await?

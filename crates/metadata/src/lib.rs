@@ -33,6 +33,7 @@
 pub mod error;
 pub mod image;
 pub mod quota;
+pub mod reassignment;
 pub mod record;
 pub mod request;
 pub mod rpc;
@@ -41,6 +42,7 @@ pub mod topics_image;
 
 pub use error::ControllerError;
 pub use image::{BrokerRegistration, MetadataImage, PartitionRegistration, TopicImage};
+pub use reassignment::{ongoing_reassignments, OngoingReassignment, Reassignment};
 pub use record::{
     AclEntry, BrokerEndpoint, MetadataRecord, NO_LEADER, RESOURCE_BROKER, RESOURCE_TOPIC,
 };

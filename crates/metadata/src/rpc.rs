@@ -11,6 +11,7 @@ use uuid::Uuid;
 
 use crate::error::ControllerError;
 use crate::image::PartitionRegistration;
+use crate::reassignment::Reassignment;
 use crate::record::AclEntry;
 use crate::request::{
     AlterPartition, CreateTopic, CreatedTopic, ElectionResult, ElectionType, Heartbeat,
@@ -115,6 +116,14 @@ pub enum ClientRequest {
         /// The broker id to unregister.
         broker_id: BrokerId,
     },
+    /// AlterPartitionReassignments (KIP-455): start, replace or cancel the reassignment of each
+    /// partition; `allow_replication_factor_change` false (KIP-860) refuses a target of another size.
+    AlterPartitionReassignments {
+        /// The partitions, in request order.
+        reassignments: Vec<Reassignment>,
+        /// May a target change the replication factor.
+        allow_replication_factor_change: bool,
+    },
     /// Any other request, asking that its answer say at which metadata offset its outcome is visible:
     /// answered with [`ClientResponse::WithOffset`] (a broker then waits until its own image has applied
     /// that offset — read-your-writes without re-checking the outcome). Not nested. Controllers older
@@ -166,6 +175,8 @@ pub enum ClientResponse {
     AlterUserScramCredentials(Vec<ScramAlterResult>),
     /// Answer to [`ClientRequest::UnregisterBroker`].
     UnregisterBroker(Result<(), ControllerError>),
+    /// Answer to [`ClientRequest::AlterPartitionReassignments`]: one result per partition, in order.
+    AlterPartitionReassignments(Vec<Result<(), ControllerError>>),
     /// Answer to a [`ClientRequest::WithOffset`]: the inner request's answer and the metadata offset (raft
     /// log index) at which its outcome is visible — the index its records were committed at, or, for a
     /// decision that wrote nothing, the offset of the last record the deciding image held.

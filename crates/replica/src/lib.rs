@@ -4,7 +4,8 @@
 //! [`replica_states::ReplicaStates`] is the sans-I/O model of the leader's view of its followers (ISR,
 //! HighWatermark); [`replica_manager::ReplicaManager`] holds every partition, the produce/fetch purgatories
 //! and the ISR-shrink timer; the replica fetcher pulls from leaders over the Kafka protocol (its connections
-//! come from a [`transport::Connector`], tokio TCP in production); and [`cluster_link::ClusterLink`] is the
+//! come from a [`transport::Connector`], tokio TCP in production; its throttling, KIP-73, from a
+//! [`replication_quota::ReplicationQuota`]); and [`cluster_link::ClusterLink`] is the
 //! one seam to the controller (AlterPartition, broker endpoints).
 //!
 //! Depends on `storage`, `protocol`, `metadata` and `types` only; knows nothing of configuration files,
@@ -18,4 +19,5 @@ mod partition_results;
 pub mod replica_fetcher;
 pub mod replica_manager;
 mod replica_states;
+pub mod replication_quota;
 pub mod transport;

@@ -41,6 +41,7 @@ use types::{BrokerId, Clock, LeaderEpoch, Offset};
 
 use crate::cluster_link::{ClusterLink, TopicPartition};
 use crate::partition::Partition;
+use crate::replication_quota::ReplicationQuota;
 use crate::transport::{BoxedStream, Connector, TcpConnector};
 
 /// Fetch version used by followers (topic names, flexible; KIP-595 diverging epochs).
@@ -60,6 +61,8 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 const MIN_BACKOFF: Duration = Duration::from_millis(100);
 /// Upper bound of the reconnect backoff.
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
+/// How long a fetcher whose every partition is throttled waits before it looks at the quota again.
+const THROTTLE_BACKOFF: Duration = Duration::from_millis(100);
 
 /// One followed partition.
 struct FetchState {
@@ -75,6 +78,7 @@ struct Shared {
     link: Arc<dyn ClusterLink>,
     connector: Arc<dyn Connector>,
     clock: Arc<dyn Clock>,
+    quota: Arc<dyn ReplicationQuota>,
     partitions: Mutex<HashMap<TopicPartition, FetchState>>,
     wake: Notify,
 }
@@ -101,6 +105,7 @@ impl ReplicaFetcher {
             link,
             connector: seams.connector.clone(),
             clock: seams.clock.clone(),
+            quota: seams.quota.clone(),
             partitions: Mutex::new(HashMap::new()),
             wake: Notify::new(),
         });
@@ -142,6 +147,8 @@ impl ReplicaFetcher {
 pub(crate) struct FetcherSeams {
     pub(crate) connector: Arc<dyn Connector>,
     pub(crate) clock: Arc<dyn Clock>,
+    /// The follower side's replication quota (KIP-73).
+    pub(crate) quota: Arc<dyn ReplicationQuota>,
 }
 
 /// A Kafka-protocol connection to the leader: one request in flight. Public so the broker's replication
@@ -272,10 +279,16 @@ async fn run(shared: Arc<Shared>) {
             }
             (truncate, fetch, next_retry)
         };
+        let (fetch, throttled) = without_throttled(&shared, fetch);
         if truncate.is_empty() && fetch.is_empty() {
             let wait = next_retry.map_or(Duration::from_secs(1), |at| {
                 at.saturating_duration_since(now)
             });
+            let wait = if throttled {
+                THROTTLE_BACKOFF.min(wait)
+            } else {
+                wait
+            };
             let _ = tokio::time::timeout(wait, shared.wake.notified()).await;
             continue;
         }
@@ -315,6 +328,24 @@ async fn run(shared: Arc<Shared>) {
             }
         }
     }
+}
+
+/// Kafka's `shouldFollowerThrottle`: while the follower quota is exceeded, the throttled partitions this
+/// broker is not in the ISR of are left out of the fetch (KIP-73). Returns the partitions to fetch and
+/// whether any was left out.
+fn without_throttled(shared: &Shared, mut fetch: Vec<Pick>) -> (Vec<Pick>, bool) {
+    if fetch.is_empty() || !shared.quota.is_quota_exceeded() {
+        return (fetch, false);
+    }
+    let before = fetch.len();
+    fetch.retain(|pick| {
+        !shared
+            .quota
+            .is_throttled(&pick.key.topic, pick.key.partition)
+            || pick.partition.registration().isr.contains(&shared.local_id)
+    });
+    let throttled = fetch.len() < before;
+    (fetch, throttled)
 }
 
 /// Updates the fetch state of `key` if it is still followed in `epoch`.
@@ -610,6 +641,9 @@ fn apply_fetched(shared: &Shared, pick: Pick, data: &PartitionData) {
         Some(Records::Memory(b)) => b.clone(),
         _ => Bytes::new(),
     };
+    if !bytes.is_empty() && shared.quota.is_throttled(&key.topic, key.partition) {
+        shared.quota.record(bytes.len() as u64);
+    }
     let (hw, log_start) = (Offset(data.high_watermark), Offset(data.log_start_offset));
     if let Err(e) = p.append_as_follower(leader, epoch, bytes, hw, log_start, shared.clock.now_ms())
     {

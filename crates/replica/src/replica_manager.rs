@@ -39,6 +39,7 @@ pub use crate::partition::{
     ReplicaError, ReplicaStates,
 };
 use crate::replica_fetcher::{FetcherSeams, ReplicaFetcher};
+use crate::replication_quota::{ReplicationQuota, Unthrottled};
 use crate::transport::{Connector, TcpConnector};
 
 /// How long a leader waits after a failed AlterPartition before proposing again.
@@ -132,7 +133,11 @@ impl ReplicaManager {
                 log_manager,
                 local_id: local_broker_id,
                 link,
-                seams: FetcherSeams { connector, clock },
+                seams: FetcherSeams {
+                    connector,
+                    clock,
+                    quota: Arc::new(Unthrottled),
+                },
                 lag_max_ms: replica_lag_time_max_ms.max(1),
                 partitions: RwLock::new(HashMap::new()),
                 fetchers: Mutex::new(HashMap::new()),
@@ -140,6 +145,14 @@ impl ReplicaManager {
                 stopped: AtomicBool::new(false),
             }),
         }
+    }
+
+    /// This manager with `quota` as its fetchers' follower-side replication quota (KIP-73; default:
+    /// [`Unthrottled`]). Only before the manager is shared or has started a fetcher.
+    pub fn with_follower_quota(mut self, quota: Arc<dyn ReplicationQuota>) -> ReplicaManager {
+        let inner = Arc::get_mut(&mut self.inner).expect("with_follower_quota before sharing");
+        inner.seams.quota = quota;
+        self
     }
 
     /// The log manager.

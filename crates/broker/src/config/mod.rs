@@ -12,7 +12,7 @@ mod table;
 
 pub use listeners::{ListenerConfig, Listeners, SecurityProtocol};
 
-pub use table::{BrokerConfigDef, TopicConfigDef, BROKER_CONFIGS, TOPIC_CONFIGS};
+pub use table::{broker_synonyms, BrokerConfigDef, TopicConfigDef, BROKER_CONFIGS, TOPIC_CONFIGS};
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -591,6 +591,9 @@ pub fn validate_topic_config(key: &str, value: &str) -> Result<(), ConfigError> 
                 }
             }
         }
+        "leader.replication.throttled.replicas" | "follower.replication.throttled.replicas" => {
+            crate::quota::replication::parse_throttled_replicas(value).map_err(|why| bad(&why))?;
+        }
         "message.timestamp.type" if !matches!(value, "CreateTime" | "LogAppendTime") => {
             return Err(bad("expected CreateTime or LogAppendTime"));
         }
@@ -627,6 +630,9 @@ pub fn topic_value(
         return Some(v.clone());
     }
     let def = topic_def(key)?;
+    if def.broker_synonym.is_empty() {
+        return def.default.map(str::to_string);
+    }
     broker.value(def.broker_synonym)
 }
 

@@ -118,6 +118,21 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("log.preallocate", T::Boolean, Some("false")),
     def("log.roll.jitter.ms", T::Long, None),
     def("log.roll.jitter.hours", T::Int, Some("0")),
+    def(
+        "leader.replication.throttled.rate",
+        T::Long,
+        Some("9223372036854775807"),
+    ),
+    def(
+        "follower.replication.throttled.rate",
+        T::Long,
+        Some("9223372036854775807"),
+    ),
+    accepted(
+        "replica.alter.log.dirs.io.max.bytes.per.second",
+        T::Long,
+        Some("9223372036854775807"),
+    ),
     def("message.max.bytes", T::Int, Some("1048588")),
     def("socket.request.max.bytes", T::Int, Some("104857600")),
     def("connections.max.idle.ms", T::Long, Some("600000")),
@@ -288,8 +303,11 @@ pub struct TopicConfigDef {
     pub name: &'static str,
     /// Value type.
     pub ty: ConfigType,
-    /// The broker key whose value is this key's default (Kafka's `DEFAULT_CONFIG` synonym).
+    /// The broker key whose value is this key's default (Kafka's `DEFAULT_CONFIG` synonym); `""` for a
+    /// topic-only key, whose default is [`default`](Self::default).
     pub broker_synonym: &'static str,
+    /// The default of a topic-only key (`None` for keys with a broker synonym).
+    pub default: Option<&'static str>,
 }
 
 const fn topic(name: &'static str, ty: ConfigType, broker_synonym: &'static str) -> TopicConfigDef {
@@ -297,6 +315,17 @@ const fn topic(name: &'static str, ty: ConfigType, broker_synonym: &'static str)
         name,
         ty,
         broker_synonym,
+        default: None,
+    }
+}
+
+/// A topic key with no broker synonym: `default` when the topic does not set it.
+const fn topic_only(name: &'static str, ty: ConfigType, default: &'static str) -> TopicConfigDef {
+    TopicConfigDef {
+        name,
+        ty,
+        broker_synonym: "",
+        default: Some(default),
     }
 }
 
@@ -315,8 +344,10 @@ pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
         "log.segment.delete.delay.ms",
     ),
     topic("flush.messages", T::Long, "log.flush.interval.messages"),
+    topic_only("follower.replication.throttled.replicas", T::List, ""),
     topic("flush.ms", T::Long, "log.flush.interval.ms"),
     topic("index.interval.bytes", T::Int, "log.index.interval.bytes"),
+    topic_only("leader.replication.throttled.replicas", T::List, ""),
     topic(
         "max.compaction.lag.ms",
         T::Long,
@@ -362,3 +393,21 @@ pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
         "unclean.leader.election.enable",
     ),
 ];
+
+/// The broker keys that name the same setting, most specific first, as Kafka's
+/// `DynamicBrokerConfig.brokerConfigSynonyms` (e.g. `log.retention.ms`, `.minutes`, `.hours`).
+pub fn broker_synonyms(key: &str) -> &'static [&'static str] {
+    match key {
+        "log.retention.ms" | "log.retention.minutes" | "log.retention.hours" => &[
+            "log.retention.ms",
+            "log.retention.minutes",
+            "log.retention.hours",
+        ],
+        "log.roll.ms" | "log.roll.hours" => &["log.roll.ms", "log.roll.hours"],
+        "log.roll.jitter.ms" | "log.roll.jitter.hours" => {
+            &["log.roll.jitter.ms", "log.roll.jitter.hours"]
+        }
+        "log.flush.interval.ms" => &["log.flush.interval.ms", "log.flush.scheduler.interval.ms"],
+        _ => &[],
+    }
+}

@@ -6,6 +6,8 @@
 //!   (sans I/O).
 //! - [`mutation`]: the token bucket of `controller_mutation_rate` (KIP-599), strict and permissive (sans I/O).
 //! - [`connection`]: connection counts and creation rates, and the acceptors' [`ConnectionLimiter`].
+//! - [`replication`]: replication throttling (KIP-73), Kafka's `ReplicationQuotaManager`, leader and
+//!   follower side.
 //! - here: [`ClientQuotas`], the broker's quota state (the quota image and the Produce, Fetch, request-time
 //!   and controller-mutation managers, with the clock), [`MutationQuota`], one admin request's view of the
 //!   mutation quota, and [`QuotaAdmin`], where AlterClientQuotas goes — [`LocalQuotaAdmin`] writes the
@@ -25,6 +27,7 @@ pub mod client;
 pub mod connection;
 pub mod mutation;
 pub mod rate;
+pub mod replication;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -43,6 +46,8 @@ pub use connection::{ConnectionLimiter, ConnectionQuotaConfig, ConnectionSlot};
 pub use mutation::TokenBucket;
 pub use rate::QuotaWindow;
 
+use crate::config::{keys, BrokerConfig};
+use crate::dynamic_config::DynamicBrokerConfig;
 use crate::error::{QuotaError, ThrottlingQuotaExceeded};
 use crate::metadata::MetadataStore;
 use crate::publisher::MetadataPublisher;
@@ -327,6 +332,48 @@ pub struct Quotas {
     pub admin: Arc<dyn QuotaAdmin>,
     /// Connection limits.
     pub connections: Arc<ConnectionLimiter>,
+    /// The leader side's replication throttle (KIP-73), applied to follower fetches.
+    pub leader_replication: Arc<replication::ReplicationQuotaManager>,
+}
+
+impl Quotas {
+    /// The broker's quotas from `config` (windows, connection limits; invalid limits were refused at
+    /// startup), time from the system clock; `admin` builds where quota changes go from the client quotas.
+    pub fn new(
+        config: &BrokerConfig,
+        metadata: &Arc<MetadataStore>,
+        dynamic: &Arc<DynamicBrokerConfig>,
+        admin: impl FnOnce(&Arc<ClientQuotas>) -> Arc<dyn QuotaAdmin>,
+    ) -> Arc<Quotas> {
+        let clock: Arc<dyn Clock> = Arc::new(types::SystemClock);
+        let window = QuotaWindow::new(
+            config.get(keys::QUOTA_WINDOW_NUM),
+            config.get(keys::QUOTA_WINDOW_SIZE_SECONDS),
+        );
+        let mutation_window = QuotaWindow::new(
+            config.get(keys::CONTROLLER_QUOTA_WINDOW_NUM),
+            config.get(keys::CONTROLLER_QUOTA_WINDOW_SIZE_SECONDS),
+        );
+        let clients = Arc::new(
+            ClientQuotas::new(window, clock.clone()).with_mutation_window(mutation_window),
+        );
+        let admin = admin(&clients);
+        let limits = ConnectionQuotaConfig::from_config(config)
+            .unwrap_or_else(|_| ConnectionQuotaConfig::unlimited());
+        let leader_replication = Arc::new(replication::ReplicationQuotaManager::new(
+            replication::ReplicationSide::Leader,
+            config.node_id,
+            dynamic.clone(),
+            metadata.clone(),
+            clock.clone(),
+        ));
+        Arc::new(Quotas {
+            clients,
+            admin,
+            connections: ConnectionLimiter::new(limits, clock),
+            leader_replication,
+        })
+    }
 }
 
 #[cfg(test)]

@@ -47,7 +47,7 @@ use types::{BrokerEpoch, BrokerId, ErrorCode};
 /// The requests [`QuorumControl`] decides on; they moved to the `metadata` crate with the other
 /// broker-controller formats.
 pub use metadata::{AlterPartition, Heartbeat, RegisterBroker};
-pub use reassignment::{OngoingReassignment, Reassignment};
+pub use metadata::{OngoingReassignment, Reassignment};
 pub use topic_control::validate_topic_name;
 
 /// Most partitions one topic may have (bounds allocation on bad input).
@@ -74,6 +74,21 @@ pub struct ControlConfig {
     pub auto_leader_rebalance: bool,
     /// `leader.imbalance.check.interval.seconds` in ms (Kafka default 300 s): the period of that check.
     pub leader_imbalance_check_interval_ms: i64,
+}
+
+impl Default for ControlConfig {
+    /// Kafka's defaults: `broker.session.timeout.ms` 9000, `num.partitions` 1,
+    /// `default.replication.factor` 1, no unclean elections, leader rebalancing every 300 s.
+    fn default() -> ControlConfig {
+        ControlConfig {
+            session_timeout_ms: 9_000,
+            default_num_partitions: 1,
+            default_replication_factor: 1,
+            unclean_leader_election: false,
+            auto_leader_rebalance: true,
+            leader_imbalance_check_interval_ms: 300_000,
+        }
+    }
 }
 
 /// At most this many preferred-leader elections per check; more wait for the next tick (as Kafka's

@@ -14,36 +14,12 @@
 
 use std::collections::BTreeSet;
 
-use metadata::{ControllerError, MetadataImage, MetadataRecord, PartitionRegistration, NO_LEADER};
+use metadata::{
+    ControllerError, MetadataImage, MetadataRecord, PartitionRegistration, Reassignment, NO_LEADER,
+};
 use types::{BrokerId, ErrorCode};
 
 use super::{err, Batch, Decision, QuorumControl};
-
-/// One partition of an AlterPartitionReassignments request.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Reassignment {
-    /// Topic name.
-    pub topic: String,
-    /// Partition index.
-    pub partition: i32,
-    /// The replicas to move to, preferred leader first; `None` cancels the ongoing reassignment.
-    pub target: Option<Vec<BrokerId>>,
-}
-
-/// An ongoing reassignment, as ListPartitionReassignments reports it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OngoingReassignment {
-    /// Topic name.
-    pub topic: String,
-    /// Partition index.
-    pub partition: i32,
-    /// The current replica list (target first, then the replicas being removed).
-    pub replicas: Vec<BrokerId>,
-    /// Replicas being added.
-    pub adding_replicas: Vec<BrokerId>,
-    /// Replicas being removed.
-    pub removing_replicas: Vec<BrokerId>,
-}
 
 /// The replica list, ISR and leader a completed reassignment leaves `p` with once its ISR is `isr`
 /// (Kafka's `maybeCompleteReassignment`): `None` while a target replica is missing from the ISR, or
@@ -101,16 +77,19 @@ impl QuorumControl {
     ///
     /// Errors per partition: UNKNOWN_TOPIC_OR_PARTITION; INVALID_REPLICA_ASSIGNMENT (an empty target, a
     /// duplicate, a broker that is not registered, or a cancellation that would need an unclean election
-    /// with it disabled); NO_REASSIGNMENT_IN_PROGRESS (cancelling when nothing moves).
+    /// with it disabled); INVALID_REPLICATION_FACTOR (a target of another size than the replicas before
+    /// any ongoing move, with `allow_rf_change` false — KIP-860); NO_REASSIGNMENT_IN_PROGRESS (cancelling
+    /// when nothing moves).
     pub fn alter_partition_reassignments(
         &self,
         image: &MetadataImage,
         reassignments: &[Reassignment],
+        allow_rf_change: bool,
     ) -> Decision<Vec<Result<(), ControllerError>>> {
         let mut batch = Batch::new(image);
         let results = reassignments
             .iter()
-            .map(|r| self.reassign_one(&mut batch, r))
+            .map(|r| self.reassign_one(&mut batch, r, allow_rf_change))
             .collect();
         Decision {
             records: batch.records,
@@ -118,7 +97,12 @@ impl QuorumControl {
         }
     }
 
-    fn reassign_one(&self, batch: &mut Batch<'_>, r: &Reassignment) -> Result<(), ControllerError> {
+    fn reassign_one(
+        &self,
+        batch: &mut Batch<'_>,
+        r: &Reassignment,
+        allow_rf_change: bool,
+    ) -> Result<(), ControllerError> {
         let unknown = || {
             err(
                 ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
@@ -135,6 +119,17 @@ impl QuorumControl {
         let record = match &r.target {
             Some(target) => {
                 validate_target(&batch.view, target)?;
+                let original = p.original_replicas().len();
+                if !allow_rf_change && target.len() != original {
+                    return Err(err(
+                        ErrorCode::INVALID_REPLICATION_FACTOR,
+                        format!(
+                            "the target would change the replication factor from {original} to {}, \
+                             and allowReplicationFactorChange is false",
+                            target.len()
+                        ),
+                    ));
+                }
                 start_record(&batch.view, topic_id, r.partition, &p, target)
             }
             None => self.revert_record(&batch.view, topic_id, r.partition, &p)?,
@@ -190,36 +185,6 @@ impl QuorumControl {
             adding_replicas: Some(Vec::new()),
             removing_replicas: Some(Vec::new()),
         }))
-    }
-
-    /// ListPartitionReassignments (KIP-455): the ongoing reassignments of `partitions` (topic, indexes), or
-    /// of every partition when `None`; unknown partitions are left out, as Kafka does.
-    pub fn list_partition_reassignments(
-        image: &MetadataImage,
-        partitions: Option<&[(String, Vec<i32>)]>,
-    ) -> Vec<OngoingReassignment> {
-        let ongoing = |topic: &str, partition: i32, p: &PartitionRegistration| {
-            p.is_reassigning().then(|| OngoingReassignment {
-                topic: topic.to_string(),
-                partition,
-                replicas: p.replicas.clone(),
-                adding_replicas: p.adding_replicas.clone(),
-                removing_replicas: p.removing_replicas.clone(),
-            })
-        };
-        match partitions {
-            None => (image.topics.values())
-                .flat_map(|t| (t.partitions.iter()).filter_map(|(&i, p)| ongoing(&t.name, i, p)))
-                .collect(),
-            Some(wanted) => (wanted.iter())
-                .filter_map(|(topic, indexes)| Some((topic, indexes, image.topics.get(topic)?)))
-                .flat_map(|(topic, indexes, t)| {
-                    (indexes.iter())
-                        .filter_map(|i| ongoing(topic, *i, t.partitions.get(i)?))
-                        .collect::<Vec<_>>()
-                })
-                .collect(),
-        }
     }
 }
 

@@ -36,11 +36,13 @@ use uuid::Uuid;
 use super::errors::{replica_error_code, storage_error_code};
 use super::produce::batches_use_codec;
 use super::KafkaApis;
+use crate::quota::replication::ReplicationQuotaManager;
 use crate::quota::ClientQuotas;
 use crate::server::context::{Denied, RequestContext};
 use authorizer::{AclOperation, ResourceType};
 use replica::partition::{DivergingEpoch, IsolationLevel, Partition, PartitionRead};
 use replica::replica_manager::FetchPartitionRequest;
+use replica::replication_quota::ReplicationQuota;
 
 /// Upper bound on how long one Fetch may be held (ms), whatever the client asks.
 const MAX_WAIT_CAP_MS: i32 = 30_000;
@@ -61,6 +63,12 @@ enum Slot {
     Error(ErrorCode),
     /// A follower whose last fetched epoch diverges: no records, the leader's epoch and end offset.
     Diverging(DivergingEpoch),
+    /// A follower outside the ISR of a throttled partition while the leader's replication quota is
+    /// exceeded (KIP-73): no records, the HighWatermark and LogStartOffset.
+    Throttled {
+        high_watermark: Offset,
+        log_start_offset: Offset,
+    },
 }
 
 /// Answers a Fetch, holding it until `min_bytes` are available or `max_wait_ms` passes: resolve each
@@ -91,21 +99,28 @@ pub async fn handle(
         };
     }
     let mut reads: Vec<FetchPartitionRequest> = Vec::new();
+    // KIP-73: the leader's replication quota, checked once per follower Fetch.
+    let leader_quota = &apis.quotas().leader_replication;
+    let throttling = replica_id >= 0 && leader_quota.is_quota_exceeded();
     let topics: Vec<TopicSlots> = request
         .topics
         .iter()
-        .map(|t| resolve_topic(apis, ctx, replica_id, t, &mut reads))
+        .map(|t| resolve_topic(apis, ctx, (replica_id, throttling), t, &mut reads))
         .collect();
     let any_error = topics.iter().any(|t| {
         t.partitions
             .iter()
-            .any(|(_, s)| !matches!(s, Slot::Read(_)))
+            .any(|(_, s)| !matches!(s, Slot::Read(_) | Slot::Throttled { .. }))
     });
     let wait = if any_error {
         Duration::ZERO
     } else {
         Duration::from_millis(request.max_wait_ms.clamp(0, MAX_WAIT_CAP_MS) as u64)
     };
+    if reads.is_empty() && !wait.is_zero() && throttling {
+        // Every partition is throttled: hold the follower for its max wait rather than let it spin.
+        tokio::time::sleep(wait).await;
+    }
     let replica_manager = &apis.replica_manager;
     let (user, client_id) = (
         &ctx.connection.principal.name,
@@ -151,8 +166,23 @@ pub async fn handle(
     };
     if replica_id < 0 {
         throttle(quotas, user, client_id, &mut response);
+    } else if leader_quota.is_bounded() {
+        record_throttled(leader_quota, &response);
     }
     response
+}
+
+/// Records the bytes sent for throttled partitions in the leader's replication quota (Kafka's
+/// `sizeOfThrottledPartitions`).
+fn record_throttled(quota: &ReplicationQuotaManager, response: &FetchResponse) {
+    let bytes: usize = (response.responses.iter())
+        .flat_map(|t| t.partitions.iter().map(move |p| (&t.topic, p)))
+        .filter(|(topic, p)| quota.is_throttled(topic, p.partition_index))
+        .map(|(_, p)| p.records.as_ref().map_or(0, Records::len))
+        .sum();
+    if bytes > 0 {
+        quota.record(bytes as u64);
+    }
 }
 
 /// The Fetch's replica id: `replica_id` before v15, `replica_state.replica_id` from v15 (KIP-903); ≥ 0 is
@@ -192,7 +222,7 @@ fn throttle(quotas: &ClientQuotas, user: &str, client_id: &str, response: &mut F
 fn resolve_topic(
     apis: &KafkaApis,
     ctx: &RequestContext,
-    replica_id: i32,
+    (replica_id, throttling): (i32, bool),
     topic: &FetchTopic,
     reads: &mut Vec<FetchPartitionRequest>,
 ) -> TopicSlots {
@@ -225,7 +255,7 @@ fn resolve_topic(
             let slot = match &name {
                 None => Slot::Error(ErrorCode::UNKNOWN_TOPIC_ID),
                 Some(_) if !allowed => Slot::Error(ErrorCode::from(Denied(ResourceType::Topic))),
-                Some(name) => resolve_partition(apis, name, replica_id, p, reads),
+                Some(name) => resolve_partition(apis, name, (replica_id, throttling), p, reads),
             };
             (p.partition, slot)
         })
@@ -243,7 +273,7 @@ fn resolve_topic(
 fn resolve_partition(
     apis: &KafkaApis,
     topic: &str,
-    replica_id: i32,
+    (replica_id, throttling): (i32, bool),
     p: &FetchPartition,
     reads: &mut Vec<FetchPartitionRequest>,
 ) -> Slot {
@@ -266,6 +296,19 @@ fn resolve_partition(
             Err(e) => return Slot::Error(replica_error_code(&e)),
             Ok(Some(diverging)) => return Slot::Diverging(diverging),
             Ok(None) => {}
+        }
+        // Kafka's `shouldLeaderThrottle`: never an in-sync follower.
+        if throttling
+            && apis
+                .quotas()
+                .leader_replication
+                .is_throttled(topic, p.partition)
+            && !partition.registration().isr.contains(&BrokerId(replica_id))
+        {
+            return Slot::Throttled {
+                high_watermark: partition.high_watermark(),
+                log_start_offset: partition.log_start_offset(),
+            };
         }
     }
     reads.push(FetchPartitionRequest {
@@ -292,6 +335,15 @@ fn answer(
             data.diverging_epoch.epoch = d.epoch.get();
             data.diverging_epoch.end_offset = d.end_offset.get();
             return data;
+        }
+        Slot::Throttled {
+            high_watermark,
+            log_start_offset,
+        } => {
+            return PartitionData {
+                records: Some(Records::default()),
+                ..error_partition(index, ErrorCode::NONE, high_watermark, log_start_offset)
+            }
         }
         Slot::Read(i) => i,
     };

@@ -40,6 +40,7 @@ mod offset_commit;
 mod offset_delete;
 mod offset_fetch;
 mod offset_for_leader_epoch;
+mod partition_reassignments;
 mod produce;
 mod produce_verification;
 mod request_quota;
@@ -128,6 +129,8 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::UnregisterBroker, 0, 0),
     (ApiKey::DescribeTopicPartitions, 0, 0),
     (ApiKey::ListConfigResources, 0, 1),
+    (ApiKey::AlterPartitionReassignments, 0, 1),
+    (ApiKey::ListPartitionReassignments, 0, 0),
 ];
 
 /// The advertised version range of `key`, clipped to what the codec supports.
@@ -499,6 +502,14 @@ impl KafkaApis {
             RequestBody::ListConfigResources(r) => {
                 ResponseBody::ListConfigResources(list_config_resources::handle(self, ctx, r))
             }
+            RequestBody::AlterPartitionReassignments(r) => {
+                ResponseBody::AlterPartitionReassignments(
+                    partition_reassignments::alter(self, ctx, r).await,
+                )
+            }
+            RequestBody::ListPartitionReassignments(r) => ResponseBody::ListPartitionReassignments(
+                partition_reassignments::list(self, ctx, r),
+            ),
             RequestBody::DescribeQuorum(r) => {
                 ResponseBody::DescribeQuorum(describe_quorum::handle(self, ctx, r).await)
             }

@@ -31,13 +31,14 @@ fn reassign(s: &mut Sim, target: Option<&[i32]>) -> Result<(), ControllerError> 
             partition: 0,
             target: target.map(ids),
         }],
+        true,
     );
     s.commit(d.records);
     d.reply.into_iter().next().unwrap()
 }
 
 fn listed(s: &Sim) -> Vec<OngoingReassignment> {
-    QuorumControl::list_partition_reassignments(&s.image, None)
+    metadata::ongoing_reassignments(&s.image, None)
 }
 
 #[test]
@@ -145,10 +146,32 @@ fn bad_targets_are_invalid_replica_assignments_and_unknown_partitions_unknown() 
             partition: 7,
             target: Some(ids(&[1])),
         }],
+        true,
     );
     assert_eq!(
         d.reply[0].as_ref().unwrap_err().code,
         ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
     );
     assert!(d.records.is_empty());
+}
+
+#[test]
+fn a_replication_factor_change_is_refused_when_not_allowed() {
+    let mut s = four_brokers();
+    let before = s.part("t", 0).replicas.clone();
+    let d = s.ctl.alter_partition_reassignments(
+        &s.image,
+        &[Reassignment {
+            topic: "t".into(),
+            partition: 0,
+            target: Some(ids(&[1, 2, 3, 4])),
+        }],
+        false,
+    );
+    assert_eq!(
+        d.reply[0].as_ref().unwrap_err().code,
+        ErrorCode::INVALID_REPLICATION_FACTOR
+    );
+    assert!(d.records.is_empty());
+    assert_eq!(s.part("t", 0).replicas, before);
 }
