@@ -345,3 +345,41 @@ def test_a_throttled_move_is_held_to_its_rate_until_the_throttle_is_lifted(four_
                                                                "follower.replication.throttled.replicas"])
     assert topic_throttles == {"leader.replication.throttled.replicas": "",
                                "follower.replication.throttled.replicas": ""}, topic_throttles
+
+
+def runnel(bootstrap: str, *args: str) -> str:
+    """Runs the `runnel` CLI against `bootstrap`; its stdout (fails the test unless it exits 0)."""
+    import subprocess
+    from conftest import RUNNEL_BIN
+    res = subprocess.run([str(RUNNEL_BIN), *args, "--bootstrap-server", bootstrap], capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode == 0, f"runnel {args} exited {res.returncode}:\n{res.stdout}\n{res.stderr}"
+    return res.stdout
+
+
+@pytest.mark.cluster
+def test_decommission_drains_a_broker_while_producing_then_unregisters_it(four_nodes, topic):
+    from test_cluster import Stream, check_exactly_once_in_order, create_topic
+    from test_cluster_unregister import described_brokers
+    c = four_nodes
+    create_topic(c, topic, partitions=4, rf=3)
+    s = Stream(c.alive_bootstrap(), topic)
+    s.until_acked(2000)
+    b2 = c.nodes[2].bootstrap
+    out = runnel(b2, "cluster", "decommission", "1", "--wait-secs", "120")
+    assert "Moving 3 replica(s) off broker 1." in out or "Moving 4 replica(s) off broker 1." in out, out
+    assert "is unregistered" in out, out
+    md = c.wait(lambda md: all(1 not in p.replicas and len(p.isrs) == 3
+                               for p in md.topics[topic].partitions.values()), "no replica on broker 1")
+    assert all(len(p.replicas) == 3 for p in md.topics[topic].partitions.values())
+    assert "No partition reassignments in progress." in runnel(b2, "cluster", "reassignments")
+    s.until_acked(len(s.acked) + 1000)
+    s.finish()
+    check_exactly_once_in_order(c, s)
+    # The running broker registered again; stopped, a second decommission has nothing to move and
+    # unregisters it for good.
+    assert c.nodes[1].stop() == 0
+    c.wait(lambda md: 1 not in md.brokers, "broker 1 fenced")
+    out = runnel(b2, "cluster", "decommission", "1", "--wait-secs", "60")
+    assert "Moving 0 replica(s) off broker 1." in out, out
+    assert set(described_brokers(b2)) == {2, 3, 4}

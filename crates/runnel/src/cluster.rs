@@ -42,6 +42,17 @@ enum ClusterCommand {
         #[arg(long)]
         unclean: bool,
     },
+    /// Move every replica off broker N through partition reassignment (keeping each partition's
+    /// replication factor, rack-aware), wait until the moves complete, then unregister N.
+    Decommission {
+        /// The broker id to drain.
+        broker: i32,
+        /// Give up waiting for the moves after this many seconds (they continue in the cluster).
+        #[arg(long, default_value_t = 3600)]
+        wait_secs: u64,
+    },
+    /// The partition reassignments in progress.
+    Reassignments,
 }
 
 /// Runs a `cluster` subcommand.
@@ -53,6 +64,12 @@ pub fn run(args: ClusterArgs) -> anyhow::Result<()> {
             partition,
             unclean,
         } => elect_leaders(&args.conn, topic, partition, unclean),
+        ClusterCommand::Decommission { broker, wait_secs } => crate::decommission::decommission(
+            &args.conn,
+            broker,
+            std::time::Duration::from_secs(wait_secs),
+        ),
+        ClusterCommand::Reassignments => crate::decommission::list(&args.conn),
     }
 }
 

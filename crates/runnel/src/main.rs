@@ -7,6 +7,7 @@ mod bench_sink;
 mod client;
 mod cluster;
 mod consume;
+mod decommission;
 mod group;
 mod produce;
 mod quota;
