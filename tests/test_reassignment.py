@@ -155,8 +155,8 @@ def test_reassign_partitions_tool_generate_execute_verify(broker, topic, tmp_pat
 
 # -- a runnel cluster ----------------------------------------------------------------------------------------
 
-@pytest.fixture
-def four_nodes():
+def start_four(racks: dict[int, str] | None = None):
+    """Three combined nodes plus broker-only node 4 (optionally with `broker.rack`s); yields the cluster."""
     if MODE != "runnel":
         pytest.skip("starts its own runnel processes")
     from test_metadata_quorum import BrokerOnlyNode
@@ -165,6 +165,8 @@ def four_nodes():
     voters = c.nodes[1].sets["controller.quorum.voters"]
     fourth = BrokerOnlyNode(4, voters, {key: v for key, v in c.nodes[1].sets.items()
                                          if key != "controller.quorum.voters"})
+    for n, rack in (racks or {}).items():
+        (c.nodes[n] if n in c.nodes else fourth).sets["broker.rack"] = rack
     try:
         c.start()
         c.nodes[4] = fourth
@@ -174,6 +176,16 @@ def four_nodes():
     finally:
         fourth.close()
         c.close()
+
+
+@pytest.fixture
+def four_nodes():
+    yield from start_four()
+
+
+@pytest.fixture
+def two_racks():
+    yield from start_four({1: "a", 2: "a", 3: "b", 4: "b"})
 
 
 def wait_verified(bootstrap: str, plan: Path, timeout: float = 120.0) -> str:
@@ -383,3 +395,21 @@ def test_decommission_drains_a_broker_while_producing_then_unregisters_it(four_n
     out = runnel(b2, "cluster", "decommission", "1", "--wait-secs", "60")
     assert "Moving 0 replica(s) off broker 1." in out, out
     assert set(described_brokers(b2)) == {2, 3, 4}
+
+
+@pytest.mark.cluster
+def test_replicas_are_placed_and_moved_across_racks(two_racks, topic):
+    from test_cluster import create_topic
+    c = two_racks
+    rack = {1: "a", 2: "a", 3: "b", 4: "b"}
+    info = json.loads(runnel(c.nodes[1].bootstrap, "cluster", "info", "--json"))
+    assert {b["id"]: b["rack"] for b in info["brokers"]} == rack  # Metadata's rack, from broker.rack
+    create_topic(c, topic, partitions=8, rf=2)
+    md = c.metadata(topic)
+    for p, pm in md.topics[topic].partitions.items():
+        assert {rack[b] for b in pm.replicas} == {"a", "b"}, (p, pm.replicas)
+    runnel(c.nodes[2].bootstrap, "cluster", "decommission", "3", "--wait-secs", "120")
+    md = c.wait(lambda md: all(3 not in pm.replicas for pm in md.topics[topic].partitions.values()),
+                "no replica on broker 3")
+    for p, pm in md.topics[topic].partitions.items():
+        assert {rack[b] for b in pm.replicas} == {"a", "b"}, (p, pm.replicas)

@@ -42,7 +42,7 @@ use crate::config::BrokerConfig;
 use crate::dynamic_config::DynamicBrokerConfig;
 use crate::error::{MetadataLag, TopicError};
 use crate::metadata::{MetadataStore, TopicMetadata};
-use crate::metadata_cache::{advertised_endpoints, ControllerEndpoint, MetadataCache};
+use crate::metadata_cache::{advertised_endpoints, broker_rack, ControllerEndpoint, MetadataCache};
 use crate::publisher::Publishers;
 use crate::topic_config::log_config;
 use replica::cluster_link::ClusterLink;
@@ -70,6 +70,8 @@ pub struct BrokerCluster {
     controllers: Vec<ControllerEndpoint>,
     /// Every advertised listener, registered with the controller.
     listeners: Vec<metadata::BrokerEndpoint>,
+    /// `broker.rack`, registered with the controller (rack-aware placement, KIP-36).
+    rack: Option<String>,
     /// `inter.broker.listener.name`: whose endpoint of another broker this one connects to.
     inter_broker_listener: String,
     /// This broker's data dir is offline (reported in every heartbeat, KIP-858).
@@ -124,6 +126,7 @@ impl BrokerCluster {
             log_dir_offline: Default::default(),
             heartbeat_now: Default::default(),
             listeners: advertised_endpoints(config),
+            rack: broker_rack(config),
             inter_broker_listener: config.listeners.inter_broker_listener_name.clone(),
         }
     }
@@ -187,7 +190,7 @@ impl BrokerCluster {
                     self.incarnation_id,
                     host.to_string(),
                     port,
-                    None,
+                    self.rack.clone(),
                     self.listeners.clone(),
                 )
                 .await

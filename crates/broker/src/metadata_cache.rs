@@ -30,6 +30,11 @@ pub trait MetadataCache: Send + Sync + std::fmt::Debug {
     fn controllers(&self) -> Vec<ControllerEndpoint>;
 }
 
+/// `broker.rack` (KIP-36), `None` when unset or empty.
+pub fn broker_rack(config: &BrokerConfig) -> Option<String> {
+    config.value("broker.rack").filter(|r| !r.trim().is_empty())
+}
+
 /// This broker's advertised listeners as registered (Kafka's `BrokerRegistration` endpoints).
 pub fn advertised_endpoints(config: &BrokerConfig) -> Vec<metadata::BrokerEndpoint> {
     let listeners = &config.listeners;
@@ -81,7 +86,7 @@ impl LocalMetadataCache {
             host: config.advertised_listener.host.clone(),
             port: config.advertised_listener.port,
             listeners: advertised_endpoints(config),
-            rack: None,
+            rack: broker_rack(config),
             fenced: false,
             in_controlled_shutdown: false,
             log_dir_offline: false,

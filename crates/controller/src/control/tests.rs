@@ -12,6 +12,7 @@ use super::*;
 
 mod broker_config_tests;
 mod log_dir_tests;
+mod placement_tests;
 mod reassignment_tests;
 
 fn cfg(unclean: bool) -> ControlConfig {

@@ -304,9 +304,13 @@ impl QuorumControl {
             .collect())
     }
 
-    /// Round-robin placement over active brokers sorted by id, starting at a random offset per call:
-    /// partition `first + i` gets brokers `start + first + i + j` (mod n) for `j < rf`; the leader
-    /// (first replica) rotates with the partition.
+    /// Round-robin placement over the active brokers, starting at a random offset per call: partition
+    /// `first + i` starts at broker `start + first + i` (mod n), so the leader (first replica) rotates with
+    /// the partition. Without racks the brokers are in id order and the replicas are the next `rf`; with
+    /// `broker.rack` set (KIP-36) they are in rack-alternating order (each rack's first broker, then each
+    /// rack's second, ...) and each further replica is the next broker on a rack the partition is not on
+    /// yet, until every rack has one (Kafka's rack-aware assignment); a broker without a rack counts as a
+    /// rack of its own.
     fn place(
         &mut self,
         image: &MetadataImage,
@@ -331,12 +335,21 @@ impl QuorumControl {
         }
         let n = usable.len();
         let start = self.rng.gen_range(0..n);
+        let racks: Vec<Option<&str>> = (usable.iter())
+            .map(|b| image.brokers.get(b).and_then(|r| r.rack.as_deref()))
+            .collect();
+        if racks.iter().all(Option::is_none) {
+            return Ok((0..count as usize)
+                .map(|i| {
+                    (0..rf as usize)
+                        .map(|j| usable[(start + first as usize + i + j) % n])
+                        .collect()
+                })
+                .collect());
+        }
+        let order = rack_alternating(&usable, &racks);
         Ok((0..count as usize)
-            .map(|i| {
-                (0..rf as usize)
-                    .map(|j| usable[(start + first as usize + i + j) % n])
-                    .collect()
-            })
+            .map(|i| rack_aware_replicas(&order, (start + first as usize + i) % n, rf as usize))
             .collect())
     }
 
@@ -348,6 +361,66 @@ impl QuorumControl {
             }
         }
     }
+}
+
+/// `brokers` (with their `racks`, `None` = a rack of its own) in rack-alternating order: each rack's first
+/// broker, then each rack's second, ...; racks and brokers within a rack in id order.
+fn rack_alternating<'a>(
+    brokers: &[BrokerId],
+    racks: &[Option<&'a str>],
+) -> Vec<(BrokerId, Option<&'a str>)> {
+    let mut by_rack: std::collections::BTreeMap<(Option<&str>, Option<BrokerId>), Vec<BrokerId>> =
+        std::collections::BTreeMap::new();
+    for (b, r) in brokers.iter().zip(racks) {
+        // A broker without a rack is alone on its own.
+        let key = (*r, r.is_none().then_some(*b));
+        by_rack.entry(key).or_default().push(*b);
+    }
+    let longest = by_rack.values().map(Vec::len).max().unwrap_or(0);
+    (0..longest)
+        .flat_map(|i| {
+            (by_rack.iter())
+                .filter_map(move |((rack, _), bs)| bs.get(i).map(|b| (*b, *rack)))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// `rf` replicas from `order` starting at `start`: the first there, each next one the following broker
+/// on a rack not used yet, or — once every rack is used — the following broker not chosen yet.
+fn rack_aware_replicas(
+    order: &[(BrokerId, Option<&str>)],
+    start: usize,
+    rf: usize,
+) -> Vec<BrokerId> {
+    let n = order.len();
+    let rack_count = {
+        let mut seen: Vec<(Option<&str>, Option<BrokerId>)> =
+            order.iter().map(|c| rack_key(*c)).collect();
+        seen.sort();
+        seen.dedup();
+        seen.len()
+    };
+    let mut chosen: Vec<(BrokerId, Option<&str>)> = vec![order[start % n]];
+    let mut k = start;
+    while chosen.len() < rf {
+        k += 1;
+        let cand = order[k % n];
+        if chosen.iter().any(|c| c.0 == cand.0) {
+            continue;
+        }
+        let rack_used = chosen.iter().any(|c| rack_key(*c) == rack_key(cand));
+        if rack_used && chosen.len() < rack_count {
+            continue;
+        }
+        chosen.push(cand);
+    }
+    chosen.into_iter().map(|(b, _)| b).collect()
+}
+
+/// The rack a broker counts as on: its `broker.rack`, or itself alone without one.
+fn rack_key((b, r): (BrokerId, Option<&str>)) -> (Option<&str>, Option<BrokerId>) {
+    (r, r.is_none().then_some(b))
 }
 
 /// A new partition: ISR = active replicas, leader = first of them.

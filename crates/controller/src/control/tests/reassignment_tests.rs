@@ -157,7 +157,7 @@ fn bad_targets_are_invalid_replica_assignments_and_unknown_partitions_unknown() 
 
 #[test]
 fn a_replication_factor_change_is_refused_when_not_allowed() {
-    let mut s = four_brokers();
+    let s = four_brokers();
     let before = s.part("t", 0).replicas.clone();
     let d = s.ctl.alter_partition_reassignments(
         &s.image,
