@@ -199,12 +199,15 @@ class BrokerOnlyNode(ClusterNode):
         return BrokerProcess.argv(self) + ["--node-id", str(self.node_id)]
 
 
-@pytest.fixture
-def cluster_with_observer():
+def four_node_cluster(racks: dict[int, str] | None = None):
+    """Three combined nodes plus the broker-only node 4 (optionally each with a `broker.rack`): yields the
+    cluster with node 4 as `nodes[4]`, closes every node after."""
     c = Cluster()
     voters = c.nodes[1].sets["controller.quorum.voters"]
     observer = BrokerOnlyNode(4, voters, {k: v for k, v in c.nodes[1].sets.items()
                                           if k != "controller.quorum.voters"})
+    for n, rack in (racks or {}).items():
+        (c.nodes[n] if n in c.nodes else observer).sets["broker.rack"] = rack
     try:
         c.start()
         c.nodes[4] = observer
@@ -214,6 +217,11 @@ def cluster_with_observer():
     finally:
         observer.close()
         c.close()
+
+
+@pytest.fixture
+def cluster_with_observer():
+    yield from four_node_cluster()
 
 
 @pytest.mark.kafka_tools

@@ -155,37 +155,20 @@ def test_reassign_partitions_tool_generate_execute_verify(broker, topic, tmp_pat
 
 # -- a runnel cluster ----------------------------------------------------------------------------------------
 
-def start_four(racks: dict[int, str] | None = None):
-    """Three combined nodes plus broker-only node 4 (optionally with `broker.rack`s); yields the cluster."""
-    if MODE != "runnel":
-        pytest.skip("starts its own runnel processes")
-    from test_metadata_quorum import BrokerOnlyNode
-    from test_cluster import Cluster
-    c = Cluster()
-    voters = c.nodes[1].sets["controller.quorum.voters"]
-    fourth = BrokerOnlyNode(4, voters, {key: v for key, v in c.nodes[1].sets.items()
-                                         if key != "controller.quorum.voters"})
-    for n, rack in (racks or {}).items():
-        (c.nodes[n] if n in c.nodes else fourth).sets["broker.rack"] = rack
-    try:
-        c.start()
-        c.nodes[4] = fourth
-        fourth.start()
-        c.wait(lambda md: len(md.brokers) == 4, "four brokers registered")
-        yield c
-    finally:
-        fourth.close()
-        c.close()
-
-
 @pytest.fixture
 def four_nodes():
-    yield from start_four()
+    if MODE != "runnel":
+        pytest.skip("starts its own runnel processes")
+    from test_metadata_quorum import four_node_cluster
+    yield from four_node_cluster()
 
 
 @pytest.fixture
 def two_racks():
-    yield from start_four({1: "a", 2: "a", 3: "b", 4: "b"})
+    if MODE != "runnel":
+        pytest.skip("starts its own runnel processes")
+    from test_metadata_quorum import four_node_cluster
+    yield from four_node_cluster({1: "a", 2: "a", 3: "b", 4: "b"})
 
 
 def wait_verified(bootstrap: str, plan: Path, timeout: float = 120.0) -> str:
