@@ -45,6 +45,14 @@ impl QuorumNode {
         }
     }
 
+    /// A node at `addr` with directory id `directory_id` (a controller joining the quorum).
+    pub fn with_directory(addr: impl ToString, directory_id: uuid::Uuid) -> QuorumNode {
+        QuorumNode {
+            addr: addr.to_string(),
+            directory_id: Some(directory_id),
+        }
+    }
+
     /// The directory id as DescribeQuorum reports it: the zero UUID when none was recorded.
     pub fn directory_id_or_zero(&self) -> uuid::Uuid {
         self.directory_id.unwrap_or(uuid::Uuid::nil())

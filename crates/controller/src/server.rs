@@ -282,19 +282,10 @@ impl ControllerServer {
             Duration::from_millis(tuning.tick_interval_ms.max(1)),
         ));
         let mut tasks = vec![accept, tick];
-        if config.voters.is_empty() {
-            let me = crate::raft_types::QuorumNode {
-                addr: local_addr.to_string(),
-                directory_id: Some(directory_id),
-            };
-            let join = crate::voter_changes::join_as_learner(
-                inner.clone(),
-                seams.transport.clone(),
-                config.bootstrap_servers.clone(),
-                me,
-            );
-            tasks.push(tokio::spawn(join));
-        }
+        let me = crate::raft_types::QuorumNode::with_directory(local_addr, directory_id);
+        tasks.extend(crate::voter_changes::spawn_join(
+            &inner, &seams, &config, me,
+        ));
         Ok(ControllerServer {
             inner,
             local_addr,

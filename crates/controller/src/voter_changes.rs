@@ -338,6 +338,21 @@ impl Inner {
     }
 }
 
+/// Starts [`join_as_learner`] for a controller without static voters (`config.voters` empty).
+pub(crate) fn spawn_join(
+    inner: &Arc<Inner>,
+    seams: &crate::transport::ControllerSeams,
+    config: &crate::config::ControllerConfig,
+    me: QuorumNode,
+) -> Option<tokio::task::JoinHandle<()>> {
+    if !config.voters.is_empty() {
+        return None;
+    }
+    let bootstrap = config.bootstrap_servers.clone();
+    let join = join_as_learner(inner.clone(), seams.transport.clone(), bootstrap, me);
+    Some(tokio::spawn(join))
+}
+
 /// A joining controller's loop: until the membership this node holds names it, ask each bootstrap server
 /// (and a leader one of them names) to add it as a learner, every [`JOIN_RETRY_MS`]; ends at shutdown.
 pub(crate) async fn join_as_learner(
