@@ -50,8 +50,9 @@ pub const METADATA_VERSION: &str = "metadata.version";
 /// - `eligible.leader.replicas.version` 0: no ELR (KIP-966).
 /// - `group.version` 0: the consumer rebalance protocol (KIP-848) is not implemented; level 1 would
 ///   make clients try ConsumerGroupHeartbeat.
-/// - `kraft.version` 0: static controller voters (`controller.quorum.voters`); the dynamic quorum of
-///   KIP-853 (level 1) is not implemented.
+/// - `kraft.version` 0: not yet raised to 1, although the controllers serve KIP-853's AddRaftVoter and
+///   RemoveRaftVoter (`controller::voter_changes`; their voters live in the raft membership, whatever
+///   this level says — Kafka would refuse them at level 0).
 /// - `metadata.version` [`METADATA_VERSION_LEVEL`].
 /// - `share.version` 0: no share groups (KIP-932).
 /// - `streams.version` 0: no streams rebalance protocol (KIP-1071).

@@ -285,7 +285,7 @@ fn fetcher_connector(config: &BrokerConfig) -> anyhow::Result<Arc<dyn Connector>
     Ok(Arc::new(SaslConnector::new(transport, login)))
 }
 
-/// Starts this process's controller (a quorum voter) when it has the controller role in a cluster.
+/// Starts this process's controller (a voter, or joining through bootstrap servers) in a cluster.
 async fn start_controller(
     config: &BrokerConfig,
     voters: &BTreeMap<BrokerId, SocketAddr>,
@@ -295,10 +295,8 @@ async fn start_controller(
     if !(config.is_cluster() && config.process_roles.controller) {
         return Ok(None);
     }
-    let listen = match &config.controller_listener {
-        Some(l) => bind_addr(l)?,
-        None => voters[&config.node_id],
-    };
+    let endpoint = config.controller_endpoint().context("no listener")?;
+    let listen = bind_addr(endpoint)?;
     let tcp = TcpListener::bind(listen)
         .await
         .with_context(|| format!("binding the controller listener {listen}"))?;
@@ -309,6 +307,7 @@ async fn start_controller(
     let controller_config = ControllerConfig {
         node_id: config.node_id,
         voters: voters.clone(),
+        bootstrap_servers: config.controller_bootstrap_servers(),
         listen,
         data_dir: config.log_dir.clone(),
         cluster_id: cluster_id.unwrap_or_default().to_string(),

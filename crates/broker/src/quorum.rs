@@ -61,6 +61,7 @@ impl MetadataQuorum for LocalQuorum {
                 last_caught_up_ms: now_ms,
             }],
             observers: Vec::new(),
+            directory_ids: Default::default(),
         })))
     }
 }

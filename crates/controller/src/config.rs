@@ -9,10 +9,16 @@ use types::BrokerId;
 /// Configuration of one controller (Kafka `process.roles=controller` settings, KIP-595/KIP-631).
 #[derive(Clone, Debug)]
 pub struct ControllerConfig {
-    /// This controller's id (`node.id`, the id space brokers share); must be a key of `voters`.
+    /// This controller's id (`node.id`, the id space brokers share); must be a key of `voters` when
+    /// `voters` is not empty.
     pub node_id: BrokerId,
-    /// Static voters (`controller.quorum.voters`: `id@host:port,...`), see [`parse_voters`].
+    /// Static voters (`controller.quorum.voters`: `id@host:port,...`), see [`parse_voters`]: the membership
+    /// an empty metadata log starts with. Empty for a controller that joins through `bootstrap_servers`.
     pub voters: BTreeMap<BrokerId, SocketAddr>,
+    /// `controller.quorum.bootstrap.servers` (KIP-853, `host:port,...`): with `voters` empty, the
+    /// controllers this one asks to replicate the metadata log to it as a learner until the membership it
+    /// holds names it ([`crate::voter_changes`]); it becomes a voter through AddRaftVoter.
+    pub bootstrap_servers: Vec<String>,
     /// Address the controller RPC listener binds (port 0 picks a free port).
     pub listen: SocketAddr,
     /// Data directory; the raft log, vote and snapshots live under `data_dir/__cluster_metadata-0/`.

@@ -5,8 +5,8 @@
 //! Nodes with their listeners); Kafka's `KafkaRaftClient.handleDescribeQuorumRequest`.
 //!
 //! Offsets are Kafka's end offsets: one past the metadata offset of the last record held (-1 when
-//! unknown); directory ids are the zero UUID (Runnel's voters are static, KIP-853's directory ids are not
-//! kept). Error messages are empty (not null) on success, as Kafka's. Fields a version lacks are dropped
+//! unknown); directory ids are those the quorum's membership records (controllers added by AddRaftVoter or
+//! joined as learners, [`crate::voter_changes`]), the zero UUID for the others. Error messages are empty (not null) on success, as Kafka's. Fields a version lacks are dropped
 //! by the encoder.
 
 use metadata::{QuorumInfo, ReplicaProgress};
@@ -22,6 +22,14 @@ pub const METADATA_TOPIC: &str = "__cluster_metadata";
 
 /// A controller's endpoint as the v2 Nodes list it: node id, host, port.
 pub type ControllerEndpoint = (BrokerId, String, u16);
+
+/// The voters of `info` as v2 Nodes' endpoints (their addresses as the quorum's membership records them).
+pub fn voter_endpoints(info: &QuorumInfo) -> Vec<ControllerEndpoint> {
+    info.voters
+        .iter()
+        .map(|(id, addr)| (*id, addr.ip().to_string(), addr.port()))
+        .collect()
+}
 
 /// Kafka's `hasValidTopicPartition`: one topic, `__cluster_metadata`, with one partition, 0.
 pub fn names_only_the_metadata_partition(request: &DescribeQuorumRequest) -> bool {
@@ -99,11 +107,15 @@ fn end_offset(offset: i64) -> i64 {
     }
 }
 
-/// One voter or observer in Kafka's shape (no directory id: the zero UUID).
-fn replica_state(p: &ReplicaProgress) -> ReplicaState {
+/// One voter or observer in Kafka's shape (its directory id from `info`, else the zero UUID).
+fn replica_state(info: &QuorumInfo, p: &ReplicaProgress) -> ReplicaState {
     ReplicaState {
         replica_id: p.replica_id.get(),
-        replica_directory_id: uuid::Uuid::nil(),
+        replica_directory_id: info
+            .directory_ids
+            .get(&p.replica_id)
+            .copied()
+            .unwrap_or(uuid::Uuid::nil()),
         log_end_offset: end_offset(p.last_offset),
         last_fetch_timestamp: p.last_fetch_ms,
         last_caught_up_timestamp: p.last_caught_up_ms,
@@ -111,8 +123,8 @@ fn replica_state(p: &ReplicaProgress) -> ReplicaState {
     }
 }
 
-/// `info` in Kafka's shape: one topic, `__cluster_metadata`, partition 0; `controllers` become the v2
-/// Nodes, each with one endpoint on `listener` (the first of `controller.listener.names`).
+/// `info` in Kafka's shape: one topic, `__cluster_metadata`, partition 0; `controllers` (the voters) become
+/// the v2 Nodes, each with one endpoint on `listener` (the first of `controller.listener.names`).
 pub fn response(
     info: &QuorumInfo,
     controllers: &[ControllerEndpoint],
@@ -124,8 +136,16 @@ pub fn response(
         leader_id: info.leader_id.map_or(-1, |id| id.get()),
         leader_epoch: i32::try_from(info.leader_epoch).unwrap_or(i32::MAX),
         high_watermark: end_offset(info.high_watermark),
-        current_voters: info.current_voters.iter().map(replica_state).collect(),
-        observers: info.observers.iter().map(replica_state).collect(),
+        current_voters: info
+            .current_voters
+            .iter()
+            .map(|p| replica_state(info, p))
+            .collect(),
+        observers: info
+            .observers
+            .iter()
+            .map(|p| replica_state(info, p))
+            .collect(),
         ..Default::default()
     };
     let nodes = controllers
@@ -180,6 +200,7 @@ mod tests {
                 progress(3, -1, -1),
             ],
             observers: vec![progress(4, 39, 950)],
+            directory_ids: [(BrokerId(4), uuid::Uuid::from_u128(4))].into(),
         };
         let controllers = vec![(BrokerId(1), "h1".to_string(), 9101)];
         let r = response(&info, &controllers, "CONTROLLER");
@@ -198,6 +219,10 @@ mod tests {
         assert_eq!(ends, vec![(1, 41, 900), (2, 42, 1000), (3, -1, -1)]);
         assert_eq!(p.observers[0].replica_id, 4);
         assert_eq!(p.observers[0].log_end_offset, 40);
+        assert_eq!(
+            p.observers[0].replica_directory_id,
+            uuid::Uuid::from_u128(4)
+        );
         assert!(p.current_voters[0].replica_directory_id.is_nil());
         assert_eq!(r.nodes.len(), 1);
         let l = &r.nodes[0].listeners[0];

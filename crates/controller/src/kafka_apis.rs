@@ -14,7 +14,7 @@
 //!   else CLUSTER_AUTHORIZATION_FAILED (31); endpoint type 2 (controllers) lists the voters and names
 //!   the raft leader as controller id (-1 when unknown or not a voter); type 1 (brokers) gets
 //!   MISMATCHED_ENDPOINT_TYPE (114), another type UNSUPPORTED_ENDPOINT_TYPE (115), both INVALID_REQUEST
-//!   (42) in v0, as Kafka's `computeDescribeClusterResponse`.
+//!   (42) in v0, as Kafka's `computeDescribeClusterResponse`. The voters are the raft membership's.
 //! - DescribeQuorum (55) v0–2: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED at the top;
 //!   another partition than `__cluster_metadata`-0: UNKNOWN_TOPIC_OR_PARTITION per partition; a follower
 //!   answers NOT_LEADER_OR_FOLLOWER (6) on partition 0; the leader answers as the broker does
@@ -22,6 +22,9 @@
 //! - BrokerRegistration (62) v0–4, BrokerHeartbeat (63) v0–2, AlterPartition (56) v2–3: CLUSTER_ACTION on
 //!   the cluster, else CLUSTER_AUTHORIZATION_FAILED (31); answered by the active controller (else
 //!   NOT_CONTROLLER, 41) through [`crate::broker_apis`].
+//! - AddRaftVoter (80) v0–1, RemoveRaftVoter (81) v0 (KIP-853): ALTER on the cluster, else
+//!   CLUSTER_AUTHORIZATION_FAILED (31), as Kafka's `ControllerApis`; then [`crate::voter_changes`] (the
+//!   active controller changes openraft's membership; the errors are Kafka's).
 //! - SaslHandshake (17), SaslAuthenticate (36): after authentication (or on an open listener)
 //!   ILLEGAL_SASL_STATE (34), as Kafka's controller.
 //!
@@ -34,14 +37,17 @@ use bytes::Bytes;
 use protocol::messages::api_versions_response::ApiVersion;
 use protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use protocol::messages::{
-    ApiVersionsRequest, ApiVersionsResponse, DescribeClusterRequest, DescribeClusterResponse,
-    DescribeQuorumRequest, DescribeQuorumResponse, SaslAuthenticateResponse, SaslHandshakeResponse,
+    AddRaftVoterRequest, AddRaftVoterResponse, ApiVersionsRequest, ApiVersionsResponse,
+    DescribeClusterRequest, DescribeClusterResponse, DescribeQuorumRequest, DescribeQuorumResponse,
+    RemoveRaftVoterRequest, RemoveRaftVoterResponse, SaslAuthenticateResponse,
+    SaslHandshakeResponse,
 };
 use protocol::{ApiKey, Chunk, ErrorCode, RequestBody, RequestHeader, ResponseBody};
 
 use crate::describe_quorum;
 use crate::server::Inner;
 use crate::transport::{ClusterOperation, Peer, PeerAuthorizer, ALL_CLUSTER_OPERATIONS};
+use crate::voter_changes::{AddVoter, Refusal};
 
 /// The APIs the controller listener serves, with Kafka 4.4's version ranges (clipped to the codec's by
 /// [`served_range`]); ApiVersions advertises exactly these.
@@ -54,6 +60,8 @@ pub const CONTROLLER_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeCluster, 0, 2),
     (ApiKey::BrokerRegistration, 0, 4),
     (ApiKey::BrokerHeartbeat, 0, 2),
+    (ApiKey::AddRaftVoter, 0, 1),
+    (ApiKey::RemoveRaftVoter, 0, 0),
 ];
 
 /// DescribeCluster's endpoint type "brokers" (1, KIP-919).
@@ -161,6 +169,12 @@ pub(crate) async fn handle(inner: &Inner, access: &Access<'_>, frame: Bytes) -> 
         }
         RequestBody::DescribeQuorum(r) => {
             ResponseBody::DescribeQuorum(describe_quorum(inner, access, &r).await)
+        }
+        RequestBody::AddRaftVoter(r) => {
+            ResponseBody::AddRaftVoter(add_raft_voter(inner, access, r).await)
+        }
+        RequestBody::RemoveRaftVoter(r) => {
+            ResponseBody::RemoveRaftVoter(remove_raft_voter(inner, access, r).await)
         }
         RequestBody::SaslHandshake(_) => ResponseBody::SaslHandshake(SaslHandshakeResponse {
             error_code: ErrorCode::ILLEGAL_SASL_STATE.0,
@@ -330,9 +344,10 @@ fn describe_cluster(
             )
         }
     }
+    let voters = crate::voter_changes::voters(&inner.membership());
     let leader = inner.current_leader();
     let controller_id = match leader {
-        Some(id) if inner.voters.contains_key(&id) => id.get(),
+        Some(id) if voters.contains_key(&id) => id.get(),
         _ => -1,
     };
     let cluster_authorized_operations = match request.include_cluster_authorized_operations {
@@ -344,13 +359,13 @@ fn describe_cluster(
         endpoint_type: ENDPOINT_TYPE_CONTROLLERS,
         cluster_id: inner.sm.state.read().image.cluster_id.clone(),
         controller_id,
-        brokers: inner
-            .voters
+        brokers: voters
             .iter()
-            .map(|(id, addr)| DescribeClusterBroker {
+            .filter_map(|(id, node)| Some((id, node.host_port()?)))
+            .map(|(id, (host, port))| DescribeClusterBroker {
                 broker_id: id.get(),
-                host: addr.ip().to_string(),
-                port: i32::from(addr.port()),
+                host,
+                port: i32::from(port),
                 rack: None,
                 is_fenced: false,
                 ..Default::default()
@@ -380,12 +395,79 @@ async fn describe_quorum(
         return describe_quorum::not_leader();
     }
     let info = inner.describe_quorum().await;
-    let controllers: Vec<_> = inner
-        .voters
-        .iter()
-        .map(|(id, addr)| (*id, addr.ip().to_string(), addr.port()))
+    let controllers: Vec<_> = crate::voter_changes::voters(&inner.membership())
+        .into_iter()
+        .filter_map(|(id, node)| node.host_port().map(|(host, port)| (id, host, port)))
         .collect();
     describe_quorum::response(&info, &controllers, access.listener_name)
+}
+
+/// AddRaftVoter on the controller: see the module doc.
+async fn add_raft_voter(
+    inner: &Inner,
+    access: &Access<'_>,
+    r: AddRaftVoterRequest,
+) -> AddRaftVoterResponse {
+    let (code, message) = if !access.allowed(inner, ClusterOperation::Alter, ApiKey::AddRaftVoter) {
+        cluster_authorization_failed()
+    } else {
+        let req = AddVoter {
+            cluster_id: r.cluster_id,
+            timeout_ms: u64::try_from(r.timeout_ms).unwrap_or(0),
+            voter_id: types::BrokerId(r.voter_id),
+            directory_id: r.voter_directory_id,
+            listeners: r
+                .listeners
+                .into_iter()
+                .map(|l| (l.name, l.host, l.port))
+                .collect(),
+        };
+        outcome(inner.add_raft_voter(req, access.listener_name).await)
+    };
+    AddRaftVoterResponse {
+        error_code: code.0,
+        error_message: message,
+        ..Default::default()
+    }
+}
+
+/// RemoveRaftVoter on the controller: see the module doc.
+async fn remove_raft_voter(
+    inner: &Inner,
+    access: &Access<'_>,
+    r: RemoveRaftVoterRequest,
+) -> RemoveRaftVoterResponse {
+    let (code, message) =
+        if !access.allowed(inner, ClusterOperation::Alter, ApiKey::RemoveRaftVoter) {
+            cluster_authorization_failed()
+        } else {
+            let id = types::BrokerId(r.voter_id);
+            outcome(
+                inner
+                    .remove_raft_voter(r.cluster_id.as_deref(), id, r.voter_directory_id)
+                    .await,
+            )
+        };
+    RemoveRaftVoterResponse {
+        error_code: code.0,
+        error_message: message,
+        ..Default::default()
+    }
+}
+
+fn cluster_authorization_failed() -> (ErrorCode, Option<String>) {
+    (
+        ErrorCode::CLUSTER_AUTHORIZATION_FAILED,
+        Some("Cluster authorization failed.".into()),
+    )
+}
+
+/// A voter change's outcome as (error code, message): no message on success, as Kafka's.
+fn outcome(r: Result<(), Refusal>) -> (ErrorCode, Option<String>) {
+    match r {
+        Ok(()) => (ErrorCode::NONE, None),
+        Err((code, message)) => (code, Some(message)),
+    }
 }
 
 #[cfg(test)]

@@ -64,7 +64,9 @@ fn api_versions_round_trips_in_every_version_with_the_controller_apis() {
                 (56, 2, 3),
                 (60, 0, 2),
                 (62, 0, 4),
-                (63, 0, 2)
+                (63, 0, 2),
+                (80, 0, 1),
+                (81, 0, 0)
             ],
             "v{version}"
         );

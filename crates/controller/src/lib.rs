@@ -10,6 +10,9 @@
 //! - [`kafka_apis`]: Kafka requests on the controller listener (ApiVersions, DescribeCluster,
 //!   DescribeQuorum: what `kafka-metadata-quorum.sh --bootstrap-controller` sends), beside the JSON frames
 //!   of [`rpc`]; [`describe_quorum`]: DescribeQuorum's answer, shared with the broker.
+//! - [`voter_changes`]: KIP-853's dynamic quorum (AddRaftVoter, RemoveRaftVoter, controllers joining as
+//!   learners through `controller.quorum.bootstrap.servers`) on openraft's membership;
+//!   [`meta_properties`]: the controller's `directory.id`.
 //! - [`transport`]: the I/O seams (network, disk, seed) a deterministic simulation replaces.
 //!
 //! Wiring a broker: build a [`ControllerClient`] from `controller.quorum.voters`
@@ -28,6 +31,7 @@ pub mod describe_quorum;
 pub mod kafka_apis;
 mod listener;
 pub mod log_store;
+pub mod meta_properties;
 pub mod network;
 mod quorum_state;
 pub mod raft_types;
@@ -36,6 +40,7 @@ pub mod server;
 pub mod state_machine;
 pub mod transport;
 mod vote_guard;
+pub mod voter_changes;
 
 pub use client::{Committed, ControllerClient};
 pub use config::{parse_voters, ControllerConfig};

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use crate::raft_types::QuorumNode;
 use openraft::error::{
     InstallSnapshotError, NetworkError, PayloadTooLarge, RPCError, RaftError, RemoteError,
     Unreachable,
@@ -13,7 +14,6 @@ use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
     VoteRequest, VoteResponse,
 };
-use openraft::BasicNode;
 use std::sync::Arc;
 
 use tokio::io::AsyncWriteExt;
@@ -66,7 +66,7 @@ impl std::fmt::Debug for PeerConnection {
 impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
     type Network = PeerConnection;
 
-    async fn new_client(&mut self, target: u64, node: &BasicNode) -> PeerConnection {
+    async fn new_client(&mut self, target: u64, node: &QuorumNode) -> PeerConnection {
         PeerConnection {
             target,
             addr: node.addr.clone(),
@@ -88,7 +88,7 @@ enum CallError {
 }
 
 impl CallError {
-    fn into_rpc<E: std::error::Error>(self) -> RPCError<u64, BasicNode, E> {
+    fn into_rpc<E: std::error::Error>(self) -> RPCError<u64, QuorumNode, E> {
         match self {
             CallError::Unreachable(e) => RPCError::Unreachable(Unreachable::new(&e)),
             CallError::Network(e) => RPCError::Network(NetworkError::new(&e)),
@@ -148,7 +148,7 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
         &mut self,
         rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
-    ) -> Result<AppendEntriesResponse<u64>, RPCError<u64, BasicNode, RaftError<u64>>> {
+    ) -> Result<AppendEntriesResponse<u64>, RPCError<u64, QuorumNode, RaftError<u64>>> {
         let entries = rpc.entries.len() as u64;
         let carried = rpc.entries.last().map(|e| e.log_id.index);
         let carried = carried.or(rpc.prev_log_id.as_ref().map(|l| l.index));
@@ -183,7 +183,7 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
         option: RPCOption,
     ) -> Result<
         InstallSnapshotResponse<u64>,
-        RPCError<u64, BasicNode, RaftError<u64, InstallSnapshotError>>,
+        RPCError<u64, QuorumNode, RaftError<u64, InstallSnapshotError>>,
     > {
         match self
             .call(&RpcRequest::InstallSnapshot(rpc), option.hard_ttl())
@@ -202,7 +202,7 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
         &mut self,
         rpc: VoteRequest<u64>,
         option: RPCOption,
-    ) -> Result<VoteResponse<u64>, RPCError<u64, BasicNode, RaftError<u64>>> {
+    ) -> Result<VoteResponse<u64>, RPCError<u64, QuorumNode, RaftError<u64>>> {
         match self.call(&RpcRequest::Vote(rpc), option.hard_ttl()).await {
             Ok(RpcResponse::Vote(Ok(r))) => Ok(r),
             Ok(RpcResponse::Vote(Err(e))) => {

@@ -20,6 +20,9 @@ use parking_lot::Mutex;
 use tokio::sync::watch;
 use types::BrokerId;
 
+use crate::raft_types::QuorumNode;
+use crate::server::Inner;
+
 /// Wall-clock milliseconds since the Unix epoch (DescribeQuorum's timestamps are the leader's wall clock).
 pub(crate) fn wall_clock_ms() -> i64 {
     SystemTime::now()
@@ -107,10 +110,55 @@ pub(crate) struct LeaderView<'a> {
     pub acks: &'a BTreeMap<u64, PeerAck>,
     /// Registered brokers that heartbeat: (id, wall-clock ms of the last heartbeat, its metadata offset).
     pub brokers: &'a [(BrokerId, i64, i64)],
-    /// The static voters.
-    pub voters: &'a BTreeMap<BrokerId, std::net::SocketAddr>,
+    /// The voters of the raft membership.
+    pub voters: &'a BTreeMap<BrokerId, QuorumNode>,
+    /// The learners of the raft membership (controllers not voting yet, KIP-853's observers).
+    pub learners: &'a BTreeMap<BrokerId, QuorumNode>,
     /// Wall-clock now, ms since the Unix epoch.
     pub now_ms: i64,
+}
+
+/// A follower's or learner's progress: its matched index and acknowledgement times (-1: none this term).
+fn follower(v: &LeaderView<'_>, id: BrokerId) -> ReplicaProgress {
+    let raft_id = u64::try_from(id.get()).unwrap_or(u64::MAX);
+    let matched = v
+        .matched
+        .get(&raft_id)
+        .and_then(|l| l.as_ref().map(|l| l.index));
+    let ack = v.acks.get(&raft_id).filter(|a| a.term == v.term);
+    ReplicaProgress {
+        replica_id: id,
+        last_offset: offset(matched),
+        last_fetch_ms: ack.map_or(-1, |a| a.last_fetch_ms),
+        last_caught_up_ms: ack.map_or(-1, |a| a.last_caught_up_ms),
+    }
+}
+
+impl Inner {
+    /// DescribeQuorum on the leader: openraft's metrics, the followers' acknowledgement times and the
+    /// brokers' heartbeats (their times moved from the controller's monotonic clock to the wall clock).
+    pub(crate) async fn describe_quorum(&self) -> QuorumInfo {
+        let (mono_now, now_ms) = (self.now_ms(), wall_clock_ms());
+        let progress = self.active.lock().await.control.broker_progress();
+        let brokers: Vec<_> = progress
+            .into_iter()
+            .map(|(id, at, offset)| (id, now_ms - (mono_now - at), offset))
+            .collect();
+        let m = self.raft.metrics().borrow().clone();
+        let membership = m.membership_config.membership();
+        describe(&LeaderView {
+            node_id: self.node_id,
+            term: m.current_term,
+            applied: m.last_applied.as_ref().map(|l| l.index),
+            last_log: m.last_log_index,
+            matched: &m.replication.unwrap_or_default(),
+            acks: &self.progress.snapshot(),
+            brokers: &brokers,
+            voters: &crate::voter_changes::voters(membership),
+            learners: &crate::voter_changes::learners(membership),
+            now_ms,
+        })
+    }
 }
 
 /// An index as a metadata offset (-1 for none).
@@ -120,8 +168,9 @@ fn offset(index: Option<u64>) -> i64 {
 
 /// The DescribeQuorum answer of the active controller: the leader reports its own log end and `now` as
 /// both times (Kafka's leader does), each other voter its matched index and acknowledgement times (-1
-/// when it has not acknowledged this leader yet), and every registered broker that is not a voter is an
-/// observer with its last heartbeat's offset and time.
+/// when it has not acknowledged this leader yet); the learners are observers with their matched index and
+/// acknowledgement times, and so is every registered broker that is neither a voter nor a learner, with
+/// its last heartbeat's offset and time.
 pub(crate) fn describe(v: &LeaderView<'_>) -> QuorumInfo {
     let current_voters = v
         .voters
@@ -135,38 +184,37 @@ pub(crate) fn describe(v: &LeaderView<'_>) -> QuorumInfo {
                     last_caught_up_ms: v.now_ms,
                 };
             }
-            let raft_id = u64::try_from(id.get()).unwrap_or(u64::MAX);
-            let matched = v
-                .matched
-                .get(&raft_id)
-                .and_then(|l| l.as_ref().map(|l| l.index));
-            let ack = v.acks.get(&raft_id).filter(|a| a.term == v.term);
-            ReplicaProgress {
-                replica_id: id,
-                last_offset: offset(matched),
-                last_fetch_ms: ack.map_or(-1, |a| a.last_fetch_ms),
-                last_caught_up_ms: ack.map_or(-1, |a| a.last_caught_up_ms),
-            }
+            follower(v, id)
         })
         .collect();
-    let observers = v
+    let learners = v.learners.keys().map(|&id| follower(v, id));
+    let brokers = v
         .brokers
         .iter()
-        .filter(|(id, _, _)| !v.voters.contains_key(id))
+        .filter(|(id, _, _)| !v.voters.contains_key(id) && !v.learners.contains_key(id))
         .map(|&(id, at, last)| ReplicaProgress {
             replica_id: id,
             last_offset: last,
             last_fetch_ms: at,
             last_caught_up_ms: -1,
-        })
-        .collect();
+        });
+    let mut observers: Vec<ReplicaProgress> = learners.chain(brokers).collect();
+    observers.sort_by_key(|p| p.replica_id);
+    let members = v.voters.iter().chain(v.learners.iter());
     QuorumInfo {
         leader_id: Some(v.node_id),
         leader_epoch: i64::try_from(v.term).unwrap_or(i64::MAX),
         high_watermark: offset(v.applied),
-        voters: v.voters.clone(),
+        voters: v
+            .voters
+            .iter()
+            .filter_map(|(id, n)| Some((*id, n.addr.parse().ok()?)))
+            .collect(),
         current_voters,
         observers,
+        directory_ids: members
+            .filter_map(|(id, n)| Some((*id, n.directory_id?)))
+            .collect(),
     }
 }
 
@@ -199,15 +247,23 @@ mod tests {
 
     #[test]
     fn describe_reports_leader_followers_and_observers() {
-        let voters: BTreeMap<BrokerId, std::net::SocketAddr> = (1..=3)
+        let voters: BTreeMap<BrokerId, QuorumNode> = (1..=3)
             .map(|i| {
                 (
                     BrokerId(i),
-                    format!("127.0.0.1:{}", 9000 + i).parse().unwrap(),
+                    QuorumNode::new(format!("127.0.0.1:{}", 9000 + i)),
                 )
             })
             .collect();
-        let matched = [(2, log_id(8)), (3, log_id(9))].into();
+        // Controller 5 is a learner (an observer) with a directory id; it also registered as a broker.
+        let learners = BTreeMap::from([(
+            BrokerId(5),
+            QuorumNode {
+                addr: "127.0.0.1:9005".into(),
+                directory_id: Some(uuid::Uuid::from_u128(5)),
+            },
+        )]);
+        let matched = [(2, log_id(8)), (3, log_id(9)), (5, log_id(6))].into();
         let ack = |term, last_fetch_ms, last_caught_up_ms| PeerAck {
             term,
             last_fetch_ms,
@@ -216,7 +272,11 @@ mod tests {
         // Node 3's times are from an earlier term.
         let acks = [(2, ack(5, 990, 980)), (3, ack(4, 500, 500))].into();
         // Broker 1 is a voter (combined node): not an observer. Broker 4 is.
-        let brokers = [(BrokerId(1), 995, 9), (BrokerId(4), 970, 7)];
+        let brokers = [
+            (BrokerId(1), 995, 9),
+            (BrokerId(4), 970, 7),
+            (BrokerId(5), 960, 6),
+        ];
         let info = describe(&LeaderView {
             node_id: BrokerId(1),
             term: 5,
@@ -226,6 +286,7 @@ mod tests {
             acks: &acks,
             brokers: &brokers,
             voters: &voters,
+            learners: &learners,
             now_ms: 1000,
         });
         assert_eq!(info.leader_id, Some(BrokerId(1)));
@@ -240,6 +301,11 @@ mod tests {
             info.current_voters,
             vec![p(1, 9, 1000, 1000), p(2, 8, 990, 980), p(3, 9, -1, -1)]
         );
-        assert_eq!(info.observers, vec![p(4, 7, 970, -1)]);
+        assert_eq!(info.observers, vec![p(4, 7, 970, -1), p(5, 6, -1, -1)]);
+        assert_eq!(info.voters.len(), 3);
+        assert_eq!(
+            info.directory_ids,
+            BTreeMap::from([(BrokerId(5), uuid::Uuid::from_u128(5))])
+        );
     }
 }

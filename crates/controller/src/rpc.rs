@@ -44,6 +44,16 @@ pub enum RpcRequest {
     InstallSnapshot(InstallSnapshotRequest<TypeConfig>),
     /// A broker request.
     Client(ClientRequest),
+    /// A controller started with `controller.quorum.bootstrap.servers` and not in the membership asks
+    /// the active controller to replicate the metadata log to it as a learner (Kafka's observer, KIP-853):
+    /// its node id and its [`QuorumNode`](crate::raft_types::QuorumNode). Answered by
+    /// [`RpcResponse::AddLearner`].
+    AddLearner {
+        /// The asking controller's `node.id`.
+        node_id: i32,
+        /// Where it listens and its directory id.
+        node: crate::raft_types::QuorumNode,
+    },
 }
 
 /// A response frame.
@@ -58,6 +68,19 @@ pub enum RpcResponse {
     InstallSnapshot(Result<InstallSnapshotResponse<u64>, RaftError<u64, InstallSnapshotError>>),
     /// A broker request's answer.
     Client(ClientResponse),
+    /// [`RpcRequest::AddLearner`]'s answer: `Ok` once the leader replicates to the learner; `Err` with
+    /// the reason otherwise (not the leader — the known leader's address when there is one —, a node id
+    /// that is a voter, a membership change in flight).
+    AddLearner(Result<(), AddLearnerRefused>),
+}
+
+/// Why [`RpcRequest::AddLearner`] was refused.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AddLearnerRefused {
+    /// The leader's controller address, when the answering node is not the leader and knows it.
+    pub leader_addr: Option<String>,
+    /// What went wrong, for the asking node's log.
+    pub reason: String,
 }
 
 /// Encodes `value` as one frame (length prefix included), without the size check.
@@ -140,10 +163,15 @@ where
 /// Voters as openraft nodes.
 pub(crate) fn voter_nodes(
     voters: &BTreeMap<types::BrokerId, std::net::SocketAddr>,
-) -> BTreeMap<u64, openraft::BasicNode> {
+) -> BTreeMap<u64, crate::raft_types::QuorumNode> {
     voters
         .iter()
-        .map(|(&id, addr)| (id.get() as u64, openraft::BasicNode::new(addr.to_string())))
+        .map(|(&id, addr)| {
+            (
+                id.get() as u64,
+                crate::raft_types::QuorumNode::new(addr.to_string()),
+            )
+        })
         .collect()
 }
 

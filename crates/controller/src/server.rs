@@ -1,5 +1,6 @@
-//! [`ControllerServer`]: a running controller — an openraft node (KIP-595 quorum over the static
-//! voters) plus the controller RPC listener serving raft peers and brokers.
+//! [`ControllerServer`]: a running controller — an openraft node (KIP-595 quorum; its voters the raft
+//! membership, seeded by `controller.quorum.voters` and changed by KIP-853's AddRaftVoter/RemoveRaftVoter,
+//! [`crate::voter_changes`]) plus the controller RPC listener serving raft peers and brokers.
 //!
 //! Only the raft leader is the active controller. It serializes decisions: under one lock it runs
 //! the pure [`QuorumControl`] against its applied image, proposes the resulting records as one raft
@@ -8,12 +9,11 @@
 //! earlier leaders is applied (`ensure_linearizable`) and gives every registered broker a fresh
 //! session. Non-leaders answer broker requests with `NOT_CONTROLLER` and the leader id if known.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use metadata::{ControllerError, MetadataImage, MetadataRecord, MetadataUpdate, QuorumInfo};
+use metadata::{ControllerError, MetadataImage, MetadataRecord, MetadataUpdate};
 use openraft::{Config, Raft, ServerState, SnapshotPolicy};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -24,7 +24,7 @@ use crate::config::ControllerConfig;
 use crate::control::{ControlConfig, QuorumControl};
 use crate::log_store::LogStore;
 use crate::network::NetworkFactory;
-use crate::quorum_state::{wall_clock_ms, LeaderView, PeerProgress};
+use crate::quorum_state::PeerProgress;
 use crate::raft_types::{MetadataBatch, TypeConfig};
 use crate::rpc::{
     voter_nodes, ClientRequest, ClientResponse, RpcRequest, RpcResponse, MAX_BATCH_BYTES,
@@ -89,24 +89,25 @@ pub struct RaftStatus {
 }
 
 /// The active-controller state guarded by the decision lock.
-struct Active {
-    control: QuorumControl,
+pub(crate) struct Active {
+    pub(crate) control: QuorumControl,
     /// Term in which `control` was activated (None: not active).
     term: Option<u64>,
 }
 
 pub(crate) struct Inner {
     pub(crate) node_id: BrokerId,
-    pub(crate) voters: BTreeMap<BrokerId, SocketAddr>,
-    raft: Raft<TypeConfig>,
+    pub(crate) raft: Raft<TypeConfig>,
     pub(crate) sm: Arc<SmShared>,
-    active: tokio::sync::Mutex<Active>,
+    pub(crate) active: tokio::sync::Mutex<Active>,
     started: Instant,
     pub(crate) shutdown_rx: watch::Receiver<bool>,
     /// How long a leader acknowledged by a majority rejects RequestVotes ([`crate::vote_guard`]).
     vote_guard: Duration,
     /// When each follower last acknowledged this node's AppendEntries (DescribeQuorum).
-    progress: Arc<PeerProgress>,
+    pub(crate) progress: Arc<PeerProgress>,
+    /// Held by the one voter change (AddRaftVoter, RemoveRaftVoter, a learner's join) in progress.
+    pub(crate) voter_change: tokio::sync::Mutex<()>,
 }
 
 /// A running controller: an openraft node plus its RPC listener (see the module doc). Dropping it
@@ -167,9 +168,12 @@ impl ControllerServer {
     /// Binds `config.listen` and starts the controller with default [`ControllerTuning`]: opens
     /// (recovers) the metadata log and latest snapshot under `data_dir/__cluster_metadata-0/`,
     /// starts the raft node, initializes the static membership from `voters` if this node's log
-    /// is empty (every voter may do so; "already initialized" is ignored), and serves RPCs.
+    /// is empty (every voter may do so; "already initialized" is ignored) — with `voters` empty it asks
+    /// `bootstrap_servers` to add it as a learner instead —, makes sure `data_dir/meta.properties` has a
+    /// `directory.id` ([`crate::meta_properties`]), and serves RPCs.
     ///
-    /// Errors: `node_id` not among `voters`, bind failure, unreadable/corrupt log or snapshot.
+    /// Errors: `node_id` not among `voters` (or neither voters nor bootstrap servers), bind failure,
+    /// unreadable/corrupt log or snapshot, an unwritable `meta.properties`.
     pub async fn start(config: ControllerConfig) -> anyhow::Result<ControllerServer> {
         let listener = TcpListener::bind(config.listen).await?;
         Self::start_with_listener(config, listener, ControllerTuning::default()).await
@@ -200,8 +204,9 @@ impl ControllerServer {
         seams: ControllerSeams,
     ) -> anyhow::Result<ControllerServer> {
         anyhow::ensure!(
-            config.voters.contains_key(&config.node_id),
-            "node id {} is not among controller.quorum.voters {:?}",
+            config.voters.contains_key(&config.node_id)
+                || (config.voters.is_empty() && !config.bootstrap_servers.is_empty()),
+            "node id {} is not among controller.quorum.voters {:?} (and no bootstrap servers)",
             config.node_id,
             config.voters.keys().collect::<Vec<_>>()
         );
@@ -209,6 +214,13 @@ impl ControllerServer {
         let local_addr = listener.local_addr()?;
         let dir = config.data_dir.join(METADATA_DIR);
         crate::log_store::create_dir_durable(&seams.fs, &dir)?;
+        let directory_id = crate::meta_properties::ensure_directory_id(
+            &seams.fs,
+            &config.data_dir,
+            config.node_id.get(),
+            &config.cluster_id,
+            seams.rng_seed.map(|s| s ^ config.node_id.get() as u64),
+        )?;
         let log_store = LogStore::open(seams.fs.clone(), &dir)?;
         let sm = StateMachineStore::open(seams.fs.clone(), &dir, &config.cluster_id)?;
         let shared = sm.shared.clone();
@@ -233,7 +245,7 @@ impl ControllerServer {
         )
         .await?;
         progress.set_log_metrics(raft.data_metrics());
-        if !raft.is_initialized().await? {
+        if !config.voters.is_empty() && !raft.is_initialized().await? {
             if let Err(e) = raft.initialize(voter_nodes(&config.voters)).await {
                 tracing::info!("controller {}: initialize: {e}", config.node_id);
             }
@@ -252,7 +264,6 @@ impl ControllerServer {
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let inner = Arc::new(Inner {
             node_id: config.node_id,
-            voters: config.voters.clone(),
             raft,
             sm: shared,
             active: tokio::sync::Mutex::new(Active {
@@ -263,17 +274,23 @@ impl ControllerServer {
             shutdown_rx,
             vote_guard: Duration::from_millis(tuning.election_timeout_max_ms),
             progress,
+            voter_change: tokio::sync::Mutex::new(()),
         });
         let accept = tokio::spawn(crate::listener::accept_loop(inner.clone(), listener));
         let tick = tokio::spawn(tick_loop(
             inner.clone(),
             Duration::from_millis(tuning.tick_interval_ms.max(1)),
         ));
+        let mut tasks = vec![accept, tick];
+        let me = crate::raft_types::QuorumNode::with_directory(local_addr, directory_id);
+        tasks.extend(crate::voter_changes::spawn_join(
+            &inner, &seams, &config, me,
+        ));
         Ok(ControllerServer {
             inner,
             local_addr,
             shutdown_tx,
-            tasks: vec![accept, tick],
+            tasks,
             stopped: false,
         })
     }
@@ -390,7 +407,7 @@ async fn tick_loop(inner: Arc<Inner>, period: Duration) {
 }
 
 impl Inner {
-    fn now_ms(&self) -> i64 {
+    pub(crate) fn now_ms(&self) -> i64 {
         self.started.elapsed().as_millis() as i64
     }
 
@@ -543,6 +560,9 @@ impl Inner {
                     .await
                     .unwrap_or_else(|early_answer| early_answer),
             ),
+            RpcRequest::AddLearner { node_id, node } => {
+                RpcResponse::AddLearner(self.answer_add_learner(node_id, node).await)
+            }
         }
     }
 
@@ -730,29 +750,6 @@ impl Inner {
             )),
         };
         Ok((response, self.sm.state.read().last_record_offset()))
-    }
-
-    /// DescribeQuorum on the leader: openraft's metrics, the followers' acknowledgement times and the
-    /// brokers' heartbeats (their times moved from the controller's monotonic clock to the wall clock).
-    pub(crate) async fn describe_quorum(&self) -> QuorumInfo {
-        let (mono_now, now_ms) = (self.now_ms(), wall_clock_ms());
-        let progress = self.active.lock().await.control.broker_progress();
-        let brokers: Vec<_> = progress
-            .into_iter()
-            .map(|(id, at, offset)| (id, now_ms - (mono_now - at), offset))
-            .collect();
-        let m = self.raft.metrics().borrow().clone();
-        crate::quorum_state::describe(&LeaderView {
-            node_id: self.node_id,
-            term: m.current_term,
-            applied: m.last_applied.as_ref().map(|l| l.index),
-            last_log: m.last_log_index,
-            matched: &m.replication.unwrap_or_default(),
-            acks: &self.progress.snapshot(),
-            brokers: &brokers,
-            voters: &self.voters,
-            now_ms,
-        })
     }
 
     async fn fetch_metadata(&self, since: i64, max_wait_ms: u64) -> MetadataUpdate {

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use metadata::{MetadataImage, MetadataRecord};
 use openraft::storage::RaftStateMachine;
 use openraft::{
-    AnyError, BasicNode, EntryPayload, RaftSnapshotBuilder, Snapshot, SnapshotMeta, StorageIOError,
+    AnyError, EntryPayload, RaftSnapshotBuilder, Snapshot, SnapshotMeta, StorageIOError,
     StoredMembership,
 };
 use parking_lot::RwLock;
@@ -30,7 +30,7 @@ use tokio::sync::watch;
 use storage::Fs;
 
 use crate::log_store::{read_json, write_json_atomic};
-use crate::raft_types::{LogEntry, LogId, StorageError, TypeConfig};
+use crate::raft_types::{LogEntry, LogId, QuorumNode, StorageError, TypeConfig};
 
 /// Most records kept in memory for incremental `fetch_metadata` answers.
 pub const MAX_RETAINED_RECORDS: usize = 100_000;
@@ -42,7 +42,7 @@ const SNAPSHOT_FILE: &str = "snapshot.json";
 pub(crate) struct SmState {
     pub image: MetadataImage,
     pub last_applied: Option<LogId>,
-    pub membership: StoredMembership<u64, BasicNode>,
+    pub membership: StoredMembership<u64, QuorumNode>,
     /// Records with offset > `retained_from`, in log order.
     pub recent: VecDeque<(i64, MetadataRecord)>,
     /// Every record with an offset above this is in `recent`.
@@ -89,7 +89,7 @@ impl SmShared {
 
 #[derive(Serialize, Deserialize)]
 struct StoredSnapshot {
-    meta: SnapshotMeta<u64, BasicNode>,
+    meta: SnapshotMeta<u64, QuorumNode>,
     image: MetadataImage,
 }
 
@@ -195,7 +195,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
 
     async fn applied_state(
         &mut self,
-    ) -> Result<(Option<LogId>, StoredMembership<u64, BasicNode>), StorageError> {
+    ) -> Result<(Option<LogId>, StoredMembership<u64, QuorumNode>), StorageError> {
         let st = self.shared.state.read();
         Ok((st.last_applied, st.membership.clone()))
     }
@@ -254,7 +254,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
 
     async fn install_snapshot(
         &mut self,
-        meta: &SnapshotMeta<u64, BasicNode>,
+        meta: &SnapshotMeta<u64, QuorumNode>,
         snapshot: Box<Cursor<Vec<u8>>>,
     ) -> Result<(), StorageError> {
         let mut image: MetadataImage =

@@ -221,6 +221,7 @@ async fn single_voter(listener: Box<dyn RpcListener>, dir: &std::path::Path) -> 
     let config = ControllerConfig {
         node_id: BrokerId(1),
         voters: BTreeMap::from([(BrokerId(1), addr)]),
+        bootstrap_servers: Vec::new(),
         listen: addr,
         data_dir: dir.to_path_buf(),
         cluster_id: "kafka-listener-cluster".into(),
@@ -268,7 +269,7 @@ async fn an_open_listener_answers_kafka_requests_beside_json_frames() {
     };
     assert_eq!(v.error_code, 0);
     let keys: Vec<i16> = v.api_keys.iter().map(|k| k.api_key).collect();
-    assert_eq!(keys, vec![17, 18, 36, 55, 56, 60, 62, 63]);
+    assert_eq!(keys, vec![17, 18, 36, 55, 56, 60, 62, 63, 80, 81]);
 
     // KIP-919: the controllers (the voters) and the active one; nobody is asked on an open listener.
     let r = c.describe_cluster(1, 2).await;

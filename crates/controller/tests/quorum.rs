@@ -46,6 +46,7 @@ fn config(
     ControllerConfig {
         node_id: BrokerId(id),
         voters: typed(voters),
+        bootstrap_servers: Vec::new(),
         listen: voters[&id],
         data_dir: dir.to_path_buf(),
         cluster_id: "test-cluster".into(),

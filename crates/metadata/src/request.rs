@@ -149,7 +149,8 @@ pub struct QuorumInfo {
     pub leader_epoch: i64,
     /// Highest committed metadata offset (raft log index), -1 if none.
     pub high_watermark: i64,
-    /// The static voters by node id.
+    /// The voters by node id with their controller addresses: the raft membership's (KIP-853; before it,
+    /// the static `controller.quorum.voters`).
     pub voters: BTreeMap<BrokerId, SocketAddr>,
     /// Each voter's replication progress, by node id (the leader's own included).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -158,6 +159,11 @@ pub struct QuorumInfo {
     /// (Kafka's observers: replicas that fetch the metadata log without voting).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub observers: Vec<ReplicaProgress>,
+    /// The metadata log directory ids (KIP-853's `ReplicaDirectoryId`) of the voters and observers whose
+    /// controllers recorded one (those added by AddRaftVoter or joined as learners); the others' is the
+    /// zero UUID. Added with KIP-853: absent from the JSON when empty.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub directory_ids: BTreeMap<BrokerId, uuid::Uuid>,
 }
 
 /// One replica of the metadata log as the active controller sees it (Kafka's `ReplicaState`, KIP-836).

@@ -179,6 +179,7 @@ fn json_is_unchanged() {
             voters: [(BrokerId(1), "127.0.0.1:9093".parse().unwrap())].into(),
             current_voters: Vec::new(),
             observers: Vec::new(),
+            directory_ids: Default::default(),
         })),
         ClientResponse::ElectLeaders(vec![ElectionResult {
             topic: "t".into(),
@@ -247,6 +248,7 @@ fn quorum_progress_fields_are_optional_on_the_wire() {
         voters: [(BrokerId(1), "127.0.0.1:9093".parse().unwrap())].into(),
         current_voters: vec![progress(1, 3, 100)],
         observers: vec![progress(4, 2, 90)],
+        directory_ids: Default::default(),
     };
     let json = serde_json::to_string(&info).unwrap();
     assert_eq!(

@@ -68,7 +68,8 @@ fn tokens(debug: &str) -> Vec<String> {
 
 /// Fields of the newest Kafka (4.4) that the oracle crate does not know yet: ApiVersionsRequest
 /// v5 `cluster_id`/`node_id`, DeleteGroupsResponse v3 `error_message`, DescribeLogDirsResponse v5
-/// `is_cordoned`. In versions both know they hold their default, so they are skipped when our
+/// `is_cordoned`, AddRaftVoterRequest v1 `ack_when_committed` (the oracle has v0 only). In versions both
+/// know they hold their default, so they are skipped when our
 /// token stream has them and theirs does not.
 const NEWER_THAN_ORACLE: &[&str] = &[
     "cluster_id:",
@@ -78,6 +79,7 @@ const NEWER_THAN_ORACLE: &[&str] = &[
     "cordoned_log_dirs:",
     "topic_id:",
     "transaction_version:",
+    "ack_when_committed:",
 ];
 
 /// Fields Kafka renamed after the oracle's snapshot (ours, theirs), or that the oracle escapes.
@@ -263,9 +265,11 @@ fn differential_against_kafka_protocol_crate() {
         BrokerHeartbeat => BrokerHeartbeatRequest, BrokerHeartbeatResponse;
         UpdateFeatures => UpdateFeaturesRequest, UpdateFeaturesResponse;
         UnregisterBroker => UnregisterBrokerRequest, UnregisterBrokerResponse;
+        AddRaftVoter => AddRaftVoterRequest, AddRaftVoterResponse;
+        RemoveRaftVoter => RemoveRaftVoterRequest, RemoveRaftVoterResponse;
     );
     // Every implemented API is covered above.
-    assert_eq!(IMPLEMENTED_APIS.len(), 57);
+    assert_eq!(IMPLEMENTED_APIS.len(), 59);
     assert!(count > 500, "{count}");
 }
 

@@ -237,6 +237,11 @@ pub struct BrokerConfig {
     /// `controller.quorum.voters` (`id@host:port,...`): the static Raft voters, by node id. Empty means
     /// standalone mode (one process, metadata kept in the local data dir, no quorum).
     pub controller_quorum_voters: BTreeMap<BrokerId, Endpoint>,
+    /// `controller.quorum.bootstrap.servers` (KIP-853, `host:port,...`): for a controller-only process
+    /// without `controller.quorum.voters`, the controllers it asks to replicate the metadata log to it as
+    /// a learner; it votes once AddRaftVoter (`kafka-metadata-quorum.sh add-controller`) adds it. Needs
+    /// `cluster.id` and a controller listener.
+    pub controller_quorum_bootstrap_servers: Vec<Endpoint>,
     /// The `listeners` entry named in `controller.listener.names` (default `CONTROLLER`), where this process's
     /// controller binds; when absent, the voter entry for `node.id` is used.
     pub controller_listener: Option<Endpoint>,
@@ -266,9 +271,28 @@ pub struct ProcessRoles {
 }
 
 impl BrokerConfig {
-    /// True when `controller.quorum.voters` is set: metadata lives in the Raft quorum, partitions replicate.
+    /// True when `controller.quorum.voters` (or, for a joining controller,
+    /// `controller.quorum.bootstrap.servers`) is set: metadata lives in the Raft quorum, partitions replicate.
     pub fn is_cluster(&self) -> bool {
         !self.controller_quorum_voters.is_empty()
+            || !self.controller_quorum_bootstrap_servers.is_empty()
+    }
+}
+
+impl BrokerConfig {
+    /// Where this process's controller listens: the controller listener, else its own
+    /// `controller.quorum.voters` entry; `None` for neither (a joining controller without a listener).
+    pub fn controller_endpoint(&self) -> Option<&Endpoint> {
+        let voter = self.controller_quorum_voters.get(&self.node_id);
+        self.controller_listener.as_ref().or(voter)
+    }
+
+    /// `controller.quorum.bootstrap.servers` as `host:port` strings.
+    pub fn controller_bootstrap_servers(&self) -> Vec<String> {
+        self.controller_quorum_bootstrap_servers
+            .iter()
+            .map(|e| format!("{}:{}", e.host, e.port))
+            .collect()
     }
 }
 
@@ -322,6 +346,8 @@ impl BrokerConfig {
         let (listeners, controller_listener) = parse_listeners(&get)?;
         let (process_roles, controller_quorum_voters) =
             parse_roles_and_voters(&get, node_id, controller_listener.as_ref())?;
+        let controller_quorum_bootstrap_servers =
+            parse_bootstrap_servers(&get, process_roles, &controller_quorum_voters)?;
         let advertised_listener = listeners
             .inter_broker()
             .or(listeners.advertised.first())
@@ -351,6 +377,7 @@ impl BrokerConfig {
             offsets_retention_ms: int("offsets.retention.minutes") * 60_000,
             process_roles,
             controller_quorum_voters,
+            controller_quorum_bootstrap_servers,
             controller_listener,
             broker_session_timeout_ms: int("broker.session.timeout.ms"),
             broker_heartbeat_interval_ms: int("broker.heartbeat.interval.ms"),
@@ -505,7 +532,13 @@ fn parse_roles_and_voters(
     }
     let controller_quorum_voters =
         parse_voters(&get("controller.quorum.voters").unwrap_or_default())?;
-    if controller_quorum_voters.is_empty() && !(process_roles.broker && process_roles.controller) {
+    let joins = process_roles.controller
+        && !process_roles.broker
+        && get("controller.quorum.bootstrap.servers").is_some_and(|v| !v.trim().is_empty());
+    if controller_quorum_voters.is_empty()
+        && !joins
+        && !(process_roles.broker && process_roles.controller)
+    {
         return Err(ConfigError::InvalidValue {
             key: "process.roles".into(),
             value: roles,
@@ -538,6 +571,44 @@ fn parse_roles_and_voters(
         });
     }
     Ok((process_roles, controller_quorum_voters))
+}
+
+/// `controller.quorum.bootstrap.servers` (KIP-853): used by a controller-only process without
+/// `controller.quorum.voters` (which wins when both are set), and then `cluster.id` must be set (a joining
+/// node cannot derive it from the voters). A process with the broker role needs the voters: its controller
+/// client finds the active controller among them.
+fn parse_bootstrap_servers(
+    get: &dyn Fn(&str) -> Option<String>,
+    roles: ProcessRoles,
+    voters: &BTreeMap<BrokerId, Endpoint>,
+) -> Result<Vec<Endpoint>, ConfigError> {
+    const KEY: &str = "controller.quorum.bootstrap.servers";
+    let text = get(KEY).unwrap_or_default();
+    let servers = text
+        .split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .map(|e| Endpoint::parse(KEY, e))
+        .collect::<Result<Vec<_>, _>>()?;
+    if servers.is_empty() || !voters.is_empty() {
+        return Ok(servers);
+    }
+    let refuse = |reason: &str| ConfigError::InvalidValue {
+        key: KEY.into(),
+        value: text.clone(),
+        reason: reason.into(),
+    };
+    if roles.broker {
+        return Err(refuse(
+            "only a controller-only process (process.roles=controller) joins through the bootstrap servers; a broker needs controller.quorum.voters",
+        ));
+    }
+    if get("cluster.id").is_none_or(|c| c.trim().is_empty()) {
+        return Err(refuse(
+            "a controller joining through the bootstrap servers needs cluster.id",
+        ));
+    }
+    Ok(servers)
 }
 
 /// `value` if it is at least 1, else an error naming `key`.
@@ -651,117 +722,4 @@ pub fn bind_addr(e: &Endpoint) -> Result<SocketAddr, ConfigError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cluster_keys_parse_voters_roles_and_the_controller_listener() {
-        let c = BrokerConfig::from_pairs(&pairs(&[
-            ("node.id", "2"),
-            (
-                "listeners",
-                "PLAINTEXT://127.0.0.1:9093,CONTROLLER://127.0.0.1:19093",
-            ),
-            (
-                "controller.quorum.voters",
-                "1@127.0.0.1:19092,2@127.0.0.1:19093,3@127.0.0.1:19094",
-            ),
-        ]))
-        .unwrap();
-        assert!(c.is_cluster());
-        assert_eq!(c.listeners.listeners[0].endpoint.port, 9093);
-        assert_eq!(c.controller_listener.as_ref().unwrap().port, 19093);
-        assert_eq!(c.controller_quorum_voters.len(), 3);
-        assert_eq!(c.controller_quorum_voters[&BrokerId(3)].port, 19094);
-        assert!(c.process_roles.broker && c.process_roles.controller);
-        let standalone = BrokerConfig::from_pairs(&[]).unwrap();
-        assert!(!standalone.is_cluster());
-        for bad in [
-            vec![("controller.quorum.voters", "1@host")],
-            vec![("controller.quorum.voters", "x@127.0.0.1:1")],
-            vec![("controller.quorum.voters", "2@127.0.0.1:1")],
-            vec![("process.roles", "broker")],
-            vec![("process.roles", "nothing")],
-            vec![
-                ("node.id", "2"),
-                (
-                    "listeners",
-                    "PLAINTEXT://127.0.0.1:9093,CONTROLLER://127.0.0.1:19099",
-                ),
-                ("controller.quorum.voters", "2@127.0.0.1:19093"),
-            ],
-        ] {
-            assert!(BrokerConfig::from_pairs(&pairs(&bad)).is_err(), "{bad:?}");
-        }
-    }
-
-    fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
-        p.iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
-
-    #[test]
-    fn defaults_match_kafka() {
-        let c = BrokerConfig::from_pairs(&[]).unwrap();
-        assert_eq!(c.listeners.listeners[0].endpoint.port, 9092);
-        assert_eq!(c.num_partitions, 1);
-        assert_eq!(c.socket_request_max_bytes, 104_857_600);
-        assert_eq!(c.value("log.retention.ms").as_deref(), Some("604800000"));
-        assert_eq!(c.value("message.max.bytes").as_deref(), Some("1048588"));
-    }
-
-    #[test]
-    fn unknown_key_is_named() {
-        let err = BrokerConfig::from_pairs(&pairs(&[("log.retention.mss", "1")])).unwrap_err();
-        assert_eq!(err, ConfigError::UnknownKey("log.retention.mss".into()));
-        assert!(err.to_string().contains("log.retention.mss"));
-    }
-
-    #[test]
-    fn bad_value_is_named() {
-        let err = BrokerConfig::from_pairs(&pairs(&[("num.partitions", "many")])).unwrap_err();
-        assert!(err.to_string().contains("num.partitions"));
-    }
-
-    #[test]
-    fn retention_precedence_ms_minutes_hours() {
-        let c = BrokerConfig::from_pairs(&pairs(&[("log.retention.hours", "1")])).unwrap();
-        assert_eq!(c.value("log.retention.ms").as_deref(), Some("3600000"));
-        let c = BrokerConfig::from_pairs(&pairs(&[
-            ("log.retention.hours", "1"),
-            ("log.retention.minutes", "2"),
-        ]))
-        .unwrap();
-        assert_eq!(c.value("log.retention.ms").as_deref(), Some("120000"));
-        let c = BrokerConfig::from_pairs(&pairs(&[
-            ("log.retention.minutes", "2"),
-            ("log.retention.ms", "5"),
-        ]))
-        .unwrap();
-        assert_eq!(c.value("log.retention.ms").as_deref(), Some("5"));
-    }
-
-    #[test]
-    fn properties_parse() {
-        let p = parse_properties("# c\n\nlisteners=PLAINTEXT://:9093\nlog.dirs : /tmp/x,/tmp/y\n")
-            .unwrap();
-        let c = BrokerConfig::from_pairs(&p).unwrap();
-        assert_eq!(c.listeners.listeners[0].endpoint.host, "0.0.0.0");
-        assert_eq!(c.listeners.listeners[0].endpoint.port, 9093);
-        assert_eq!(c.advertised_listener.host, "127.0.0.1");
-        assert_eq!(c.log_dir, PathBuf::from("/tmp/x"));
-    }
-
-    #[test]
-    fn topic_config_validation() {
-        assert!(validate_topic_config("retention.ms", "1000").is_ok());
-        assert!(validate_topic_config("retention.ms", "x").is_err());
-        assert!(validate_topic_config("cleanup.policy", "compact,delete").is_ok());
-        assert!(validate_topic_config("cleanup.policy", "keep").is_err());
-        assert!(matches!(
-            validate_topic_config("nope", "1"),
-            Err(ConfigError::UnknownKey(_))
-        ));
-    }
-}
+mod tests;

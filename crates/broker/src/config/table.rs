@@ -199,6 +199,7 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
         Some("3600000"),
     ),
     def("controller.quorum.voters", T::List, None),
+    def("controller.quorum.bootstrap.servers", T::List, None),
     def("controller.listener.names", T::List, None),
     def("replica.lag.time.max.ms", T::Long, Some("30000")),
     def("broker.session.timeout.ms", T::Int, Some("9000")),

@@ -181,6 +181,7 @@ pub async fn run_controller(w: World, id: i32) -> turmoil::Result {
         node_id: BrokerId(id),
         listen: voters[&BrokerId(id)],
         voters,
+        bootstrap_servers: Vec::new(),
         data_dir: PathBuf::from(format!("/c{id}")),
         cluster_id: "sim-cluster".into(),
         broker_session_timeout_ms: SESSION_MS,

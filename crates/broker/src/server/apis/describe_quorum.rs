@@ -9,11 +9,13 @@
 //! its order: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED (31) at the top; the request must
 //! name exactly `__cluster_metadata` partition 0, else every named partition gets
 //! UNKNOWN_TOPIC_OR_PARTITION (3, the other fields zero, as Kafka); a controller that cannot be asked is a
-//! top-level error with its code. A standalone broker's one Node is its own advertised endpoint, as in
+//! top-level error with its code. In a cluster the Nodes are the voters of the quorum's membership, as the
+//! active controller reports them. A standalone broker's one Node is its own advertised endpoint, as in
 //! DescribeCluster's controller endpoints.
 
 use controller::describe_quorum::{
     names_only_the_metadata_partition, response, top_level_error, unknown_partitions,
+    voter_endpoints,
 };
 use protocol::messages::{DescribeQuorumRequest, DescribeQuorumResponse};
 
@@ -40,7 +42,13 @@ pub async fn handle(
     match apis.metadata_quorum().describe().await {
         Ok(info) => {
             let listener = controller_listener_name(apis);
-            response(&info, &apis.metadata_cache().controllers(), &listener)
+            // The voters the quorum's membership names (KIP-853: they change with AddRaftVoter and
+            // RemoveRaftVoter); a standalone broker's own endpoint otherwise.
+            let controllers = match info.voters.is_empty() {
+                false => voter_endpoints(&info),
+                true => apis.metadata_cache().controllers(),
+            };
+            response(&info, &controllers, &listener)
         }
         Err(e) => refused(ApiError::from(e)),
     }
