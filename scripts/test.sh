@@ -39,8 +39,10 @@ if [[ "${RUNNEL_SKIP_INSTALL:-0}" != 1 ]]; then
 fi
 
 if [[ -z "${RUNNEL_TEST_BOOTSTRAP:-}" && "${RUNNEL_TEST_BROKER:-runnel}" == runnel ]]; then
-    step "cargo build --release"
-    cargo build --release
+    step "cargo build --release --workspace --all-targets"
+    # One feature resolution for the broker binary and the test binaries (see .ci/run), so `cargo test` below
+    # reuses this build instead of recompiling the workspace with the dev-dependencies' features.
+    cargo build --release --workspace --all-targets
     step "cargo test --workspace --release"
     bounded "${RUNNEL_CARGO_TEST_TIMEOUT:-1500}" cargo test --workspace --release
 fi
