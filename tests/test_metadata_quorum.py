@@ -199,10 +199,12 @@ class BrokerOnlyNode(ClusterNode):
         return BrokerProcess.argv(self) + ["--node-id", str(self.node_id)]
 
 
-def four_node_cluster(racks: dict[int, str] | None = None):
+def four_node_cluster(racks: dict[int, str] | None = None, sets: dict | None = None,
+                      start_fourth: bool = True):
     """Three combined nodes plus the broker-only node 4 (optionally each with a `broker.rack`): yields the
-    cluster with node 4 as `nodes[4]`, closes every node after."""
-    c = Cluster()
+    cluster with node 4 as `nodes[4]` (started unless `start_fourth` is false), closes every node after.
+    Automatic balancing is off unless `sets` turns it on: these tests place and move replicas themselves."""
+    c = Cluster({"auto.balance.enable": "false", **(sets or {})})
     voters = c.nodes[1].sets["controller.quorum.voters"]
     observer = BrokerOnlyNode(4, voters, {k: v for k, v in c.nodes[1].sets.items()
                                           if k != "controller.quorum.voters"})
@@ -211,8 +213,9 @@ def four_node_cluster(racks: dict[int, str] | None = None):
     try:
         c.start()
         c.nodes[4] = observer
-        observer.start()
-        c.wait(lambda md: len(md.brokers) == 4, "four brokers registered")
+        if start_fourth:
+            observer.start()
+            c.wait(lambda md: len(md.brokers) == 4, "four brokers registered")
         yield c
     finally:
         observer.close()

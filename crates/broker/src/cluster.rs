@@ -78,7 +78,14 @@ pub struct BrokerCluster {
     log_dir_offline: std::sync::atomic::AtomicBool,
     /// Wakes the heartbeat loop to report a log dir change at once.
     heartbeat_now: tokio::sync::Notify,
+    /// Heartbeats sent; every [`metadata::request::PARTITION_SIZES_EVERY`]th carries the partition sizes.
+    heartbeats_sent: std::sync::atomic::AtomicU64,
+    /// The (topic id, partition, bytes) of the partitions this broker leads, set by the composition root.
+    partition_sizes: std::sync::OnceLock<PartitionSizes>,
 }
+
+/// The source of a heartbeat's partition sizes: (topic id, partition, bytes) of each partition led here.
+pub type PartitionSizes = Arc<dyn Fn() -> Vec<(Uuid, i32, u64)> + Send + Sync>;
 
 impl std::fmt::Debug for BrokerCluster {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -125,6 +132,8 @@ impl BrokerCluster {
                 .collect(),
             log_dir_offline: Default::default(),
             heartbeat_now: Default::default(),
+            heartbeats_sent: Default::default(),
+            partition_sizes: Default::default(),
             listeners: advertised_endpoints(config),
             rack: broker_rack(config),
             inter_broker_listener: config.listeners.inter_broker_listener_name.clone(),
@@ -138,9 +147,37 @@ impl BrokerCluster {
         self.heartbeat_now.notify_one();
     }
 
-    /// The heartbeat this broker sends now (KIP-631 BrokerHeartbeat with KIP-858's offline log dirs).
+    /// Where heartbeats take the sizes of the partitions led here from (automatic balancing weighs
+    /// partitions by them); set once, by the composition root.
+    pub fn set_partition_sizes(&self, source: PartitionSizes) {
+        let _ = self.partition_sizes.set(source);
+    }
+
+    /// Heartbeats report the sizes of the partitions `replica_manager` leads here (held weakly: none once
+    /// it is gone).
+    pub fn report_sizes_of(&self, replica_manager: &Arc<replica::replica_manager::ReplicaManager>) {
+        let rm = Arc::downgrade(replica_manager);
+        self.set_partition_sizes(Arc::new(move || {
+            let Some(rm) = rm.upgrade() else {
+                return Vec::new();
+            };
+            (rm.partitions().iter())
+                .filter(|p| p.is_leader())
+                .map(|p| (p.topic_id(), p.partition, p.size_in_bytes()))
+                .collect()
+        }));
+    }
+
+    /// The heartbeat this broker sends now (KIP-631 BrokerHeartbeat with KIP-858's offline log dirs, and
+    /// every [`metadata::request::PARTITION_SIZES_EVERY`]th time the sizes of the partitions led here).
     fn heartbeat_request(&self, want_shutdown: bool) -> metadata::Heartbeat {
+        let n = self.heartbeats_sent.fetch_add(1, Ordering::Relaxed);
+        let partition_sizes = match self.partition_sizes.get() {
+            Some(sizes) if n.is_multiple_of(metadata::request::PARTITION_SIZES_EVERY) => sizes(),
+            _ => Vec::new(),
+        };
         metadata::Heartbeat {
+            partition_sizes,
             broker_id: self.node_id,
             broker_epoch: self.broker_epoch(),
             metadata_offset: self.image.read().offset,

@@ -142,6 +142,8 @@ const DYNAMIC_KEYS: &[(&str, Check)] = &[
     ("num.network.threads", Check::AtLeast(1)),
     ("num.io.threads", Check::AtLeast(1)),
     ("num.recovery.threads.per.data.dir", Check::AtLeast(1)),
+    // KIP-1066; read by the controller from the metadata image (`MetadataImage::is_cordoned`).
+    ("cordoned.log.dirs", Check::Any),
 ];
 
 /// Keys Kafka updates only per broker, never at the cluster-default level. Runnel cannot rebind its listener

@@ -317,6 +317,7 @@ async fn start_controller(
         unclean_leader_election: config.unclean_leader_election_enable,
         auto_leader_rebalance: config.auto_leader_rebalance_enable,
         leader_imbalance_check_interval_ms: config.leader_imbalance_check_interval_ms,
+        balancer: config.balancer.clone(),
     };
     let controller = ControllerServer::start_with_seams(
         controller_config,
@@ -495,6 +496,7 @@ impl Services {
         let Some(c) = &self.cluster else {
             return tasks;
         };
+        c.report_sizes_of(&self.replica_manager);
         tasks.push(tokio::spawn(c.clone().run_metadata_listener(
             self.dynamic.clone(),
             self.metadata.clone(),

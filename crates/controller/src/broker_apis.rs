@@ -345,6 +345,7 @@ async fn broker_heartbeat(
         want_fence: r.want_fence,
         want_shutdown: r.want_shut_down,
         log_dir_offline: !r.offline_log_dirs.is_empty(),
+        partition_sizes: Vec::new(),
     };
     match ask(inner, ClientRequest::Heartbeat(hb)).await {
         Ok(ClientResponse::Heartbeat(Ok(reply))) => BrokerHeartbeatResponse {

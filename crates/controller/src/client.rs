@@ -340,6 +340,7 @@ impl ControllerClient {
             want_fence,
             want_shutdown,
             log_dir_offline: false,
+            partition_sizes: Vec::new(),
         })
         .await
     }

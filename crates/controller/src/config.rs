@@ -37,6 +37,8 @@ pub struct ControllerConfig {
     pub auto_leader_rebalance: bool,
     /// `leader.imbalance.check.interval.seconds` in ms (default 300,000): how often that runs.
     pub leader_imbalance_check_interval_ms: i64,
+    /// The `auto.balance.*` keys: automatic balancing (see [`crate::control::BalancerConfig`]).
+    pub balancer: crate::control::BalancerConfig,
 }
 
 /// Parses `controller.quorum.voters` (`id@host:port,id@host:port`); hosts must resolve (names are

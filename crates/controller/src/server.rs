@@ -258,6 +258,7 @@ impl ControllerServer {
                 unclean_leader_election: config.unclean_leader_election,
                 auto_leader_rebalance: config.auto_leader_rebalance,
                 leader_imbalance_check_interval_ms: config.leader_imbalance_check_interval_ms,
+                balancer: config.balancer.clone(),
             },
             seams.rng_seed.unwrap_or_else(rand::random),
         );
@@ -603,7 +604,10 @@ impl Inner {
                 return Ok((reply, d.visible_at));
             }
             ClientRequest::Heartbeat(hb) => self
-                .decide(|ctl, image, now| decision(ctl.heartbeat(image, &hb, now)))
+                .decide(|ctl, image, now| {
+                    ctl.record_partition_sizes(&hb.partition_sizes);
+                    decision(ctl.heartbeat(image, &hb, now))
+                })
                 .await?
                 .map(R::Heartbeat),
             ClientRequest::CreateTopics {

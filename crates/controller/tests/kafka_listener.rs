@@ -231,6 +231,7 @@ async fn single_voter(listener: Box<dyn RpcListener>, dir: &std::path::Path) -> 
         unclean_leader_election: false,
         auto_leader_rebalance: false,
         leader_imbalance_check_interval_ms: 300_000,
+        balancer: controller::control::BalancerConfig::disabled(),
     };
     let tuning = ControllerTuning {
         heartbeat_interval_ms: 50,

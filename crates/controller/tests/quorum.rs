@@ -56,6 +56,7 @@ fn config(
         unclean_leader_election: false,
         auto_leader_rebalance: false,
         leader_imbalance_check_interval_ms: 300_000,
+        balancer: controller::control::BalancerConfig::disabled(),
     }
 }
 

@@ -99,6 +99,7 @@ async fn start(
         unclean_leader_election: false,
         auto_leader_rebalance: false,
         leader_imbalance_check_interval_ms: 300_000,
+        balancer: controller::control::BalancerConfig::disabled(),
     };
     let tuning = ControllerTuning {
         heartbeat_interval_ms: 50,

@@ -155,6 +155,10 @@ impl PartitionRegistration {
     }
 }
 
+/// The per-broker dynamic config (KIP-1066) listing the log dirs that take no new replicas; Runnel has one
+/// log dir per broker, so any non-empty value (Kafka's `*` or the dir's path) cordons the whole broker.
+pub const CORDONED_LOG_DIRS: &str = "cordoned.log.dirs";
+
 /// The fields a `PartitionChangeRecord` sets (`None`: unchanged).
 struct PartitionChange<'a> {
     isr: Option<&'a [BrokerId]>,
@@ -472,6 +476,22 @@ impl MetadataImage {
         self.brokers
             .get(&broker_id)
             .is_some_and(|b| !b.fenced && !b.in_controlled_shutdown && !b.log_dir_offline)
+    }
+
+    /// True when `broker_id`'s dynamic config `cordoned.log.dirs` (KIP-1066) is set to a non-empty value:
+    /// the broker keeps its replicas but gets no new ones — neither from topic creation nor from
+    /// automatic balancing. `runnel cluster decommission` cordons the broker it drains.
+    pub fn is_cordoned(&self, broker_id: BrokerId) -> bool {
+        self.broker_configs
+            .get(&broker_id.get().to_string())
+            .and_then(|c| c.get(CORDONED_LOG_DIRS))
+            .is_some_and(|v| !v.trim().is_empty())
+    }
+
+    /// True when new replicas may be placed on `broker_id`: active ([`Self::is_active_broker`]) and not
+    /// cordoned ([`Self::is_cordoned`]).
+    pub fn accepts_new_replicas(&self, broker_id: BrokerId) -> bool {
+        self.is_active_broker(broker_id) && !self.is_cordoned(broker_id)
     }
 
     fn topic_by_id_mut(&mut self, id: Uuid) -> Option<&mut TopicImage> {

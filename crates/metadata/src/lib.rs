@@ -41,7 +41,9 @@ pub mod scram;
 pub mod topics_image;
 
 pub use error::ControllerError;
-pub use image::{BrokerRegistration, MetadataImage, PartitionRegistration, TopicImage};
+pub use image::{
+    BrokerRegistration, MetadataImage, PartitionRegistration, TopicImage, CORDONED_LOG_DIRS,
+};
 pub use reassignment::{ongoing_reassignments, OngoingReassignment, Reassignment};
 pub use record::{
     AclEntry, BrokerEndpoint, MetadataRecord, NO_LEADER, RESOURCE_BROKER, RESOURCE_TOPIC,

@@ -46,7 +46,7 @@ pub struct RegisterBroker {
 }
 
 /// A broker heartbeat (KIP-631 `BrokerHeartbeatRequest`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Heartbeat {
     /// Broker id.
     pub broker_id: BrokerId,
@@ -63,7 +63,16 @@ pub struct Heartbeat {
     /// the JSON when false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub log_dir_offline: bool,
+    /// Runnel's addition: (topic id, partition, bytes on disk) of the partitions this broker leads, which
+    /// weigh partitions in the controller's automatic balancing. Sent every
+    /// [`PARTITION_SIZES_EVERY`]th heartbeat; absent from the JSON when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partition_sizes: Vec<(Uuid, i32, u64)>,
 }
+
+/// A broker reports its partition sizes in one heartbeat of this many (with the default 2 s interval: every
+/// 30 s), as the sizes change slowly and the balancer looks once a minute.
+pub const PARTITION_SIZES_EVERY: u64 = 15;
 
 /// Answer to a broker heartbeat (KIP-631 `BrokerHeartbeatResponse`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -100,6 +100,7 @@ fn json_is_unchanged() {
             want_fence: false,
             want_shutdown: true,
             log_dir_offline: false,
+            partition_sizes: Vec::new(),
         }),
         ClientRequest::CreateTopics {
             topics: vec![CreateTopic {
@@ -220,9 +221,21 @@ fn log_dir_offline_fields_are_optional_on_the_wire() {
         want_fence: false,
         want_shutdown: false,
         log_dir_offline: true,
+        partition_sizes: Vec::new(),
     };
     let json = serde_json::to_string(&hb).unwrap();
     assert!(json.ends_with(r#""log_dir_offline":true}"#), "{json}");
+    // The partition sizes (automatic balancing) are absent when empty, present when sent.
+    let sized = Heartbeat {
+        partition_sizes: vec![(uuid::Uuid::nil(), 4, 1024)],
+        ..hb.clone()
+    };
+    let json = serde_json::to_string(&sized).unwrap();
+    assert!(
+        json.ends_with(r#""partition_sizes":[["00000000-0000-0000-0000-000000000000",4,1024]]}"#),
+        "{json}"
+    );
+    assert_eq!(serde_json::from_str::<Heartbeat>(&json).unwrap(), sized);
     let old = r#"{"broker_id":1,"broker_epoch":2,"metadata_offset":3,"want_fence":false,"want_shutdown":false}"#;
     assert!(
         !serde_json::from_str::<Heartbeat>(old)

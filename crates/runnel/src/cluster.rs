@@ -53,6 +53,18 @@ enum ClusterCommand {
     },
     /// The partition reassignments in progress.
     Reassignments,
+    /// Automatic balancing (`auto.balance.*`).
+    Balance {
+        #[command(subcommand)]
+        command: BalanceCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum BalanceCommand {
+    /// Replicas, preferred and actual leaderships and bytes per broker, the moves in progress and the
+    /// balancing settings.
+    Status,
 }
 
 /// Runs a `cluster` subcommand.
@@ -70,6 +82,9 @@ pub fn run(args: ClusterArgs) -> anyhow::Result<()> {
             std::time::Duration::from_secs(wait_secs),
         ),
         ClusterCommand::Reassignments => crate::decommission::list(&args.conn),
+        ClusterCommand::Balance {
+            command: BalanceCommand::Status,
+        } => crate::balance::status(&args.conn),
     }
 }
 

@@ -6,7 +6,8 @@
 //! holds no replica of the partition, on a rack none of the other replicas is on when racks are known,
 //! then the one with the fewest replicas (counting the moves already planned), then the lowest id. The
 //! replication factor is kept; when no broker can take a replica the command fails before moving
-//! anything. The moves are started in one AlterPartitionReassignments, the command waits (bounded by
+//! anything. The broker is first cordoned (KIP-1066 `cordoned.log.dirs=*`), so that automatic balancing and
+//! new topics put nothing on it, then the moves are started in one AlterPartitionReassignments, the command waits (bounded by
 //! `--wait-secs`) until ListPartitionReassignments shows none of them, then sends UnregisterBroker. A broker
 //! that is still running registers again with its next heartbeat (as in Kafka): stop it before, or after,
 //! the command.
@@ -118,9 +119,10 @@ fn layout(wire: &mut Wire) -> anyhow::Result<Layout> {
 }
 
 /// The ongoing reassignments: (topic, partition) → (replicas, adding, removing).
-type Ongoing = BTreeMap<(String, i32), (Vec<i32>, Vec<i32>, Vec<i32>)>;
+pub(crate) type Ongoing = BTreeMap<(String, i32), (Vec<i32>, Vec<i32>, Vec<i32>)>;
 
-fn ongoing(wire: &mut Wire) -> anyhow::Result<Ongoing> {
+/// The ongoing reassignments (ListPartitionReassignments, all topics).
+pub(crate) fn ongoing(wire: &mut Wire) -> anyhow::Result<Ongoing> {
     let r = call_api!(
         wire,
         ListPartitionReassignments,
@@ -175,6 +177,7 @@ pub fn decommission(conn: &ConnArgs, broker: i32, wait: Duration) -> anyhow::Res
     conn.preflight()?;
     let mut wire = Wire::connect_any(conn)?;
     let moves = drain_plan(&layout(&mut wire)?, broker)?;
+    cordon(&mut wire, broker)?;
     println!("Moving {} replica(s) off broker {broker}.", moves.len());
     if !moves.is_empty() {
         start(&mut wire, &moves)?;
@@ -195,6 +198,38 @@ pub fn decommission(conn: &ConnArgs, broker: i32, wait: Duration) -> anyhow::Res
         "UnregisterBroker failed",
     )?;
     println!("Broker {broker} holds no replicas and is unregistered; a running broker {broker} registers again until it is stopped.");
+    Ok(())
+}
+
+/// Cordons `broker` (KIP-1066 `cordoned.log.dirs=*`, IncrementalAlterConfigs on its BROKER resource) so
+/// that neither new topics nor automatic balancing place replicas on it while it drains.
+fn cordon(wire: &mut Wire, broker: i32) -> anyhow::Result<()> {
+    use protocol::messages::incremental_alter_configs_request::{
+        AlterConfigsResource, AlterableConfig,
+    };
+    use protocol::messages::IncrementalAlterConfigsRequest;
+    let request = IncrementalAlterConfigsRequest {
+        resources: vec![AlterConfigsResource {
+            resource_type: 4, // BROKER
+            resource_name: broker.to_string(),
+            configs: vec![AlterableConfig {
+                name: "cordoned.log.dirs".into(),
+                config_operation: 0, // SET
+                value: Some("*".into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let r = call_api!(wire, IncrementalAlterConfigs, request, 1);
+    for res in &r.responses {
+        check(
+            res.error_code,
+            res.error_message.as_deref(),
+            "cordoning the broker (cordoned.log.dirs) failed",
+        )?;
+    }
     Ok(())
 }
 

@@ -2,6 +2,7 @@
 //! `consume`, `group`, `cluster`, `acl`, `user` and `quota` are operator commands for any Kafka-protocol broker.
 
 mod acl;
+mod balance;
 mod bench;
 mod bench_sink;
 mod client;

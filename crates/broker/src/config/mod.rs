@@ -259,6 +259,8 @@ pub struct BrokerConfig {
     pub leader_imbalance_check_interval_ms: i64,
     /// `cluster.id`, if set; otherwise derived (standalone: random at first start; cluster: from the voters).
     pub cluster_id: Option<String>,
+    /// The `auto.balance.*` keys: the controller's automatic balancing.
+    pub balancer: controller::control::BalancerConfig,
 }
 
 /// `process.roles` (KIP-500): `broker`, `controller`, or both.
@@ -387,6 +389,13 @@ impl BrokerConfig {
             leader_imbalance_check_interval_ms: int("leader.imbalance.check.interval.seconds")
                 .saturating_mul(1000),
             cluster_id: get("cluster.id").filter(|c| !c.trim().is_empty()),
+            balancer: controller::control::BalancerConfig {
+                enable: boolean("auto.balance.enable"),
+                check_interval_ms: int("auto.balance.check.interval.ms").max(1),
+                max_concurrent_moves: int("auto.balance.max.concurrent.moves").max(0) as usize,
+                max_spread_percent: int("auto.balance.max.spread.percent").clamp(0, 1000) as u32,
+                dead_broker_delay_ms: int("auto.balance.dead.broker.delay.ms"),
+            },
             explicit,
         })
     }

@@ -205,6 +205,18 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("broker.session.timeout.ms", T::Int, Some("9000")),
     def("broker.heartbeat.interval.ms", T::Int, Some("2000")),
     def("cluster.id", T::String, None),
+    // Runnel's automatic balancing (read by controllers; see `controller::control::BalancerConfig`).
+    def("auto.balance.enable", T::Boolean, Some("true")),
+    def("auto.balance.check.interval.ms", T::Long, Some("60000")),
+    def("auto.balance.max.concurrent.moves", T::Int, Some("10")),
+    def("auto.balance.max.spread.percent", T::Int, Some("10")),
+    def(
+        "auto.balance.dead.broker.delay.ms",
+        T::Long,
+        Some("1800000"),
+    ),
+    // KIP-1066: a broker whose log dirs are cordoned gets no new replicas.
+    def("cordoned.log.dirs", T::List, Some("")),
     def("listener.security.protocol.map", T::String, None),
     def("inter.broker.listener.name", T::String, None),
     def("security.inter.broker.protocol", T::String, None),

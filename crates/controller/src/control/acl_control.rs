@@ -95,6 +95,7 @@ mod tests {
             unclean_leader_election: false,
             auto_leader_rebalance: false,
             leader_imbalance_check_interval_ms: 300_000,
+            balancer: crate::control::BalancerConfig::disabled(),
         };
         QuorumControl::new(config, 7)
     }

@@ -202,6 +202,7 @@ impl QuorumControl {
     /// session expired at `now_ms`, moving its leaderships and ISR memberships away. Then, with
     /// `auto_leader_rebalance` and once per `leader_imbalance_check_interval_ms`, elects preferred
     /// leaders (Kafka's `maybeBalancePartitionLeaders`, see [`elect_preferred_leaders`](Self::elect_preferred_leaders)).
+    /// Last, once per `balancer.check_interval_ms`, the automatic balancing step (see [`super::balancer`]).
     pub fn tick(&mut self, image: &MetadataImage, now_ms: i64) -> Vec<MetadataRecord> {
         let mut batch = Batch::new(image);
         for (&id, reg) in &image.brokers {
@@ -234,6 +235,8 @@ impl QuorumControl {
                 });
             }
         }
+        self.track_dead_brokers(&batch.view, now_ms);
+        self.maybe_balance(&mut batch, now_ms);
         batch.records
     }
 

@@ -24,10 +24,12 @@
 //!
 //! The verbs live by concern: [`cluster_control`] (registration, heartbeats, fencing, controlled
 //! shutdown), [`replication_control`] (elections, AlterPartition), [`reassignment`] (KIP-455 partition
-//! reassignments, completed by the AlterPartition that makes them possible), [`topic_control`] (topics,
+//! reassignments, completed by the AlterPartition that makes them possible), [`balancer`] (automatic
+//! balancing through reassignments), [`topic_control`] (topics,
 //! partitions, configs), [`acl_control`] (ACLs) and [`producer_ids`].
 
 mod acl_control;
+mod balancer;
 mod cluster_control;
 mod producer_ids;
 mod quota_control;
@@ -37,13 +39,15 @@ mod scram_control;
 mod topic_control;
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use metadata::{ControllerError, MetadataImage, MetadataRecord};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use types::{BrokerEpoch, BrokerId, ErrorCode};
+use uuid::Uuid;
 
+pub use balancer::{BalancerConfig, MIN_BYTES_SPREAD};
 /// The requests [`QuorumControl`] decides on; they moved to the `metadata` crate with the other
 /// broker-controller formats.
 pub use metadata::{AlterPartition, Heartbeat, RegisterBroker};
@@ -74,11 +78,14 @@ pub struct ControlConfig {
     pub auto_leader_rebalance: bool,
     /// `leader.imbalance.check.interval.seconds` in ms (Kafka default 300 s): the period of that check.
     pub leader_imbalance_check_interval_ms: i64,
+    /// Automatic balancing ([`BalancerConfig`]; Runnel's, beyond Kafka).
+    pub balancer: BalancerConfig,
 }
 
 impl Default for ControlConfig {
     /// Kafka's defaults: `broker.session.timeout.ms` 9000, `num.partitions` 1,
-    /// `default.replication.factor` 1, no unclean elections, leader rebalancing every 300 s.
+    /// `default.replication.factor` 1, no unclean elections, leader rebalancing every 300 s, automatic
+    /// balancing at [`BalancerConfig::default`].
     fn default() -> ControlConfig {
         ControlConfig {
             session_timeout_ms: 9_000,
@@ -87,6 +94,7 @@ impl Default for ControlConfig {
             unclean_leader_election: false,
             auto_leader_rebalance: true,
             leader_imbalance_check_interval_ms: 300_000,
+            balancer: BalancerConfig::default(),
         }
     }
 }
@@ -114,6 +122,12 @@ pub struct QuorumControl {
     heartbeat_offsets: BTreeMap<BrokerId, i64>,
     /// When the next preferred-leader check is due (set on activation and after each check).
     next_balance_ms: Option<i64>,
+    /// When the next automatic balancing step is due.
+    next_auto_balance_ms: Option<i64>,
+    /// When each fenced (or offline) broker was first seen so by this controller.
+    down_since: BTreeMap<BrokerId, i64>,
+    /// Partition sizes in bytes as their leaders last reported them.
+    partition_bytes: HashMap<(Uuid, i32), u64>,
     rng: StdRng,
 }
 
@@ -151,6 +165,9 @@ impl QuorumControl {
             last_contact_ms: BTreeMap::new(),
             heartbeat_offsets: BTreeMap::new(),
             next_balance_ms: None,
+            next_auto_balance_ms: None,
+            down_since: BTreeMap::new(),
+            partition_bytes: HashMap::new(),
             rng: StdRng::seed_from_u64(seed),
         }
     }
@@ -167,6 +184,11 @@ impl QuorumControl {
         self.heartbeat_offsets.clear();
         self.next_balance_ms =
             Some(now_ms.saturating_add(self.config.leader_imbalance_check_interval_ms.max(0)));
+        self.next_auto_balance_ms =
+            Some(now_ms.saturating_add(self.config.balancer.check_interval_ms.max(0)));
+        // A new active controller starts the dead-broker delay afresh (it cannot know how long before).
+        self.down_since.clear();
+        self.track_dead_brokers(image, now_ms);
     }
 
     /// Each broker with a session: (id, time of its last contact in `now_ms`'s clock, the metadata offset

@@ -211,7 +211,7 @@ fn validate_target(image: &MetadataImage, target: &[BrokerId]) -> Result<(), Con
 /// The record starting the move of `p` to `target` (Kafka's `PartitionReassignmentReplicas` from the
 /// current replica list), completed at once when the ISR already allows it; `None` when `p` already has
 /// exactly these replicas and nothing moves.
-fn start_record(
+pub(super) fn start_record(
     image: &MetadataImage,
     topic_id: uuid::Uuid,
     partition: i32,

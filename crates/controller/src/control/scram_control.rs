@@ -51,6 +51,7 @@ mod tests {
             unclean_leader_election: false,
             auto_leader_rebalance: false,
             leader_imbalance_check_interval_ms: 300_000,
+            balancer: crate::control::BalancerConfig::disabled(),
         };
         let ctl = QuorumControl::new(config, 7);
         let mut image = MetadataImage::default();

@@ -10,6 +10,7 @@ use uuid::Uuid;
 
 use super::*;
 
+mod balancer_tests;
 mod broker_config_tests;
 mod log_dir_tests;
 mod placement_tests;
@@ -23,6 +24,7 @@ fn cfg(unclean: bool) -> ControlConfig {
         unclean_leader_election: unclean,
         auto_leader_rebalance: false,
         leader_imbalance_check_interval_ms: 300_000,
+        balancer: crate::control::BalancerConfig::disabled(),
     }
 }
 
@@ -131,6 +133,7 @@ impl Sim {
                 want_fence: fence,
                 want_shutdown: shutdown,
                 log_dir_offline,
+                partition_sizes: Vec::new(),
             },
             self.now,
         )?;
@@ -211,6 +214,7 @@ fn registration_starts_fenced_and_first_heartbeat_unfences() {
                 want_fence: false,
                 want_shutdown: false,
                 log_dir_offline: false,
+                partition_sizes: Vec::new(),
             },
             0,
         )
@@ -241,6 +245,7 @@ fn heartbeat_errors() {
                 want_fence: false,
                 want_shutdown: false,
                 log_dir_offline: false,
+                partition_sizes: Vec::new(),
             },
             0,
         )

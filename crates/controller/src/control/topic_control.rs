@@ -304,7 +304,7 @@ impl QuorumControl {
             .collect())
     }
 
-    /// Round-robin placement over the active brokers, starting at a random offset per call: partition
+    /// Round-robin placement over the active brokers that are not cordoned (KIP-1066), starting at a random offset per call: partition
     /// `first + i` starts at broker `start + first + i` (mod n), so the leader (first replica) rotates with
     /// the partition. Without racks the brokers are in id order and the replicas are the next `rf`; with
     /// `broker.rack` set (KIP-36) they are in rack-alternating order (each rack's first broker, then each
@@ -322,13 +322,13 @@ impl QuorumControl {
             .brokers
             .keys()
             .copied()
-            .filter(|&b| image.is_active_broker(b))
+            .filter(|&b| image.accepts_new_replicas(b))
             .collect();
         if rf <= 0 || usable.len() < rf as usize {
             return Err(err(
                 ErrorCode::INVALID_REPLICATION_FACTOR,
                 format!(
-                    "replication factor {rf} needs that many active brokers; {} are",
+                    "replication factor {rf} needs that many active, uncordoned brokers; {} are",
                     usable.len()
                 ),
             ));

@@ -190,6 +190,7 @@ pub async fn run_controller(w: World, id: i32) -> turmoil::Result {
         unclean_leader_election: false,
         auto_leader_rebalance: false,
         leader_imbalance_check_interval_ms: 300_000,
+        balancer: controller::control::BalancerConfig::disabled(),
     };
     let seams = ControllerSeams {
         transport: Arc::new(SimTransport),

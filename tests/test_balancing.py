@@ -1,0 +1,243 @@
+"""Automatic balancing (Runnel's `auto.balance.*`, beyond Kafka): a three-node cluster grows to four while an
+idempotent acks=all producer writes to every partition and a consumer group reads; the balancer moves a share
+of replicas and leaderships onto the new broker; then the first broker is decommissioned (cordoned, drained,
+unregistered); then, uncordoned, it is balanced back onto while the broker-only node is killed with kill -9
+in the middle of the moves. Throughout: no acknowledged record lost, duplicated or reordered, every partition
+keeps its replication factor, and the group keeps consuming."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import kproto as k
+import pytest
+
+from conftest import MODE
+from test_reassignment import list_ongoing, runnel
+
+pytestmark = [pytest.mark.cluster,
+              pytest.mark.skipif(MODE != "runnel", reason="starts its own runnel processes")]
+
+PARTITIONS = 8
+RF = 2
+
+
+@pytest.fixture
+def growing():
+    from test_metadata_quorum import four_node_cluster
+    yield from four_node_cluster(sets={"auto.balance.enable": "true",
+                                       "auto.balance.check.interval.ms": "1000",
+                                       "auto.balance.max.concurrent.moves": "4"},
+                                 start_fourth=False)
+
+
+class Load:
+    """An idempotent acks=all producer thread writing `p<partition>-<seq>` round robin to every partition."""
+
+    def __init__(self, bootstrap: str, topic: str):
+        from confluent_kafka import Producer
+        self.topic = topic
+        self.p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
+                           "linger.ms": 5, "message.timeout.ms": 180000, "request.timeout.ms": 10000,
+                           "reconnect.backoff.max.ms": 500, "retry.backoff.max.ms": 500,
+                           "topic.metadata.refresh.interval.ms": 1000})
+        self.acked: dict[int, dict[bytes, int]] = {p: {} for p in range(PARTITIONS)}
+        self.failed: list = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _cb(self, err, msg):
+        if err is None:
+            self.acked[msg.partition()][msg.value()] = msg.offset()
+        else:
+            self.failed.append((msg.value(), str(err)))
+
+    def _run(self):
+        seq = 0
+        while not self.stop.is_set():
+            for _ in range(PARTITIONS * 4):
+                p = seq % PARTITIONS
+                try:
+                    self.p.produce(self.topic, value=b"p%d-%08d" % (p, seq // PARTITIONS), partition=p,
+                                   on_delivery=self._cb)
+                    seq += 1
+                except BufferError:
+                    break
+            self.p.poll(0.02)  # also paces the load at roughly 1,500 records/s
+
+    def total(self) -> int:
+        return sum(len(a) for a in self.acked.values())
+
+    def wait_acked(self, n: int, timeout: float = 120.0):
+        deadline = time.monotonic() + timeout
+        while self.total() < n:
+            assert not self.failed, f"produce failures: {self.failed[:3]}"
+            assert time.monotonic() < deadline, f"only {self.total()} of {n} acknowledged"
+            time.sleep(0.05)
+
+    def finish(self):
+        self.stop.set()
+        self.thread.join(30)
+        assert self.p.flush(120) == 0, "records undelivered"
+        assert not self.failed, f"produce failures: {self.failed[:3]}"
+
+
+class Group:
+    """A consumer in a group reading the topic from the start in a thread, counting what it reads."""
+
+    def __init__(self, bootstrap: str, topic: str):
+        from confluent_kafka import Consumer
+        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"balancing-{time.monotonic_ns()}",
+                           "auto.offset.reset": "earliest", "enable.auto.commit": True,
+                           "session.timeout.ms": 10000, "topic.metadata.refresh.interval.ms": 1000})
+        self.c.subscribe([topic])
+        self.read: dict[int, set[bytes]] = {p: set() for p in range(PARTITIONS)}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self.stop.is_set():
+            m = self.c.poll(0.2)
+            if m is not None and not m.error():
+                self.read[m.partition()].add(m.value())
+        self.c.close()
+
+    def count(self) -> int:
+        return sum(len(r) for r in self.read.values())
+
+    def wait_progress(self, since: int, what: str, timeout: float = 60.0):
+        deadline = time.monotonic() + timeout
+        while self.count() < since + 500:
+            assert time.monotonic() < deadline, f"the group stopped consuming {what} (at {self.count()})"
+            time.sleep(0.05)
+
+
+def settled(c, topic: str, brokers: list[int]):
+    """Waits until nothing moves, every partition of `topic` has RF in-sync replicas on `brokers` only, and
+    the replica counts of `brokers` over every topic (what the balancer evens out) are within one of each
+    other (its spread at this size); the metadata."""
+    def ok(md):
+        parts = md.topics[topic].partitions.values()
+        if any(len(p.replicas) != RF or sorted(p.isrs) != sorted(p.replicas) for p in parts):
+            return False
+        if any(b not in brokers for p in parts for b in p.replicas):
+            return False
+        everything = [p for t in md.topics.values() for p in t.partitions.values()]
+        counts = [sum(b in p.replicas for p in everything) for b in brokers]
+        return max(counts) - min(counts) <= 1 and not list_ongoing(c.nodes[2].bootstrap)
+    try:
+        return c.wait(ok, f"balanced over brokers {brokers}", timeout=120)
+    except BaseException:
+        md = c.metadata(topic)
+        print({p: (pm.replicas, pm.isrs, pm.leader) for p, pm in md.topics[topic].partitions.items()},
+              list_ongoing(c.nodes[2].bootstrap))
+        raise
+
+
+def alter_config(bootstrap: str, rtype: int, name: str, key: str, value: str | None):
+    """IncrementalAlterConfigs v0 of one key: SET `value`, or DELETE when it is None."""
+    w = k.Writer().i32(1).i8(rtype).string(name).i32(1)
+    w.string(key).i8(0 if value is not None else 1).string(value)
+    w.i8(0)
+    with k.Connection(bootstrap) as conn:
+        r = conn.request(44, 0, bytes(w.buf))
+    r.i32()
+    (res,) = r.array(lambda r: (r.i16(), r.string(), r.i8(), r.string()))
+    assert res[0] == 0, res
+
+
+def check_every_acked_record(c, topic: str, load: Load):
+    from confluent_kafka import Consumer, TopicPartition
+    for p in range(PARTITIONS):
+        acked = load.acked[p]
+        cons = Consumer({"bootstrap.servers": c.alive_bootstrap(), "group.id": f"verify-{time.monotonic_ns()}",
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+        cons.assign([TopicPartition(topic, p, 0)])
+        got: list[tuple[int, bytes]] = []
+        deadline = time.monotonic() + 60
+        while len(got) < len(acked) and time.monotonic() < deadline:
+            m = cons.poll(0.5)
+            if m is not None and not m.error():
+                got.append((m.offset(), m.value()))
+        cons.close()
+        values = [v for _, v in got]
+        assert [o for o, _ in got] == list(range(len(got))), f"partition {p}: offsets not contiguous"
+        assert len(values) == len(set(values)), f"partition {p}: a record is stored twice"
+        stored = dict((v, o) for o, v in got)
+        lost = [v for v in acked if v not in stored]
+        assert not lost, f"partition {p}: {len(lost)} acknowledged records lost, e.g. {lost[:3]}"
+        assert all(stored[v] == o for v, o in acked.items()), f"partition {p}: records moved"
+        seqs = [int(v.split(b"-")[1]) for v in values]
+        assert seqs == sorted(seqs), f"partition {p}: records out of production order"
+
+
+def test_a_cluster_grows_drains_and_survives_kill9_while_balancing(growing, topic):
+    from test_cluster import create_topic
+    c = growing
+    create_topic(c, topic, partitions=PARTITIONS, rf=RF)
+    load = Load(c.alive_bootstrap(), topic)
+    group = Group(c.alive_bootstrap(), topic)
+    load.thread.start()
+    group.thread.start()
+    try:
+        load.wait_acked(2000)
+        group.wait_progress(0, "before the fourth broker joined")
+
+        # 1. Broker 4 joins: the balancer gives it a share of the replicas and of the leaderships.
+        c.nodes[4].start()
+        md = settled(c, topic, [1, 2, 3, 4])
+        parts = md.topics[topic].partitions.values()
+        assert sum(4 in p.replicas for p in parts) >= 3, [p.replicas for p in parts]
+        c.wait(lambda md: any(p.replicas[0] == 4 and p.leader == 4 for p in md.topics[topic].partitions.values()),
+               "broker 4 is the preferred replica and leader of a partition")
+        status = runnel(c.nodes[2].bootstrap, "cluster", "balance", "status")
+        assert "auto.balance.enable = true" in status, status
+        assert "Partition reassignments in progress: 0" in status, status
+        n = group.count()
+        load.wait_acked(load.total() + 1000)
+        group.wait_progress(n, "after the fourth broker joined")
+
+        # 2. Broker 1 is decommissioned: cordoned, drained, unregistered; it registers again (still running)
+        # and, cordoned, the balancer gives it nothing.
+        out = runnel(c.nodes[2].bootstrap, "cluster", "decommission", "1", "--wait-secs", "120")
+        assert "is unregistered" in out, out
+        settled(c, topic, [2, 3, 4])
+        c.wait(lambda md: 1 in md.brokers, "broker 1 registered again")
+        status = runnel(c.nodes[2].bootstrap, "cluster", "balance", "status")
+        assert "cordoned" in status, status
+        n = group.count()
+        load.wait_acked(load.total() + 1000)
+        group.wait_progress(n, "after broker 1 was drained")
+        md = c.metadata(topic)
+        assert all(1 not in p.replicas for p in md.topics[topic].partitions.values()), "cordon ignored"
+
+        # 3. Uncordoned, broker 1 is balanced back onto, its fetches throttled (KIP-73) so the moves last;
+        # broker 4 is killed with kill -9 mid-move and restarted; the throttle is lifted; the moves complete
+        # and every partition ends with its replication factor.
+        b2 = c.nodes[2].bootstrap
+        alter_config(b2, 2, topic, "follower.replication.throttled.replicas", "*")
+        alter_config(b2, 4, "1", "follower.replication.throttled.rate", "2000")
+        alter_config(b2, 4, "1", "cordoned.log.dirs", None)
+        c.wait(lambda md: list_ongoing(b2) != {}, "moves onto broker 1 started")
+        c.nodes[4].kill9()
+        assert list_ongoing(b2) != {}, "the moves completed before the kill"
+        load.wait_acked(load.total() + 500)
+        c.nodes[4].start()
+        alter_config(b2, 4, "1", "follower.replication.throttled.rate", None)
+        alter_config(b2, 2, topic, "follower.replication.throttled.replicas", None)
+        settled(c, topic, [1, 2, 3, 4])
+        n = group.count()
+        load.wait_acked(load.total() + 1000)
+        group.wait_progress(n, "after the kill -9")
+        load.finish()
+        # The group reads every acknowledged record.
+        deadline = time.monotonic() + 60
+        while any(set(load.acked[p]) - group.read[p] for p in range(PARTITIONS)):
+            assert time.monotonic() < deadline, "the group did not read every acknowledged record"
+            time.sleep(0.1)
+    finally:
+        load.stop.set()
+        group.stop.set()
+        group.thread.join(30)
+    check_every_acked_record(c, topic, load)
