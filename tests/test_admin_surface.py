@@ -6,8 +6,9 @@ Every expectation was taken from Apache Kafka 4.4.0 (RUNNEL_TEST_BROKER=kafka) a
 Known differences, asserted per broker kind:
 - Kafka 4.4 sets `min.insync.replicas` at the cluster-default level by itself (ELR), so its topics show that key
   with source DYNAMIC_DEFAULT_BROKER_CONFIG; the key is left out of the comparison (topics here set it).
-- Kafka has topic keys Runnel does not (tiered storage, replication throttles, compression levels, …):
-  Runnel's keys are compared, Kafka's extra ones only listed (KAFKA_ONLY_TOPIC_KEYS).
+- Runnel lists every topic key Kafka does, with Kafka's value, source, synonyms and type; the compression levels,
+  tiered storage and group dead-letter-queue keys are accepted without an effect, and `remote.storage.enable=true`
+  is refused as by a Kafka broker without tiered storage.
 - DescribeConfigs documentation: Kafka fills it (include_documentation); Runnel leaves it null.
 - ListConfigResources: Kafka lists each broker's id as a BROKER_LOGGER (8) resource; Runnel has no such
   resource and answers that type with UNSUPPORTED_VERSION.
@@ -256,12 +257,22 @@ FRESH_TOPIC = dict([
     _default("segment.ms", "604800000", LONG),
     _default("unclean.leader.election.enable", "false", BOOLEAN, "unclean.leader.election.enable"),
 ])
-KAFKA_ONLY_TOPIC_KEYS = {
-    "compression.gzip.level", "compression.lz4.level", "compression.zstd.level", "errors.deadletterqueue.group.enable",
-    "local.retention.bytes",
-    "local.retention.ms", "max.decompressed.message.bytes", "remote.copy.lag.bytes", "remote.copy.lag.ms",
-    "remote.log.copy.disable", "remote.log.delete.on.disable", "remote.storage.enable",
-}
+# Keys Runnel lists with Kafka's defaults and synonyms but without an effect (levels, tiered storage, the
+# group dead-letter queue): a Kafka user's tools see the same list.
+FRESH_TOPIC.update([
+    _default("compression.gzip.level", "-1", INT, "compression.gzip.level"),
+    _default("compression.lz4.level", "9", INT, "compression.lz4.level"),
+    _default("compression.zstd.level", "3", INT, "compression.zstd.level"),
+    _default("errors.deadletterqueue.group.enable", "false", BOOLEAN),
+    _default("local.retention.bytes", "-2", LONG, "log.local.retention.bytes"),
+    _default("local.retention.ms", "-2", LONG, "log.local.retention.ms"),
+    _default("max.decompressed.message.bytes", "2147483639", INT, "max.decompressed.message.bytes"),
+    _default("remote.copy.lag.bytes", "-1", LONG, "log.remote.copy.lag.bytes"),
+    _default("remote.copy.lag.ms", "0", LONG, "log.remote.copy.lag.ms"),
+    _default("remote.log.copy.disable", "false", BOOLEAN),
+    _default("remote.log.delete.on.disable", "false", BOOLEAN),
+    _default("remote.storage.enable", "false", BOOLEAN),
+])
 
 
 def test_describe_configs_lists_every_topic_key_with_sources(broker):
@@ -270,8 +281,7 @@ def test_describe_configs_lists_every_topic_key_with_sources(broker):
         create(c, name, configs={"retention.ms": "12345", "min.insync.replicas": "1"})
         err, entries = describe_configs(c, TOPIC, name)
         assert err == 0
-        want_keys = set(FRESH_TOPIC) | (KAFKA_ONLY_TOPIC_KEYS if MODE == "kafka" else set())
-        assert set(entries) == want_keys
+        assert set(entries) == set(FRESH_TOPIC)
         for key, want in FRESH_TOPIC.items():
             if want is not None:
                 assert entries[key] == want, (key, entries[key])
@@ -284,6 +294,16 @@ def test_describe_configs_lists_every_topic_key_with_sources(broker):
                                         synonyms=False)
         assert (err, entries) == (0, {"retention.ms": ("12345", False, DYNAMIC_TOPIC, False, [], LONG),
                                       "segment.ms": ("604800000", False, DEFAULT, False, [], LONG)})
+
+
+def test_remote_storage_is_refused_as_by_a_broker_without_tiered_storage(broker):
+    name = unique("remote")
+    with k.Connection(broker.bootstrap) as c:
+        create(c, name)
+        err, _ = incremental_alter(c, name, [("remote.storage.enable", SET, "true")])
+        assert err == INVALID_CONFIG
+        assert incremental_alter(c, name, [("remote.storage.enable", SET, "false")])[0] == 0
+        assert incremental_alter(c, name, [("compression.zstd.level", SET, "5")])[0] == 0
 
 
 # ------------------------------------------------------------------ 3. DescribeTopicPartitions

@@ -687,6 +687,13 @@ pub fn validate_topic_config(key: &str, value: &str) -> Result<(), ConfigError> 
                 "expected producer, uncompressed, gzip, snappy, lz4 or zstd",
             ));
         }
+        // Kafka's answer without tiered storage (`remote.log.storage.system.enable=false`).
+        "remote.storage.enable" if value.trim().eq_ignore_ascii_case("true") => {
+            return Err(bad(
+                "Tiered Storage functionality is disabled in the broker. Topic cannot be configured \
+                 with remote log storage.",
+            ));
+        }
         "segment.bytes" if value.trim().parse::<i64>().unwrap_or(0) < 14 => {
             return Err(bad("must be at least 14"));
         }

@@ -205,6 +205,21 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("broker.session.timeout.ms", T::Int, Some("9000")),
     def("broker.heartbeat.interval.ms", T::Int, Some("2000")),
     def("cluster.id", T::String, None),
+    // Kafka 4.4 keys that are the broker synonyms of topic keys; accepted, no effect in Runnel (compression
+    // levels are the codecs' defaults; there is no tiered storage).
+    accepted("compression.gzip.level", T::Int, Some("-1")),
+    accepted("compression.lz4.level", T::Int, Some("9")),
+    accepted("compression.zstd.level", T::Int, Some("3")),
+    accepted("log.local.retention.bytes", T::Long, Some("-2")),
+    accepted("log.local.retention.ms", T::Long, Some("-2")),
+    accepted("max.decompressed.message.bytes", T::Int, Some("2147483639")),
+    accepted("log.remote.copy.lag.bytes", T::Long, Some("-1")),
+    accepted("log.remote.copy.lag.ms", T::Long, Some("0")),
+    accepted(
+        "remote.log.storage.system.enable",
+        T::Boolean,
+        Some("false"),
+    ),
     // Runnel's automatic balancing (read by controllers; see `controller::control::BalancerConfig`).
     def("auto.balance.enable", T::Boolean, Some("true")),
     def("auto.balance.check.interval.ms", T::Long, Some("60000")),
@@ -346,7 +361,10 @@ const fn topic_only(name: &'static str, ty: ConfigType, default: &'static str) -
 /// The topic-level keys Runnel knows, with their broker synonyms.
 pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
     topic("cleanup.policy", T::List, "log.cleanup.policy"),
+    topic("compression.gzip.level", T::Int, "compression.gzip.level"),
+    topic("compression.lz4.level", T::Int, "compression.lz4.level"),
     topic("compression.type", T::String, "compression.type"),
+    topic("compression.zstd.level", T::Int, "compression.zstd.level"),
     topic(
         "delete.retention.ms",
         T::Long,
@@ -360,12 +378,24 @@ pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
     topic("flush.messages", T::Long, "log.flush.interval.messages"),
     topic_only("follower.replication.throttled.replicas", T::List, ""),
     topic("flush.ms", T::Long, "log.flush.interval.ms"),
+    topic_only("errors.deadletterqueue.group.enable", T::Boolean, "false"),
     topic("index.interval.bytes", T::Int, "log.index.interval.bytes"),
     topic_only("leader.replication.throttled.replicas", T::List, ""),
+    topic(
+        "local.retention.bytes",
+        T::Long,
+        "log.local.retention.bytes",
+    ),
+    topic("local.retention.ms", T::Long, "log.local.retention.ms"),
     topic(
         "max.compaction.lag.ms",
         T::Long,
         "log.cleaner.max.compaction.lag.ms",
+    ),
+    topic(
+        "max.decompressed.message.bytes",
+        T::Int,
+        "max.decompressed.message.bytes",
     ),
     topic("max.message.bytes", T::Int, "message.max.bytes"),
     topic(
@@ -395,6 +425,15 @@ pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
     ),
     topic("min.insync.replicas", T::Int, "min.insync.replicas"),
     topic("preallocate", T::Boolean, "log.preallocate"),
+    topic(
+        "remote.copy.lag.bytes",
+        T::Long,
+        "log.remote.copy.lag.bytes",
+    ),
+    topic("remote.copy.lag.ms", T::Long, "log.remote.copy.lag.ms"),
+    topic_only("remote.log.copy.disable", T::Boolean, "false"),
+    topic_only("remote.log.delete.on.disable", T::Boolean, "false"),
+    topic_only("remote.storage.enable", T::Boolean, "false"),
     topic("retention.bytes", T::Long, "log.retention.bytes"),
     topic("retention.ms", T::Long, "log.retention.ms"),
     topic("segment.bytes", T::Int, "log.segment.bytes"),
