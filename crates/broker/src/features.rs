@@ -42,6 +42,8 @@ pub const TRANSACTION_VERSION_LEVEL: i16 = 2;
 
 /// Name of the `transaction.version` feature.
 pub const TRANSACTION_VERSION: &str = "transaction.version";
+/// Name of the `kraft.version` feature.
+pub const KRAFT_VERSION: &str = "kraft.version";
 /// Name of the `metadata.version` feature.
 pub const METADATA_VERSION: &str = "metadata.version";
 
@@ -50,9 +52,9 @@ pub const METADATA_VERSION: &str = "metadata.version";
 /// - `eligible.leader.replicas.version` 0: no ELR (KIP-966).
 /// - `group.version` 0: the consumer rebalance protocol (KIP-848) is not implemented; level 1 would
 ///   make clients try ConsumerGroupHeartbeat.
-/// - `kraft.version` 0: not yet raised to 1, although the controllers serve KIP-853's AddRaftVoter and
-///   RemoveRaftVoter (`controller::voter_changes`; their voters live in the raft membership, whatever
-///   this level says — Kafka would refuse them at level 0).
+/// - `kraft.version` 0–1, finalized at 1 (KIP-853): the voters live in the metadata log (openraft's
+///   membership) from the first start, so AddRaftVoter and RemoveRaftVoter are served
+///   (`controller::voter_changes`) — what level 1 means in Kafka, which refuses them at level 0.
 /// - `metadata.version` [`METADATA_VERSION_LEVEL`].
 /// - `share.version` 0: no share groups (KIP-932).
 /// - `streams.version` 0: no streams rebalance protocol (KIP-1071).
@@ -60,7 +62,12 @@ pub const METADATA_VERSION: &str = "metadata.version";
 pub const FEATURES: &[Feature] = &[
     fixed_at_zero("eligible.leader.replicas.version"),
     fixed_at_zero("group.version"),
-    fixed_at_zero("kraft.version"),
+    Feature {
+        name: KRAFT_VERSION,
+        min_supported: 0,
+        max_supported: 1,
+        finalized: 1,
+    },
     Feature {
         name: METADATA_VERSION,
         min_supported: METADATA_VERSION_LEVEL,
@@ -108,7 +115,7 @@ mod tests {
         }
         assert!(FEATURES.windows(2).all(|w| w[0].name < w[1].name));
         let names: Vec<_> = finalized().map(|f| f.name).collect();
-        assert_eq!(names, [METADATA_VERSION, TRANSACTION_VERSION]);
+        assert_eq!(names, [KRAFT_VERSION, METADATA_VERSION, TRANSACTION_VERSION]);
         assert_eq!(feature("group.version").map(|f| f.max_supported), Some(0));
         assert!(feature("foo.version").is_none());
     }
