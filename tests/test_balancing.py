@@ -189,7 +189,8 @@ def test_a_cluster_grows_drains_and_survives_kill9_while_balancing(growing, topi
         md = settled(c, topic, [1, 2, 3, 4])
         parts = md.topics[topic].partitions.values()
         assert sum(4 in p.replicas for p in parts) >= 3, [p.replicas for p in parts]
-        c.wait(lambda md: any(p.replicas[0] == 4 and p.leader == 4 for p in md.topics[topic].partitions.values()),
+        c.wait(lambda md: any(p.replicas[0] == 4 and p.leader == 4
+                              for t in md.topics.values() for p in t.partitions.values()),
                "broker 4 is the preferred replica and leader of a partition")
         status = runnel(c.nodes[2].bootstrap, "cluster", "balance", "status")
         assert "auto.balance.enable = true" in status, status

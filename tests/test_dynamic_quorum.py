@@ -211,3 +211,45 @@ def test_one_voter_grows_to_four_then_loses_one_by_removal_and_one_by_kill9(node
     wait_until(lambda: (r := replication(ctl)).get(3, {}).get("Status") == "Follower"
                and int(r[3]["LogEndOffset"]) >= hw, "restarted voter 3 caught up", timeout=60)
     assert sorted(status(ctl)["voters"]) == [1, 3, 4]
+
+
+class BootstrapBroker(BrokerProcess):
+    """A `process.roles=broker` node that finds the controllers through `controller.quorum.bootstrap.servers`
+    (no `controller.quorum.voters`)."""
+
+    def __init__(self, node_id: int, bootstrap_controllers: str):
+        super().__init__({**BASE, "process.roles": "broker", "num.partitions": "1",
+                          "default.replication.factor": "1", "offsets.topic.replication.factor": "1",
+                          "controller.quorum.bootstrap.servers": bootstrap_controllers})
+        self.node_id = node_id
+
+    def argv(self) -> list[str]:
+        return super().argv() + ["--node-id", str(self.node_id)]
+
+
+def test_a_broker_finds_the_quorum_through_a_bootstrap_controller_that_is_not_active(nodes, topic):
+    """Broker 5 knows only controller 2, a learner: it learns the active controller's address from 2's
+    NOT_CONTROLLER answer, then the voters, registers, and serves clients; controller 2 then
+    becomes a voter and the broker keeps its session (still listed as an observer) and its clients."""
+    seed, joiners = nodes
+    ctl = f"127.0.0.1:{seed.controller_port}"
+    wait_until(lambda: 2 in status(ctl)["observers"], "controller 2 observing")
+    broker = BootstrapBroker(5, joiners[2].controller)
+    try:
+        broker.start()
+        wait_until(lambda: 5 in status(ctl)["observers"], "broker 5 registered and heartbeating")
+        from confluent_kafka.admin import AdminClient, NewTopic
+        a = AdminClient({"bootstrap.servers": broker.bootstrap})
+        a.create_topics([NewTopic(topic, 2, 1)], operation_timeout=30)[topic].result(60)
+        s = Stream(broker.bootstrap, topic)
+        s.until_acked(500)
+        # Controller 2 becomes a voter: the broker follows the membership and keeps its session.
+        tool(QUORUM_TOOL, "--bootstrap-controller", ctl, "--command-config", str(joiners[2].command_config()),
+             "add-controller")
+        wait_until(lambda: sorted(status(ctl)["voters"]) == [1, 2], "controller 2 a voter")
+        s.until_acked(len(s.acked) + 500)
+        s.finish()
+        assert len(consume_all(broker.bootstrap, topic, len(s.acked))) >= len(s.acked)
+        assert 5 in status(ctl)["observers"]
+    finally:
+        broker.close()

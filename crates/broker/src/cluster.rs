@@ -78,6 +78,9 @@ pub struct BrokerCluster {
     log_dir_offline: std::sync::atomic::AtomicBool,
     /// Wakes the heartbeat loop to report a log dir change at once.
     heartbeat_now: tokio::sync::Notify,
+    /// Started with `controller.quorum.bootstrap.servers` instead of voters (KIP-853): the client's voters
+    /// are refreshed from the active controller at registration and every few heartbeats.
+    follows_bootstrap: bool,
     /// Heartbeats sent; every [`metadata::request::PARTITION_SIZES_EVERY`]th carries the partition sizes.
     heartbeats_sent: std::sync::atomic::AtomicU64,
     /// The (topic id, partition, bytes) of the partitions this broker leads, set by the composition root.
@@ -107,7 +110,12 @@ impl BrokerCluster {
         voters: BTreeMap<BrokerId, std::net::SocketAddr>,
         transport: Option<Arc<dyn controller::Transport>>,
     ) -> BrokerCluster {
-        let client = ControllerClient::new(voters)
+        let client = match voters.is_empty() {
+            // KIP-853: the bootstrap controllers stand in until the voters are learned.
+            true => ControllerClient::bootstrap(&config.controller_bootstrap_addrs()),
+            false => ControllerClient::new(voters),
+        };
+        let client = client
             .with_cluster_id(cluster_id)
             .with_session_attempt_timeout(Duration::from_millis(
                 (config.broker_session_timeout_ms / 2).max(100) as u64,
@@ -133,6 +141,7 @@ impl BrokerCluster {
             log_dir_offline: Default::default(),
             heartbeat_now: Default::default(),
             heartbeats_sent: Default::default(),
+            follows_bootstrap: config.controller_quorum_voters.is_empty(),
             partition_sizes: Default::default(),
             listeners: advertised_endpoints(config),
             rack: broker_rack(config),
@@ -215,11 +224,23 @@ impl BrokerCluster {
         self.image.read().clone()
     }
 
+    /// With `controller.quorum.bootstrap.servers`: learns the quorum's voters from the active controller
+    /// (KIP-853), so that controllers added, removed or replaced since are followed. A failure keeps the
+    /// voters known (the next call retries).
+    async fn maybe_refresh_voters(&self) {
+        if self.follows_bootstrap {
+            if let Err(e) = self.client.refresh_voters().await {
+                tracing::debug!(error = %e, "refreshing the controller voters failed");
+            }
+        }
+    }
+
     /// Registers this broker (retrying while the quorum has no leader, up to `timeout`).
     pub async fn register(&self, host: &str, port: u16, timeout: Duration) -> anyhow::Result<()> {
         let deadline = Instant::now() + timeout;
         let mut attempts = 0u64;
         loop {
+            self.maybe_refresh_voters().await;
             match self
                 .client
                 .register_broker(
@@ -268,6 +289,10 @@ impl BrokerCluster {
             }
             if *shutdown.borrow() {
                 return;
+            }
+            let sent = self.heartbeats_sent.load(Ordering::Relaxed);
+            if sent.is_multiple_of(metadata::request::PARTITION_SIZES_EVERY) {
+                self.maybe_refresh_voters().await;
             }
             match self
                 .client
@@ -759,6 +784,12 @@ impl MetadataCache for BrokerCluster {
     }
 
     fn controllers(&self) -> Vec<ControllerEndpoint> {
-        self.controllers.clone()
+        if !self.follows_bootstrap {
+            return self.controllers.clone();
+        }
+        (self.client.voters().iter())
+            .filter(|(id, _)| id.get() >= 0)
+            .map(|(id, a)| (*id, a.ip().to_string(), a.port()))
+            .collect()
     }
 }

@@ -115,7 +115,10 @@ mod tests {
         }
         assert!(FEATURES.windows(2).all(|w| w[0].name < w[1].name));
         let names: Vec<_> = finalized().map(|f| f.name).collect();
-        assert_eq!(names, [KRAFT_VERSION, METADATA_VERSION, TRANSACTION_VERSION]);
+        assert_eq!(
+            names,
+            [KRAFT_VERSION, METADATA_VERSION, TRANSACTION_VERSION]
+        );
         assert_eq!(feature("group.version").map(|f| f.max_supported), Some(0));
         assert!(feature("foo.version").is_none());
     }

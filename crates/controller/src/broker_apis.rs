@@ -177,7 +177,10 @@ fn alter_partition_request(a: &AlterPartition) -> AlterPartitionRequest {
 fn failed(api: ApiKey, code: i16) -> Option<Result<ControllerError, ClientResponse>> {
     match ErrorCode(code) {
         ErrorCode::NONE => None,
-        ErrorCode::NOT_CONTROLLER => Some(Err(ClientResponse::NotController { leader: None })),
+        ErrorCode::NOT_CONTROLLER => Some(Err(ClientResponse::NotController {
+            leader: None,
+            leader_addr: None,
+        })),
         code => Some(Ok(ControllerError::new(
             code,
             format!("{} failed: {}", api.name(), code.name()),

@@ -54,7 +54,9 @@ pub const SESSION_ATTEMPT_TIMEOUT: Duration = Duration::from_millis(4500);
 /// (e.g. `TOPIC_ALREADY_EXISTS`).
 #[derive(Clone, Debug)]
 pub struct ControllerClient {
-    voters: Arc<BTreeMap<BrokerId, SocketAddr>>,
+    /// The controllers calls go to: `controller.quorum.voters`, or (KIP-853) the bootstrap controllers
+    /// under stand-in ids until [`ControllerClient::refresh_voters`] learns the membership.
+    voters: Arc<Mutex<Arc<BTreeMap<BrokerId, SocketAddr>>>>,
     leader_hint: Arc<Mutex<Option<BrokerId>>>,
     timeout: Duration,
     session_attempt: Duration,
@@ -86,7 +88,7 @@ impl ControllerClient {
     /// A client of the quorum `voters` (`controller.quorum.voters`).
     pub fn new(voters: BTreeMap<BrokerId, SocketAddr>) -> ControllerClient {
         ControllerClient {
-            voters: Arc::new(voters),
+            voters: Arc::new(Mutex::new(Arc::new(voters))),
             leader_hint: Arc::new(Mutex::new(None)),
             timeout: DEFAULT_REQUEST_TIMEOUT,
             session_attempt: SESSION_ATTEMPT_TIMEOUT,
@@ -124,6 +126,33 @@ impl ControllerClient {
     pub fn with_timeout(mut self, timeout: Duration) -> ControllerClient {
         self.timeout = timeout;
         self
+    }
+
+    /// A client of the quorum that the controllers at `bootstrap` (`controller.quorum.bootstrap.servers`,
+    /// KIP-853) belong to: they stand in as voters (under ids -1, -2, ...) until
+    /// [`ControllerClient::refresh_voters`] learns the membership from the active controller.
+    pub fn bootstrap(bootstrap: &[SocketAddr]) -> ControllerClient {
+        ControllerClient::new(
+            (bootstrap.iter().enumerate())
+                .map(|(i, a)| (BrokerId(-(i as i32) - 1), *a))
+                .collect(),
+        )
+    }
+
+    /// Asks the active controller for the quorum's voters (DescribeQuorum) and sends later calls to them:
+    /// how a broker started with `controller.quorum.bootstrap.servers` follows controllers added, removed
+    /// or replaced (KIP-853). Errors: the call's; the known voters are kept.
+    pub async fn refresh_voters(&self) -> Result<(), ControllerError> {
+        let quorum = self.describe_quorum().await?;
+        if !quorum.voters.is_empty() {
+            *self.voters.lock() = Arc::new(quorum.voters);
+        }
+        Ok(())
+    }
+
+    /// The controllers calls go to now, by id.
+    pub fn voters(&self) -> Arc<BTreeMap<BrokerId, SocketAddr>> {
+        self.voters.lock().clone()
     }
 
     /// The controller this client currently believes active, if any.
@@ -202,7 +231,8 @@ impl ControllerClient {
         let deadline = now
             .checked_add(budget)
             .unwrap_or_else(|| now + Duration::from_secs(86_400));
-        let ids: Vec<BrokerId> = self.voters.keys().copied().collect();
+        let mut voters = self.voters();
+        let mut ids: Vec<BrokerId> = voters.keys().copied().collect();
         if ids.is_empty() {
             return Err(ControllerError::new(
                 ErrorCode::INVALID_REQUEST,
@@ -217,7 +247,7 @@ impl ControllerClient {
         loop {
             let hint = *self.leader_hint.lock();
             let target = match hint {
-                Some(l) if self.voters.contains_key(&l) => l,
+                Some(l) if voters.contains_key(&l) => l,
                 _ => {
                     rr += 1;
                     // Not straight back to the voter that just failed (a silent one costs a whole attempt).
@@ -227,7 +257,7 @@ impl ControllerClient {
                     ids[rr % ids.len()]
                 }
             };
-            let addr = self.voters[&target];
+            let addr = voters[&target];
             let remaining = deadline.saturating_duration_since(Instant::now());
             if remaining.is_zero() {
                 return Err(ControllerError::new(
@@ -238,9 +268,23 @@ impl ControllerClient {
             let limit = remaining.min(attempt.saturating_add(extra));
             let mut retry_now = false;
             match self.attempt(addr, &req, kafka.as_ref(), limit).await {
-                Ok(ClientResponse::NotController { leader }) => {
+                Ok(ClientResponse::NotController {
+                    leader,
+                    leader_addr,
+                }) => {
                     last_err = format!("controller {target} is not active (leader {leader:?})");
-                    let follow = leader.filter(|l| *l != target && self.voters.contains_key(l));
+                    if let (Some(l), Some(a)) = (leader, leader_addr) {
+                        if !voters.contains_key(&l) {
+                            // A leader this client has no address for (it started from bootstrap servers,
+                            // or the membership changed): known from now on.
+                            let mut known = voters.as_ref().clone();
+                            known.insert(l, a);
+                            voters = Arc::new(known);
+                            *self.voters.lock() = voters.clone();
+                            ids = voters.keys().copied().collect();
+                        }
+                    }
+                    let follow = leader.filter(|l| *l != target && voters.contains_key(l));
                     *self.leader_hint.lock() = follow;
                     // Follow a named leader at once, or (none named) try the next voter at once, but not
                     // forever around a stale loop.

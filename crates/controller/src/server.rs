@@ -433,7 +433,19 @@ impl Inner {
 
     fn not_controller(&self) -> NotController {
         let leader = self.current_leader().filter(|&l| l != self.node_id);
-        ClientResponse::NotController { leader }
+        let leader_addr = leader.and_then(|l| {
+            let metrics = self.raft.metrics();
+            let m = metrics.borrow();
+            let node = m
+                .membership_config
+                .membership()
+                .get_node(&(l.get() as u64))?;
+            node.addr.parse().ok()
+        });
+        ClientResponse::NotController {
+            leader,
+            leader_addr,
+        }
     }
 
     // `NotController` carries a `ClientResponse`, whose largest variant (a full `MetadataImage`) grew past

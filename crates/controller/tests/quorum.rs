@@ -224,7 +224,7 @@ async fn three_controllers_fail_over_and_restart_from_snapshot() {
     .await
     .unwrap();
     match read_frame(&mut conn).await.unwrap() {
-        RpcResponse::Client(ClientResponse::NotController { leader: l }) => {
+        RpcResponse::Client(ClientResponse::NotController { leader: l, .. }) => {
             assert_eq!(l, Some(BrokerId(leader)))
         }
         other => panic!("expected NOT_CONTROLLER, got {other:?}"),

@@ -142,6 +142,10 @@ pub enum ClientResponse {
     NotController {
         /// The leader's node id, if known.
         leader: Option<BrokerId>,
+        /// The leader's controller address, if known: how a client that started from bootstrap servers
+        /// (KIP-853) reaches a leader it has no address for. Absent from the JSON when unknown.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        leader_addr: Option<std::net::SocketAddr>,
     },
     /// BrokerRegistration answer: the broker epoch.
     RegisterBroker(Result<BrokerEpoch, ControllerError>),

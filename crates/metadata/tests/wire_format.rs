@@ -147,6 +147,7 @@ fn json_is_unchanged() {
         ClientResponse::Error(ControllerError::new(ErrorCode::TOPIC_ALREADY_EXISTS, "x")),
         ClientResponse::NotController {
             leader: Some(BrokerId(2)),
+            leader_addr: None,
         },
         ClientResponse::RegisterBroker(Ok(BrokerEpoch(5))),
         ClientResponse::Heartbeat(Ok(HeartbeatReply {

@@ -289,6 +289,20 @@ impl BrokerConfig {
         self.controller_listener.as_ref().or(voter)
     }
 
+    /// `controller.quorum.bootstrap.servers` resolved (an entry that does not resolve is left out, logged).
+    pub fn controller_bootstrap_addrs(&self) -> Vec<SocketAddr> {
+        use std::net::ToSocketAddrs;
+        (self.controller_quorum_bootstrap_servers.iter())
+            .filter_map(|e| match (e.host.as_str(), e.port).to_socket_addrs() {
+                Ok(mut addrs) => addrs.next(),
+                Err(err) => {
+                    tracing::warn!(%err, host = %e.host, "a controller.quorum.bootstrap.servers entry does not resolve");
+                    None
+                }
+            })
+            .collect()
+    }
+
     /// `controller.quorum.bootstrap.servers` as `host:port` strings.
     pub fn controller_bootstrap_servers(&self) -> Vec<String> {
         self.controller_quorum_bootstrap_servers
@@ -541,8 +555,9 @@ fn parse_roles_and_voters(
     }
     let controller_quorum_voters =
         parse_voters(&get("controller.quorum.voters").unwrap_or_default())?;
-    let joins = process_roles.controller
-        && !process_roles.broker
+    // A controller-only process joins through the bootstrap servers (KIP-853); a broker-only one finds
+    // the controllers through them.
+    let joins = process_roles.controller != process_roles.broker
         && get("controller.quorum.bootstrap.servers").is_some_and(|v| !v.trim().is_empty());
     if controller_quorum_voters.is_empty()
         && !joins
@@ -607,14 +622,15 @@ fn parse_bootstrap_servers(
         value: text.clone(),
         reason: reason.into(),
     };
-    if roles.broker {
+    if roles.broker && roles.controller {
         return Err(refuse(
-            "only a controller-only process (process.roles=controller) joins through the bootstrap servers; a broker needs controller.quorum.voters",
+            "a combined broker and controller needs controller.quorum.voters; a controller-only process \
+             joins, and a broker-only one finds the controllers, through the bootstrap servers",
         ));
     }
     if get("cluster.id").is_none_or(|c| c.trim().is_empty()) {
         return Err(refuse(
-            "a controller joining through the bootstrap servers needs cluster.id",
+            "a process that finds the quorum through the bootstrap servers needs cluster.id",
         ));
     }
     Ok(servers)

@@ -63,10 +63,31 @@ fn a_controller_joins_through_bootstrap_servers_with_a_cluster_id() {
         .map(|e| e.port)
         .collect();
     assert_eq!(ports, [19093, 19094]);
-    // No cluster id; a broker role.
+    // No cluster id; a combined process (it must start the quorum: controller.quorum.voters).
     assert!(BrokerConfig::from_pairs(&pairs(&base)).is_err());
-    let broker = [with_id.as_slice(), &[("process.roles", "broker")]].concat();
-    assert!(BrokerConfig::from_pairs(&pairs(&broker)).is_err());
+    let combined = [
+        with_id.as_slice(),
+        &[("process.roles", "broker,controller")],
+    ]
+    .concat();
+    assert!(BrokerConfig::from_pairs(&pairs(&combined)).is_err());
+}
+
+#[test]
+fn a_broker_finds_the_controllers_through_bootstrap_servers_with_a_cluster_id() {
+    let base = [
+        ("node.id", "5"),
+        ("process.roles", "broker"),
+        ("listeners", "PLAINTEXT://127.0.0.1:19096"),
+        ("controller.quorum.bootstrap.servers", "127.0.0.1:19093"),
+    ];
+    assert!(
+        BrokerConfig::from_pairs(&pairs(&base)).is_err(),
+        "needs cluster.id"
+    );
+    let with_id = [base.as_slice(), &[("cluster.id", "MkU3OEVBNTcwNTJENDM2Qg")]].concat();
+    let c = BrokerConfig::from_pairs(&pairs(&with_id)).unwrap();
+    assert!(c.is_cluster() && c.controller_quorum_voters.is_empty());
 }
 
 fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {

@@ -8,8 +8,8 @@
 //! 1. Budget: nothing starts while [`BalancerConfig::max_concurrent_moves`] partitions (manual moves
 //!    included) are being reassigned; one step starts at most the remaining budget.
 //! 2. Dead brokers first: each replica on a broker fenced (or with its log dir offline) for
-//!    [`BalancerConfig::dead_broker_delay_ms`] is replaced in the same position of the replica list, so the
-//!    replication factor is restored, by a placeable broker on a rack the partition is not on yet, else the
+//!    [`BalancerConfig::dead_broker_delay_ms`], or no longer registered at all, is replaced in the same
+//!    position of the replica list, so the replication factor is restored, by a placeable broker on a rack the partition is not on yet, else the
 //!    one with the fewest replicas. Leaderless partitions wait (their data is only on the dead broker).
 //! 3. Replica counts: while the most-loaded active broker holds more than the allowed spread over the
 //!    least-loaded placeable one, a replica moves from the first to the second, taking its position (a
@@ -20,7 +20,9 @@
 //!    partition whose move brings the gap closest to half moves; when that alone would take the counts out
 //!    of their spread, the smallest partition of the other broker moves back (a swap).
 //! 5. Leaderships: preferred leaders (first replicas) are spread the same way by putting an in-sync
-//!    replica first — no data moves — and electing it.
+//!    replica first — no data moves — and electing it; then, with `auto.leader.rebalance.enable`, every
+//!    partition whose preferred replica is in sync and active but not leading is handed to it (the
+//!    periodic preferred-leader election, run in the step rather than waiting for its own interval).
 //!
 //! "Placeable" brokers are active and not cordoned (KIP-1066, `cordoned.log.dirs`); a move never puts two
 //! replicas of a partition on one rack unless the broker it leaves shares that rack. A broker without
@@ -78,6 +80,10 @@ impl BalancerConfig {
 
 /// The least byte spread the step corrects: 64 MiB (smaller gaps are not worth the copying).
 pub const MIN_BYTES_SPREAD: u64 = 64 << 20;
+
+/// Most (from, to) broker pairs one search looks at, most unequal first (bounds a step's work to
+/// `MAX_PAIRS` passes over the partitions).
+const MAX_PAIRS: usize = 32;
 
 /// One partition as the step sees it.
 struct Part<'a> {
@@ -141,7 +147,7 @@ impl QuorumControl {
             .filter(|p| p.is_reassigning())
             .count();
         let mut budget = cfg.max_concurrent_moves.saturating_sub(ongoing);
-        let dead: BTreeSet<BrokerId> = if cfg.dead_broker_delay_ms < 0 {
+        let mut dead: BTreeSet<BrokerId> = if cfg.dead_broker_delay_ms < 0 {
             BTreeSet::new()
         } else {
             (self.down_since.iter())
@@ -149,6 +155,14 @@ impl QuorumControl {
                 .map(|(&b, _)| b)
                 .collect()
         };
+        // A replica on a broker id that is no longer registered (UnregisterBroker without a drain) is
+        // gone for good: re-placed at once.
+        dead.extend(
+            (batch.view.topics.values())
+                .flat_map(|t| t.partitions.values())
+                .flat_map(|p| p.replicas.iter().copied())
+                .filter(|b| !batch.view.brokers.contains_key(b)),
+        );
         while budget > 0 {
             let moves = self.next_moves(&batch.view, &dead, cfg.max_spread_percent);
             if moves.is_empty() || moves.len() > budget {
@@ -167,6 +181,11 @@ impl QuorumControl {
             batch.push(record);
             elections -= 1;
         }
+        // Leaderships follow the preferences at once (a completed move hands leadership over only when
+        // the leader leaves), not at the next `leader.imbalance.check.interval.seconds`.
+        if self.config.auto_leader_rebalance {
+            Self::elect_preferred_leaders(batch, super::MAX_PREFERRED_ELECTIONS_PER_TICK);
+        }
     }
 
     /// The next replica moves: a dead broker's replica, else one that lowers the replica-count spread,
@@ -179,23 +198,24 @@ impl QuorumControl {
     ) -> Vec<MetadataRecord> {
         let parts = self.parts(view);
         let loads = loads(&parts);
-        let placeable: Vec<BrokerId> = (view.brokers.keys())
-            .copied()
-            .filter(|&b| view.accepts_new_replicas(b))
-            .collect();
+        let (active, placeable) = brokers(view);
         if placeable.is_empty() {
             return Vec::new();
         }
         if let Some(r) = replace_dead(view, &parts, &loads, dead, &placeable) {
             return vec![r];
         }
-        let active: Vec<BrokerId> = (view.brokers.keys())
-            .copied()
-            .filter(|&b| view.is_active_broker(b))
-            .collect();
-        match count_move(view, &parts, &loads, &active, &placeable, spread_percent) {
+        let scene = Scene {
+            view,
+            parts: &parts,
+            loads: &loads,
+            active: &active,
+            placeable: &placeable,
+            pct: spread_percent,
+        };
+        match scene.count_move() {
             Some(r) => vec![r],
-            None => bytes_move(view, &parts, &loads, &active, &placeable, spread_percent),
+            None => scene.bytes_move(),
         }
     }
 
@@ -230,6 +250,19 @@ fn loads(parts: &[Part<'_>]) -> Loads {
         }
     }
     l
+}
+
+/// The active brokers (sources of moves) and, of them, the placeable ones (not cordoned: targets).
+fn brokers(view: &MetadataImage) -> (Vec<BrokerId>, Vec<BrokerId>) {
+    let active: Vec<BrokerId> = (view.brokers.keys())
+        .copied()
+        .filter(|&b| view.is_active_broker(b))
+        .collect();
+    let placeable = (active.iter())
+        .copied()
+        .filter(|&b| !view.is_cordoned(b))
+        .collect();
+    (active, placeable)
 }
 
 fn get<T: Copy + Default>(m: &BTreeMap<BrokerId, T>, b: BrokerId) -> T {
@@ -338,7 +371,11 @@ fn pairs<T: Copy + Ord + Default + std::ops::Sub<Output = T>>(
         }
     }
     out.sort_by(|a, b| b.0.cmp(&a.0).then((a.1, a.2).cmp(&(b.1, b.2))));
-    out.into_iter().map(|(_, f, t)| (f, t)).collect()
+    // Each pair costs a pass over the partitions: a step looks at the most unequal ones only.
+    out.into_iter()
+        .take(MAX_PAIRS)
+        .map(|(_, f, t)| (f, t))
+        .collect()
 }
 
 /// A partition that can move from `from` to `to`: not being reassigned, on `from`, not on `to`, rack-safe.
@@ -358,73 +395,88 @@ fn movable<'p, 'a>(
     })
 }
 
-/// The smallest partition moving a replica from the most- to the least-loaded broker by count.
-fn count_move(
-    view: &MetadataImage,
-    parts: &[Part<'_>],
-    loads: &Loads,
-    active: &[BrokerId],
-    placeable: &[BrokerId],
+/// What a count or byte move is chosen from: the view, its partitions and loads, the active brokers (moves'
+/// sources) and the placeable ones (their targets), the spread percent.
+struct Scene<'s, 'a> {
+    view: &'a MetadataImage,
+    parts: &'s [Part<'a>],
+    loads: &'s Loads,
+    active: &'s [BrokerId],
+    placeable: &'s [BrokerId],
     pct: u32,
-) -> Option<MetadataRecord> {
-    let allowed = allowed_count_spread(&loads.replicas, active, pct);
-    for (from, to) in pairs(&loads.replicas, active, placeable, allowed) {
-        if let Some(part) = movable(view, parts, from, to).min_by_key(|p| p.bytes) {
-            return move_record(view, part, &replaced(&part.p.replicas, from, to));
-        }
-    }
-    None
 }
 
-/// A move lowering the byte gap between the broker with the most bytes and the one with the fewest: the
-/// largest partition that lowers it, alone when the counts stay within their spread, else swapped with the
-/// smallest partition moving back.
-fn bytes_move(
-    view: &MetadataImage,
-    parts: &[Part<'_>],
-    loads: &Loads,
-    active: &[BrokerId],
-    placeable: &[BrokerId],
-    pct: u32,
-) -> Vec<MetadataRecord> {
-    let total: u64 = active.iter().map(|&b| get(&loads.bytes, b)).sum();
-    let avg = total / active.len().max(1) as u64;
-    let allowed = (avg / 100 * u64::from(pct)).max(MIN_BYTES_SPREAD);
-    let count_allowed = allowed_count_spread(&loads.replicas, active, pct);
-    let count_spread_after = |from: BrokerId, to: BrokerId| {
-        let mut c = loads.replicas.clone();
-        *c.entry(from).or_default() -= 1;
-        *c.entry(to).or_default() += 1;
-        let vals: Vec<usize> = active.iter().map(|&b| get(&c, b)).collect();
-        vals.iter().max().unwrap_or(&0) - vals.iter().min().unwrap_or(&0)
-    };
-    for (from, to) in pairs(&loads.bytes, active, placeable, allowed) {
-        let gap = get(&loads.bytes, from) - get(&loads.bytes, to);
-        let alone = count_spread_after(from, to) <= count_allowed;
-        // Moving `b` bytes one way and `s` back lowers the gap when 0 < b - s < gap; best near gap / 2.
-        let back = if alone {
-            None
-        } else {
-            match movable(view, parts, to, from).min_by_key(|p| p.bytes) {
-                Some(p) => Some(p),
-                None => continue,
+impl Scene<'_, '_> {
+    /// The smallest partition moving a replica from the most- to the least-loaded broker by count.
+    fn count_move(&self) -> Option<MetadataRecord> {
+        let Scene {
+            view,
+            parts,
+            loads,
+            active,
+            placeable,
+            pct,
+        } = *self;
+        let allowed = allowed_count_spread(&loads.replicas, active, pct);
+        for (from, to) in pairs(&loads.replicas, active, placeable, allowed) {
+            if let Some(part) = movable(view, parts, from, to).min_by_key(|p| p.bytes) {
+                return move_record(view, part, &replaced(&part.p.replicas, from, to));
             }
-        };
-        let back_bytes = back.map_or(0, |p| p.bytes);
-        let best = movable(view, parts, from, to)
-            .filter(|p| p.bytes > back_bytes && p.bytes - back_bytes < gap)
-            .min_by_key(|p| (p.bytes - back_bytes).abs_diff(gap / 2));
-        let Some(part) = best else { continue };
-        let mut out: Vec<MetadataRecord> =
-            move_record(view, part, &replaced(&part.p.replicas, from, to))
-                .into_iter()
-                .collect();
-        if let Some(b) = back {
-            out.extend(move_record(view, b, &replaced(&b.p.replicas, to, from)));
         }
-        return out;
+        None
     }
-    Vec::new()
+
+    /// A move lowering the byte gap between the broker with the most bytes and the one with the fewest: the
+    /// largest partition that lowers it, alone when the counts stay within their spread, else swapped with the
+    /// smallest partition moving back.
+    fn bytes_move(&self) -> Vec<MetadataRecord> {
+        let Scene {
+            view,
+            parts,
+            loads,
+            active,
+            placeable,
+            pct,
+        } = *self;
+        let total: u64 = active.iter().map(|&b| get(&loads.bytes, b)).sum();
+        let avg = total / active.len().max(1) as u64;
+        let allowed = (avg / 100 * u64::from(pct)).max(MIN_BYTES_SPREAD);
+        let count_allowed = allowed_count_spread(&loads.replicas, active, pct);
+        let count_spread_after = |from: BrokerId, to: BrokerId| {
+            let mut c = loads.replicas.clone();
+            *c.entry(from).or_default() -= 1;
+            *c.entry(to).or_default() += 1;
+            let vals: Vec<usize> = active.iter().map(|&b| get(&c, b)).collect();
+            vals.iter().max().unwrap_or(&0) - vals.iter().min().unwrap_or(&0)
+        };
+        for (from, to) in pairs(&loads.bytes, active, placeable, allowed) {
+            let gap = get(&loads.bytes, from) - get(&loads.bytes, to);
+            let alone = count_spread_after(from, to) <= count_allowed;
+            // Moving `b` bytes one way and `s` back lowers the gap when 0 < b - s < gap; best near gap / 2.
+            let back = if alone {
+                None
+            } else {
+                match movable(view, parts, to, from).min_by_key(|p| p.bytes) {
+                    Some(p) => Some(p),
+                    None => continue,
+                }
+            };
+            let back_bytes = back.map_or(0, |p| p.bytes);
+            let best = movable(view, parts, from, to)
+                .filter(|p| p.bytes > back_bytes && p.bytes - back_bytes < gap)
+                .min_by_key(|p| (p.bytes - back_bytes).abs_diff(gap / 2));
+            let Some(part) = best else { continue };
+            let mut out: Vec<MetadataRecord> =
+                move_record(view, part, &replaced(&part.p.replicas, from, to))
+                    .into_iter()
+                    .collect();
+            if let Some(b) = back {
+                out.extend(move_record(view, b, &replaced(&b.p.replicas, to, from)));
+            }
+            return out;
+        }
+        Vec::new()
+    }
 }
 
 /// A partition whose preferred leadership moves from the broker with the most to an in-sync replica on the
@@ -436,14 +488,7 @@ fn leader_move(view: &MetadataImage, pct: u32) -> Option<MetadataRecord> {
             *leaders.entry(*first).or_default() += 1;
         }
     }
-    let active: Vec<BrokerId> = (view.brokers.keys())
-        .copied()
-        .filter(|&b| view.is_active_broker(b))
-        .collect();
-    let placeable: Vec<BrokerId> = (active.iter())
-        .copied()
-        .filter(|&b| !view.is_cordoned(b))
-        .collect();
+    let (active, placeable) = brokers(view);
     let allowed = allowed_count_spread(&leaders, &active, pct);
     for (from, to) in pairs(&leaders, &active, &placeable, allowed) {
         for t in view.topics.values() {

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 
+use super::placement_tests::on_rack;
 use super::*;
 
 const INTERVAL: i64 = 1_000;
@@ -24,27 +25,6 @@ fn balancing(max_moves: usize, dead_delay_ms: i64) -> Sim {
         1,
     );
     s
-}
-
-/// Registers and unfences broker `id` on `rack`.
-fn join(s: &mut Sim, id: i32, rack: Option<&str>) {
-    let recs = s
-        .ctl
-        .register_broker(
-            &s.image,
-            &RegisterBroker {
-                broker_id: BrokerId(id),
-                incarnation_id: Uuid::from_u128(id as u128),
-                host: "localhost".into(),
-                port: 9000 + id as u16,
-                rack: rack.map(str::to_string),
-                listeners: Vec::new(),
-            },
-            s.now,
-        )
-        .unwrap();
-    s.commit(recs);
-    assert!(!s.hb(id, false, false).unwrap().is_fenced);
 }
 
 /// Every partition being reassigned gets its whole target into the ISR from its leader, which completes it.
@@ -117,7 +97,7 @@ fn a_new_broker_gets_its_share_of_replicas_and_leaderships() {
     let mut s = balancing(10, -1);
     s.active(&[1, 2, 3]);
     s.create("t", 12, 3).unwrap();
-    join(&mut s, 4, None);
+    on_rack(&mut s, 4, None);
     settle(&mut s, &[1, 2, 3, 4], 20);
     let replicas = count_per_broker(&s, false);
     assert_eq!(replicas.values().copied().collect::<Vec<_>>(), vec![9; 4]);
@@ -146,7 +126,7 @@ fn moves_are_bounded_by_max_concurrent_moves_and_wait_for_the_interval() {
     let mut s = balancing(2, -1);
     s.active(&[1, 2, 3]);
     s.create("t", 12, 3).unwrap();
-    join(&mut s, 4, None);
+    on_rack(&mut s, 4, None);
     s.tick_at(s.now + INTERVAL / 2);
     assert_eq!(reassigning(&s), 0, "not before the check interval");
     step(&mut s, &[1, 2, 3, 4]);
@@ -190,7 +170,7 @@ fn a_cordoned_broker_gets_no_new_replicas() {
     let mut s = balancing(10, -1);
     s.active(&[1, 2, 3]);
     s.create("t", 6, 2).unwrap();
-    join(&mut s, 4, None);
+    on_rack(&mut s, 4, None);
     s.commit(vec![MetadataRecord::ConfigRecord {
         resource_type: RESOURCE_BROKER,
         resource_name: "4".into(),
@@ -208,11 +188,11 @@ fn a_cordoned_broker_gets_no_new_replicas() {
 fn moves_keep_replicas_of_a_partition_on_distinct_racks() {
     let mut s = balancing(10, -1);
     for (id, rack) in [(1, "a"), (2, "b"), (3, "c")] {
-        join(&mut s, id, Some(rack));
+        on_rack(&mut s, id, Some(rack));
     }
     s.create("t", 9, 2).unwrap();
-    join(&mut s, 4, Some("a"));
-    join(&mut s, 5, Some("b"));
+    on_rack(&mut s, 4, Some("a"));
+    on_rack(&mut s, 5, Some("b"));
     settle(&mut s, &[1, 2, 3, 4, 5], 20);
     assert!(count_per_broker(&s, false)[&BrokerId(4)] > 0);
     for p in s.image.topics["t"].partitions.values() {
@@ -262,4 +242,19 @@ fn bytes_are_evened_out_by_swapping_partitions() {
         "two GiB partitions each"
     );
     assert!(spread(&count_per_broker(&s, false)) <= 1);
+}
+
+#[test]
+fn replicas_on_an_unregistered_broker_are_replaced_at_once() {
+    let mut s = balancing(10, 600_000);
+    s.active(&[1, 2, 3, 4]);
+    s.create("t", 4, 3).unwrap();
+    // Broker 4 is unregistered without a drain: its replicas have nowhere to come back to.
+    let recs = s.ctl.unregister_broker(&s.image, BrokerId(4)).unwrap();
+    s.commit(recs);
+    settle(&mut s, &[1, 2, 3], 10);
+    for p in s.image.topics["t"].partitions.values() {
+        assert!(!p.replicas.contains(&BrokerId(4)), "{p:?}");
+        assert_eq!(p.replicas.len(), 3);
+    }
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use super::*;
 
 /// Registers and unfences broker `id` on `rack`.
-fn on_rack(s: &mut Sim, id: i32, rack: Option<&str>) {
+pub(super) fn on_rack(s: &mut Sim, id: i32, rack: Option<&str>) {
     let recs = s
         .ctl
         .register_broker(
