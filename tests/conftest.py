@@ -59,10 +59,20 @@ def _sigterm_to_interrupt(_sig, _frame):
 signal.signal(signal.SIGTERM, _sigterm_to_interrupt)
 
 
+_HANDED_OUT: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port free now and never handed out before in this test process: a cluster picks all its ports
+    before any process binds them, and the kernel may offer one port twice (a broker listener once collided
+    with another node's controller listener)."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 def api_versions_ok(bootstrap: str) -> tuple[bool, str]:

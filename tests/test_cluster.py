@@ -143,9 +143,9 @@ def create_topic(c: Cluster, topic: str, partitions: int = 1, rf: int = 3, confi
     a = AdminClient({"bootstrap.servers": c.alive_bootstrap(), **c.client_conf})
     fs = a.create_topics([NewTopic(topic, partitions, rf, config=configs or {})], operation_timeout=30)
     fs[topic].result(60)
-    c.wait(lambda md: topic in md.topics and len(md.topics[topic].partitions) == partitions
-           and all(pm.leader >= 0 and len(pm.isrs) == rf for pm in md.topics[topic].partitions.values()),
-           f"{topic} led with a full ISR")
+    return c.wait(lambda md: topic in md.topics and len(md.topics[topic].partitions) == partitions
+                  and all(pm.leader >= 0 and len(pm.isrs) == rf for pm in md.topics[topic].partitions.values()),
+                  f"{topic} led with a full ISR")
 
 
 def consume_all(bootstrap: str, topic: str, expect: int, timeout: float = 120.0,
@@ -228,8 +228,8 @@ def check_exactly_once_in_order(c: Cluster, s: Stream):
 def test_three_brokers_are_listed_and_a_replicated_topic_round_trips(cluster, topic):
     md = cluster.metadata()
     assert sorted(md.brokers) == [1, 2, 3]
-    create_topic(cluster, topic, partitions=3)
-    pm = cluster.metadata(topic).topics[topic].partitions
+    # The metadata of a broker that shows the topic (another broker may not have applied it yet).
+    pm = create_topic(cluster, topic, partitions=3).topics[topic].partitions
     assert sorted(p.leader for p in pm.values()) == [1, 2, 3], "leaders are spread over the brokers"
     for p in pm.values():
         assert sorted(p.replicas) == [1, 2, 3] and sorted(p.isrs) == [1, 2, 3]
