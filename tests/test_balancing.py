@@ -136,14 +136,10 @@ def settled(c, topic: str, brokers: list[int]):
 
 
 def alter_config(bootstrap: str, rtype: int, name: str, key: str, value: str | None):
-    """IncrementalAlterConfigs v0 of one key: SET `value`, or DELETE when it is None."""
-    w = k.Writer().i32(1).i8(rtype).string(name).i32(1)
-    w.string(key).i8(0 if value is not None else 1).string(value)
-    w.i8(0)
+    """IncrementalAlterConfigs of one key: SET `value`, or DELETE when it is None; must succeed."""
+    from test_broker_configs import incremental_alter
     with k.Connection(bootstrap) as conn:
-        r = conn.request(44, 0, bytes(w.buf))
-    r.i32()
-    (res,) = r.array(lambda r: (r.i16(), r.string(), r.i8(), r.string()))
+        res = incremental_alter(conn, rtype, name, [(key, 0 if value is not None else 1, value)])
     assert res[0] == 0, res
 
 

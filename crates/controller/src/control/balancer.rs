@@ -93,11 +93,10 @@ struct Part<'a> {
     bytes: u64,
 }
 
-/// Replicas, preferred leaderships and bytes per registered broker.
+/// Replicas and bytes per broker (preferred leaderships are counted by [`leader_move`] on its own view).
 #[derive(Default)]
 struct Loads {
     replicas: BTreeMap<BrokerId, usize>,
-    leaders: BTreeMap<BrokerId, usize>,
     bytes: BTreeMap<BrokerId, u64>,
 }
 
@@ -240,11 +239,7 @@ impl QuorumControl {
 fn loads(parts: &[Part<'_>]) -> Loads {
     let mut l = Loads::default();
     for part in parts {
-        let replicas = part.p.target_replicas();
-        if let Some(first) = replicas.first() {
-            *l.leaders.entry(*first).or_default() += 1;
-        }
-        for r in replicas {
+        for r in part.p.target_replicas() {
             *l.replicas.entry(r).or_default() += 1;
             *l.bytes.entry(r).or_default() += part.bytes;
         }
