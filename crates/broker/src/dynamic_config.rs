@@ -732,7 +732,7 @@ fn validate_value(key: &str, value: &str, cleaner_threads: i64) -> Result<(), Al
                 return Err(bad("Expected value to be either true or false".into()));
             }
         }
-        ConfigType::String | ConfigType::List | ConfigType::Password => {}
+        ConfigType::String | ConfigType::List | ConfigType::Password | ConfigType::Class => {}
     }
     let check = DYNAMIC_KEYS
         .iter()

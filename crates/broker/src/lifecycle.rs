@@ -361,6 +361,7 @@ impl Services {
     ) -> anyhow::Result<Services> {
         let dir = &config.log_dir;
         authorizer_config(config).map_err(anyhow::Error::msg)?;
+        crate::metadata_cache::replica_selector(config).map_err(anyhow::Error::msg)?;
         ConnectionQuotaConfig::from_config(config)?;
         let metadata = Arc::new(
             match cluster_id {

@@ -14,7 +14,9 @@ use metadata::{BrokerRegistration, MetadataImage, PartitionRegistration, TopicIm
 use parking_lot::Mutex;
 use types::{BrokerId, LeaderEpoch, PartitionEpoch};
 
-use crate::config::BrokerConfig;
+use replica::replica_selector::ReplicaSelector;
+
+use crate::config::{keys, BrokerConfig};
 use crate::metadata::{MetadataStore, TopicMetadata};
 
 /// A controller endpoint: (node id, host, port).
@@ -33,6 +35,14 @@ pub trait MetadataCache: Send + Sync + std::fmt::Debug {
 /// `broker.rack` (KIP-36), `None` when unset or empty.
 pub fn broker_rack(config: &BrokerConfig) -> Option<String> {
     config.value("broker.rack").filter(|r| !r.trim().is_empty())
+}
+
+/// `replica.selector.class` (KIP-392) as the selector it names: `Ok(None)` when unset (Kafka's default:
+/// consumers read from the leader only). Error: a class Runnel does not implement, with a message naming
+/// the ones it does (refused at startup).
+pub fn replica_selector(config: &BrokerConfig) -> Result<Option<ReplicaSelector>, String> {
+    let class = config.get(keys::REPLICA_SELECTOR_CLASS).unwrap_or_default();
+    ReplicaSelector::from_class_name(&class)
 }
 
 /// This broker's advertised listeners as registered (Kafka's `BrokerRegistration` endpoints).

@@ -5,7 +5,8 @@
 //! HighWatermark); [`replica_manager::ReplicaManager`] holds every partition, the produce/fetch purgatories
 //! and the ISR-shrink timer; the replica fetcher pulls from leaders over the Kafka protocol (its connections
 //! come from a [`transport::Connector`], tokio TCP in production; its throttling, KIP-73, from a
-//! [`replication_quota::ReplicationQuota`]); and [`cluster_link::ClusterLink`] is the
+//! [`replication_quota::ReplicationQuota`]); [`replica_selector`] is KIP-392's choice of a consumer's
+//! preferred read replica; and [`cluster_link::ClusterLink`] is the
 //! one seam to the controller (AlterPartition, broker endpoints).
 //!
 //! Depends on `storage`, `protocol`, `metadata` and `types` only; knows nothing of configuration files,
@@ -18,6 +19,7 @@ pub mod partition;
 mod partition_results;
 pub mod replica_fetcher;
 pub mod replica_manager;
+pub mod replica_selector;
 mod replica_states;
 pub mod replication_quota;
 pub mod transport;

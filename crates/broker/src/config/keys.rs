@@ -79,7 +79,7 @@ impl ConfigValue for f64 {
 }
 
 impl ConfigValue for String {
-    const TYPES: &'static [ConfigType] = &[ConfigType::String, ConfigType::List];
+    const TYPES: &'static [ConfigType] = &[ConfigType::String, ConfigType::List, ConfigType::Class];
     fn from_text(text: Option<&str>) -> Option<String> {
         text.map(str::to_string)
     }
@@ -186,6 +186,11 @@ keys! {
     SUPER_USERS: Option<String> = "super.users";
     /// `allow.everyone.if.no.acl.found`: what a resource without any ACL gets (Kafka's default false: denied).
     ALLOW_EVERYONE_IF_NO_ACL_FOUND: bool = "allow.everyone.if.no.acl.found";
+    /// `replica.selector.class` (KIP-392): unset (Kafka's default) = consumers read from the leader only;
+    /// `org.apache.kafka.common.replica.RackAwareReplicaSelector` = a consumer whose `client.rack` matches
+    /// an in-sync replica's `broker.rack` is sent to it; `org.apache.kafka.common.replica.LeaderSelector`
+    /// = the leader. Anything else is refused at startup. Static (read once at startup).
+    REPLICA_SELECTOR_CLASS: Option<String> = "replica.selector.class";
 }
 
 #[cfg(test)]

@@ -37,11 +37,14 @@ pub enum ConfigType {
     List,
     /// Secret (reported as null by DescribeConfigs).
     Password,
+    /// A Java class name (Kafka's `CLASS`): Runnel accepts only the classes it implements, checked where
+    /// the key is read.
+    Class,
 }
 
 impl ConfigType {
     /// The DescribeConfigs v3+ `config_type` code (KIP-569): 1 BOOLEAN, 2 STRING, 3 INT, 5 LONG, 6 DOUBLE,
-    /// 7 LIST, 9 PASSWORD.
+    /// 7 LIST, 8 CLASS, 9 PASSWORD.
     pub fn describe_code(self) -> i8 {
         match self {
             ConfigType::Boolean => 1,
@@ -50,6 +53,7 @@ impl ConfigType {
             ConfigType::Long => 5,
             ConfigType::Double => 6,
             ConfigType::List => 7,
+            ConfigType::Class => 8,
             ConfigType::Password => 9,
         }
     }
@@ -79,7 +83,9 @@ impl ConfigType {
                 .parse::<f64>()
                 .map(|_| ())
                 .map_err(|_| bad("expected a number")),
-            ConfigType::String | ConfigType::List | ConfigType::Password => Ok(()),
+            ConfigType::String | ConfigType::List | ConfigType::Password | ConfigType::Class => {
+                Ok(())
+            }
         }
     }
 }

@@ -48,6 +48,7 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("node.id", T::Int, Some("1")),
     def("broker.id", T::Int, None),
     def("broker.rack", T::String, None),
+    def("replica.selector.class", T::Class, None),
     def("process.roles", T::List, Some("broker,controller")),
     def("log.dirs", T::List, None),
     def("log.dir", T::String, Some("./runnel-data")),
