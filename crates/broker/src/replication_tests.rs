@@ -288,7 +288,8 @@ async fn two_brokers_replicate_fail_over_and_shrink_the_isr() {
     assert_eq!(produce(&mut c1, -1, 15_000, &["a", "b", "c"]).await, (0, 0));
     assert!(b2.offsets().2 >= 3, "acks=all answered before replication");
     wait_until(&b2, "follower HW 3", |(_, hw, _)| hw == 3).await;
-    // The follower refuses producers and consumers.
+    // The follower refuses producers, and consumers' Fetches before v11; from v11 (KIP-392) it serves
+    // them up to its HighWatermark.
     assert_eq!(
         produce(&mut c2, 1, 1_000, &["x"]).await.0,
         ErrorCode::NOT_LEADER_OR_FOLLOWER.0
@@ -313,7 +314,11 @@ async fn two_brokers_replicate_fail_over_and_shrink_the_isr() {
         ..Default::default()
     };
     let ResponseBody::Fetch(resp) = c2
-        .call(12, RequestBody::Fetch(fetch), Duration::from_secs(10))
+        .call(
+            10,
+            RequestBody::Fetch(fetch.clone()),
+            Duration::from_secs(10),
+        )
         .await
         .unwrap()
     else {
@@ -323,6 +328,23 @@ async fn two_brokers_replicate_fail_over_and_shrink_the_isr() {
         resp.responses[0].partitions[0].error_code,
         ErrorCode::NOT_LEADER_OR_FOLLOWER.0
     );
+    let ResponseBody::Fetch(resp) = c2
+        .call(12, RequestBody::Fetch(fetch), Duration::from_secs(10))
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    let served = &resp.responses[0].partitions[0];
+    assert_eq!(
+        (
+            served.error_code,
+            served.high_watermark,
+            served.preferred_read_replica
+        ),
+        (0, 3, -1)
+    );
+    assert!(served.records.as_ref().is_some_and(|r| r.len() > 0));
     // OffsetForLeaderEpoch on the leader: epoch 1 ends at the LEO; a stale current epoch is fenced.
     let ofle = |current: i32| OffsetForLeaderEpochRequest {
         replica_id: -1,

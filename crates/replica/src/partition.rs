@@ -2,7 +2,8 @@
 //! [`ReplicaStates`], or follower) and the wake-ups for delayed produces and fetches.
 //!
 //! Callers use verbs: [`Partition::append_as_leader`], [`Partition::append_txn_marker`] (transactions:
-//! `partition/txn.rs`), [`Partition::read`], [`Partition::follower_fetch`],
+//! `partition/txn.rs`), [`Partition::read`] (`partition/read.rs`; also a follower's for a consumer, KIP-392),
+//! [`Partition::follower_fetch`],
 //! [`Partition::wait_for_replication`] on the leader side; [`Partition::append_as_follower`],
 //! [`Partition::truncate_by_epoch`], [`Partition::truncate_out_of_range`] on the follower side (each applies
 //! only while [`Partition::is_following`] the fetcher's leader in its epoch); [`Partition::apply_partition_state`]
@@ -37,7 +38,8 @@ use types::{BrokerId, LeaderEpoch, Offset, PartitionEpoch, ProducerEpoch, Produc
 use uuid::Uuid;
 
 pub use crate::partition_results::{
-    ActiveProducer, DivergingEpoch, IsolationLevel, LogOffsets, PartitionRead, ReplicaError,
+    ActiveProducer, DivergingEpoch, FetchSource, IsolationLevel, LogOffsets, PartitionRead,
+    ReplicaError,
 };
 pub use crate::replica_states::{truncation_offset, FollowerState, PartitionState, ReplicaStates};
 
@@ -93,6 +95,11 @@ struct PartitionInner {
 }
 
 impl PartitionInner {
+    /// True once [`Partition::stop`] ran: the replica is no longer hosted and serves nobody.
+    fn is_stopped(&self) -> bool {
+        self.last_follower_epoch == LeaderEpoch(i32::MAX)
+    }
+
     /// True while following `leader` in `epoch` (the fetcher's guard).
     fn follows(&self, leader: BrokerId, epoch: LeaderEpoch) -> bool {
         matches!(self.role, Role::Follower { leader: l } if l == leader)
@@ -557,56 +564,11 @@ impl Partition {
         }
     }
 
-    /// Reads for a Fetch (Kafka's `fetchRecords`): NotLeader unless this replica leads; else whole batches
-    /// from `fetch_offset`, at most `max_bytes` (the first batch whole when `min_one_batch`, KIP-74), up to
-    /// the LogEndOffset for a follower, the HighWatermark for a `read_uncommitted` consumer and the
-    /// LastStableOffset for a `read_committed` one (`storage::Log::read_committed`, which also lists the
-    /// aborted transactions of the returned range). `isolation` is ignored for a follower.
-    pub fn read(
-        &self,
-        fetch_offset: Offset,
-        max_bytes: usize,
-        for_follower: bool,
-        isolation: IsolationLevel,
-        min_one_batch: bool,
-    ) -> PartitionRead {
-        let st = self.state.lock();
-        if !matches!(st.role, Role::Leader(_)) {
-            return PartitionRead::NotLeader;
-        }
-        let mut log = self.log.lock();
-        let high_watermark = log.high_watermark();
-        let last_stable_offset = log.last_stable_offset();
-        let log_start_offset = log.log_start_offset();
-        let read = if for_follower {
-            let leo = log.log_end_offset();
-            log.read(fetch_offset, max_bytes, leo, min_one_batch)
-        } else if isolation == IsolationLevel::ReadCommitted {
-            log.read_committed(fetch_offset, max_bytes, min_one_batch)
-        } else {
-            log.read(fetch_offset, max_bytes, high_watermark, min_one_batch)
-        };
-        match read {
-            Ok(data) => PartitionRead::Records {
-                high_watermark,
-                last_stable_offset,
-                log_start_offset,
-                records: data.records,
-                aborted_transactions: data.aborted_transactions.unwrap_or_default(),
-            },
-            Err(error) => PartitionRead::Error {
-                error,
-                high_watermark,
-                log_start_offset,
-            },
-        }
-    }
-
     /// Leader side of a follower's Fetch: NotLeaderOrFollower unless this replica leads and `replica_id` is
     /// one of its followers; `Ok(Some(d))` when the follower's `last_fetched_epoch` diverges from our epoch
     /// cache (KIP-595, Kafka's `validateFetchOffsetAndMaybeGetDivergingEpoch`: its end offset in our cache
     /// is below `fetch_offset`, or our cache knows only an older epoch; -1 is not checked) — nothing is
-    /// recorded then. Otherwise records the follower's LEO `fetch_offset` (Kafka's
+    /// recorded then. Otherwise records the follower's LEO `fetch_offset` and its `log_start_offset` (Kafka's
     /// `updateFollowerFetchState`), advances the HW if the ISR allows and returns `Ok(None)` plus the ISR
     /// expansion to send with AlterPartition when the follower caught up. `monotonic_ms`: the fetch's time on
     /// `Clock::monotonic_ms`, what ISR lag is measured on.
@@ -614,7 +576,7 @@ impl Partition {
         &self,
         replica_id: BrokerId,
         last_fetched_epoch: LeaderEpoch,
-        fetch_offset: Offset,
+        (fetch_offset, log_start_offset): (Offset, Offset),
         monotonic_ms: i64,
     ) -> Result<(Option<DivergingEpoch>, Option<PartitionState>), ReplicaError> {
         let mut advanced = false;
@@ -649,6 +611,7 @@ impl Partition {
                 return Ok((None, None));
             }
             rs.update_follower_fetch(replica_id, fetch_offset, leo, monotonic_ms);
+            rs.update_follower_log_start_offset(replica_id, log_start_offset);
             if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
                 log.update_high_watermark(hw);
                 advanced = true;
@@ -735,7 +698,10 @@ impl Partition {
 }
 
 mod follower;
+mod read;
 mod txn;
+
+pub use read::ReadReplicaCandidates;
 
 #[cfg(test)]
 #[path = "partition_tests.rs"]

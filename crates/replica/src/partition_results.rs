@@ -1,5 +1,5 @@
 //! What [`crate::partition::Partition`]'s verbs take and return: [`IsolationLevel`], [`ReplicaError`],
-//! [`PartitionRead`], [`DivergingEpoch`], [`LogOffsets`] and [`ActiveProducer`]. Kafka error codes are
+//! [`FetchSource`], [`PartitionRead`], [`DivergingEpoch`], [`LogOffsets`] and [`ActiveProducer`]. Kafka error codes are
 //! chosen from these by the handlers only.
 
 use protocol::record::Records;
@@ -26,6 +26,31 @@ impl IsolationLevel {
             1 => Some(IsolationLevel::ReadCommitted),
             _ => None,
         }
+    }
+}
+
+/// Who a Fetch reads for, and so how far and on which replica (Kafka's `FetchParams`: the replica id,
+/// `FetchIsolation` and `fetchOnlyFromLeader`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FetchSource {
+    /// A follower replicating: up to the LogEndOffset, served by the leader only.
+    Follower,
+    /// A consumer: up to the HighWatermark ([`IsolationLevel::ReadUncommitted`]) or the LastStableOffset
+    /// ([`IsolationLevel::ReadCommitted`]) of the replica that serves it. `leader_only` for a Fetch
+    /// before v11, which carries no client metadata (Kafka's `fetchOnlyFromLeader`); from v11 any replica
+    /// hosting the partition serves it, a follower up to its own HighWatermark (KIP-392).
+    Consumer {
+        /// Which records it may read.
+        isolation: IsolationLevel,
+        /// Only the leader may answer (else NOT_LEADER_OR_FOLLOWER).
+        leader_only: bool,
+    },
+}
+
+impl FetchSource {
+    /// True for [`FetchSource::Follower`].
+    pub fn is_follower(self) -> bool {
+        matches!(self, FetchSource::Follower)
     }
 }
 
@@ -111,7 +136,8 @@ pub enum PartitionRead {
         /// batches (Kafka's `FetchDataInfo.abortedTransactions`); empty for the other reads.
         aborted_transactions: Vec<AbortedTxn>,
     },
-    /// This broker does not lead the partition: NOT_LEADER_OR_FOLLOWER.
+    /// This broker does not lead the partition (a follower's or pre-v11 consumer's Fetch) or no longer
+    /// hosts it: NOT_LEADER_OR_FOLLOWER.
     NotLeader,
     /// The log refused the read (e.g. OffsetOutOfRange), with the offsets such an answer carries.
     Error {

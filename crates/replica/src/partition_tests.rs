@@ -66,7 +66,15 @@ fn follower_verbs_apply_only_in_the_fetchers_epoch() {
         "the leader's HW is capped by our LEO"
     );
     assert!(matches!(
-        p.read(Offset(0), 100, false, IsolationLevel::ReadUncommitted, true),
+        p.read(
+            Offset(0),
+            100,
+            FetchSource::Consumer {
+                isolation: IsolationLevel::ReadUncommitted,
+                leader_only: true
+            },
+            true
+        ),
         PartitionRead::NotLeader
     ));
     assert_eq!(
@@ -147,7 +155,12 @@ fn follower_drops_a_stale_epoch_entry_at_its_log_end_offset() {
     // B's Fetch (last fetched epoch 1 at offset 10) diverges: the leader knows epoch 0 ending at 10.
     let pos = b.fetch_position();
     let (diverging, _) = a
-        .follower_fetch(BrokerId(2), pos.last_fetched_epoch, pos.log_end_offset, 0)
+        .follower_fetch(
+            BrokerId(2),
+            pos.last_fetched_epoch,
+            (pos.log_end_offset, pos.log_start_offset),
+            0,
+        )
         .unwrap();
     let d = diverging.expect("a diverging epoch for the stale follower");
     assert_eq!((d.epoch, d.end_offset), (LeaderEpoch(0), Offset(10)));
@@ -172,7 +185,12 @@ fn follower_drops_a_stale_epoch_entry_at_its_log_end_offset() {
     // The next Fetch no longer diverges: the follower is recorded and catches up.
     let pos = b.fetch_position();
     let (diverging, _) = a
-        .follower_fetch(BrokerId(2), pos.last_fetched_epoch, pos.log_end_offset, 0)
+        .follower_fetch(
+            BrokerId(2),
+            pos.last_fetched_epoch,
+            (pos.log_end_offset, pos.log_start_offset),
+            0,
+        )
         .unwrap();
     assert!(diverging.is_none(), "still diverging: {diverging:?}");
 }
@@ -277,7 +295,11 @@ fn read(
     p: &Partition,
     isolation: IsolationLevel,
 ) -> (Offset, Offset, usize, Vec<storage::AbortedTxn>) {
-    match p.read(Offset(0), 1 << 20, false, isolation, true) {
+    let source = FetchSource::Consumer {
+        isolation,
+        leader_only: true,
+    };
+    match p.read(Offset(0), 1 << 20, source, true) {
         PartitionRead::Records {
             high_watermark,
             last_stable_offset,
@@ -308,7 +330,7 @@ async fn abort_marker_advances_the_last_stable_offset_with_the_high_watermark() 
     p.apply_partition_state(BrokerId(1), &state2(1, 0), 0)
         .unwrap();
     p.append_as_leader(txn_batch(7, 0, 3), 0, 0).unwrap(); // 0..=2
-    p.follower_fetch(BrokerId(2), LeaderEpoch::NONE, Offset(3), 0)
+    p.follower_fetch(BrokerId(2), LeaderEpoch::NONE, (Offset(3), Offset(0)), 0)
         .unwrap();
     assert_eq!(p.high_watermark(), Offset(3));
     assert_eq!(
@@ -341,7 +363,7 @@ async fn abort_marker_advances_the_last_stable_offset_with_the_high_watermark() 
     let notified = p.changed().notified();
     let mut notified = std::pin::pin!(notified);
     notified.as_mut().enable();
-    p.follower_fetch(BrokerId(2), LeaderEpoch(0), Offset(4), 0)
+    p.follower_fetch(BrokerId(2), LeaderEpoch(0), (Offset(4), Offset(0)), 0)
         .unwrap();
     tokio::time::timeout(std::time::Duration::from_secs(1), notified)
         .await
@@ -401,4 +423,177 @@ fn markers_need_the_leader_and_the_coordinator_origin() {
     assert_eq!(done.current_txn_start_offset, Offset::NONE);
     assert_eq!(done.coordinator_epoch, 5);
     assert_eq!(p.last_stable_offset(), Offset(3));
+}
+
+/// `(first offset, last offset)` of each batch of a read, or the read's error.
+fn read_at(p: &Partition, offset: i64, source: FetchSource) -> Result<Vec<(i64, i64)>, String> {
+    match p.read(Offset(offset), 1 << 20, source, true) {
+        PartitionRead::Records { records, .. } => {
+            let bytes = match records {
+                protocol::record::Records::Memory(b) => b,
+                protocol::record::Records::File(f) => {
+                    use std::os::unix::fs::FileExt;
+                    let mut buf = vec![0u8; f.len as usize];
+                    f.file.read_exact_at(&mut buf, f.position).unwrap();
+                    Bytes::from(buf)
+                }
+            };
+            Ok(protocol::record::batches(&bytes)
+                .map(|b| b.unwrap())
+                .map(|b| (b.base_offset(), b.last_offset()))
+                .collect())
+        }
+        other => Err(format!("{other:?}")),
+    }
+}
+
+const CONSUMER_V11: FetchSource = FetchSource::Consumer {
+    isolation: IsolationLevel::ReadUncommitted,
+    leader_only: false,
+};
+
+/// KIP-392 on a follower: a consumer's Fetch v11+ is served up to the follower's HighWatermark (the
+/// leader's, capped by its LogEndOffset) and never past it; between the HW and the LogEndOffset it reads
+/// empty, past the LogEndOffset OffsetOutOfRange; a follower's Fetch and a consumer's Fetch before v11
+/// still need the leader; a stopped replica serves nobody.
+#[test]
+fn follower_serves_consumers_up_to_its_high_watermark() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = partition(dir.path());
+    b.apply_partition_state(BrokerId(2), &state2(1, 0), 0)
+        .unwrap();
+    let mut fetched = epoch_batch(0, 0, 4).to_vec();
+    fetched.extend_from_slice(&epoch_batch(4, 0, 6));
+    assert!(b
+        .append_as_follower(
+            BrokerId(1),
+            LeaderEpoch(0),
+            fetched.into(),
+            Offset(4),
+            Offset(0),
+            0
+        )
+        .unwrap());
+    assert_eq!(
+        (b.high_watermark(), b.log_end_offset()),
+        (Offset(4), Offset(10))
+    );
+    assert_eq!(read_at(&b, 0, CONSUMER_V11), Ok(vec![(0, 3)]));
+    assert_eq!(
+        read_at(&b, 4, CONSUMER_V11),
+        Ok(vec![]),
+        "past the HW: empty"
+    );
+    assert_eq!(read_at(&b, 10, CONSUMER_V11), Ok(vec![]));
+    assert!(read_at(&b, 11, CONSUMER_V11)
+        .unwrap_err()
+        .contains("OffsetOutOfRange"));
+    let pre_v11 = FetchSource::Consumer {
+        isolation: IsolationLevel::ReadUncommitted,
+        leader_only: true,
+    };
+    assert_eq!(read_at(&b, 0, pre_v11), Err("NotLeader".into()));
+    assert_eq!(
+        read_at(&b, 0, FetchSource::Follower),
+        Err("NotLeader".into())
+    );
+    // The leader's HW moves on: so does what the follower serves.
+    assert!(b
+        .append_as_follower(
+            BrokerId(1),
+            LeaderEpoch(0),
+            Bytes::new(),
+            Offset(10),
+            Offset(0),
+            0
+        )
+        .unwrap());
+    assert_eq!(read_at(&b, 4, CONSUMER_V11), Ok(vec![(4, 9)]));
+    b.stop();
+    assert_eq!(read_at(&b, 0, CONSUMER_V11), Err("NotLeader".into()));
+}
+
+/// KIP-392 on a follower with `read_committed`: bounded by the follower's own LastStableOffset (an open
+/// transaction it replicated holds it at the transaction's first offset, whatever the HW).
+#[test]
+fn follower_read_committed_stops_at_its_last_stable_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = partition(dir.path());
+    b.apply_partition_state(BrokerId(2), &state2(1, 0), 0)
+        .unwrap();
+    let mut fetched = epoch_batch(0, 0, 2).to_vec();
+    let mut txn = protocol::record::RecordBatchBuilder::new(protocol::record::Compression::None)
+        .base_offset(2)
+        .partition_leader_epoch(0)
+        .producer(7, 0, 0)
+        .transactional(true);
+    txn.append(0, None, Some(Bytes::from_static(b"t")), vec![]);
+    fetched.extend_from_slice(&txn.build().unwrap());
+    assert!(b
+        .append_as_follower(
+            BrokerId(1),
+            LeaderEpoch(0),
+            fetched.into(),
+            Offset(3),
+            Offset(0),
+            0
+        )
+        .unwrap());
+    assert_eq!(
+        (b.high_watermark(), b.last_stable_offset()),
+        (Offset(3), Offset(2))
+    );
+    let committed = FetchSource::Consumer {
+        isolation: IsolationLevel::ReadCommitted,
+        leader_only: false,
+    };
+    assert_eq!(read_at(&b, 0, committed), Ok(vec![(0, 1)]));
+    assert_eq!(read_at(&b, 0, CONSUMER_V11), Ok(vec![(0, 1), (2, 2)]));
+}
+
+/// KIP-392 on the leader: the preferred-read-replica candidates are the ISR followers whose
+/// LogEndOffset ≥ the fetch offset ≥ their LogStartOffset; none on a follower.
+#[test]
+fn read_replica_candidates_hold_the_offset_and_are_in_sync() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = partition(dir.path());
+    let three = PartitionState {
+        isr: vec![BrokerId(1), BrokerId(2)],
+        replicas: vec![BrokerId(1), BrokerId(2), BrokerId(3)],
+        ..state(1, 0)
+    };
+    a.apply_partition_state(BrokerId(1), &three, 0).unwrap();
+    a.append_as_leader(epoch_batch(0, -1, 10), 0, 0).unwrap();
+    // Broker 2 (ISR) holds 3..10; broker 3 (not in the ISR) holds 0..10.
+    a.follower_fetch(BrokerId(2), LeaderEpoch::NONE, (Offset(10), Offset(3)), 100)
+        .unwrap();
+    a.follower_fetch(BrokerId(3), LeaderEpoch::NONE, (Offset(10), Offset(0)), 100)
+        .unwrap();
+    let c = a.read_replica_candidates(Offset(5), 250).unwrap();
+    assert_eq!(
+        (c.leader, c.leader_log_end_offset),
+        (BrokerId(1), Offset(10))
+    );
+    assert_eq!(c.followers, vec![(BrokerId(2), Offset(10), 150)]);
+    assert!(
+        a.read_replica_candidates(Offset(2), 250)
+            .unwrap()
+            .followers
+            .is_empty(),
+        "below its log start"
+    );
+    a.follower_fetch(BrokerId(2), LeaderEpoch::NONE, (Offset(6), Offset(3)), 300)
+        .unwrap();
+    assert!(
+        a.read_replica_candidates(Offset(8), 300)
+            .unwrap()
+            .followers
+            .is_empty(),
+        "past its LogEndOffset"
+    );
+    let dir_b = tempfile::tempdir().unwrap();
+    let b = partition(dir_b.path());
+    b.apply_partition_state(BrokerId(2), &state2(1, 0), 0)
+        .unwrap();
+    assert_eq!(b.read_replica_candidates(Offset(0), 0), None);
 }

@@ -35,8 +35,8 @@ use uuid::Uuid;
 use crate::cluster_link::{ClusterLink, TopicPartition};
 use crate::partition::RoleChange;
 pub use crate::partition::{
-    ActiveProducer, DivergingEpoch, IsolationLevel, Partition, PartitionRead, PartitionState,
-    ReplicaError, ReplicaStates,
+    ActiveProducer, DivergingEpoch, FetchSource, IsolationLevel, Partition, PartitionRead,
+    PartitionState, ReadReplicaCandidates, ReplicaError, ReplicaStates,
 };
 use crate::replica_fetcher::{FetcherSeams, ReplicaFetcher};
 use crate::replication_quota::{ReplicationQuota, Unthrottled};
@@ -408,7 +408,8 @@ impl ReplicaManager {
             .await
     }
 
-    /// Leader side of a follower's Fetch (see [`Partition::follower_fetch`]): the diverging epoch to answer
+    /// Leader side of a follower's Fetch (see [`Partition::follower_fetch`]; the follower's fetch offset and
+    /// LogStartOffset): the diverging epoch to answer
     /// instead of records, if any; an ISR expansion it proposes is sent with AlterPartition. Errors:
     /// NotLeaderOrFollower (this broker does not lead, or `replica_id` is not a follower).
     pub fn follower_fetch(
@@ -416,12 +417,12 @@ impl ReplicaManager {
         partition: &Arc<Partition>,
         replica_id: BrokerId,
         last_fetched_epoch: LeaderEpoch,
-        fetch_offset: Offset,
+        (fetch_offset, log_start_offset): (Offset, Offset),
     ) -> Result<Option<DivergingEpoch>, ReplicaError> {
         let (diverging, proposal) = partition.follower_fetch(
             replica_id,
             last_fetched_epoch,
-            fetch_offset,
+            (fetch_offset, log_start_offset),
             self.inner.monotonic_ms(),
         )?;
         if let Some(p) = proposal {
@@ -432,15 +433,15 @@ impl ReplicaManager {
     }
 
     /// Reads each partition once, up to `max_bytes` in total (KIP-74: the first batch of the response is
-    /// returned whole even when it is larger than the limits). Consumers (`replica_id` < 0) read up to the
-    /// HighWatermark (`isolation` ReadUncommitted) or the LastStableOffset (ReadCommitted), followers up to
-    /// the LogEndOffset; a partition this broker does not lead reads `NotLeader`.
+    /// returned whole even when it is larger than the limits). Consumers read up to the HighWatermark
+    /// (ReadUncommitted) or the LastStableOffset (ReadCommitted), followers up to the LogEndOffset (see
+    /// [`Partition::read`]: where `source` needs the leader, a partition this broker does not lead reads
+    /// `NotLeader`).
     pub fn read(
         &self,
         requests: &[FetchPartitionRequest],
         max_bytes: i32,
-        replica_id: i32,
-        isolation: IsolationLevel,
+        source: FetchSource,
     ) -> Vec<PartitionRead> {
         let mut budget = max_bytes.max(0) as i64;
         let mut first = true;
@@ -448,8 +449,7 @@ impl ReplicaManager {
             .iter()
             .map(|r| {
                 let limit = budget.min(r.max_bytes.max(0) as i64) as usize;
-                let follower = replica_id >= 0;
-                let read = (r.partition).read(r.fetch_offset, limit, follower, isolation, first);
+                let read = (r.partition).read(r.fetch_offset, limit, source, first);
                 let n = read.bytes() as i64;
                 if n > 0 {
                     first = false;
@@ -463,7 +463,7 @@ impl ReplicaManager {
     /// The delayed fetch: reads, and while fewer than `min_bytes` are available and `max_wait` has not
     /// passed, waits for a change of any of the partitions (append, HighWatermark advance, role change)
     /// and reads again. Never holds past `max_wait` (pitfall 3); answers as soon as `min_bytes` are there,
-    /// or at once on an error or when this broker stopped leading one of the partitions. A follower's fetch (`replica_id` ≥ 0) also answers when a HighWatermark
+    /// or at once on an error or when this broker stopped leading one of the partitions. A follower's fetch also answers when a HighWatermark
     /// moved, so followers learn it promptly. A `read_committed` consumer's reads stop at the
     /// LastStableOffset, which moves only with the HighWatermark or an append (a marker), both of which
     /// wake the wait.
@@ -473,8 +473,7 @@ impl ReplicaManager {
         max_bytes: i32,
         min_bytes: i32,
         max_wait: Duration,
-        replica_id: i32,
-        isolation: IsolationLevel,
+        source: FetchSource,
     ) -> Vec<PartitionRead> {
         let deadline = Instant::now() + max_wait;
         let mut first_hws: Option<Vec<Offset>> = None;
@@ -487,11 +486,11 @@ impl ReplicaManager {
             for n in notified.iter_mut() {
                 n.as_mut().enable();
             }
-            let reads = self.read(requests, max_bytes, replica_id, isolation);
+            let reads = self.read(requests, max_bytes, source);
             let bytes: i64 = reads.iter().map(|r| r.bytes() as i64).sum();
             let errored = reads.iter().any(PartitionRead::is_error);
             let hws: Vec<Offset> = reads.iter().map(PartitionRead::high_watermark).collect();
-            let hw_moved = replica_id >= 0 && first_hws.as_ref().is_some_and(|f| *f != hws);
+            let hw_moved = source.is_follower() && first_hws.as_ref().is_some_and(|f| *f != hws);
             if first_hws.is_none() {
                 first_hws = Some(hws);
             }
@@ -506,9 +505,20 @@ impl ReplicaManager {
             }
             let wait = futures::future::select_all(notified);
             if tokio::time::timeout(deadline - now, wait).await.is_err() {
-                return self.read(requests, max_bytes, replica_id, isolation);
+                return self.read(requests, max_bytes, source);
             }
         }
+    }
+
+    /// KIP-392: the leader's candidates for a consumer's preferred read replica at `fetch_offset` (see
+    /// [`Partition::read_replica_candidates`], timed on this manager's monotonic clock); `None` unless
+    /// this broker leads the partition.
+    pub fn read_replica_candidates(
+        &self,
+        partition: &Partition,
+        fetch_offset: Offset,
+    ) -> Option<ReadReplicaCandidates> {
+        partition.read_replica_candidates(fetch_offset, self.inner.monotonic_ms())
     }
 
     /// Stops the fetchers and the ISR check, then flushes and closes every log (clean shutdown).
@@ -717,7 +727,7 @@ mod tests {
         rm.apply_partition_state("t", 0, cfg.clone(), state(1, 2, &[1, 2]))
             .unwrap();
         assert!(matches!(
-            rm.follower_fetch(&p, BrokerId(2), LeaderEpoch(-1), Offset(2)),
+            rm.follower_fetch(&p, BrokerId(2), LeaderEpoch(-1), (Offset(2), Offset(0))),
             Ok(None)
         ));
         assert!(waiter.await.unwrap().is_ok());

@@ -42,6 +42,9 @@ pub struct FollowerState {
     /// The follower's LogEndOffset (its last fetch offset); [`Offset::NONE`] until it fetched in this
     /// leadership.
     pub log_end_offset: Offset,
+    /// The follower's LogStartOffset as its last Fetch gave it ([`Offset::NONE`] until then, or from a
+    /// Fetch before v5): a preferred read replica must hold the consumer's offset (KIP-392).
+    pub log_start_offset: Offset,
     /// Last time (ms) the follower was caught up to the leader's LEO.
     pub last_caught_up_time_ms: i64,
     /// Time (ms) of its previous fetch.
@@ -102,6 +105,7 @@ impl ReplicaStates {
             let in_isr = state.isr.contains(&id);
             self.followers.entry(id).or_insert(FollowerState {
                 log_end_offset: Offset::NONE,
+                log_start_offset: Offset::NONE,
                 last_caught_up_time_ms: if in_isr { now_ms } else { 0 },
                 last_fetch_time_ms: 0,
                 last_fetch_leader_log_end_offset: Offset::NONE,
@@ -209,6 +213,13 @@ impl ReplicaStates {
         f.last_fetch_leader_log_end_offset = leader_leo;
         f.last_fetch_time_ms = now_ms;
         true
+    }
+
+    /// Records the LogStartOffset follower `id` sent in its Fetch (ignored when `id` is not a replica).
+    pub fn update_follower_log_start_offset(&mut self, id: BrokerId, log_start_offset: Offset) {
+        if let Some(f) = self.followers.get_mut(&id) {
+            f.log_start_offset = log_start_offset;
+        }
     }
 
     /// Recomputes the HighWatermark: min LEO over the maximal ISR (the leader counts `leader_leo`), never

@@ -530,8 +530,13 @@ fn sync_answers_wait_for_the_group_record_they_read() {
         let (rm, p0, follow) = (rm.clone(), p0.clone(), follow.clone());
         move || {
             if follow.load(Ordering::Acquire) {
-                rm.follower_fetch(&p0, follower, types::LeaderEpoch(1), p0.log_end_offset())
-                    .unwrap();
+                rm.follower_fetch(
+                    &p0,
+                    follower,
+                    types::LeaderEpoch(1),
+                    (p0.log_end_offset(), types::Offset(0)),
+                )
+                .unwrap();
             }
         }
     };

@@ -3,7 +3,19 @@
 //! needs v10+), KIP-320 (leader epoch fencing), KIP-595 (diverging epoch, v12+).
 //!
 //! The replica id is `replica_id` (v<15) or `replica_state.replica_id` (v15+); ≥ 0 is a follower. Only the
-//! leader serves a partition (else NOT_LEADER_OR_FOLLOWER). `current_leader_epoch` older than ours is
+//! leader serves a follower's Fetch or a consumer's before v11 (else NOT_LEADER_OR_FOLLOWER); a partition
+//! of a known topic that this broker does not host is NOT_LEADER_OR_FOLLOWER too (Kafka: the client
+//! refreshes its metadata), of an unknown one UNKNOWN_TOPIC_OR_PARTITION.
+//!
+//! Fetch from follower (KIP-392, v11+): a consumer's Fetch is served by any replica hosting the partition,
+//! a follower reading up to its own HighWatermark / LastStableOffset (see `Partition::read`). On the
+//! leader, with `replica.selector.class` set, a consumer's Fetch carrying its `rack_id` (`client.rack`)
+//! may be answered for a partition with no records, error NONE and `preferred_read_replica` = a follower
+//! in the consumer's rack ([`replica::replica_selector`]'s rule: in the ISR, on a live broker reachable on
+//! the request's listener, holding the fetch offset; the leader itself when it shares the rack), and
+//! the Fetch is then answered at once; the consumer sends its next Fetch there. Otherwise -1.
+//!
+//! `current_leader_epoch` older than ours is
 //! FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH. Consumers read up to the HighWatermark
 //! (`isolation_level` 0, read_uncommitted) or the LastStableOffset (1, read_committed, KIP-98: with the
 //! aborted transactions overlapping the returned batches, `(producer_id, first_offset)`; read_uncommitted
@@ -40,8 +52,9 @@ use crate::quota::replication::ReplicationQuotaManager;
 use crate::quota::ClientQuotas;
 use crate::server::context::{Denied, RequestContext};
 use authorizer::{AclOperation, ResourceType};
-use replica::partition::{DivergingEpoch, IsolationLevel, Partition, PartitionRead};
+use replica::partition::{DivergingEpoch, FetchSource, IsolationLevel, Partition, PartitionRead};
 use replica::replica_manager::FetchPartitionRequest;
+use replica::replica_selector::{preferred_read_replica, ReplicaView};
 use replica::replication_quota::ReplicationQuota;
 
 /// Upper bound on how long one Fetch may be held (ms), whatever the client asks.
@@ -69,6 +82,27 @@ enum Slot {
         high_watermark: Offset,
         log_start_offset: Offset,
     },
+    /// KIP-392: a consumer sent to another replica: no records, the leader's offsets.
+    Preferred {
+        replica: BrokerId,
+        high_watermark: Offset,
+        last_stable_offset: Offset,
+        log_start_offset: Offset,
+    },
+}
+
+/// Who is fetching, as resolving its partitions needs it.
+#[derive(Clone, Copy)]
+struct Requester<'a> {
+    /// ≥ 0: a follower's broker id; < 0: a consumer.
+    replica_id: i32,
+    /// KIP-73: the leader's replication quota is exceeded (follower fetches only).
+    throttling: bool,
+    /// KIP-392: the consumer's `rack_id` (Fetch v11+) when a replica selector is configured; `None`
+    /// otherwise (no preferred read replica is looked up).
+    client_rack: Option<&'a str>,
+    /// The listener the request came in on: a preferred read replica must be reachable on it.
+    listener: &'a str,
 }
 
 /// Answers a Fetch, holding it until `min_bytes` are available or `max_wait_ms` passes: resolve each
@@ -101,15 +135,23 @@ pub async fn handle(
     let mut reads: Vec<FetchPartitionRequest> = Vec::new();
     // KIP-73: the leader's replication quota, checked once per follower Fetch.
     let leader_quota = &apis.quotas().leader_replication;
-    let throttling = replica_id >= 0 && leader_quota.is_quota_exceeded();
+    let requester = Requester {
+        replica_id,
+        throttling: replica_id >= 0 && leader_quota.is_quota_exceeded(),
+        client_rack: (replica_id < 0 && version >= 11 && apis.replica_selector.is_some())
+            .then_some(request.rack_id.as_str()),
+        listener: ctx.listener_name(),
+    };
+    let throttling = requester.throttling;
     let topics: Vec<TopicSlots> = request
         .topics
         .iter()
-        .map(|t| resolve_topic(apis, ctx, (replica_id, throttling), t, &mut reads))
+        .map(|t| resolve_topic(apis, ctx, requester, t, &mut reads))
         .collect();
     let any_error = topics.iter().any(|t| {
         t.partitions
             .iter()
+            // An error, a diverging epoch or a preferred read replica is answered at once (Kafka).
             .any(|(_, s)| !matches!(s, Slot::Read(_) | Slot::Throttled { .. }))
     });
     let wait = if any_error {
@@ -135,15 +177,16 @@ pub async fn handle(
         }
     }
     let min_bytes = request.min_bytes.min(max_bytes);
-    let results = replica_manager
-        .fetch(
-            &reads,
-            max_bytes,
-            min_bytes,
-            wait,
-            replica_id.max(-1),
+    let source = match replica_id >= 0 {
+        true => FetchSource::Follower,
+        // Kafka's `fetchOnlyFromLeader`: a consumer's Fetch without client metadata (before v11).
+        false => FetchSource::Consumer {
             isolation,
-        )
+            leader_only: version < 11,
+        },
+    };
+    let results = replica_manager
+        .fetch(&reads, max_bytes, min_bytes, wait, source)
         .await;
     let responses = topics
         .into_iter()
@@ -222,7 +265,7 @@ fn throttle(quotas: &ClientQuotas, user: &str, client_id: &str, response: &mut F
 fn resolve_topic(
     apis: &KafkaApis,
     ctx: &RequestContext,
-    (replica_id, throttling): (i32, bool),
+    requester: Requester<'_>,
     topic: &FetchTopic,
     reads: &mut Vec<FetchPartitionRequest>,
 ) -> TopicSlots {
@@ -241,7 +284,7 @@ fn resolve_topic(
         (Some(topic.topic.clone()), id)
     };
     let allowed = |name: &str| {
-        if replica_id >= 0 {
+        if requester.replica_id >= 0 {
             ctx.authorize_cluster(AclOperation::ClusterAction).is_ok()
         } else {
             ctx.is_allowed(AclOperation::Read, ResourceType::Topic, name)
@@ -255,7 +298,7 @@ fn resolve_topic(
             let slot = match &name {
                 None => Slot::Error(ErrorCode::UNKNOWN_TOPIC_ID),
                 Some(_) if !allowed => Slot::Error(ErrorCode::from(Denied(ResourceType::Topic))),
-                Some(name) => resolve_partition(apis, name, (replica_id, throttling), p, reads),
+                Some(name) => resolve_partition(apis, name, requester, p, reads),
             };
             (p.partition, slot)
         })
@@ -267,31 +310,54 @@ fn resolve_topic(
     }
 }
 
-/// Resolves one requested partition: hosted, the request's leader epoch (KIP-320), and for a follower its
-/// position on the leader (NOT_LEADER_OR_FOLLOWER, a diverging epoch, or recorded for HW and ISR). A
-/// consumer's leadership is decided by the read.
+/// Resolves one requested partition: hosted (else NOT_LEADER_OR_FOLLOWER for a partition of a known topic,
+/// Kafka's `getPartitionOrError`), the request's leader epoch (KIP-320), for a follower its position on
+/// the leader (NOT_LEADER_OR_FOLLOWER, a diverging epoch, or recorded for HW and ISR), for a consumer
+/// with a rack its preferred read replica (KIP-392). Whether this replica may serve a consumer is decided
+/// by the read.
 fn resolve_partition(
     apis: &KafkaApis,
     topic: &str,
-    (replica_id, throttling): (i32, bool),
+    requester: Requester<'_>,
     p: &FetchPartition,
     reads: &mut Vec<FetchPartitionRequest>,
 ) -> Slot {
+    let (replica_id, throttling) = (requester.replica_id, requester.throttling);
     let rm = &apis.replica_manager;
     let Some(partition) = rm.partition(topic, p.partition) else {
-        return Slot::Error(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
+        let known =
+            (apis.metadata.topic(topic)).is_some_and(|t| (0..t.partitions).contains(&p.partition));
+        return Slot::Error(match known {
+            true => ErrorCode::NOT_LEADER_OR_FOLLOWER,
+            false => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+        });
     };
     if let Some(code) = check_epoch(&partition, p.current_leader_epoch) {
         return Slot::Error(code);
     }
     let fetch_offset = Offset(p.fetch_offset);
+    if let Some(client_rack) = requester.client_rack {
+        let listener = requester.listener;
+        if let Some(replica) =
+            preferred_replica(apis, listener, client_rack, &partition, fetch_offset)
+        {
+            let offsets = partition.offsets();
+            return Slot::Preferred {
+                replica,
+                high_watermark: offsets.high_watermark(),
+                last_stable_offset: partition.last_stable_offset(),
+                log_start_offset: offsets.log_start_offset(),
+            };
+        }
+    }
     if replica_id >= 0 {
         let last_fetched_epoch = LeaderEpoch(p.last_fetched_epoch);
+        let follower_log_start = Offset(p.log_start_offset);
         match rm.follower_fetch(
             &partition,
             BrokerId(replica_id),
             last_fetched_epoch,
-            fetch_offset,
+            (fetch_offset, follower_log_start),
         ) {
             Err(e) => return Slot::Error(replica_error_code(&e)),
             Ok(Some(diverging)) => return Slot::Diverging(diverging),
@@ -319,6 +385,43 @@ fn resolve_partition(
     Slot::Read(reads.len() - 1)
 }
 
+/// KIP-392 (Kafka's `ReplicaManager.findPreferredReadReplica`): the replica a consumer in `client_rack`
+/// should fetch `partition` from instead of this leader; `None` for this leader, without a selector, or
+/// when this broker does not lead. The candidates are the leader's (ISR followers holding
+/// `fetch_offset`) on brokers registered, unfenced and advertising `listener` (Kafka's
+/// `getPartitionReplicaEndpoints`); racks come from their registrations (`broker.rack`).
+fn preferred_replica(
+    apis: &KafkaApis,
+    listener: &str,
+    client_rack: &str,
+    partition: &Partition,
+    fetch_offset: Offset,
+) -> Option<BrokerId> {
+    let selector = apis.replica_selector?;
+    let candidates = (apis.replica_manager).read_replica_candidates(partition, fetch_offset)?;
+    let image = apis.metadata_cache.image();
+    let live = |id: &BrokerId| {
+        (image.brokers.get(id)).filter(|b| !b.fenced && b.endpoint(listener).is_some())
+    };
+    let leader = ReplicaView {
+        broker_id: candidates.leader,
+        rack: live(&candidates.leader).and_then(|b| b.rack.as_deref()),
+        log_end_offset: candidates.leader_log_end_offset,
+        time_since_last_caught_up_ms: 0,
+    };
+    let followers: Vec<ReplicaView<'_>> = (candidates.followers.iter())
+        .filter_map(|(id, leo, since_ms)| {
+            live(id).map(|b| ReplicaView {
+                broker_id: *id,
+                rack: b.rack.as_deref(),
+                log_end_offset: *leo,
+                time_since_last_caught_up_ms: *since_ms,
+            })
+        })
+        .collect();
+    preferred_read_replica(selector, client_rack, &leader, &followers)
+}
+
 /// The answer of one partition (`isolation`: a consumer's read_committed lists aborted transactions).
 fn answer(
     index: i32,
@@ -342,6 +445,19 @@ fn answer(
         } => {
             return PartitionData {
                 records: Some(Records::default()),
+                ..error_partition(index, ErrorCode::NONE, high_watermark, log_start_offset)
+            }
+        }
+        Slot::Preferred {
+            replica,
+            high_watermark,
+            last_stable_offset,
+            log_start_offset,
+        } => {
+            return PartitionData {
+                last_stable_offset: last_stable_offset.get(),
+                preferred_read_replica: replica.get(),
+                aborted_transactions: None,
                 ..error_partition(index, ErrorCode::NONE, high_watermark, log_start_offset)
             }
         }

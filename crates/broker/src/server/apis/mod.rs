@@ -74,6 +74,7 @@ use crate::server::context::{ConnectionContext, RequestContext};
 use crate::topics::TopicManager;
 use crate::txn_coordinator::TransactionCoordinatorService;
 use replica::replica_manager::ReplicaManager;
+use replica::replica_selector::ReplicaSelector;
 
 /// The APIs and version ranges this broker serves and advertises in ApiVersions (pitfall 12: exactly what
 /// works). Each is the intersection of what the codec knows and what the handler implements; ranges follow
@@ -182,6 +183,9 @@ pub struct KafkaApis {
     quorum: Arc<dyn MetadataQuorum>,
     /// The transaction coordinator.
     transactions: Arc<TransactionCoordinatorService>,
+    /// `replica.selector.class` (KIP-392): how a leader picks a consumer's preferred read replica; `None`
+    /// (the default) = never.
+    replica_selector: Option<ReplicaSelector>,
 }
 
 impl KafkaApis {
@@ -202,7 +206,6 @@ impl KafkaApis {
         transactions: Arc<TransactionCoordinatorService>,
     ) -> KafkaApis {
         KafkaApis {
-            config,
             metadata,
             replica_manager,
             topics,
@@ -214,6 +217,11 @@ impl KafkaApis {
             scram,
             quorum,
             transactions,
+            // Refused at startup (`Services::build`) when it names a class Runnel does not implement.
+            replica_selector: crate::metadata_cache::replica_selector(&config)
+                .ok()
+                .flatten(),
+            config,
         }
     }
 
