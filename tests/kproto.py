@@ -481,8 +481,9 @@ def produce(conn: Connection, topic, partition, batch: bytes, acks=-1, version=8
 
 def fetch_body(topic, partition, offset, version=11, max_wait_ms=0, min_bytes=1,
                max_bytes=50 * 1024 * 1024, partition_max_bytes=1024 * 1024, partitions=None,
-               isolation_level=0) -> bytes:
-    """Fetch v4..v11 body for one topic; `partitions` = [(partition, offset)] overrides partition/offset."""
+               isolation_level=0, rack_id="") -> bytes:
+    """Fetch v4..v11 body for one topic; `partitions` = [(partition, offset)] overrides partition/offset;
+    `rack_id` is the consumer's `client.rack` (v11+, KIP-392)."""
     partitions = partitions or [(partition, offset)]
     w = Writer().i32(-1).i32(max_wait_ms).i32(min_bytes).i32(max_bytes).i8(isolation_level)
     if version >= 7:
@@ -499,7 +500,7 @@ def fetch_body(topic, partition, offset, version=11, max_wait_ms=0, min_bytes=1,
     if version >= 7:
         w.i32(0)  # forgotten topics
     if version >= 11:
-        w.string("")  # rack id
+        w.string(rack_id)  # rack id
     return bytes(w.buf)
 
 
