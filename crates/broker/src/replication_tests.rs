@@ -344,7 +344,7 @@ async fn two_brokers_replicate_fail_over_and_shrink_the_isr() {
         ),
         (0, 3, -1)
     );
-    assert!(served.records.as_ref().is_some_and(|r| r.len() > 0));
+    assert!(served.records.as_ref().is_some_and(|r| !r.is_empty()));
     // OffsetForLeaderEpoch on the leader: epoch 1 ends at the LEO; a stale current epoch is fenced.
     let ofle = |current: i32| OffsetForLeaderEpochRequest {
         replica_id: -1,

@@ -105,6 +105,37 @@ struct Requester<'a> {
     listener: &'a str,
 }
 
+impl<'a> Requester<'a> {
+    /// The requester of `request` (replica id `replica_id`) on `ctx`'s connection.
+    fn of(
+        apis: &KafkaApis,
+        ctx: &'a RequestContext,
+        request: &'a FetchRequest,
+        replica_id: i32,
+    ) -> Requester<'a> {
+        let consumer = replica_id < 0;
+        Requester {
+            replica_id,
+            throttling: !consumer && apis.quotas().leader_replication.is_quota_exceeded(),
+            client_rack: (consumer && ctx.api_version() >= 11 && apis.replica_selector.is_some())
+                .then_some(request.rack_id.as_str()),
+            listener: ctx.listener_name(),
+        }
+    }
+
+    /// Where its reads may go and how far: a follower's, or a consumer's at `isolation`, leader only
+    /// before v11 (Kafka's `fetchOnlyFromLeader`: no client metadata).
+    fn source(self, version: i16, isolation: IsolationLevel) -> FetchSource {
+        match self.replica_id >= 0 {
+            true => FetchSource::Follower,
+            false => FetchSource::Consumer {
+                isolation,
+                leader_only: version < 11,
+            },
+        }
+    }
+}
+
 /// Answers a Fetch, holding it until `min_bytes` are available or `max_wait_ms` passes: resolve each
 /// partition (topic, leader epoch, a follower's position), read them together, map each result.
 pub async fn handle(
@@ -135,13 +166,7 @@ pub async fn handle(
     let mut reads: Vec<FetchPartitionRequest> = Vec::new();
     // KIP-73: the leader's replication quota, checked once per follower Fetch.
     let leader_quota = &apis.quotas().leader_replication;
-    let requester = Requester {
-        replica_id,
-        throttling: replica_id >= 0 && leader_quota.is_quota_exceeded(),
-        client_rack: (replica_id < 0 && version >= 11 && apis.replica_selector.is_some())
-            .then_some(request.rack_id.as_str()),
-        listener: ctx.listener_name(),
-    };
+    let requester = Requester::of(apis, ctx, &request, replica_id);
     let throttling = requester.throttling;
     let topics: Vec<TopicSlots> = request
         .topics
@@ -177,14 +202,7 @@ pub async fn handle(
         }
     }
     let min_bytes = request.min_bytes.min(max_bytes);
-    let source = match replica_id >= 0 {
-        true => FetchSource::Follower,
-        // Kafka's `fetchOnlyFromLeader`: a consumer's Fetch without client metadata (before v11).
-        false => FetchSource::Consumer {
-            isolation,
-            leader_only: version < 11,
-        },
-    };
+    let source = requester.source(version, isolation);
     let results = replica_manager
         .fetch(&reads, max_bytes, min_bytes, wait, source)
         .await;
