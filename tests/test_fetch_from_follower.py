@@ -4,8 +4,8 @@ With `replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSel
 - a Fetch v11 to the leader carrying a follower's rack (`client.rack`) is answered for the partition with
   no records, error NONE and `preferred_read_replica` = that follower; without a rack, with an unknown
   rack or with the leader's own rack it is answered by the leader with -1;
-- a confluent-kafka (librdkafka) consumer with `client.rack` = a follower's rack is sent there and reads
-  every acknowledged record exactly once and in order;
+- a confluent-kafka (librdkafka) consumer, and a kafka-python 3.x one (`client_rack`), with the rack of a
+  follower is sent there and reads every acknowledged record exactly once and in order;
 - the follower serves a consumer's Fetch v11 up to its own HighWatermark and never past it (while a third
   replica is paused, acks=1 records are on the leader and the follower but not committed: the follower
   answers them with nothing, error NONE); past its log: OFFSET_OUT_OF_RANGE; a Fetch before v11 (no client
@@ -149,6 +149,45 @@ def consume_all_logged(c, topic: str, expect: int, conf: dict, logger) -> list[t
     finally:
         cons.close()
     return out
+
+
+def test_kafka_python_consumer_with_client_rack_reads_from_the_follower(rack_cluster):
+    """kafka-python 3.x sends `client_rack` too (Fetch v11+) and follows `preferred_read_replica`."""
+    from kafka import KafkaConsumer, TopicPartition
+    c = rack_cluster
+    topic = f"ff-kp-{time.monotonic_ns()}"
+    _, followers = new_topic(c, topic)
+    s = produce(c, topic, 1000)
+    follower = followers[-1]
+    updates: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            if "preferred read replica" in record.getMessage():
+                updates.append(record.getMessage())
+
+    fetcher_log = logging.getLogger("kafka.consumer.fetcher")
+    handler, level = Collect(), fetcher_log.level
+    fetcher_log.addHandler(handler)
+    fetcher_log.setLevel(logging.DEBUG)
+    cons = KafkaConsumer(bootstrap_servers=c.bootstrap, client_rack=RACKS[follower],
+                         enable_auto_commit=False, auto_offset_reset="earliest")
+    try:
+        tp = TopicPartition(topic, 0)
+        cons.assign([tp])
+        cons.seek(tp, 0)
+        got = []
+        deadline = time.monotonic() + 60
+        while len(got) < len(s.acked) and time.monotonic() < deadline:
+            for recs in cons.poll(timeout_ms=500).values():
+                got += [(r.offset, r.value) for r in recs]
+    finally:
+        cons.close()
+        fetcher_log.removeHandler(handler)
+        fetcher_log.setLevel(level)
+    assert [o for o, _ in got] == list(range(len(s.acked))), "not every offset exactly once, in order"
+    assert set(v for _, v in got) == set(s.acked)
+    assert any(m.endswith(f" to {follower}") for m in updates), updates
 
 
 def test_consumer_without_a_rack_reads_from_the_leader(rack_cluster):
