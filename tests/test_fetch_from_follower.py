@@ -9,7 +9,8 @@ With `replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSel
 - the follower serves a consumer's Fetch v11 up to its own HighWatermark and never past it (while a third
   replica is paused, acks=1 records are on the leader and the follower but not committed: the follower
   answers them with nothing, error NONE); past its log: OFFSET_OUT_OF_RANGE; a Fetch before v11 (no client
-  metadata) to a follower: NOT_LEADER_OR_FOLLOWER; ListOffsets stays with the leader;
+  metadata) to a follower: NOT_LEADER_OR_FOLLOWER; ListOffsets stays with the leader; a broker that is not
+  a replica: NOT_LEADER_OR_FOLLOWER;
 - DescribeConfigs shows the key (static, read-only); an unknown selector class stops the broker at startup.
 Without the selector (the default) the leader always answers -1.
 
@@ -240,6 +241,17 @@ def test_follower_serves_up_to_its_high_watermark_only(rack_cluster):
     r = wait_hw(c, follower, topic, committed + 50, timeout=60)
     after = raw_fetch(c, follower, topic, committed)
     assert after.error == 0 and after.batches() and after.batches()[0].base_offset <= committed, after
+
+
+def test_a_broker_that_is_not_a_replica_answers_not_leader_or_follower(rack_cluster):
+    c = rack_cluster
+    topic = f"ff-rf2-{time.monotonic_ns()}"
+    create_topic(c, topic, rf=2)
+    pm = c.partition(topic)
+    outsider = next(n for n in RACKS if n not in pm.replicas)
+    produce(c, topic, 10)
+    assert raw_fetch(c, outsider, topic, 0).error == NOT_LEADER_OR_FOLLOWER
+    assert raw_fetch(c, pm.leader, topic, 0, rack=RACKS[outsider]).preferred_read_replica == -1
 
 
 def test_describe_configs_lists_the_selector(rack_cluster):
