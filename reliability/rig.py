@@ -237,7 +237,8 @@ class Node:
         self.host = net.host(n)
         self.port, self.cport = ports
         self.bootstrap = f"{self.host}:{self.port}"
-        self.sets = dict(sets, **{"controller.quorum.voters": voters})
+        # No metrics endpoint (issue 17): the nodes may share one loopback, where its default port collides.
+        self.sets = dict(sets, **{"controller.quorum.voters": voters, "metrics.listeners": ""})
         self.proc: subprocess.Popen | None = None
         self.stopped = False  # SIGSTOPped
         self.dir.mkdir(parents=True, exist_ok=True)

@@ -104,7 +104,9 @@ class BrokerProcess:
         self.bootstrap = f"127.0.0.1:{self.port}"
         self.dir = Path(tempfile.mkdtemp(prefix="runnel-test-"))
         self.data_dir = self.dir / "data"
-        self.sets = {"num.partitions": "4"}
+        # Every broker's metrics endpoint (issue 17) on a port of its own: the default one would collide.
+        self.metrics_port = free_port()
+        self.sets = {"num.partitions": "4", "metrics.listeners": f"http://127.0.0.1:{self.metrics_port}"}
         self.sets.update(sets or {})
         self.proc: subprocess.Popen | None = None
         self.log_path = self.dir / "broker.log"

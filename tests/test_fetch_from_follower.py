@@ -278,7 +278,7 @@ def test_without_the_selector_the_leader_always_serves(plain_rack_cluster):
 
 def test_unknown_selector_class_is_refused_at_startup(tmp_path):
     argv = [str(RUNNEL_BIN), "server", "--listen", f"127.0.0.1:{free_port()}", "--data-dir", str(tmp_path),
-            "--set", "replica.selector.class=com.example.NearestSelector"]
+            "--set", "replica.selector.class=com.example.NearestSelector", "--set", "metrics.listeners="]
     p = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert p.returncode != 0
     out = p.stdout + p.stderr

@@ -55,7 +55,7 @@ use std::path::Path;
 
 #[path = "build/generated_extras.rs"]
 mod generated_extras;
-use generated_extras::{differs_from_default, gen_sample, throttle_accessor};
+use generated_extras::{differs_from_default, gen_struct_extras, response_accessors};
 
 #[derive(Clone, Copy, Debug)]
 struct Range {
@@ -720,7 +720,7 @@ fn gen_message(out: &mut String, msg: &Message) {
     let mut body = String::new();
     for (i, st) in msg.structs.iter().enumerate() {
         gen_struct(&mut body, msg, st, i == 0);
-        gen_sample(&mut body, msg, st);
+        gen_struct_extras(&mut body, msg, st);
     }
     for line in body.lines() {
         if line.is_empty() {
@@ -830,7 +830,7 @@ fn main() {
         }
         let _ = writeln!(out, "        }}\n    }}\n");
         if idx == 1 {
-            throttle_accessor(&mut out, &pairs);
+            response_accessors(&mut out, &pairs);
         }
         let _ = writeln!(
             out,

@@ -18,6 +18,7 @@ pub mod lifecycle;
 pub mod log_dir_failure;
 pub mod metadata;
 pub mod metadata_cache;
+pub mod observability;
 pub mod publisher;
 pub mod quorum;
 pub mod quota;

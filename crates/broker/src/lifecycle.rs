@@ -26,6 +26,7 @@ use crate::dynamic_config::DynamicBrokerConfig;
 use crate::group_coordinator::{GroupCoordinatorPublisher, GroupCoordinatorService};
 use crate::metadata::MetadataStore;
 use crate::metadata_cache::{LocalMetadataCache, MetadataCache};
+use crate::observability::MetricsEndpoint;
 use crate::publisher::Publishers;
 use crate::quota::replication::{ReplicationQuotaManager, ReplicationSide};
 use crate::quota::{ConnectionQuotaConfig, LocalQuotaAdmin, QuotaPublisher, Quotas};
@@ -88,6 +89,7 @@ impl Server {
         } else {
             Vec::new()
         };
+        let metrics = MetricsEndpoint::bind(&config, config.process_roles.broker).await?;
         let listener_addrs = listeners
             .iter()
             .map(|l| Ok((l.security.name.to_string(), l.tcp.local_addr()?)))
@@ -135,10 +137,8 @@ impl Server {
             credentials,
             controller_transport,
         )?;
-        // TLS listeners follow dynamic `listener.name.<l>.ssl.*` changes (a standalone broker's persisted
-        // ones apply now; a cluster member's with its first image).
-        // So does the controller listener's, in a process with both roles (a controller-only process takes no
-        // dynamic configs).
+        // TLS listeners follow dynamic `listener.name.<l>.ssl.*` changes (a standalone broker's persisted ones
+        // apply now, a cluster member's with its first image); so does a combined process's controller listener.
         let controller_tls = controller_security.as_ref().and_then(|s| s.tls_listener());
         let broker_tls = listeners.iter().filter_map(|l| l.security.tls.clone());
         for tls in broker_tls.chain(controller_tls) {
@@ -146,7 +146,14 @@ impl Server {
             services.dynamic.add_reconfigurable(tls);
         }
         let (shutdown, shutdown_rx) = watch::channel(false);
-        let tasks = services.spawn(listeners, &config, shutdown_rx);
+        let mut tasks = services.spawn(listeners, &config, shutdown_rx.clone());
+        let status = controller.as_ref().map(|c| c.status());
+        tasks.extend(metrics.start(
+            &services.apis,
+            &services.replica_manager,
+            status,
+            shutdown_rx,
+        ));
         let listen: Vec<String> = listener_addrs
             .iter()
             .map(|(name, a)| format!("{name}://{a}"))

@@ -38,6 +38,7 @@ pub mod raft_types;
 pub mod rpc;
 pub mod server;
 pub mod state_machine;
+mod status;
 pub mod transport;
 mod vote_guard;
 pub mod voter_changes;
@@ -51,6 +52,7 @@ pub use metadata::{
     RESOURCE_BROKER, RESOURCE_TOPIC,
 };
 pub use server::{ControllerServer, ControllerTuning, RaftStatus};
+pub use status::ControllerStatus;
 pub use transport::{
     Accepted, BoxedStream, ClusterOperation, ControllerSeams, ListenerLimits, Peer, PeerAuthorizer,
     PendingConnection, RpcListener, TcpTransport, Transport,

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use metadata::{ControllerError, MetadataImage, MetadataRecord, MetadataUpdate};
-use openraft::{Config, Raft, ServerState, SnapshotPolicy};
+use openraft::{Config, Raft, SnapshotPolicy};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -328,15 +328,12 @@ impl ControllerServer {
 
     /// This node's raft state as it sees it now.
     pub fn raft_status(&self) -> RaftStatus {
-        let m = self.inner.raft.metrics();
-        let m = m.borrow();
-        RaftStatus {
-            term: m.current_term,
-            leader: m.current_leader.map(node_id),
-            is_leader: m.state == ServerState::Leader,
-            last_log_index: m.last_log_index,
-            last_applied: m.last_applied.map(|l| l.index),
-        }
+        self.status().raft_status()
+    }
+
+    /// A handle reading this controller's state without owning the server (the metrics endpoint's).
+    pub fn status(&self) -> crate::status::ControllerStatus {
+        crate::status::ControllerStatus::new(self.inner.clone())
     }
 
     /// A copy of this node's applied metadata image (committed state; may lag the leader).
@@ -790,6 +787,6 @@ impl Inner {
 }
 
 /// A raft node id (openraft's `u64`) as the node id brokers and controllers share.
-fn node_id(raft_id: u64) -> BrokerId {
+pub(crate) fn node_id(raft_id: u64) -> BrokerId {
     BrokerId(i32::try_from(raft_id).unwrap_or(i32::MAX))
 }

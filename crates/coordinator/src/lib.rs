@@ -34,7 +34,7 @@ pub mod transaction;
 pub use api::*;
 pub use config::GroupConfig;
 pub use group::{GroupState, CONSUMER_PROTOCOL_TYPE};
-pub use group_coordinator::{GroupCoordinator, TxnOffsetsSnapshot};
+pub use group_coordinator::{GroupCoordinator, GroupSummary, TxnOffsetsSnapshot};
 pub use records::{
     decode_record, encode_record, java_string_hashcode, partition_for, GroupMetadataValue,
     GroupRecord, MemberMetadataValue, OffsetCommitValue, RecordDecodeError,

@@ -1,9 +1,10 @@
 //! Parts of `build.rs`'s generator kept apart for size: the sample values of every struct (for the
-//! codec's round-trip tests), `ResponseBody::throttle_time_ms_mut` and when a tagged field is written.
+//! codec's round-trip tests), `ResponseBody::throttle_time_ms_mut`, the error-code visitor of every response
+//! struct (`visit_error_codes`, `ResponseBody::visit_error_codes`) and when a tagged field is written.
 
 use std::fmt::Write as _;
 
-use super::{api_name, default_expr, ident, is_option, Field, Message, Range, Struct};
+use super::{api_name, default_expr, ident, is_option, prim_rust, Field, Message, Range, Struct};
 
 /// Expression producing a sample (non-default where possible) value for one element of type `ty`.
 fn sample_elem(ty: &str) -> String {
@@ -39,7 +40,7 @@ fn sample_expr(f: &Field, within: Range) -> String {
     format!("if s.null({nullable}) {{ None }} else {{ Some({inner}) }}")
 }
 
-pub(super) fn gen_sample(out: &mut String, msg: &Message, st: &Struct) {
+fn gen_sample(out: &mut String, msg: &Message, st: &Struct) {
     let within = msg.versions;
     let flex_capable = msg.flexible.lo != i16::MAX;
     let _ = writeln!(
@@ -71,7 +72,7 @@ pub(super) fn gen_sample(out: &mut String, msg: &Message, st: &Struct) {
 }
 
 /// `ResponseBody::throttle_time_ms_mut`: the response's `throttle_time_ms` field, where its message has one.
-pub(super) fn throttle_accessor(out: &mut String, pairs: &[(&Message, &Message)]) {
+fn throttle_accessor(out: &mut String, pairs: &[(&Message, &Message)]) {
     let _ = writeln!(out, "    /// The response's `throttle_time_ms` (ms, KIP-219; sent from the version that has it), `None` for a\n    /// response without one (SaslHandshake, SaslAuthenticate, WriteTxnMarkers).\n    pub fn throttle_time_ms_mut(&mut self) -> Option<&mut i32> {{\n        match self {{");
     for (q, r) in pairs {
         let has = r.structs[0]
@@ -98,4 +99,67 @@ pub(super) fn differs_from_default(f: &Field) -> String {
     } else {
         format!("self.{} != {}", ident(&f.name), default_expr(f))
     }
+}
+
+/// `visit_error_codes` of a response struct: calls `f` with its own `error_code` (an int16 of that name) and
+/// those of every struct it holds, depth first — what Kafka's `AbstractResponse.errorCounts` counts.
+fn error_visitor(out: &mut String, msg: &Message, st: &Struct) {
+    if msg.kind != "response" {
+        return;
+    }
+    let _ = writeln!(out, "impl {} {{", st.name);
+    let _ = writeln!(out, "    /// Calls `f` with every `error_code` of this struct and the structs it holds (Kafka's\n    /// `errorCounts`).\n    pub fn visit_error_codes(&self, f: &mut dyn FnMut(i16)) {{");
+    for fl in &st.fields {
+        let name = ident(&fl.name);
+        if fl.name == "error_code" && fl.ty == "int16" {
+            let _ = writeln!(out, "        f(self.{name});");
+            continue;
+        }
+        let (elem, array) = match fl.ty.strip_prefix("[]") {
+            Some(e) => (e, true),
+            None => (fl.ty.as_str(), false),
+        };
+        if prim_rust(elem).is_some() {
+            continue;
+        }
+        let visit = match array {
+            true => "for e in v { e.visit_error_codes(f); }",
+            false => "v.visit_error_codes(f);",
+        };
+        match is_option(fl) {
+            true => {
+                let _ = writeln!(out, "        if let Some(v) = &self.{name} {{ {visit} }}");
+            }
+            false => {
+                let _ = writeln!(out, "        {{ let v = &self.{name}; {visit} }}");
+            }
+        }
+    }
+    let _ = writeln!(out, "        let _ = f;\n    }}\n}}\n");
+}
+
+/// `ResponseBody::visit_error_codes`: the body's struct visitor.
+fn error_visitor_dispatch(out: &mut String, pairs: &[(&Message, &Message)]) {
+    let _ = writeln!(out, "    /// Calls `f` with every `error_code` in the response (top level and nested, Kafka's `errorCounts`).\n    pub fn visit_error_codes(&self, f: &mut dyn FnMut(i16)) {{\n        match self {{");
+    for (q, _) in pairs {
+        let _ = writeln!(
+            out,
+            "            Self::{}(b) => b.visit_error_codes(f),",
+            api_name(q)
+        );
+    }
+    let _ = writeln!(out, "        }}\n    }}\n");
+}
+
+/// What every struct of `msg` gets besides its codec: its sample value and, in a response, its error-code
+/// visitor.
+pub(super) fn gen_struct_extras(out: &mut String, msg: &Message, st: &Struct) {
+    gen_sample(out, msg, st);
+    error_visitor(out, msg, st);
+}
+
+/// The `ResponseBody` accessors: `throttle_time_ms_mut` and `visit_error_codes`.
+pub(super) fn response_accessors(out: &mut String, pairs: &[(&Message, &Message)]) {
+    throttle_accessor(out, pairs);
+    error_visitor_dispatch(out, pairs);
 }

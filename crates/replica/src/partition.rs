@@ -38,8 +38,8 @@ use types::{BrokerId, LeaderEpoch, Offset, PartitionEpoch, ProducerEpoch, Produc
 use uuid::Uuid;
 
 pub use crate::partition_results::{
-    ActiveProducer, DivergingEpoch, FetchSource, IsolationLevel, LogOffsets, PartitionRead,
-    ReplicaError,
+    ActiveProducer, DivergingEpoch, FetchSource, IsolationLevel, LogOffsets, LogStats,
+    PartitionRead, ReplicaError,
 };
 pub use crate::replica_states::{truncation_offset, FollowerState, PartitionState, ReplicaStates};
 
@@ -182,6 +182,19 @@ impl Partition {
             log_start_offset: log.log_start_offset(),
             high_watermark: log.high_watermark(),
             log_end_offset: log.log_end_offset(),
+        }
+    }
+
+    /// Size, segments and offsets of the log (the metrics endpoint's view).
+    pub fn log_stats(&self) -> LogStats {
+        let log = self.log.lock();
+        LogStats {
+            size_bytes: log.size_in_bytes(),
+            segments: log.number_of_segments(),
+            log_start_offset: log.log_start_offset(),
+            high_watermark: log.high_watermark(),
+            log_end_offset: log.log_end_offset(),
+            last_stable_offset: log.last_stable_offset(),
         }
     }
 
@@ -338,6 +351,10 @@ impl Partition {
         }
         if state.leader_epoch == cur.leader_epoch {
             // Same leadership: ISR / replicas / partition epoch only.
+            if matches!(st.role, Role::Leader(_)) {
+                // The controller's own ISR changes (a fenced follower removed) count as the leader's do.
+                count_isr_change(st.registration.isr.len(), state.isr.len());
+            }
             st.registration = state.clone();
             if let Role::Leader(rs) = &mut st.role {
                 rs.apply_committed(state, monotonic_ms);
@@ -663,6 +680,7 @@ impl Partition {
         }
         match result {
             Ok(committed) if committed.leader_epoch == proposal.leader_epoch => {
+                count_isr_change(registration.isr.len(), committed.isr.len());
                 rs.apply_committed(&committed, monotonic_ms);
                 if committed.partition_epoch >= registration.partition_epoch {
                     *registration = committed;
@@ -695,6 +713,17 @@ impl Partition {
             }
         }
     }
+}
+
+/// Kafka's `IsrShrinksPerSec`/`IsrExpandsPerSec` (`kafka.server:type=ReplicaManager`): a committed
+/// AlterPartition of this leader that made its ISR smaller or larger.
+fn count_isr_change(before: usize, after: usize) {
+    let name = match after.cmp(&before) {
+        std::cmp::Ordering::Less => "kafka_server_replicamanager_isrshrinks_total",
+        std::cmp::Ordering::Greater => "kafka_server_replicamanager_isrexpands_total",
+        std::cmp::Ordering::Equal => return,
+    };
+    metrics::counter!(name).increment(1);
 }
 
 mod follower;

@@ -212,3 +212,21 @@ impl LogOffsets {
         self.log_end_offset
     }
 }
+
+/// A partition's log as the metrics endpoint reports it (Kafka's `kafka.log:type=Log` gauges), read
+/// together under the log lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogStats {
+    /// The log's size, bytes (every segment's file).
+    pub size_bytes: u64,
+    /// Its segment count.
+    pub segments: usize,
+    /// LogStartOffset.
+    pub log_start_offset: Offset,
+    /// HighWatermark.
+    pub high_watermark: Offset,
+    /// LogEndOffset.
+    pub log_end_offset: Offset,
+    /// LastStableOffset (KIP-98).
+    pub last_stable_offset: Offset,
+}

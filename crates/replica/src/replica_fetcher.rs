@@ -644,6 +644,15 @@ fn apply_fetched(shared: &Shared, pick: Pick, data: &PartitionData) {
     if !bytes.is_empty() && shared.quota.is_throttled(&key.topic, key.partition) {
         shared.quota.record(bytes.len() as u64);
     }
+    if !bytes.is_empty() {
+        // Kafka's `ReplicationBytesInPerSec` (BrokerTopicMetrics), for the topic and the broker.
+        let (name, n) = (
+            "kafka_server_brokertopicmetrics_replicationbytesin_total",
+            bytes.len() as u64,
+        );
+        metrics::counter!(name).increment(n);
+        metrics::counter!(name, "topic" => key.topic.to_string()).increment(n);
+    }
     let (hw, log_start) = (Offset(data.high_watermark), Offset(data.log_start_offset));
     if let Err(e) = p.append_as_follower(leader, epoch, bytes, hw, log_start, shared.clock.now_ms())
     {

@@ -191,6 +191,12 @@ keys! {
     /// an in-sync replica's `broker.rack` is sent to it; `org.apache.kafka.common.replica.LeaderSelector`
     /// = the leader. Anything else is refused at startup. Static (read once at startup).
     REPLICA_SELECTOR_CLASS: Option<String> = "replica.selector.class";
+    /// `metrics.listeners` (Runnel, issue 17): comma-separated `http://HOST:PORT` addresses of the metrics and
+    /// health endpoint; empty = none. Default `http://127.0.0.1:9644` (loopback). Static.
+    METRICS_LISTENERS: String = "metrics.listeners";
+    /// `metrics.partition.series.max` (Runnel): at most this many per-partition log series and as many
+    /// per-(group, partition) consumer-lag series on `/metrics` (0 = none). Static.
+    METRICS_PARTITION_SERIES_MAX: i32 = "metrics.partition.series.max";
 }
 
 #[cfg(test)]

@@ -49,6 +49,8 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("broker.id", T::Int, None),
     def("broker.rack", T::String, None),
     def("replica.selector.class", T::Class, None),
+    def("metrics.listeners", T::List, Some("http://127.0.0.1:9644")),
+    def("metrics.partition.series.max", T::Int, Some("10000")),
     def("process.roles", T::List, Some("broker,controller")),
     def("log.dirs", T::List, None),
     def("log.dir", T::String, Some("./runnel-data")),

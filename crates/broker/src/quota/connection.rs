@@ -310,6 +310,15 @@ impl ConnectionLimiter {
     pub fn counts(&self, ip: IpAddr) -> (u32, u32) {
         self.quotas.lock().counts(ip)
     }
+
+    /// Open connections per listener name (the metrics endpoint's `connection_count`).
+    pub fn per_listener(&self) -> Vec<(String, u32)> {
+        let q = self.quotas.lock();
+        q.per_listener
+            .iter()
+            .map(|(l, n)| (l.clone(), *n))
+            .collect()
+    }
 }
 
 /// A counted connection; dropping it (when the connection closes) frees its slot.

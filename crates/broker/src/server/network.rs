@@ -51,6 +51,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 use crate::config::{keys, SecurityProtocol};
+use crate::observability::requests::RequestTiming;
 use crate::security::sasl::SaslListener;
 use crate::security::{HandshakeError, TlsListener};
 use crate::server::apis::{KafkaApis, RequestOutcome};
@@ -171,6 +172,10 @@ pub async fn serve<L: Listener>(
                     let shutdown = shutdown.clone();
                     let security = security.clone();
                     tokio::spawn(async move {
+                        // Kafka's socket-server-metrics `connection-creation-total` (the open count is read
+                        // from the ConnectionLimiter at scrape time).
+                        let listener = security.name.to_string();
+                        metrics::counter!("kafka_server_socket_server_metrics_connection_creation_total", "listener" => listener).increment(1);
                         if let Err(e) = open_connection(stream, peer, security, apis, shutdown).await {
                             tracing::debug!(%peer, error = %e, "connection closed");
                         }
@@ -370,13 +375,25 @@ async fn handle_connection<S: ServerStream>(
                 continue;
             }
         }
-        match apis.handle(frame, &conn).await {
-            RequestOutcome::Respond(chunks) => write_chunks(&mut stream, chunks).await?,
-            RequestOutcome::NoResponse => {}
+        let received = tokio::time::Instant::now();
+        let (outcome, timing) = apis.handle_timed(frame, &conn, received).await;
+        let sending = tokio::time::Instant::now();
+        let sent = |timing: Option<RequestTiming>| {
+            if let Some(t) = timing {
+                t.record(sending.elapsed());
+            }
+        };
+        match outcome {
+            RequestOutcome::Respond(chunks) => {
+                write_chunks(&mut stream, chunks).await?;
+                sent(timing);
+            }
+            RequestOutcome::NoResponse => sent(timing),
             RequestOutcome::Throttled { response, mute } => {
                 if let Some(chunks) = response {
                     write_chunks(&mut stream, chunks).await?;
                 }
+                sent(timing);
                 // KIP-219: the connection is muted (not read) for the throttle time after the response.
                 tokio::select! {
                     _ = tokio::time::sleep(mute) => {}

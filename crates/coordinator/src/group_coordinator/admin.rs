@@ -129,4 +129,41 @@ impl GroupCoordinator {
     pub fn group_generation(&self, group_id: &str) -> Option<i32> {
         self.groups.get(group_id).map(|g| g.generation_id)
     }
+
+    /// Every group's state and member count, in group-id order: what the broker's group metrics count
+    /// (Kafka's `NumGroups<State>` gauges, kafka_exporter's `kafka_consumergroup_members`).
+    pub fn group_summaries(&self) -> Vec<GroupSummary> {
+        (self.groups.values())
+            .map(|g| GroupSummary {
+                group_id: g.group_id.clone(),
+                state: g.state,
+                members: g.members.len(),
+            })
+            .collect()
+    }
+
+    /// Calls `f(group, topic, partition, offset)` for every committed offset, in (group, topic, partition)
+    /// order, stopping after `limit` calls: the broker's consumer-lag metrics.
+    pub fn for_each_committed_offset(&self, limit: usize, mut f: impl FnMut(&str, &str, i32, i64)) {
+        let committed = self.offsets.iter().flat_map(|(g, topics)| {
+            topics.iter().flat_map(move |(t, ps)| {
+                ps.iter()
+                    .map(move |(p, v)| (g.as_str(), t.as_str(), *p, v.offset.0))
+            })
+        });
+        for (g, t, p, offset) in committed.take(limit) {
+            f(g, t, p, offset);
+        }
+    }
+}
+
+/// One group as [`GroupCoordinator::group_summaries`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupSummary {
+    /// The group id.
+    pub group_id: String,
+    /// Its state.
+    pub state: GroupState,
+    /// Its members (static and dynamic, pending ones excluded).
+    pub members: usize,
 }

@@ -18,6 +18,7 @@ mod rebalance;
 mod sync;
 mod txn_offsets;
 
+pub use admin::GroupSummary;
 pub use txn_offsets::TxnOffsetsSnapshot;
 
 use std::collections::BTreeMap;

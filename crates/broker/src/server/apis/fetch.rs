@@ -230,6 +230,7 @@ pub async fn handle(
     } else if leader_quota.is_bounded() {
         record_throttled(leader_quota, &response);
     }
+    crate::observability::topics::fetch_answered(&response, replica_id >= 0);
     response
 }
 

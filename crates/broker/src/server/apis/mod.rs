@@ -67,6 +67,7 @@ use crate::dynamic_config::DynamicBrokerConfig;
 use crate::group_coordinator::GroupCoordinatorService;
 use crate::metadata::MetadataStore;
 use crate::metadata_cache::MetadataCache;
+use crate::observability::requests::{self, RequestTiming};
 use crate::quorum::MetadataQuorum;
 use crate::quota::Quotas;
 use crate::scram::ScramCredentialManager;
@@ -267,40 +268,45 @@ impl KafkaApis {
 
     /// Handles one request frame that arrived on `connection`: the decoded header and the connection make the
     /// [`RequestContext`] every handler receives. The quotas' throttle times (KIP-124, KIP-219, KIP-599) are
-    /// put in the response, and the connection muted for the largest.
+    /// put in the response, and the connection muted for the largest. The request metrics are recorded
+    /// without a send time (see [`KafkaApis::handle_timed`]).
     pub async fn handle(
         &self,
         frame: Bytes,
         connection: &Arc<ConnectionContext>,
     ) -> RequestOutcome {
-        // KIP-124: timed only while some request_percentage is set.
-        let started = (self.quotas.clients)
-            .request_quotas_enabled()
-            .then(tokio::time::Instant::now);
-        let frame_len = frame.len();
-        let Some((key, version, correlation_id)) = RequestHeader::peek(&frame) else {
-            return RequestOutcome::Close("request shorter than its header".into());
-        };
-        let Some(api) = ApiKey::from_i16(key) else {
-            return RequestOutcome::Close(format!("unknown api key {key}"));
-        };
-        let Some((lo, hi)) = advertised_range(api) else {
-            return RequestOutcome::Close(format!("api {} is not served", api.name()));
-        };
-        if version < lo || version > hi {
-            if api == ApiKey::ApiVersions {
-                // KIP-511: answer with a v0 body carrying error 35 and our real ranges, so the client retries.
-                let body = api_versions::response(ErrorCode::UNSUPPORTED_VERSION);
-                return encode(correlation_id, api, 0, &ResponseBody::ApiVersions(body));
-            }
-            return RequestOutcome::Close(format!(
-                "{} v{version} is outside the served range {lo}..={hi}",
-                api.name()
-            ));
+        let (outcome, timing) = self
+            .handle_timed(frame, connection, tokio::time::Instant::now())
+            .await;
+        if let Some(timing) = timing {
+            timing.record(Duration::ZERO);
         }
-        let (header, body) = match protocol::decode_request(frame) {
-            Ok(decoded) => decoded,
-            Err(e) => return RequestOutcome::Close(format!("{} v{version}: {e}", api.name())),
+        outcome
+    }
+
+    /// [`KafkaApis::handle`] for a frame whose last byte arrived at `received`, returning what the request
+    /// metrics need besides the response's send time (`None` for a frame closed before a handler ran); the
+    /// caller records it once the response is written.
+    pub async fn handle_timed(
+        &self,
+        frame: Bytes,
+        connection: &Arc<ConnectionContext>,
+        received: tokio::time::Instant,
+    ) -> (RequestOutcome, Option<RequestTiming>) {
+        let handler_start = tokio::time::Instant::now();
+        let frame_len = frame.len();
+        let (api, version, correlation_id, header, body) = match Self::admit(frame) {
+            Ok(admitted) => admitted,
+            Err(outcome) => return (outcome, None),
+        };
+        let mut timing = RequestTiming {
+            request: requests::request_name(api, Self::follower_fetch(version, &body)),
+            version,
+            request_bytes: frame_len,
+            queue: handler_start.saturating_duration_since(received),
+            local: Duration::ZERO,
+            remote: Duration::ZERO,
+            throttle: Duration::ZERO,
         };
         let ctx = RequestContext::new(header, connection.clone())
             .with_authorizer(self.authorizer.clone());
@@ -311,24 +317,34 @@ impl KafkaApis {
             ApiKey::Produce => clients.record_produce(user, client_id, frame_len),
             _ => 0,
         };
-        // KIP-124: the handler's time counts against the client's request_percentage.
-        let timed = started.is_some() && !request_quota::is_exempt(&ctx, &body);
-        let mut busy = started.map_or(Duration::ZERO, |s| s.elapsed());
-        let dispatched = request_quota::timed(timed, &mut busy, self.dispatch(&ctx, body)).await;
+        // KIP-124: the handler's time counts against the client's request_percentage (decoding included).
+        let timed = clients.request_quotas_enabled() && !request_quota::is_exempt(&ctx, &body);
+        let dispatch_start = tokio::time::Instant::now();
+        let mut polled = Duration::ZERO;
+        let dispatched = request_quota::timed(true, &mut polled, self.dispatch(&ctx, body)).await;
+        timing.remote = dispatch_start.elapsed().saturating_sub(polled);
+        timing.local = polled;
         let request_throttle_ms = match timed {
-            true => clients.record_request_time(user, client_id, request_quota::nanos(busy)),
+            true => {
+                let busy = polled + (dispatch_start - handler_start);
+                clients.record_request_time(user, client_id, request_quota::nanos(busy))
+            }
             false => 0,
         };
         let mut response = match dispatched {
             Ok(response) => response,
             Err(RequestOutcome::NoResponse) if produce_throttle_ms.max(request_throttle_ms) > 0 => {
-                return RequestOutcome::Throttled {
+                let mute = Duration::from_millis(produce_throttle_ms.max(request_throttle_ms));
+                timing.throttle = mute;
+                let outcome = RequestOutcome::Throttled {
                     response: None,
-                    mute: Duration::from_millis(produce_throttle_ms.max(request_throttle_ms)),
+                    mute,
                 };
+                return (outcome, Some(timing));
             }
-            Err(outcome) => return outcome,
+            Err(outcome) => return (outcome, Some(timing)),
         };
+        record_errors(timing.request, &response);
         let throttle_ms = request_quota::apply(
             clients,
             &ctx,
@@ -336,20 +352,73 @@ impl KafkaApis {
             produce_throttle_ms,
             request_throttle_ms,
         );
-        let encoding = timed.then(tokio::time::Instant::now);
+        let encoding = tokio::time::Instant::now();
         let outcome = encode(correlation_id, api, version, &response);
-        if let Some(encoding) = encoding {
+        timing.local += encoding.elapsed();
+        if timed {
             // Kafka records the network thread's share without throttling for it.
             let nanos = request_quota::nanos(encoding.elapsed());
             clients.record_request_time(user, client_id, nanos);
         }
-        match outcome {
+        timing.throttle = Duration::from_millis(throttle_ms);
+        let outcome = match outcome {
             RequestOutcome::Respond(chunks) if throttle_ms > 0 => RequestOutcome::Throttled {
                 response: Some(chunks),
                 mute: Duration::from_millis(throttle_ms),
             },
             outcome => outcome,
+        };
+        (outcome, Some(timing))
+    }
+
+    /// The checks before a handler runs: a header, a known API served in this version (an ApiVersions
+    /// outside its range is answered with error 35, KIP-511), a body that decodes. `Err` = how the frame is
+    /// answered instead.
+    fn admit(
+        frame: Bytes,
+    ) -> Result<(ApiKey, i16, i32, protocol::RequestHeader, RequestBody), RequestOutcome> {
+        let Some((key, version, correlation_id)) = RequestHeader::peek(&frame) else {
+            return Err(RequestOutcome::Close(
+                "request shorter than its header".into(),
+            ));
+        };
+        let Some(api) = ApiKey::from_i16(key) else {
+            return Err(RequestOutcome::Close(format!("unknown api key {key}")));
+        };
+        let Some((lo, hi)) = advertised_range(api) else {
+            return Err(RequestOutcome::Close(format!(
+                "api {} is not served",
+                api.name()
+            )));
+        };
+        if version < lo || version > hi {
+            if api == ApiKey::ApiVersions {
+                // KIP-511: answer with a v0 body carrying error 35 and our real ranges, so the client retries.
+                let body = api_versions::response(ErrorCode::UNSUPPORTED_VERSION);
+                return Err(encode(
+                    correlation_id,
+                    api,
+                    0,
+                    &ResponseBody::ApiVersions(body),
+                ));
+            }
+            return Err(RequestOutcome::Close(format!(
+                "{} v{version} is outside the served range {lo}..={hi}",
+                api.name()
+            )));
         }
+        match protocol::decode_request(frame) {
+            Ok((header, body)) => Ok((api, version, correlation_id, header, body)),
+            Err(e) => Err(RequestOutcome::Close(format!(
+                "{} v{version}: {e}",
+                api.name()
+            ))),
+        }
+    }
+
+    /// True for a follower's Fetch (Kafka's `FetchFollower` request metrics).
+    fn follower_fetch(version: i16, body: &RequestBody) -> bool {
+        matches!(body, RequestBody::Fetch(f) if fetch::replica_id(version, f) >= 0)
     }
 
     /// Runs the handler of a decoded request. `Err` is what the connection does instead of answering (acks=0
@@ -541,6 +610,24 @@ impl KafkaApis {
                 )))
             }
         })
+    }
+}
+
+/// Counts every error code of `response` (Kafka's `errorCounts`: the top-level code and each nested one,
+/// `NONE` included) under `request` (`kafka_network_requestmetrics_errors_total`).
+fn record_errors(request: &'static str, response: &ResponseBody) {
+    // Responses carry a handful of distinct codes: count them first, then touch the registry once each.
+    let mut counts: Vec<(i16, u64)> = Vec::new();
+    response.visit_error_codes(
+        &mut |code| match counts.iter_mut().find(|(c, _)| *c == code) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((code, 1)),
+        },
+    );
+    for (code, n) in counts {
+        let error = ErrorCode(code).name();
+        metrics::counter!("kafka_network_requestmetrics_errors_total", "request" => request, "error" => error)
+            .increment(n);
     }
 }
 

@@ -42,6 +42,7 @@ use types::{LeaderEpoch, Offset};
 use super::errors::replica_error_code;
 use super::produce_verification;
 use super::KafkaApis;
+use crate::observability;
 use crate::server::context::{Denied, RequestContext};
 use authorizer::{AclOperation, ResourceType};
 use replica::replica_manager::{Partition, ReplicaError};
@@ -180,6 +181,10 @@ pub async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: ProduceRequ
             };
             let resp = match appended {
                 Ok((info, wait)) => {
+                    if !info.duplicate {
+                        let (records, bytes) = (info.records_count as u64, info.valid_bytes as u64);
+                        observability::topics::produce_appended(&topic.name, records, bytes);
+                    }
                     if let Some(wait) = wait {
                         let (topic, partition) = (t, i);
                         pending.push(Pending {
@@ -191,6 +196,7 @@ pub async fn handle(apis: &KafkaApis, ctx: &RequestContext, request: ProduceRequ
                     appended_response(index, &info)
                 }
                 Err(f) => {
+                    observability::topics::produce_failed(&topic.name);
                     first_error.get_or_insert_with(|| {
                         let message = f.message.as_deref().unwrap_or(f.code.name());
                         format!("{}-{index}: {message}", topic.name)

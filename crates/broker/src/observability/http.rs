@@ -1,0 +1,106 @@
+//! The HTTP listener of `metrics.listeners` (axum): `GET /metrics` (Prometheus text format 0.0.4),
+//! `GET /health/live` (200 while the process serves HTTP) and `GET /health/ready` (200 when ready, else 503
+//! naming the failed checks; JSON either way). Anything else is 404. Every request is bounded: axum reads no
+//! body for these GET routes. Loopback by default: exposing it is the operator's choice.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::Router;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::collect::Sources;
+
+/// Binds every `metrics.listeners` address. Errors name the address (a port in use stops the broker's
+/// start, as a Kafka listener's does).
+pub async fn bind(addrs: &[SocketAddr]) -> anyhow::Result<Vec<TcpListener>> {
+    let mut bound = Vec::with_capacity(addrs.len());
+    for addr in addrs {
+        let l = TcpListener::bind(addr).await.map_err(|e| {
+            anyhow::anyhow!("binding the metrics listener {addr} (metrics.listeners): {e}")
+        })?;
+        bound.push(l);
+    }
+    Ok(bound)
+}
+
+/// Serves the routes on every listener until `shutdown` turns true.
+pub fn spawn(
+    listeners: Vec<TcpListener>,
+    sources: Arc<Sources>,
+    shutdown: watch::Receiver<bool>,
+) -> Vec<JoinHandle<()>> {
+    let router = router(sources);
+    listeners
+        .into_iter()
+        .map(|listener| {
+            let router = router.clone();
+            let mut shutdown = shutdown.clone();
+            tokio::spawn(async move {
+                let addr = listener.local_addr().ok();
+                let stop = async move {
+                    let _ = shutdown.wait_for(|s| *s).await;
+                };
+                if let Err(e) = axum::serve(listener, router)
+                    .with_graceful_shutdown(stop)
+                    .await
+                {
+                    tracing::warn!(?addr, error = %e, "metrics listener failed");
+                }
+            })
+        })
+        .collect()
+}
+
+/// The routes over `sources`.
+pub fn router(sources: Arc<Sources>) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .route("/health/live", get(live))
+        .route("/health/ready", get(ready))
+        .with_state(sources)
+}
+
+async fn metrics(State(sources): State<Arc<Sources>>) -> impl IntoResponse {
+    // Reading the partitions and groups takes their locks briefly: off the runtime's workers.
+    let text = tokio::task::spawn_blocking(move || {
+        sources.collect();
+        let handle = super::recorder();
+        handle.run_upkeep();
+        handle.render()
+    })
+    .await
+    .unwrap_or_default();
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        text,
+    )
+}
+
+async fn live() -> impl IntoResponse {
+    json(StatusCode::OK, r#"{"status":"live"}"#.to_string())
+}
+
+async fn ready(State(sources): State<Arc<Sources>>) -> impl IntoResponse {
+    let failed = sources.not_ready();
+    match failed.is_empty() {
+        true => json(StatusCode::OK, r#"{"status":"ready"}"#.to_string()),
+        false => {
+            let body = serde_json::json!({ "status": "not ready", "failed": failed });
+            json(StatusCode::SERVICE_UNAVAILABLE, body.to_string())
+        }
+    }
+}
+
+fn json(status: StatusCode, body: String) -> impl IntoResponse {
+    (status, [(header::CONTENT_TYPE, "application/json")], body)
+}

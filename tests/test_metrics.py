@@ -1,0 +1,153 @@
+"""The metrics and health endpoint (issue 17): `metrics.listeners`, scraped while real clients produce and
+consume. Counters move by exactly what the clients did, consumer lag is the end offset minus the committed
+offset, and UnderReplicatedPartitions follows a follower's kill -9 and restart in a three-process cluster."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from conftest import MODE, BrokerProcess
+
+pytestmark = pytest.mark.skipif(MODE != "runnel", reason="Runnel's own metrics endpoint")
+
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$')
+
+
+def get(port: int, path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def scrape(port: int) -> dict[tuple[str, frozenset], float]:
+    status, text = get(port, "/metrics")
+    assert status == 200, text
+    out = {}
+    for line in text.splitlines():
+        m = SAMPLE.match(line)
+        if not m:
+            continue
+        labels = frozenset(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
+        out[(m.group(1), labels)] = float(m.group(3))
+    return out
+
+
+def value(samples, name: str, **labels) -> float | None:
+    return samples.get((name, frozenset((k, str(v)) for k, v in labels.items())))
+
+
+def wait_for(cond, what: str, timeout: float = 30.0):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = cond()
+        if last:
+            return last
+        time.sleep(0.2)
+    pytest.fail(f"timed out after {timeout}s waiting for {what} (last: {last})")
+
+
+@pytest.fixture(scope="module")
+def metrics_broker():
+    b = BrokerProcess({"num.partitions": "1"}).start()
+    yield b
+    b.close()
+
+
+def test_health_routes_answer_and_unknown_paths_are_404(metrics_broker):
+    port = metrics_broker.metrics_port
+    assert get(port, "/health/live") == (200, '{"status":"live"}')
+    status, body = get(port, "/health/ready")
+    assert (status, json.loads(body)["status"]) == (200, "ready")
+    assert get(port, "/nope")[0] == 404
+
+
+def test_counters_move_by_what_the_clients_did_and_lag_is_end_minus_committed(metrics_broker, topic):
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    port, bootstrap = metrics_broker.metrics_port, metrics_broker.bootstrap
+    n, committed_at = 500, 200
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True})
+    for i in range(n):
+        p.produce(topic, value=b"v%05d" % i)
+    assert p.flush(30) == 0
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{topic}", "enable.auto.commit": False,
+                  "auto.offset.reset": "earliest"})
+    c.commit(offsets=[TopicPartition(topic, 0, committed_at)], asynchronous=False)
+    c.close()
+
+    s = scrape(port)
+    assert value(s, "kafka_server_brokertopicmetrics_messagesin_total", topic=topic) == n
+    # Bytes in are the record batches appended: exactly the log's size (one segment, no recompression).
+    size = value(s, "kafka_log_log_size", topic=topic, partition=0)
+    assert size and value(s, "kafka_server_brokertopicmetrics_bytesin_total", topic=topic) == size
+    assert value(s, "kafka_log_log_logendoffset", topic=topic, partition=0) == n
+    assert value(s, "kafka_log_log_numlogsegments", topic=topic, partition=0) == 1
+    group = f"g-{topic}"
+    assert value(s, "kafka_consumergroup_current_offset", consumergroup=group, topic=topic, partition=0) \
+        == committed_at
+    assert value(s, "kafka_consumergroup_lag", consumergroup=group, topic=topic, partition=0) == n - committed_at
+    assert value(s, "kafka_network_requestmetrics_errors_total", request="Produce", error="NONE") >= 1
+    assert value(s, "kafka_network_requestmetrics_totaltimems", request="Produce", quantile="0.99") is not None
+    assert value(s, "kafka_server_replicamanager_underreplicatedpartitions") == 0
+    assert value(s, "kafka_server_replicamanager_leadercount") >= 1
+    assert value(s, "process_resident_memory_bytes") > 0
+
+    # A consumer reading everything moves BytesOut by the record bytes it fetched: at least the log.
+    before = value(s, "kafka_server_brokertopicmetrics_bytesout_total", topic=topic) or 0
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"read-{topic}", "auto.offset.reset": "earliest"})
+    c.assign([TopicPartition(topic, 0, 0)])
+    got = 0
+    deadline = time.monotonic() + 30
+    while got < n and time.monotonic() < deadline:
+        m = c.poll(1.0)
+        got += m is not None and m.error() is None
+    c.close()
+    assert got == n
+    after = value(scrape(port), "kafka_server_brokertopicmetrics_bytesout_total", topic=topic)
+    assert after - before >= size
+
+
+def test_a_bad_metrics_listener_stops_the_broker_with_the_key_named(tmp_path):
+    b = BrokerProcess({"metrics.listeners": "127.0.0.1:9644"})
+    try:
+        with pytest.raises(pytest.fail.Exception) as e:
+            b.start()
+        assert "metrics.listeners" in str(e.value)
+    finally:
+        b.close()
+
+
+def test_under_replicated_partitions_follow_a_follower_kill9_and_restart(topic):
+    from test_cluster import Cluster, create_topic
+    c = Cluster().start()
+    try:
+        create_topic(c, topic)
+        leader = c.partition(topic).leader
+        follower = next(i for i in c.nodes if i != leader)
+        port = c.nodes[leader].metrics_port
+
+        def urp():
+            return value(scrape(port), "kafka_server_replicamanager_underreplicatedpartitions")
+
+        assert urp() == 0
+        c.nodes[follower].kill9()
+        wait_for(lambda: urp() == 1, "UnderReplicatedPartitions 1 after the follower's kill -9")
+        assert value(scrape(port), "kafka_cluster_partition_underreplicated", topic=topic, partition=0) == 1
+        assert value(scrape(port), "kafka_server_replicamanager_isrshrinks_total") >= 1
+        c.nodes[follower].start()
+        wait_for(lambda: urp() == 0, "UnderReplicatedPartitions back to 0 after the restart")
+        assert value(scrape(port), "kafka_server_replicamanager_isrexpands_total") >= 1
+        # Exactly one active controller among the three.
+        active = sum(value(scrape(n.metrics_port), "kafka_controller_kafkacontroller_activecontrollercount")
+                     for n in c.nodes.values())
+        assert active == 1
+    finally:
+        c.close()
