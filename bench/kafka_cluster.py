@@ -168,18 +168,23 @@ class KafkaCluster:
     def start(self):
         """Formats all four nodes' storage (one cluster id), starts nodes 1-3, waits for three brokers."""
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-        formats = [(n, subprocess.Popen(n.format_cmd(cluster_id), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                        text=True)) for n in self.nodes.values()]
-        for n, p in formats:
-            try:
-                out, _ = p.communicate(timeout=TOOL_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                for _, q in formats:
-                    q.kill()
-                    q.wait()
-                raise RuntimeError(f"formatting kafka node {n.node_id} took over {TOOL_TIMEOUT_S}s") from None
-            if p.returncode != 0:
-                raise RuntimeError(f"formatting kafka node {n.node_id} failed:\n{out[-3000:]}")
+        formats = []
+        try:
+            for n in self.nodes.values():
+                formats.append((n, subprocess.Popen(n.format_cmd(cluster_id), stdout=subprocess.PIPE,
+                                                    stderr=subprocess.STDOUT, text=True)))
+            for n, p in formats:
+                try:
+                    out, _ = p.communicate(timeout=TOOL_TIMEOUT_S)
+                except subprocess.TimeoutExpired:
+                    raise RuntimeError(f"formatting kafka node {n.node_id} took over {TOOL_TIMEOUT_S}s") from None
+                if p.returncode != 0:
+                    raise RuntimeError(f"formatting kafka node {n.node_id} failed:\n{out[-3000:]}")
+        finally:
+            for _, p in formats:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
         for n in CONTROLLERS:
             self.nodes[n].start()
         for n in CONTROLLERS:
