@@ -3,8 +3,9 @@
 Nodes 1-3 are combined controller+broker nodes (static `controller.quorum.voters`, like the tests' runnel
 Cluster), node 4 is a broker-only node started later (`start_fourth`). Jars, the JVM command line and the
 log4j layout come from scripts/kafka-reference.sh (`classpath`, `java-cmd`); every JVM runs under
-`nice -n 10` with KAFKA_HEAP_OPTS (default -Xms128m -Xmx512m), on free ports, in one temp dir that `close`
-deletes after killing every node by its PID (also on failure: use the cluster as a context manager).
+`nice -n $KAFKA_NICE` (default 10: a shared machine; 0 runs Kafka at runnel's priority) with KAFKA_HEAP_OPTS
+(default -Xms128m -Xmx512m), on free ports, in one temp dir that `close` deletes after killing every node by
+its PID (also on failure: use the cluster as a context manager).
 
 Kafka's command-line tools run with `tool(main_class, *args)` (same JVM, smaller heap, bounded).
 """
@@ -28,7 +29,7 @@ from conftest import _die_with_parent, api_versions_ok, free_port  # noqa: E402
 
 KAFKA_SCRIPT = ROOT / "scripts" / "kafka-reference.sh"
 HEAP = os.environ.get("KAFKA_HEAP_OPTS", "-Xms128m -Xmx512m")
-NICE = ["nice", "-n", "10"]
+NICE = ["nice", "-n", os.environ.get("KAFKA_NICE", "10")]  # 0: as runnel runs (a quiet machine)
 STARTUP_TIMEOUT_S = 180  # a JVM under nice on a busy 2-core machine
 TOOL_TIMEOUT_S = 300
 REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"

@@ -25,16 +25,22 @@ the same keys for the moving replicas):
 - replicas moved (in all / onto node 4), partitions whose replica set changed, bytes of the `moved` logs on node
   4 after the move and bytes of every newly added replica (the log files on its new broker);
 - a probe producer's ack latency (acks=all, 200 records/s to its own RF-3 topic, `runnel bench produce`), p99 in
-  5-second windows: before the move (baseline, two windows on the idle cluster) and during it (the windows
-  overlapping the move: median and worst).
+  5-second windows: before the move (baseline: the median of two windows on the idle cluster after one
+  discarded) and during it (the windows overlapping the move: median and worst).
 
 Usage: python3 bench/rebalance.py [--partitions 100] [--mb 100] [--throttle-mb 50] [--peer kafka]
                                   [--brokers runnel,kafka] [--out FILE.jsonl]
+e.g.   RUNNEL_BIN=target/release/runnel python3 bench/rebalance.py --peer kafka --partitions 10 --mb 10 \
+           --throttle-mb 2 --out /tmp/rebalance.jsonl
 Rounds run one after the other (runnel unthrottled, throttled, then kafka's two); each cluster and its data is
 deleted before the next starts. RUNNEL_BIN names the runnel binary (default target/release/runnel, after
-`cargo build --release`); Kafka's jars come from `scripts/kafka-reference.sh fetch`. Appends one JSON row per
-round (with a `broker` field) to --out and prints a markdown table at the end. The issue's figure is 100 × 100
-MB: ~20 GB of disk per cluster with the replicas (one cluster at a time).
+`cargo build --release`). Kafka's jars come from `scripts/kafka-reference.sh fetch` (a Maven copy, no bin/
+scripts: the tools run as their main classes, e.g. kafka-reassign-partitions.sh is ReassignPartitionsCommand);
+its JVMs run under `nice -n $KAFKA_NICE` (default 10, for a shared machine: set KAFKA_NICE=0 on a quiet one,
+or Kafka's latencies compete at a lower priority than runnel's) with KAFKA_HEAP_OPTS (default -Xmx512m).
+Appends one JSON row per round (with a `broker` field) to --out and prints a markdown table at the end. The
+issue's figure is 100 × 100 MB: ~21 GB of disk per cluster with the replicas, plus the moved copies until the
+old replicas are deleted (Kafka: a minute after the move); one cluster at a time.
 """
 
 from __future__ import annotations
@@ -150,6 +156,9 @@ class Probe:
 
 
 def baseline(bootstrap: str) -> float:
+    """The median p99 of two windows on the idle cluster, after one discarded window (a fresh JVM's JIT, the
+    probe topic's first writes)."""
+    probe_window(bootstrap)
     return statistics.median(p for p in (probe_window(bootstrap) for _ in range(2)) if p is not None)
 
 
@@ -175,12 +184,13 @@ def runnel_run(partitions: int, mb: int, throttle_mb: int | None) -> dict:
             "auto.balance.max.concurrent.moves": "10", "min.insync.replicas": "1"}
     g = four_node_cluster(sets=sets, start_fourth=False)
     c = next(g)
-    probe = Probe(c.bootstrap)
+    bootstrap = ",".join(c.nodes[n].bootstrap for n in (1, 2, 3))  # c.bootstrap names node 4, not started yet
+    probe = Probe(bootstrap)
     try:
         create_topic(c, "moved", partitions=partitions, rf=2)
         create_topic(c, "probe", partitions=1, rf=3)
-        filled = fill(c.bootstrap, partitions, mb)
-        base = baseline(c.bootstrap)
+        filled = fill(bootstrap, partitions, mb)
+        base = baseline(bootstrap)
         b2 = c.nodes[2].bootstrap
         if throttle_mb:
             rate = str(throttle_mb * 1_000_000)
