@@ -38,9 +38,10 @@ deleted before the next starts. RUNNEL_BIN names the runnel binary (default targ
 scripts: the tools run as their main classes, e.g. kafka-reassign-partitions.sh is ReassignPartitionsCommand);
 its JVMs run under `nice -n $KAFKA_NICE` (default 10, for a shared machine: set KAFKA_NICE=0 on a quiet one,
 or Kafka's latencies compete at a lower priority than runnel's) with KAFKA_HEAP_OPTS (default -Xmx512m).
-Appends one JSON row per round (with a `broker` field) to --out and prints a markdown table at the end. The
-issue's figure is 100 × 100 MB: ~21 GB of disk per cluster with the replicas, plus the moved copies until the
-old replicas are deleted (Kafka: a minute after the move); one cluster at a time.
+Appends one JSON row per round (with a `broker` field) to --out and prints a markdown table at the end
+(`--table FILE.jsonl` prints it again from the rows). The issue's figure is 100 × 100 MB: ~21 GB of disk per
+cluster with the replicas, plus the moved copies until the old replicas are deleted (Kafka: a minute after the
+move); one cluster at a time.
 """
 
 from __future__ import annotations
@@ -328,17 +329,22 @@ def ms(v: float | None) -> str:
 
 
 def table(rows: list[dict]) -> str:
-    out = [("| broker | throttle | time to settle | from first move | replicas moved (onto broker 4 / all) "
-            "| bytes to broker 4 | bytes moved (all) | probe p99 before | probe p99 during (median / worst) |"),
-           "|---|---|---|---|---|---|---|---|---|"]
+    out = [("| broker | throttle | time to settle | from first move | until --verify "
+            "| replicas moved (onto broker 4 / all) | bytes to broker 4 | bytes moved (all) | probe p99 before "
+            "| probe p99 during (median / worst) |"),
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         throttle = f"{r['throttle_mb_per_s']} MB/s" if r["throttle_mb_per_s"] else "none"
         first = r["seconds_from_first_move"]
         first = "not seen" if first is None else f"{first:.2f} s"
-        out.append(f"| {r['broker']} | {throttle} | {r['seconds']:.2f} s | {first} "
+        verify = f"{r['seconds_to_verify']:.2f} s" if "seconds_to_verify" in r else "-"
+        out.append(f"| {r['broker']} | {throttle} | {r['seconds']:.2f} s | {first} | {verify} "
                    f"| {r['replicas_to_new_broker']} / {r['replicas_moved']} | {mb(r['bytes_to_new_broker'])} "
                    f"| {mb(r['bytes_moved'])} | {ms(r['probe_p99_ms_baseline'])} ms "
                    f"| {ms(r['probe_p99_ms_during_median'])} / {ms(r['probe_p99_ms_during_worst'])} ms |")
+    out += ["", "Time to settle: runnel from node 4's start, kafka from the launch of --execute, until no "
+            "reassignment is listed; from first move: from the first poll (0.1 s) that listed one; until --verify: "
+            "from the launch of --execute until --verify said every partition completed."]
     return "\n".join(out)
 
 
@@ -350,7 +356,11 @@ def main():
     ap.add_argument("--brokers", default="runnel", help="comma-separated, in order: runnel, kafka")
     ap.add_argument("--peer", choices=["kafka"], help="also measure it after runnel (= --brokers runnel,kafka)")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--table", type=Path, metavar="JSONL", help="only print the table of an --out file's rows")
     a = ap.parse_args()
+    if a.table:
+        print(table([json.loads(line) for line in a.table.read_text().splitlines() if line.strip()]))
+        return
     brokers = a.brokers.split(",") + ([a.peer] if a.peer and a.peer not in a.brokers.split(",") else [])
     runs = {"runnel": runnel_run, "kafka": kafka_run}
     if unknown := [b for b in brokers if b not in runs]:
