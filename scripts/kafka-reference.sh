@@ -12,7 +12,8 @@
 #
 # For prepare/start: KAFKA_EXTRA_LISTENERS (e.g. SSL://127.0.0.1:9093,SASL_SSL://127.0.0.1:9094) adds
 # listeners, advertised as bound, with the protocol of their name; KAFKA_EXTRA_PROPERTIES names a file of
-# further server.properties lines (later lines win: ssl.*, sasl.*, ...).
+# further server.properties lines (later lines win: ssl.*, sasl.*, ...). KAFKA_HEAP_OPTS (as in Kafka's own
+# scripts) replaces the heap options "-Xms256m -Xmx1g" of start/java-cmd, e.g. "-Xms128m -Xmx512m".
 #
 # Everything lives under .test-deps/ (gitignored). Needs only Java 17+ and Maven.
 set -euo pipefail
@@ -21,7 +22,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 KAFKA_VERSION="${KAFKA_VERSION:-4.4.0}"
 DEPS="$ROOT/.test-deps/kafka"
 LIBS="$DEPS/libs"
-JOPTS=(-Xms256m -Xmx1g -XX:+UseG1GC -Djava.awt.headless=true)
+# shellcheck disable=SC2206 # KAFKA_HEAP_OPTS is a list of JVM options
+JOPTS=(${KAFKA_HEAP_OPTS:--Xms256m -Xmx1g} -XX:+UseG1GC -Djava.awt.headless=true)
 
 fetch() {
     if [[ -f "$LIBS/.complete-$KAFKA_VERSION" ]]; then

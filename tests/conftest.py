@@ -1,7 +1,8 @@
 """pytest fixtures: a real broker process per session (shared) or per test (isolated).
 
 Which broker:
-  default                      target/release/runnel server (built by scripts/test.sh)
+  default                      target/release/runnel server (built by scripts/test.sh); RUNNEL_BIN=PATH
+                               names another build of it
   RUNNEL_TEST_BOOTSTRAP=h:p    an already running external broker; tests needing restart/kill are skipped
   RUNNEL_TEST_BROKER=kafka     Apache Kafka 4.4.0 (scripts/kafka-reference.sh), started and killed by the
                                fixtures exactly like runnel, so restart/kill tests run against Kafka too
@@ -36,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import kproto  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-RUNNEL_BIN = ROOT / "target" / "release" / "runnel"
+RUNNEL_BIN = Path(os.environ.get("RUNNEL_BIN") or ROOT / "target" / "release" / "runnel")
 KAFKA_SCRIPT = ROOT / "scripts" / "kafka-reference.sh"
 EXTERNAL = os.environ.get("RUNNEL_TEST_BOOTSTRAP")
 MODE = "external" if EXTERNAL else os.environ.get("RUNNEL_TEST_BROKER", "runnel")
