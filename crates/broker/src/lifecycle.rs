@@ -377,15 +377,15 @@ impl Services {
                 .context("loading dynamic broker configs")?,
         });
         let log_manager = Arc::new(
-            storage::LogManager::open(
-                dir,
+            storage::LogManager::open_dirs(
+                config.log_dirs.clone(),
                 |topic| {
                     let overrides = metadata.topic(topic).map(|t| t.configs).unwrap_or_default();
                     log_config(&dynamic.effective(), &overrides)
                 },
                 Arc::new(types::SystemClock),
             )
-            .with_context(|| format!("opening logs in {}", dir.display()))?,
+            .with_context(|| format!("opening logs in {:?}", config.log_dirs))?,
         );
         // `log.cleaner.enable=false` leaves compacted topics uncompacted, as in Kafka.
         let effective = dynamic.effective();
