@@ -3,7 +3,7 @@
 A standalone runnel broker with three data dirs spreads a topic's partitions over them (the online dir with
 the fewest partitions gets the next one, Kafka's LogManager rule), lists every dir in DescribeLogDirs (raw v1
 and Kafka's own `kafka-log-dirs` tool), keeps what it acknowledged across a restart, and refuses to start when
-one partition is found in two dirs.
+one partition is found in two dirs. Each dir carries its own KIP-858 `directory.id` in its meta.properties.
 """
 
 from __future__ import annotations
@@ -104,11 +104,37 @@ def test_partitions_spread_over_three_dirs_and_every_dir_is_described(jbod, topi
         (broker,) = doc["brokers"]
         tool_dirs = {d["logDir"]: sorted(p["partition"] for p in d["partitions"]) for d in broker["logDirs"]}
         assert tool_dirs == {str(d.resolve()): n for d, n in zip(dirs, placed)}, tool_dirs
+    # Every dir has its own KIP-858 directory.id, kept across the restart below.
+    ids = directory_ids(dirs)
+    assert len(set(ids)) == 3 and all(len(i) == 22 for i in ids), ids
     # A restart loads every dir: all 300 records are there, each partition where it was.
     b.stop()
     b.start()
     assert on_disk(dirs, topic) == placed
+    assert directory_ids(dirs) == ids
     assert count(b.bootstrap, topic, 300) == 300
+
+
+def directory_ids(dirs: list[Path]) -> list[str]:
+    """Each dir's `directory.id` from its meta.properties (Kafka's format)."""
+    out = []
+    for d in dirs:
+        props = dict(line.split("=", 1) for line in (d / "meta.properties").read_text().splitlines()
+                     if "=" in line and not line.startswith("#"))
+        assert props["version"] == "1" and props["node.id"] == "1", props
+        out.append(props["directory.id"])
+    return out
+
+
+def test_a_dir_copied_onto_another_refuses_to_start(jbod):
+    b, dirs = jbod
+    b.start()
+    b.stop()
+    shutil.copy(dirs[0] / "meta.properties", dirs[2] / "meta.properties")
+    b.proc = None
+    with pytest.raises(pytest.fail.Exception):
+        b.start()
+    assert "have the same directory.id" in b.log_tail(20), b.log_tail(20)
 
 
 def test_a_partition_in_two_dirs_refuses_to_start(jbod, topic):

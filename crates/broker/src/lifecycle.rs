@@ -135,6 +135,7 @@ impl Server {
             credentials,
             controller_transport,
         )?;
+        crate::log_dirs::ensure_directory_ids(&config, services.metadata.cluster_id())?;
         // TLS listeners follow dynamic `listener.name.<l>.ssl.*` changes (a standalone broker's persisted
         // ones apply now; a cluster member's with its first image).
         // So does the controller listener's, in a process with both roles (a controller-only process takes no
