@@ -16,6 +16,7 @@ pub mod features;
 pub mod group_coordinator;
 pub mod lifecycle;
 pub mod log_dir_failure;
+pub mod log_dirs;
 pub mod metadata;
 pub mod metadata_cache;
 pub mod observability;

@@ -96,8 +96,7 @@ impl Server {
             .collect::<std::io::Result<Vec<_>>>()?;
         let voters = resolve_voters(&config)?;
         let cluster_id = cluster_id(&config);
-        // Both ends of the controller listener (issue 14): the controller's server, and how this process's
-        // raft peers and controller client connect.
+        // Both ends of the controller listener (issue 14): its server, and how raft peers and clients connect.
         let controller_security = match config.is_cluster() {
             true => Some(
                 ControllerListenerSecurity::new(&config, config.process_roles.controller)
@@ -137,6 +136,7 @@ impl Server {
             credentials,
             controller_transport,
         )?;
+        crate::log_dirs::ensure_directory_ids(&config, services.metadata.cluster_id())?;
         // TLS listeners follow dynamic `listener.name.<l>.ssl.*` changes (a standalone broker's persisted ones
         // apply now, a cluster member's with its first image); so does a combined process's controller listener.
         let controller_tls = controller_security.as_ref().and_then(|s| s.tls_listener());
@@ -384,15 +384,15 @@ impl Services {
                 .context("loading dynamic broker configs")?,
         });
         let log_manager = Arc::new(
-            storage::LogManager::open(
-                dir,
+            storage::LogManager::open_dirs(
+                config.log_dirs.clone(),
                 |topic| {
                     let overrides = metadata.topic(topic).map(|t| t.configs).unwrap_or_default();
                     log_config(&dynamic.effective(), &overrides)
                 },
                 Arc::new(types::SystemClock),
             )
-            .with_context(|| format!("opening logs in {}", dir.display()))?,
+            .with_context(|| format!("opening logs in {:?}", config.log_dirs))?,
         );
         // `log.cleaner.enable=false` leaves compacted topics uncompacted, as in Kafka.
         let effective = dynamic.effective();

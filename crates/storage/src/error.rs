@@ -86,6 +86,10 @@ pub enum StorageError {
     /// KAFKA_STORAGE_ERROR (56): an I/O error.
     #[error("storage I/O error: {0}")]
     KafkaStorage(#[from] std::io::Error),
+    /// One partition's log found in two data directories at startup (JBOD, KIP-112): the broker must not
+    /// start, since it cannot know which copy is the partition (Kafka refuses with the same fact).
+    #[error("duplicate log directories: {0}")]
+    DuplicateLog(String),
     /// KAFKA_STORAGE_ERROR (56): an earlier write/fsync failed; the log accepts no more writes.
     #[error("log is offline after an earlier I/O failure: {0}")]
     LogOffline(String),

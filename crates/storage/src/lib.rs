@@ -65,7 +65,8 @@ pub use leader_epoch::{LeaderEpochFileCache, LEADER_EPOCH_CHECKPOINT};
 pub use log::{AppendOrigin, FetchDataInfo, FlushJob, Log, LogAppendInfo, LogOffsetMetadata};
 pub use log_dir::{probe_dir, LogDirHealth, DIR_PROBE_FILE};
 pub use manager::{
-    validate_topic_name, LogManager, TopicPartition, CLEAN_SHUTDOWN_FILE, METADATA_LOG_DIR,
+    choose_log_dir, validate_topic_name, LogDirLoad, LogManager, TopicPartition,
+    CLEAN_SHUTDOWN_FILE, METADATA_LOG_DIR,
 };
 pub use producer_state::{BatchMetadata, CompletedTxn, ProducerStateEntry, ProducerStateManager};
 pub use segment::LogSegment;
@@ -127,6 +128,8 @@ pub fn now_ms() -> i64 {
 mod cleaner_tests;
 #[cfg(test)]
 mod cleaner_txn_tests;
+#[cfg(test)]
+mod jbod_tests;
 #[cfg(test)]
 mod log_dir_tests;
 #[cfg(test)]

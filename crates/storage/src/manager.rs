@@ -1,4 +1,9 @@
-//! [`LogManager`]: all partition logs of one data directory.
+//! [`LogManager`]: all partition logs of the broker's data directories (`log.dirs`, JBOD, KIP-112).
+//!
+//! Each data directory has the same layout (see the crate docs): its partitions' `<topic>-<partition>`
+//! directories, its own checkpoint files naming only its own partitions, and its own clean-shutdown
+//! marker, as in Kafka. A partition lives in exactly one directory; a new one goes to the directory
+//! [`choose_log_dir`] picks.
 
 use crate::checkpoint::{
     read_partition_metadata, write_atomically, write_partition_metadata, OffsetCheckpointFile,
@@ -36,21 +41,53 @@ pub fn validate_topic_name(topic: &str) -> Result<(), StorageError> {
     }
 }
 
-type LogMap = HashMap<TopicPartition, Arc<Mutex<Log>>>;
+/// A partition's log and the index (into [`LogManager::dirs`]) of the data directory holding it.
+type LogMap = HashMap<TopicPartition, (Arc<Mutex<Log>>, usize)>;
 
-/// Owns a data directory (see the crate docs for its layout): opens every partition log at
-/// startup, creates and deletes logs, writes the checkpoint files and the clean-shutdown marker.
+/// What [`choose_log_dir`] knows of one data directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogDirLoad {
+    /// Whether the directory takes writes (not offline after a failure, KIP-112).
+    pub online: bool,
+    /// Whether the operator cordoned it (KIP-1066 `cordoned.log.dirs`): it keeps its replicas but gets
+    /// no new one.
+    pub cordoned: bool,
+    /// How many partition logs it holds.
+    pub partitions: usize,
+}
+
+/// The data directory a new partition log goes to (Kafka's `LogManager.nextLogDirs`): the online,
+/// un-cordoned directory holding the fewest partitions, the first in `log.dirs` order on a tie. `None`
+/// when every directory is offline or cordoned.
+pub fn choose_log_dir(dirs: &[LogDirLoad]) -> Option<usize> {
+    dirs.iter()
+        .enumerate()
+        .filter(|(_, d)| d.online && !d.cordoned)
+        .min_by_key(|(i, d)| (d.partitions, *i))
+        .map(|(i, _)| i)
+}
+
+/// Owns the data directories (see the crate docs for a directory's layout): opens every partition log
+/// at startup, creates and deletes logs, writes each directory's checkpoint files and clean-shutdown
+/// marker.
 ///
-/// Startup rule: if `.kafka_cleanshutdown` exists the previous shutdown was clean and logs are
-/// opened without recovery; the marker is then removed (so a crash from now on is detected).
-/// Without it every log is recovered from its checkpointed recovery point.
-/// Directories named `*-delete` (interrupted deletions) are removed.
+/// Startup rule, per directory: if `.kafka_cleanshutdown` exists the previous shutdown was clean and its
+/// logs are opened without recovery; the marker is then removed (so a crash from now on is detected).
+/// Without it every log of that directory is recovered from its checkpointed recovery point.
+/// Directories named `*-delete` (interrupted deletions) are removed. A partition found in two data
+/// directories is refused ([`StorageError::DuplicateLog`]), as Kafka refuses to start.
+///
+/// Health: today the directories share one [`LogDirHealth`] — a failure in any of them takes every log
+/// offline and the broker reports its storage offline, as with one directory (safe: the controller
+/// moves all of the broker's leaderships). Per-directory failure domains are the next stage of JBOD.
 ///
 /// Thread-safety: each log is an `Arc<parking_lot::Mutex<Log>>`; hold the lock only for the
 /// duration of one call (reads return file slices consumed after unlocking).
 pub struct LogManager {
     fs: Fs,
-    dir: PathBuf,
+    /// The data directories, in `log.dirs` order (never empty); the first also holds the broker's
+    /// metadata files and the cleaner's checkpoint.
+    dirs: Vec<PathBuf>,
     logs: RwLock<LogMap>,
     had_clean_shutdown: bool,
     /// Serializes create/delete so two creators can't open the same directory.
@@ -65,7 +102,7 @@ pub struct LogManager {
 impl std::fmt::Debug for LogManager {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LogManager")
-            .field("dir", &self.dir)
+            .field("dirs", &self.dirs)
             .finish_non_exhaustive()
     }
 }
@@ -88,6 +125,91 @@ fn create_dir_durably(fs: &Fs, dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Opens the partition logs of the data directory `dir` (index `index` in `log.dirs`) into `logs`,
+/// following [`LogManager`]'s startup rule. Returns whether the directory had shut down cleanly.
+/// Errors: a partition already opened from another directory → [`StorageError::DuplicateLog`].
+fn open_dir(
+    fs: &Fs,
+    dir: &Path,
+    index: usize,
+    config_for: &impl Fn(&str) -> LogConfig,
+    clock: &Arc<dyn Clock>,
+    health: &Arc<LogDirHealth>,
+    logs: &mut LogMap,
+) -> Result<bool, StorageError> {
+    let now_ms = clock.now_ms();
+    create_dir_durably(fs, dir)?;
+    let marker = dir.join(CLEAN_SHUTDOWN_FILE);
+    let clean = fs.exists(&marker);
+    let read_cp = |name: &str| {
+        OffsetCheckpointFile::new_in(fs.clone(), dir.join(name))
+            .read()
+            .unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "ignoring unreadable checkpoint file");
+                HashMap::new()
+            })
+    };
+    let recovery_points = read_cp(RECOVERY_POINT_CHECKPOINT);
+    let log_starts = read_cp(LOG_START_CHECKPOINT);
+    let hws = read_cp(REPLICATION_CHECKPOINT);
+    let mut opened = 0;
+    for entry in fs.read_dir(dir)? {
+        if !entry.is_dir {
+            continue;
+        }
+        let name = entry.name;
+        let path = dir.join(&name);
+        if name.ends_with("-delete") {
+            fs.remove_dir_all(&path)?;
+            continue;
+        }
+        // The metadata quorum's own Raft log (cluster mode) lives beside the partitions, as in Kafka.
+        if name == METADATA_LOG_DIR {
+            continue;
+        }
+        let Some(tp) = TopicPartition::from_dir_name(&name) else {
+            tracing::warn!(dir = %path.display(), "ignoring directory that is not <topic>-<partition>");
+            continue;
+        };
+        if let Some((other, _)) = logs.get(&tp) {
+            return Err(StorageError::DuplicateLog(format!(
+                "partition {} is in both {} and {}; remove one copy",
+                tp.dir_name(),
+                other.lock().dir().display(),
+                path.display()
+            )));
+        }
+        let key = (tp.topic.clone(), tp.partition);
+        let topic_id = read_partition_metadata(fs, &path).unwrap_or(uuid::Uuid::nil());
+        let rp = recovery_points.get(&key).copied().unwrap_or(0);
+        let mut log = Log::open_in(
+            fs.clone(),
+            &path,
+            config_for(&tp.topic),
+            topic_id,
+            !clean,
+            Offset(rp),
+            now_ms,
+        )?;
+        if let Some(&s) = log_starts.get(&key) {
+            log.restore_log_start_offset(Offset(s));
+        }
+        // The checkpoint may be ahead of a log whose unflushed tail was lost in a crash: clamp.
+        let hw = hws.get(&key).copied().unwrap_or(0);
+        log.update_high_watermark(Offset(hw).min(log.log_end_offset()));
+        log.attach_dir_health(health.clone());
+        log.attach_clock(clock.clone());
+        logs.insert(tp, (Arc::new(Mutex::new(log)), index));
+        opened += 1;
+    }
+    if clean {
+        fs.remove_file(&marker)?;
+        fs.sync_dir(dir)?;
+    }
+    tracing::info!(dir = %dir.display(), logs = opened, clean, "log directory loaded");
+    Ok(clean)
+}
+
 impl LogManager {
     /// Opens the data directory `dir` (created if missing) and all partition logs in it,
     /// using `config_for(topic)` as each log's config and `clock` as the wall clock of the directory's
@@ -107,74 +229,52 @@ impl LogManager {
         config_for: impl Fn(&str) -> LogConfig,
         clock: Arc<dyn Clock>,
     ) -> Result<Self, StorageError> {
-        let now_ms = clock.now_ms();
-        let dir = dir.into();
-        create_dir_durably(&fs, &dir)?;
-        let marker = dir.join(CLEAN_SHUTDOWN_FILE);
-        let clean = fs.exists(&marker);
-        let read_cp = |name: &str| {
-            OffsetCheckpointFile::new_in(fs.clone(), dir.join(name))
-                .read()
-                .unwrap_or_else(|e| {
-                    tracing::warn!(error = %e, "ignoring unreadable checkpoint file");
-                    HashMap::new()
-                })
-        };
-        let recovery_points = read_cp(RECOVERY_POINT_CHECKPOINT);
-        let log_starts = read_cp(LOG_START_CHECKPOINT);
-        let hws = read_cp(REPLICATION_CHECKPOINT);
+        Self::open_dirs_in(fs, vec![dir.into()], config_for, clock)
+    }
+
+    /// [`open`](Self::open) over several data directories (`log.dirs`, in order; each created if
+    /// missing). Errors: an empty list or a partition in two directories →
+    /// [`StorageError::DuplicateLog`]; a directory's I/O error or a log that cannot be opened.
+    pub fn open_dirs(
+        dirs: Vec<PathBuf>,
+        config_for: impl Fn(&str) -> LogConfig,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, StorageError> {
+        Self::open_dirs_in(real_fs(), dirs, config_for, clock)
+    }
+
+    /// [`open_dirs`](Self::open_dirs) on the file system `fs`.
+    pub fn open_dirs_in(
+        fs: Fs,
+        dirs: Vec<PathBuf>,
+        config_for: impl Fn(&str) -> LogConfig,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, StorageError> {
+        if dirs.is_empty() {
+            return Err(StorageError::DuplicateLog(
+                "no log directory configured".into(),
+            ));
+        }
+        for (i, d) in dirs.iter().enumerate() {
+            if dirs[..i].contains(d) {
+                return Err(StorageError::DuplicateLog(format!(
+                    "{} is named twice in log.dirs",
+                    d.display()
+                )));
+            }
+        }
         let health = Arc::new(LogDirHealth::default());
         let mut logs = HashMap::new();
-        for entry in fs.read_dir(&dir)? {
-            if !entry.is_dir {
-                continue;
-            }
-            let name = entry.name;
-            let path = dir.join(&name);
-            if name.ends_with("-delete") {
-                fs.remove_dir_all(&path)?;
-                continue;
-            }
-            // The metadata quorum's own Raft log (cluster mode) lives beside the partitions, as in Kafka.
-            if name == METADATA_LOG_DIR {
-                continue;
-            }
-            let Some(tp) = TopicPartition::from_dir_name(&name) else {
-                tracing::warn!(dir = %path.display(), "ignoring directory that is not <topic>-<partition>");
-                continue;
-            };
-            let key = (tp.topic.clone(), tp.partition);
-            let topic_id = read_partition_metadata(&fs, &path).unwrap_or(uuid::Uuid::nil());
-            let rp = recovery_points.get(&key).copied().unwrap_or(0);
-            let mut log = Log::open_in(
-                fs.clone(),
-                &path,
-                config_for(&tp.topic),
-                topic_id,
-                !clean,
-                Offset(rp),
-                now_ms,
-            )?;
-            if let Some(&s) = log_starts.get(&key) {
-                log.restore_log_start_offset(Offset(s));
-            }
-            // The checkpoint may be ahead of a log whose unflushed tail was lost in a crash: clamp.
-            let hw = hws.get(&key).copied().unwrap_or(0);
-            log.update_high_watermark(Offset(hw).min(log.log_end_offset()));
-            log.attach_dir_health(health.clone());
-            log.attach_clock(clock.clone());
-            logs.insert(tp, Arc::new(Mutex::new(log)));
+        let mut all_clean = true;
+        for (index, dir) in dirs.iter().enumerate() {
+            let clean = open_dir(&fs, dir, index, &config_for, &clock, &health, &mut logs)?;
+            all_clean &= clean;
         }
-        if clean {
-            fs.remove_file(&marker)?;
-            fs.sync_dir(&dir)?;
-        }
-        tracing::info!(dir = %dir.display(), logs = logs.len(), clean, "log manager started");
         Ok(LogManager {
             fs,
-            dir,
+            dirs,
             logs: RwLock::new(logs),
-            had_clean_shutdown: clean,
+            had_clean_shutdown: all_clean,
             create_lock: Mutex::new(()),
             health,
             clock,
@@ -192,9 +292,37 @@ impl LogManager {
         &self.fs
     }
 
-    /// The data directory.
+    /// The first data directory (`log.dirs`' first entry): where the broker keeps its metadata files.
     pub fn dir(&self) -> &Path {
-        &self.dir
+        &self.dirs[0]
+    }
+
+    /// Every data directory, in `log.dirs` order.
+    pub fn dirs(&self) -> &[PathBuf] {
+        &self.dirs
+    }
+
+    /// The data directory holding a partition's log, if present.
+    pub fn log_dir_of(&self, topic: &str, partition: i32) -> Option<&Path> {
+        let index = self
+            .logs
+            .read()
+            .get(&TopicPartition::new(topic, partition))?
+            .1;
+        Some(&self.dirs[index])
+    }
+
+    /// The partitions of the data directory at `index` (into [`dirs`](Self::dirs)), sorted.
+    pub fn partitions_in_dir(&self, index: usize) -> Vec<TopicPartition> {
+        let mut v: Vec<_> = self
+            .logs
+            .read()
+            .iter()
+            .filter(|(_, (_, i))| *i == index)
+            .map(|(tp, _)| tp.clone())
+            .collect();
+        v.sort();
+        v
     }
 
     /// Whether the previous shutdown was clean (marker found at startup).
@@ -207,7 +335,7 @@ impl LogManager {
         self.logs
             .read()
             .get(&TopicPartition::new(topic, partition))
-            .cloned()
+            .map(|(l, _)| l.clone())
     }
 
     /// All logs.
@@ -216,7 +344,7 @@ impl LogManager {
             .logs
             .read()
             .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
+            .map(|(k, (v, _))| (k.clone(), v.clone()))
             .collect();
         v.sort_by(|a, b| a.0.cmp(&b.0));
         v
@@ -239,12 +367,12 @@ impl LogManager {
             )));
         }
         let tp = TopicPartition::new(topic, partition);
-        if let Some(l) = self.logs.read().get(&tp).cloned() {
+        if let Some((l, _)) = self.logs.read().get(&tp).cloned() {
             self.check_topic_id(&l, topic_id)?;
             return Ok(l);
         }
         let _g = self.create_lock.lock();
-        if let Some(l) = self.logs.read().get(&tp).cloned() {
+        if let Some((l, _)) = self.logs.read().get(&tp).cloned() {
             self.check_topic_id(&l, topic_id)?;
             return Ok(l);
         }
@@ -253,10 +381,14 @@ impl LogManager {
                 "log directory offline: {reason}"
             )));
         }
-        let path = self.dir.join(tp.dir_name());
+        let index = self.next_log_dir().ok_or_else(|| {
+            StorageError::LogOffline("no online log directory takes new partitions".into())
+        })?;
+        let dir = &self.dirs[index];
+        let path = dir.join(tp.dir_name());
         self.fs.create_dir_all(&path)?;
         write_partition_metadata(&self.fs, &path, &topic_id)?;
-        self.fs.sync_dir(&self.dir)?;
+        self.fs.sync_dir(dir)?;
         let mut log = Log::open_in(
             self.fs.clone(),
             &path,
@@ -269,8 +401,24 @@ impl LogManager {
         log.attach_dir_health(self.health.clone());
         log.attach_clock(self.clock.clone());
         let log = Arc::new(Mutex::new(log));
-        self.logs.write().insert(tp, log.clone());
+        self.logs.write().insert(tp, (log.clone(), index));
         Ok(log)
+    }
+
+    /// The data directory a new partition goes to ([`choose_log_dir`] over the current counts).
+    fn next_log_dir(&self) -> Option<usize> {
+        let mut loads = vec![
+            LogDirLoad {
+                online: !self.health.is_offline(),
+                cordoned: false,
+                partitions: 0,
+            };
+            self.dirs.len()
+        ];
+        for (_, i) in self.logs.read().values() {
+            loads[*i].partitions += 1;
+        }
+        choose_log_dir(&loads)
     }
 
     fn check_topic_id(
@@ -297,19 +445,20 @@ impl LogManager {
     pub fn delete_log(&self, topic: &str, partition: i32) -> Result<bool, StorageError> {
         let _g = self.create_lock.lock();
         let tp = TopicPartition::new(topic, partition);
-        let Some(log) = self.logs.write().remove(&tp) else {
+        let Some((log, index)) = self.logs.write().remove(&tp) else {
             return Ok(false);
         };
         let mut guard = log.lock();
         guard.mark_deleted();
         let from = guard.dir().to_path_buf();
-        let to = self.dir.join(format!(
+        let dir = &self.dirs[index];
+        let to = dir.join(format!(
             "{}.{}-delete",
             tp.dir_name(),
             uuid::Uuid::new_v4().simple()
         ));
         self.fs.rename(&from, &to)?;
-        self.fs.sync_dir(&self.dir)?;
+        self.fs.sync_dir(dir)?;
         drop(guard);
         self.fs.remove_dir_all(&to)?;
         Ok(true)
@@ -322,30 +471,37 @@ impl LogManager {
         if self.health.is_offline() {
             return Ok(()); // nothing can be written; the files are put right after recovery
         }
-        let mut rp = HashMap::new();
-        let mut ls = HashMap::new();
-        let mut hw = HashMap::new();
-        for (tp, log) in self.all_logs() {
+        let logs: Vec<_> = self
+            .logs
+            .read()
+            .iter()
+            .map(|(tp, (l, i))| (tp.clone(), l.clone(), *i))
+            .collect();
+        let mut per_dir = vec![(HashMap::new(), HashMap::new(), HashMap::new()); self.dirs.len()];
+        for (tp, log, index) in logs {
             let l = log.lock();
             let key = (tp.topic.clone(), tp.partition);
+            let (rp, ls, hw) = &mut per_dir[index];
             rp.insert(key.clone(), l.recovery_point().get());
             ls.insert(key.clone(), l.log_start_offset().get());
             hw.insert(key, l.high_watermark().get());
         }
-        let cp = |name: &str| OffsetCheckpointFile::new_in(self.fs.clone(), self.dir.join(name));
-        let written = cp(RECOVERY_POINT_CHECKPOINT)
-            .write(&rp)
-            .and_then(|()| cp(LOG_START_CHECKPOINT).write(&ls))
-            .and_then(|()| cp(REPLICATION_CHECKPOINT).write(&hw));
-        if let Err(e) = written {
-            // As Kafka (`checkpointLogRecoveryOffsetsInDir` → the LogDirFailureChannel): a checkpoint that
-            // cannot be written takes the directory offline; a stale recovery point must not be trusted
-            // while appends go on (recovery after the directory comes back starts from each log's own).
-            let msg = format!("checkpoint failed in {}: {e}", self.dir.display());
-            tracing::error!("{msg}; log directory is now offline");
-            self.health.mark_offline(&msg, &self.dir);
-            self.take_dir_offline();
-            return Err(e.into());
+        for (dir, (rp, ls, hw)) in self.dirs.iter().zip(per_dir) {
+            let cp = |name: &str| OffsetCheckpointFile::new_in(self.fs.clone(), dir.join(name));
+            let written = cp(RECOVERY_POINT_CHECKPOINT)
+                .write(&rp)
+                .and_then(|()| cp(LOG_START_CHECKPOINT).write(&ls))
+                .and_then(|()| cp(REPLICATION_CHECKPOINT).write(&hw));
+            if let Err(e) = written {
+                // As Kafka (`checkpointLogRecoveryOffsetsInDir` → the LogDirFailureChannel): a checkpoint
+                // that cannot be written takes the directory offline; a stale recovery point must not be
+                // trusted while appends go on (recovery after it comes back starts from each log's own).
+                let msg = format!("checkpoint failed in {}: {e}", dir.display());
+                tracing::error!("{msg}; log directory is now offline");
+                self.health.mark_offline(&msg, dir);
+                self.take_dir_offline();
+                return Err(e.into());
+            }
         }
         Ok(())
     }
@@ -408,7 +564,9 @@ impl LogManager {
             return Err(e);
         }
         self.checkpoint()?;
-        write_atomically(&self.fs, &self.dir.join(CLEAN_SHUTDOWN_FILE), b"")?;
+        for dir in &self.dirs {
+            write_atomically(&self.fs, &dir.join(CLEAN_SHUTDOWN_FILE), b"")?;
+        }
         Ok(())
     }
 
@@ -441,7 +599,9 @@ impl LogManager {
         if !self.health.is_offline() {
             return Ok(false);
         }
-        probe_dir(&self.fs, &self.dir)?;
+        for dir in &self.dirs {
+            probe_dir(&self.fs, dir)?;
+        }
         if let Some(p) = self.health.failed_path().filter(|p| self.fs.exists(p)) {
             probe_dir(&self.fs, &p)?;
         }
@@ -453,7 +613,7 @@ impl LogManager {
             }
         }
         self.health.mark_online();
-        tracing::info!(dir = %self.dir.display(), "log directory is online again");
+        tracing::info!(dirs = ?self.dirs, "log directories are online again");
         Ok(true)
     }
 }

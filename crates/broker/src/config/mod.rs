@@ -202,8 +202,11 @@ pub struct BrokerConfig {
     pub explicit: BTreeMap<String, String>,
     /// `node.id` (or `broker.id`): this broker's id (in combined mode also its controller's node id).
     pub node_id: BrokerId,
-    /// First entry of `log.dirs`, else `log.dir`.
+    /// First entry of `log.dirs`, else `log.dir`: where the broker keeps its metadata files.
     pub log_dir: PathBuf,
+    /// Every data directory (`log.dirs`, comma-separated, in order; else `log.dir` alone; never empty):
+    /// the partitions are spread over them (JBOD, KIP-112). Empty entries are skipped.
+    pub log_dirs: Vec<PathBuf>,
     /// `listeners` (without the controller's), `advertised.listeners`, `listener.security.protocol.map`
     /// and `inter.broker.listener.name`, validated together.
     pub listeners: Listeners,
@@ -361,10 +364,19 @@ impl BrokerConfig {
             .or_else(|| explicit.get("broker.id"))
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(1);
-        let log_dir = match explicit.get("log.dirs") {
-            Some(dirs) => PathBuf::from(dirs.split(',').next().unwrap_or("").trim()),
-            None => PathBuf::from(get("log.dir").unwrap_or_default()),
+        let mut log_dirs: Vec<PathBuf> = match explicit.get("log.dirs") {
+            Some(dirs) => dirs
+                .split(',')
+                .map(str::trim)
+                .filter(|d| !d.is_empty())
+                .map(PathBuf::from)
+                .collect(),
+            None => Vec::new(),
         };
+        if log_dirs.is_empty() {
+            log_dirs.push(PathBuf::from(get("log.dir").unwrap_or_default()));
+        }
+        let log_dir = log_dirs[0].clone();
         let (listeners, controller_listener) = parse_listeners(&get)?;
         let (process_roles, controller_quorum_voters) =
             parse_roles_and_voters(&get, node_id, controller_listener.as_ref())?;
@@ -381,6 +393,7 @@ impl BrokerConfig {
         Ok(BrokerConfig {
             node_id: BrokerId(node_id),
             log_dir,
+            log_dirs,
             listeners,
             advertised_listener,
             num_partitions: num_partitions as i32,

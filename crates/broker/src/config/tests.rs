@@ -146,6 +146,10 @@ fn properties_parse() {
     assert_eq!(c.listeners.listeners[0].endpoint.port, 9093);
     assert_eq!(c.advertised_listener.host, "127.0.0.1");
     assert_eq!(c.log_dir, PathBuf::from("/tmp/x"));
+    assert_eq!(
+        c.log_dirs,
+        vec![PathBuf::from("/tmp/x"), PathBuf::from("/tmp/y")]
+    );
 }
 
 #[test]

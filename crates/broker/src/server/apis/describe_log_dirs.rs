@@ -1,7 +1,8 @@
 //! DescribeLogDirs (key 35), v1–5. Source: Kafka protocol guide; KIP-113, KIP-827 (total/usable bytes, v4+).
 //!
-//! One log dir (the configured data directory); per partition its size in bytes and offset lag 0. While
-//! the dir is offline (a write failed, KIP-112) its result carries KAFKA_STORAGE_ERROR (56).
+//! One result per data directory (`log.dirs`, JBOD); per partition its size in bytes and offset lag 0.
+//! While the broker's storage is offline (a write failed, KIP-112) each result carries
+//! KAFKA_STORAGE_ERROR (56).
 
 use protocol::messages::describe_log_dirs_response::{
     DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
@@ -12,7 +13,8 @@ use types::ErrorCode;
 use super::KafkaApis;
 use crate::server::context::RequestContext;
 
-/// Describes the data directory and the requested partitions in it (all for a null topic list).
+/// Describes every data directory (`log.dirs`, in order) and the requested partitions in it (all for a
+/// null topic list); a partition is listed under the directory holding its log.
 pub fn handle(
     apis: &KafkaApis,
     _ctx: &RequestContext,
@@ -30,49 +32,65 @@ pub fn handle(
             .map(|(name, t)| (name, (0..t.partitions).collect()))
             .collect(),
     };
-    let topics = wanted
-        .into_iter()
-        .filter_map(|(name, partitions)| {
-            let partitions: Vec<DescribeLogDirsPartition> = partitions
-                .into_iter()
-                .filter_map(|p| {
-                    let part = apis.replica_manager.partition(&name, p)?;
-                    let size = part.size_in_bytes() as i64;
-                    Some(DescribeLogDirsPartition {
-                        partition_index: p,
-                        partition_size: size,
-                        offset_lag: 0,
-                        is_future_key: false,
-                        ..Default::default()
-                    })
-                })
-                .collect();
-            (!partitions.is_empty()).then(|| DescribeLogDirsTopic {
-                name,
-                partitions,
+    let log_manager = apis.replica_manager.log_manager();
+    let dirs = log_manager.dirs().to_vec();
+    // Per directory: topic name → its partitions there, in request order.
+    let mut per_dir: Vec<Vec<DescribeLogDirsTopic>> = vec![Vec::new(); dirs.len()];
+    for (name, partitions) in wanted {
+        for p in partitions {
+            let Some(part) = apis.replica_manager.partition(&name, p) else {
+                continue;
+            };
+            let Some(index) = log_manager
+                .log_dir_of(&name, p)
+                .and_then(|d| dirs.iter().position(|x| x == d))
+            else {
+                continue;
+            };
+            let entry = DescribeLogDirsPartition {
+                partition_index: p,
+                partition_size: part.size_in_bytes() as i64,
+                offset_lag: 0,
+                is_future_key: false,
                 ..Default::default()
-            })
+            };
+            let topics = &mut per_dir[index];
+            match topics.iter_mut().find(|t| t.name == name) {
+                Some(t) => t.partitions.push(entry),
+                None => topics.push(DescribeLogDirsTopic {
+                    name: name.clone(),
+                    partitions: vec![entry],
+                    ..Default::default()
+                }),
+            }
+        }
+    }
+    // The directories share one health today (a failure takes the broker's storage offline).
+    let offline = log_manager.dir_health().is_offline();
+    let results = dirs
+        .into_iter()
+        .zip(per_dir)
+        .map(|(dir, topics)| {
+            let (total, usable) = disk_space(&dir).unwrap_or((-1, -1));
+            DescribeLogDirsResult {
+                error_code: if offline {
+                    ErrorCode::KAFKA_STORAGE_ERROR.0
+                } else {
+                    0
+                },
+                log_dir: std::fs::canonicalize(&dir)
+                    .unwrap_or(dir)
+                    .display()
+                    .to_string(),
+                topics,
+                total_bytes: total,
+                usable_bytes: usable,
+                ..Default::default()
+            }
         })
         .collect();
-    let dir = apis.config().log_dir.clone();
-    let offline = apis.replica_manager.log_manager().dir_health().is_offline();
-    let (total, usable) = disk_space(&dir).unwrap_or((-1, -1));
     DescribeLogDirsResponse {
-        results: vec![DescribeLogDirsResult {
-            error_code: if offline {
-                ErrorCode::KAFKA_STORAGE_ERROR.0
-            } else {
-                0
-            },
-            log_dir: std::fs::canonicalize(&dir)
-                .unwrap_or(dir)
-                .display()
-                .to_string(),
-            topics,
-            total_bytes: total,
-            usable_bytes: usable,
-            ..Default::default()
-        }],
+        results,
         ..Default::default()
     }
 }

@@ -87,7 +87,9 @@ pub fn storage_error_code(e: &StorageError) -> ErrorCode {
         StorageError::DuplicateSequence(_) => ErrorCode::DUPLICATE_SEQUENCE_NUMBER,
         StorageError::InvalidTopic(_) => ErrorCode::INVALID_TOPIC_EXCEPTION,
         StorageError::InconsistentTopicId(_) => ErrorCode::INCONSISTENT_TOPIC_ID,
-        StorageError::UnexpectedAppendOffset(_) => ErrorCode::UNKNOWN_SERVER_ERROR,
+        StorageError::UnexpectedAppendOffset(_) | StorageError::DuplicateLog(_) => {
+            ErrorCode::UNKNOWN_SERVER_ERROR
+        }
         StorageError::KafkaStorage(_) | StorageError::LogOffline(_) => {
             ErrorCode::KAFKA_STORAGE_ERROR
         }
