@@ -13,6 +13,7 @@ import urllib.request
 import pytest
 
 from conftest import MODE, BrokerProcess
+from test_dynamic_quorum import wait_until
 
 pytestmark = pytest.mark.skipif(MODE != "runnel", reason="Runnel's own metrics endpoint")
 
@@ -42,17 +43,6 @@ def scrape(port: int) -> dict[tuple[str, frozenset], float]:
 
 def value(samples, name: str, **labels) -> float | None:
     return samples.get((name, frozenset((k, str(v)) for k, v in labels.items())))
-
-
-def wait_for(cond, what: str, timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = cond()
-        if last:
-            return last
-        time.sleep(0.2)
-    pytest.fail(f"timed out after {timeout}s waiting for {what} (last: {last})")
 
 
 @pytest.fixture(scope="module")
@@ -139,11 +129,11 @@ def test_under_replicated_partitions_follow_a_follower_kill9_and_restart(topic):
 
         assert urp() == 0
         c.nodes[follower].kill9()
-        wait_for(lambda: urp() == 1, "UnderReplicatedPartitions 1 after the follower's kill -9")
+        wait_until(lambda: urp() == 1, "UnderReplicatedPartitions 1 after the follower's kill -9", 30)
         assert value(scrape(port), "kafka_cluster_partition_underreplicated", topic=topic, partition=0) == 1
         assert value(scrape(port), "kafka_server_replicamanager_isrshrinks_total") >= 1
         c.nodes[follower].start()
-        wait_for(lambda: urp() == 0, "UnderReplicatedPartitions back to 0 after the restart")
+        wait_until(lambda: urp() == 0, "UnderReplicatedPartitions back to 0 after the restart", 30)
         assert value(scrape(port), "kafka_server_replicamanager_isrexpands_total") >= 1
         # Exactly one active controller among the three.
         active = sum(value(scrape(n.metrics_port), "kafka_controller_kafkacontroller_activecontrollercount")
