@@ -11,7 +11,6 @@ import urllib.error
 import urllib.request
 
 import pytest
-
 from conftest import MODE, BrokerProcess
 from test_dynamic_quorum import wait_until
 
