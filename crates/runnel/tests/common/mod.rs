@@ -58,6 +58,8 @@ impl Broker {
             .arg("127.0.0.1:0")
             .arg("--data-dir")
             .arg(dir.path().join("data"))
+            // The metrics endpoint on a port the kernel picks: tests run in parallel.
+            .args(["--set", "metrics.listeners=http://127.0.0.1:0"])
             .args(extra)
             .stdout(Stdio::null())
             .stderr(log)
