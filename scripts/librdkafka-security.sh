@@ -136,6 +136,7 @@ start_secure_broker() {
                 echo "log.dirs=$d/data"
                 echo 'num.partitions=4'
                 echo 'auto.create.topics.enable=true'
+                echo 'metrics.listeners=http://127.0.0.1:0'
             } >> "$d/secure.properties"
             "$ROOT/target/release/runnel" server --config "$d/secure.properties" > "$d/runnel.log" 2>&1 &
             started_pid=$!

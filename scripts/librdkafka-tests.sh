@@ -201,7 +201,8 @@ case "$suite_name:$target" in
     *:--runnel)
         datadir="$(mktemp -d)"
         "$ROOT/target/release/runnel" server --listen "127.0.0.1:$port" --data-dir "$datadir" \
-            --set num.partitions=4 --set auto.create.topics.enable=true > "$datadir.log" 2>&1 &
+            --set num.partitions=4 --set auto.create.topics.enable=true \
+            --set metrics.listeners=http://127.0.0.1:0 > "$datadir.log" 2>&1 &
         started_pid=$!
         bootstrap="127.0.0.1:$port"
         for _ in $(seq 1 100); do
