@@ -207,7 +207,7 @@ def four_node_cluster(racks: dict[int, str] | None = None, sets: dict | None = N
     c = Cluster({"auto.balance.enable": "false", **(sets or {})})
     voters = c.nodes[1].sets["controller.quorum.voters"]
     observer = BrokerOnlyNode(4, voters, {k: v for k, v in c.nodes[1].sets.items()
-                                          if k != "controller.quorum.voters"})
+                                          if k not in ("controller.quorum.voters", "metrics.listeners")})
     for n, rack in (racks or {}).items():
         (c.nodes[n] if n in c.nodes else observer).sets["broker.rack"] = rack
     try:
