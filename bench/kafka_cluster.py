@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from conftest import _die_with_parent, api_versions_ok, free_port  # noqa: E402
+from test_cluster import MetadataWaits  # noqa: E402
 
 KAFKA_SCRIPT = ROOT / "scripts" / "kafka-reference.sh"
 HEAP = os.environ.get("KAFKA_HEAP_OPTS", "-Xms128m -Xmx512m")
@@ -135,7 +136,7 @@ class KafkaNode:
             self.proc.wait(60)
 
 
-class KafkaCluster:
+class KafkaCluster(MetadataWaits):
     """Nodes 1-3 combined, node 4 broker-only (not started by `start`). Quacks like the tests' runnel Cluster
     where bench/rebalance.py needs it: `nodes`, `bootstrap`, `client_conf`, `alive_bootstrap`, `metadata`, `wait`."""
 
@@ -199,26 +200,6 @@ class KafkaCluster:
     def wait_fourth(self):
         self.nodes[4].wait_ready()
         self.wait(lambda md: len(md.brokers) == 4, "four kafka brokers registered", STARTUP_TIMEOUT_S)
-
-    def metadata(self, topic: str | None = None):
-        from confluent_kafka.admin import AdminClient
-        a = AdminClient({"bootstrap.servers": self.alive_bootstrap(), **self.client_conf})
-        return a.list_topics(topic=topic, timeout=10)
-
-    def wait(self, cond, what: str, timeout: float = 60.0):
-        deadline = time.monotonic() + timeout
-        last = None
-        while time.monotonic() < deadline:
-            try:
-                md = self.metadata()
-                if cond(md):
-                    return md
-                last = md
-            except Exception as e:  # noqa: BLE001 - a broker may be starting
-                last = e
-            time.sleep(0.2)
-        tails = "\n".join(f"--- kafka node {i}:\n{n.log_tail(30)}" for i, n in self.nodes.items())
-        raise RuntimeError(f"timed out after {timeout}s waiting for {what}; last: {last}\n{tails}")
 
     def close(self):
         for n in self.nodes.values():

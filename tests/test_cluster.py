@@ -68,7 +68,32 @@ class ClusterNode(BrokerProcess):
                        "--controller-listen", f"127.0.0.1:{self.controller_port}"]
 
 
-class Cluster:
+class MetadataWaits:
+    """Cluster metadata through any live broker, and waiting on it: for a cluster object with `nodes` (each
+    with `log_tail`), `client_conf` and `alive_bootstrap()` — Runnel's here, Kafka's in bench/."""
+
+    def metadata(self, topic: str | None = None):
+        from confluent_kafka.admin import AdminClient
+        a = AdminClient({"bootstrap.servers": self.alive_bootstrap(), **self.client_conf})
+        return a.list_topics(topic=topic, timeout=10)
+
+    def wait(self, cond, what: str, timeout: float = 60.0):
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            try:
+                md = self.metadata()
+                if cond(md):
+                    return md
+                last = md
+            except Exception as e:  # noqa: BLE001 - a broker may be restarting
+                last = e
+            time.sleep(0.2)
+        tails = "\n".join(f"--- node {i}:\n{n.log_tail(30)}" for i, n in self.nodes.items())
+        pytest.fail(f"timed out after {timeout}s waiting for {what}; last: {last}\n{tails}")
+
+
+class Cluster(MetadataWaits):
     node_class = ClusterNode  # a subclass may start its nodes differently (tests/test_secure_cluster.py)
 
     def __init__(self, sets: dict | None = None, client_conf: dict | None = None):
@@ -101,25 +126,6 @@ class Cluster:
         return ",".join(n.bootstrap for n in self.nodes.values()
                         if n.proc and n.proc.poll() is None and not n.paused)
 
-    def metadata(self, topic: str | None = None):
-        from confluent_kafka.admin import AdminClient
-        a = AdminClient({"bootstrap.servers": self.alive_bootstrap(), **self.client_conf})
-        return a.list_topics(topic=topic, timeout=10)
-
-    def wait(self, cond, what: str, timeout: float = 60.0):
-        deadline = time.monotonic() + timeout
-        last = None
-        while time.monotonic() < deadline:
-            try:
-                md = self.metadata()
-                if cond(md):
-                    return md
-                last = md
-            except Exception as e:  # noqa: BLE001 - a broker may be restarting
-                last = e
-            time.sleep(0.2)
-        tails = "\n".join(f"--- node {i}:\n{n.log_tail(30)}" for i, n in self.nodes.items())
-        pytest.fail(f"timed out waiting for {what}; last: {last}\n{tails}")
 
     def partition(self, topic: str, p: int = 0):
         # Brokers apply the metadata log each at its own pace: the broker asked may not show a topic another
@@ -149,10 +155,13 @@ def create_topic(c: Cluster, topic: str, partitions: int = 1, rf: int = 3, confi
 
 
 def consume_all(bootstrap: str, topic: str, expect: int, timeout: float = 120.0,
-                conf: dict | None = None) -> list[tuple[int, bytes]]:
+                conf: dict | None = None, logger=None) -> list[tuple[int, bytes]]:
+    """Reads partition 0 of `topic` from offset 0 until `expect` records or `timeout`; librdkafka's log
+    goes to `logger` when one is given."""
     from confluent_kafka import Consumer, TopicPartition
     cons = Consumer({"bootstrap.servers": bootstrap, "group.id": f"verify-{time.monotonic_ns()}",
-                     "enable.auto.commit": False, "auto.offset.reset": "earliest", **(conf or {})})
+                     "enable.auto.commit": False, "auto.offset.reset": "earliest", **(conf or {})},
+                    **({"logger": logger} if logger else {}))
     cons.assign([TopicPartition(topic, 0, 0)])
     out = []
     deadline = time.monotonic() + timeout

@@ -123,7 +123,8 @@ def test_consumer_with_a_followers_rack_reads_everything_from_it(rack_cluster):
     log = logging.getLogger(f"rdkafka-{topic}")
     log.setLevel(logging.DEBUG)
     log.addHandler(Collect())
-    got = consume_all_logged(c, topic, len(s.acked), {"client.rack": RACKS[follower], "debug": "fetch"}, log)
+    got = consume_all(c.bootstrap, topic, len(s.acked), conf={"client.rack": RACKS[follower], "debug": "fetch"},
+                      logger=log)
     values = [v for _, v in got]
     assert [o for o, _ in got] == list(range(len(s.acked))), "not every offset exactly once, in order"
     assert values == sorted(values) and len(set(values)) == len(values)
@@ -132,24 +133,6 @@ def test_consumer_with_a_followers_rack_reads_everything_from_it(rack_cluster):
     # to F (leader is L): preferred replica updated").
     delegated = [m for m in logs if "preferred replica updated" in m and f"to {follower} " in m]
     assert delegated, "the consumer never fetched from its rack's follower:\n" + "\n".join(logs[-20:])
-
-
-def consume_all_logged(c, topic: str, expect: int, conf: dict, logger) -> list[tuple[int, bytes]]:
-    from confluent_kafka import Consumer, TopicPartition
-    cons = Consumer({"bootstrap.servers": c.bootstrap, "group.id": f"ff-{time.monotonic_ns()}",
-                     "enable.auto.commit": False, "auto.offset.reset": "earliest", **conf}, logger=logger)
-    cons.assign([TopicPartition(topic, 0, 0)])
-    out = []
-    deadline = time.monotonic() + 120
-    try:
-        while len(out) < expect and time.monotonic() < deadline:
-            m = cons.poll(0.5)
-            if m is None or m.error():
-                continue
-            out.append((m.offset(), m.value()))
-    finally:
-        cons.close()
-    return out
 
 
 def test_kafka_python_consumer_with_client_rack_reads_from_the_follower(rack_cluster):

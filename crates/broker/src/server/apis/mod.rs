@@ -321,7 +321,7 @@ impl KafkaApis {
         let timed = clients.request_quotas_enabled() && !request_quota::is_exempt(&ctx, &body);
         let dispatch_start = tokio::time::Instant::now();
         let mut polled = Duration::ZERO;
-        let dispatched = request_quota::timed(true, &mut polled, self.dispatch(&ctx, body)).await;
+        let dispatched = request_quota::timed(&mut polled, self.dispatch(&ctx, body)).await;
         timing.remote = dispatch_start.elapsed().saturating_sub(polled);
         timing.local = polled;
         let request_throttle_ms = match timed {

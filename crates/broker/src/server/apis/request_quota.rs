@@ -36,13 +36,11 @@ pub(super) fn is_exempt(ctx: &RequestContext, body: &RequestBody) -> bool {
     }
 }
 
-/// Runs `fut` to completion, adding the time spent inside its `poll` to `busy` when `timed`.
-pub(super) async fn timed<F: Future>(timed: bool, busy: &mut Duration, fut: F) -> F::Output {
+/// Runs `fut` to completion, adding the time spent inside its `poll` to `busy` (the request quota's
+/// handler time and the request metrics' local time).
+pub(super) async fn timed<F: Future>(busy: &mut Duration, fut: F) -> F::Output {
     let mut fut = std::pin::pin!(fut);
     std::future::poll_fn(|cx| {
-        if !timed {
-            return fut.as_mut().poll(cx);
-        }
         let start = tokio::time::Instant::now();
         let polled = fut.as_mut().poll(cx);
         *busy += start.elapsed();
