@@ -188,3 +188,104 @@ def test_standalone_full_disk_answers_storage_error_and_recovers_without_restart
         b.close()
         mounts.close()
         shutil.rmtree(b.dir, ignore_errors=True)
+
+
+def describe_log_dirs_errors(bootstrap: str) -> dict[str, int]:
+    """DescribeLogDirs (v1): {dir path: error code} of every log dir of the broker."""
+    import kproto
+    with kproto.Connection(bootstrap) as c:
+        r = c.request(35, 1, bytes(kproto.Writer().i32(-1).buf))  # all topics: a null array
+    r.i32()  # throttle_time_ms
+    out = {}
+    for _ in range(r.i32()):
+        err, d = r.i16(), r.string()
+        for _ in range(r.i32()):
+            r.string()
+            for _ in range(r.i32()):
+                r.i32(), r.i64(), r.i64(), r.i8()
+        out[d] = err
+    return out
+
+
+@needs_mount
+def test_one_failed_dir_of_two_takes_only_its_partitions_offline(topic):
+    """JBOD (KIP-112/KIP-858): node 1 has two log dirs, the second a small disk of its own. Topics `healthy`
+    and `failing` are both led by node 1, one partition in each dir. The failing dir fills up under an
+    acks=all load: only its partition's leadership moves and only its replica leaves the ISR; the other
+    partition keeps node 1 as leader and in-sync member and keeps taking writes. Freed space brings the
+    dir back without a restart. Every acknowledged record of both topics is stored once, in order."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+    c = Cluster()
+    mounts = Mounts()
+    dirs = {}
+    for i, n in c.nodes.items():
+        dirs[i] = [n.data_dir, n.dir / "data2"]
+        n.sets["log.dirs"] = ",".join(str(d) for d in dirs[i])
+    mounts.mount(dirs[1][1])
+    tails = lambda: "\n".join(f"--- node {i}:\n{n.log_tail(30)}" for i, n in c.nodes.items())  # noqa: E731
+    try:
+        c.start()
+        names = [f"{topic}-a", f"{topic}-b"]
+        a = AdminClient({"bootstrap.servers": c.bootstrap})
+        # Every broker registered and unfenced first (an explicit assignment naming a broker not yet
+        # registered is refused).
+        c.wait(lambda md: sorted(md.brokers) == [1, 2, 3], "three brokers")
+        for name, replicas in zip(names, ([1, 2, 3], [1, 3, 2])):
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    a.create_topics([NewTopic(name, 1, replica_assignment=[replicas])])[name].result(60)
+                    break
+                except Exception as e:  # noqa: BLE001 - INVALID_REPLICA_ASSIGNMENT until registered
+                    if "INVALID_REPLICA_ASSIGNMENT" not in str(e) or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
+            c.wait(lambda md, t=name: t in md.topics and md.topics[t].partitions[0].leader == 1
+                   and len(md.topics[t].partitions[0].isrs) == 3, f"{name} led by node 1 with a full ISR")
+        # Which of the two topics node 1 put on the small disk (the dir with fewer partitions gets a new one).
+        on_small = [t for t in names if (dirs[1][1] / f"{t}-0").is_dir()]
+        assert len(on_small) == 1, f"expected one partition per dir on node 1: {on_small}"
+        failing, = on_small
+        healthy, = [t for t in names if t != failing]
+        assert (dirs[1][0] / f"{healthy}-0").is_dir()
+        streams = {t: Stream(c.bootstrap, t) for t in names}
+        for s in streams.values():
+            s.until_acked(300)
+        filler = fill(dirs[1][1])
+
+        def failing_moved():
+            for s in streams.values():
+                s.send(50)
+                s.p.poll(0.02)
+            p = c.partition(failing)
+            return p.leader not in (1, -1) and 1 not in p.isrs
+        wait_until(failing_moved, f"{failing}'s leadership off the full dir and node 1 out of its ISR", 60, tails)
+        # The healthy dir's partition is untouched and keeps taking acks=all writes through node 1.
+        h = streams[healthy]
+        h.until_acked(len(h.acked) + 500, timeout=60)
+        p = c.partition(healthy)
+        assert p.leader == 1 and sorted(p.isrs) == [1, 2, 3], (p.leader, p.isrs)
+        errors = describe_log_dirs_errors(c.nodes[1].bootstrap)
+        by_dir = {str(d.resolve()): errors.get(str(d.resolve())) for d in dirs[1]}
+        assert list(by_dir.values()) == [0, 56], f"DescribeLogDirs per dir: {errors}"
+        f = streams[failing]
+        f.until_acked(len(f.acked) + 300, timeout=60)
+        # Space comes back: the dir is reopened with recovery and node 1 rejoins the ISR, same process.
+        pid = c.nodes[1].proc.pid
+        filler.unlink()
+
+        def rejoined():
+            f.send(20)
+            f.p.poll(0.05)
+            return 1 in c.partition(failing).isrs
+        wait_until(rejoined, f"node 1 back in {failing}'s ISR", 60, tails)
+        assert c.nodes[1].proc.pid == pid and c.nodes[1].proc.poll() is None, "node 1 was restarted"
+        assert set(describe_log_dirs_errors(c.nodes[1].bootstrap).values()) == {0}
+        for s in streams.values():
+            s.finish()
+            check_exactly_once_in_order(c, s)
+    finally:
+        c.close()
+        mounts.close()
+        for n in c.nodes.values():
+            shutil.rmtree(n.dir, ignore_errors=True)

@@ -74,21 +74,17 @@ pub struct BrokerCluster {
     rack: Option<String>,
     /// `inter.broker.listener.name`: whose endpoint of another broker this one connects to.
     inter_broker_listener: String,
-    /// This broker's data dir is offline (reported in every heartbeat, KIP-858).
-    log_dir_offline: std::sync::atomic::AtomicBool,
+    /// Its data directories, the offline ones and its replicas' directories, as reported (KIP-858).
+    reports: crate::cluster_reports::BrokerReports,
     /// Wakes the heartbeat loop to report a log dir change at once.
     heartbeat_now: tokio::sync::Notify,
     /// Started with `controller.quorum.bootstrap.servers` instead of voters (KIP-853): the client's voters
     /// are refreshed from the active controller at registration and every few heartbeats.
     follows_bootstrap: bool,
-    /// Heartbeats sent; every [`metadata::request::PARTITION_SIZES_EVERY`]th carries the partition sizes.
+    /// Heartbeats sent; every [`metadata::request::PARTITION_SIZES_EVERY`]th is followed by the partition
+    /// sizes.
     heartbeats_sent: std::sync::atomic::AtomicU64,
-    /// The (topic id, partition, bytes) of the partitions this broker leads, set by the composition root.
-    partition_sizes: std::sync::OnceLock<PartitionSizes>,
 }
-
-/// The source of a heartbeat's partition sizes: (topic id, partition, bytes) of each partition led here.
-pub type PartitionSizes = Arc<dyn Fn() -> Vec<(Uuid, i32, u64)> + Send + Sync>;
 
 impl std::fmt::Debug for BrokerCluster {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -138,61 +134,60 @@ impl BrokerCluster {
                 .iter()
                 .map(|(id, e)| (*id, e.host.clone(), e.port))
                 .collect(),
-            log_dir_offline: Default::default(),
+            reports: Default::default(),
             heartbeat_now: Default::default(),
             heartbeats_sent: Default::default(),
             follows_bootstrap: config.controller_quorum_voters.is_empty(),
-            partition_sizes: Default::default(),
             listeners: advertised_endpoints(config),
             rack: broker_rack(config),
             inter_broker_listener: config.listeners.inter_broker_listener_name.clone(),
         }
     }
 
-    /// Records whether this broker's data dir is offline and heartbeats at once to tell the controller
-    /// (see [`crate::log_dir_failure`]).
-    pub fn set_log_dir_offline(&self, offline: bool) {
-        self.log_dir_offline.store(offline, Ordering::Relaxed);
+    /// Records which data dirs are offline now (indexes into `log.dirs`) and heartbeats at once to tell
+    /// the controller (see [`crate::log_dir_failure`]).
+    pub fn set_offline_log_dirs(&self, offline: Vec<usize>) {
+        self.reports.set_offline_dirs(offline);
         self.heartbeat_now.notify_one();
     }
 
-    /// Where heartbeats take the sizes of the partitions led here from (automatic balancing weighs
-    /// partitions by them); set once, by the composition root.
-    pub fn set_partition_sizes(&self, source: PartitionSizes) {
-        let _ = self.partition_sizes.set(source);
+    /// What this broker reports of its storage (its data directories' ids are set there at startup).
+    pub fn reports(&self) -> &crate::cluster_reports::BrokerReports {
+        &self.reports
     }
 
-    /// Heartbeats report the sizes of the partitions `replica_manager` leads here (held weakly: none once
-    /// it is gone).
-    pub fn report_sizes_of(&self, replica_manager: &Arc<replica::replica_manager::ReplicaManager>) {
-        let rm = Arc::downgrade(replica_manager);
-        self.set_partition_sizes(Arc::new(move || {
-            let Some(rm) = rm.upgrade() else {
-                return Vec::new();
-            };
-            (rm.partitions().iter())
-                .filter(|p| p.is_leader())
-                .map(|p| (p.topic_id(), p.partition, p.size_in_bytes()))
-                .collect()
-        }));
-    }
-
-    /// The heartbeat this broker sends now (KIP-631 BrokerHeartbeat with KIP-858's offline log dirs, and
-    /// every [`metadata::request::PARTITION_SIZES_EVERY`]th time the sizes of the partitions led here).
+    /// The heartbeat this broker sends now (KIP-631 BrokerHeartbeat with KIP-858's offline log dirs).
     fn heartbeat_request(&self, want_shutdown: bool) -> metadata::Heartbeat {
-        let n = self.heartbeats_sent.fetch_add(1, Ordering::Relaxed);
-        let partition_sizes = match self.partition_sizes.get() {
-            Some(sizes) if n.is_multiple_of(metadata::request::PARTITION_SIZES_EVERY) => sizes(),
-            _ => Vec::new(),
-        };
+        self.heartbeats_sent.fetch_add(1, Ordering::Relaxed);
         metadata::Heartbeat {
-            partition_sizes,
             broker_id: self.node_id,
             broker_epoch: self.broker_epoch(),
             metadata_offset: self.image.read().offset,
             want_fence: false,
             want_shutdown,
-            log_dir_offline: self.log_dir_offline.load(Ordering::Relaxed),
+            offline_log_dirs: self.reports.offline_log_dirs(),
+        }
+    }
+
+    /// After a heartbeat: AssignReplicasToDirs for the replicas whose directory the image does not show
+    /// yet, and every [`metadata::request::PARTITION_SIZES_EVERY`]th time the partition sizes. A failure
+    /// is logged; the next heartbeat tries again.
+    async fn send_reports(&self, heartbeats_sent: u64) {
+        let (me, epoch) = (self.node_id, self.broker_epoch());
+        if let Some(req) = self.reports.pending_assignments(me, epoch, &self.image()) {
+            if let Err(e) = self.client.assign_replicas_to_dirs(req).await {
+                tracing::debug!(error = %e, "AssignReplicasToDirs failed");
+            }
+        }
+        if heartbeats_sent.is_multiple_of(metadata::request::PARTITION_SIZES_EVERY) {
+            let sizes = metadata::PartitionSizes {
+                broker_id: me,
+                broker_epoch: epoch,
+                sizes: self.reports.partition_sizes(),
+            };
+            if let Err(e) = self.client.report_partition_sizes(sizes).await {
+                tracing::debug!(error = %e, "reporting partition sizes failed");
+            }
         }
     }
 
@@ -241,18 +236,16 @@ impl BrokerCluster {
         let mut attempts = 0u64;
         loop {
             self.maybe_refresh_voters().await;
-            match self
-                .client
-                .register_broker(
-                    self.node_id,
-                    self.incarnation_id,
-                    host.to_string(),
-                    port,
-                    self.rack.clone(),
-                    self.listeners.clone(),
-                )
-                .await
-            {
+            let registration = metadata::RegisterBroker {
+                broker_id: self.node_id,
+                incarnation_id: self.incarnation_id,
+                host: host.to_string(),
+                port,
+                rack: self.rack.clone(),
+                listeners: self.listeners.clone(),
+                log_dirs: self.reports.directory_ids(),
+            };
+            match self.client.send_registration(registration).await {
                 Ok(epoch) => {
                     self.broker_epoch.store(epoch.get(), Ordering::Relaxed);
                     tracing::info!(broker_epoch = %epoch, "registered with the controller");
@@ -299,7 +292,10 @@ impl BrokerCluster {
                 .send_heartbeat(self.heartbeat_request(false))
                 .await
             {
-                Ok(_) => self.refresh_controller_id(),
+                Ok(_) => {
+                    self.refresh_controller_id();
+                    self.send_reports(sent).await;
+                }
                 Err(e) if e.is_stale_registration() => {
                     tracing::warn!(error = %e, "heartbeat refused; registering again");
                     let _ = self.register(&host, port, interval * 5).await;

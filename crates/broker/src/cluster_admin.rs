@@ -34,11 +34,17 @@ impl TopicAdmin for QuorumTopicAdmin {
         topic: NewTopic,
         validate_only: bool,
     ) -> BoxFuture<'_, Result<TopicMetadata, TopicError>> {
+        // Kafka's rule: with explicit assignments the counts are -1 (the controller derives them).
+        let explicit = !topic.assignments.is_empty();
         let create = CreateTopic {
             name: topic.name,
-            num_partitions: topic.partitions,
-            replication_factor: topic.replication_factor,
-            assignments: Vec::new(),
+            num_partitions: if explicit { -1 } else { topic.partitions },
+            replication_factor: if explicit {
+                -1
+            } else {
+                topic.replication_factor
+            },
+            assignments: topic.assignments,
             configs: topic.configs,
         };
         Box::pin(self.0.create_topic(create, validate_only))

@@ -8,6 +8,7 @@
 pub mod acls;
 pub mod cluster;
 pub mod cluster_admin;
+pub mod cluster_reports;
 pub mod config;
 pub mod config_admin;
 pub mod dynamic_config;

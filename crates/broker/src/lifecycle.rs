@@ -24,6 +24,7 @@ use crate::config_admin::{
 };
 use crate::dynamic_config::DynamicBrokerConfig;
 use crate::group_coordinator::{GroupCoordinatorPublisher, GroupCoordinatorService};
+use crate::log_dirs;
 use crate::metadata::MetadataStore;
 use crate::metadata_cache::{LocalMetadataCache, MetadataCache};
 use crate::observability::MetricsEndpoint;
@@ -136,7 +137,7 @@ impl Server {
             credentials,
             controller_transport,
         )?;
-        crate::log_dirs::ensure_directory_ids(&config, services.metadata.cluster_id())?;
+        log_dirs::ensure_and_register(&config, &services.metadata, services.cluster.as_deref())?;
         // TLS listeners follow dynamic `listener.name.<l>.ssl.*` changes (a standalone broker's persisted ones
         // apply now, a cluster member's with its first image); so does a combined process's controller listener.
         let controller_tls = controller_security.as_ref().and_then(|s| s.tls_listener());
@@ -492,19 +493,14 @@ impl Services {
             shutdown_rx.clone(),
             crate::log_dir_failure::BackgroundIo::blocking_pool(),
         )));
-        let report: crate::log_dir_failure::ReportLogDir = match self.cluster.clone() {
-            Some(c) => Arc::new(move |offline| c.set_log_dir_offline(offline)),
-            None => Arc::new(|_| {}),
-        };
-        tasks.push(tokio::spawn(crate::log_dir_failure::run(
-            self.replica_manager.clone(),
-            report,
-            shutdown_rx.clone(),
-        )));
+        let report = crate::cluster_reports::log_dir_reporter(self.cluster.clone());
+        let failures =
+            crate::log_dir_failure::run(self.replica_manager.clone(), report, shutdown_rx.clone());
+        tasks.push(tokio::spawn(failures));
         let Some(c) = &self.cluster else {
             return tasks;
         };
-        c.report_sizes_of(&self.replica_manager);
+        c.reports().watch(&self.replica_manager);
         tasks.push(tokio::spawn(c.clone().run_metadata_listener(
             self.dynamic.clone(),
             self.metadata.clone(),

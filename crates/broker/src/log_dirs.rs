@@ -64,3 +64,17 @@ pub fn ensure_directory_ids(
     tracing::info!(dirs = ?config.log_dirs, ids = ?ids, "data directories (KIP-858 directory.id)");
     Ok(ids)
 }
+
+/// [`ensure_directory_ids`] with the cluster id of `metadata`, handing the ids to `cluster`'s reports
+/// (a cluster member registers them, KIP-858). Errors: [`ensure_directory_ids`]'s.
+pub fn ensure_and_register(
+    config: &BrokerConfig,
+    metadata: &crate::metadata::MetadataStore,
+    cluster: Option<&crate::cluster::BrokerCluster>,
+) -> anyhow::Result<()> {
+    let ids = ensure_directory_ids(config, metadata.cluster_id())?;
+    if let Some(c) = cluster {
+        c.reports().set_directory_ids(ids);
+    }
+    Ok(())
+}

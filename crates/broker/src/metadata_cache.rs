@@ -100,6 +100,8 @@ impl LocalMetadataCache {
             fenced: false,
             in_controlled_shutdown: false,
             log_dir_offline: false,
+            log_dirs: Vec::new(),
+            offline_log_dirs: Vec::new(),
         };
         let image = MetadataImage {
             cluster_id: metadata.cluster_id().to_string(),
@@ -129,6 +131,7 @@ impl LocalMetadataCache {
             partition_epoch: PartitionEpoch(0),
             adding_replicas: Vec::new(),
             removing_replicas: Vec::new(),
+            directories: Vec::new(),
         };
         TopicImage {
             name: name.to_string(),

@@ -34,6 +34,11 @@ pub struct NewTopic {
     pub replication_factor: i16,
     /// Topic config overrides.
     pub configs: BTreeMap<String, String>,
+    /// Explicit replica assignments (CreateTopics `Assignments`): (partition index, replica broker ids),
+    /// partitions numbered from 0, every list `replication_factor` long; empty: the controller places the
+    /// replicas. Only a cluster's controller takes them (a standalone broker checks them before: each may
+    /// name only itself).
+    pub assignments: Vec<(i32, Vec<types::BrokerId>)>,
 }
 
 /// The place topic changes are made. Errors are the Kafka codes a client sees (see each method).

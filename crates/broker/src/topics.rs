@@ -146,6 +146,24 @@ impl TopicManager {
         self.admin.create_topic(topic, validate_only).await
     }
 
+    /// CreateTopics with explicit replica `assignments` (partition index, replica ids) in a cluster: the
+    /// name, configs and partition budget are checked here, the assignments by the controller (Kafka's
+    /// `validateManualPartitionAssignment`: numbered from 0, one length, no duplicate, every broker
+    /// registered → INVALID_REPLICA_ASSIGNMENT). Errors: as [`create_topic`](Self::create_topic).
+    pub async fn create_topic_with_assignments(
+        &self,
+        name: &str,
+        assignments: Vec<(i32, Vec<types::BrokerId>)>,
+        configs: BTreeMap<String, String>,
+        validate_only: bool,
+    ) -> Result<TopicMetadata, TopicError> {
+        let partitions = assignments.len() as i32;
+        let rf = assignments.first().map_or(0, |(_, r)| r.len()) as i16;
+        let mut topic = self.validate_new_topic(name, partitions, rf, configs)?;
+        topic.assignments = assignments;
+        self.admin.create_topic(topic, validate_only).await
+    }
+
     fn validate_new_topic(
         &self,
         name: &str,
@@ -191,6 +209,7 @@ impl TopicManager {
             partitions,
             replication_factor: rf,
             configs,
+            assignments: Vec::new(),
         })
     }
 

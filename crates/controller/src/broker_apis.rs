@@ -7,11 +7,12 @@
 //! What the Kafka messages carry that Runnel's types do not, and back:
 //! - BrokerRegistration v4: `ClusterId` is checked against the controller's (INCONSISTENT_CLUSTER_ID, 104,
 //!   on a mismatch; an empty id is not checked). `Listeners` carry every advertised listener; the first
-//!   is the inter-broker one (Runnel's `host`/`port`), the client puts it first. `Features`, `LogDirs`
-//!   and `PreviousBrokerEpoch` are sent empty / -1 and ignored (Runnel has no feature levels and one data
-//!   directory per broker).
-//! - BrokerHeartbeat v2: one data directory per broker, so `OfflineLogDirs` non-empty means it is offline;
-//!   the client sends Kafka's reserved `DirectoryId.LOST` (0, 1) for it.
+//!   is the inter-broker one (Runnel's `host`/`port`), the client puts it first. `LogDirs` carries the
+//!   `directory.id` of every data directory (KIP-858). `Features` and `PreviousBrokerEpoch` are sent
+//!   empty / -1 and ignored (Runnel's feature levels are fixed).
+//! - BrokerHeartbeat v2: `OfflineLogDirs` are the ids of the failed data directories (Kafka's reserved
+//!   `DirectoryId.LOST` (0, 1): all of them); `CordonedLogDirs` is not sent.
+//! - AssignReplicasToDirs (KIP-858) and Runnel's partition sizes travel as JSON frames.
 //! - AlterPartition v3: one partition per request from the client; the controller answers every item
 //!   of a request. `NewIsrWithEpochs` carry broker epoch -1 ("not checked", as KIP-903 allows); v2's
 //!   `NewIsr` is accepted too. The answer states leader, leader epoch, ISR and partition epoch (no replica
@@ -34,7 +35,6 @@ use protocol::messages::{
 };
 use protocol::{ApiKey, ErrorCode, RequestBody, RequestHeader, ResponseBody};
 use types::{BrokerEpoch, BrokerId, LeaderEpoch, PartitionEpoch};
-use uuid::Uuid;
 
 use crate::rpc::{ClientRequest, ClientResponse, RpcRequest, RpcResponse};
 use crate::server::Inner;
@@ -45,9 +45,6 @@ const BROKER_REGISTRATION_VERSION: i16 = 4;
 const BROKER_HEARTBEAT_VERSION: i16 = 2;
 /// The AlterPartition version the client sends (Kafka 4.4's newest).
 const ALTER_PARTITION_VERSION: i16 = 3;
-/// Kafka's `DirectoryId.LOST`: the id the client reports its offline data directory under.
-const LOST_DIRECTORY: Uuid = Uuid::from_u64_pair(0, 1);
-
 /// A broker request as a Kafka request frame.
 #[derive(Debug)]
 pub(crate) struct KafkaCall {
@@ -76,11 +73,7 @@ pub(crate) fn to_kafka(req: &ClientRequest, cluster_id: &str) -> Result<Option<K
                 current_metadata_offset: hb.metadata_offset,
                 want_fence: hb.want_fence,
                 want_shut_down: hb.want_shutdown,
-                offline_log_dirs: if hb.log_dir_offline {
-                    vec![LOST_DIRECTORY]
-                } else {
-                    Vec::new()
-                },
+                offline_log_dirs: hb.offline_log_dirs.clone(),
                 ..Default::default()
             }),
         ),
@@ -139,6 +132,7 @@ fn registration_request(r: &RegisterBroker, cluster_id: &str) -> BrokerRegistrat
         incarnation_id: r.incarnation_id,
         listeners: wire,
         rack: r.rack.clone(),
+        log_dirs: r.log_dirs.clone(),
         ..Default::default()
     }
 }
@@ -239,6 +233,7 @@ fn alter_partition_answer(r: AlterPartitionResponse) -> ClientResponse {
                         partition_epoch: PartitionEpoch(p.partition_epoch),
                         adding_replicas: Vec::new(),
                         removing_replicas: Vec::new(),
+                        directories: Vec::new(),
                     }),
                 },
             }
@@ -317,6 +312,7 @@ async fn broker_registration(
                 security_protocol: l.security_protocol,
             })
             .collect(),
+        log_dirs: r.log_dirs,
     };
     match ask(inner, ClientRequest::RegisterBroker(register)).await {
         Ok(ClientResponse::RegisterBroker(Ok(epoch))) => BrokerRegistrationResponse {
@@ -347,8 +343,7 @@ async fn broker_heartbeat(
         metadata_offset: r.current_metadata_offset,
         want_fence: r.want_fence,
         want_shutdown: r.want_shut_down,
-        log_dir_offline: !r.offline_log_dirs.is_empty(),
-        partition_sizes: Vec::new(),
+        offline_log_dirs: r.offline_log_dirs,
     };
     match ask(inner, ClientRequest::Heartbeat(hb)).await {
         Ok(ClientResponse::Heartbeat(Ok(reply))) => BrokerHeartbeatResponse {

@@ -348,14 +348,25 @@ impl ControllerClient {
         rack: Option<String>,
         listeners: Vec<metadata::BrokerEndpoint>,
     ) -> Result<BrokerEpoch, ControllerError> {
-        let req = ClientRequest::RegisterBroker(RegisterBroker {
+        self.send_registration(RegisterBroker {
             broker_id,
             incarnation_id,
             host,
             port,
             rack,
             listeners,
-        });
+            log_dirs: Vec::new(),
+        })
+        .await
+    }
+
+    /// BrokerRegistration with every field given, including the data directories' ids (KIP-858
+    /// `LogDirs`); see [`register_broker`](Self::register_broker) for the reply and errors.
+    pub async fn send_registration(
+        &self,
+        registration: RegisterBroker,
+    ) -> Result<BrokerEpoch, ControllerError> {
+        let req = ClientRequest::RegisterBroker(registration);
         match self.call(req, Duration::ZERO).await? {
             ClientResponse::RegisterBroker(r) => r,
             _ => Err(unexpected()),
@@ -383,14 +394,13 @@ impl ControllerClient {
             metadata_offset,
             want_fence,
             want_shutdown,
-            log_dir_offline: false,
-            partition_sizes: Vec::new(),
+            offline_log_dirs: Vec::new(),
         })
         .await
     }
 
-    /// BrokerHeartbeat with every field given, including `log_dir_offline` (KIP-858's
-    /// `OfflineLogDirs`); see [`heartbeat`](Self::heartbeat) for the reply and errors.
+    /// BrokerHeartbeat with every field given, including KIP-858's `OfflineLogDirs`; see
+    /// [`heartbeat`](Self::heartbeat) for the reply and errors.
     pub async fn send_heartbeat(&self, hb: Heartbeat) -> Result<HeartbeatReply, ControllerError> {
         match self
             .call_bounded(
@@ -641,6 +651,35 @@ impl ControllerClient {
         };
         match self.call_with_offset(req).await? {
             (ClientResponse::AlterConfigs(r), offset) => r.map(|()| offset),
+            _ => Err(unexpected()),
+        }
+    }
+
+    /// AssignReplicasToDirs (KIP-858): tells the controller the data directory of each listed replica of
+    /// this broker; answers once committed.
+    ///
+    /// Errors: `STALE_BROKER_EPOCH` (77), `BROKER_ID_NOT_REGISTERED` (102), transport errors.
+    pub async fn assign_replicas_to_dirs(
+        &self,
+        request: metadata::AssignReplicasToDirs,
+    ) -> Result<(), ControllerError> {
+        let req = ClientRequest::AssignReplicasToDirs(request);
+        match self.call(req, Duration::ZERO).await? {
+            ClientResponse::AssignReplicasToDirs(r) => r,
+            _ => Err(unexpected()),
+        }
+    }
+
+    /// Reports the sizes of the partitions this broker leads (Runnel's, for automatic balancing).
+    ///
+    /// Errors: `STALE_BROKER_EPOCH` (77), `BROKER_ID_NOT_REGISTERED` (102), transport errors.
+    pub async fn report_partition_sizes(
+        &self,
+        sizes: metadata::PartitionSizes,
+    ) -> Result<(), ControllerError> {
+        let req = ClientRequest::PartitionSizes(sizes);
+        match self.call(req, Duration::ZERO).await? {
+            ClientResponse::PartitionSizes(r) => r,
             _ => Err(unexpected()),
         }
     }

@@ -613,10 +613,7 @@ impl Inner {
                 return Ok((reply, d.visible_at));
             }
             ClientRequest::Heartbeat(hb) => self
-                .decide(|ctl, image, now| {
-                    ctl.record_partition_sizes(&hb.partition_sizes);
-                    decision(ctl.heartbeat(image, &hb, now))
-                })
+                .decide(|ctl, image, now| decision(ctl.heartbeat(image, &hb, now)))
                 .await?
                 .map(R::Heartbeat),
             ClientRequest::CreateTopics {
@@ -696,7 +693,8 @@ impl Inner {
         Ok((d.reply, d.visible_at))
     }
 
-    /// [`answer`](Self::answer) for the security records' requests: ACLs, client quotas, SCRAM credentials.
+    /// [`answer`](Self::answer) for the security records' requests (ACLs, client quotas, SCRAM credentials),
+    /// UnregisterBroker and the brokers' storage reports (AssignReplicasToDirs, partition sizes).
     async fn answer_security(
         &self,
         req: ClientRequest,
@@ -731,6 +729,14 @@ impl Inner {
                 .decide(|ctl, image, _| unit(ctl.unregister_broker(image, broker_id)))
                 .await?
                 .map(R::UnregisterBroker),
+            ClientRequest::AssignReplicasToDirs(r) => self
+                .decide(|ctl, image, _| unit(ctl.assign_replicas_to_dirs(image, &r)))
+                .await?
+                .map(R::AssignReplicasToDirs),
+            ClientRequest::PartitionSizes(r) => self
+                .decide(|ctl, image, _| unit(ctl.record_partition_sizes(image, &r)))
+                .await?
+                .map(R::PartitionSizes),
             req => return self.read_only(req).await,
         };
         Ok((d.reply, d.visible_at))

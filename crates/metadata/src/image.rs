@@ -43,11 +43,19 @@ pub struct BrokerRegistration {
     pub fenced: bool,
     /// The broker asked for controlled shutdown (KIP-631); it is not chosen as leader or added to ISRs.
     pub in_controlled_shutdown: bool,
-    /// The broker reported its data dir offline (KIP-858 `OfflineLogDirs`, one dir per broker): it stays
-    /// registered and unfenced but is not chosen as leader, added to ISRs or given new replicas. Absent
-    /// from the JSON when false.
+    /// Every data directory of the broker is offline (KIP-858 `OfflineLogDirs` naming all of them, or
+    /// Kafka's `DirectoryId.LOST`): it stays registered and unfenced but is not chosen as leader, added to
+    /// ISRs or given new replicas. Absent from the JSON when false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub log_dir_offline: bool,
+    /// The `directory.id` of each of its data directories (KIP-858 `LogDirs`, `log.dirs` order). Absent
+    /// from the JSON when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub log_dirs: Vec<Uuid>,
+    /// Its offline data directories (sorted ids): the replicas assigned to them are neither leaders nor
+    /// ISR members ([`MetadataImage::is_replica_online`]). Absent from the JSON when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub offline_log_dirs: Vec<Uuid>,
 }
 
 impl BrokerRegistration {
@@ -85,9 +93,32 @@ pub struct PartitionRegistration {
     /// Replicas an ongoing reassignment is removing (KIP-455; in `replicas` until it completes).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub removing_replicas: Vec<BrokerId>,
+    /// The data directory of each replica, aligned with `replicas` (KIP-858; empty or
+    /// [`crate::record::DIRECTORY_UNASSIGNED`] entries: not yet assigned by the broker).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub directories: Vec<Uuid>,
 }
 
 impl PartitionRegistration {
+    /// The data directory of `broker`'s replica ([`crate::record::DIRECTORY_UNASSIGNED`] when unknown or
+    /// not a replica).
+    pub fn directory_of(&self, broker: BrokerId) -> Uuid {
+        (self.replicas.iter().position(|&r| r == broker))
+            .and_then(|i| self.directories.get(i).copied())
+            .unwrap_or(crate::record::DIRECTORY_UNASSIGNED)
+    }
+
+    /// The directories aligned with `replicas` with `broker`'s set to `dir` (unassigned entries filled
+    /// in): what an AssignReplicasToDirs writes. `None` when `broker` is not a replica.
+    pub fn directories_with(&self, broker: BrokerId, dir: Uuid) -> Option<Vec<Uuid>> {
+        let at = self.replicas.iter().position(|&r| r == broker)?;
+        let mut dirs: Vec<Uuid> = (0..self.replicas.len())
+            .map(|i| self.directories.get(i).copied().unwrap_or_default())
+            .collect();
+        dirs[at] = dir;
+        Some(dirs)
+    }
+
     /// True while a reassignment is in progress (something is being added or removed).
     pub fn is_reassigning(&self) -> bool {
         !self.adding_replicas.is_empty() || !self.removing_replicas.is_empty()
@@ -112,6 +143,7 @@ impl PartitionRegistration {
             replicas,
             adding_replicas,
             removing_replicas,
+            directories,
             ..
         } = record
         {
@@ -121,6 +153,7 @@ impl PartitionRegistration {
                 replicas: replicas.as_deref(),
                 adding: adding_replicas.as_deref(),
                 removing: removing_replicas.as_deref(),
+                directories: directories.as_deref(),
             });
         }
     }
@@ -131,7 +164,14 @@ impl PartitionRegistration {
             p.isr = isr.to_vec();
         }
         if let Some(replicas) = c.replicas {
+            // A replica kept keeps its directory; a new one is unassigned (unless the record says).
+            if !p.directories.is_empty() {
+                p.directories = (replicas.iter()).map(|&r| p.directory_of(r)).collect();
+            }
             p.replicas = replicas.to_vec();
+        }
+        if let Some(dirs) = c.directories {
+            p.directories = dirs.to_vec();
         }
         if let Some(adding) = c.adding {
             p.adding_replicas = adding.to_vec();
@@ -166,6 +206,7 @@ struct PartitionChange<'a> {
     replicas: Option<&'a [BrokerId]>,
     adding: Option<&'a [BrokerId]>,
     removing: Option<&'a [BrokerId]>,
+    directories: Option<&'a [Uuid]>,
 }
 
 /// A topic in the image.
@@ -240,12 +281,13 @@ impl MetadataImage {
                 port,
                 rack,
                 listeners,
+                log_dirs,
             } => self.replay_register_broker(
                 offset,
                 (*broker_id, *incarnation_id),
                 (host, *port),
                 rack.as_deref(),
-                listeners,
+                (listeners, log_dirs),
             ),
             MetadataRecord::FenceBrokerRecord { .. }
             | MetadataRecord::UnfenceBrokerRecord { .. }
@@ -260,6 +302,7 @@ impl MetadataImage {
                 leader,
                 leader_epoch,
                 partition_epoch,
+                directories,
             } => self.replay_partition(
                 *topic_id,
                 *partition_id,
@@ -271,6 +314,7 @@ impl MetadataImage {
                     partition_epoch: *partition_epoch,
                     adding_replicas: Vec::new(),
                     removing_replicas: Vec::new(),
+                    directories: directories.clone(),
                 },
             ),
             MetadataRecord::PartitionChangeRecord {
@@ -336,7 +380,7 @@ impl MetadataImage {
         (broker_id, incarnation_id): (BrokerId, Uuid),
         (host, port): (&str, u16),
         rack: Option<&str>,
-        listeners: &[crate::record::BrokerEndpoint],
+        (listeners, log_dirs): (&[crate::record::BrokerEndpoint], &[Uuid]),
     ) {
         self.brokers.insert(
             broker_id,
@@ -351,6 +395,8 @@ impl MetadataImage {
                 fenced: true,
                 in_controlled_shutdown: false,
                 log_dir_offline: false,
+                log_dirs: log_dirs.to_vec(),
+                offline_log_dirs: Vec::new(),
             },
         );
     }
@@ -478,6 +524,26 @@ impl MetadataImage {
             .is_some_and(|b| !b.fenced && !b.in_controlled_shutdown && !b.log_dir_offline)
     }
 
+    /// True when `broker`'s replica of partition `p` may lead or join the ISR: the broker is active
+    /// ([`Self::is_active_broker`]) and the replica's directory is not among its offline ones (an
+    /// unassigned directory counts as online, as Kafka's `DirectoryId.isOnline`).
+    pub fn is_replica_online(&self, broker: BrokerId, p: &PartitionRegistration) -> bool {
+        self.is_active_broker(broker) && !self.is_replica_dir_offline(broker, p)
+    }
+
+    /// True when `broker`'s replica of `p` is in one of its offline directories (only the directory is
+    /// looked at: a fenced broker's replica in an online directory is not).
+    pub fn is_replica_dir_offline(&self, broker: BrokerId, p: &PartitionRegistration) -> bool {
+        let Some(b) = self.brokers.get(&broker) else {
+            return false;
+        };
+        if b.log_dir_offline {
+            return true;
+        }
+        let dir = p.directory_of(broker);
+        dir != crate::record::DIRECTORY_UNASSIGNED && b.offline_log_dirs.binary_search(&dir).is_ok()
+    }
+
     /// True when `broker_id`'s dynamic config `cordoned.log.dirs` (KIP-1066) is set to a non-empty value:
     /// the broker keeps its replicas but gets no new ones — neither from topic creation nor from
     /// automatic balancing. `runnel cluster decommission` cordons the broker it drains.
@@ -519,6 +585,7 @@ impl MetadataImage {
                 fenced,
                 in_controlled_shutdown,
                 log_dir_offline,
+                offline_log_dirs,
             } => {
                 self.replay_broker_flags(
                     *broker_id,
@@ -530,6 +597,12 @@ impl MetadataImage {
                     (log_dir_offline, self.broker_mut(*broker_id, *broker_epoch))
                 {
                     b.log_dir_offline = *o;
+                }
+                if let (Some(dirs), Some(b)) =
+                    (offline_log_dirs, self.broker_mut(*broker_id, *broker_epoch))
+                {
+                    b.offline_log_dirs = dirs.clone();
+                    b.offline_log_dirs.sort();
                 }
             }
             MetadataRecord::UnregisterBrokerRecord {
@@ -571,6 +644,7 @@ mod tests {
                 port: 9092,
                 rack: None,
                 listeners: Vec::new(),
+                log_dirs: Vec::new(),
             },
         );
         assert_eq!(img.brokers[&BrokerId(1)].broker_epoch, BrokerEpoch(3));
@@ -600,6 +674,7 @@ mod tests {
                 leader: BrokerId(1),
                 leader_epoch: LeaderEpoch(0),
                 partition_epoch: PartitionEpoch(0),
+                directories: Vec::new(),
             },
         );
         img.apply(

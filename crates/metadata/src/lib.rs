@@ -46,10 +46,12 @@ pub use image::{
 };
 pub use reassignment::{ongoing_reassignments, OngoingReassignment, Reassignment};
 pub use record::{
-    AclEntry, BrokerEndpoint, MetadataRecord, NO_LEADER, RESOURCE_BROKER, RESOURCE_TOPIC,
+    AclEntry, BrokerEndpoint, MetadataRecord, DIRECTORY_LOST, DIRECTORY_UNASSIGNED, NO_LEADER,
+    RESOURCE_BROKER, RESOURCE_TOPIC,
 };
 pub use request::{
-    AlterPartition, CreateTopic, CreatedTopic, ElectionResult, ElectionType, Heartbeat,
-    HeartbeatReply, LeaderAndIsr, MetadataUpdate, QuorumInfo, RegisterBroker, ReplicaProgress,
+    AlterPartition, AssignReplicasToDirs, CreateTopic, CreatedTopic, ElectionResult, ElectionType,
+    Heartbeat, HeartbeatReply, LeaderAndIsr, MetadataUpdate, PartitionSizes, QuorumInfo,
+    RegisterBroker, ReplicaProgress,
 };
 pub use topics_image::TopicsImage;

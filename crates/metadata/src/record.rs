@@ -13,6 +13,14 @@ use crate::scram::ScramCredential;
 /// `leader` value of a partition without a leader (Kafka's `LeaderConstants.NO_LEADER`).
 pub const NO_LEADER: BrokerId = BrokerId::NONE;
 
+/// A replica's directory not yet reported by its broker (Kafka's `DirectoryId.UNASSIGNED`, KIP-858):
+/// treated as online.
+pub const DIRECTORY_UNASSIGNED: Uuid = Uuid::nil();
+
+/// The directory a broker reports offline when it cannot name it (Kafka's `DirectoryId.LOST`): every
+/// directory of the broker is offline.
+pub const DIRECTORY_LOST: Uuid = Uuid::from_u64_pair(0, 1);
+
 /// Config resource type of a topic (Kafka `ConfigResource.Type.TOPIC`).
 pub const RESOURCE_TOPIC: i8 = 2;
 /// Config resource type of a broker (Kafka `ConfigResource.Type.BROKER`); resource name `""` is the
@@ -79,6 +87,10 @@ pub enum MetadataRecord {
         /// written before named listeners; readers then fall back to `host`/`port`.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         listeners: Vec<BrokerEndpoint>,
+        /// The `directory.id` of each of the broker's data directories (KIP-858 `LogDirs`, in `log.dirs`
+        /// order). Absent from the JSON when empty (records from before JBOD: one unnamed directory).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        log_dirs: Vec<Uuid>,
     },
     /// The broker is fenced (KIP-631 `FenceBrokerRecord`): not eligible as leader or ISR member.
     /// Ignored unless `broker_epoch` matches the current registration.
@@ -106,11 +118,16 @@ pub enum MetadataRecord {
         fenced: Option<bool>,
         /// New controlled-shutdown flag, if changed.
         in_controlled_shutdown: Option<bool>,
-        /// New log-directory-offline flag, if changed (KIP-858's offline log dirs reduced to Runnel's one
-        /// data dir per broker: `true` = the broker's storage failed, its replicas are neither leaders nor
-        /// ISR members until it reports the dir online again). Absent from the JSON when `None`.
+        /// New "every data directory offline" flag, if changed (KIP-858: `true` = all of the broker's
+        /// storage failed, none of its replicas is a leader or ISR member until it reports a directory
+        /// online again). Absent from the JSON when `None`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         log_dir_offline: Option<bool>,
+        /// The broker's offline data directories, if changed (KIP-858 `OfflineLogDirs`; directory ids,
+        /// sorted): its replicas assigned to them are neither leaders nor ISR members. Absent from the
+        /// JSON when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        offline_log_dirs: Option<Vec<Uuid>>,
     },
     /// The broker's registration is removed (Kafka's `UnregisterBrokerRecord`, KIP-500's
     /// UnregisterBroker). Ignored unless `broker_epoch` matches the current registration.
@@ -143,6 +160,11 @@ pub enum MetadataRecord {
         leader_epoch: LeaderEpoch,
         /// Partition epoch (bumped on every change).
         partition_epoch: PartitionEpoch,
+        /// The data directory of each replica, aligned with `replicas` (KIP-858 `Directories`;
+        /// [`DIRECTORY_UNASSIGNED`] until the broker assigns it). Absent from the JSON when empty (every
+        /// directory unassigned).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        directories: Vec<Uuid>,
     },
     /// A change of a partition (KIP-631 `PartitionChangeRecord`). `None` leaves a field unchanged.
     /// Replay bumps `partition_epoch` by one, and `leader_epoch` by one when `leader` is `Some`.
@@ -165,6 +187,11 @@ pub enum MetadataRecord {
         /// Replicas a reassignment is removing, if changed (empty: none). Absent when `None`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         removing_replicas: Option<Vec<BrokerId>>,
+        /// New replica directories, aligned with the (new) replica list, if changed (KIP-858
+        /// `Directories`, written for an AssignReplicasToDirs). When `replicas` changes without it, a
+        /// replica kept keeps its directory and a new one is [`DIRECTORY_UNASSIGNED`]. Absent when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        directories: Option<Vec<Uuid>>,
     },
     /// The topic and all its partitions and configs are removed (KIP-631 `RemoveTopicRecord`).
     RemoveTopicRecord {
@@ -242,6 +269,7 @@ impl MetadataRecord {
             replicas: None,
             adding_replicas: None,
             removing_replicas: None,
+            directories: None,
         }
     }
 }

@@ -43,6 +43,10 @@ pub struct RegisterBroker {
     /// empty (requests of brokers from before named listeners).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub listeners: Vec<crate::record::BrokerEndpoint>,
+    /// The `directory.id` of each data directory (KIP-858 `LogDirs`, `log.dirs` order). Absent from the
+    /// JSON when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub log_dirs: Vec<Uuid>,
 }
 
 /// A broker heartbeat (KIP-631 `BrokerHeartbeatRequest`).
@@ -58,21 +62,42 @@ pub struct Heartbeat {
     pub want_fence: bool,
     /// The broker wants to shut down (controlled shutdown).
     pub want_shutdown: bool,
-    /// The broker's data dir failed (Kafka's `OfflineLogDirs`, BrokerHeartbeatRequest v1+, KIP-858,
-    /// reduced to one dir per broker): its logs are offline until the dir is healthy again. Absent from
-    /// the JSON when false.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub log_dir_offline: bool,
-    /// Runnel's addition: (topic id, partition, bytes on disk) of the partitions this broker leads, which
-    /// weigh partitions in the controller's automatic balancing. Sent every
-    /// [`PARTITION_SIZES_EVERY`]th heartbeat; absent from the JSON when empty.
+    /// The `directory.id`s of the broker's failed data dirs (Kafka's `OfflineLogDirs`,
+    /// BrokerHeartbeatRequest v1+, KIP-858; [`crate::record::DIRECTORY_LOST`] = all of them): their logs
+    /// are offline until the dir is healthy again. Absent from the JSON when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub partition_sizes: Vec<(Uuid, i32, u64)>,
+    pub offline_log_dirs: Vec<Uuid>,
 }
 
-/// A broker reports its partition sizes in one heartbeat of this many (with the default 2 s interval: every
-/// 30 s), as the sizes change slowly and the balancer looks once a minute.
+/// Runnel's addition to the broker-to-controller API: (topic id, partition, bytes on disk) of the
+/// partitions a broker leads, which weigh partitions in the controller's automatic balancing. Sent every
+/// [`PARTITION_SIZES_EVERY`]th heartbeat, as a request of its own (the heartbeat is Kafka's message).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionSizes {
+    /// The reporting broker.
+    pub broker_id: BrokerId,
+    /// Its broker epoch (a stale one is refused: STALE_BROKER_EPOCH).
+    pub broker_epoch: BrokerEpoch,
+    /// (topic id, partition, bytes) of each partition it leads.
+    pub sizes: Vec<(Uuid, i32, u64)>,
+}
+
+/// A broker reports its partition sizes once every this many heartbeats (with the default 2 s interval:
+/// every 30 s), as the sizes change slowly and the balancer looks once a minute.
 pub const PARTITION_SIZES_EVERY: u64 = 15;
+
+/// AssignReplicasToDirs (Kafka key 73, KIP-858): the data directory each of a broker's replicas is in,
+/// sent when a replica's log is created or moved, so the controller knows which replicas a failed
+/// directory takes offline.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AssignReplicasToDirs {
+    /// The reporting broker.
+    pub broker_id: BrokerId,
+    /// Its broker epoch (a stale one is refused: STALE_BROKER_EPOCH).
+    pub broker_epoch: BrokerEpoch,
+    /// (topic id, partition, directory id) of each replica whose directory the image does not show.
+    pub assignments: Vec<(Uuid, i32, Uuid)>,
+}
 
 /// Answer to a broker heartbeat (KIP-631 `BrokerHeartbeatResponse`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -49,6 +49,10 @@ pub enum ClientRequest {
     },
     /// AlterPartition.
     AlterPartition(AlterPartition),
+    /// AssignReplicasToDirs (KIP-858).
+    AssignReplicasToDirs(crate::request::AssignReplicasToDirs),
+    /// A broker's partition sizes (Runnel's, for automatic balancing).
+    PartitionSizes(crate::request::PartitionSizes),
     /// IncrementalAlterConfigs.
     AlterConfigs {
         /// 2 topic, 4 broker.
@@ -159,6 +163,11 @@ pub enum ClientResponse {
     CreatePartitions(Result<(), ControllerError>),
     /// AlterPartition answer.
     AlterPartition(Result<PartitionRegistration, ControllerError>),
+    /// AssignReplicasToDirs answer (the assignments of partitions that no longer exist, or no longer
+    /// have the broker as a replica, are skipped).
+    AssignReplicasToDirs(Result<(), ControllerError>),
+    /// Answer to a [`ClientRequest::PartitionSizes`].
+    PartitionSizes(Result<(), ControllerError>),
     /// IncrementalAlterConfigs answer.
     AlterConfigs(Result<(), ControllerError>),
     /// AllocateProducerIds answer.

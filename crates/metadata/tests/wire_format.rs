@@ -30,6 +30,7 @@ fn json_is_unchanged() {
             port: 9092,
             rack: Some("r".into()),
             listeners: Vec::new(),
+            log_dirs: Vec::new(),
         },
         MetadataRecord::BrokerRegistrationChangeRecord {
             broker_id: BrokerId(1),
@@ -37,6 +38,7 @@ fn json_is_unchanged() {
             fenced: Some(false),
             in_controlled_shutdown: None,
             log_dir_offline: None,
+            offline_log_dirs: None,
         },
         MetadataRecord::TopicRecord {
             name: "t".into(),
@@ -50,6 +52,7 @@ fn json_is_unchanged() {
             leader: BrokerId(1),
             leader_epoch: LeaderEpoch(0),
             partition_epoch: PartitionEpoch(0),
+            directories: Vec::new(),
         },
         MetadataRecord::isr_leader_change(id, 0, None, Some(NO_LEADER)),
         MetadataRecord::ConfigRecord {
@@ -92,6 +95,7 @@ fn json_is_unchanged() {
             port: 1,
             rack: None,
             listeners: Vec::new(),
+            log_dirs: Vec::new(),
         }),
         ClientRequest::Heartbeat(Heartbeat {
             broker_id: BrokerId(1),
@@ -99,8 +103,7 @@ fn json_is_unchanged() {
             metadata_offset: 3,
             want_fence: false,
             want_shutdown: true,
-            log_dir_offline: false,
-            partition_sizes: Vec::new(),
+            offline_log_dirs: Vec::new(),
         }),
         ClientRequest::CreateTopics {
             topics: vec![CreateTopic {
@@ -171,6 +174,7 @@ fn json_is_unchanged() {
             partition_epoch: PartitionEpoch(3),
             adding_replicas: Vec::new(),
             removing_replicas: Vec::new(),
+            directories: Vec::new(),
         })),
         ClientResponse::AllocateProducerIds(Ok((ProducerId(1000), 1000))),
         ClientResponse::FetchMetadata(Ok(MetadataUpdate::Records(vec![(3, recs[2].clone())]))),
@@ -198,16 +202,18 @@ fn json_is_unchanged() {
     );
 }
 
-/// The log-dir-offline fields (KIP-858, added later) are absent from the JSON at their defaults, so
-/// older encodings decode unchanged, and present when set.
+/// The log-dir fields (KIP-858, added later) are absent from the JSON at their defaults, so older
+/// encodings decode unchanged, and present when set.
 #[test]
-fn log_dir_offline_fields_are_optional_on_the_wire() {
+fn log_dir_fields_are_optional_on_the_wire() {
+    let dir = Uuid::from_u128(9);
     let rec = MetadataRecord::BrokerRegistrationChangeRecord {
         broker_id: BrokerId(1),
         broker_epoch: types::BrokerEpoch(3),
         fenced: None,
         in_controlled_shutdown: None,
         log_dir_offline: Some(true),
+        offline_log_dirs: None,
     };
     let json = serde_json::to_string(&rec).unwrap();
     assert_eq!(
@@ -215,33 +221,52 @@ fn log_dir_offline_fields_are_optional_on_the_wire() {
         r#"{"type":"BrokerRegistrationChangeRecord","broker_id":1,"broker_epoch":3,"fenced":null,"in_controlled_shutdown":null,"log_dir_offline":true}"#
     );
     assert_eq!(serde_json::from_str::<MetadataRecord>(&json).unwrap(), rec);
+    let with_dirs = MetadataRecord::BrokerRegistrationChangeRecord {
+        broker_id: BrokerId(1),
+        broker_epoch: types::BrokerEpoch(3),
+        fenced: None,
+        in_controlled_shutdown: None,
+        log_dir_offline: None,
+        offline_log_dirs: Some(vec![dir]),
+    };
+    let json = serde_json::to_string(&with_dirs).unwrap();
+    assert!(
+        json.ends_with(r#""offline_log_dirs":["00000000-0000-0000-0000-000000000009"]}"#),
+        "{json}"
+    );
+    assert_eq!(
+        serde_json::from_str::<MetadataRecord>(&json).unwrap(),
+        with_dirs
+    );
     let hb = Heartbeat {
         broker_id: BrokerId(1),
         broker_epoch: types::BrokerEpoch(2),
         metadata_offset: 3,
         want_fence: false,
         want_shutdown: false,
-        log_dir_offline: true,
-        partition_sizes: Vec::new(),
+        offline_log_dirs: vec![dir],
     };
     let json = serde_json::to_string(&hb).unwrap();
-    assert!(json.ends_with(r#""log_dir_offline":true}"#), "{json}");
-    // The partition sizes (automatic balancing) are absent when empty, present when sent.
-    let sized = Heartbeat {
-        partition_sizes: vec![(uuid::Uuid::nil(), 4, 1024)],
-        ..hb.clone()
-    };
-    let json = serde_json::to_string(&sized).unwrap();
     assert!(
-        json.ends_with(r#""partition_sizes":[["00000000-0000-0000-0000-000000000000",4,1024]]}"#),
+        json.ends_with(r#""offline_log_dirs":["00000000-0000-0000-0000-000000000009"]}"#),
         "{json}"
     );
-    assert_eq!(serde_json::from_str::<Heartbeat>(&json).unwrap(), sized);
     let old = r#"{"broker_id":1,"broker_epoch":2,"metadata_offset":3,"want_fence":false,"want_shutdown":false}"#;
-    assert!(
-        !serde_json::from_str::<Heartbeat>(old)
-            .unwrap()
-            .log_dir_offline
+    assert!(serde_json::from_str::<Heartbeat>(old)
+        .unwrap()
+        .offline_log_dirs
+        .is_empty());
+    // A partition's directories: absent when unassigned, and a change naming none keeps them.
+    let mut change = MetadataRecord::isr_leader_change(Uuid::nil(), 0, None, None);
+    let json = serde_json::to_string(&change).unwrap();
+    assert!(!json.contains("directories"), "{json}");
+    if let MetadataRecord::PartitionChangeRecord { directories, .. } = &mut change {
+        *directories = Some(vec![dir]);
+    }
+    let json = serde_json::to_string(&change).unwrap();
+    assert_eq!(
+        serde_json::from_str::<MetadataRecord>(&json).unwrap(),
+        change
     );
 }
 
@@ -313,6 +338,7 @@ fn named_listeners_are_an_optional_field() {
         host: "h".into(),
         port: 9093,
         rack: None,
+        log_dirs: Vec::new(),
         listeners: vec![BrokerEndpoint {
             name: "SSL".into(),
             host: "h".into(),

@@ -264,13 +264,22 @@ impl ReplicaManager {
         Ok(p)
     }
 
-    /// After the data dir came back online ([`LogManager::try_recover_dir`] reopened every log with
-    /// recovery): every followed partition rejoins its leader's fetcher from the start, so it first
-    /// truncates by epoch (OffsetForLeaderEpoch, KIP-101/KIP-279) what recovery kept past the leader's
-    /// log, then catches up; the leader adds it back to the ISR once it has (AlterPartition).
-    pub fn log_dir_recovered(&self) {
+    /// After the data dir at `dir_index` (into `log.dirs`) came back online
+    /// ([`LogManager::try_recover_dir`] reopened every log of it with recovery): every followed partition
+    /// of that dir rejoins its leader's fetcher from the start, so it first truncates by epoch
+    /// (OffsetForLeaderEpoch, KIP-101/KIP-279) what recovery kept past the leader's log, then catches up;
+    /// the leader adds it back to the ISR once it has (AlterPartition).
+    pub fn log_dir_recovered(&self, dir_index: usize) {
         let me = self.inner.local_id;
+        let in_dir: std::collections::HashSet<types::TopicPartition> = self
+            .log_manager()
+            .partitions_in_dir(dir_index)
+            .into_iter()
+            .collect();
         for p in self.inner.all_partitions() {
+            if !in_dir.contains(&types::TopicPartition::new(&p.topic, p.partition)) {
+                continue;
+            }
             let reg = p.registration();
             if reg.leader != me
                 && reg.leader != BrokerId::NONE

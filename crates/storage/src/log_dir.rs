@@ -1,11 +1,12 @@
-//! The health of a data directory (Kafka's `LogDirFailureChannel`, KIP-112; Runnel has one data dir per
-//! broker, so "the log dir is offline" means "this broker's storage is offline").
+//! The health of a data directory (Kafka's `LogDirFailureChannel`, KIP-112): each of `log.dirs` is a
+//! failure domain of its own.
 //!
-//! Rule: the first write or fsync failure of any [`crate::Log`] of the directory (ENOSPC, EIO, EROFS, ...)
-//! marks the whole directory offline and calls the listener the broker installed; the broker then takes
+//! Rule: the first write or fsync failure of any [`crate::Log`] of a directory (ENOSPC, EIO, EROFS, ...)
+//! marks that directory offline and calls the listener the broker installed; the broker then takes
 //! every log of the directory offline ([`crate::LogManager::take_dir_offline`]), reports the dir to the
 //! controller, and probes it ([`probe_dir`]) until a probe succeeds, when
-//! [`crate::LogManager::try_recover_dir`] reopens every log with recovery and marks the dir online.
+//! [`crate::LogManager::try_recover_dir`] reopens every log of it with recovery and marks it online.
+//! The broker's other directories go on meanwhile.
 
 use crate::vfs::Fs;
 use std::io;

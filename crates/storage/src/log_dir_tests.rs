@@ -28,7 +28,7 @@ fn write_failure_takes_the_dir_offline_and_recovery_brings_every_log_back() {
         .unwrap();
     let told = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let t = told.clone();
-    lm.dir_health().set_listener(move |_| {
+    lm.dir_health(0).set_listener(move |_| {
         t.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     });
     // An append that fails (as on ENOSPC) takes the directory offline, once.
@@ -37,10 +37,10 @@ fn write_failure_takes_the_dir_offline_and_recovery_brings_every_log_back() {
         .lock()
         .append_as_leader(batch(1, NOW, 10), LeaderEpoch(0), NOW)
         .is_err());
-    assert!(lm.dir_health().is_offline());
+    assert!(lm.dir_health(0).is_offline());
     assert_eq!(told.load(std::sync::atomic::Ordering::SeqCst), 1);
     // Every log of the dir goes offline with it; no new log can be created there.
-    lm.take_dir_offline();
+    lm.take_dir_offline(0);
     assert!(matches!(
         b.lock()
             .append_as_leader(batch(1, NOW, 10), LeaderEpoch(0), NOW),
@@ -64,8 +64,8 @@ fn write_failure_takes_the_dir_offline_and_recovery_brings_every_log_back() {
         .write_all(&[1, 2, 3])
         .unwrap();
     // The dir is healthy: recovery reopens both logs, which take writes again.
-    assert!(lm.try_recover_dir().unwrap());
-    assert!(!lm.dir_health().is_offline());
+    assert!(lm.try_recover_dir(0).unwrap());
+    assert!(!lm.dir_health(0).is_offline());
     assert_eq!(std::fs::metadata(&path).unwrap().len(), len);
     assert_eq!(a.lock().log_end_offset(), Offset(2));
     a.lock()
@@ -75,7 +75,7 @@ fn write_failure_takes_the_dir_offline_and_recovery_brings_every_log_back() {
         .append_as_leader(batch(1, NOW, 10), LeaderEpoch(0), NOW)
         .unwrap();
     assert_eq!(a.lock().log_end_offset(), Offset(3));
-    assert!(!lm.try_recover_dir().unwrap(), "online: nothing to do");
+    assert!(!lm.try_recover_dir(0).unwrap(), "online: nothing to do");
     assert!(!d.path().join(DIR_PROBE_FILE).exists());
 }
 
@@ -111,9 +111,9 @@ fn recovery_after_a_failed_fsync_makes_the_cached_tail_durable_again() {
     append(4).unwrap();
     sim.fail_next_sync_dropping();
     assert!(log.lock().flush().is_err());
-    assert!(lm.dir_health().is_offline());
-    lm.take_dir_offline();
-    assert!(lm.try_recover_dir().unwrap());
+    assert!(lm.dir_health(0).is_offline());
+    lm.take_dir_offline(0);
+    assert!(lm.try_recover_dir(0).unwrap());
     assert_eq!(log.lock().log_end_offset(), Offset(7));
     lm.checkpoint().unwrap();
     drop((log, lm));
@@ -159,4 +159,41 @@ fn a_created_data_dir_survives_a_power_loss() {
     let lm = open();
     let log = lm.get_log("a", 0).expect("the partition's log survives");
     assert_eq!(log.lock().log_end_offset(), Offset(3));
+}
+
+#[test]
+fn a_failed_dir_takes_only_its_own_logs_offline() {
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let dirs = vec![d1.path().to_path_buf(), d2.path().to_path_buf()];
+    let lm =
+        LogManager::open_dirs(dirs, |_| LogConfig::default(), crate::tests::clock_at(NOW)).unwrap();
+    let id = uuid::Uuid::from_u128(7);
+    // Fewest partitions first: a → dir 0, b → dir 1.
+    let a = lm
+        .get_or_create_log("a", 0, id, LogConfig::default())
+        .unwrap();
+    let b = lm
+        .get_or_create_log("b", 0, id, LogConfig::default())
+        .unwrap();
+    assert_eq!(lm.log_dir_of("b", 0), Some(d2.path()));
+    a.lock().fail_next_write = true;
+    assert!(a
+        .lock()
+        .append_as_leader(batch(1, NOW, 10), LeaderEpoch(0), NOW)
+        .is_err());
+    assert_eq!(lm.offline_dirs(), vec![0]);
+    lm.take_dir_offline(0);
+    // The other dir's log takes appends; a new partition goes there; maintenance skips dir 0.
+    b.lock()
+        .append_as_leader(batch(2, NOW, 10), LeaderEpoch(0), NOW)
+        .unwrap();
+    lm.get_or_create_log("c", 0, id, LogConfig::default())
+        .unwrap();
+    assert_eq!(lm.log_dir_of("c", 0), Some(d2.path()));
+    lm.checkpoint().unwrap();
+    assert!(d2.path().join("recovery-point-offset-checkpoint").exists());
+    // A clean shutdown marks only the healthy dir clean.
+    assert!(lm.shutdown().is_err(), "dir 0's log cannot close");
+    assert!(!d1.path().join(CLEAN_SHUTDOWN_FILE).exists());
+    assert!(d2.path().join(CLEAN_SHUTDOWN_FILE).exists());
 }

@@ -77,9 +77,9 @@ pub fn choose_log_dir(dirs: &[LogDirLoad]) -> Option<usize> {
 /// Directories named `*-delete` (interrupted deletions) are removed. A partition found in two data
 /// directories is refused ([`StorageError::DuplicateLog`]), as Kafka refuses to start.
 ///
-/// Health: today the directories share one [`LogDirHealth`] — a failure in any of them takes every log
-/// offline and the broker reports its storage offline, as with one directory (safe: the controller
-/// moves all of the broker's leaderships). Per-directory failure domains are the next stage of JBOD.
+/// Health: every directory has its own [`LogDirHealth`] (KIP-112's failure domain): a write failure in
+/// one takes only that directory's logs offline ([`take_dir_offline`](Self::take_dir_offline)); the
+/// others keep taking appends, checkpoints, flushes and retention, and new partitions go to them.
 ///
 /// Thread-safety: each log is an `Arc<parking_lot::Mutex<Log>>`; hold the lock only for the
 /// duration of one call (reads return file slices consumed after unlocking).
@@ -92,8 +92,8 @@ pub struct LogManager {
     had_clean_shutdown: bool,
     /// Serializes create/delete so two creators can't open the same directory.
     create_lock: Mutex<()>,
-    /// Online/offline state of the directory, shared with every log.
-    health: Arc<LogDirHealth>,
+    /// Online/offline state of each directory (index as in `dirs`), shared with every log in it.
+    health: Vec<Arc<LogDirHealth>>,
     /// The wall clock (ms since the Unix epoch) every log of the directory reads when it decides by
     /// itself; `types::SystemClock` in production, the simulated clock in simulations.
     clock: Arc<dyn Clock>,
@@ -134,7 +134,7 @@ fn open_dir(
     index: usize,
     config_for: &impl Fn(&str) -> LogConfig,
     clock: &Arc<dyn Clock>,
-    health: &Arc<LogDirHealth>,
+    health: &[Arc<LogDirHealth>],
     logs: &mut LogMap,
 ) -> Result<bool, StorageError> {
     let now_ms = clock.now_ms();
@@ -197,7 +197,7 @@ fn open_dir(
         // The checkpoint may be ahead of a log whose unflushed tail was lost in a crash: clamp.
         let hw = hws.get(&key).copied().unwrap_or(0);
         log.update_high_watermark(Offset(hw).min(log.log_end_offset()));
-        log.attach_dir_health(health.clone());
+        log.attach_dir_health(health[index].clone());
         log.attach_clock(clock.clone());
         logs.insert(tp, (Arc::new(Mutex::new(log)), index));
         opened += 1;
@@ -263,7 +263,7 @@ impl LogManager {
                 )));
             }
         }
-        let health = Arc::new(LogDirHealth::default());
+        let health: Vec<_> = dirs.iter().map(|_| Arc::default()).collect();
         let mut logs = HashMap::new();
         let mut all_clean = true;
         for (index, dir) in dirs.iter().enumerate() {
@@ -310,6 +310,12 @@ impl LogManager {
             .get(&TopicPartition::new(topic, partition))?
             .1;
         Some(&self.dirs[index])
+    }
+
+    /// The index (into [`dirs`](Self::dirs)) of the data directory holding a partition's log, if present.
+    pub fn log_dir_index_of(&self, topic: &str, partition: i32) -> Option<usize> {
+        let logs = self.logs.read();
+        Some(logs.get(&TopicPartition::new(topic, partition))?.1)
     }
 
     /// The partitions of the data directory at `index` (into [`dirs`](Self::dirs)), sorted.
@@ -376,13 +382,14 @@ impl LogManager {
             self.check_topic_id(&l, topic_id)?;
             return Ok(l);
         }
-        if let Some(reason) = self.health.offline_reason() {
-            return Err(StorageError::LogOffline(format!(
-                "log directory offline: {reason}"
-            )));
-        }
         let index = self.next_log_dir().ok_or_else(|| {
-            StorageError::LogOffline("no online log directory takes new partitions".into())
+            let reason = (self.health.iter()).find_map(|h| h.offline_reason());
+            StorageError::LogOffline(match reason {
+                Some(r) if self.health.iter().all(|h| h.is_offline()) => {
+                    format!("log directory offline: {r}")
+                }
+                _ => "no online log directory takes new partitions".into(),
+            })
         })?;
         let dir = &self.dirs[index];
         let path = dir.join(tp.dir_name());
@@ -398,7 +405,7 @@ impl LogManager {
             Offset::ZERO,
             self.clock.now_ms(),
         )?;
-        log.attach_dir_health(self.health.clone());
+        log.attach_dir_health(self.health[index].clone());
         log.attach_clock(self.clock.clone());
         let log = Arc::new(Mutex::new(log));
         self.logs.write().insert(tp, (log.clone(), index));
@@ -407,14 +414,13 @@ impl LogManager {
 
     /// The data directory a new partition goes to ([`choose_log_dir`] over the current counts).
     fn next_log_dir(&self) -> Option<usize> {
-        let mut loads = vec![
-            LogDirLoad {
-                online: !self.health.is_offline(),
+        let mut loads: Vec<LogDirLoad> = (self.health.iter())
+            .map(|h| LogDirLoad {
+                online: !h.is_offline(),
                 cordoned: false,
                 partitions: 0,
-            };
-            self.dirs.len()
-        ];
+            })
+            .collect();
         for (_, i) in self.logs.read().values() {
             loads[*i].partitions += 1;
         }
@@ -464,13 +470,12 @@ impl LogManager {
         Ok(true)
     }
 
-    /// Writes the three checkpoint files (recovery points, log start offsets, high watermarks)
-    /// for all logs; skipped while the directory is offline. [`run_retention`](Self::run_retention)
-    /// and [`flush_dirty`](Self::flush_dirty) are likewise no-ops then.
+    /// Writes each online directory's three checkpoint files (recovery points, log start offsets, high
+    /// watermarks) for its logs; an offline directory is skipped (nothing can be written; its files
+    /// are put right after recovery). [`run_retention`](Self::run_retention) and
+    /// [`flush_dirty`](Self::flush_dirty) likewise skip the logs of offline directories. Errors: the
+    /// first directory whose files could not be written (it is then offline; the others are written).
     pub fn checkpoint(&self) -> Result<(), StorageError> {
-        if self.health.is_offline() {
-            return Ok(()); // nothing can be written; the files are put right after recovery
-        }
         let logs: Vec<_> = self
             .logs
             .read()
@@ -486,7 +491,11 @@ impl LogManager {
             ls.insert(key.clone(), l.log_start_offset().get());
             hw.insert(key, l.high_watermark().get());
         }
-        for (dir, (rp, ls, hw)) in self.dirs.iter().zip(per_dir) {
+        let mut first_err = None;
+        for (index, (dir, (rp, ls, hw))) in self.dirs.iter().zip(per_dir).enumerate() {
+            if self.health[index].is_offline() {
+                continue;
+            }
             let cp = |name: &str| OffsetCheckpointFile::new_in(self.fs.clone(), dir.join(name));
             let written = cp(RECOVERY_POINT_CHECKPOINT)
                 .write(&rp)
@@ -498,22 +507,31 @@ impl LogManager {
                 // trusted while appends go on (recovery after it comes back starts from each log's own).
                 let msg = format!("checkpoint failed in {}: {e}", dir.display());
                 tracing::error!("{msg}; log directory is now offline");
-                self.health.mark_offline(&msg, dir);
-                self.take_dir_offline();
-                return Err(e.into());
+                self.health[index].mark_offline(&msg, dir);
+                self.take_dir_offline(index);
+                first_err.get_or_insert(e);
             }
         }
-        Ok(())
+        first_err.map_or(Ok(()), |e| Err(e.into()))
+    }
+
+    /// Every log, with whether its directory is offline now.
+    fn logs_with_health(&self) -> Vec<(TopicPartition, Arc<Mutex<Log>>, bool)> {
+        let mut v: Vec<_> = (self.logs.read().iter())
+            .map(|(tp, (l, i))| (tp.clone(), l.clone(), self.health[*i].is_offline()))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
     }
 
     /// Periodic retention (broker timer): [`Log::delete_old_segments`] on every log. Returns
     /// segments deleted; a failing log is logged and skipped.
     pub fn run_retention(&self, now_ms: i64) -> usize {
         let mut n = 0;
-        if self.health.is_offline() {
-            return n;
-        }
-        for (tp, log) in self.all_logs() {
+        for (tp, log, offline) in self.logs_with_health() {
+            if offline {
+                continue;
+            }
             match log.lock().delete_old_segments(now_ms) {
                 Ok(d) => n += d,
                 Err(e) => {
@@ -528,10 +546,10 @@ impl LogManager {
     /// done outside each log's lock. Returns how many logs fsynced something.
     pub fn flush_dirty(&self, now_ms: i64) -> usize {
         let mut n = 0;
-        if self.health.is_offline() {
-            return n;
-        }
-        for (tp, log) in self.all_logs() {
+        for (tp, log, offline) in self.logs_with_health() {
+            if offline {
+                continue;
+            }
             let job = match log.lock().prepare_flush(now_ms) {
                 Ok(Some(job)) => job,
                 Ok(None) => continue,
@@ -550,70 +568,97 @@ impl LogManager {
         n
     }
 
-    /// Clean shutdown: closes (flushes, snapshots) every log, writes the checkpoints, then the
-    /// clean-shutdown marker — only if everything succeeded.
+    /// Clean shutdown: closes (flushes, snapshots) every log, writes the checkpoints, then each
+    /// directory's clean-shutdown marker — only for a directory whose logs all closed and whose
+    /// checkpoints were written (an offline one is recovered at the next start). Errors: the first
+    /// failure, after every directory was tried.
     pub fn shutdown(&self) -> Result<(), StorageError> {
         let mut first_err = None;
-        for (tp, log) in self.all_logs() {
+        let mut failed = vec![false; self.dirs.len()];
+        for (tp, (log, index)) in self.logs.read().iter() {
             if let Err(e) = log.lock().close() {
                 tracing::error!(partition = %tp.dir_name(), error = %e, "close failed");
+                failed[*index] = true;
                 first_err.get_or_insert(e);
             }
         }
-        if let Some(e) = first_err {
-            return Err(e);
+        if let Err(e) = self.checkpoint() {
+            first_err.get_or_insert(e);
         }
-        self.checkpoint()?;
-        for dir in &self.dirs {
-            write_atomically(&self.fs, &dir.join(CLEAN_SHUTDOWN_FILE), b"")?;
+        for (index, dir) in self.dirs.iter().enumerate() {
+            if failed[index] || self.health[index].is_offline() {
+                continue;
+            }
+            if let Err(e) = write_atomically(&self.fs, &dir.join(CLEAN_SHUTDOWN_FILE), b"") {
+                first_err.get_or_insert(e.into());
+            }
         }
-        Ok(())
+        first_err.map_or(Ok(()), Err)
     }
 
-    /// The directory's health (offline after a write failure of any of its logs).
-    pub fn dir_health(&self) -> &Arc<LogDirHealth> {
+    /// The health of each data directory, in `log.dirs` order (offline after a write failure of any of
+    /// its logs).
+    pub fn dir_healths(&self) -> &[Arc<LogDirHealth>] {
         &self.health
     }
 
-    /// Takes every log of the directory offline (KIP-112: a failed dir takes all its logs with it):
-    /// appends, truncations and flushes fail with [`StorageError::LogOffline`] until
-    /// [`try_recover_dir`](Self::try_recover_dir) succeeds; reads of what was written go on. A no-op
-    /// while the directory is online.
-    pub fn take_dir_offline(&self) {
-        let Some(reason) = self.health.offline_reason() else {
+    /// The health of the data directory at `index` (into [`dirs`](Self::dirs)). Panics: `index` out of
+    /// range.
+    pub fn dir_health(&self, index: usize) -> &Arc<LogDirHealth> {
+        &self.health[index]
+    }
+
+    /// The indexes of the data directories offline now.
+    pub fn offline_dirs(&self) -> Vec<usize> {
+        (0..self.dirs.len())
+            .filter(|&i| self.health[i].is_offline())
+            .collect()
+    }
+
+    /// Takes every log of the directory at `index` offline (KIP-112: a failed dir takes all its logs
+    /// with it, and only them): appends, truncations and flushes fail with
+    /// [`StorageError::LogOffline`] until [`try_recover_dir`](Self::try_recover_dir) succeeds; reads of
+    /// what was written go on. A no-op while the directory is online.
+    pub fn take_dir_offline(&self, index: usize) {
+        let Some(reason) = self.health[index].offline_reason() else {
             return;
         };
-        for (_, log) in self.all_logs() {
-            log.lock().mark_dir_offline(&reason);
+        for tp in self.partitions_in_dir(index) {
+            if let Some(log) = self.get_log(&tp.topic, tp.partition) {
+                log.lock().mark_dir_offline(&reason);
+            }
         }
     }
 
-    /// Brings an offline directory back: [`probe_dir`] (write + fsync + delete a file) in the data dir
-    /// and in the directory of the log that failed (which may be a mount of its own), then every log
-    /// is [`Log::reopen`]ed with recovery (a torn tail is truncated to the last valid batch) and the
-    /// directory is marked online. Returns false when the directory was online (nothing done). Errors:
-    /// the probe's or a reopen's; the directory stays offline (logs already reopened take writes again,
-    /// and are reopened again by the next successful try).
-    pub fn try_recover_dir(&self) -> Result<bool, StorageError> {
+    /// Brings the offline directory at `index` back: [`probe_dir`] (write + fsync + delete a file) in
+    /// it and in the directory of the log that failed (which may be a mount of its own), then every
+    /// log of the directory is [`Log::reopen`]ed with recovery (a torn tail is truncated to the last
+    /// valid batch) and the directory is marked online. Returns false when the directory was online
+    /// (nothing done). Errors: the probe's or a reopen's; the directory stays offline (logs already
+    /// reopened take writes again, and are reopened again by the next successful try).
+    pub fn try_recover_dir(&self, index: usize) -> Result<bool, StorageError> {
         let now_ms = self.clock.now_ms();
-        if !self.health.is_offline() {
+        let health = &self.health[index];
+        if !health.is_offline() {
             return Ok(false);
         }
-        for dir in &self.dirs {
-            probe_dir(&self.fs, dir)?;
-        }
-        if let Some(p) = self.health.failed_path().filter(|p| self.fs.exists(p)) {
+        probe_dir(&self.fs, &self.dirs[index])?;
+        if let Some(p) = health.failed_path().filter(|p| self.fs.exists(p)) {
             probe_dir(&self.fs, &p)?;
         }
         let _g = self.create_lock.lock();
-        for (tp, log) in self.all_logs() {
-            if let Err(e) = log.lock().reopen(now_ms) {
+        for tp in self.partitions_in_dir(index) {
+            let Some(log) = self.get_log(&tp.topic, tp.partition) else {
+                continue;
+            };
+            let reopened = log.lock().reopen(now_ms);
+            if let Err(e) = reopened {
                 tracing::warn!(partition = %tp.dir_name(), error = %e, "log not recovered yet");
                 return Err(e);
             }
         }
-        self.health.mark_online();
-        tracing::info!(dirs = ?self.dirs, "log directories are online again");
+        health.mark_online();
+        tracing::info!(dir = %self.dirs[index].display(), "log directory is online again");
         Ok(true)
     }
 }

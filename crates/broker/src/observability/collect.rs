@@ -129,6 +129,9 @@ impl Sources {
             .set(under_replicated as f64);
         gauge!("kafka_server_replicamanager_underminisrpartitioncount").set(under_min as f64);
         gauge!("kafka_server_replicamanager_atminisrpartitioncount").set(at_min as f64);
+        let log_manager = self.replica_manager.log_manager();
+        gauge!("kafka_log_logmanager_offlinelogdirectorycount")
+            .set(log_manager.offline_dirs().len() as f64);
     }
 
     /// Group counts by state, members, committed offsets and lag (of the groups coordinated here).

@@ -421,7 +421,7 @@ pub(crate) fn spawn_storage_tasks(
     let w = world.clone();
     tokio::spawn(crate::log_dir_failure::run_with(
         rm.clone(),
-        Arc::new(move |offline| w.log_dir(id, offline)),
+        Arc::new(move |offline: Vec<usize>| w.log_dir(id, !offline.is_empty())),
         shutdown,
         io,
     ));

@@ -101,10 +101,23 @@ struct Loads {
 }
 
 impl QuorumControl {
-    /// The partition sizes (bytes) a leader reported in its heartbeat: they weigh partitions in the byte
-    /// spread. Kept in memory only, like the sessions; a partition led elsewhere since keeps its last size
-    /// until its new leader reports.
-    pub fn record_partition_sizes(&mut self, sizes: &[(Uuid, i32, u64)]) {
+    /// A leader's report of its partition sizes ([`metadata::PartitionSizes`], every
+    /// [`metadata::request::PARTITION_SIZES_EVERY`]th heartbeat): see [`note_partition_sizes`](Self::note_partition_sizes).
+    /// Writes no record. Errors: `STALE_BROKER_EPOCH` (an unknown broker or an old registration's epoch).
+    pub fn record_partition_sizes(
+        &mut self,
+        image: &MetadataImage,
+        report: &metadata::PartitionSizes,
+    ) -> Result<Vec<MetadataRecord>, metadata::ControllerError> {
+        super::check_broker_epoch(image, report.broker_id, report.broker_epoch)?;
+        self.note_partition_sizes(&report.sizes);
+        Ok(Vec::new())
+    }
+
+    /// The partition sizes (bytes) a leader reported: they weigh partitions in the byte spread. Kept in
+    /// memory only, like the sessions; a partition led elsewhere since keeps its last size until its new
+    /// leader reports.
+    pub fn note_partition_sizes(&mut self, sizes: &[(Uuid, i32, u64)]) {
         for &(topic_id, partition, bytes) in sizes {
             self.partition_bytes.insert((topic_id, partition), bytes);
         }
@@ -506,6 +519,7 @@ fn leader_move(view: &MetadataImage, pct: u32) -> Option<MetadataRecord> {
                     replicas: Some(order),
                     adding_replicas: None,
                     removing_replicas: None,
+                    directories: None,
                 });
             }
         }

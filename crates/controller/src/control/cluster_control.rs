@@ -3,9 +3,20 @@
 //! to leaderships and ISRs.
 
 use metadata::{
-    BrokerRegistration, ControllerError, HeartbeatReply, MetadataImage, MetadataRecord, NO_LEADER,
+    AssignReplicasToDirs, BrokerRegistration, ControllerError, HeartbeatReply, MetadataImage,
+    MetadataRecord, PartitionRegistration, DIRECTORY_LOST, DIRECTORY_UNASSIGNED, NO_LEADER,
 };
 use types::{BrokerId, ErrorCode};
+use uuid::Uuid;
+
+/// Which partitions a broker's leaving or arriving concerns: `(view, topic id, partition index,
+/// registration)` → whether to look at it.
+type PartitionFilter<'f> = &'f dyn Fn(&MetadataImage, Uuid, i32, &PartitionRegistration) -> bool;
+
+/// Every partition.
+fn all_partitions(_: &MetadataImage, _: Uuid, _: i32, _: &PartitionRegistration) -> bool {
+    true
+}
 
 use super::{
     err, Batch, Decision, Heartbeat, QuorumControl, RegisterBroker,
@@ -52,6 +63,7 @@ impl QuorumControl {
             port: req.port,
             rack: req.rack.clone(),
             listeners: req.listeners.clone(),
+            log_dirs: req.log_dirs.clone(),
         });
         self.last_contact_ms.insert(req.broker_id, now_ms);
         Ok(batch.records)
@@ -117,7 +129,7 @@ impl QuorumControl {
         let caught_up = hb.metadata_offset >= reg.broker_epoch.get();
         let (id, epoch) = (hb.broker_id, hb.broker_epoch);
         let mut batch = Batch::new(image);
-        self.log_dir_change(&mut batch, reg, hb.log_dir_offline);
+        self.log_dir_change(&mut batch, reg, &hb.offline_log_dirs);
         let mut should_shut_down = false;
         if hb.want_shutdown {
             if !reg.in_controlled_shutdown {
@@ -127,6 +139,7 @@ impl QuorumControl {
                     fenced: None,
                     in_controlled_shutdown: Some(true),
                     log_dir_offline: None,
+                    offline_log_dirs: None,
                 });
             }
             if reg.fenced {
@@ -170,14 +183,22 @@ impl QuorumControl {
         })
     }
 
-    /// A heartbeat's `log_dir_offline` differs from the registration (KIP-858's `OfflineLogDirs`, one
-    /// dir per broker): records the new state. Going offline, the broker's leaderships move to other
-    /// active ISR members (or the partition loses its leader) and it leaves every ISR, as when it is
-    /// fenced; while offline [`MetadataImage::is_active_broker`] keeps it from being elected, added to an
-    /// ISR or given new replicas. Back online (and unfenced), leaderless partitions it can lead get it as
-    /// leader; its followers rejoin ISRs through the leaders' AlterPartition.
-    fn log_dir_change(&self, batch: &mut Batch<'_>, reg: &BrokerRegistration, offline: bool) {
-        if reg.log_dir_offline == offline {
+    /// A heartbeat's `OfflineLogDirs` (KIP-858) differ from the registration's: records the new set, and
+    /// whether it covers every directory of the broker (or is Kafka's `DirectoryId.LOST`). The replicas
+    /// in a directory gone offline leave: their leaderships move to other ISR members whose replicas are
+    /// online (or the partition loses its leader) and they leave their ISRs, as when the broker is fenced
+    /// — only for those replicas. While offline, [`MetadataImage::is_replica_online`] keeps them from
+    /// being elected or added to an ISR; with every directory offline the broker gets no new replicas
+    /// either. A directory back online (broker unfenced): leaderless partitions its replicas can lead
+    /// get a leader; its followers rejoin ISRs through the leaders' AlterPartition.
+    fn log_dir_change(&self, batch: &mut Batch<'_>, reg: &BrokerRegistration, offline: &[Uuid]) {
+        let mut dirs = offline.to_vec();
+        dirs.sort();
+        dirs.dedup();
+        let all = dirs.contains(&DIRECTORY_LOST)
+            || (!dirs.is_empty() && reg.log_dirs.is_empty())
+            || (!reg.log_dirs.is_empty() && reg.log_dirs.iter().all(|d| dirs.contains(d)));
+        if reg.log_dir_offline == all && reg.offline_log_dirs == dirs {
             return;
         }
         let id = reg.broker_id;
@@ -186,16 +207,65 @@ impl QuorumControl {
             broker_epoch: reg.broker_epoch,
             fenced: None,
             in_controlled_shutdown: None,
-            log_dir_offline: Some(offline),
+            log_dir_offline: (reg.log_dir_offline != all).then_some(all),
+            offline_log_dirs: (reg.offline_log_dirs != dirs).then_some(dirs),
         });
         if reg.fenced {
             return; // a fenced broker leads nothing and is in no ISR that fencing could shrink
         }
-        if offline {
-            self.broker_leaves(batch, id, true);
-        } else if !reg.in_controlled_shutdown {
-            self.broker_arrives(batch, id);
+        let dir_offline = |view: &MetadataImage, _: Uuid, _: i32, p: &PartitionRegistration| {
+            view.is_replica_dir_offline(id, p)
+        };
+        self.replicas_leave(batch, id, true, &dir_offline);
+        if !reg.in_controlled_shutdown {
+            let dir_online = |view: &MetadataImage, _: Uuid, _: i32, p: &PartitionRegistration| {
+                !view.is_replica_dir_offline(id, p)
+            };
+            self.replicas_arrive(batch, id, &dir_online);
         }
+    }
+
+    /// AssignReplicasToDirs (KIP-858): records the directory of each listed replica of the broker whose
+    /// image entry differs (a `PartitionChangeRecord` with `directories`); a replica that turns out to be
+    /// in one of the broker's offline directories then leaves, as in
+    /// [`log_dir_change`](Self::log_dir_change). Partitions that no longer exist or no longer have the
+    /// broker as a replica, and directories the broker did not register, are skipped.
+    ///
+    /// Errors: `STALE_BROKER_EPOCH` (an unknown broker or an old registration's epoch).
+    pub fn assign_replicas_to_dirs(
+        &mut self,
+        image: &MetadataImage,
+        req: &AssignReplicasToDirs,
+    ) -> Result<Vec<MetadataRecord>, ControllerError> {
+        super::check_broker_epoch(image, req.broker_id, req.broker_epoch)?;
+        let broker = req.broker_id;
+        let reg = &image.brokers[&broker];
+        let mut batch = Batch::new(image);
+        for &(topic_id, partition_id, dir) in &req.assignments {
+            let known = dir == DIRECTORY_UNASSIGNED || reg.log_dirs.contains(&dir);
+            let Some(p) = batch.view.partition(topic_id, partition_id) else {
+                continue;
+            };
+            if !known || p.directory_of(broker) == dir {
+                continue;
+            }
+            let Some(directories) = p.directories_with(broker, dir) else {
+                continue;
+            };
+            let mut change = MetadataRecord::isr_leader_change(topic_id, partition_id, None, None);
+            if let MetadataRecord::PartitionChangeRecord { directories: d, .. } = &mut change {
+                *d = Some(directories);
+            }
+            batch.push(change);
+            let p = batch.view.partition(topic_id, partition_id);
+            if !reg.fenced && p.is_some_and(|p| batch.view.is_replica_dir_offline(broker, p)) {
+                let this = |view: &MetadataImage, t: Uuid, i: i32, p: &PartitionRegistration| {
+                    (t, i) == (topic_id, partition_id) && view.is_replica_dir_offline(broker, p)
+                };
+                self.replicas_leave(&mut batch, broker, true, &this);
+            }
+        }
+        Ok(batch.records)
     }
 
     /// The periodic check (Kafka's `maybeFenceOneStaleBroker`): fences every unfenced broker whose
@@ -245,10 +315,26 @@ impl QuorumControl {
     /// loses its leader; without (controlled shutdown) it is left alone. Returns whether any record
     /// was added.
     fn broker_leaves(&self, batch: &mut Batch<'_>, broker: BrokerId, fencing: bool) -> bool {
+        self.replicas_leave(batch, broker, fencing, &all_partitions)
+    }
+
+    /// [`broker_leaves`](Self::broker_leaves) for the partitions `filter` selects only (the replicas in
+    /// a failed directory). The new leader is an ISR member whose replica is online.
+    fn replicas_leave(
+        &self,
+        batch: &mut Batch<'_>,
+        broker: BrokerId,
+        fencing: bool,
+        filter: PartitionFilter<'_>,
+    ) -> bool {
         let mut changes = Vec::new();
-        for t in batch.view.topics.values() {
+        let view = &batch.view;
+        for t in view.topics.values() {
             for (&pid, p) in &t.partitions {
                 if !p.isr.contains(&broker) && p.leader != broker {
+                    continue;
+                }
+                if !filter(view, t.topic_id, pid, p) {
                     continue;
                 }
                 let mut new_isr: Vec<BrokerId> =
@@ -260,20 +346,21 @@ impl QuorumControl {
                 let mut leader = None;
                 if p.leader == broker {
                     let candidate = p.replicas.iter().copied().find(|&r| {
-                        r != broker && new_isr.contains(&r) && batch.view.is_active_broker(r)
+                        r != broker && new_isr.contains(&r) && view.is_replica_online(r, p)
                     });
                     match candidate {
                         Some(c) => leader = Some(c),
                         None => {
-                            let unclean =
-                                self.config
-                                    .unclean_leader_election
-                                    .then(|| {
-                                        p.replicas.iter().copied().find(|&r| {
-                                            r != broker && batch.view.is_active_broker(r)
-                                        })
-                                    })
-                                    .flatten();
+                            let unclean = self
+                                .config
+                                .unclean_leader_election
+                                .then(|| {
+                                    p.replicas
+                                        .iter()
+                                        .copied()
+                                        .find(|&r| r != broker && view.is_replica_online(r, p))
+                                })
+                                .flatten();
                             if let Some(u) = unclean {
                                 leader = Some(u);
                                 new_isr = vec![u];
@@ -302,20 +389,38 @@ impl QuorumControl {
 
     /// Elects `broker` (now active) leader of leaderless partitions it can lead.
     fn broker_arrives(&self, batch: &mut Batch<'_>, broker: BrokerId) {
+        self.replicas_arrive(batch, broker, &all_partitions);
+    }
+
+    /// [`broker_arrives`](Self::broker_arrives) for the partitions `filter` selects only (the replicas
+    /// of a directory back online): a leaderless partition with a replica on `broker` gets the first
+    /// ISR member whose replica is online, or (unclean election) `broker`'s online replica.
+    fn replicas_arrive(
+        &self,
+        batch: &mut Batch<'_>,
+        broker: BrokerId,
+        filter: PartitionFilter<'_>,
+    ) {
         let mut changes = Vec::new();
-        for t in batch.view.topics.values() {
+        let view = &batch.view;
+        for t in view.topics.values() {
             for (&pid, p) in &t.partitions {
                 if p.leader != NO_LEADER || !p.replicas.contains(&broker) {
+                    continue;
+                }
+                if !filter(view, t.topic_id, pid, p) {
                     continue;
                 }
                 let clean = p
                     .replicas
                     .iter()
                     .copied()
-                    .find(|&r| p.isr.contains(&r) && batch.view.is_active_broker(r));
+                    .find(|&r| p.isr.contains(&r) && view.is_replica_online(r, p));
                 let change = match clean {
                     Some(l) => Some((l, None)),
-                    None if self.config.unclean_leader_election => {
+                    None if self.config.unclean_leader_election
+                        && view.is_replica_online(broker, p) =>
+                    {
                         Some((broker, Some(vec![broker])))
                     }
                     None => None,

@@ -44,7 +44,7 @@ pub(super) fn completed(
     }
     let leader = (!new_isr.contains(&p.leader)).then(|| {
         (replicas.iter())
-            .find(|r| new_isr.contains(r) && image.is_active_broker(**r))
+            .find(|r| new_isr.contains(r) && image.is_replica_online(**r, p))
             .copied()
             .unwrap_or(NO_LEADER)
     });
@@ -68,6 +68,7 @@ pub(super) fn completion_record(
         replicas: Some(replicas),
         adding_replicas: Some(Vec::new()),
         removing_replicas: Some(Vec::new()),
+        directories: None,
     })
 }
 
@@ -173,7 +174,8 @@ impl QuorumControl {
             isr = vec![first];
             leader = Some(first);
         } else if !isr.contains(&p.leader) {
-            let next = (replicas.iter()).find(|r| isr.contains(r) && image.is_active_broker(**r));
+            let next =
+                (replicas.iter()).find(|r| isr.contains(r) && image.is_replica_online(**r, p));
             leader = Some(next.copied().unwrap_or(NO_LEADER));
         }
         Ok(Some(MetadataRecord::PartitionChangeRecord {
@@ -184,6 +186,7 @@ impl QuorumControl {
             replicas: Some(replicas),
             adding_replicas: Some(Vec::new()),
             removing_replicas: Some(Vec::new()),
+            directories: None,
         }))
     }
 }
@@ -234,6 +237,7 @@ pub(super) fn start_record(
         .collect();
     let replicas: Vec<BrokerId> = target.iter().chain(&removing).copied().collect();
     let moving = PartitionRegistration {
+        directories: replicas.iter().map(|&r| p.directory_of(r)).collect(),
         replicas: replicas.clone(),
         adding_replicas: adding.clone(),
         removing_replicas: removing.clone(),
@@ -250,5 +254,6 @@ pub(super) fn start_record(
         replicas: Some(replicas),
         adding_replicas: Some(adding),
         removing_replicas: Some(removing),
+        directories: None,
     })
 }

@@ -84,7 +84,7 @@ impl QuorumControl {
                         "the preferred replica is the leader".into(),
                     ));
                 }
-                if !p.isr.contains(&preferred) || !batch.view.is_active_broker(preferred) {
+                if !p.isr.contains(&preferred) || !batch.view.is_replica_online(preferred, p) {
                     return Err((
                         ErrorCode::PREFERRED_LEADER_NOT_AVAILABLE,
                         format!("preferred replica {preferred} is not in the ISR or not active"),
@@ -99,7 +99,7 @@ impl QuorumControl {
                         format!("partition has leader {}", p.leader),
                     ));
                 }
-                let active = |r: &BrokerId| batch.view.is_active_broker(*r);
+                let active = |r: &BrokerId| batch.view.is_replica_online(*r, p);
                 if let Some(&r) = p.isr.iter().find(|r| active(r)) {
                     (r, None)
                 } else if let Some(&r) = p.replicas.iter().find(|r| active(r)) {
@@ -215,11 +215,13 @@ impl QuorumControl {
         if let Some(bad) = req
             .new_isr
             .iter()
-            .find(|r| !cur.isr.contains(r) && !image.is_active_broker(**r))
+            .find(|r| !cur.isr.contains(r) && !image.is_replica_online(**r, cur))
         {
             return Err(err(
                 ErrorCode::INELIGIBLE_REPLICA,
-                format!("replica {bad} is fenced, shutting down or unregistered"),
+                format!(
+                    "replica {bad} is fenced, shutting down, unregistered or in an offline log dir"
+                ),
             ));
         }
         let cur_set: BTreeSet<BrokerId> = cur.isr.iter().copied().collect();

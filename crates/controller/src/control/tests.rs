@@ -94,6 +94,7 @@ impl Sim {
                 port: 9000 + id.get() as u16,
                 rack: None,
                 listeners: Vec::new(),
+                log_dirs: Vec::new(),
             },
             self.now,
         )?;
@@ -107,16 +108,16 @@ impl Sim {
         fence: bool,
         shutdown: bool,
     ) -> Result<HeartbeatReply, ControllerError> {
-        self.hb_dir(id, fence, shutdown, false)
+        self.hb_dir(id, fence, shutdown, Vec::new())
     }
 
-    /// A heartbeat that also reports the broker's log dir as offline (`true`) or online.
+    /// A heartbeat that also reports the broker's offline log dirs (KIP-858 ids).
     fn hb_dir(
         &mut self,
         id: impl AsBroker,
         fence: bool,
         shutdown: bool,
-        log_dir_offline: bool,
+        offline_log_dirs: Vec<Uuid>,
     ) -> Result<HeartbeatReply, ControllerError> {
         let id = id.broker();
         let epoch = self
@@ -132,8 +133,7 @@ impl Sim {
                 metadata_offset: self.image.offset,
                 want_fence: fence,
                 want_shutdown: shutdown,
-                log_dir_offline,
-                partition_sizes: Vec::new(),
+                offline_log_dirs,
             },
             self.now,
         )?;
@@ -213,8 +213,7 @@ fn registration_starts_fenced_and_first_heartbeat_unfences() {
                 metadata_offset: epoch.get() - 1,
                 want_fence: false,
                 want_shutdown: false,
-                log_dir_offline: false,
-                partition_sizes: Vec::new(),
+                offline_log_dirs: Vec::new(),
             },
             0,
         )
@@ -244,8 +243,7 @@ fn heartbeat_errors() {
                 metadata_offset: 0,
                 want_fence: false,
                 want_shutdown: false,
-                log_dir_offline: false,
-                partition_sizes: Vec::new(),
+                offline_log_dirs: Vec::new(),
             },
             0,
         )

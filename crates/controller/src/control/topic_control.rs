@@ -444,6 +444,7 @@ fn new_partition_record(
         leader,
         leader_epoch: LeaderEpoch(0),
         partition_epoch: PartitionEpoch(0),
+        directories: Vec::new(),
     }
 }
 

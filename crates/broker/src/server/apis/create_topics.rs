@@ -88,7 +88,8 @@ async fn create_one(
     quota: &mut MutationQuota<'_>,
 ) -> Result<TopicMetadata, ApiError> {
     let (mut partitions, mut rf) = (t.num_partitions, t.replication_factor);
-    if !t.assignments.is_empty() {
+    let explicit = !t.assignments.is_empty() && apis.config().is_cluster();
+    if !t.assignments.is_empty() && !explicit {
         partitions = check_assignments(apis, t)?;
         rf = 1;
     }
@@ -102,30 +103,59 @@ async fn create_one(
         };
         configs.insert(c.name.clone(), v.clone());
     }
+    if explicit {
+        check_counts_unset(t)?;
+    }
+    let assignments: Vec<(i32, Vec<types::BrokerId>)> = (t.assignments.iter())
+        .map(|a| {
+            (
+                a.partition_index,
+                a.broker_ids.iter().copied().map(types::BrokerId).collect(),
+            )
+        })
+        .collect();
+    let create = |configs, validate_only| {
+        let topics = &apis.topics;
+        let (name, assignments) = (&t.name, assignments.clone());
+        async move {
+            match explicit {
+                true => {
+                    (topics.create_topic_with_assignments(
+                        name,
+                        assignments,
+                        configs,
+                        validate_only,
+                    ))
+                    .await
+                }
+                false => (topics.create_topic(name, partitions, rf, configs, validate_only)).await,
+            }
+        }
+    };
     if quota.is_bounded() {
-        let checked = apis
-            .topics
-            .create_topic(&t.name, partitions, rf, configs.clone(), true)
-            .await?;
+        let checked = create(configs.clone(), true).await?;
         quota.record(checked.partitions.max(0) as u32)?;
         if validate_only {
             return Ok(checked);
         }
     }
-    Ok(apis
-        .topics
-        .create_topic(&t.name, partitions, rf, configs, validate_only)
-        .await?)
+    Ok(create(configs, validate_only).await?)
 }
 
-/// Explicit replica assignments: partitions numbered 0..n, each naming only this broker. Returns n.
-fn check_assignments(apis: &KafkaApis, t: &CreatableTopic) -> Result<i32, ApiError> {
+/// Kafka's rule for CreateTopics with explicit assignments: both counts -1. Errors: INVALID_REQUEST.
+fn check_counts_unset(t: &CreatableTopic) -> Result<(), ApiError> {
     if t.num_partitions != -1 || t.replication_factor != -1 {
         return Err(ApiError::new(
             ErrorCode::INVALID_REQUEST,
             "Both numPartitions or replicationFactor and replicasAssignments were set.",
         ));
     }
+    Ok(())
+}
+
+/// Explicit replica assignments: partitions numbered 0..n, each naming only this broker. Returns n.
+fn check_assignments(apis: &KafkaApis, t: &CreatableTopic) -> Result<i32, ApiError> {
+    check_counts_unset(t)?;
     let mut indexes: Vec<i32> = t.assignments.iter().map(|a| a.partition_index).collect();
     indexes.sort_unstable();
     if indexes.iter().enumerate().any(|(i, p)| *p != i as i32) {

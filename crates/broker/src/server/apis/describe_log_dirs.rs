@@ -65,15 +65,14 @@ pub fn handle(
             }
         }
     }
-    // The directories share one health today (a failure takes the broker's storage offline).
-    let offline = log_manager.dir_health().is_offline();
     let results = dirs
         .into_iter()
         .zip(per_dir)
-        .map(|(dir, topics)| {
+        .enumerate()
+        .map(|(index, (dir, topics))| {
             let (total, usable) = disk_space(&dir).unwrap_or((-1, -1));
             DescribeLogDirsResult {
-                error_code: if offline {
+                error_code: if log_manager.dir_health(index).is_offline() {
                     ErrorCode::KAFKA_STORAGE_ERROR.0
                 } else {
                     0

@@ -214,11 +214,9 @@ pub(super) fn image_topic_response(
                     offline_replicas: reg
                         .replicas
                         .iter()
-                        .filter(|r| {
-                            image
-                                .brokers
-                                .get(r)
-                                .is_none_or(|b| b.fenced || b.log_dir_offline)
+                        .filter(|&&r| {
+                            let fenced = image.brokers.get(&r).is_none_or(|b| b.fenced);
+                            fenced || image.is_replica_dir_offline(r, reg)
                         })
                         .map(|r| r.get())
                         .collect(),

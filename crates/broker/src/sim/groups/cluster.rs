@@ -107,6 +107,8 @@ impl GroupWorld {
                     fenced: !alive.contains(&b),
                     in_controlled_shutdown: false,
                     log_dir_offline: offline.contains(&b),
+                    log_dirs: Vec::new(),
+                    offline_log_dirs: Vec::new(),
                 },
             );
         }
@@ -118,6 +120,7 @@ impl GroupWorld {
             partition_epoch: state.partition_epoch,
             adding_replicas: Vec::new(),
             removing_replicas: Vec::new(),
+            directories: Vec::new(),
         };
         image.topics.insert(
             OFFSETS_TOPIC.to_string(),
@@ -137,6 +140,7 @@ impl GroupWorld {
                 partition_epoch: PartitionEpoch(0),
                 adding_replicas: Vec::new(),
                 removing_replicas: Vec::new(),
+                directories: Vec::new(),
             };
             (p, reg)
         });

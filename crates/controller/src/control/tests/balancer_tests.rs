@@ -227,7 +227,7 @@ fn bytes_are_evened_out_by_swapping_partitions() {
             )
         })
         .collect();
-    s.ctl.record_partition_sizes(&sizes);
+    s.ctl.note_partition_sizes(&sizes);
     let bytes = |s: &Sim, b: i32| -> u64 {
         (s.image.topics["t"].partitions.iter())
             .filter(|(_, p)| p.replicas.contains(&BrokerId(b)))

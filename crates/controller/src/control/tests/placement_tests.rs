@@ -18,6 +18,7 @@ pub(super) fn on_rack(s: &mut Sim, id: i32, rack: Option<&str>) {
                 port: 9000 + id as u16,
                 rack: rack.map(str::to_string),
                 listeners: Vec::new(),
+                log_dirs: Vec::new(),
             },
             s.now,
         )
