@@ -84,13 +84,14 @@ def probe_window(bootstrap: str) -> float | None:
 
 
 def fill(bootstrap: str, partitions: int, mb: int) -> dict:
-    """`moved` gets MB MiB of 16 KiB records in every partition: one acks=1 producer (confluent-kafka) writes
+    """`moved` gets MB MiB of 16 KiB records in every partition: one acks=all producer (confluent-kafka; acks=1
+    lost unreplicated tails to leadership changes during the 2026-12-05 fill, as acks=1 may) writes
     partition 0, 1, 2, ... in turn, at most 64 MiB queued (nothing held beyond that). Not `runnel bench
     produce`: it sends runs of 4096 records (64 MiB of these) to one partition after another, which leaves
     most partitions of a small fill empty and puts one or two runs in each at 100 × 100 MB."""
     from confluent_kafka import Producer
     errors: list = []
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 20,
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20,
                   "queue.buffering.max.kbytes": 65536, "message.timeout.ms": 300000})
     value = bytes(RECORD)
     per_partition = mb * (1 << 20) // RECORD
