@@ -140,3 +140,34 @@ def test_under_replicated_partitions_follow_a_follower_kill9_and_restart(topic):
         assert active == 1
     finally:
         c.close()
+
+
+class JsonLogBroker(BrokerProcess):
+    """A runnel broker started with `--log-format json`."""
+
+    def argv(self) -> list[str]:
+        argv = super().argv()
+        return argv[:2] + ["--log-format", "json"] + argv[2:]
+
+
+@pytest.mark.skipif(MODE != "runnel", reason="runnel's own log format")
+def test_json_logs_carry_the_request_context(topic):
+    """Every line of `--log-format json` is one JSON object; an event a request handler logs (here the topic
+    creation) carries that request's API, client id, principal, listener and peer in `span`."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+    b = JsonLogBroker({})
+    try:
+        b.start()
+        a = AdminClient({"bootstrap.servers": b.bootstrap, "client.id": "json-log-test"})
+        a.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+        lines = [ln for ln in b.log_path.read_text().splitlines() if ln.startswith("{")]
+        records = [json.loads(ln) for ln in lines]
+        assert records and all({"timestamp", "level", "target"} <= r.keys() for r in records), lines[:3]
+        created = [r for r in records if r.get("message") == "created topic" and r.get("topic") == topic]
+        assert created, f"no 'created topic' event for {topic}: {lines[-5:]}"
+        span = created[0].get("span", {})
+        assert span.get("api") == "CreateTopics" and span.get("client_id") == "json-log-test", span
+        assert span.get("principal") == "ANONYMOUS" and span.get("listener") == "PLAINTEXT", span
+        assert "127.0.0.1" in span.get("peer", ""), span
+    finally:
+        b.close()

@@ -154,7 +154,9 @@ impl LocalTopicAdmin {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return Box::pin(std::future::ready(change(&admin)));
         };
-        let task = runtime.spawn_blocking(move || change(&admin));
+        // The request's span (`--log-format json`'s request context) follows the change onto the pool.
+        let span = tracing::Span::current();
+        let task = runtime.spawn_blocking(move || span.in_scope(|| change(&admin)));
         Box::pin(async move {
             task.await.unwrap_or_else(|e| {
                 Err(TopicError::Internal(format!(

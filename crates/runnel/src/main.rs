@@ -31,6 +31,20 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Log lines as text, or as one JSON object per line (fields flattened, with the request each event
+    /// happened in: API, version, correlation id, client id, principal, listener and peer).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+/// The format of the log on stderr (`--log-format`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum LogFormat {
+    /// Human-readable lines (colored on a terminal).
+    Text,
+    /// One JSON object per line: `timestamp`, `level`, `target`, the event's fields, `span` (the current
+    /// request's context, if any).
+    Json,
 }
 
 #[derive(Subcommand, Debug)]
@@ -123,6 +137,38 @@ impl ServerArgs {
     }
 }
 
+/// Logs to stderr in `format`, filtered by `RUNNEL_LOG` (an `EnvFilter`) or else `default_level`; JSON also
+/// enables the per-request span ([`broker::server::apis::REQUEST_SPAN_TARGET`]) unless `RUNNEL_LOG` is set.
+fn init_logging(format: LogFormat, default_level: &str) {
+    use tracing_subscriber::EnvFilter;
+    let builder = tracing_subscriber::fmt().with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder
+            .with_env_filter(
+                EnvFilter::try_from_env("RUNNEL_LOG")
+                    .unwrap_or_else(|_| EnvFilter::new(default_level)),
+            )
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+        LogFormat::Json => {
+            let with_requests = format!(
+                "{default_level},{}=debug",
+                broker::server::apis::REQUEST_SPAN_TARGET
+            );
+            builder
+                .with_env_filter(
+                    EnvFilter::try_from_env("RUNNEL_LOG")
+                        .unwrap_or_else(|_| EnvFilter::new(with_requests)),
+                )
+                .json()
+                .flatten_event(true)
+                .with_current_span(true)
+                .with_span_list(false)
+                .init()
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // The operator commands speak through their output; only the server logs at info by default.
@@ -132,14 +178,7 @@ fn main() -> ExitCode {
         Command::Server(_) => "info,openraft=off",
         _ => "warn,rdkafka=off",
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("RUNNEL_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level)),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    init_logging(cli.log_format, default_level);
     let result = match cli.command {
         Command::Server(args) => run_server(args),
         Command::Topic(args) => topic::run(args),

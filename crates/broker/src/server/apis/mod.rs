@@ -77,6 +77,11 @@ use crate::txn_coordinator::TransactionCoordinatorService;
 use replica::replica_manager::ReplicaManager;
 use replica::replica_selector::ReplicaSelector;
 
+/// The tracing target of the span each request's handler runs in (fields: `api`, `version`,
+/// `correlation_id`, `client_id`, `principal`, `listener`, `peer`), at debug level: `runnel --log-format json`
+/// enables it by default so every event a handler logs carries its request's context.
+pub const REQUEST_SPAN_TARGET: &str = "runnel::request";
+
 /// The APIs and version ranges this broker serves and advertises in ApiVersions (pitfall 12: exactly what
 /// works). Each is the intersection of what the codec knows and what the handler implements; ranges follow
 /// Apache Kafka 4.x.
@@ -321,7 +326,14 @@ impl KafkaApis {
         let timed = clients.request_quotas_enabled() && !request_quota::is_exempt(&ctx, &body);
         let dispatch_start = tokio::time::Instant::now();
         let mut polled = Duration::ZERO;
-        let dispatched = request_quota::timed(&mut polled, self.dispatch(&ctx, body)).await;
+        // The request's context for every event its handler logs (shown by `--log-format json`, whose
+        // filter enables this target; off by default: a span per request costs a little).
+        let span = tracing::debug_span!(target: REQUEST_SPAN_TARGET, "request",
+            api = timing.request, version, correlation_id, client_id,
+            principal = %connection.principal.name, listener = %connection.listener_name,
+            peer = ?connection.peer);
+        let handler = tracing::Instrument::instrument(self.dispatch(&ctx, body), span);
+        let dispatched = request_quota::timed(&mut polled, handler).await;
         timing.remote = dispatch_start.elapsed().saturating_sub(polled);
         timing.local = polled;
         let request_throttle_ms = match timed {
