@@ -9,6 +9,7 @@ import re
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 from conftest import MODE, BrokerProcess
@@ -171,3 +172,77 @@ def test_json_logs_carry_the_request_context(topic):
         assert "127.0.0.1" in span.get("peer", ""), span
     finally:
         b.close()
+
+
+DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
+SELECTOR = re.compile(r'\b((?:kafka|process)_[a-z0-9_]+)(?:\{([^}]*)\})?')
+MATCHER = re.compile(r'(\w+)\s*(=~|!=|!~|=)\s*"([^"]*)"')
+
+
+def shipped_exprs() -> list[tuple[str, str]]:
+    """(where, PromQL) of every Grafana panel target and Prometheus alert in deploy/."""
+    import yaml
+    dash = json.loads((DEPLOY / "grafana" / "runnel-dashboard.json").read_text())
+    out = [(f"panel '{p['title']}'", t["expr"]) for p in dash["panels"] for t in p["targets"]]
+    rules = yaml.safe_load((DEPLOY / "prometheus" / "runnel-alerts.yml").read_text())
+    out += [(f"alert {r['alert']}", r["expr"]) for g in rules["groups"] for r in g["rules"]]
+    return out
+
+
+def selector_matches(series: frozenset, matchers: list[tuple[str, str, str]]) -> bool:
+    labels = dict(series)
+    for name, op, want in matchers:
+        have = labels.get(name, "")
+        ok = {"=": have == want, "!=": have != want, "=~": re.fullmatch(want, have) is not None,
+              "!~": re.fullmatch(want, have) is None}[op]
+        if not ok:
+            return False
+    return True
+
+
+def test_the_shipped_dashboard_and_alerts_use_only_metrics_a_live_cluster_exports(topic):
+    """deploy/grafana/runnel-dashboard.json and deploy/prometheus/runnel-alerts.yml: every metric a panel or an
+    alert selects, with its label matchers, is among the series a three-node cluster exports after a produce
+    and a consumer group's commits (what an operator's Prometheus would scrape from every node)."""
+    from confluent_kafka import Consumer
+
+    from test_cluster import Cluster, Stream, create_topic
+    c = Cluster().start()
+    try:
+        create_topic(c, topic)
+        s = Stream(c.bootstrap, topic)
+        s.until_acked(500)
+        s.finish()
+        group = f"dash-{topic}"
+        cons = Consumer({"bootstrap.servers": c.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})
+        cons.subscribe([topic])
+        got = 0
+        deadline = time.monotonic() + 60
+        while got < 100 and time.monotonic() < deadline:
+            m = cons.poll(0.5)
+            if m is not None and m.error() is None:
+                got += 1
+        cons.commit(asynchronous=False)
+        cons.close()
+        assert got >= 100, f"consumed only {got}"
+
+        def exported():
+            series: dict[str, list[frozenset]] = {}
+            for n in c.nodes.values():
+                for (name, labels) in scrape(n.metrics_port):
+                    series.setdefault(name, []).append(labels)
+            return series
+        wait_until(lambda: "kafka_consumergroup_lag" in exported(), "the group's lag series", 30)
+        series = exported()
+        missing = []
+        for where, expr in shipped_exprs():
+            selectors = SELECTOR.findall(expr)
+            assert selectors, f"{where}: no metric in {expr!r}"
+            for name, matchers in selectors:
+                wanted = MATCHER.findall(matchers)
+                if not any(selector_matches(ls, wanted) for ls in series.get(name, [])):
+                    missing.append(f"{where}: {name}{{{matchers}}}")
+        assert not missing, "selectors matching no exported series:\n" + "\n".join(missing)
+    finally:
+        c.close()

@@ -90,8 +90,27 @@ pub fn fetch_answered(response: &FetchResponse, follower: bool) {
     }
 }
 
-/// Registers the descriptions (HELP lines) of the topic metrics.
+/// The broker-wide counters that exist from the start at 0 (as Kafka's MBeans do), so that a dashboard or an
+/// alert on a rate of failures finds its series before the first failure.
+const FROM_ZERO: &[&str] = &[
+    "kafka_server_brokertopicmetrics_messagesin_total",
+    "kafka_server_brokertopicmetrics_bytesin_total",
+    "kafka_server_brokertopicmetrics_bytesout_total",
+    "kafka_server_brokertopicmetrics_replicationbytesout_total",
+    "kafka_server_brokertopicmetrics_replicationbytesin_total",
+    "kafka_server_brokertopicmetrics_totalproducerequests_total",
+    "kafka_server_brokertopicmetrics_failedproducerequests_total",
+    "kafka_server_brokertopicmetrics_totalfetchrequests_total",
+    "kafka_server_brokertopicmetrics_failedfetchrequests_total",
+    "kafka_server_replicamanager_isrshrinks_total",
+    "kafka_server_replicamanager_isrexpands_total",
+];
+
+/// Registers the descriptions (HELP lines) of the topic metrics, and the broker-wide counters at 0.
 pub(super) fn describe() {
+    for name in FROM_ZERO {
+        counter!(*name).increment(0);
+    }
     describe_counter!(
         "kafka_server_brokertopicmetrics_messagesin_total",
         "Records appended by client Produce requests (Kafka MessagesInPerSec)."
