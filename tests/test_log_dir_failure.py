@@ -192,19 +192,8 @@ def test_standalone_full_disk_answers_storage_error_and_recovers_without_restart
 
 def describe_log_dirs_errors(bootstrap: str) -> dict[str, int]:
     """DescribeLogDirs (v1): {dir path: error code} of every log dir of the broker."""
-    import kproto
-    with kproto.Connection(bootstrap) as c:
-        r = c.request(35, 1, bytes(kproto.Writer().i32(-1).buf))  # all topics: a null array
-    r.i32()  # throttle_time_ms
-    out = {}
-    for _ in range(r.i32()):
-        err, d = r.i16(), r.string()
-        for _ in range(r.i32()):
-            r.string()
-            for _ in range(r.i32()):
-                r.i32(), r.i64(), r.i64(), r.i8()
-        out[d] = err
-    return out
+    from test_jbod import describe_log_dirs
+    return {d: err for d, (err, _) in describe_log_dirs(bootstrap).items()}
 
 
 @needs_mount
