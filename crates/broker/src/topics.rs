@@ -142,23 +142,28 @@ impl TopicManager {
         configs: BTreeMap<String, String>,
         validate_only: bool,
     ) -> Result<TopicMetadata, TopicError> {
-        let topic = self.validate_new_topic(name, partitions, replication_factor, configs)?;
-        self.admin.create_topic(topic, validate_only).await
+        let counts = (partitions, replication_factor);
+        (self.create_topic_assigned(name, counts, Vec::new(), configs, validate_only)).await
     }
 
-    /// CreateTopics with explicit replica `assignments` (partition index, replica ids) in a cluster: the
-    /// name, configs and partition budget are checked here, the assignments by the controller (Kafka's
-    /// `validateManualPartitionAssignment`: numbered from 0, one length, no duplicate, every broker
-    /// registered → INVALID_REPLICA_ASSIGNMENT). Errors: as [`create_topic`](Self::create_topic).
-    pub async fn create_topic_with_assignments(
+    /// [`create_topic`](Self::create_topic) with explicit replica `assignments` (partition index, replica
+    /// ids), in a cluster: when not empty they decide the partition count and replication factor
+    /// (`counts` is ignored) and the controller checks them (Kafka's `validateManualPartitionAssignment`:
+    /// numbered from 0, one length, no duplicate, every broker registered → INVALID_REPLICA_ASSIGNMENT);
+    /// empty, the controller places `counts` (partitions, replication factor; -1 = the broker default).
+    /// The name, configs and partition budget are checked here. Errors: as `create_topic`.
+    pub async fn create_topic_assigned(
         &self,
         name: &str,
+        counts: (i32, i16),
         assignments: Vec<(i32, Vec<types::BrokerId>)>,
         configs: BTreeMap<String, String>,
         validate_only: bool,
     ) -> Result<TopicMetadata, TopicError> {
-        let partitions = assignments.len() as i32;
-        let rf = assignments.first().map_or(0, |(_, r)| r.len()) as i16;
+        let (partitions, rf) = match assignments.first() {
+            Some((_, replicas)) => (assignments.len() as i32, replicas.len() as i16),
+            None => counts,
+        };
         let mut topic = self.validate_new_topic(name, partitions, rf, configs)?;
         topic.assignments = assignments;
         self.admin.create_topic(topic, validate_only).await

@@ -272,4 +272,18 @@ impl MetadataRecord {
             directories: None,
         }
     }
+
+    /// A `PartitionChangeRecord` setting only the replicas' directories (KIP-858, an AssignReplicasToDirs):
+    /// `directories` aligned with the partition's replicas.
+    pub fn directories_change(
+        topic_id: Uuid,
+        partition_id: i32,
+        directories: Vec<Uuid>,
+    ) -> MetadataRecord {
+        let mut change = Self::isr_leader_change(topic_id, partition_id, None, None);
+        if let MetadataRecord::PartitionChangeRecord { directories: d, .. } = &mut change {
+            *d = Some(directories);
+        }
+        change
+    }
 }

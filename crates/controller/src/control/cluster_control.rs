@@ -252,11 +252,11 @@ impl QuorumControl {
             let Some(directories) = p.directories_with(broker, dir) else {
                 continue;
             };
-            let mut change = MetadataRecord::isr_leader_change(topic_id, partition_id, None, None);
-            if let MetadataRecord::PartitionChangeRecord { directories: d, .. } = &mut change {
-                *d = Some(directories);
-            }
-            batch.push(change);
+            batch.push(MetadataRecord::directories_change(
+                topic_id,
+                partition_id,
+                directories,
+            ));
             let p = batch.view.partition(topic_id, partition_id);
             if !reg.fenced && p.is_some_and(|p| batch.view.is_replica_dir_offline(broker, p)) {
                 let this = |view: &MetadataImage, t: Uuid, i: i32, p: &PartitionRegistration| {

@@ -103,34 +103,27 @@ async fn create_one(
         };
         configs.insert(c.name.clone(), v.clone());
     }
+    // In a cluster the controller checks and places explicit assignments (empty: it places the topic).
+    let mut assignments = Vec::new();
     if explicit {
         check_counts_unset(t)?;
+        assignments = (t.assignments.iter())
+            .map(|a| {
+                (
+                    a.partition_index,
+                    a.broker_ids.iter().copied().map(types::BrokerId).collect(),
+                )
+            })
+            .collect();
     }
-    let assignments: Vec<(i32, Vec<types::BrokerId>)> = (t.assignments.iter())
-        .map(|a| {
-            (
-                a.partition_index,
-                a.broker_ids.iter().copied().map(types::BrokerId).collect(),
-            )
-        })
-        .collect();
     let create = |configs, validate_only| {
-        let topics = &apis.topics;
-        let (name, assignments) = (&t.name, assignments.clone());
-        async move {
-            match explicit {
-                true => {
-                    (topics.create_topic_with_assignments(
-                        name,
-                        assignments,
-                        configs,
-                        validate_only,
-                    ))
-                    .await
-                }
-                false => (topics.create_topic(name, partitions, rf, configs, validate_only)).await,
-            }
-        }
+        (apis.topics).create_topic_assigned(
+            &t.name,
+            (partitions, rf),
+            assignments.clone(),
+            configs,
+            validate_only,
+        )
     };
     if quota.is_bounded() {
         let checked = create(configs.clone(), true).await?;
