@@ -50,7 +50,7 @@ pub struct Server {
     replica_manager: Option<Arc<ReplicaManager>>,
     controller: Option<ControllerServer>,
     cluster: Option<Arc<BrokerCluster>>,
-    log_cleaner: Option<storage::LogCleaner>,
+    log_threads: Option<storage::LogThreads>,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
     local_addr: std::net::SocketAddr,
@@ -120,7 +120,7 @@ impl Server {
             };
             return Ok(Server {
                 replica_manager: None,
-                log_cleaner: None,
+                log_threads: None,
                 shutdown,
                 tasks: Vec::new(),
                 local_addr,
@@ -170,7 +170,7 @@ impl Server {
         );
         Ok(Server {
             replica_manager: Some(services.replica_manager),
-            log_cleaner: services.log_cleaner,
+            log_threads: Some(services.log_threads),
             shutdown,
             tasks,
             local_addr,
@@ -202,8 +202,8 @@ impl Server {
         for t in self.tasks {
             let _ = t.await;
         }
-        if let Some(cleaner) = self.log_cleaner {
-            tokio::task::spawn_blocking(move || cleaner.shutdown()).await?;
+        if let Some(threads) = self.log_threads {
+            tokio::task::spawn_blocking(move || threads.shutdown()).await?;
         }
         if let Some(rm) = self.replica_manager {
             tokio::task::spawn_blocking(move || rm.shutdown())
@@ -347,7 +347,7 @@ async fn start_controller(
 struct Services {
     metadata: Arc<MetadataStore>,
     log_manager: Arc<storage::LogManager>,
-    log_cleaner: Option<storage::LogCleaner>,
+    log_threads: storage::LogThreads,
     replica_manager: Arc<ReplicaManager>,
     dynamic: Arc<DynamicBrokerConfig>,
     groups: Arc<GroupCoordinatorService>,
@@ -397,14 +397,14 @@ impl Services {
         );
         // `log.cleaner.enable=false` leaves compacted topics uncompacted, as in Kafka.
         let effective = dynamic.effective();
-        let log_cleaner = if effective.get(keys::LOG_CLEANER_ENABLE) {
-            Some(
-                storage::LogCleaner::start(log_manager.clone(), cleaner_config(&effective))
-                    .context("starting the log cleaner")?,
-            )
-        } else {
-            None
-        };
+        let cleaner = (effective.get(keys::LOG_CLEANER_ENABLE)).then(|| cleaner_config(&effective));
+        let rate_config = dynamic.clone();
+        let move_rate: storage::MoveRate = Box::new(move || {
+            let rate = keys::REPLICA_ALTER_LOG_DIRS_IO_MAX_BYTES_PER_SECOND;
+            rate_config.effective().get(rate).max(0) as u64
+        });
+        let log_threads = storage::LogThreads::start(log_manager.clone(), cleaner, move_rate)
+            .context("starting the log cleaner and the log mover")?;
         let cluster = config.is_cluster().then(|| {
             let id = metadata.cluster_id();
             Arc::new(BrokerCluster::new(config, id, voters, controller_transport))
@@ -451,7 +451,7 @@ impl Services {
         Ok(Services {
             metadata,
             log_manager,
-            log_cleaner,
+            log_threads,
             replica_manager,
             dynamic,
             groups,

@@ -230,6 +230,7 @@ fn differential_against_kafka_protocol_crate() {
         OffsetForLeaderEpoch => OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse;
         DescribeConfigs => DescribeConfigsRequest, DescribeConfigsResponse;
         AlterConfigs => AlterConfigsRequest, AlterConfigsResponse;
+        AlterReplicaLogDirs => AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse;
         DescribeLogDirs => DescribeLogDirsRequest, DescribeLogDirsResponse;
         CreatePartitions => CreatePartitionsRequest, CreatePartitionsResponse;
         DeleteGroups => DeleteGroupsRequest, DeleteGroupsResponse;

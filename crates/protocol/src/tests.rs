@@ -356,6 +356,7 @@ fn supported_versions_match_the_newest_specs() {
         (ApiKey::OffsetCommit, (2, 10)),
         (ApiKey::OffsetFetch, (1, 10)),
         (ApiKey::DeleteGroups, (0, 3)),
+        (ApiKey::AlterReplicaLogDirs, (1, 2)),
         (ApiKey::DescribeLogDirs, (1, 5)),
         (ApiKey::JoinGroup, (0, 9)),
     ];

@@ -35,12 +35,14 @@
 //! `Arc<parking_lot::Mutex<Log>>`. Reads return a [`protocol::record::FileSlice`] holding an
 //! `Arc<File>`, so the bytes are read/sent after the lock is released.
 
+mod alter_log_dirs;
 mod checkpoint;
 mod cleaner;
 mod cleaner_batch;
 mod cleaner_txn;
 mod config;
 mod error;
+mod future_log;
 mod index;
 mod leader_epoch;
 mod log;
@@ -53,6 +55,7 @@ mod txn_marker;
 mod verification;
 pub mod vfs;
 
+pub use alter_log_dirs::{LogThreads, MoveRate, ReplicaAlterLogDirsThread, COPY_CHUNK_BYTES};
 pub use checkpoint::OffsetCheckpointFile;
 pub use cleaner::{
     process_peak_rss_bytes, Cleaner, CleanerConfig, CleanerStats, LogCleaner,
@@ -60,6 +63,7 @@ pub use cleaner::{
 };
 pub use config::{CleanupPolicy, LogConfig};
 pub use error::StorageError;
+pub use future_log::{AlterLogDir, FutureCopy, FUTURE_DIR_SUFFIX};
 pub use index::{OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
 pub use leader_epoch::{LeaderEpochFileCache, LEADER_EPOCH_CHECKPOINT};
 pub use log::{AppendOrigin, FetchDataInfo, FlushJob, Log, LogAppendInfo, LogOffsetMetadata};
@@ -128,6 +132,8 @@ pub fn now_ms() -> i64 {
 mod cleaner_tests;
 #[cfg(test)]
 mod cleaner_txn_tests;
+#[cfg(test)]
+mod future_log_tests;
 #[cfg(test)]
 mod jbod_tests;
 #[cfg(test)]

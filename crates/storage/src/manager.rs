@@ -10,6 +10,9 @@ use crate::checkpoint::{
 };
 use crate::config::LogConfig;
 use crate::error::StorageError;
+use crate::future_log::{
+    load_futures, parse_future_dir_name, FoundFuture, FutureLogs, LogMap, OpenContext,
+};
 use crate::log::Log;
 use crate::log_dir::{probe_dir, LogDirHealth};
 use crate::vfs::{real_fs, Fs};
@@ -40,9 +43,6 @@ pub fn validate_topic_name(topic: &str) -> Result<(), StorageError> {
         )))
     }
 }
-
-/// A partition's log and the index (into [`LogManager::dirs`]) of the data directory holding it.
-type LogMap = HashMap<TopicPartition, (Arc<Mutex<Log>>, usize)>;
 
 /// What [`choose_log_dir`] knows of one data directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,19 +84,21 @@ pub fn choose_log_dir(dirs: &[LogDirLoad]) -> Option<usize> {
 /// Thread-safety: each log is an `Arc<parking_lot::Mutex<Log>>`; hold the lock only for the
 /// duration of one call (reads return file slices consumed after unlocking).
 pub struct LogManager {
-    fs: Fs,
+    pub(crate) fs: Fs,
     /// The data directories, in `log.dirs` order (never empty); the first also holds the broker's
     /// metadata files and the cleaner's checkpoint.
-    dirs: Vec<PathBuf>,
-    logs: RwLock<LogMap>,
+    pub(crate) dirs: Vec<PathBuf>,
+    pub(crate) logs: RwLock<LogMap>,
+    /// Logs being moved to another directory (KIP-113, the `future_log` module).
+    pub(crate) futures: FutureLogs,
     had_clean_shutdown: bool,
-    /// Serializes create/delete so two creators can't open the same directory.
-    create_lock: Mutex<()>,
+    /// Serializes create/delete/move so two creators can't open the same directory.
+    pub(crate) create_lock: Mutex<()>,
     /// Online/offline state of each directory (index as in `dirs`), shared with every log in it.
-    health: Vec<Arc<LogDirHealth>>,
+    pub(crate) health: Vec<Arc<LogDirHealth>>,
     /// The wall clock (ms since the Unix epoch) every log of the directory reads when it decides by
     /// itself; `types::SystemClock` in production, the simulated clock in simulations.
-    clock: Arc<dyn Clock>,
+    pub(crate) clock: Arc<dyn Clock>,
 }
 
 impl std::fmt::Debug for LogManager {
@@ -128,15 +130,21 @@ fn create_dir_durably(fs: &Fs, dir: &Path) -> std::io::Result<()> {
 /// Opens the partition logs of the data directory `dir` (index `index` in `log.dirs`) into `logs`,
 /// following [`LogManager`]'s startup rule. Returns whether the directory had shut down cleanly.
 /// Errors: a partition already opened from another directory → [`StorageError::DuplicateLog`].
+/// Future log directories (KIP-113) are collected into `futures` for [`load_futures`].
 fn open_dir(
-    fs: &Fs,
-    dir: &Path,
+    cx: &OpenContext<'_>,
     index: usize,
-    config_for: &impl Fn(&str) -> LogConfig,
-    clock: &Arc<dyn Clock>,
-    health: &[Arc<LogDirHealth>],
     logs: &mut LogMap,
+    futures: &mut Vec<FoundFuture>,
 ) -> Result<bool, StorageError> {
+    let OpenContext {
+        fs,
+        dirs,
+        config_for,
+        clock,
+        health,
+    } = *cx;
+    let dir = &dirs[index];
     let now_ms = clock.now_ms();
     create_dir_durably(fs, dir)?;
     let marker = dir.join(CLEAN_SHUTDOWN_FILE);
@@ -165,6 +173,10 @@ fn open_dir(
         }
         // The metadata quorum's own Raft log (cluster mode) lives beside the partitions, as in Kafka.
         if name == METADATA_LOG_DIR {
+            continue;
+        }
+        if let Some(tp) = parse_future_dir_name(&name) {
+            futures.push((tp, path, index));
             continue;
         }
         let Some(tp) = TopicPartition::from_dir_name(&name) else {
@@ -265,15 +277,25 @@ impl LogManager {
         }
         let health: Vec<_> = dirs.iter().map(|_| Arc::default()).collect();
         let mut logs = HashMap::new();
+        let mut found = Vec::new();
         let mut all_clean = true;
-        for (index, dir) in dirs.iter().enumerate() {
-            let clean = open_dir(&fs, dir, index, &config_for, &clock, &health, &mut logs)?;
-            all_clean &= clean;
+        let cx = OpenContext {
+            fs: &fs,
+            dirs: &dirs,
+            config_for: &config_for,
+            clock: &clock,
+            health: &health,
+        };
+        for index in 0..dirs.len() {
+            all_clean &= open_dir(&cx, index, &mut logs, &mut found)?;
         }
+        let futures = FutureLogs::default();
+        *futures.logs.write() = load_futures(&cx, found, &mut logs)?;
         Ok(LogManager {
             fs,
             dirs,
             logs: RwLock::new(logs),
+            futures,
             had_clean_shutdown: all_clean,
             create_lock: Mutex::new(()),
             health,
@@ -382,7 +404,8 @@ impl LogManager {
             self.check_topic_id(&l, topic_id)?;
             return Ok(l);
         }
-        let index = self.next_log_dir().ok_or_else(|| {
+        let preferred = (self.take_preferred_dir(&tp)).filter(|&i| !self.health[i].is_offline());
+        let index = preferred.or_else(|| self.next_log_dir()).ok_or_else(|| {
             let reason = (self.health.iter()).find_map(|h| h.offline_reason());
             StorageError::LogOffline(match reason {
                 Some(r) if self.health.iter().all(|h| h.is_offline()) => {
@@ -451,6 +474,8 @@ impl LogManager {
     pub fn delete_log(&self, topic: &str, partition: i32) -> Result<bool, StorageError> {
         let _g = self.create_lock.lock();
         let tp = TopicPartition::new(topic, partition);
+        self.futures.preferred.lock().remove(&tp);
+        self.remove_future(&tp)?;
         let Some((log, index)) = self.logs.write().remove(&tp) else {
             return Ok(false);
         };
@@ -582,7 +607,7 @@ impl LogManager {
                 first_err.get_or_insert(e);
             }
         }
-        if let Err(e) = self.checkpoint() {
+        if let Err(e) = self.checkpoint().and_then(|()| self.close_futures()) {
             first_err.get_or_insert(e);
         }
         for (index, dir) in self.dirs.iter().enumerate() {
@@ -625,6 +650,11 @@ impl LogManager {
         };
         for tp in self.partitions_in_dir(index) {
             if let Some(log) = self.get_log(&tp.topic, tp.partition) {
+                log.lock().mark_dir_offline(&reason);
+            }
+        }
+        for (_, log, i) in self.future_logs() {
+            if i == index {
                 log.lock().mark_dir_offline(&reason);
             }
         }

@@ -648,6 +648,21 @@ impl ProducerStateManager {
         Ok(())
     }
 
+    /// Writes this state as `<map_end_offset>.snapshot` into the partition directory `dir` (another
+    /// log's: a future log taking over, see `LogManager::replace_current_with_future`), fsynced, through a
+    /// temp file and a rename. The state itself and its own directory are unchanged.
+    pub(crate) fn write_snapshot_into(&self, dir: &Path) -> io::Result<()> {
+        let offset = self.map_end_offset;
+        let tmp = dir.join(offset_file_name(offset, "snapshot.tmp"));
+        {
+            let f = self.fs.create(&tmp)?;
+            f.write_all_at(&self.encode(), 0)?;
+            f.sync_all()?;
+        }
+        self.fs
+            .rename(&tmp, &dir.join(offset_file_name(offset, "snapshot")))
+    }
+
     fn delete_snapshot(&mut self, offset: i64) -> io::Result<()> {
         self.snapshots.remove(&offset);
         match self

@@ -114,6 +114,9 @@ keys! {
     LOG_CLEANER_DEDUPE_BUFFER_SIZE: i64 = "log.cleaner.dedupe.buffer.size";
     /// `log.cleaner.io.max.bytes.per.second`: the cleaner's read+write throttle.
     LOG_CLEANER_IO_MAX_BYTES_PER_SECOND: f64 = "log.cleaner.io.max.bytes.per.second";
+    /// `replica.alter.log.dirs.io.max.bytes.per.second`: the most bytes per second moving logs between
+    /// data directories copies (AlterReplicaLogDirs, KIP-113), dynamic.
+    REPLICA_ALTER_LOG_DIRS_IO_MAX_BYTES_PER_SECOND: i64 = "replica.alter.log.dirs.io.max.bytes.per.second";
     /// `log.cleaner.backoff.ms`: sleep when there is nothing to clean (ms).
     LOG_CLEANER_BACKOFF_MS: i64 = "log.cleaner.backoff.ms";
     /// `producer.id.expiration.ms`: how long an idle producer id's state is kept (ms).

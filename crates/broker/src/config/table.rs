@@ -132,7 +132,7 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
         T::Long,
         Some("9223372036854775807"),
     ),
-    accepted(
+    def(
         "replica.alter.log.dirs.io.max.bytes.per.second",
         T::Long,
         Some("9223372036854775807"),

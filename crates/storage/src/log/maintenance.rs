@@ -329,6 +329,25 @@ impl Log {
         Ok(())
     }
 
+    /// Takes over from `old`, the current log this one (a caught-up future log, reopened at its final
+    /// place) replaces (KIP-113): its log start offset, HighWatermark, transaction verifications in flight
+    /// and clock; `old` is left closed. Both logs must end at the same offset.
+    pub(crate) fn take_over_from(&mut self, old: &mut Log) {
+        debug_assert_eq!(
+            self.log_end_offset, old.log_end_offset,
+            "the future log caught up"
+        );
+        self.restore_log_start_offset(Offset(old.log_start_offset));
+        self.update_high_watermark(Offset(old.high_watermark).min(Offset(self.log_end_offset)));
+        self.verification = std::mem::take(&mut old.verification);
+        self.clock = old.clock.clone();
+        old.offline = Some(format!(
+            "log {} moved to {}",
+            old.dir.display(),
+            self.dir.display()
+        ));
+    }
+
     /// The clock the log reads when it decides by itself (see the field); the [`crate::LogManager`]'s.
     pub(crate) fn attach_clock(&mut self, clock: std::sync::Arc<dyn types::Clock>) {
         self.clock = clock;

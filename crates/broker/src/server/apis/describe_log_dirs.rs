@@ -1,25 +1,40 @@
 //! DescribeLogDirs (key 35), v1–5. Source: Kafka protocol guide; KIP-113, KIP-827 (total/usable bytes, v4+).
 //!
 //! One result per data directory (`log.dirs`, JBOD); per partition its size in bytes and offset lag 0.
-//! While the broker's storage is offline (a write failed, KIP-112) each result carries
-//! KAFKA_STORAGE_ERROR (56).
+//! A replica being moved by AlterReplicaLogDirs is also listed under its destination as a future replica
+//! (`is_future_key`), its offset lag the current log's LogEndOffset minus the future's. A directory
+//! offline after a failed write (KIP-112) carries KAFKA_STORAGE_ERROR (56). DESCRIBE on the cluster is
+//! required, else the top-level CLUSTER_AUTHORIZATION_FAILED (31) and no result (as Kafka).
 
 use protocol::messages::describe_log_dirs_response::{
     DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
 };
 use protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse};
+use std::collections::HashSet;
 use types::ErrorCode;
 
 use super::KafkaApis;
 use crate::server::context::RequestContext;
+use authorizer::AclOperation;
 
 /// Describes every data directory (`log.dirs`, in order) and the requested partitions in it (all for a
 /// null topic list); a partition is listed under the directory holding its log.
 pub fn handle(
     apis: &KafkaApis,
-    _ctx: &RequestContext,
+    ctx: &RequestContext,
     request: DescribeLogDirsRequest,
 ) -> DescribeLogDirsResponse {
+    if ctx.authorize_cluster(AclOperation::Describe).is_err() {
+        return DescribeLogDirsResponse {
+            error_code: ErrorCode::CLUSTER_AUTHORIZATION_FAILED.0,
+            ..Default::default()
+        };
+    }
+    let filter: Option<HashSet<(String, i32)>> = (request.topics.as_ref()).map(|topics| {
+        (topics.iter())
+            .flat_map(|t| t.partitions.iter().map(|&p| (t.topic.clone(), p)))
+            .collect()
+    });
     let wanted: Vec<(String, Vec<i32>)> = match request.topics {
         Some(topics) => topics
             .into_iter()
@@ -54,17 +69,10 @@ pub fn handle(
                 is_future_key: false,
                 ..Default::default()
             };
-            let topics = &mut per_dir[index];
-            match topics.iter_mut().find(|t| t.name == name) {
-                Some(t) => t.partitions.push(entry),
-                None => topics.push(DescribeLogDirsTopic {
-                    name: name.clone(),
-                    partitions: vec![entry],
-                    ..Default::default()
-                }),
-            }
+            add(&mut per_dir[index], &name, entry);
         }
     }
+    add_futures(log_manager, filter.as_ref(), &mut per_dir);
     let results = dirs
         .into_iter()
         .zip(per_dir)
@@ -91,6 +99,44 @@ pub fn handle(
     DescribeLogDirsResponse {
         results,
         ..Default::default()
+    }
+}
+
+/// Lists every future replica (a move under way) the request names, under its destination directory.
+fn add_futures(
+    log_manager: &storage::LogManager,
+    filter: Option<&HashSet<(String, i32)>>,
+    per_dir: &mut [Vec<DescribeLogDirsTopic>],
+) {
+    for (tp, future, index) in log_manager.future_logs() {
+        let Some(current) = log_manager.get_log(&tp.topic, tp.partition) else {
+            continue;
+        };
+        if !filter.is_none_or(|w| w.contains(&(tp.topic.clone(), tp.partition))) {
+            continue;
+        }
+        let current_end = current.lock().log_end_offset().get();
+        let f = future.lock();
+        let entry = DescribeLogDirsPartition {
+            partition_index: tp.partition,
+            partition_size: f.size_in_bytes() as i64,
+            offset_lag: (current_end - f.log_end_offset().get()).max(0),
+            is_future_key: true,
+            ..Default::default()
+        };
+        add(&mut per_dir[index], &tp.topic, entry);
+    }
+}
+
+/// Adds a partition's entry under its topic (in first-seen order).
+fn add(topics: &mut Vec<DescribeLogDirsTopic>, name: &str, entry: DescribeLogDirsPartition) {
+    match topics.iter_mut().find(|t| t.name == name) {
+        Some(t) => t.partitions.push(entry),
+        None => topics.push(DescribeLogDirsTopic {
+            name: name.to_string(),
+            partitions: vec![entry],
+            ..Default::default()
+        }),
     }
 }
 

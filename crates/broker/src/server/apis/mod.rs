@@ -6,6 +6,7 @@
 
 mod acls;
 mod alter_configs;
+mod alter_replica_log_dirs;
 mod alter_user_scram_credentials;
 mod api_versions;
 mod client_quotas;
@@ -101,6 +102,7 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::DescribeCluster, 0, 2),
+    (ApiKey::AlterReplicaLogDirs, 1, 2),
     (ApiKey::DescribeLogDirs, 1, 4),
     (ApiKey::OffsetCommit, 2, 9),
     (ApiKey::OffsetFetch, 1, 9),
@@ -519,6 +521,9 @@ impl KafkaApis {
             }
             RequestBody::DescribeCluster(r) => {
                 ResponseBody::DescribeCluster(describe_cluster::handle(self, ctx, r))
+            }
+            RequestBody::AlterReplicaLogDirs(r) => {
+                ResponseBody::AlterReplicaLogDirs(alter_replica_log_dirs::handle(self, ctx, r))
             }
             RequestBody::DescribeLogDirs(r) => {
                 ResponseBody::DescribeLogDirs(describe_log_dirs::handle(self, ctx, r))
