@@ -270,7 +270,7 @@ fn differential_against_kafka_protocol_crate() {
         RemoveRaftVoter => RemoveRaftVoterRequest, RemoveRaftVoterResponse;
     );
     // Every implemented API is covered above.
-    assert_eq!(IMPLEMENTED_APIS.len(), 59);
+    assert_eq!(IMPLEMENTED_APIS.len(), 60);
     assert!(count > 500, "{count}");
 }
 
