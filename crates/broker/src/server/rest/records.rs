@@ -196,6 +196,17 @@ async fn produce_one(
     let p = (response.responses.first())
         .and_then(|t| t.partition_responses.first())
         .ok_or_else(unexpected)?;
+    if p.error_code == protocol::ErrorCode::NOT_LEADER_OR_FOLLOWER.0 {
+        // In a cluster: records go through this broker's Produce handler, which only appends as leader.
+        let message = format!(
+            "This broker does not lead partition {partition_id} of topic {topic}: produce through the \
+             HTTP listener of the broker its `leader` link names"
+        );
+        return Err(RestError::from_kafka(
+            protocol::ErrorCode(p.error_code),
+            Some(&message),
+        ));
+    }
     RestError::check(p.error_code, p.error_message.as_deref())?;
     let stored_at = match p.log_append_time_ms {
         -1 => timestamp,
