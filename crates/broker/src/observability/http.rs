@@ -1,7 +1,8 @@
 //! The HTTP listener of `metrics.listeners` (axum): `GET /metrics` (Prometheus text format 0.0.4),
 //! `GET /health/live` (200 while the process serves HTTP) and `GET /health/ready` (200 when ready, else 503
-//! naming the failed checks; JSON either way). Anything else is 404. Every request is bounded: axum reads no
-//! body for these GET routes. Loopback by default: exposing it is the operator's choice.
+//! naming the failed checks; JSON either way), and the HTTP API of [`crate::server::rest`] (REST Proxy v3 and its
+//! OpenAPI document). Anything else is 404 in the REST error shape. Request bodies are bounded
+//! ([`crate::server::rest::MAX_BODY_BYTES`]). Loopback by default: exposing it is the operator's choice.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -16,6 +17,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::collect::Sources;
+use crate::server::apis::KafkaApis;
+use crate::server::rest::error::RestError;
 
 /// Binds every `metrics.listeners` address. Errors name the address (a port in use stops the broker's
 /// start, as a Kafka listener's does).
@@ -34,9 +37,10 @@ pub async fn bind(addrs: &[SocketAddr]) -> anyhow::Result<Vec<TcpListener>> {
 pub fn spawn(
     listeners: Vec<TcpListener>,
     sources: Arc<Sources>,
+    apis: Arc<KafkaApis>,
     shutdown: watch::Receiver<bool>,
 ) -> Vec<JoinHandle<()>> {
-    let router = router(sources);
+    let router = router(sources, apis);
     listeners
         .into_iter()
         .map(|listener| {
@@ -47,7 +51,9 @@ pub fn spawn(
                 let stop = async move {
                     let _ = shutdown.wait_for(|s| *s).await;
                 };
-                if let Err(e) = axum::serve(listener, router)
+                // The peer's address reaches the HTTP API's requests (the ACL host).
+                let service = router.into_make_service_with_connect_info::<SocketAddr>();
+                if let Err(e) = axum::serve(listener, service)
                     .with_graceful_shutdown(stop)
                     .await
                 {
@@ -58,13 +64,19 @@ pub fn spawn(
         .collect()
 }
 
-/// The routes over `sources`.
-pub fn router(sources: Arc<Sources>) -> Router {
+/// The routes over `sources`, and the HTTP API over `apis`.
+pub fn router(sources: Arc<Sources>, apis: Arc<KafkaApis>) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
         .route("/health/live", get(live))
         .route("/health/ready", get(ready))
         .with_state(sources)
+        .merge(crate::server::rest::router(apis))
+        .fallback(not_found)
+}
+
+async fn not_found() -> RestError {
+    RestError::new(404, "HTTP 404 Not Found")
 }
 
 async fn metrics(State(sources): State<Arc<Sources>>) -> impl IntoResponse {

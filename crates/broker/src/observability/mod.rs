@@ -111,10 +111,10 @@ impl MetricsEndpoint {
             .collect()
     }
 
-    /// Serves `/metrics` and the health routes over the broker's services until `shutdown`.
+    /// Serves `/metrics`, the health routes and the HTTP API over the broker's services until `shutdown`.
     pub fn start(
         self,
-        apis: &KafkaApis,
+        apis: &Arc<KafkaApis>,
         replica_manager: &Arc<ReplicaManager>,
         controller: Option<ControllerStatus>,
         shutdown: watch::Receiver<bool>,
@@ -135,7 +135,7 @@ impl MetricsEndpoint {
             process,
             connections: apis.quotas().connections.clone(),
         };
-        http::spawn(self.listeners, Arc::new(sources), shutdown)
+        http::spawn(self.listeners, Arc::new(sources), apis.clone(), shutdown)
     }
 }
 

@@ -7,4 +7,5 @@
 pub mod apis;
 pub mod context;
 pub mod network;
+pub mod rest;
 pub mod sasl_authenticator;

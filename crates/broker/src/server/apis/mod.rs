@@ -268,6 +268,11 @@ impl KafkaApis {
         &self.groups
     }
 
+    /// The cluster id (what Metadata and DescribeCluster answer).
+    pub fn cluster_id(&self) -> String {
+        self.metadata.cluster_id().to_string()
+    }
+
     /// The broker configuration.
     pub fn config(&self) -> &BrokerConfig {
         &self.config
