@@ -1,6 +1,6 @@
 //! Requests from the transaction machinery to other brokers' inter-broker listeners (the replica fetchers'
 //! connector: the same TLS/SASL): WriteTxnMarkers from the coordinator, AddPartitionsToTxn from partition
-//! leaders verifying a transaction.
+//! leaders verifying a transaction; also the metrics' ListOffsets to leaders (`observability::end_offsets`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
