@@ -47,7 +47,8 @@ def value(samples, name: str, **labels) -> float | None:
 
 @pytest.fixture(scope="module")
 def metrics_broker():
-    b = BrokerProcess({"num.partitions": "1"}).start()
+    # Appended records are flushed within a second: LogFlushRateAndTimeMs moves.
+    b = BrokerProcess({"num.partitions": "1", "log.flush.interval.ms": "1000"}).start()
     yield b
     b.close()
 
@@ -89,6 +90,12 @@ def test_counters_move_by_what_the_clients_did_and_lag_is_end_minus_committed(me
     assert value(s, "kafka_server_replicamanager_underreplicatedpartitions") == 0
     assert value(s, "kafka_server_replicamanager_leadercount") >= 1
     assert value(s, "process_resident_memory_bytes") > 0
+    # The log cleaner looked for work at start (no compacted log: nothing dirty) and has cleaned nothing.
+    assert value(s, "kafka_log_logcleanermanager_max_dirty_percent") == 0
+    assert value(s, "kafka_log_logcleaner_cleans_total") == 0
+    flush = "kafka_log_logflushstats_logflushrateandtimems"
+    wait_until(lambda: (value(scrape(port), f"{flush}_count") or 0) >= 1, "a timed log flush", 10)
+    assert value(scrape(port), flush, quantile="0.99") >= 0
 
     # A consumer reading everything moves BytesOut by the record bytes it fetched: at least the log.
     before = value(s, "kafka_server_brokertopicmetrics_bytesout_total", topic=topic) or 0
@@ -174,6 +181,70 @@ def test_json_logs_carry_the_request_context(topic):
         b.close()
 
 
+@pytest.fixture(scope="module")
+def metrics_cluster():
+    """A three-node cluster (each node broker and controller) shared by the tests below."""
+    from test_cluster import Cluster
+    c = Cluster().start()
+    yield c
+    c.close()
+
+
+REBALANCES = "kafka_server_group_coordinator_metrics_group_completed_rebalance_count"
+
+
+def test_lag_of_a_partition_led_elsewhere_rebalances_and_metadata_offsets_per_broker(metrics_cluster, topic):
+    """A group's coordinator hosting no replica of the partition the group committed to exports its lag all
+    the same: the end offset it asked the leader for (ListOffsets) minus the committed offset. It also counts
+    the group's completed rebalance; the active controller exports each broker's heartbeat metadata offset."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+    c = metrics_cluster
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    group = f"lag-{topic}"
+    coordinator = admin.describe_consumer_groups([group])[group].result(30).coordinator.id
+    leader = next(i for i in c.nodes if i != coordinator)
+    one_replica = NewTopic(topic, 1, replica_assignment=[[leader]], config={"min.insync.replicas": "1"})
+    admin.create_topics([one_replica])[topic].result(30)
+    assert c.partition(topic).leader == leader
+    n, committed_at = 300, 120
+    p = Producer({"bootstrap.servers": c.bootstrap, "linger.ms": 5})
+    for i in range(n):
+        p.produce(topic, value=b"v%05d" % i)
+    assert p.flush(30) == 0
+    cons = Consumer({"bootstrap.servers": c.bootstrap, "group.id": group, "enable.auto.commit": False,
+                     "auto.offset.reset": "earliest"})
+    try:
+        cons.subscribe([topic])
+        deadline = time.monotonic() + 30
+        while not cons.assignment() and time.monotonic() < deadline:
+            cons.poll(0.2)
+        assert cons.assignment(), "the group's first rebalance did not complete in 30 s"
+        cons.commit(offsets=[TopicPartition(topic, 0, committed_at)], asynchronous=False)
+    finally:
+        cons.close()
+
+    port = c.nodes[coordinator].metrics_port
+    labels = {"consumergroup": group, "topic": topic, "partition": 0}
+    # The coordinator asks the leaders every 5 s.
+    wait_until(lambda: value(scrape(port), "kafka_consumergroup_lag", **labels) == n - committed_at,
+               f"lag {n - committed_at} on the coordinator (broker {coordinator}, leader {leader})", 15)
+    s = scrape(port)
+    assert value(s, "kafka_consumergroup_current_offset", **labels) == committed_at
+    assert value(s, REBALANCES, consumergroup=group) == 1
+    assert value(s, REBALANCES) >= 1
+
+    def active_controller_samples():
+        for node in c.nodes.values():
+            s = scrape(node.metrics_port)
+            if value(s, "kafka_controller_kafkacontroller_activecontrollercount") == 1:
+                return s
+    s = wait_until(active_controller_samples, "an active controller", 10)
+    for b in c.nodes:
+        assert value(s, "kafka_controller_kafkacontroller_brokermetadataoffset", broker=b) > 0, b
+        assert value(s, "kafka_controller_kafkacontroller_brokermetadatalag", broker=b) >= 0, b
+
+
 DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
 SELECTOR = re.compile(r'\b((?:kafka|process)_[a-z0-9_]+)(?:\{([^}]*)\})?')
 MATCHER = re.compile(r'(\w+)\s*(=~|!=|!~|=)\s*"([^"]*)"')
@@ -200,49 +271,46 @@ def selector_matches(series: frozenset, matchers: list[tuple[str, str, str]]) ->
     return True
 
 
-def test_the_shipped_dashboard_and_alerts_use_only_metrics_a_live_cluster_exports(topic):
+def test_the_shipped_dashboard_and_alerts_use_only_metrics_a_live_cluster_exports(metrics_cluster, topic):
     """deploy/grafana/runnel-dashboard.json and deploy/prometheus/runnel-alerts.yml: every metric a panel or an
     alert selects, with its label matchers, is among the series a three-node cluster exports after a produce
     and a consumer group's commits (what an operator's Prometheus would scrape from every node)."""
     from confluent_kafka import Consumer
 
-    from test_cluster import Cluster, Stream, create_topic
-    c = Cluster().start()
-    try:
-        create_topic(c, topic)
-        s = Stream(c.bootstrap, topic)
-        s.until_acked(500)
-        s.finish()
-        group = f"dash-{topic}"
-        cons = Consumer({"bootstrap.servers": c.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-                         "enable.auto.commit": False})
-        cons.subscribe([topic])
-        got = 0
-        deadline = time.monotonic() + 60
-        while got < 100 and time.monotonic() < deadline:
-            m = cons.poll(0.5)
-            if m is not None and m.error() is None:
-                got += 1
-        cons.commit(asynchronous=False)
-        cons.close()
-        assert got >= 100, f"consumed only {got}"
+    from test_cluster import Stream, create_topic
+    c = metrics_cluster
+    create_topic(c, topic)
+    s = Stream(c.bootstrap, topic)
+    s.until_acked(500)
+    s.finish()
+    group = f"dash-{topic}"
+    cons = Consumer({"bootstrap.servers": c.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                     "enable.auto.commit": False})
+    cons.subscribe([topic])
+    got = 0
+    deadline = time.monotonic() + 60
+    while got < 100 and time.monotonic() < deadline:
+        m = cons.poll(0.5)
+        if m is not None and m.error() is None:
+            got += 1
+    cons.commit(asynchronous=False)
+    cons.close()
+    assert got >= 100, f"consumed only {got}"
 
-        def exported():
-            series: dict[str, list[frozenset]] = {}
-            for n in c.nodes.values():
-                for (name, labels) in scrape(n.metrics_port):
-                    series.setdefault(name, []).append(labels)
-            return series
-        wait_until(lambda: "kafka_consumergroup_lag" in exported(), "the group's lag series", 30)
-        series = exported()
-        missing = []
-        for where, expr in shipped_exprs():
-            selectors = SELECTOR.findall(expr)
-            assert selectors, f"{where}: no metric in {expr!r}"
-            for name, matchers in selectors:
-                wanted = MATCHER.findall(matchers)
-                if not any(selector_matches(ls, wanted) for ls in series.get(name, [])):
-                    missing.append(f"{where}: {name}{{{matchers}}}")
-        assert not missing, "selectors matching no exported series:\n" + "\n".join(missing)
-    finally:
-        c.close()
+    def exported():
+        series: dict[str, list[frozenset]] = {}
+        for n in c.nodes.values():
+            for (name, labels) in scrape(n.metrics_port):
+                series.setdefault(name, []).append(labels)
+        return series
+    wait_until(lambda: "kafka_consumergroup_lag" in exported(), "the group's lag series", 30)
+    series = exported()
+    missing = []
+    for where, expr in shipped_exprs():
+        selectors = SELECTOR.findall(expr)
+        assert selectors, f"{where}: no metric in {expr!r}"
+        for name, matchers in selectors:
+            wanted = MATCHER.findall(matchers)
+            if not any(selector_matches(ls, wanted) for ls in series.get(name, [])):
+                missing.append(f"{where}: {name}{{{matchers}}}")
+    assert not missing, "selectors matching no exported series:\n" + "\n".join(missing)

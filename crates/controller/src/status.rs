@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use metadata::MetadataImage;
 use openraft::ServerState;
+use types::BrokerId;
 
 use crate::server::{node_id, Inner, RaftStatus};
 
@@ -38,6 +39,15 @@ impl ControllerStatus {
             last_log_index: m.last_log_index,
             last_applied: m.last_applied.map(|l| l.index),
         }
+    }
+
+    /// The metadata offset each broker with a session reported in its last heartbeat to this controller (-1
+    /// before its first), in broker id order: meaningful on the active controller (issue 17's per-broker
+    /// metadata lag). `None` while a controller decision holds its state: a scrape does not wait for it.
+    pub fn broker_metadata_offsets(&self) -> Option<Vec<(BrokerId, i64)>> {
+        let active = self.inner.active.try_lock().ok()?;
+        let progress = active.control.broker_progress().into_iter();
+        Some(progress.map(|(id, _, offset)| (id, offset)).collect())
     }
 
     /// Calls `f` with this node's applied metadata image (committed state; may lag the leader).

@@ -131,6 +131,8 @@ pub(crate) struct ClassicGroup {
     pub new_member_added: bool,
     /// Topics subscribed by the members, when the protocol type is "consumer" and the metadata parses.
     pub subscribed_topics: Option<BTreeSet<String>>,
+    /// Rebalances this group completed since it was created or loaded here (the broker's metrics).
+    pub completed_rebalances: u64,
 }
 
 impl ClassicGroup {
@@ -150,6 +152,7 @@ impl ClassicGroup {
             pending_sync_members: BTreeSet::new(),
             new_member_added: false,
             subscribed_topics: None,
+            completed_rebalances: 0,
         }
     }
 

@@ -239,6 +239,13 @@ fn new_member_joining_stable_group_rebalances_without_delay() {
     let mut h = H::new();
     let ids = stable_group(&mut h, G, 1);
     let a = ids[0].clone();
+    let rebalances = |h: &H| {
+        (
+            h.c.completed_rebalances(),
+            h.c.group_summaries()[0].completed_rebalances,
+        )
+    };
+    assert_eq!(rebalances(&h), (1, 1), "the initial rebalance completed");
     let (b, brid, fx) = h.join_new(join_req(G, ""));
     assert!(join_resp(&fx, brid).is_none());
     assert_eq!(h.c.group_state(G), Some(GroupState::PreparingRebalance));
@@ -271,6 +278,11 @@ fn new_member_joining_stable_group_rebalances_without_delay() {
     let (_, fx) = h.sync(req);
     assert_eq!(sync_resp(&fx, bs).unwrap().assignment.as_ref(), b"1");
     assert_eq!(h.c.group_state(G), Some(GroupState::Stable));
+    assert_eq!(
+        rebalances(&h),
+        (2, 2),
+        "completed when the group became Stable again"
+    );
 }
 
 #[test]

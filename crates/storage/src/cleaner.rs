@@ -1,54 +1,50 @@
 //! Log compaction (Kafka's `LogCleaner`, `LogCleanerManager`, `Cleaner`, `OffsetMap`).
 //!
-//! One background thread ([`LogCleaner`], `log.cleaner.threads` = 1) repeatedly picks the log
-//! most in need of cleaning among those whose `cleanup.policy` contains `compact` and cleans it
-//! with [`Cleaner`]:
+//! One background thread ([`LogCleaner`], `log.cleaner.threads` = 1) repeatedly picks the log most in need of
+//! cleaning among those whose `cleanup.policy` contains `compact` and cleans it with [`Cleaner`]:
 //!
-//! - **Cleanable range.** Only inactive segments (never the active one, never at or above the
-//!   high watermark) whose largest timestamp is at least `min.compaction.lag.ms` old (KIP-58),
-//!   up to the first segment that is not. The *dirty* section starts at the log's
-//!   first-dirty offset (the `cleaner-offset-checkpoint` entry, else the log start offset).
-//! - **Selection.** A log qualifies when dirty bytes / (clean + dirty bytes) of the cleanable
-//!   range ≥ `min.cleanable.dirty.ratio`, when its oldest dirty batch is older than
-//!   `max.compaction.lag.ms` (KIP-354; these go first), or when a tombstone's delete horizon
-//!   has passed. Among qualifying logs the dirtiest is cleaned.
-//! - **Offset map.** A map from a 128-bit hash of each key to the offset of its latest record
-//!   is built over the dirty section. Its memory is bounded by `log.cleaner.dedupe.buffer.size`
-//!   (bytes, see [`CleanerConfig`]); when it fills, cleaning covers the dirty section only up
-//!   to the batch where it filled and the rest waits for the next round.
-//! - **Rewrite.** Every segment from the log start up to the end of the mapped range is
-//!   rewritten keeping a record iff it is the latest of its key (records past the mapped
-//!   range are kept as they are). Offsets are never renumbered: a rewritten batch keeps its
-//!   base offset, last offset delta, producer id/epoch/base sequence and codec (compressed
-//!   batches are decompressed and recompressed with the same codec); records keep their offset
-//!   deltas. A batch left without records is dropped, unless it holds an active producer's last
-//!   sequence or epoch: then, as in Kafka, its header stays as an empty batch (see
-//!   [`crate::cleaner_txn`]). Records without a key are dropped (Kafka does the same).
-//!   A segment that would not change is not rewritten.
-//! - **Transactions** ([`crate::cleaner_txn`], Kafka's `CleanedTransactionMetadata`): aborted data
-//!   batches are dropped whole; a transaction marker whose transaction has no data left gets a delete
-//!   horizon (as tombstones do) and is removed by a clean after it; the cleaned segment's `.txnindex`
-//!   keeps only the aborted transactions whose markers still decide data.
-//! - **Tombstones** (null value) follow KIP-534: the first clean that keeps a tombstone
-//!   rewrites its batch with the delete-horizon attribute (bit 6) and baseTimestamp = now +
-//!   `delete.retention.ms` (record timestamp deltas re-based so record timestamps are
-//!   unchanged); a later clean after the horizon removes it. A log whose earliest pending
-//!   horizon has passed is cleaned even if not dirty.
+//! - **Cleanable range.** Only inactive segments (never the active one, never at or above the high watermark)
+//!   whose largest timestamp is at least `min.compaction.lag.ms` old (KIP-58), up to the first segment that
+//!   is not. The *dirty* section starts at the log's first-dirty offset (the `cleaner-offset-checkpoint`
+//!   entry, else the log start offset).
+//! - **Selection.** A log qualifies when dirty bytes / (clean + dirty bytes) of the cleanable range ≥
+//!   `min.cleanable.dirty.ratio`, when its oldest dirty batch is older than `max.compaction.lag.ms` (KIP-354;
+//!   these go first), or when a tombstone's delete horizon has passed. Among qualifying logs the dirtiest is
+//!   cleaned.
+//! - **Offset map.** A map from a 128-bit hash of each key to the offset of its latest record is built over
+//!   the dirty section. Its memory is bounded by `log.cleaner.dedupe.buffer.size` (bytes, see
+//!   [`CleanerConfig`]); when it fills, cleaning covers the dirty section only up to the batch where it
+//!   filled and the rest waits for the next round.
+//! - **Rewrite.** Every segment from the log start up to the end of the mapped range is rewritten keeping a
+//!   record iff it is the latest of its key (records past the mapped range are kept as they are). Offsets are
+//!   never renumbered: a rewritten batch keeps its base offset, last offset delta, producer id/epoch/base
+//!   sequence and codec (compressed batches are decompressed and recompressed with the same codec); records
+//!   keep their offset deltas. A batch left without records is dropped, unless it holds an active producer's
+//!   last sequence or epoch: then, as in Kafka, its header stays as an empty batch (see
+//!   [`crate::cleaner_txn`]). Records without a key are dropped (Kafka does the same). A segment that would
+//!   not change is not rewritten.
+//! - **Transactions** ([`crate::cleaner_txn`], Kafka's `CleanedTransactionMetadata`): aborted data batches
+//!   are dropped whole; a transaction marker whose transaction has no data left gets a delete horizon (as
+//!   tombstones do) and is removed by a clean after it; the cleaned segment's `.txnindex` keeps only the
+//!   aborted transactions whose markers still decide data.
+//! - **Tombstones** (null value) follow KIP-534: the first clean that keeps a tombstone rewrites its batch
+//!   with the delete-horizon attribute (bit 6) and baseTimestamp = now + `delete.retention.ms` (record
+//!   timestamp deltas re-based so record timestamps are unchanged); a later clean after the horizon removes
+//!   it. A log whose earliest pending horizon has passed is cleaned even if not dirty.
 //! - **Atomic replacement** (Kafka's `.cleaned`/`.swap` protocol): the output is written to
-//!   `<base>.log.cleaned` and the `.index`, `.timeindex` and `.txnindex` `.cleaned` files, fsynced
-//!   without the log's lock; then, under the lock, renamed to `.swap` (the `.log` rename and a
-//!   directory fsync are the commit point), renamed over the live files, and the in-memory
-//!   segment replaced ([`Log::swap_cleaned_segment`]). Recovery at open deletes `.cleaned`
-//!   files (the old segment is intact) and completes a committed `.log.swap` (indexes rebuilt),
-//!   so a crash leaves either the old or the new segment, never a mix. Segments are swapped in
-//!   ascending order, each durable before the next, so a crash cannot leave a newer segment
-//!   whose tombstone was removed behind an older one still holding that key's values.
-//!   Segments are cleaned one for one (no grouping), and a cleaned segment left empty is
-//!   deleted unless it is the first.
+//!   `<base>.log.cleaned` and the `.index`, `.timeindex` and `.txnindex` `.cleaned` files, fsynced without
+//!   the log's lock; then, under the lock, renamed to `.swap` (the `.log` rename and a directory fsync are
+//!   the commit point), renamed over the live files, and the in-memory segment replaced
+//!   ([`Log::swap_cleaned_segment`]). Recovery at open deletes `.cleaned` files (the old segment is intact)
+//!   and completes a committed `.log.swap` (indexes rebuilt), so a crash leaves either the old or the new
+//!   segment, never a mix. Segments are swapped in ascending order, each durable before the next, so a crash
+//!   cannot leave a newer segment whose tombstone was removed behind an older one still holding that key's
+//!   values. Segments are cleaned one for one (no grouping), and a cleaned segment left empty is deleted
+//!   unless it is the first.
 //! - **Throttle**: reads and writes are limited to `log.cleaner.io.max.bytes.per.second`.
-//! - **Checkpoint**: after a log is cleaned up to offset `o`, `<data dir>/cleaner-offset-checkpoint`
-//!   (Kafka's offset checkpoint format, [`OffsetCheckpointFile`]) records `o` as the log's
-//!   first dirty offset, so a restart does not re-map what was already cleaned.
+//! - **Checkpoint**: after a log is cleaned up to offset `o`, `<data dir>/cleaner-offset-checkpoint` (Kafka's
+//!   offset checkpoint format, [`OffsetCheckpointFile`]) records `o` as the log's first dirty offset, so a
+//!   restart does not re-map what was already cleaned.
 //!
 //! Fetches over cleaned regions return whole batches with offset gaps; clients skip ahead.
 
@@ -294,6 +290,7 @@ pub struct Cleaner {
     stop: Arc<AtomicBool>,
     /// Test hook: crash the next swap after this step.
     pub(crate) crash_after: Option<SwapStep>,
+    gauges: crate::stats::CleanerGauges,
 }
 
 impl std::fmt::Debug for Cleaner {
@@ -327,6 +324,7 @@ impl Cleaner {
             identity: HashMap::new(),
             stop: Arc::new(AtomicBool::new(false)),
             crash_after: None,
+            gauges: Default::default(),
         }
     }
 
@@ -427,7 +425,7 @@ impl Cleaner {
                 }
             }
         }
-        let mut best: Option<(TopicPartition, Arc<Mutex<Log>>, Plan)> = None;
+        let (mut best, mut max_dirty) = (None::<(TopicPartition, Arc<Mutex<Log>>, Plan)>, 0f64);
         for (tp, log) in logs {
             let view = {
                 let l = log.lock();
@@ -437,6 +435,7 @@ impl Cleaner {
                 l.cleaner_view()
             };
             if let Some(p) = self.plan(tp, &view, now_ms) {
+                max_dirty = max_dirty.max(p.ratio);
                 let better = best
                     .as_ref()
                     .is_none_or(|(_, _, b)| (p.urgent, p.ratio) > (b.urgent, b.ratio));
@@ -446,9 +445,11 @@ impl Cleaner {
             }
         }
         let Some((tp, log, plan)) = best else {
+            self.gauges.publish(max_dirty, None);
             return Ok(None);
         };
         let stats = self.clean_with_plan(&tp, &log, plan, now_ms)?;
+        self.gauges.publish(max_dirty, Some(&stats));
         Ok(Some((tp, stats)))
     }
 
@@ -846,11 +847,10 @@ pub fn process_peak_rss_bytes() -> Option<u64> {
     Some(kb * 1024)
 }
 
-/// The background cleaner thread (Kafka's `LogCleaner` with one `CleanerThread`): loops over
-/// [`Cleaner::clean_one`] on the [`LogManager`]'s logs, sleeping `backoff_ms` (or until the
-/// next tombstone or marker horizon) when nothing qualifies; writes `cleaner-offset-checkpoint` after
-/// each clean. Logs each clean at info level with its throughput (MB/s of segments cleaned)
-/// and memory.
+/// The background cleaner thread (Kafka's `LogCleaner` with one `CleanerThread`): loops over [`Cleaner::clean_one`]
+/// on the [`LogManager`]'s logs, sleeping `backoff_ms` (or until the next tombstone or marker horizon) when
+/// nothing qualifies; writes `cleaner-offset-checkpoint` after each clean. Logs each clean at info level with
+/// its throughput (MB/s of segments cleaned) and memory; [`crate::stats`] has its metrics.
 #[derive(Debug)]
 pub struct LogCleaner {
     stop: Arc<AtomicBool>,

@@ -50,6 +50,7 @@ mod log_dir;
 mod manager;
 mod producer_state;
 mod segment;
+pub mod stats;
 mod txn_index;
 mod txn_marker;
 mod verification;

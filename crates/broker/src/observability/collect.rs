@@ -18,18 +18,24 @@
 //! | `kafka_consumergroup_members{consumergroup}` | kafka_exporter's |
 //! | `kafka_consumergroup_current_offset{consumergroup,topic,partition}` | kafka_exporter's: the committed offset |
 //! | `kafka_consumergroup_lag{consumergroup,topic,partition}` | kafka_exporter's: HighWatermark − committed offset |
+//! | `kafka_server_group_coordinator_metrics_group_completed_rebalance_count` | group-coordinator-metrics `group-completed-rebalance-count` (rebalances completed by this coordinator since start; its `rate()` is Kafka's `-rate`) |
+//! | `kafka_server_group_coordinator_metrics_group_completed_rebalance_count{consumergroup}` | (Runnel) the same per group, since the group was created or loaded here |
 //! | `kafka_server_socket_server_metrics_connection_count{listener}` | socket-server-metrics `connection-count` (`connection_creation_total` is a counter kept by the acceptor) |
 //! | `kafka_server_broker_metadata_metrics_last_applied_record_offset` | broker-metadata-metrics `last-applied-record-offset` |
 //! | `kafka_controller_kafkacontroller_activecontrollercount` | KafkaController `ActiveControllerCount` (controllers only) |
 //! | `kafka_controller_kafkacontroller_offlinepartitionscount`, `globalpartitioncount`, `globaltopiccount`, `activebrokercount`, `fencedbrokercount`, `preferredreplicaimbalancecount` | KafkaController, on the active controller |
 //! | `kafka_server_raftmetrics_current_leader`, `current_epoch`, `log_end_offset`, `last_applied_offset` | raft-metrics (controllers only) |
+//! | `kafka_controller_kafkacontroller_brokermetadataoffset{broker}` | (Runnel) on the active controller, the metadata offset each broker reported in its last heartbeat (DescribeQuorum's observer `LogEndOffset`) |
+//! | `kafka_controller_kafkacontroller_brokermetadatalag{broker}` | (Runnel) on the active controller, its last applied offset − that broker's (records the broker has yet to replay) |
 //! | `process_cpu_seconds_total`, `process_resident_memory_bytes`, `process_open_fds`, `process_max_fds`, ... | the process (`metrics-process`) |
 //!
 //! Per-partition and per-(group, partition) series are bounded by `metrics.partition.series.max`: the
 //! first partitions in (topic, partition) order, the first committed offsets in (group, topic,
-//! partition) order. Consumer lag is computed where the group's coordinator hosts a replica of the
-//! partition (leader or follower); the others have `kafka_consumergroup_current_offset` only.
+//! partition) order. Consumer lag uses the coordinator's own replica's HighWatermark where it hosts one
+//! (leader or follower), else the leader's as [`super::end_offsets`] last learnt it with ListOffsets (every
+//! 5 s; none while the leader does not answer, so `kafka_consumergroup_current_offset` alone for up to 15 s).
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use controller::ControllerStatus;
@@ -38,12 +44,15 @@ use metrics::gauge;
 use replica::replica_manager::ReplicaManager;
 use types::BrokerId;
 
+use super::end_offsets::RemoteEndOffsets;
 use crate::group_coordinator::GroupCoordinatorService;
 use crate::metadata_cache::MetadataCache;
 use crate::quota::connection::ConnectionLimiter;
 
 /// What the scrape-time gauges read: the broker's services, shared with the request handlers.
 pub struct Sources {
+    /// End offsets of the partitions led elsewhere that groups coordinated here committed to.
+    pub end_offsets: RemoteEndOffsets,
     /// The partitions hosted here.
     pub replica_manager: Arc<ReplicaManager>,
     /// The cluster metadata this broker follows.
@@ -143,12 +152,14 @@ impl Sources {
             c.for_each_committed_offset(max, |g, t, p, offset| {
                 committed.push((g.to_string(), t.to_string(), p, offset));
             });
-            (c.group_summaries(), committed)
+            (c.group_summaries(), committed, c.completed_rebalances())
         });
         // Not loaded yet (or not a coordinator at all): no group gauges.
-        let Ok((summaries, committed)) = read else {
+        let Ok((summaries, committed, rebalances)) = read else {
             return;
         };
+        let gcm = "kafka_server_group_coordinator_metrics_group_completed_rebalance_count";
+        gauge!(gcm).set(rebalances as f64);
         let count =
             |state: GroupState| summaries.iter().filter(|g| g.state == state).count() as f64;
         let prefix = "kafka_coordinator_group_groupmetadatamanager_numgroups";
@@ -163,8 +174,9 @@ impl Sources {
             gauge!(format!("{prefix}{suffix}")).set(count(state));
         }
         for g in summaries.iter().take(max) {
-            gauge!("kafka_consumergroup_members", "consumergroup" => g.group_id.clone())
-                .set(g.members as f64);
+            let labels = [("consumergroup", g.group_id.clone())];
+            gauge!("kafka_consumergroup_members", &labels).set(g.members as f64);
+            gauge!(gcm, &labels).set(g.completed_rebalances as f64);
         }
         for (group, topic, partition, offset) in committed {
             let labels = [
@@ -173,11 +185,29 @@ impl Sources {
                 ("partition", partition.to_string()),
             ];
             gauge!("kafka_consumergroup_current_offset", &labels).set(offset as f64);
-            if let Some(p) = rm.partition(&topic, partition) {
-                let lag = (p.high_watermark().0 - offset).max(0);
+            let end = match rm.partition(&topic, partition) {
+                Some(p) => Some(p.high_watermark().0),
+                None => self.end_offsets.get(&topic, partition),
+            };
+            if let Some(end) = end {
+                let lag = (end - offset).max(0);
                 gauge!("kafka_consumergroup_lag", &labels).set(lag as f64);
             }
         }
+    }
+
+    /// The committed (topic, partition)s the scrape exports (the first `metrics.partition.series.max`) that
+    /// have no replica here: whose end offsets [`RemoteEndOffsets`] asks their leaders for.
+    pub fn remote_committed_partitions(&self) -> BTreeSet<(String, i32)> {
+        let rm = &self.replica_manager;
+        let mut out = BTreeSet::new();
+        let _ = self.groups.read(|c| {
+            c.for_each_committed_offset(self.partition_series_max, |_, t, p, _| {
+                out.insert((t.to_string(), p));
+            });
+        });
+        out.retain(|(t, p)| rm.partition(t, *p).is_none());
+        out
     }
 
     /// Raft state on every controller; cluster counts on the active one.
@@ -196,6 +226,15 @@ impl Sources {
         gauge!("kafka_server_raftmetrics_last_applied_offset").set(applied as f64);
         if !active {
             return;
+        }
+        let kc = "kafka_controller_kafkacontroller";
+        for (broker, offset) in c.broker_metadata_offsets().unwrap_or_default() {
+            let labels = [("broker", broker.get().to_string())];
+            gauge!(format!("{kc}_brokermetadataoffset"), &labels).set(offset as f64);
+            if offset >= 0 {
+                let lag = (applied - offset).max(0);
+                gauge!(format!("{kc}_brokermetadatalag"), &labels).set(lag as f64);
+            }
         }
         let counts = c.with_image(|image| {
             let (mut partitions, mut offline, mut imbalance) = (0u64, 0u64, 0u64);
@@ -218,7 +257,6 @@ impl Sources {
             )
         });
         let (topics, partitions, offline, imbalance, active_brokers, fenced) = counts;
-        let kc = "kafka_controller_kafkacontroller";
         gauge!(format!("{kc}_globaltopiccount")).set(topics as f64);
         gauge!(format!("{kc}_globalpartitioncount")).set(partitions as f64);
         gauge!(format!("{kc}_offlinepartitionscount")).set(offline as f64);

@@ -15,6 +15,7 @@
 //! work unchanged; each module below lists its names with their Kafka MBeans (README, "Metrics and health").
 
 pub mod collect;
+pub mod end_offsets;
 pub mod http;
 pub mod requests;
 pub mod topics;
@@ -90,13 +91,18 @@ pub struct MetricsEndpoint {
 
 impl MetricsEndpoint {
     /// Reads the config and binds `metrics.listeners` (nothing when `enabled` is false: a controller-only
-    /// process has no broker services to report yet). Errors: a bad entry, an address that cannot be bound.
+    /// process has no broker services to report yet); with a listener, installs the [`recorder`]. Errors: a bad entry, an address that cannot be bound.
     pub async fn bind(config: &BrokerConfig, enabled: bool) -> anyhow::Result<MetricsEndpoint> {
         let mut config = MetricsConfig::from_config(config)?;
         if !enabled {
             config.listeners.clear();
         }
         let listeners = http::bind(&config.listeners).await?;
+        if !listeners.is_empty() {
+            // Before any service starts, so what they record from their first moment (the log cleaner's
+            // first look for work, say) is kept.
+            recorder();
+        }
         for l in &listeners {
             tracing::info!(metrics_listen = %l.local_addr()?, "metrics and health endpoint bound");
         }
@@ -125,7 +131,15 @@ impl MetricsEndpoint {
         recorder();
         let process = metrics_process::Collector::default();
         process.describe();
+        let config = apis.config();
+        let end_offsets = end_offsets::RemoteEndOffsets::new(
+            config.node_id,
+            replica_manager.connector(),
+            config.listeners.inter_broker_listener_name.clone(),
+            Arc::new(types::SystemClock),
+        );
         let sources = Sources {
+            end_offsets,
             replica_manager: replica_manager.clone(),
             metadata_cache: apis.metadata_cache().clone(),
             groups: apis.group_coordinator().clone(),
@@ -135,7 +149,14 @@ impl MetricsEndpoint {
             process,
             connections: apis.quotas().connections.clone(),
         };
-        http::spawn(self.listeners, Arc::new(sources), apis.clone(), shutdown)
+        let sources = Arc::new(sources);
+        let mut tasks = http::spawn(self.listeners, sources.clone(), apis.clone(), shutdown.clone());
+        tasks.push(tokio::spawn(async move {
+            let wanted = || sources.remote_committed_partitions();
+            let image = || sources.metadata_cache.image();
+            end_offsets::refresh_loop(&sources.end_offsets, wanted, image, shutdown).await;
+        }));
+        tasks
     }
 }
 
@@ -162,6 +183,7 @@ pub fn recorder() -> &'static PrometheusHandle {
         }
         requests::describe();
         topics::describe();
+        storage::stats::describe();
         handle
     })
 }

@@ -1,6 +1,6 @@
 //! Requests from the transaction machinery to other brokers' inter-broker listeners (the replica fetchers'
 //! connector: the same TLS/SASL): WriteTxnMarkers from the coordinator, AddPartitionsToTxn from partition
-//! leaders verifying a transaction.
+//! leaders verifying a transaction; also the metrics' ListOffsets to leaders (`observability::end_offsets`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,14 +14,14 @@ use types::BrokerId;
 
 /// Connections to other brokers, one request in flight per broker (Kafka's `InterBrokerSendThread` keeps one
 /// connection per node too). A failed call drops the connection; the next call reopens it.
-pub(super) struct BrokerChannel {
+pub(crate) struct BrokerChannel {
     local_id: BrokerId,
     connector: Arc<dyn Connector>,
     connections: Mutex<HashMap<BrokerId, Arc<tokio::sync::Mutex<Option<Connection>>>>>,
 }
 
 impl BrokerChannel {
-    pub(super) fn new(local_id: BrokerId, connector: Arc<dyn Connector>) -> BrokerChannel {
+    pub(crate) fn new(local_id: BrokerId, connector: Arc<dyn Connector>) -> BrokerChannel {
         BrokerChannel {
             local_id,
             connector,
@@ -31,7 +31,7 @@ impl BrokerChannel {
 
     /// Sends `body` at `version` to broker `broker` at `host:port` and waits at most `timeout` for the
     /// answer; `None` when it could not be sent or answered.
-    pub(super) async fn call(
+    pub(crate) async fn call(
         &self,
         broker: BrokerId,
         (host, port): (&str, u16),

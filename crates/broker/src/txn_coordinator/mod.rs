@@ -36,7 +36,7 @@
 //! - **Producer ids** come from a small prefetched pool (`producer_ids.rs`) over the broker's allocator (the
 //!   controller's blocks in a cluster); an empty pool answers COORDINATOR_LOAD_IN_PROGRESS (retriable).
 
-mod channel;
+pub(crate) mod channel;
 mod loading;
 mod markers;
 mod producer_ids;

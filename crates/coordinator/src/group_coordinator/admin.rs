@@ -138,8 +138,16 @@ impl GroupCoordinator {
                 group_id: g.group_id.clone(),
                 state: g.state,
                 members: g.members.len(),
+                completed_rebalances: g.completed_rebalances,
             })
             .collect()
+    }
+
+    /// Rebalances completed by this coordinator since it started (Kafka's `group-completed-rebalance-count`,
+    /// the group coordinator metrics' Meter: SyncGroup gave every member its assignment and the group became
+    /// Stable). Groups that were unloaded or deleted still count.
+    pub fn completed_rebalances(&self) -> u64 {
+        self.completed_rebalances
     }
 
     /// Calls `f(group, topic, partition, offset)` for every committed offset, in (group, topic, partition)
@@ -166,4 +174,6 @@ pub struct GroupSummary {
     pub state: GroupState,
     /// Its members (static and dynamic, pending ones excluded).
     pub members: usize,
+    /// Rebalances it completed since it was created or loaded here.
+    pub completed_rebalances: u64,
 }

@@ -61,6 +61,9 @@ pub struct GroupCoordinator {
     next_record_order: i64,
     timers: Timers,
     member_ids: MemberIds,
+    /// Rebalances completed here since start (SyncGroup moved a group to Stable): Kafka's
+    /// `group-completed-rebalance-count`.
+    completed_rebalances: u64,
 }
 
 /// Where the random part of a new member id comes from.
@@ -150,6 +153,7 @@ struct Ctx<'a> {
     config: &'a GroupConfig,
     timers: &'a mut Timers,
     member_ids: &'a mut MemberIds,
+    completed_rebalances: &'a mut u64,
     fx: &'a mut Vec<Effect>,
     now: i64,
 }
@@ -233,6 +237,7 @@ impl GroupCoordinator {
             next_record_order: 0,
             timers: Timers::default(),
             member_ids: MemberIds::Random,
+            completed_rebalances: 0,
         }
     }
 
@@ -334,6 +339,7 @@ impl GroupCoordinator {
             timers,
             config,
             member_ids,
+            completed_rebalances,
             ..
         } = self;
         (
@@ -342,6 +348,7 @@ impl GroupCoordinator {
                 config,
                 timers,
                 member_ids,
+                completed_rebalances,
                 fx,
                 now,
             },

@@ -146,6 +146,8 @@ impl Ctx<'_> {
         self.persist(group_metadata_record(g));
         self.propagate_assignment(g, ErrorCode::NONE);
         g.transition_to(GroupState::Stable, self.now);
+        g.completed_rebalances += 1;
+        *self.completed_rebalances += 1;
     }
 }
 

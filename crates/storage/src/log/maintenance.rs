@@ -118,6 +118,7 @@ impl Log {
     /// fsyncs every segment (data + indexes) and advances the recovery point to the LEO.
     pub fn flush(&mut self) -> Result<(), StorageError> {
         self.check_online()?;
+        let started = std::time::Instant::now();
         let rp_floor = self
             .segments
             .range(..=self.recovery_point)
@@ -136,6 +137,7 @@ impl Log {
         if let Err(e) = res {
             return self.poison("fsync", e);
         }
+        crate::stats::flushed(started);
         self.needs_dir_fsync = false;
         self.recovery_point = self.log_end_offset;
         self.unflushed_messages = 0;

@@ -44,6 +44,7 @@ impl FlushJob {
     /// fsyncs the segment files, the index files (by path; a file deleted meanwhile is
     /// skipped) and, after a roll, the partition directory.
     pub fn run(&self) -> io::Result<()> {
+        let started = std::time::Instant::now();
         for f in &self.files {
             f.sync_data()?;
         }
@@ -57,6 +58,7 @@ impl FlushJob {
         if let Some(d) = &self.dir {
             self.fs.sync_dir(d)?;
         }
+        crate::stats::flushed(started);
         Ok(())
     }
 
