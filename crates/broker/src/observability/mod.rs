@@ -134,6 +134,7 @@ impl MetricsEndpoint {
             partition_series_max: self.config.partition_series_max,
             process,
             connections: apis.quotas().connections.clone(),
+            telemetry: apis.telemetry().clone(),
         };
         http::spawn(self.listeners, Arc::new(sources), shutdown)
     }
