@@ -739,9 +739,9 @@ fn api_name(msg: &Message) -> String {
         .to_string()
 }
 
-/// Every `schema/*.schema` file parsed, in file-name order (each one a rerun trigger).
+/// Every `schema/*.schema` file parsed, in file-name order (each a rerun trigger; dir found at run time, not `env!`).
 fn read_schemas() -> Vec<Message> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema");
+    let dir = Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo")).join("schema");
     println!("cargo:rerun-if-changed=schema");
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=build");

@@ -6,6 +6,7 @@
 #![warn(missing_docs)]
 
 pub mod acls;
+pub mod client_metrics;
 pub mod cluster;
 pub mod cluster_admin;
 pub mod cluster_reports;

@@ -644,6 +644,7 @@ pub(crate) fn wire_with(
         groups.clone(),
     )
     .installed(publishers);
+    let telemetry = crate::client_metrics::wire(config, &metadata, cluster.as_ref(), publishers);
     Arc::new(KafkaApis::new(
         config.clone(),
         metadata,
@@ -657,6 +658,7 @@ pub(crate) fn wire_with(
         scram,
         quorum,
         transactions,
+        telemetry,
     ))
 }
 

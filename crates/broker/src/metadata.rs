@@ -13,7 +13,9 @@
 //!   `{"op":"next_producer_id","next"}`, `{"op":"put_acls","acls":[[id, acl]]}`, `{"op":"delete_acls","ids"}`
 //!   (the ACLs of one CreateAcls/DeleteAcls, as the metadata log's `AccessControlEntryRecord`s),
 //!   `{"op":"client_quotas","changes"}` (one AlterClientQuotas, as `ClientQuotaRecord`s),
-//!   `{"op":"alter_scram","deletions","upsertions"}` (one AlterUserScramCredentials' accepted changes). A change costs one small append, not a rewrite of the registry.
+//!   `{"op":"alter_scram","deletions","upsertions"}` (one AlterUserScramCredentials' accepted changes),
+//!   `{"op":"client_metrics","name","configs"}` (a KIP-714 CLIENT_METRICS resource's whole config set; empty
+//!   = removed). A change costs one small append, not a rewrite of the registry.
 //!   When the log grows past the snapshot's size (at least [`COMPACT_MIN_BYTES`]) the current state is written
 //!   as a new snapshot and the log emptied.
 //!
@@ -74,6 +76,11 @@ enum Change {
         deletions: Vec<ScramDeletion>,
         upsertions: Vec<ScramUpsertion>,
     },
+    /// Sets a client metrics subscription's config set (KIP-714); empty removes it.
+    ClientMetrics {
+        name: String,
+        configs: BTreeMap<String, String>,
+    },
 }
 
 impl State {
@@ -101,6 +108,12 @@ impl State {
                 for c in deletes.chain(upsertions.into_iter().map(ScramChange::Upsert)) {
                     scram::apply_change(&mut self.scram_credentials, &c);
                 }
+            }
+            Change::ClientMetrics { name, configs } if configs.is_empty() => {
+                self.client_metrics.remove(&name);
+            }
+            Change::ClientMetrics { name, configs } => {
+                self.client_metrics.insert(name, configs);
             }
         }
     }
@@ -204,6 +217,10 @@ struct State {
     /// SCRAM credentials; absent from snapshots of earlier versions and when empty.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     scram_credentials: ScramCredentials,
+    /// Client metrics subscriptions (KIP-714) by name; absent from snapshots of earlier versions and when
+    /// empty.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    client_metrics: BTreeMap<String, BTreeMap<String, String>>,
     #[serde(skip)]
     index: TopicIndex,
 }
@@ -555,6 +572,24 @@ impl MetadataStore {
             upsertions,
         };
         self.record(&mut state, change)
+    }
+
+    /// The client metrics subscriptions (KIP-714; standalone: persisted here; a cluster member reads its
+    /// image's instead).
+    pub fn client_metrics(&self) -> BTreeMap<String, BTreeMap<String, String>> {
+        self.state.read().client_metrics.clone()
+    }
+
+    /// Sets subscription `name`'s whole config set (empty = removes it) with one synced append. Nothing
+    /// changes when it fails.
+    pub fn set_client_metrics(
+        &self,
+        name: &str,
+        configs: BTreeMap<String, String>,
+    ) -> Result<(), MetadataError> {
+        let mut state = self.state.write();
+        let name = name.to_string();
+        self.record(&mut state, Change::ClientMetrics { name, configs })
     }
 
     /// Allocates a new producer id (KIP-98). Ids are reserved on disk in blocks so that a restart never

@@ -16,7 +16,9 @@ use types::{BrokerEpoch, BrokerId, LeaderEpoch, PartitionEpoch, ProducerId};
 use uuid::Uuid;
 
 use crate::quota::ClientQuotasImage;
-use crate::record::{AclEntry, MetadataRecord, RESOURCE_BROKER, RESOURCE_TOPIC};
+use crate::record::{
+    AclEntry, MetadataRecord, RESOURCE_BROKER, RESOURCE_CLIENT_METRICS, RESOURCE_TOPIC,
+};
 use crate::scram::{self, ScramCredentials};
 use crate::topics_image::TopicsImage;
 
@@ -248,6 +250,10 @@ pub struct MetadataImage {
     /// JSON when empty.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub scram_credentials: ScramCredentials,
+    /// Client metrics subscriptions (KIP-714's CLIENT_METRICS `ConfigRecord`s) by name. Absent from the
+    /// JSON when empty.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub client_metrics: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 impl Default for MetadataImage {
@@ -262,6 +268,7 @@ impl Default for MetadataImage {
             acls: BTreeMap::new(),
             client_quotas: ClientQuotasImage::default(),
             scram_credentials: BTreeMap::new(),
+            client_metrics: BTreeMap::new(),
         }
     }
 }
@@ -485,6 +492,10 @@ impl MetadataImage {
                 .broker_configs
                 .entry(resource_name.to_owned())
                 .or_default(),
+            RESOURCE_CLIENT_METRICS => self
+                .client_metrics
+                .entry(resource_name.to_owned())
+                .or_default(),
             _ => return,
         };
         match value {
@@ -502,6 +513,14 @@ impl MetadataImage {
                 .is_some_and(|m| m.is_empty())
         {
             self.broker_configs.remove(resource_name);
+        }
+        if resource_type == RESOURCE_CLIENT_METRICS
+            && self
+                .client_metrics
+                .get(resource_name)
+                .is_some_and(|m| m.is_empty())
+        {
+            self.client_metrics.remove(resource_name);
         }
     }
 

@@ -26,6 +26,9 @@ pub const RESOURCE_TOPIC: i8 = 2;
 /// Config resource type of a broker (Kafka `ConfigResource.Type.BROKER`); resource name `""` is the
 /// cluster-wide default, otherwise the decimal broker id.
 pub const RESOURCE_BROKER: i8 = 4;
+/// Config resource type of a client metrics subscription (Kafka `ConfigResource.Type.CLIENT_METRICS`,
+/// KIP-714); the resource name is the subscription's.
+pub const RESOURCE_CLIENT_METRICS: i8 = 16;
 
 /// One advertised listener of a broker (an entry of KIP-631's `RegisterBrokerRecord.EndPoints`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -200,7 +203,8 @@ pub enum MetadataRecord {
     },
     /// A dynamic config was set (`value: Some`) or deleted (`value: None`) (KIP-631 `ConfigRecord`).
     ConfigRecord {
-        /// [`RESOURCE_TOPIC`] or [`RESOURCE_BROKER`]; other types are ignored on replay.
+        /// [`RESOURCE_TOPIC`], [`RESOURCE_BROKER`] or [`RESOURCE_CLIENT_METRICS`]; other types are ignored on
+        /// replay.
         resource_type: i8,
         /// Topic name, or broker id (`""` = cluster default).
         resource_name: String,

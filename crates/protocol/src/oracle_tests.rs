@@ -260,6 +260,8 @@ fn differential_against_kafka_protocol_crate() {
         ConsumerGroupDescribe => ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse;
         DescribeTopicPartitions => DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse;
         ListConfigResources => ListConfigResourcesRequest, ListConfigResourcesResponse;
+        GetTelemetrySubscriptions => GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse;
+        PushTelemetry => PushTelemetryRequest, PushTelemetryResponse;
         DescribeQuorum => DescribeQuorumRequest, DescribeQuorumResponse;
         AlterPartition => AlterPartitionRequest, AlterPartitionResponse;
         BrokerRegistration => BrokerRegistrationRequest, BrokerRegistrationResponse;
@@ -270,7 +272,7 @@ fn differential_against_kafka_protocol_crate() {
         RemoveRaftVoter => RemoveRaftVoterRequest, RemoveRaftVoterResponse;
     );
     // Every implemented API is covered above.
-    assert_eq!(IMPLEMENTED_APIS.len(), 60);
+    assert_eq!(IMPLEMENTED_APIS.len(), 62);
     assert!(count > 500, "{count}");
 }
 

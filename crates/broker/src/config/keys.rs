@@ -200,6 +200,19 @@ keys! {
     /// `metrics.partition.series.max` (Runnel): at most this many per-partition log series and as many
     /// per-(group, partition) consumer-lag series on `/metrics` (0 = none). Static.
     METRICS_PARTITION_SERIES_MAX: i32 = "metrics.partition.series.max";
+    /// `telemetry.max.bytes` (KIP-714): the largest PushTelemetry payload accepted, compressed as sent
+    /// (bytes; Kafka's default 1 MiB); larger ones get TELEMETRY_TOO_LARGE. Static.
+    TELEMETRY_MAX_BYTES: i32 = "telemetry.max.bytes";
+    /// `client.telemetry.default.metrics` (Runnel, beyond KIP-714): metric-name prefixes every client is
+    /// subscribed to without any CLIENT_METRICS resource (`*` = all); empty (the default) = none, as Kafka.
+    /// Static.
+    CLIENT_TELEMETRY_DEFAULT_METRICS: String = "client.telemetry.default.metrics";
+    /// `client.telemetry.default.interval.ms` (Runnel): the push interval of that default subscription
+    /// (ms, 100..=3600000; Kafka's subscription default 300000). Static.
+    CLIENT_TELEMETRY_DEFAULT_INTERVAL_MS: i32 = "client.telemetry.default.interval.ms";
+    /// `metrics.client.series.max` (Runnel): at most this many client-pushed series (KIP-714) on
+    /// `/metrics`; further series are dropped and counted (0 = none). Static.
+    METRICS_CLIENT_SERIES_MAX: i32 = "metrics.client.series.max";
 }
 
 #[cfg(test)]

@@ -69,6 +69,8 @@ pub struct Sources {
     pub process: metrics_process::Collector,
     /// The acceptors' connection counts.
     pub connections: Arc<ConnectionLimiter>,
+    /// The series clients push (KIP-714), appended to each scrape.
+    pub telemetry: Arc<crate::client_metrics::ClientTelemetry>,
 }
 
 impl std::fmt::Debug for Sources {

@@ -85,7 +85,9 @@ async fn metrics(State(sources): State<Arc<Sources>>) -> impl IntoResponse {
         sources.collect();
         let handle = super::recorder();
         handle.run_upkeep();
-        handle.render()
+        let mut text = handle.render();
+        sources.telemetry.render(&mut text);
+        text
     })
     .await
     .unwrap_or_default();

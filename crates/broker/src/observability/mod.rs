@@ -148,6 +148,7 @@ impl MetricsEndpoint {
             partition_series_max: self.config.partition_series_max,
             process,
             connections: apis.quotas().connections.clone(),
+            telemetry: apis.telemetry().clone(),
         };
         let sources = Arc::new(sources);
         let mut tasks = http::spawn(self.listeners, sources.clone(), apis.clone(), shutdown.clone());

@@ -57,6 +57,9 @@ pub struct ConnectionContext {
     pub peer: Option<SocketAddr>,
     /// Who the connection is authenticated as.
     pub principal: KafkaPrincipal,
+    /// The client's software name and version from its ApiVersions v3+ (KIP-511), once it has sent one;
+    /// a KIP-714 subscription's `match` selects on them.
+    pub client_software: std::sync::OnceLock<(String, String)>,
 }
 
 impl ConnectionContext {
@@ -67,6 +70,7 @@ impl ConnectionContext {
             security_protocol: SecurityProtocol::Plaintext,
             peer,
             principal: KafkaPrincipal::ANONYMOUS,
+            client_software: std::sync::OnceLock::new(),
         }
     }
 }

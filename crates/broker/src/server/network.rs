@@ -229,6 +229,7 @@ async fn open_connection<S: ServerStream>(
         security_protocol: security.protocol,
         peer: Some(peer),
         principal,
+        client_software: std::sync::OnceLock::new(),
     };
     let Some(tls) = &security.tls else {
         let conn = Arc::new(context(KafkaPrincipal::ANONYMOUS));

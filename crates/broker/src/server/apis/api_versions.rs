@@ -40,6 +40,14 @@ pub fn handle(
     {
         return response(ErrorCode::INVALID_REQUEST);
     }
+    if _ctx.api_version() >= 3 {
+        // KIP-714's `client_software_name`/`client_software_version` selectors; the first ApiVersions wins.
+        let software = (
+            request.client_software_name,
+            request.client_software_version,
+        );
+        let _ = _ctx.connection.client_software.set(software);
+    }
     let mut response = response(ErrorCode::NONE);
     response.finalized_features_epoch = features_epoch.max(0);
     if _ctx.api_version() < 4 {

@@ -10,6 +10,9 @@
 //!   exactly for the keys AlterConfigs may change.
 //! - BROKER named `""`: only the keys set at the cluster-default level, with their synonyms at that level.
 //!
+//! - CLIENT_METRICS (KIP-714): the keys set on the subscription, source CLIENT_METRICS_CONFIG (7), as Kafka
+//!   (none for an unknown name; an empty name is INVALID_REQUEST).
+//!
 //! Another broker's id or a non-numeric name is INVALID_REQUEST with Kafka's message.
 
 use std::collections::BTreeMap;
@@ -31,6 +34,10 @@ use authorizer::{AclOperation, ResourceType};
 pub const RESOURCE_TOPIC: i8 = 2;
 /// Resource type BROKER.
 pub const RESOURCE_BROKER: i8 = 4;
+/// Resource type CLIENT_METRICS (KIP-714).
+pub const RESOURCE_CLIENT_METRICS: i8 = crate::client_metrics::RESOURCE_CLIENT_METRICS;
+/// ConfigSource CLIENT_METRICS_CONFIG.
+const CLIENT_METRICS_CONFIG: i8 = 7;
 
 /// Names of all topic config keys, sorted.
 pub fn topic_config_names() -> impl Iterator<Item = &'static str> {
@@ -100,7 +107,7 @@ pub fn authorize_config(
 ) -> Result<(), ApiError> {
     match resource_type {
         RESOURCE_TOPIC => ctx.authorize(op, ResourceType::Topic, name),
-        RESOURCE_BROKER => ctx.authorize_cluster(op),
+        RESOURCE_BROKER | RESOURCE_CLIENT_METRICS => ctx.authorize_cluster(op),
         _ => Ok(()),
     }
     .map_err(ApiError::from)
@@ -188,6 +195,12 @@ pub fn handle(
                     };
                     out.configs = broker_entries(apis, level, &wanted, synonyms_wanted, version);
                 }
+                RESOURCE_CLIENT_METRICS => match client_metrics_entries(apis, &res.resource_name) {
+                    Ok(configs) => {
+                        out.configs = configs.into_iter().filter(|c| wanted(&c.name)).collect()
+                    }
+                    Err(e) => (out.error_code, out.error_message) = e.into_parts(),
+                },
                 other => {
                     out.error_code = ErrorCode::INVALID_REQUEST.0;
                     out.error_message = Some(format!("Unsupported resource type {other}"));
@@ -251,6 +264,27 @@ fn broker_entries(
             }
         })
         .collect()
+}
+
+/// A CLIENT_METRICS resource's set keys.
+fn client_metrics_entries(
+    apis: &KafkaApis,
+    name: &str,
+) -> Result<Vec<DescribeConfigsResourceResult>, ApiError> {
+    if name.is_empty() {
+        let message = "Client metrics subscription name must not be empty";
+        return Err(ApiError::new(ErrorCode::INVALID_REQUEST, message));
+    }
+    let configs = (apis.telemetry.admin()).map_or_else(BTreeMap::new, |a| a.configs(name));
+    Ok(configs
+        .into_iter()
+        .map(|(name, value)| DescribeConfigsResourceResult {
+            name,
+            value: Some(value),
+            config_source: CLIENT_METRICS_CONFIG,
+            ..Default::default()
+        })
+        .collect())
 }
 
 fn wire(synonyms: Vec<ConfigSynonym>) -> Vec<DescribeConfigsSynonym> {

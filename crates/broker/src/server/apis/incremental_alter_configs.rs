@@ -5,6 +5,10 @@
 //! `log.cleanup.policy`) and edit the current effective list (INVALID_CONFIG otherwise). DELETE of a key that
 //! is not set is a no-op.
 //! - TOPIC: the topic's overrides (unknown key or bad value → INVALID_CONFIG naming it), applied live.
+//! - CLIENT_METRICS (KIP-714): a subscription's `metrics`, `interval.ms`, `match` (APPEND/SUBTRACT on the
+//!   two lists), validated as Kafka's `ClientMetricsConfigs` (see [`crate::client_metrics::subscription`]);
+//!   a subscription left without keys is removed. Stored by the mode's
+//!   [`crate::client_metrics::ClientMetricsAdmin`].
 //! - BROKER named by this broker's id or `""` (in a cluster: any broker's id): that dynamic level (see
 //!   [`crate::dynamic_config`] for which keys may change and the errors), stored by the mode's
 //!   [`crate::config_admin::BrokerConfigAdmin`]; every topic's `LogConfig` follows before the answer.
@@ -19,9 +23,12 @@ use protocol::messages::incremental_alter_configs_response::AlterConfigsResource
 use protocol::messages::{IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse};
 
 use super::alter_configs::{check_duplicates, null_value, split, unsupported_resource};
-use super::describe_configs::{authorize_config, RESOURCE_BROKER, RESOURCE_TOPIC};
+use super::describe_configs::{
+    authorize_config, RESOURCE_BROKER, RESOURCE_CLIENT_METRICS, RESOURCE_TOPIC,
+};
 use super::errors::ApiError;
 use super::KafkaApis;
+use crate::client_metrics::subscription::{self, SubscriptionError};
 use crate::config::{broker_def, topic_def, ConfigType};
 use crate::dynamic_config::ConfigLevel;
 use crate::server::context::RequestContext;
@@ -50,6 +57,10 @@ pub async fn handle(
             }
             (Ok(()), RESOURCE_BROKER) => {
                 alter_broker(apis, &res.resource_name, res.configs, request.validate_only).await
+            }
+            (Ok(()), RESOURCE_CLIENT_METRICS) => {
+                let (name, validate) = (&res.resource_name, request.validate_only);
+                alter_client_metrics(apis, name, res.configs, validate).await
             }
             (Ok(()), other) => Err(unsupported_resource(other)),
         };
@@ -199,4 +210,40 @@ async fn alter_broker(
         .alter(level, ops, false, validate_only)
         .await
         .map_err(ApiError::from)
+}
+
+/// Edits subscription `name` (KIP-714) key by key, validates the resulting set and stores it.
+async fn alter_client_metrics(
+    apis: &KafkaApis,
+    name: &str,
+    configs: Vec<AlterableConfig>,
+    validate_only: bool,
+) -> Result<(), ApiError> {
+    let admin = (apis.telemetry.admin())
+        .ok_or_else(|| ApiError::new(ErrorCode::UNKNOWN_SERVER_ERROR, "no client metrics store"))?;
+    let mut next = admin.configs(name);
+    let mut ops = Vec::new();
+    for c in configs {
+        let value = match c.config_operation {
+            OP_SET => Some(c.value.unwrap_or_default()),
+            OP_DELETE => None,
+            op if c.name == subscription::METRICS || c.name == subscription::MATCH => Some(
+                edit_list(next.get(&c.name).cloned(), c.value.as_deref(), op),
+            ),
+            op => return Err(list_op_not_allowed(op, &c.name, true)),
+        };
+        match &value {
+            Some(v) => next.insert(c.name.clone(), v.clone()),
+            None => next.remove(&c.name),
+        };
+        ops.push((c.name, value));
+    }
+    subscription::parse(name, &next).map_err(|e| match e {
+        SubscriptionError::InvalidRequest(m) => ApiError::new(ErrorCode::INVALID_REQUEST, m),
+        SubscriptionError::InvalidConfig(m) => ApiError::new(ErrorCode::INVALID_CONFIG, m),
+    })?;
+    if validate_only {
+        return Ok(());
+    }
+    Ok(admin.alter(name.to_string(), ops, next).await?)
 }

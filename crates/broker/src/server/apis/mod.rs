@@ -47,6 +47,7 @@ mod produce_verification;
 mod request_quota;
 mod sasl;
 mod sync_group;
+mod telemetry;
 mod transactions_admin;
 mod txn;
 mod txn_offset_commit;
@@ -62,6 +63,7 @@ use protocol::error::ErrorCode;
 use protocol::{ApiKey, Chunk, RequestBody, RequestHeader, ResponseBody};
 
 use crate::acls::Authorizer;
+use crate::client_metrics::ClientTelemetry;
 use crate::config::BrokerConfig;
 use crate::config_admin::BrokerConfigManager;
 use crate::dynamic_config::DynamicBrokerConfig;
@@ -140,6 +142,8 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListConfigResources, 0, 1),
     (ApiKey::AlterPartitionReassignments, 0, 1),
     (ApiKey::ListPartitionReassignments, 0, 0),
+    (ApiKey::GetTelemetrySubscriptions, 0, 0),
+    (ApiKey::PushTelemetry, 0, 0),
 ];
 
 /// The advertised version range of `key`, clipped to what the codec supports.
@@ -194,6 +198,8 @@ pub struct KafkaApis {
     /// `replica.selector.class` (KIP-392): how a leader picks a consumer's preferred read replica; `None`
     /// (the default) = never.
     replica_selector: Option<ReplicaSelector>,
+    /// Client metrics (KIP-714): subscriptions, pushed series.
+    telemetry: Arc<ClientTelemetry>,
 }
 
 impl KafkaApis {
@@ -212,6 +218,7 @@ impl KafkaApis {
         scram: Arc<ScramCredentialManager>,
         quorum: Arc<dyn MetadataQuorum>,
         transactions: Arc<TransactionCoordinatorService>,
+        telemetry: Arc<ClientTelemetry>,
     ) -> KafkaApis {
         KafkaApis {
             metadata,
@@ -225,6 +232,7 @@ impl KafkaApis {
             scram,
             quorum,
             transactions,
+            telemetry,
             // Refused at startup (`Services::build`) when it names a class Runnel does not implement.
             replica_selector: crate::metadata_cache::replica_selector(&config)
                 .ok()
@@ -236,6 +244,11 @@ impl KafkaApis {
     /// The transaction coordinator (the caller starts its timer task).
     pub fn transaction_coordinator(&self) -> &Arc<TransactionCoordinatorService> {
         &self.transactions
+    }
+
+    /// Client metrics (KIP-714).
+    pub fn telemetry(&self) -> &Arc<ClientTelemetry> {
+        &self.telemetry
     }
 
     /// The metadata quorum (DescribeQuorum).
@@ -624,6 +637,12 @@ impl KafkaApis {
             }
             RequestBody::ListTransactions(r) => {
                 ResponseBody::ListTransactions(transactions_admin::list(self, ctx, r).await)
+            }
+            RequestBody::GetTelemetrySubscriptions(r) => {
+                ResponseBody::GetTelemetrySubscriptions(telemetry::get_subscriptions(self, ctx, r))
+            }
+            RequestBody::PushTelemetry(r) => {
+                ResponseBody::PushTelemetry(telemetry::push(self, ctx, r))
             }
             other => {
                 return Err(RequestOutcome::Close(format!(
