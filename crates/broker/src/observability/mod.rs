@@ -151,7 +151,12 @@ impl MetricsEndpoint {
             telemetry: apis.telemetry().clone(),
         };
         let sources = Arc::new(sources);
-        let mut tasks = http::spawn(self.listeners, sources.clone(), apis.clone(), shutdown.clone());
+        let mut tasks = http::spawn(
+            self.listeners,
+            sources.clone(),
+            apis.clone(),
+            shutdown.clone(),
+        );
         tasks.push(tokio::spawn(async move {
             let wanted = || sources.remote_committed_partitions();
             let image = || sources.metadata_cache.image();

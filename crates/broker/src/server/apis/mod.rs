@@ -540,12 +540,6 @@ impl KafkaApis {
             RequestBody::DescribeCluster(r) => {
                 ResponseBody::DescribeCluster(describe_cluster::handle(self, ctx, r))
             }
-            RequestBody::AlterReplicaLogDirs(r) => {
-                ResponseBody::AlterReplicaLogDirs(alter_replica_log_dirs::handle(self, ctx, r))
-            }
-            RequestBody::DescribeLogDirs(r) => {
-                ResponseBody::DescribeLogDirs(describe_log_dirs::handle(self, ctx, r))
-            }
             RequestBody::OffsetForLeaderEpoch(r) => {
                 ResponseBody::OffsetForLeaderEpoch(offset_for_leader_epoch::handle(self, ctx, r))
             }
@@ -559,13 +553,19 @@ impl KafkaApis {
         })
     }
 
-    /// [`KafkaApis::dispatch`] continued: the ACL APIs, then [`KafkaApis::dispatch_more`].
+    /// [`KafkaApis::dispatch`] continued: the log-dir and ACL APIs, then [`KafkaApis::dispatch_more`].
     async fn dispatch_security(
         &self,
         ctx: &RequestContext,
         body: RequestBody,
     ) -> Result<ResponseBody, RequestOutcome> {
         Ok(match body {
+            RequestBody::AlterReplicaLogDirs(r) => {
+                ResponseBody::AlterReplicaLogDirs(alter_replica_log_dirs::handle(self, ctx, r))
+            }
+            RequestBody::DescribeLogDirs(r) => {
+                ResponseBody::DescribeLogDirs(describe_log_dirs::handle(self, ctx, r))
+            }
             RequestBody::DescribeAcls(r) => ResponseBody::DescribeAcls(acls::describe(ctx, r)),
             RequestBody::CreateAcls(r) => ResponseBody::CreateAcls(acls::create(ctx, r).await),
             RequestBody::DeleteAcls(r) => ResponseBody::DeleteAcls(acls::delete(ctx, r).await),

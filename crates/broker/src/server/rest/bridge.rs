@@ -15,9 +15,8 @@ use bytes::{Bytes, BytesMut};
 use protocol::{Chunk, RequestBody, RequestHeader, ResponseBody};
 
 use super::error::RestError;
-use crate::config::SecurityProtocol;
 use crate::server::apis::{advertised_range, KafkaApis, RequestOutcome};
-use crate::server::context::{ConnectionContext, KafkaPrincipal};
+use crate::server::context::ConnectionContext;
 
 /// The client id of every request the HTTP API sends.
 pub const CLIENT_ID: &str = "rest-proxy";
@@ -67,12 +66,10 @@ impl Bridge {
         };
         let frame = protocol::encode_request(&header, &body)
             .map_err(|e| RestError::internal(format!("encoding {}: {e}", api.name())))?;
-        let connection = Arc::new(ConnectionContext {
-            listener_name: self.listener_name.clone(),
-            security_protocol: SecurityProtocol::Plaintext,
+        let connection = Arc::new(ConnectionContext::anonymous(
+            self.listener_name.clone(),
             peer,
-            principal: KafkaPrincipal::ANONYMOUS,
-        });
+        ));
         let chunks = match self.apis.handle(frame.slice(4..), &connection).await {
             RequestOutcome::Respond(chunks) => chunks,
             RequestOutcome::Throttled {
