@@ -22,7 +22,7 @@
 //! caught-up, fsynced future is ever renamed) and is promoted to the current log; a future in the current
 //! log's own directory, or a second future of one partition, is removed.
 
-use crate::checkpoint::{read_partition_metadata, write_partition_metadata};
+use crate::checkpoint::read_partition_metadata;
 use crate::config::LogConfig;
 use crate::error::StorageError;
 use crate::log::Log;
@@ -285,22 +285,7 @@ impl LogManager {
             let c = current.lock();
             (c.topic_id(), c.config().clone(), c.log_start_offset())
         };
-        let path = self.dirs[dest].join(future_dir_name(&tp));
-        self.fs.create_dir_all(&path)?;
-        write_partition_metadata(&self.fs, &path, &topic_id)?;
-        self.fs.sync_dir(&self.dirs[dest])?;
-        let now_ms = self.clock.now_ms();
-        let mut log = Log::open_in(
-            self.fs.clone(),
-            &path,
-            config,
-            topic_id,
-            false,
-            Offset::ZERO,
-            now_ms,
-        )?;
-        log.attach_dir_health(self.health[dest].clone());
-        log.attach_clock(self.clock.clone());
+        let mut log = self.create_log_in(dest, &future_dir_name(&tp), topic_id, config)?;
         log.truncate_fully_and_start_at(lso)?;
         tracing::info!(partition = %tp.dir_name(), to = %self.dirs[dest].display(), "moving a log to another directory");
         self.futures

@@ -414,11 +414,27 @@ impl LogManager {
                 _ => "no online log directory takes new partitions".into(),
             })
         })?;
+        let log = self.create_log_in(index, &tp.dir_name(), topic_id, config)?;
+        let log = Arc::new(Mutex::new(log));
+        self.logs.write().insert(tp, (log.clone(), index));
+        Ok(log)
+    }
+
+    /// Creates an empty log in the directory `name` of data directory `index` (with `partition.metadata`,
+    /// the new directory fsynced into its parent), tied to that directory's health and the clock.
+    pub(crate) fn create_log_in(
+        &self,
+        index: usize,
+        name: &str,
+        topic_id: uuid::Uuid,
+        config: LogConfig,
+    ) -> Result<Log, StorageError> {
         let dir = &self.dirs[index];
-        let path = dir.join(tp.dir_name());
+        let path = dir.join(name);
         self.fs.create_dir_all(&path)?;
         write_partition_metadata(&self.fs, &path, &topic_id)?;
         self.fs.sync_dir(dir)?;
+        let now_ms = self.clock.now_ms();
         let mut log = Log::open_in(
             self.fs.clone(),
             &path,
@@ -426,12 +442,10 @@ impl LogManager {
             topic_id,
             false,
             Offset::ZERO,
-            self.clock.now_ms(),
+            now_ms,
         )?;
         log.attach_dir_health(self.health[index].clone());
         log.attach_clock(self.clock.clone());
-        let log = Arc::new(Mutex::new(log));
-        self.logs.write().insert(tp, (log.clone(), index));
         Ok(log)
     }
 
