@@ -1,8 +1,8 @@
 """Moving replicas between the data directories of one broker: AlterReplicaLogDirs (34, KIP-113), issue 16.
 
 A standalone runnel broker with three `log.dirs`:
-- answers AlterReplicaLogDirs as Kafka does (LOG_DIR_NOT_FOUND for a path it does not have,
-  REPLICA_NOT_AVAILABLE for a partition it does not host, NONE otherwise);
+- answers AlterReplicaLogDirs as Kafka 4.4.0 does (LOG_DIR_NOT_FOUND for a path it does not have,
+  UNKNOWN_TOPIC_OR_PARTITION for a partition the cluster does not have, NONE otherwise);
 - moves a partition under an acks=all idempotent load, throttled by
   `replica.alter.log.dirs.io.max.bytes.per.second`; DescribeLogDirs shows the move as a future replica
   with its lag; a `kill -9` in the middle of the move loses nothing: after the restart the move resumes
@@ -27,7 +27,7 @@ from test_kafka_tools import tool
 pytestmark = pytest.mark.skipif(MODE != "runnel", reason="starts runnel brokers with several log.dirs")
 
 ALTER_REPLICA_LOG_DIRS = 34
-REPLICA_NOT_AVAILABLE = 9
+UNKNOWN_TOPIC_OR_PARTITION = 3
 LOG_DIR_NOT_FOUND = 57
 REASSIGN_TOOL = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 
@@ -132,7 +132,7 @@ def test_a_replica_moves_under_load_and_a_kill9_mid_move_loses_nothing(three_dir
     # Kafka's answers for a path the broker does not have and a partition it does not host.
     assert alter_replica_log_dirs(b.bootstrap, {"/no/such/dir": [(topic, 0)]}) == {(topic, 0): LOG_DIR_NOT_FOUND}
     assert alter_replica_log_dirs(b.bootstrap, {str(dirs[dest]): [("no-such-topic", 0)]}) == \
-        {("no-such-topic", 0): REPLICA_NOT_AVAILABLE}
+        {("no-such-topic", 0): UNKNOWN_TOPIC_OR_PARTITION}
     assert alter_replica_log_dirs(b.bootstrap, {str(dirs[dest]): [(topic, 0)]}) == {(topic, 0): 0}
     # The move shows as a future replica under the destination, with a lag.
     (size, lag) = wait_until(lambda: log_dirs(b.bootstrap)[str(dirs[dest])].get((topic, 0, True)),

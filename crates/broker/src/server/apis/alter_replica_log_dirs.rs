@@ -7,8 +7,9 @@
 //! - ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED (31) for every partition;
 //! - a path that is none of the broker's data directories → LOG_DIR_NOT_FOUND (57);
 //! - the destination or the replica's own directory offline → KAFKA_STORAGE_ERROR (56);
-//! - a partition the broker does not host → REPLICA_NOT_AVAILABLE (9), and the directory is remembered
-//!   for when the replica is created (what `kafka-reassign-partitions.sh` relies on while it retries);
+//! - a partition the broker does not host → REPLICA_NOT_AVAILABLE (9), or UNKNOWN_TOPIC_OR_PARTITION (3)
+//!   when the metadata has no such partition (as Kafka 4.4.0 answers); the directory is remembered for when
+//!   the replica is created (what `kafka-reassign-partitions.sh` relies on while it retries);
 //! - a topic name too long for a future directory name → INVALID_TOPIC_EXCEPTION (17);
 //! - otherwise NONE: already there, moving, or the move started (a move elsewhere is cancelled).
 //!
@@ -45,7 +46,12 @@ pub fn handle(
                 let code = match (allowed, dest) {
                     (false, _) => ErrorCode::CLUSTER_AUTHORIZATION_FAILED,
                     (true, None) => ErrorCode::LOG_DIR_NOT_FOUND,
-                    (true, Some(dest)) => alter_one(log_manager, &topic.name, p, dest),
+                    (true, Some(dest)) => match alter_one(log_manager, &topic.name, p, dest) {
+                        ErrorCode::REPLICA_NOT_AVAILABLE if !exists(apis, &topic.name, p) => {
+                            ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
+                        }
+                        code => code,
+                    },
                 };
                 push(&mut results, &topic.name, p, code);
             }
@@ -64,6 +70,11 @@ fn dir_index(log_manager: &LogManager, path: &str) -> Option<usize> {
     let wanted: PathBuf = canonical(Path::new(path));
     (log_manager.dirs().iter())
         .position(|d| d.as_path() == Path::new(path) || canonical(d) == wanted)
+}
+
+/// Whether the metadata knows partition `p` of `topic`.
+fn exists(apis: &KafkaApis, topic: &str, p: i32) -> bool {
+    (apis.metadata.topic(topic)).is_some_and(|t| (0..t.partitions).contains(&p))
 }
 
 fn alter_one(log_manager: &LogManager, topic: &str, partition: i32, dest: usize) -> ErrorCode {
