@@ -4,6 +4,7 @@
 #   - Python packages pinned in tests/requirements.txt (pytest, kafka-python, confluent-kafka, codecs)
 #   - the Java test programs under tests/java (org.apache.kafka:kafka-clients and kafka-streams, built with Maven)
 #   - Apache Kafka 4.4.0 jars (reference broker and command-line tools) via scripts/kafka-reference.sh
+#   - Debian's chromium and playwright-core from npm (tests/console), for the web console's browser test
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -31,6 +32,17 @@ if [[ ! -f tests/java/target/runnel-client-test.jar || tests/java/pom.xml -nt te
     echo "building the Java client test program (maven)"
     mvn -q -B -f tests/java/pom.xml package dependency:copy-dependencies \
         -DoutputDirectory=target/lib -DincludeScope=runtime -DskipTests
+fi
+
+if ! command -v chromium >/dev/null; then
+    echo "installing chromium (apt) for the console's browser test"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium
+fi
+
+if [[ ! -d tests/console/node_modules/playwright-core || tests/console/package-lock.json -nt tests/console/node_modules ]]; then
+    echo "installing playwright-core (npm ci in tests/console)"
+    npm ci --prefix tests/console --no-audit --no-fund --loglevel=error
 fi
 
 bash scripts/kafka-reference.sh fetch

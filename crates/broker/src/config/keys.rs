@@ -200,6 +200,10 @@ keys! {
     /// `metrics.partition.series.max` (Runnel): at most this many per-partition log series and as many
     /// per-(group, partition) consumer-lag series on `/metrics` (0 = none). Static.
     METRICS_PARTITION_SERIES_MAX: i32 = "metrics.partition.series.max";
+    /// `console.enabled` (Runnel, issue 17): whether the `metrics.listeners` HTTP listeners serve the web
+    /// console at `/console/`: unset (the default) on loopback addresses only, `true` on every one, `false`
+    /// on none. Static.
+    CONSOLE_ENABLED: Option<bool> = "console.enabled";
     /// `telemetry.max.bytes` (KIP-714): the largest PushTelemetry payload accepted, compressed as sent
     /// (bytes; Kafka's default 1 MiB); larger ones get TELEMETRY_TOO_LARGE. Static.
     TELEMETRY_MAX_BYTES: i32 = "telemetry.max.bytes";

@@ -17,6 +17,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::collect::Sources;
+use super::MetricsConfig;
 use crate::server::apis::KafkaApis;
 use crate::server::rest::error::RestError;
 
@@ -33,18 +34,25 @@ pub async fn bind(addrs: &[SocketAddr]) -> anyhow::Result<Vec<TcpListener>> {
     Ok(bound)
 }
 
-/// Serves the routes on every listener until `shutdown` turns true.
+/// Serves the routes on every listener until `shutdown` turns true; the web console on those `config`
+/// allows it on.
 pub fn spawn(
     listeners: Vec<TcpListener>,
+    config: &MetricsConfig,
     sources: Arc<Sources>,
     apis: Arc<KafkaApis>,
     shutdown: watch::Receiver<bool>,
 ) -> Vec<JoinHandle<()>> {
-    let router = router(sources, apis);
+    let with_console = router(sources.clone(), apis.clone(), true);
+    let without = router(sources, apis, false);
     listeners
         .into_iter()
         .map(|listener| {
-            let router = router.clone();
+            let console = (listener.local_addr().ok()).is_some_and(|a| config.serves_console(&a));
+            let router = match console {
+                true => with_console.clone(),
+                false => without.clone(),
+            };
             let mut shutdown = shutdown.clone();
             tokio::spawn(async move {
                 let addr = listener.local_addr().ok();
@@ -64,14 +72,14 @@ pub fn spawn(
         .collect()
 }
 
-/// The routes over `sources`, and the HTTP API over `apis`.
-pub fn router(sources: Arc<Sources>, apis: Arc<KafkaApis>) -> Router {
+/// The routes over `sources`, and the HTTP API over `apis` (with the web console when `console`).
+pub fn router(sources: Arc<Sources>, apis: Arc<KafkaApis>, console: bool) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
         .route("/health/live", get(live))
         .route("/health/ready", get(ready))
         .with_state(sources)
-        .merge(crate::server::rest::router(apis))
+        .merge(crate::server::rest::router(apis, console))
         .fallback(not_found)
 }
 

@@ -12,7 +12,7 @@
 //! `kafka-metrics.yaml`: `kafka_server_replicamanager_underreplicatedpartitions`,
 //! `kafka_network_requestmetrics_totaltimems{request,quantile}`, ...) and, for consumer lag, kafka_exporter's
 //! (`kafka_consumergroup_lag{consumergroup,topic,partition}`), so dashboards and alerts written for those
-//! work unchanged; each module below lists its names with their Kafka MBeans (README, "Metrics and health").
+//! work unchanged; each module below lists its names with their Kafka MBeans (README, "Observability: metrics and health").
 
 pub mod collect;
 pub mod end_offsets;
@@ -45,6 +45,8 @@ pub struct MetricsConfig {
     /// At most this many per-partition series are exported for logs, and as many per-(group, partition)
     /// series for consumer lag (`metrics.partition.series.max`; 0 = none): bounds the cardinality.
     pub partition_series_max: usize,
+    /// `console.enabled`: `None` = the web console on loopback listeners only.
+    pub console: Option<bool>,
 }
 
 impl MetricsConfig {
@@ -61,7 +63,13 @@ impl MetricsConfig {
         Ok(MetricsConfig {
             listeners,
             partition_series_max: usize::try_from(max).unwrap_or(usize::MAX),
+            console: config.get(keys::CONSOLE_ENABLED),
         })
+    }
+
+    /// Whether the listener bound at `addr` serves the web console (see [`MetricsConfig::console`]).
+    pub fn serves_console(&self, addr: &SocketAddr) -> bool {
+        self.console.unwrap_or_else(|| addr.ip().is_loopback())
     }
 }
 
@@ -153,6 +161,7 @@ impl MetricsEndpoint {
         let sources = Arc::new(sources);
         let mut tasks = http::spawn(
             self.listeners,
+            &self.config,
             sources.clone(),
             apis.clone(),
             shutdown.clone(),
@@ -213,5 +222,22 @@ mod tests {
         ] {
             assert!(parse_listener(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn the_console_is_served_on_loopback_unless_configured() {
+        let config = |console| MetricsConfig {
+            listeners: Vec::new(),
+            partition_series_max: 0,
+            console,
+        };
+        let loopback: SocketAddr = "127.0.0.1:9644".parse().unwrap();
+        let v6_loopback: SocketAddr = "[::1]:9644".parse().unwrap();
+        let any: SocketAddr = "0.0.0.0:9644".parse().unwrap();
+        assert!(config(None).serves_console(&loopback));
+        assert!(config(None).serves_console(&v6_loopback));
+        assert!(!config(None).serves_console(&any));
+        assert!(config(Some(true)).serves_console(&any));
+        assert!(!config(Some(false)).serves_console(&loopback));
     }
 }

@@ -69,7 +69,7 @@ pub async fn list(ctx: Ctx, P(cluster_id): P<String>) -> RestResult {
 }
 
 /// DescribeGroups for `id`: 404 for a group that does not exist (Kafka's Dead state or GROUP_ID_NOT_FOUND).
-async fn describe(ctx: &Ctx, id: &str) -> Result<DescribedGroup, RestError> {
+pub(super) async fn describe(ctx: &Ctx, id: &str) -> Result<DescribedGroup, RestError> {
     let request = DescribeGroupsRequest {
         groups: vec![id.to_string()],
         ..Default::default()

@@ -16,6 +16,7 @@
 
 pub mod bridge;
 mod configs;
+pub mod console;
 pub mod error;
 mod groups;
 mod records;
@@ -55,8 +56,9 @@ pub struct RestState {
     round_robin: AtomicU32,
 }
 
-/// The HTTP API's routes over `apis` (merged into the metrics listener's router).
-pub fn router(apis: Arc<KafkaApis>) -> Router {
+/// The HTTP API's routes over `apis`, with the web console's ([`console`]) when `console` is true (merged into
+/// the metrics listener's router).
+pub fn router(apis: Arc<KafkaApis>, console: bool) -> Router {
     let state = Arc::new(RestState {
         bridge: Bridge::new(apis),
         round_robin: AtomicU32::new(0),
@@ -64,7 +66,11 @@ pub fn router(apis: Arc<KafkaApis>) -> Router {
     let c = "/v3/clusters/{cluster_id}";
     let t = "/v3/clusters/{cluster_id}/topics/{topic_name}";
     let g = "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}";
-    Router::new()
+    let routes = match console {
+        true => console::router(),
+        false => Router::new(),
+    };
+    routes
         .route("/v3/openapi.json", get(openapi))
         .route("/openapi.json", get(openapi))
         .route("/v3/clusters", get(v3::list_clusters))
