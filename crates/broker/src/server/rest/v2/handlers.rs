@@ -19,7 +19,7 @@ use super::kafka::Kafka;
 use super::registry::RegistryError;
 use super::{
     Consumers, FORMAT_MISMATCH, INSTANCE_EXISTS, INVALID_CONSUMER_CONFIG, MAX_FETCH_WAIT_MS,
-    MAX_INSTANCES, MAX_RECORDS_BYTES,
+    MAX_INSTANCES, MAX_ITEMS, MAX_RECORDS_BYTES,
 };
 use crate::server::rest::error::{RestError, BAD_REQUEST};
 use crate::server::rest::{is_json, json_error, no_content, Ctx, RestResult, MAX_BODY_BYTES, P};
@@ -30,6 +30,15 @@ pub const V2_JSON: &str = "application/vnd.kafka.v2+json";
 const MAX_PATTERN_SIZE: usize = 1 << 20;
 /// The longest group id or instance name taken (characters).
 const MAX_NAME_LEN: usize = 255;
+/// 422 unless `n` items are at most [`MAX_ITEMS`].
+fn check_items(n: usize, what: &str) -> Result<(), RestError> {
+    match n <= MAX_ITEMS {
+        true => Ok(()),
+        false => Err(RestError::unprocessable(format!(
+            "At most {MAX_ITEMS} {what} in one request"
+        ))),
+    }
+}
 
 /// 200 with `body` as `application/vnd.kafka.v2+json`.
 fn v2_ok(body: Value) -> RestResult {
@@ -269,6 +278,7 @@ pub async fn subscribe(
     let body: SubscribeBody = required_json(req).await?;
     let target = match (body.topics, body.topic_pattern) {
         (Some(mut topics), None) if !topics.is_empty() => {
+            check_items(topics.len(), "topics")?;
             if let Some(bad) = topics.iter().find(|t| !valid_topic(t)) {
                 return Err(RestError::new(
                     BAD_REQUEST,
@@ -324,6 +334,7 @@ pub struct PartitionsBody {
 
 /// The partitions of a body, sorted and deduplicated; 400 (40002) for an invalid topic or partition.
 fn partitions_of(body: PartitionsBody) -> Result<Vec<TopicPartition>, RestError> {
+    check_items(body.partitions.len(), "partitions")?;
     let mut out = Vec::with_capacity(body.partitions.len());
     for p in body.partitions {
         if !valid_topic(&p.topic) || p.partition < 0 {
@@ -377,6 +388,7 @@ pub struct OffsetsBody {
 
 /// The offsets of a body; 400 (40002) for an invalid topic, partition or negative offset.
 fn offsets_of(body: OffsetsBody) -> Result<Vec<(TopicPartition, i64, Option<String>)>, RestError> {
+    check_items(body.offsets.len(), "offsets")?;
     let mut out = Vec::with_capacity(body.offsets.len());
     for o in body.offsets {
         if !valid_topic(&o.topic) || o.partition < 0 || o.offset < 0 {
@@ -558,6 +570,13 @@ mod tests {
                 .unwrap_err()
                 .error_code,
             400
+        );
+        assert!(check_items(MAX_ITEMS, "partitions").is_ok());
+        assert_eq!(
+            check_items(MAX_ITEMS + 1, "partitions")
+                .unwrap_err()
+                .error_code,
+            422
         );
     }
 }

@@ -41,6 +41,8 @@ use crate::server::rest::error::{RestError, KAFKA_ERROR};
 
 /// How many JoinGroup/SyncGroup rounds one join tries before giving up (each may wait for a rebalance).
 const MAX_JOIN_ROUNDS: usize = 5;
+/// The pause before a JoinGroup the coordinator was not ready for is sent again (ms).
+const JOIN_BACKOFF_MS: u64 = 100;
 /// The least a records call's Fetch asks for (bytes), whatever its `max_bytes`.
 const FETCH_BUFFER_BYTES: i32 = 1024 * 1024;
 /// A pattern subscription is matched again every this many heartbeats.
@@ -168,8 +170,8 @@ impl ConsumerInstance {
             return Ok(());
         }
         st.ticks = st.ticks.wrapping_add(1);
-        let refresh =
-            matches!(st.target, Target::Pattern(_)) && st.ticks % PATTERN_REFRESH_TICKS == 0;
+        let refresh = matches!(st.target, Target::Pattern(_))
+            && st.ticks.is_multiple_of(PATTERN_REFRESH_TICKS);
         if refresh && self.resolve(st, k).await? != st.subscribed {
             st.needs_join = true;
         }
@@ -210,11 +212,13 @@ impl ConsumerInstance {
         if st.generation >= 0 && self.config.auto_commit {
             self.commit_positions(st, k).await;
         }
+        let mut last = ErrorCode::REBALANCE_IN_PROGRESS;
         for _ in 0..MAX_JOIN_ROUNDS {
             let topics = self.resolve(st, k).await?;
             let subscription = encode_subscription(&topics);
             let r = k.join(&self.group, &st.member_id, subscription).await?;
-            match ErrorCode(r.error_code) {
+            last = ErrorCode(r.error_code);
+            match last {
                 ErrorCode::NONE => {}
                 ErrorCode::MEMBER_ID_REQUIRED => {
                     st.member_id = r.member_id;
@@ -225,6 +229,11 @@ impl ConsumerInstance {
                     continue;
                 }
                 ErrorCode::REBALANCE_IN_PROGRESS => continue,
+                // The group's offsets partition is being created or loaded: shortly.
+                ErrorCode::COORDINATOR_LOAD_IN_PROGRESS | ErrorCode::COORDINATOR_NOT_AVAILABLE => {
+                    tokio::time::sleep(Duration::from_millis(JOIN_BACKOFF_MS)).await;
+                    continue;
+                }
                 code => return Err(RestError::from_kafka(code, None)),
             }
             st.member_id = r.member_id;
@@ -248,10 +257,11 @@ impl ConsumerInstance {
         }
         st.generation = -1;
         st.needs_join = true;
-        Err(RestError::from_kafka(
-            ErrorCode::REBALANCE_IN_PROGRESS,
-            Some("The consumer instance could not join its group yet: retry"),
-        ))
+        let message = format!(
+            "The consumer instance could not join its group yet ({}): retry",
+            last.name()
+        );
+        Err(RestError::from_kafka(last, Some(&message)))
     }
 
     /// Subscribes to `target` (topics or a pattern), replacing a subscription; 409 (40903) for an

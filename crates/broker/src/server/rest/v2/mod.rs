@@ -11,8 +11,14 @@
 //!
 //! Limits: at most [`MAX_INSTANCES`] instances per broker (429 above); an instance idle (no request) for
 //! [`CONSUMER_INSTANCE_TIMEOUT_MS`] is closed; a records call waits at most [`MAX_FETCH_WAIT_MS`] and
-//! returns at most [`MAX_RECORDS_BYTES`] of keys and values. Instances live in this broker's memory: they
-//! are gone after a restart, and in a cluster each broker serves its own.
+//! returns at most [`MAX_RECORDS_BYTES`] of keys and values; a body names at most
+//! [`MAX_ITEMS`] topics, partitions or offsets. Instances live in this broker's memory: they are
+//! gone after a restart, and in a cluster each broker serves its own — through its own handlers, so the
+//! group must be coordinated by this broker (else 50003, NOT_COORDINATOR) and only partitions it leads
+//! return records (others answer NOT_LEADER_OR_FOLLOWER to the Fetch and are skipped). A group leader
+//! computes the assignment from the partition counts at the join; a topic created after a topics
+//! subscription joined is not picked up until the next rebalance. A record that is not JSON in a `json`
+//! instance fails the records call (50002) and stays where it is.
 //!
 //! Errors (Confluent's codes): unknown instance 404/40403, an instance name taken 409/40902, a
 //! subscription and a manual assignment together (or a seek on an unassigned partition) 409/40903, an
@@ -53,6 +59,9 @@ pub const MAX_FETCH_WAIT_MS: i32 = 5_000;
 /// The most bytes of keys and values one records call returns (REST Proxy's
 /// `consumer.request.max.bytes` default, 64 MiB).
 pub const MAX_RECORDS_BYTES: i32 = 64 * 1024 * 1024;
+
+/// The most topics, partitions or offsets one request body may name (422 above).
+pub const MAX_ITEMS: usize = 10_000;
 
 /// Confluent's "Consumer instance not found." (HTTP 404).
 pub const INSTANCE_NOT_FOUND: i32 = 40403;

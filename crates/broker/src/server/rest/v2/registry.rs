@@ -96,6 +96,11 @@ impl<V: Clone> Registry<V> {
     pub fn len(&self) -> usize {
         self.entries.len()
     }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
 }
 
 #[cfg(test)]
@@ -128,7 +133,7 @@ mod tests {
         assert_eq!(r.expire(1001), vec![2]);
         assert_eq!(r.get("g", "a", 1900), Some(1));
         assert_eq!(r.expire(2901), vec![1]);
-        assert_eq!(r.len(), 0);
+        assert!(r.is_empty());
         // A clock going backwards never makes an instance look older.
         r.insert("g", "c", 3, 5000).unwrap();
         assert_eq!(r.get("g", "c", 4000), Some(3));
