@@ -180,19 +180,27 @@ def test_every_route_conforms_to_the_served_openapi_document(rest, tmp_path):
     doc = requests.get(f"{rest.base}/v3/openapi.json", timeout=TIMEOUT).json()
     assert doc == requests.get(f"{rest.base}/openapi.json", timeout=TIMEOUT).json()
     assert create(rest, "st-known").status_code == 201
+    instance = {"name": "st-instance", "consumer.request.timeout.ms": "0"}
+    r = requests.post(f"{rest.base}/consumers/st-group", json=instance, timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
     # createTopic is left out of the fuzzing (generated partition counts up to the broker's budget would
-    # create thousands of partitions), and deleteTopic (it would delete the topic the others use); the tests
-    # above check their answers.
-    # The real cluster id and a real topic as path parameters, so requests reach past the 404s.
+    # create thousands of partitions), and deleteTopic and deleteConsumerInstance (they would delete the topic
+    # and the v2 consumer instance the others use), and subscribe (each subscription's group join waits out
+    # group.initial.rebalance.delay.ms while holding the instance); the tests above and test_rest_consumer.py
+    # check their answers.
+    # The real cluster id, a real topic and a real consumer instance as path parameters, so requests reach past
+    # the 404s.
     config = tmp_path / "schemathesis.toml"
     broker_id = requests.get(f"{rest.v3}/brokers", timeout=TIMEOUT).json()["data"][0]["broker_id"]
     config.write_text(f'[parameters]\n"path.cluster_id" = "{rest.cluster}"\n"path.topic_name" = "st-known"\n'
-                      f'"path.partition_id" = "0"\n"path.broker_id" = "{broker_id}"\n')
+                      f'"path.partition_id" = "0"\n"path.broker_id" = "{broker_id}"\n'
+                      f'"path.group" = "st-group"\n"path.instance" = "st-instance"\n"query.timeout" = "0"\n')
     argv = [sys.executable, "-m", "schemathesis.cli", "--config-file", str(config), "run",
             f"{rest.base}/v3/openapi.json",
             "--checks", "not_a_server_error,response_schema_conformance",
             "--max-examples", "6", "--exclude-operation-id", "createTopic",
-            "--exclude-operation-id", "deleteTopic",
+            "--exclude-operation-id", "deleteTopic", "--exclude-operation-id", "deleteConsumerInstance",
+            "--exclude-operation-id", "subscribe",
             "--phases", "examples,fuzzing", "--seed", "1", "--workers", "2",
             "--request-timeout", "10", "--no-color"]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=40, cwd=tmp_path)

@@ -20,6 +20,7 @@ use super::collect::Sources;
 use super::MetricsConfig;
 use crate::server::apis::KafkaApis;
 use crate::server::rest::error::RestError;
+use crate::server::rest::RestState;
 
 /// Binds every `metrics.listeners` address. Errors name the address (a port in use stops the broker's
 /// start, as a Kafka listener's does).
@@ -43,8 +44,9 @@ pub fn spawn(
     apis: Arc<KafkaApis>,
     shutdown: watch::Receiver<bool>,
 ) -> Vec<JoinHandle<()>> {
-    let with_console = router(sources.clone(), apis.clone(), true);
-    let without = router(sources, apis, false);
+    let rest = crate::server::rest::state(apis);
+    let with_console = router(sources.clone(), &rest, true);
+    let without = router(sources, &rest, false);
     listeners
         .into_iter()
         .map(|listener| {
@@ -72,14 +74,14 @@ pub fn spawn(
         .collect()
 }
 
-/// The routes over `sources`, and the HTTP API over `apis` (with the web console when `console`).
-pub fn router(sources: Arc<Sources>, apis: Arc<KafkaApis>, console: bool) -> Router {
+/// The routes over `sources`, and the HTTP API over `rest` (with the web console when `console`).
+pub fn router(sources: Arc<Sources>, rest: &Arc<RestState>, console: bool) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
         .route("/health/live", get(live))
         .route("/health/ready", get(ready))
         .with_state(sources)
-        .merge(crate::server::rest::router(apis, console))
+        .merge(crate::server::rest::router(rest, console))
         .fallback(not_found)
 }
 

@@ -53,9 +53,27 @@ impl Bridge {
         peer: Option<SocketAddr>,
         body: RequestBody,
     ) -> Result<ResponseBody, RestError> {
+        self.call_at_most(peer, body, i16::MAX).await
+    }
+
+    /// [`call`](Self::call) in the highest version this broker serves that is at most `max_version` (for
+    /// a request whose later versions name topics by id only, e.g. Fetch v13+).
+    pub async fn call_at_most(
+        &self,
+        peer: Option<SocketAddr>,
+        body: RequestBody,
+        max_version: i16,
+    ) -> Result<ResponseBody, RestError> {
         let api = body.api_key();
-        let (_, version) = advertised_range(api)
+        let (low, high) = advertised_range(api)
             .ok_or_else(|| RestError::internal(format!("{} is not served", api.name())))?;
+        let version = high.min(max_version);
+        if version < low {
+            return Err(RestError::internal(format!(
+                "{} v{max_version} is not served",
+                api.name()
+            )));
+        }
         let correlation_id = self.correlation_id.fetch_add(1, Ordering::Relaxed);
         let header = RequestHeader {
             request_api_key: api as i16,

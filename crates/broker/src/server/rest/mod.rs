@@ -12,7 +12,11 @@
 //! Limits: producing goes to the partition's leader through this broker's Produce handler, so in a cluster
 //! a record for a partition led by another broker is refused with 50003 (NOT_LEADER_OR_FOLLOWER); the
 //! consumer-group routes answer from this broker's group coordinator (NOT_COORDINATOR → 50003 for a group
-//! coordinated elsewhere). The v2 consumer-instance API is not served.
+//! coordinated elsewhere).
+//!
+//! The consume half of Confluent REST Proxy API v2 — consumer instances under `/consumers/{group}`, with
+//! subscriptions, assignments, positions, records and offsets — is [`v2`]; its instances live in this
+//! broker's memory.
 
 pub mod bridge;
 mod configs;
@@ -21,6 +25,7 @@ pub mod error;
 mod groups;
 mod records;
 mod time;
+pub mod v2;
 mod v3;
 
 use std::net::SocketAddr;
@@ -51,18 +56,27 @@ pub const OPENAPI: &str = include_str!("openapi.json");
 /// What the handlers share.
 #[derive(Debug)]
 pub struct RestState {
-    bridge: Bridge,
+    bridge: Arc<Bridge>,
+    /// The API v2 consumer instances.
+    consumers: Arc<v2::Consumers>,
     /// The next partition for a record with neither a partition nor a key (round robin).
     round_robin: AtomicU32,
 }
 
-/// The HTTP API's routes over `apis`, with the web console's ([`console`]) when `console` is true (merged into
-/// the metrics listener's router).
-pub fn router(apis: Arc<KafkaApis>, console: bool) -> Router {
-    let state = Arc::new(RestState {
-        bridge: Bridge::new(apis),
+/// The HTTP API's shared state over `apis`: one per process, whatever the number of listeners (the v2
+/// consumer instances live in it).
+pub fn state(apis: Arc<KafkaApis>) -> Arc<RestState> {
+    let bridge = Arc::new(Bridge::new(apis));
+    Arc::new(RestState {
+        consumers: Arc::new(v2::Consumers::new(bridge.clone())),
+        bridge,
         round_robin: AtomicU32::new(0),
-    });
+    })
+}
+
+/// The HTTP API's routes over `state`, with the web console's ([`console`]) when `console` is true (merged
+/// into the metrics listener's router).
+pub fn router(state: &Arc<RestState>, console: bool) -> Router {
     let c = "/v3/clusters/{cluster_id}";
     let t = "/v3/clusters/{cluster_id}/topics/{topic_name}";
     let g = "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}";
@@ -109,8 +123,9 @@ pub fn router(apis: Arc<KafkaApis>, console: bool) -> Router {
         .route(&format!("{g}/consumers"), get(groups::consumers))
         .route(&format!("{g}/lags"), get(groups::lags_list))
         .route(&format!("{g}/lag-summary"), get(groups::lag_summary))
+        .merge(v2::routes())
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .with_state(state)
+        .with_state(state.clone())
 }
 
 async fn openapi() -> Response {

@@ -188,15 +188,17 @@ pub async fn reset_offsets(
     JsonBody(reset): JsonBody<Reset>,
 ) -> RestResult {
     match describe(&ctx, &group).await {
-        Ok(g) if !g.members.is_empty() => return Err(RestError::new(
-            40901,
-            format!(
+        Ok(g) if !g.members.is_empty() => {
+            return Err(RestError::new(
+                40901,
+                format!(
                 "Consumer group {group} has {} active member(s) ({}): offsets can be reset only \
                      while it is empty, as with kafka-consumer-groups --reset-offsets",
                 g.members.len(),
                 g.group_state
             ),
-        )),
+            ))
+        }
         Ok(_) => {}
         Err(e) if e.error_code == 40403 => {} // No group yet: the commit creates it.
         Err(e) => return Err(e),

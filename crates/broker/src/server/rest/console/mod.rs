@@ -7,7 +7,7 @@
 //! (filter, create, delete, configs, partitions with leader/replicas/ISR/offsets/size), the message browser
 //! (by partition and offset or timestamp, key/value/headers as text, JSON or hex, a live tail, a produce
 //! form), consumer groups (members, assignment, committed offsets and lag with a chart over time, offset
-//! reset) and metrics charts read from `/metrics`. The page uses the REST Proxy v3 routes and the three
+//! reset) and metrics charts read from `/metrics`. The page uses the REST Proxy v3 routes and the four
 //! routes of [`api`] and [`browse`].
 //!
 //! Exposure (`console.enabled`): unset, the console is served on loopback listeners only; `true` on every
