@@ -281,3 +281,13 @@ def pytest_configure(config):
                       ("kafka_tools", "Apache Kafka's own command-line tools as clients (JVM start-up heavy)"),
                       ("cluster", "three runnel processes forming one cluster (issue 5)")]:
         config.addinivalue_line("markers", f"{name}: {doc}")
+
+
+def assert_rest_error(r, status: int, code: int | None = None):
+    """`r` (a `requests` response) is an HTTP API error: `status`, and a REST Proxy error body
+    `{"error_code", "message"}` whose code is `code` (default: the status)."""
+    assert r.status_code == status, r.text
+    body = r.json()
+    assert set(body) == {"error_code", "message"}, body
+    assert body["error_code"] == (code or status), body
+    assert body["message"], body

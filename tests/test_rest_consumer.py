@@ -13,7 +13,7 @@ import pytest
 import requests
 from confluent_kafka import Producer
 
-from conftest import MODE, BrokerProcess
+from conftest import MODE, BrokerProcess, assert_rest_error as assert_error
 
 pytestmark = pytest.mark.skipif(MODE != "runnel", reason="Runnel's own HTTP API")
 
@@ -32,14 +32,6 @@ def rest():
     b.v3 = f"{b.base}/v3/clusters/{b.cluster}"
     yield b
     b.close()
-
-
-def assert_error(r: requests.Response, status: int, code: int | None = None):
-    assert r.status_code == status, r.text
-    body = r.json()
-    assert set(body) == {"error_code", "message"}, body
-    assert body["error_code"] == (code or status), body
-    assert body["message"], body
 
 
 def make_topic(rest, name: str, partitions: int):
@@ -100,7 +92,9 @@ def test_subscribe_read_commit_and_delete(rest, topic):
 
     # Nothing committed yet (auto-commit off); an empty commit commits the positions.
     assert requests.get(f"{uri}/offsets", timeout=TIMEOUT).json() == {"offsets": []}
-    assert requests.post(f"{uri}/offsets", timeout=TIMEOUT).status_code == 200
+    assert requests.post(f"{uri}/offsets", headers=V2, timeout=TIMEOUT).status_code == 200
+    # A POST without a JSON content type is refused, body or not (what a cross-site form or no-cors fetch sends).
+    assert_error(requests.post(f"{uri}/offsets", headers={"Content-Type": "text/plain"}, timeout=TIMEOUT), 415)
     offsets = requests.get(f"{uri}/offsets", timeout=TIMEOUT).json()["offsets"]
     assert [(o["partition"], o["offset"]) for o in offsets] == [(0, 3), (1, 3)]
     lags = requests.get(f"{rest.v3}/consumer-groups/{group}/lags", timeout=TIMEOUT).json()["data"]
@@ -200,7 +194,7 @@ def test_error_shapes(rest, topic):
     missing = f"{base}/instances/nope"
     assert_error(requests.get(f"{missing}/records", headers=BINARY, timeout=TIMEOUT), 404, 40403)
     assert_error(requests.delete(missing, timeout=TIMEOUT), 404, 40403)
-    assert_error(requests.post(f"{missing}/offsets", timeout=TIMEOUT), 404, 40403)
+    assert_error(requests.post(f"{missing}/offsets", headers=V2, timeout=TIMEOUT), 404, 40403)
     assert_error(requests.post(base, json={"format": "avro"}, headers=V2, timeout=TIMEOUT), 422, 42204)
     assert_error(requests.post(base, json={"name": "a/b"}, headers=V2, timeout=TIMEOUT), 422, 42204)
     assert_error(requests.post(base, data="{not json", headers=V2, timeout=TIMEOUT), 400)

@@ -14,7 +14,7 @@ import pytest
 import requests
 from confluent_kafka import Consumer, Producer
 
-from conftest import MODE, BrokerProcess
+from conftest import MODE, BrokerProcess, assert_rest_error as assert_error
 
 pytestmark = pytest.mark.skipif(MODE != "runnel", reason="Runnel's own HTTP API")
 
@@ -38,14 +38,6 @@ def create(rest, name: str, partitions: int = 1, configs=None) -> requests.Respo
     body = {"topic_name": name, "partitions_count": partitions, "replication_factor": 1,
             "configs": configs or []}
     return requests.post(f"{rest.v3}/topics", json=body, timeout=30)
-
-
-def assert_error(r: requests.Response, status: int, code: int | None = None):
-    assert r.status_code == status, r.text
-    body = r.json()
-    assert set(body) == {"error_code", "message"}, body
-    assert body["error_code"] == (code or status), body
-    assert body["message"], body
 
 
 def test_cluster_brokers_and_topic_lifecycle(rest, topic):

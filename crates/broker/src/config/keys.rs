@@ -204,6 +204,10 @@ keys! {
     /// console at `/console/`: unset (the default) on loopback addresses only, `true` on every one, `false`
     /// on none. Static.
     CONSOLE_ENABLED: Option<bool> = "console.enabled";
+    /// `http.authentication.method` (Runnel; REST Proxy's `authentication.method`): `NONE` (the default) or
+    /// `BASIC` — HTTP Basic against the SCRAM credentials on every `metrics.listeners` route but the health
+    /// checks. Static.
+    HTTP_AUTHENTICATION_METHOD: String = "http.authentication.method";
     /// `telemetry.max.bytes` (KIP-714): the largest PushTelemetry payload accepted, compressed as sent
     /// (bytes; Kafka's default 1 MiB); larger ones get TELEMETRY_TOO_LARGE. Static.
     TELEMETRY_MAX_BYTES: i32 = "telemetry.max.bytes";

@@ -52,6 +52,7 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("metrics.listeners", T::List, Some("http://127.0.0.1:9644")),
     def("metrics.partition.series.max", T::Int, Some("10000")),
     def("console.enabled", T::Boolean, None),
+    def("http.authentication.method", T::String, Some("NONE")),
     def("telemetry.max.bytes", T::Int, Some("1048576")),
     def("client.telemetry.default.metrics", T::List, Some("")),
     def(

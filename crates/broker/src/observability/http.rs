@@ -18,9 +18,13 @@ use tokio::task::JoinHandle;
 
 use super::collect::Sources;
 use super::MetricsConfig;
+use crate::scram::ScramCredentialCache;
 use crate::server::apis::KafkaApis;
+use crate::server::rest::auth::{self, HttpAuthentication};
 use crate::server::rest::error::RestError;
+use crate::server::rest::guard;
 use crate::server::rest::RestState;
+use axum::middleware::from_fn_with_state;
 
 /// Binds every `metrics.listeners` address. Errors name the address (a port in use stops the broker's
 /// start, as a Kafka listener's does).
@@ -44,17 +48,24 @@ pub fn spawn(
     apis: Arc<KafkaApis>,
     shutdown: watch::Receiver<bool>,
 ) -> Vec<JoinHandle<()>> {
-    let rest = crate::server::rest::state(apis);
-    let with_console = router(sources.clone(), &rest, true);
-    let without = router(sources, &rest, false);
+    let rest = crate::server::rest::state(apis.clone());
+    let basic = (config.authentication == HttpAuthentication::Basic)
+        .then(|| apis.scram_credentials().clone());
     listeners
         .into_iter()
         .map(|listener| {
-            let console = (listener.local_addr().ok()).is_some_and(|a| config.serves_console(&a));
-            let router = match console {
-                true => with_console.clone(),
-                false => without.clone(),
-            };
+            let addr = listener.local_addr().ok();
+            let console = addr.is_some_and(|a| config.serves_console(&a));
+            let loopback = addr.is_some_and(|a| a.ip().is_loopback());
+            let router = router(
+                sources.clone(),
+                &rest,
+                Guards {
+                    console,
+                    loopback,
+                    basic: basic.clone(),
+                },
+            );
             let mut shutdown = shutdown.clone();
             tokio::spawn(async move {
                 let addr = listener.local_addr().ok();
@@ -74,15 +85,41 @@ pub fn spawn(
         .collect()
 }
 
-/// The routes over `sources`, and the HTTP API over `rest` (with the web console when `console`).
-pub fn router(sources: Arc<Sources>, rest: &Arc<RestState>, console: bool) -> Router {
-    Router::new()
+/// What one listener's routes are served with.
+#[derive(Debug, Clone)]
+pub struct Guards {
+    /// The web console is served.
+    pub console: bool,
+    /// The listener is bound to loopback: only loopback `Host`s are answered ([`guard`]).
+    pub loopback: bool,
+    /// HTTP Basic authentication against these credentials ([`auth`]); `None`: none.
+    pub basic: Option<Arc<ScramCredentialCache>>,
+}
+
+/// The routes over `sources`, and the HTTP API over `rest` (with the web console when `guards.console`);
+/// every route but the health checks passes [`guard`] and, with `guards.basic`, HTTP Basic authentication.
+pub fn router(sources: Arc<Sources>, rest: &Arc<RestState>, guards: Guards) -> Router {
+    let guarded = Router::new()
         .route("/metrics", get(metrics))
+        .with_state(sources.clone())
+        .merge(crate::server::rest::router(rest, guards.console));
+    let guarded = match guards.basic {
+        Some(credentials) => guarded.layer(from_fn_with_state(credentials, auth::basic)),
+        None => guarded,
+    };
+    // Outermost: a browser's forged request is refused before any password check.
+    let guarded = guarded.layer(from_fn_with_state(guards.loopback, guard::guard));
+    Router::new()
         .route("/health/live", get(live))
         .route("/health/ready", get(ready))
         .with_state(sources)
-        .merge(crate::server::rest::router(rest, console))
+        .merge(guarded)
         .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+}
+
+async fn method_not_allowed() -> RestError {
+    RestError::new(405, "HTTP 405 Method Not Allowed")
 }
 
 async fn not_found() -> RestError {

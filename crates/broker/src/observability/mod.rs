@@ -35,6 +35,7 @@ use metrics_util::MetricKindMask;
 
 use crate::config::{keys, BrokerConfig, ConfigError};
 use crate::server::apis::KafkaApis;
+use crate::server::rest::auth::HttpAuthentication;
 use collect::Sources;
 
 /// The metrics endpoint's settings.
@@ -47,6 +48,8 @@ pub struct MetricsConfig {
     pub partition_series_max: usize,
     /// `console.enabled`: `None` = the web console on loopback listeners only.
     pub console: Option<bool>,
+    /// `http.authentication.method`: who may call the listener's routes (the health checks are open).
+    pub authentication: HttpAuthentication,
 }
 
 impl MetricsConfig {
@@ -64,6 +67,10 @@ impl MetricsConfig {
             listeners,
             partition_series_max: usize::try_from(max).unwrap_or(usize::MAX),
             console: config.get(keys::CONSOLE_ENABLED),
+            authentication: HttpAuthentication::parse(
+                keys::HTTP_AUTHENTICATION_METHOD.name(),
+                &config.get(keys::HTTP_AUTHENTICATION_METHOD),
+            )?,
         })
     }
 
@@ -230,6 +237,7 @@ mod tests {
             listeners: Vec::new(),
             partition_series_max: 0,
             console,
+            authentication: HttpAuthentication::None,
         };
         let loopback: SocketAddr = "127.0.0.1:9644".parse().unwrap();
         let v6_loopback: SocketAddr = "[::1]:9644".parse().unwrap();

@@ -256,6 +256,11 @@ impl KafkaApis {
         &self.quorum
     }
 
+    /// The SCRAM credentials SASL and the HTTP listener's Basic authentication check passwords against.
+    pub fn scram_credentials(&self) -> &Arc<crate::scram::ScramCredentialCache> {
+        self.scram.cache()
+    }
+
     /// Client quotas and connection limits.
     pub fn quotas(&self) -> &Arc<Quotas> {
         &self.quotas

@@ -4,8 +4,9 @@
 //! requests to the controller all apply as they do to a Kafka client.
 //!
 //! The connection the requests come from is named after the broker's advertised listener (so Metadata and
-//! DescribeCluster answer the endpoints Kafka clients use) with the HTTP peer's address, principal
-//! `User:ANONYMOUS` and client id `rest-proxy`.
+//! DescribeCluster answer the endpoints Kafka clients use) with the HTTP peer's address, the caller's
+//! principal ([`Origin`]: `User:ANONYMOUS` unless HTTP Basic authentication named a user) and client id
+//! `rest-proxy`.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -16,7 +17,27 @@ use protocol::{Chunk, RequestBody, RequestHeader, ResponseBody};
 
 use super::error::RestError;
 use crate::server::apis::{advertised_range, KafkaApis, RequestOutcome};
-use crate::server::context::ConnectionContext;
+use crate::server::context::{ConnectionContext, KafkaPrincipal};
+
+/// Where an HTTP API call comes from: the HTTP peer (`None` for background work) and the principal —
+/// `User:<name>` once HTTP Basic authentication checked the name ([`super::auth`]), else `User:ANONYMOUS`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    /// The HTTP client's address (the ACL host).
+    pub peer: Option<SocketAddr>,
+    /// Who the requests are made as.
+    pub principal: KafkaPrincipal,
+}
+
+impl Origin {
+    /// An unauthenticated caller at `peer`.
+    pub fn anonymous(peer: Option<SocketAddr>) -> Origin {
+        Origin {
+            peer,
+            principal: KafkaPrincipal::ANONYMOUS,
+        }
+    }
+}
 
 /// The client id of every request the HTTP API sends.
 pub const CLIENT_ID: &str = "rest-proxy";
@@ -45,22 +66,22 @@ impl Bridge {
         &self.apis
     }
 
-    /// Sends `body` in the highest version this broker serves, as a client at `peer`, and returns the
+    /// Sends `body` in the highest version this broker serves, as `origin`, and returns the
     /// decoded response. Errors: a request the broker closes the connection for, or that cannot be encoded
     /// or decoded (HTTP 500; none of these happens for the requests this module builds).
     pub async fn call(
         &self,
-        peer: Option<SocketAddr>,
+        origin: &Origin,
         body: RequestBody,
     ) -> Result<ResponseBody, RestError> {
-        self.call_at_most(peer, body, i16::MAX).await
+        self.call_at_most(origin, body, i16::MAX).await
     }
 
     /// [`call`](Self::call) in the highest version this broker serves that is at most `max_version` (for
     /// a request whose later versions name topics by id only, e.g. Fetch v13+).
     pub async fn call_at_most(
         &self,
-        peer: Option<SocketAddr>,
+        origin: &Origin,
         body: RequestBody,
         max_version: i16,
     ) -> Result<ResponseBody, RestError> {
@@ -84,10 +105,9 @@ impl Bridge {
         };
         let frame = protocol::encode_request(&header, &body)
             .map_err(|e| RestError::internal(format!("encoding {}: {e}", api.name())))?;
-        let connection = Arc::new(ConnectionContext::anonymous(
-            self.listener_name.clone(),
-            peer,
-        ));
+        let mut connection = ConnectionContext::anonymous(self.listener_name.clone(), origin.peer);
+        connection.principal = origin.principal.clone();
+        let connection = Arc::new(connection);
         let chunks = match self.apis.handle(frame.slice(4..), &connection).await {
             RequestOutcome::Respond(chunks) => chunks,
             RequestOutcome::Throttled {

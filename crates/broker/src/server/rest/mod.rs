@@ -18,11 +18,13 @@
 //! subscriptions, assignments, positions, records and offsets — is [`v2`]; its instances live in this
 //! broker's memory.
 
+pub mod auth;
 pub mod bridge;
 mod configs;
 pub mod console;
 pub mod error;
 mod groups;
+pub mod guard;
 mod records;
 mod time;
 pub mod v2;
@@ -33,7 +35,9 @@ use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{ConnectInfo, DefaultBodyLimit, FromRequest, FromRequestParts, Path, Request};
+use axum::extract::{
+    ConnectInfo, DefaultBodyLimit, FromRequest, FromRequestParts, Path, Query, Request,
+};
 use axum::http::request::Parts;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -44,7 +48,8 @@ use protocol::{RequestBody, ResponseBody};
 use serde::de::DeserializeOwned;
 
 use crate::server::apis::KafkaApis;
-use bridge::Bridge;
+use crate::server::context::KafkaPrincipal;
+use bridge::{Bridge, Origin};
 use error::RestError;
 
 /// The largest request body accepted: 16 MiB (a larger one is answered 413).
@@ -149,7 +154,7 @@ fn no_content() -> RestResult {
 /// `metadata.self` and `related` start with.
 pub struct Ctx {
     state: Arc<RestState>,
-    peer: Option<SocketAddr>,
+    origin: Origin,
     base: String,
 }
 
@@ -173,9 +178,11 @@ impl FromRequestParts<Arc<RestState>> for Ctx {
                         .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b))
             })
             .unwrap_or("localhost");
+        let principal = (parts.extensions.get::<auth::Authenticated>())
+            .map_or(KafkaPrincipal::ANONYMOUS, |a| a.0.clone());
         Ok(Ctx {
             state: state.clone(),
-            peer,
+            origin: Origin { peer, principal },
             base: format!("http://{host}"),
         })
     }
@@ -184,7 +191,7 @@ impl FromRequestParts<Arc<RestState>> for Ctx {
 impl Ctx {
     /// Sends one Kafka request through the broker's handlers (see [`bridge`]).
     async fn call(&self, body: RequestBody) -> Result<ResponseBody, RestError> {
-        self.state.bridge.call(self.peer, body).await
+        self.state.bridge.call(&self.origin, body).await
     }
 
     /// The cluster id.
@@ -245,12 +252,26 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for P<T> {
     }
 }
 
+/// A query string, a rejection answered in the REST error shape (400).
+pub struct Q<T>(pub T);
+
+impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for Q<T> {
+    type Rejection = RestError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Q<T>, RestError> {
+        match Query::<T>::from_request_parts(parts, state).await {
+            Ok(Query(t)) => Ok(Q(t)),
+            Err(e) => Err(RestError::bad_request(e.body_text())),
+        }
+    }
+}
+
 /// A JSON request body: `Content-Type` `application/json` or `application/vnd.kafka[.*].v[23]+json` (415
 /// otherwise), at most [`MAX_BODY_BYTES`] (413), valid JSON (400) of the route's shape (422).
 pub struct JsonBody<T>(pub T);
 
 /// Whether `content_type` names a JSON body this API takes.
-fn is_json(content_type: &str) -> bool {
+pub(crate) fn is_json(content_type: &str) -> bool {
     let essence = content_type.split(';').next().unwrap_or("").trim();
     let essence = essence.to_ascii_lowercase();
     essence == "application/json"

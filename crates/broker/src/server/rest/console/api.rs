@@ -133,7 +133,10 @@ pub async fn topic(ctx: Ctx, P(topic): P<String>) -> RestResult {
     }))
 }
 
-/// A reset: `{"topic", "partitions": [..] (absent: all), "to": "earliest" | "latest" | "offset" |
+/// The most partitions one reset may name.
+pub const MAX_PARTITIONS: usize = 10_000;
+
+/// A reset: `{"topic", "partitions": [..] (absent: all; at most [`MAX_PARTITIONS`]), "to": "earliest" | "latest" | "offset" |
 /// "timestamp", "offset", "timestamp" (ms)}`.
 #[derive(Debug, Deserialize)]
 pub struct Reset {
@@ -147,8 +150,10 @@ pub struct Reset {
 /// The offsets `reset` asks for, per partition of `all` it names. Errors: 422 for a bad `to` or a partition
 /// the topic does not have.
 async fn targets(ctx: &Ctx, reset: &Reset, all: &[i32]) -> Result<Vec<(i32, i64)>, RestError> {
-    let chosen = reset.partitions.clone().unwrap_or_else(|| all.to_vec());
-    if let Some(p) = chosen.iter().find(|p| !all.contains(p)) {
+    let mut chosen = reset.partitions.clone().unwrap_or_else(|| all.to_vec());
+    chosen.sort_unstable();
+    chosen.dedup();
+    if let Some(p) = chosen.iter().find(|p| all.binary_search(p).is_err()) {
         return Err(RestError::unprocessable(format!(
             "Partition {p} of topic {} cannot be found.",
             reset.topic
@@ -163,7 +168,7 @@ async fn targets(ctx: &Ctx, reset: &Reset, all: &[i32]) -> Result<Vec<(i32, i64)
         ("earliest", None, None) => earliest,
         ("latest", None, None) => latest.clone(),
         ("offset", Some(o), None) => earliest.iter().enumerate().map(|e| bounded(e, o)).collect(),
-        ("timestamp", None, Some(ts)) => {
+        ("timestamp", None, Some(ts)) if ts >= 0 => {
             let at = list_offsets(ctx, topic, &chosen, ts).await?;
             // No record that late: the end, as kafka-consumer-groups --to-datetime does.
             (at.iter().zip(&latest))
@@ -172,7 +177,7 @@ async fn targets(ctx: &Ctx, reset: &Reset, all: &[i32]) -> Result<Vec<(i32, i64)
         }
         _ => {
             return Err(RestError::unprocessable(
-                "to is earliest, latest, offset (with offset) or timestamp (with timestamp)",
+                "to is earliest, latest, offset (with offset) or timestamp (with a timestamp in ms >= 0)",
             ))
         }
     };
@@ -187,6 +192,16 @@ pub async fn reset_offsets(
     P(group): P<String>,
     JsonBody(reset): JsonBody<Reset>,
 ) -> RestResult {
+    if group.is_empty()
+        || reset
+            .partitions
+            .as_ref()
+            .is_some_and(|p| p.len() > MAX_PARTITIONS)
+    {
+        return Err(RestError::unprocessable(format!(
+            "a group id and at most {MAX_PARTITIONS} partitions are required"
+        )));
+    }
     match describe(&ctx, &group).await {
         Ok(g) if !g.members.is_empty() => {
             return Err(RestError::new(
@@ -205,7 +220,8 @@ pub async fn reset_offsets(
     }
     let t = metadata(&ctx, Some(&reset.topic)).await?;
     let t = t.into_iter().next().ok_or_else(unexpected)?;
-    let all: Vec<i32> = t.partitions.iter().map(|p| p.partition_index).collect();
+    let mut all: Vec<i32> = t.partitions.iter().map(|p| p.partition_index).collect();
+    all.sort_unstable();
     let offsets = targets(&ctx, &reset, &all).await?;
     let partitions =
         (offsets.iter())

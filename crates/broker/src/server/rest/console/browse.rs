@@ -6,7 +6,9 @@
 //!
 //! Query: `partition` (default 0), one of `offset` (≥ 0), `timestamp` (ms since the epoch) or
 //! `from=end` (the newest `limit` records; the default is the LogStartOffset), `limit` (1..=[`MAX_LIMIT`],
-//! default 100), `wait_ms` (0..=[`MAX_WAIT_MS`], default 0).
+//! default 100), `wait_ms` (0..=[`MAX_WAIT_MS`], default 0). At most [`MAX_BYTES`] of keys, values and
+//! headers are answered (at least one record), so large records end the list early: `next_offset` says
+//! where to go on.
 //! Answer: `{"partition", "log_start_offset", "high_watermark", "next_offset", "records": [{"offset",
 //! "timestamp", "key", "value", "headers": [{"name", "value"}]}]}` (`key`/`value` base64 or null).
 //! Errors: 404 unknown topic or partition, 400 a bad query, the Kafka error of the Fetch otherwise.
@@ -24,10 +26,12 @@ use uuid::Uuid;
 
 use super::super::error::RestError;
 use super::super::v3::{metadata, unexpected};
-use super::super::{ok, Ctx, RestResult, P};
+use super::super::{ok, Ctx, RestResult, P, Q};
 
 /// The most records one call answers.
 pub const MAX_LIMIT: usize = 5_000;
+/// The most bytes of keys, values and headers one call answers (at least one record, however large).
+pub const MAX_BYTES: usize = 8 * 1024 * 1024;
 /// The longest a call waits for new records (ms).
 pub const MAX_WAIT_MS: i32 = 10_000;
 /// Bytes asked of one Fetch.
@@ -193,9 +197,29 @@ async fn fetch(
     })
 }
 
+/// What is left of one call's answer: records and bytes.
+struct Room {
+    records: usize,
+    bytes: usize,
+}
+
+impl Room {
+    fn full(&self) -> bool {
+        self.records == 0 || self.bytes == 0
+    }
+}
+
+/// The bytes a record adds to an answer (key, value, header names and values).
+fn record_bytes(r: &Record) -> usize {
+    let len = |b: &Option<Bytes>| b.as_ref().map_or(0, Bytes::len);
+    let headers: usize = r.headers.iter().map(|(n, v)| n.len() + len(v)).sum();
+    len(&r.key) + len(&r.value) + headers
+}
+
 /// The data records at or after `from` in `raw` (control batches skipped; a batch cut short at the end of a
-/// Fetch, or one that does not decode, ends the list), at most `room`.
-fn decode(raw: &Bytes, from: i64, room: usize) -> Vec<Record> {
+/// Fetch, or one that does not decode, ends the list) while `room` lasts; `first` lets one record past the
+/// byte bound when the answer has none yet.
+fn decode(raw: &Bytes, from: i64, room: &mut Room, first: bool) -> Vec<Record> {
     let mut out = Vec::new();
     for batch in batches(raw) {
         let Ok(batch) = batch else { break };
@@ -204,9 +228,14 @@ fn decode(raw: &Bytes, from: i64, room: usize) -> Vec<Record> {
         }
         let Ok(records) = batch.records() else { break };
         for r in records.into_iter().filter(|r| r.offset >= from) {
-            if out.len() == room {
+            let size = record_bytes(&r);
+            let alone = first && out.is_empty();
+            if room.records == 0 || (size > room.bytes && !alone) {
+                room.bytes = 0;
                 return out;
             }
+            room.records -= 1;
+            room.bytes = room.bytes.saturating_sub(size);
             out.push(r);
         }
     }
@@ -240,11 +269,7 @@ fn record_json(r: &Record) -> Value {
 }
 
 /// `GET /console/api/topics/{topic}/records` (see the module doc).
-pub async fn records(
-    ctx: Ctx,
-    P(topic): P<String>,
-    query: axum::extract::Query<BrowseQuery>,
-) -> RestResult {
+pub async fn records(ctx: Ctx, P(topic): P<String>, Q(query): Q<BrowseQuery>) -> RestResult {
     let (start, limit, wait) = query.parse()?;
     let partition = query.partition.unwrap_or(0);
     let t = metadata(&ctx, Some(&topic)).await?;
@@ -269,23 +294,33 @@ pub async fn records(
     };
     let key = (topic.as_str(), t.topic_id, partition);
     let mut out: Vec<Record> = Vec::new();
+    let mut room = Room {
+        records: limit,
+        bytes: MAX_BYTES,
+    };
     let (mut wait_ms, mut reset) = (wait, false);
     let (mut hw, mut lso): (i64, i64);
     loop {
         let f = fetch(&ctx, key, offset.max(0), wait_ms).await?;
         if f.error_code == ErrorCode::OFFSET_OUT_OF_RANGE.0 && !reset {
-            // Retention removed the start (or it is past the end): begin where the log begins, as a consumer
-            // with auto.offset.reset=earliest would.
             reset = true;
-            offset = list_offset(&ctx, &topic, partition, EARLIEST).await?;
+            let end = list_offset(&ctx, &topic, partition, LATEST).await?;
+            let begin = list_offset(&ctx, &topic, partition, EARLIEST).await?;
+            if offset >= end {
+                // Past the end: nothing to show; the next call starts at the end.
+                (hw, lso, offset) = (end, begin, end);
+                break;
+            }
+            // Retention removed the start: begin where the log begins, as auto.offset.reset=earliest would.
+            offset = begin;
             continue;
         }
         RestError::check(f.error_code, None)?;
         (hw, lso) = (f.high_watermark, f.log_start_offset);
-        let got = decode(&f.records, offset, limit - out.len());
+        let got = decode(&f.records, offset, &mut room, out.is_empty());
         let after_batches = next_after(&f.records);
         out.extend(got);
-        if out.len() == limit {
+        if room.full() {
             offset = out.last().map_or(offset, |r| r.offset + 1);
             break;
         }
@@ -349,12 +384,17 @@ mod tests {
             b.append(0, None, Some(Bytes::from(vec![i])), Vec::new());
         }
         let raw = b.build().unwrap();
-        let got = decode(&raw, 12, 2);
+        let room = |records, bytes| Room { records, bytes };
+        let got = decode(&raw, 12, &mut room(2, 100), true);
         assert_eq!(got.iter().map(|r| r.offset).collect::<Vec<_>>(), [12, 13]);
         assert_eq!(next_after(&raw), Some(15));
+        // The byte bound: each value is one byte; the first record passes even past it.
+        assert_eq!(decode(&raw, 10, &mut room(10, 3), false).len(), 3);
+        assert_eq!(decode(&raw, 10, &mut room(10, 0), true).len(), 1);
+        assert!(decode(&raw, 10, &mut room(10, 0), false).is_empty());
         // A batch cut short ends the list without an error.
         let cut = raw.slice(..raw.len() - 1);
-        assert!(decode(&cut, 0, 10).is_empty());
+        assert!(decode(&cut, 0, &mut room(10, 100), true).is_empty());
         assert_eq!(next_after(&cut), None);
     }
 }

@@ -89,7 +89,7 @@ fn consumers(ctx: &Ctx) -> &Arc<Consumers> {
 fn kafka(ctx: &Ctx) -> Kafka<'_> {
     Kafka {
         bridge: &ctx.state.consumers.bridge,
-        peer: ctx.peer,
+        origin: &ctx.origin,
     }
 }
 
@@ -215,7 +215,12 @@ pub async fn create(ctx: Ctx, P(group): P<String>, req: Request) -> RestResult {
         }
         None => all.generated_name(),
     };
-    let instance = Arc::new(ConsumerInstance::new(group.clone(), name.clone(), config));
+    let instance = Arc::new(ConsumerInstance::new(
+        group.clone(),
+        name.clone(),
+        config,
+        ctx.origin.principal.clone(),
+    ));
     let now = crate::server::rest::time::now_ms();
     match all
         .registry
@@ -246,7 +251,7 @@ pub async fn create(ctx: Ctx, P(group): P<String>, req: Request) -> RestResult {
 
 /// `DELETE /consumers/{group}/instances/{instance}`: closes it (it leaves its group) → 204.
 pub async fn delete(ctx: Ctx, P((group, name)): P<(String, String)>) -> RestResult {
-    let instance = consumers(&ctx).get(&group, &name)?;
+    let instance = consumers(&ctx).get(&group, &name, &ctx.origin.principal)?;
     consumers(&ctx).registry.lock().remove(&group, &name);
     instance.close(kafka(&ctx)).await;
     no_content()
@@ -274,7 +279,7 @@ pub async fn subscribe(
     P((group, name)): P<(String, String)>,
     req: Request,
 ) -> RestResult {
-    let instance = consumers(&ctx).get(&group, &name)?;
+    let instance = consumers(&ctx).get(&group, &name, &ctx.origin.principal)?;
     let body: SubscribeBody = required_json(req).await?;
     let target = match (body.topics, body.topic_pattern) {
         (Some(mut topics), None) if !topics.is_empty() => {
@@ -308,13 +313,13 @@ pub async fn subscribe(
 
 /// `GET .../subscription` → `{"topics": [...]}`.
 pub async fn subscription(ctx: Ctx, P((group, name)): P<(String, String)>) -> RestResult {
-    let instance = consumers(&ctx).get(&group, &name)?;
+    let instance = consumers(&ctx).get(&group, &name, &ctx.origin.principal)?;
     v2_ok(json!({ "topics": instance.subscription().await }))
 }
 
 /// `DELETE .../subscription`: unsubscribes (leaves the group) → 204.
 pub async fn unsubscribe(ctx: Ctx, P((group, name)): P<(String, String)>) -> RestResult {
-    let instance = consumers(&ctx).get(&group, &name)?;
+    let instance = consumers(&ctx).get(&group, &name, &ctx.origin.principal)?;
     instance.unsubscribe(kafka(&ctx)).await;
     no_content()
 }
@@ -359,7 +364,7 @@ fn partitions_json(partitions: &[TopicPartition]) -> Value {
 
 /// `POST .../assignments` → 204.
 pub async fn assign(ctx: Ctx, P((group, name)): P<(String, String)>, req: Request) -> RestResult {
-    let instance = consumers(&ctx).get(&group, &name)?;
+    let instance = consumers(&ctx).get(&group, &name, &ctx.origin.principal)?;
     let partitions = partitions_of(required_json(req).await?)?;
     instance.assign(partitions).await?;
     no_content()
@@ -367,7 +372,7 @@ pub async fn assign(ctx: Ctx, P((group, name)): P<(String, String)>, req: Reques
 
 /// `GET .../assignments` → `{"partitions": [{"topic", "partition"}]}`.
 pub async fn assignments(ctx: Ctx, P((group, name)): P<(String, String)>) -> RestResult {
-    let instance = consumers(&ctx).get(&group, &name)?;
+    let instance = consumers(&ctx).get(&group, &name, &ctx.origin.principal)?;
     v2_ok(partitions_json(&instance.assignment().await))
 }
 
@@ -404,7 +409,7 @@ fn offsets_of(body: OffsetsBody) -> Result<Vec<(TopicPartition, i64, Option<Stri
 
 /// `POST .../positions` (`{"offsets": [...]}`) → 204.
 pub async fn seek(ctx: Ctx, P((group, name)): P<(String, String)>, req: Request) -> RestResult {
-    let instance = consumers(&ctx).get(&group, &name)?;
+    let instance = consumers(&ctx).get(&group, &name, &ctx.origin.principal)?;
     let offsets = offsets_of(required_json(req).await?)?;
     let offsets = offsets.into_iter().map(|(tp, o, _)| (tp, o)).collect();
     instance.seek(offsets).await?;
@@ -418,7 +423,7 @@ async fn seek_to(
     req: Request,
     beginning: bool,
 ) -> RestResult {
-    let instance = consumers(&ctx).get(&group, &name)?;
+    let instance = consumers(&ctx).get(&group, &name, &ctx.origin.principal)?;
     let partitions = partitions_of(required_json(req).await?)?;
     instance.seek_to(kafka(&ctx), partitions, beginning).await?;
     no_content()
@@ -471,7 +476,7 @@ pub async fn records(
     headers: HeaderMap,
     RawQuery(query): RawQuery,
 ) -> RestResult {
-    let instance = consumers(&ctx).get(&group, &name)?;
+    let instance = consumers(&ctx).get(&group, &name, &ctx.origin.principal)?;
     let format = instance.config.format;
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
     if !format.accepted_by(accept) {
@@ -493,7 +498,7 @@ pub async fn records(
 /// `POST .../offsets`: commits the body's offsets (each the last record processed), or with no body the
 /// current positions → 200 without a body.
 pub async fn commit(ctx: Ctx, P((group, name)): P<(String, String)>, req: Request) -> RestResult {
-    let instance = consumers(&ctx).get(&group, &name)?;
+    let instance = consumers(&ctx).get(&group, &name, &ctx.origin.principal)?;
     let offsets = match optional_json::<OffsetsBody>(req).await? {
         Some(body) if !body.offsets.is_empty() => Some(offsets_of(body)?),
         _ => None,
@@ -509,7 +514,7 @@ pub async fn committed(
     P((group, name)): P<(String, String)>,
     req: Request,
 ) -> RestResult {
-    let instance = consumers(&ctx).get(&group, &name)?;
+    let instance = consumers(&ctx).get(&group, &name, &ctx.origin.principal)?;
     let partitions = match optional_json::<PartitionsBody>(req).await? {
         Some(body) => Some(partitions_of(body)?),
         None => None,

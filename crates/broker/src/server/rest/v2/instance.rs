@@ -36,7 +36,8 @@ use super::assignor::{
 use super::format::EmbeddedFormat;
 use super::kafka::{FetchedPartition, Kafka, EARLIEST, LATEST};
 use super::{illegal_state, HEARTBEAT_INTERVAL_MS};
-use crate::server::rest::bridge::Bridge;
+use crate::server::context::KafkaPrincipal;
+use crate::server::rest::bridge::{Bridge, Origin};
 use crate::server::rest::error::{RestError, KAFKA_ERROR};
 
 /// How many JoinGroup/SyncGroup rounds one join tries before giving up (each may wait for a rebalance).
@@ -106,9 +107,14 @@ pub struct ConsumerInstance {
     pub name: String,
     /// Its configuration.
     pub config: InstanceConfig,
+    /// Who created it: only that principal reaches it, and its background work (heartbeats, rejoins, the
+    /// leave on expiry) is done as that principal.
+    pub owner: Origin,
     state: Mutex<State>,
     wake: Notify,
     closed: AtomicBool,
+    /// A records call is running.
+    reading: AtomicBool,
 }
 
 /// Records cut at `max` bytes of keys and values (at least one record is returned, however large).
@@ -119,8 +125,13 @@ struct Budget {
 }
 
 impl ConsumerInstance {
-    /// A new instance reading nothing.
-    pub fn new(group: String, name: String, config: InstanceConfig) -> ConsumerInstance {
+    /// A new instance of `owner`'s, reading nothing.
+    pub fn new(
+        group: String,
+        name: String,
+        config: InstanceConfig,
+        owner: KafkaPrincipal,
+    ) -> ConsumerInstance {
         let state = State {
             target: Target::None,
             member_id: String::new(),
@@ -135,9 +146,14 @@ impl ConsumerInstance {
             group,
             name,
             config,
+            owner: Origin {
+                peer: None,
+                principal: owner,
+            },
             state: Mutex::new(state),
             wake: Notify::new(),
             closed: AtomicBool::new(false),
+            reading: AtomicBool::new(false),
         }
     }
 
@@ -145,7 +161,7 @@ impl ConsumerInstance {
     pub async fn run(self: Arc<Self>, bridge: Arc<Bridge>) {
         let k = Kafka {
             bridge: &bridge,
-            peer: None,
+            origin: &self.owner,
         };
         let interval = Duration::from_millis(HEARTBEAT_INTERVAL_MS);
         while !self.closed.load(Ordering::Acquire) {
@@ -370,6 +386,30 @@ impl ConsumerInstance {
         timeout_ms: i32,
         max_bytes: i32,
     ) -> Result<Vec<Value>, RestError> {
+        // One records call at a time: a second one would queue behind the first's wait (and hold off the
+        // heartbeats for as long), so it is refused instead.
+        if self.reading.swap(true, Ordering::AcqRel) {
+            return Err(illegal_state(
+                "another records call on this consumer instance is in progress",
+            ));
+        }
+        /// Clears the flag however the call ends (its future may be dropped when the client goes away).
+        struct Reading<'a>(&'a AtomicBool);
+        impl Drop for Reading<'_> {
+            fn drop(&mut self) {
+                self.0.store(false, Ordering::Release);
+            }
+        }
+        let _reading = Reading(&self.reading);
+        self.records_locked(k, timeout_ms, max_bytes).await
+    }
+
+    async fn records_locked(
+        &self,
+        k: Kafka<'_>,
+        timeout_ms: i32,
+        max_bytes: i32,
+    ) -> Result<Vec<Value>, RestError> {
         let mut st = self.state.lock().await;
         if st.target.is_subscription() && (st.needs_join || st.generation < 0) {
             self.join(&mut st, k).await?;
@@ -398,6 +438,9 @@ impl ConsumerInstance {
             full: false,
         };
         let mut out_of_range = Vec::new();
+        // Positions move only once every record taken is rendered: a record that fails (not JSON for a
+        // json instance) loses none of the records before it.
+        let mut moved = Vec::new();
         for p in fetched {
             match p.error {
                 ErrorCode::NONE => {}
@@ -405,13 +448,16 @@ impl ConsumerInstance {
                 code => tracing::debug!(topic = %p.tp.0, partition = p.tp.1, error = code.name(),
                     "REST consumer fetch"),
             }
-            let Some(position) = st.positions.get_mut(&p.tp) else {
+            let Some(&start) = st.positions.get(&p.tp) else {
                 continue;
             };
             if p.error == ErrorCode::NONE && !budget.full {
-                self.decode(&p, position, &mut out, &mut budget)?;
+                let mut position = start;
+                self.decode(&p, &mut position, &mut out, &mut budget)?;
+                moved.push((p.tp.clone(), position));
             }
         }
+        st.positions.extend(moved);
         if !out_of_range.is_empty() {
             self.reset(&mut st, k, &out_of_range).await?;
         }

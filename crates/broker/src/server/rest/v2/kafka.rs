@@ -4,7 +4,6 @@
 //! [`RestError`] made from the Kafka error code.
 
 use std::collections::{BTreeMap, HashMap};
-use std::net::SocketAddr;
 
 use bytes::Bytes;
 use protocol::messages::fetch_request::{FetchPartition, FetchTopic};
@@ -24,7 +23,7 @@ use protocol::record::Records;
 use protocol::{ErrorCode, RequestBody, ResponseBody};
 
 use super::assignor::{TopicPartition, PROTOCOL_TYPE, RANGE};
-use crate::server::rest::bridge::Bridge;
+use crate::server::rest::bridge::{Bridge, Origin};
 use crate::server::rest::error::RestError;
 
 /// The session timeout a consumer instance joins with (ms); its heartbeats go every
@@ -52,14 +51,14 @@ pub struct FetchedPartition {
     pub records: Bytes,
 }
 
-/// A consumer instance's way to the broker: the bridge and the HTTP peer the requests come from
-/// (`None` for the instance's background work).
+/// A consumer instance's way to the broker: the bridge and where the requests come from (the HTTP peer and
+/// principal of a call; the instance owner's principal without a peer for its background work).
 #[derive(Clone, Copy)]
 pub struct Kafka<'a> {
     /// The in-process dispatcher.
     pub bridge: &'a Bridge,
-    /// The HTTP client's address.
-    pub peer: Option<SocketAddr>,
+    /// The caller.
+    pub origin: &'a Origin,
 }
 
 fn unexpected() -> RestError {
@@ -68,7 +67,9 @@ fn unexpected() -> RestError {
 
 impl Kafka<'_> {
     async fn call(&self, body: RequestBody, max_version: i16) -> Result<ResponseBody, RestError> {
-        self.bridge.call_at_most(self.peer, body, max_version).await
+        self.bridge
+            .call_at_most(self.origin, body, max_version)
+            .await
     }
 
     /// JoinGroup as `member_id` ("" for a new member) subscribed to `topics` with the range assignor.

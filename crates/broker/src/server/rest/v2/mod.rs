@@ -42,6 +42,7 @@ use parking_lot::Mutex;
 use super::bridge::Bridge;
 use super::error::RestError;
 use super::RestState;
+use crate::server::context::KafkaPrincipal;
 use instance::ConsumerInstance;
 use kafka::Kafka;
 use registry::Registry;
@@ -99,10 +100,17 @@ impl Consumers {
         }
     }
 
-    /// The instance `name` of `group` (marked used), or 404 (40403).
-    fn get(&self, group: &str, name: &str) -> Result<Arc<ConsumerInstance>, RestError> {
+    /// The instance `name` of `group` (marked used), or 404 (40403) — also when `caller` is not the
+    /// principal that created it, so another user can neither use nor detect it.
+    fn get(
+        &self,
+        group: &str,
+        name: &str,
+        caller: &KafkaPrincipal,
+    ) -> Result<Arc<ConsumerInstance>, RestError> {
         let now = super::time::now_ms();
         (self.registry.lock().get(group, name, now))
+            .filter(|i| i.owner.principal == *caller)
             .ok_or_else(|| RestError::new(INSTANCE_NOT_FOUND, "Consumer instance not found."))
     }
 
@@ -120,16 +128,16 @@ impl Consumers {
         }
         let consumers = self.clone();
         tokio::spawn(async move {
-            let k = Kafka {
-                bridge: &consumers.bridge,
-                peer: None,
-            };
             loop {
                 tokio::time::sleep(Duration::from_millis(HEARTBEAT_INTERVAL_MS)).await;
                 let expired = consumers.registry.lock().expire(super::time::now_ms());
                 for instance in expired {
                     tracing::info!(group = %instance.group, instance = %instance.name,
                         "closing an idle REST consumer instance");
+                    let k = Kafka {
+                        bridge: &consumers.bridge,
+                        origin: &instance.owner,
+                    };
                     instance.close(k).await;
                 }
             }

@@ -29,7 +29,8 @@ function stopTimers() {
 async function show() {
   stopTimers();
   const gen = ++generation;
-  const path = decodeURIComponent(location.hash.replace(/^#/, '')) || '/';
+  // Routed on the raw fragment, each part decoded after: a name holding '/' (encoded %2F) stays one part.
+  const path = location.hash.replace(/^#/, '') || '/';
   const root = document.getElementById('view');
   for (const a of document.querySelectorAll('nav a')) a.classList.remove('active');
   const found = routes.find(([re]) => re.test(path));
@@ -50,7 +51,10 @@ async function show() {
     live() { return gen === generation; },
   };
   try {
-    await view(root, re.exec(path).slice(1), ctx);
+    const params = re.exec(path).slice(1).map(p => {
+      try { return decodeURIComponent(p); } catch { return p; }
+    });
+    await view(root, params, ctx);
   } catch (e) {
     root.replaceChildren(h('p', { class: 'error', role: 'alert' }, e.message));
   }
