@@ -295,11 +295,16 @@ pub async fn subscribe(
             Target::Topics(topics)
         }
         (None, Some(pattern)) => {
-            let re = RegexBuilder::new(&format!("^(?:{pattern})$"))
-                .size_limit(MAX_PATTERN_SIZE)
-                .build()
-                .map_err(|e| RestError::unprocessable(format!("Invalid topic_pattern: {e}")))?;
-            Target::Pattern(re)
+            let build = |p: &str| {
+                RegexBuilder::new(p)
+                    .size_limit(MAX_PATTERN_SIZE)
+                    .build()
+                    .map_err(|e| RestError::unprocessable(format!("Invalid topic_pattern: {e}")))
+            };
+            // The pattern must be a regex on its own before it is anchored: `t)|(x` would otherwise
+            // close the anchoring group and match any name containing `x`.
+            build(&pattern)?;
+            Target::Pattern(build(&format!("^(?:{pattern})$"))?)
         }
         _ => {
             return Err(RestError::unprocessable(
