@@ -15,16 +15,15 @@
 
 use base64ct::{Base64, Encoding};
 use bytes::Bytes;
-use protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
-use protocol::messages::{FetchRequest, ListOffsetsRequest};
-use protocol::record::{batches, Record, Records};
+use protocol::messages::ListOffsetsRequest;
+use protocol::record::{batches, Record};
 use protocol::{ErrorCode, RequestBody, ResponseBody};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use uuid::Uuid;
 
 use super::super::error::RestError;
+use super::super::v2::kafka::Kafka;
 use super::super::v3::{metadata, unexpected};
 use super::super::{ok, Ctx, RestResult, P, Q};
 
@@ -139,64 +138,6 @@ async fn list_offset(
     Ok(offsets.first().map_or(-1, |o| o.1))
 }
 
-/// What one Fetch returned for the partition.
-struct Fetched {
-    /// The partition's error (NONE: the fields below hold).
-    error_code: i16,
-    high_watermark: i64,
-    log_start_offset: i64,
-    records: Bytes,
-}
-
-/// One Fetch of `partition` from `offset` as a consumer (read_uncommitted), waiting up to `wait_ms` for a first
-/// byte. Errors: the request's own failure (the partition's error is in [`Fetched`]).
-async fn fetch(
-    ctx: &Ctx,
-    (topic, topic_id, partition): (&str, Uuid, i32),
-    offset: i64,
-    wait_ms: i32,
-) -> Result<Fetched, RestError> {
-    let request = FetchRequest {
-        replica_id: -1,
-        max_wait_ms: wait_ms,
-        min_bytes: 1,
-        max_bytes: FETCH_MAX_BYTES,
-        session_epoch: -1,
-        topics: vec![FetchTopic {
-            topic: topic.to_string(),
-            topic_id,
-            partitions: vec![FetchPartition {
-                partition,
-                current_leader_epoch: -1,
-                fetch_offset: offset,
-                last_fetched_epoch: -1,
-                log_start_offset: -1,
-                partition_max_bytes: FETCH_MAX_BYTES,
-                ..Default::default()
-            }],
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    let ResponseBody::Fetch(r) = ctx.call(RequestBody::Fetch(request)).await? else {
-        return Err(unexpected());
-    };
-    RestError::check(r.error_code, None)?;
-    let p = (r.responses.into_iter().next())
-        .and_then(|t| t.partitions.into_iter().next())
-        .ok_or_else(unexpected)?;
-    let records = match p.records {
-        Some(Records::Memory(b)) => b,
-        _ => Bytes::new(),
-    };
-    Ok(Fetched {
-        error_code: p.error_code,
-        high_watermark: p.high_watermark,
-        log_start_offset: p.log_start_offset,
-        records,
-    })
-}
-
 /// What is left of one call's answer: records and bytes.
 struct Room {
     records: usize,
@@ -292,7 +233,11 @@ pub async fn records(ctx: Ctx, P(topic): P<String>, Q(query): Q<BrowseQuery>) ->
             (end - limit as i64).max(begin)
         }
     };
-    let key = (topic.as_str(), t.topic_id, partition);
+    let kafka = Kafka {
+        bridge: &ctx.state.bridge,
+        origin: &ctx.origin,
+    };
+    let tp = (topic.clone(), partition);
     let mut out: Vec<Record> = Vec::new();
     let mut room = Room {
         records: limit,
@@ -301,8 +246,11 @@ pub async fn records(ctx: Ctx, P(topic): P<String>, Q(query): Q<BrowseQuery>) ->
     let (mut wait_ms, mut reset) = (wait, false);
     let (mut hw, mut lso): (i64, i64);
     loop {
-        let f = fetch(&ctx, key, offset.max(0), wait_ms).await?;
-        if f.error_code == ErrorCode::OFFSET_OUT_OF_RANGE.0 && !reset {
+        let fetched = kafka
+            .fetch(&[(tp.clone(), offset.max(0))], wait_ms, 1, FETCH_MAX_BYTES)
+            .await?;
+        let f = fetched.into_iter().next().ok_or_else(unexpected)?;
+        if f.error == ErrorCode::OFFSET_OUT_OF_RANGE && !reset {
             reset = true;
             let end = list_offset(&ctx, &topic, partition, LATEST).await?;
             let begin = list_offset(&ctx, &topic, partition, EARLIEST).await?;
@@ -315,7 +263,7 @@ pub async fn records(ctx: Ctx, P(topic): P<String>, Q(query): Q<BrowseQuery>) ->
             offset = begin;
             continue;
         }
-        RestError::check(f.error_code, None)?;
+        RestError::check(f.error.0, None)?;
         (hw, lso) = (f.high_watermark, f.log_start_offset);
         let got = decode(&f.records, offset, &mut room, out.is_empty());
         let after_batches = next_after(&f.records);

@@ -49,6 +49,10 @@ pub struct FetchedPartition {
     pub error: ErrorCode,
     /// Its record batches, concatenated.
     pub records: Bytes,
+    /// Its HighWatermark and LogStartOffset as the Fetch answered them.
+    pub high_watermark: i64,
+    /// (See `high_watermark`.)
+    pub log_start_offset: i64,
 }
 
 /// A consumer instance's way to the broker: the bridge and where the requests come from (the HTTP peer and
@@ -373,6 +377,8 @@ impl Kafka<'_> {
                     tp: (t.topic.clone(), p.partition_index),
                     error: ErrorCode(p.error_code),
                     records,
+                    high_watermark: p.high_watermark,
+                    log_start_offset: p.log_start_offset,
                 });
             }
         }
