@@ -1,7 +1,9 @@
 //! The HTTP listener of `metrics.listeners` (axum): `GET /metrics` (Prometheus text format 0.0.4),
 //! `GET /health/live` (200 while the process serves HTTP) and `GET /health/ready` (200 when ready, else 503
-//! naming the failed checks; JSON either way), and the HTTP API of [`crate::server::rest`] (REST Proxy v3 and its
-//! OpenAPI document). Anything else is 404 in the REST error shape. Request bodies are bounded
+//! naming the failed checks; JSON either way), and the HTTP API of [`crate::server::rest`] (REST Proxy v3 and v2,
+//! its OpenAPI document, the web console). Every route but the health checks passes the guards of
+//! [`crate::server::rest::guard`] and, when configured, HTTP Basic authentication. Anything else is 404 in the
+//! REST error shape. Request bodies are bounded
 //! ([`crate::server::rest::MAX_BODY_BYTES`]). Loopback by default: exposing it is the operator's choice.
 
 use std::net::SocketAddr;

@@ -14,6 +14,9 @@
 //! consumer-group routes answer from this broker's group coordinator (NOT_COORDINATOR → 50003 for a group
 //! coordinated elsewhere).
 //!
+//! Callers are `User:ANONYMOUS`, or with `http.authentication.method=BASIC` the SCRAM user they log in as
+//! ([`auth`]); forged browser requests are refused first ([`guard`]).
+//!
 //! The consume half of Confluent REST Proxy API v2 — consumer instances under `/consumers/{group}`, with
 //! subscriptions, assignments, positions, records and offsets — is [`v2`]; its instances live in this
 //! broker's memory.

@@ -11,10 +11,10 @@
 //! routes of [`api`] and [`browse`].
 //!
 //! Exposure (`console.enabled`): unset, the console is served on loopback listeners only; `true` on every
-//! `metrics.listeners` address, `false` on none. It acts as `User:ANONYMOUS` through the broker's handlers,
-//! so with an authorizer it can do what ACLs grant that principal. Writes need a JSON body, which a browser
-//! sends cross-origin only after a CORS preflight this listener never allows: another site cannot drive it.
-//! Every page is sent with a Content-Security-Policy that allows only its own scripts and styles.
+//! `metrics.listeners` address, `false` on none. It calls the broker's handlers as the HTTP API's caller does
+//! (`User:ANONYMOUS`, or the user of HTTP Basic authentication, [`super::auth`]), so with an authorizer it
+//! can do what ACLs grant that principal; forged browser requests are refused by [`super::guard`]. Every page
+//! is sent with a Content-Security-Policy that allows only its own scripts and styles.
 
 mod api;
 mod browse;
