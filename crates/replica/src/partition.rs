@@ -452,7 +452,8 @@ impl Partition {
         min_isr: usize,
         now_ms: i64,
     ) -> Result<(LogAppendInfo, LeaderEpoch), ReplicaError> {
-        self.append_with(min_isr, |log, epoch| {
+        let records = self.recompress_unlocked(records)?;
+        self.append_with(min_isr, now_ms, |log, epoch| {
             log.append_as_leader_with_origin(records, epoch, origin, now_ms)
         })
     }
@@ -469,9 +470,26 @@ impl Partition {
         min_isr: usize,
         now_ms: i64,
     ) -> Result<(LogAppendInfo, LeaderEpoch), ReplicaError> {
-        self.append_with(min_isr, |log, epoch| {
+        let records = self.recompress_unlocked(records)?;
+        self.append_with(min_isr, now_ms, |log, epoch| {
             log.append_as_leader_verified(records, epoch, guard, now_ms)
         })
+    }
+
+    /// A topic with a `compression.type` other than `producer` stores its batches in that codec: they are
+    /// rebuilt here, before the partition's locks are taken (`storage::recompress`; decompressing and
+    /// compressing a MiB takes milliseconds, which Fetches of the partition would otherwise wait out). The
+    /// append then keeps them as they are; if the config changed in between, it recompresses again.
+    fn recompress_unlocked(&self, records: Bytes) -> Result<Bytes, ReplicaError> {
+        let (target, max) = {
+            let log = self.log.lock();
+            let config = log.config();
+            (config.compression_type, config.max_decompressed_bytes)
+        };
+        match target {
+            Some(target) => Ok(storage::recompress(records, target, max)?),
+            None => Ok(records),
+        }
     }
 
     /// The guard to take before asking the transaction coordinator whether this partition is in
@@ -494,12 +512,18 @@ impl Partition {
     /// Every leader append: under the state then the log lock, NotLeaderOrFollower unless leading,
     /// NotEnoughReplicas when the committed ISR is below `min_isr` (0: no check); `append` runs with the
     /// current leader epoch; the HW advances if the ISR allows; waiters are woken.
+    ///
+    /// When the append reaches `flush.messages`, the fsync runs after both locks are released and off the
+    /// runtime's worker ([`run_flush`](Self::run_flush)), and the append is answered only once it is done,
+    /// as Kafka's; this append's records count toward the HW only once flushed (Kafka flushes before the
+    /// leader's HW moves), so a consumer never reads what a crash could still take back.
     fn append_with(
         &self,
         min_isr: usize,
+        now_ms: i64,
         append: impl FnOnce(&mut Log, LeaderEpoch) -> Result<LogAppendInfo, StorageError>,
     ) -> Result<(LogAppendInfo, LeaderEpoch), ReplicaError> {
-        let appended = {
+        let (info, epoch, flush) = {
             let mut st = self.state.lock();
             let Role::Leader(rs) = &mut st.role else {
                 return Err(ReplicaError::NotLeaderOrFollower);
@@ -511,14 +535,43 @@ impl Partition {
             let epoch = rs.leader_epoch();
             let mut log = self.log.lock();
             let info = append(&mut log, epoch)?;
-            let leo = log.log_end_offset();
-            if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
-                log.update_high_watermark(hw);
+            let flush = log.prepare_due_flush(now_ms)?;
+            if flush.is_none() {
+                let leo = log.log_end_offset();
+                if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
+                    log.update_high_watermark(hw);
+                }
             }
-            (info, epoch)
+            (info, epoch, flush)
         };
+        if let Some(job) = flush {
+            self.run_flush(job)?;
+            let mut st = self.state.lock();
+            if let Role::Leader(rs) = &mut st.role {
+                let mut log = self.log.lock();
+                let flushed = log.recovery_point().min(log.log_end_offset());
+                if let Some(hw) = rs.maybe_increment_high_watermark(flushed) {
+                    log.update_high_watermark(hw);
+                }
+            }
+        }
         self.wake();
-        Ok(appended)
+        Ok((info, epoch))
+    }
+
+    /// Runs a [`FlushJob`] prepared under the log's lock without holding it, then completes it under the
+    /// lock (a failed fsync takes the log offline). On a multi-threaded runtime the fsync runs in
+    /// `block_in_place`, so the worker's other tasks (other connections' requests) move to another thread
+    /// instead of waiting for the disk.
+    pub(crate) fn run_flush(&self, job: storage::FlushJob) -> Result<(), StorageError> {
+        let multi_thread = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        let ran = if multi_thread {
+            tokio::task::block_in_place(|| job.run())
+        } else {
+            job.run()
+        };
+        self.log.lock().complete_flush(job, ran)
     }
 
     /// The delayed produce (acks=all): waits until the HighWatermark reaches `required_offset` (the

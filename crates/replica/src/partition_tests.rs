@@ -597,3 +597,72 @@ fn read_replica_candidates_hold_the_offset_and_are_in_sync() {
         .unwrap();
     assert_eq!(b.read_replica_candidates(Offset(0), 0), None);
 }
+
+/// `flush.messages`: the append that reaches it is answered only once fsynced (recovery point at the
+/// LogEndOffset) and its records reach the HighWatermark only then; the fsync itself runs after the
+/// partition's locks are released (`run_flush`).
+#[test]
+fn an_append_reaching_flush_messages_is_flushed_before_it_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig {
+        flush_messages: 2,
+        ..LogConfig::default()
+    };
+    let log = Log::open(dir.path(), config, Uuid::nil(), false, Offset(0), 0).unwrap();
+    let p = Partition::new("t", 0, Uuid::nil(), Arc::new(Mutex::new(log)));
+    let mut leader = state(1, 0);
+    leader.replicas = vec![BrokerId(1)];
+    p.apply_partition_state(BrokerId(1), &leader, 0).unwrap();
+
+    p.append_as_leader(epoch_batch(0, 0, 1), 0, 0).unwrap();
+    let recovery_point = p.log.lock().recovery_point();
+    assert_eq!(
+        recovery_point,
+        Offset(0),
+        "one message is below flush.messages"
+    );
+    assert_eq!(p.high_watermark(), Offset(1));
+
+    p.append_as_leader(epoch_batch(1, 0, 1), 0, 0).unwrap();
+    let log = p.log.lock();
+    assert_eq!(log.recovery_point(), Offset(2), "flushed before answering");
+    assert!(!log.flush_due());
+    assert_eq!(log.high_watermark(), Offset(2));
+}
+
+/// A topic's `compression.type` is applied before the locks (`recompress_unlocked`), and what is stored
+/// is the target codec.
+#[test]
+fn a_topic_compression_type_recompresses_the_appended_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig {
+        compression_type: Some(protocol::record::Compression::Gzip),
+        ..LogConfig::default()
+    };
+    let log = Log::open(dir.path(), config, Uuid::nil(), false, Offset(0), 0).unwrap();
+    let p = Partition::new("t", 0, Uuid::nil(), Arc::new(Mutex::new(log)));
+    let mut leader = state(1, 0);
+    leader.replicas = vec![BrokerId(1)];
+    p.apply_partition_state(BrokerId(1), &leader, 0).unwrap();
+    p.append_as_leader(epoch_batch(0, 0, 3), 0, 0).unwrap();
+    let data = p
+        .log
+        .lock()
+        .read(Offset(0), 1 << 20, Offset(3), true)
+        .unwrap();
+    let bytes = match data.records {
+        protocol::record::Records::File(f) => {
+            use std::os::unix::fs::FileExt;
+            let mut buf = vec![0u8; f.len as usize];
+            f.file.read_exact_at(&mut buf, f.position).unwrap();
+            Bytes::from(buf)
+        }
+        protocol::record::Records::Memory(b) => b,
+    };
+    let batch = protocol::record::batches(&bytes).next().unwrap().unwrap();
+    assert_eq!(
+        batch.header().compression().unwrap(),
+        protocol::record::Compression::Gzip
+    );
+    assert_eq!(batch.records_count(), 3);
+}

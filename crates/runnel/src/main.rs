@@ -204,9 +204,8 @@ fn main() -> ExitCode {
 fn run_server(args: ServerArgs) -> anyhow::Result<()> {
     let config = args.config()?;
     raise_open_file_limit();
-    // One worker per core (tokio's default; `TOKIO_WORKER_THREADS` overrides it). No request handler
-    // blocks a worker: controller round trips are awaited.
     let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(worker_threads(&config))
         .enable_all()
         .thread_name("runnel")
         .build()?;
@@ -220,6 +219,20 @@ fn run_server(args: ServerArgs) -> anyhow::Result<()> {
         }
         server.shutdown().await
     })
+}
+
+/// The runtime's worker threads: `TOKIO_WORKER_THREADS` when set, else `num.io.threads` (Kafka's request
+/// handler threads, default 8), at least 1. More workers than cores on purpose: a handler's page-cache write
+/// (`pwrite` of a MiB-sized batch) or a wait for a partition's lock can hold its thread for milliseconds —
+/// tens of them when the kernel throttles dirty pages or the cores are contended (`perf trace` showed 20–124
+/// ms `pwrite64` calls on the workers) — and with one worker per core every other connection waited behind
+/// it (issue 18: the 1 KiB × 8 partitions end-to-end p99).
+fn worker_threads(config: &broker::config::BrokerConfig) -> usize {
+    let from_env = std::env::var("TOKIO_WORKER_THREADS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok());
+    let configured = config.get(broker::config::keys::NUM_IO_THREADS);
+    from_env.unwrap_or(configured.max(1) as usize).max(1)
 }
 
 /// Raises the soft open-file limit (RLIMIT_NOFILE) to the hard limit, as servers holding a file per

@@ -67,7 +67,9 @@ pub use error::StorageError;
 pub use future_log::{AlterLogDir, FutureCopy, FUTURE_DIR_SUFFIX};
 pub use index::{OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
 pub use leader_epoch::{LeaderEpochFileCache, LEADER_EPOCH_CHECKPOINT};
-pub use log::{AppendOrigin, FetchDataInfo, FlushJob, Log, LogAppendInfo, LogOffsetMetadata};
+pub use log::{
+    recompress, AppendOrigin, FetchDataInfo, FlushJob, Log, LogAppendInfo, LogOffsetMetadata,
+};
 pub use log_dir::{probe_dir, LogDirHealth, DIR_PROBE_FILE};
 pub use manager::{
     choose_log_dir, validate_topic_name, LogDirLoad, LogManager, TopicPartition,

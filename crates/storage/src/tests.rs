@@ -822,10 +822,14 @@ fn flush_policy_and_recovery_point() {
     let mut log = open(d.path(), cfg, false);
     log.append_as_leader(batch(2, NOW, 10), LeaderEpoch(0), NOW)
         .unwrap();
-    assert_eq!(log.recovery_point(), Offset(0));
+    assert!(log.prepare_due_flush(NOW).unwrap().is_none());
     log.append_as_leader(batch(1, NOW, 10), LeaderEpoch(0), NOW)
         .unwrap();
-    assert_eq!(log.recovery_point(), Offset(3));
+    // flush.messages reached: the appender runs the due fsync after releasing the partition's lock.
+    assert!(log.flush_due() && log.recovery_point() == Offset(0));
+    let job = log.prepare_due_flush(NOW).unwrap().expect("a flush is due");
+    log.complete_flush(job, Ok(())).unwrap();
+    assert!(!log.flush_due() && log.recovery_point() == Offset(3));
 
     let d = tempfile::tempdir().unwrap();
     let cfg = LogConfig {

@@ -123,6 +123,9 @@ keys! {
     PRODUCER_ID_EXPIRATION_MS: i64 = "producer.id.expiration.ms";
     /// `min.insync.replicas`: replicas that must have a write for acks=all (and for group commits).
     MIN_INSYNC_REPLICAS: i32 = "min.insync.replicas";
+    /// `num.io.threads`: the runtime's worker threads, which serve requests including their disk I/O (Kafka's
+    /// request handler threads, default 8; `TOKIO_WORKER_THREADS` overrides it).
+    NUM_IO_THREADS: i32 = "num.io.threads";
     /// `offsets.topic.replication.factor`: replication factor of `__consumer_offsets` (capped by the
     /// brokers registered in the cluster, fenced ones included, when the topic is created).
     OFFSETS_TOPIC_REPLICATION_FACTOR: i32 = "offsets.topic.replication.factor";

@@ -324,7 +324,7 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     accepted("ssl.secure.random.implementation", T::String, None),
     accepted("ssl.provider", T::String, None),
     accepted("num.network.threads", T::Int, Some("3")),
-    accepted("num.io.threads", T::Int, Some("8")),
+    def("num.io.threads", T::Int, Some("8")),
     accepted("num.recovery.threads.per.data.dir", T::Int, Some("2")),
     accepted("socket.send.buffer.bytes", T::Int, Some("102400")),
     accepted("socket.receive.buffer.bytes", T::Int, Some("102400")),

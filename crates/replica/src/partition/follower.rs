@@ -74,7 +74,7 @@ impl Partition {
         now_ms: i64,
     ) -> Result<bool, StorageError> {
         let mut lowered = false;
-        {
+        let flush = {
             let st = self.state.lock();
             if !st.follows(leader, epoch) {
                 return Ok(false);
@@ -107,6 +107,11 @@ impl Partition {
                     log.delete_records_before(to)?;
                 }
             }
+            // `flush.messages` on a follower: fsynced once the locks are released, as on the leader.
+            log.prepare_due_flush(now_ms)?
+        };
+        if let Some(job) = flush {
+            self.run_flush(job)?;
         }
         self.checkpoint_if(lowered)?;
         self.wake();

@@ -22,7 +22,7 @@ impl Partition {
         min_isr: usize,
         now_ms: i64,
     ) -> Result<(LogAppendInfo, LeaderEpoch), ReplicaError> {
-        self.append_with(min_isr, |log, epoch| {
+        self.append_with(min_isr, now_ms, |log, epoch| {
             log.append_end_txn_marker(producer_id, producer_epoch, marker, epoch, now_ms)
         })
     }

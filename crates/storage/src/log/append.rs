@@ -270,12 +270,11 @@ impl Log {
         Ok(None)
     }
 
-    /// Counts appended messages toward `flush.messages`; fsyncs when it is reached.
+    /// Counts appended messages toward `flush.messages`. The fsync it may make due is not run here,
+    /// under the log's lock: the appender takes it with [`prepare_due_flush`](Self::prepare_due_flush) and
+    /// runs it after releasing the lock.
     fn count_unflushed(&mut self, messages: i64) -> Result<(), StorageError> {
         self.unflushed_messages += messages;
-        if self.unflushed_messages >= self.config.flush_messages {
-            self.flush()?;
-        }
         Ok(())
     }
 
@@ -567,7 +566,11 @@ impl Log {
 /// rebuilt with `target`, keeping the producer id, epoch and base sequence, the transactional flag and
 /// every record's timestamp, key, value and headers. Batches already in `target` are kept as they are;
 /// control batches are left for the append checks to refuse.
-fn recompress(
+///
+/// Public so that a partition can recompress before it takes the log's lock
+/// (`replica::Partition::append_as_leader`); the append then finds every batch already in `target` and
+/// keeps them as they are. Errors: CorruptRecord and the codec's errors, as the append's own checks.
+pub fn recompress(
     records: Bytes,
     target: protocol::record::Compression,
     max_decompressed: usize,

@@ -179,6 +179,31 @@ impl Log {
         } else {
             return Ok(None);
         };
+        Ok(Some(self.flush_job_upto(upto)))
+    }
+
+    /// True when the appends since the last flush reached `flush.messages` (Kafka's `flushInterval`):
+    /// the appender owes an fsync before it acknowledges.
+    pub fn flush_due(&self) -> bool {
+        self.unflushed_messages > 0 && self.unflushed_messages >= self.config.flush_messages
+    }
+
+    /// The fsync an append made due by `flush.messages` ([`flush_due`](Self::flush_due)), up to the
+    /// LogEndOffset, as a [`FlushJob`] for the appender to run after releasing the log's lock (so Fetches and
+    /// other appends of the partition are not held behind the disk) and hand back to
+    /// [`complete_flush`](Self::complete_flush). `None` when none is due. Errors: the log is offline.
+    pub fn prepare_due_flush(&mut self, now_ms: i64) -> Result<Option<FlushJob>, StorageError> {
+        self.check_online()?;
+        if !self.flush_due() {
+            return Ok(None);
+        }
+        self.last_flush_ms = now_ms;
+        self.pending_roll_flush = None;
+        Ok(Some(self.flush_job_upto(self.log_end_offset)))
+    }
+
+    /// The files to fsync for the recovery point to advance to `upto`.
+    fn flush_job_upto(&mut self, upto: i64) -> FlushJob {
         let rp_floor = self
             .segments
             .range(..=self.recovery_point)
@@ -202,7 +227,7 @@ impl Log {
         if std::mem::take(&mut self.needs_dir_fsync) {
             job.dir = Some(self.dir.clone());
         }
-        Ok(Some(job))
+        job
     }
 
     /// Second half of the periodic flush: on success advances the recovery point to the job's

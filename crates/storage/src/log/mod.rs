@@ -26,6 +26,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use types::{LeaderEpoch, Offset};
 
+pub use append::recompress;
 pub use read::FetchDataInfo;
 pub use txn::AppendOrigin;
 
