@@ -380,9 +380,10 @@ impl Log {
             if needs_recovery {
                 let cut = seg.recover(|_| {})?;
                 seg.flush()?;
-                if b != last {
-                    seg.release_index_handles();
-                }
+                // Flushed, so nothing waits for an fsync: every segment, the active one too, keeps
+                // only its `.log` descriptor (as after a clean open), or a crash restart would hold
+                // three per partition and run out of descriptors within the partition budget.
+                seg.release_index_handles();
                 if cut > 0 {
                     tracing::warn!(dir = %self.dir.display(), segment = b, bytes = cut, "truncated invalid bytes during recovery");
                     truncated_at = Some(b);
