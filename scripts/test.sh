@@ -10,6 +10,9 @@
 #   RUNNEL_TEST_BOOTSTRAP=h:p    run the Python tests against an external broker (e.g. Apache Kafka)
 #   RUNNEL_TEST_BROKER=kafka     run the Python tests against Apache Kafka 4.4.0 started by the fixtures
 #   RUNNEL_TEST_RECORDS=N        records per client/codec round trip (default 100000)
+#   RUNNEL_TEST_FULL=1           long tests in full instead of their bounded CI versions (test_quotas.py: the 1 MB/s
+#                                producer measured over 30 s with Kafka's 11 quota windows instead of 12 s with 4);
+#                                the fault tests have their own knobs (TXN_FAULT_ROUNDS, RUNNEL_STREAMS_SENTENCES)
 #   RUNNEL_CAMPAIGN_SMOKE=0      skip the fault campaign smoke (one round of each class that needs no root,
 #                                unprivileged, in a temp dir; the full campaign: reliability/README.md)
 #   RUNNEL_LIBRDKAFKA_TESTS=1    also build and run librdkafka's own test suite (scripts/librdkafka-tests.sh,

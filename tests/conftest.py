@@ -267,6 +267,25 @@ def make_topic(bootstrap: str, name: str, partitions: int = 1, configs: dict | N
         kproto.wait_topic_ready(c, name, partitions)
 
 
+def kafka_python_read(consumer, n: int, timeout: float = 60.0) -> list[bytes]:
+    """The values a subscribed kafka-python `consumer` returns until it has `n` (bounded: fails naming how many
+    came), then checks that nothing is left to read (its position is the end offset of every assigned partition),
+    so the caller's comparison of exactly these `n` values also proves there are no extra records. (Iterating
+    with `consumer_timeout_ms` instead would wait that long after the last record.)"""
+    got: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    while len(got) < n:
+        if time.monotonic() > deadline:
+            pytest.fail(f"kafka-python consumer: {len(got)} of {n} records within {timeout}s")
+        for records in consumer.poll(timeout_ms=200).values():
+            got.extend(r.value for r in records)
+    parts = consumer.assignment()
+    ends = consumer.end_offsets(list(parts))
+    left = {tp: (consumer.position(tp), end) for tp, end in ends.items() if consumer.position(tp) != end}
+    assert not left, f"read {len(got)} records, but partitions are not at their end (position, end): {left}"
+    return got
+
+
 def pytest_report_header(config):
     target = EXTERNAL or (str(RUNNEL_BIN) if MODE == "runnel" else "Apache Kafka 4.4.0 (kafka-reference.sh)")
     return f"broker under test: {MODE} ({target})"

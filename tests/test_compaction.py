@@ -17,14 +17,15 @@ import uuid
 
 import pytest
 
-from conftest import make_topic
+import kproto
+from conftest import MODE, BrokerProcess, make_topic
 
 pytestmark = pytest.mark.durability
 
 KEYS = 1000
 RECORDS = 100_000
 DELETED = 100
-SEGMENT_MS = 3000
+SEGMENT_MS = 1000
 # Producer codec (COMPACTION_TEST_CODEC=none measures the cleaner on uncompressed batches).
 CODEC = os.environ.get("COMPACTION_TEST_CODEC", "lz4")
 CONFIGS = {
@@ -35,6 +36,19 @@ CONFIGS = {
     "min.compaction.lag.ms": "0",
     "min.cleanable.dirty.ratio": "0.01",
 }
+# The cleaner looks for work every 250 ms instead of Kafka's 15 s (log.cleaner.backoff.ms): the tests wait for
+# cleaning, not for the cleaner's idle sleep.
+CLEANER_SETS = {"log.cleaner.backoff.ms": "250"}
+
+
+@pytest.fixture
+def cleaner_broker():
+    """A runnel broker of its own with CLEANER_SETS, not started yet (a test may set the environment first)."""
+    if MODE != "runnel":
+        pytest.skip("the cleaner log lines, timings and crash hook are runnel's")
+    b = BrokerProcess(CLEANER_SETS)
+    yield b
+    b.close()
 
 
 def produce(bootstrap, topic, items, codec="lz4"):
@@ -107,9 +121,8 @@ def check(records, expected, deleted=frozenset()):
     assert len(records) == len(expected), f"{len(records)} records for {len(expected)} live keys (duplicates)"
 
 
-def test_compaction_end_to_end(fresh_broker, topic):
-    if fresh_broker.kind != "runnel":
-        pytest.skip("the cleaner log lines and timings are runnel's")
+def test_compaction_end_to_end(cleaner_broker, topic):
+    fresh_broker = cleaner_broker.start()
     b = fresh_broker.bootstrap
     make_topic(b, topic, 1, CONFIGS)
 
@@ -144,7 +157,7 @@ def test_compaction_end_to_end(fresh_broker, topic):
             f"cleaning did not finish within 120 s: {len(records)} records remain for {len(expected)} live "
             f"keys; cleaner log lines: {cleaner_lines(fresh_broker)[-3:]}; broker log tail:\n"
             f"{fresh_broker.log_tail(20)}")
-        time.sleep(2)
+        time.sleep(0.5)
     deleted = {f"key-{i}".encode() for i in range(DELETED)}
     check(records, expected, deleted)
     lines = cleaner_lines(fresh_broker)
@@ -174,16 +187,16 @@ def test_records_without_key_refused(broker, topic):
 
 
 @pytest.mark.parametrize("step", ["IndexesToSwap", "IndexesInPlace"])
-def test_crash_during_cleaning_loses_nothing(fresh_broker, topic, monkeypatch, step):
+def test_crash_during_cleaning_loses_nothing(cleaner_broker, topic, monkeypatch, step):
     """The broker aborts in the middle of its first segment swap (before / after the commit point,
     via the RUNNEL_TEST_CLEANER_CRASH_AFTER hook); after a restart every key still has its latest
     value, and cleaning then completes."""
-    if fresh_broker.kind != "runnel":
-        pytest.skip("uses runnel's crash-injection hook")
     monkeypatch.setenv("RUNNEL_TEST_CLEANER_CRASH_AFTER", step)
-    fresh_broker.restart()
+    fresh_broker = cleaner_broker.start()
     b = fresh_broker.bootstrap
-    make_topic(b, topic, 1, dict(CONFIGS, **{"segment.bytes": str(64 * 1024)}))
+    # Created with cleanup.policy=delete and compacted only once every record is in, so that the first swap (and
+    # the crash) comes in a clean of the whole data, not while it is produced.
+    make_topic(b, topic, 1, dict(CONFIGS, **{"segment.bytes": str(64 * 1024), "cleanup.policy": "delete"}))
     expected = {}
 
     def data():
@@ -197,6 +210,9 @@ def test_crash_during_cleaning_loses_nothing(fresh_broker, topic, monkeypatch, s
     time.sleep(SEGMENT_MS / 1000 + 0.5)
     produce(b, topic, [(b"sentinel", b"last")])
     expected[b"sentinel"] = b"last"
+    from test_broker_configs import incremental_alter
+    with kproto.Connection(b) as c:
+        assert incremental_alter(c, 2, topic, [("cleanup.policy", 0, "compact")])[0] == 0
     deadline = time.monotonic() + 60
     while fresh_broker.proc.poll() is None:
         assert time.monotonic() < deadline, "the broker did not crash in its first cleaner swap within 60 s"
@@ -211,6 +227,6 @@ def test_crash_during_cleaning_loses_nothing(fresh_broker, topic, monkeypatch, s
     deadline = time.monotonic() + 90
     while len(records) != len(expected):
         assert time.monotonic() < deadline, f"cleaning did not finish after the crash: {len(records)} records"
-        time.sleep(2)
+        time.sleep(0.5)
         records = consume_all(b, topic)
     check(records, expected)

@@ -42,7 +42,8 @@ def test_an_older_standalone_data_dir_opens(fixture):
     b = BrokerProcess()
     with tarfile.open(FIXTURES / fixture) as tar:
         tar.extractall(b.dir, filter="data")
-    b.sets = {"offsets.topic.num.partitions": "3"}
+    # The metrics endpoint stays on the port of its own: the default 9644 may be another broker's.
+    b.sets = {"offsets.topic.num.partitions": "3", "metrics.listeners": b.sets["metrics.listeners"]}
     try:
         b.start()
         a = AdminClient({"bootstrap.servers": b.bootstrap})

@@ -25,7 +25,7 @@ import uuid
 import pytest
 
 import kproto as k
-from conftest import MODE, BrokerProcess, free_port
+from conftest import MODE, BrokerProcess, free_port, kafka_python_read
 from test_sasl import METADATA, SASL_AUTHENTICATION_FAILED, authenticate, handshake, metadata_request_body, \
     plain_jaas, roundtrip_confluent
 
@@ -134,10 +134,11 @@ def test_confluent_and_kafka_python_with_a_signed_token_checked_against_a_jwks_f
             p.send(topic + "-kp", value=b"x%03d" % i)
         p.flush(30)
         p.close()
-        c = KafkaConsumer(topic + "-kp", auto_offset_reset="earliest", consumer_timeout_ms=15000,
-                          group_id=f"g-{uuid.uuid4().hex[:6]}", **kw)
-        got = sorted(m.value for m in c)
-        c.close()
+        c = KafkaConsumer(topic + "-kp", auto_offset_reset="earliest", group_id=f"g-{uuid.uuid4().hex[:6]}", **kw)
+        try:
+            got = sorted(kafka_python_read(c, 20))
+        finally:
+            c.close()
         assert got == [b"x%03d" % i for i in range(20)]
     finally:
         b.close()

@@ -26,7 +26,7 @@ import uuid
 import pytest
 
 import kproto as k
-from conftest import MODE, BrokerProcess, free_port
+from conftest import MODE, BrokerProcess, free_port, kafka_python_read
 from tls_certs import Certs
 
 pytestmark = pytest.mark.skipif(MODE != "runnel", reason="starts runnel with its own listeners")
@@ -112,10 +112,11 @@ def roundtrip_kafka_python(addr, mechanism, user, password, topic, n=50, **extra
         p.send(topic, value=b"x%03d" % i)
     p.flush(30)
     p.close()
-    c = KafkaConsumer(topic, auto_offset_reset="earliest", consumer_timeout_ms=15000,
-                      group_id=f"g-{uuid.uuid4().hex[:6]}", **kw)
-    got = [m.value for m in c]
-    c.close()
+    c = KafkaConsumer(topic, auto_offset_reset="earliest", group_id=f"g-{uuid.uuid4().hex[:6]}", **kw)
+    try:
+        got = kafka_python_read(c, n)
+    finally:
+        c.close()
     assert sorted(got) == [b"x%03d" % i for i in range(n)]
 
 
@@ -159,7 +160,8 @@ def test_wrong_credentials_fail_in_the_clients(topic):
         from kafka.errors import KafkaError
         with pytest.raises((KafkaError, KafkaException)):
             KafkaProducer(bootstrap_servers=addr, security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
-                          sasl_plain_username="alice", sasl_plain_password="wrong", max_block_ms=5000).send(topic, b"v").get(10)
+                          sasl_plain_username="alice", sasl_plain_password="wrong", max_block_ms=5000,
+                          bootstrap_timeout_ms=5000).send(topic, b"v").get(10)
     finally:
         b.close()
 

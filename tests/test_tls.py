@@ -26,7 +26,7 @@ import uuid
 import pytest
 
 import kproto
-from conftest import MODE, RUNNEL_BIN, BrokerProcess, free_port
+from conftest import MODE, RUNNEL_BIN, BrokerProcess, free_port, kafka_python_read
 from tls_certs import PASSWORD, Certs
 
 pytestmark = pytest.mark.skipif(MODE != "runnel", reason="starts runnel with its own listeners")
@@ -116,10 +116,11 @@ def test_kafka_python_over_ssl_with_each_keystore_kind(certs, topic, store):
             p.send(topic, value=b"x%03d" % i)
         p.flush(30)
         p.close()
-        c = KafkaConsumer(topic, auto_offset_reset="earliest", consumer_timeout_ms=15000,
-                          group_id=f"g-{uuid.uuid4().hex[:6]}", **kw)
-        got = [m.value for m in c]
-        c.close()
+        c = KafkaConsumer(topic, auto_offset_reset="earliest", group_id=f"g-{uuid.uuid4().hex[:6]}", **kw)
+        try:
+            got = kafka_python_read(c, 50)
+        finally:
+            c.close()
         assert sorted(got) == [b"x%03d" % i for i in range(50)]
     finally:
         b.close()
