@@ -598,6 +598,16 @@ fn read_replica_candidates_hold_the_offset_and_are_in_sync() {
     assert_eq!(b.read_replica_candidates(Offset(0), 0), None);
 }
 
+/// A partition led by broker 1, its only replica, on a log with `config`.
+fn sole_leader(dir: &std::path::Path, config: LogConfig) -> Partition {
+    let log = Log::open(dir, config, Uuid::nil(), false, Offset(0), 0).unwrap();
+    let p = Partition::new("t", 0, Uuid::nil(), Arc::new(Mutex::new(log)));
+    let mut leader = state(1, 0);
+    leader.replicas = vec![BrokerId(1)];
+    p.apply_partition_state(BrokerId(1), &leader, 0).unwrap();
+    p
+}
+
 /// `flush.messages`: the append that reaches it is answered only once fsynced (recovery point at the
 /// LogEndOffset) and its records reach the HighWatermark only then; the fsync itself runs after the
 /// partition's locks are released (`run_flush`).
@@ -608,11 +618,7 @@ fn an_append_reaching_flush_messages_is_flushed_before_it_returns() {
         flush_messages: 2,
         ..LogConfig::default()
     };
-    let log = Log::open(dir.path(), config, Uuid::nil(), false, Offset(0), 0).unwrap();
-    let p = Partition::new("t", 0, Uuid::nil(), Arc::new(Mutex::new(log)));
-    let mut leader = state(1, 0);
-    leader.replicas = vec![BrokerId(1)];
-    p.apply_partition_state(BrokerId(1), &leader, 0).unwrap();
+    let p = sole_leader(dir.path(), config);
 
     p.append_as_leader(epoch_batch(0, 0, 1), 0, 0).unwrap();
     let recovery_point = p.log.lock().recovery_point();
@@ -639,11 +645,7 @@ fn a_topic_compression_type_recompresses_the_appended_batches() {
         compression_type: Some(protocol::record::Compression::Gzip),
         ..LogConfig::default()
     };
-    let log = Log::open(dir.path(), config, Uuid::nil(), false, Offset(0), 0).unwrap();
-    let p = Partition::new("t", 0, Uuid::nil(), Arc::new(Mutex::new(log)));
-    let mut leader = state(1, 0);
-    leader.replicas = vec![BrokerId(1)];
-    p.apply_partition_state(BrokerId(1), &leader, 0).unwrap();
+    let p = sole_leader(dir.path(), config);
     p.append_as_leader(epoch_batch(0, 0, 3), 0, 0).unwrap();
     let data = p
         .log
