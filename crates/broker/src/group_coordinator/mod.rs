@@ -175,6 +175,12 @@ pub struct GroupCoordinatorService {
     topics: Arc<TopicManager>,
     /// Partition count of `__consumer_offsets` used for placement: the existing topic's, else the config's.
     num_partitions: AtomicI32,
+    /// Set once `__consumer_offsets` is known to exist with its partitions hosted: by the creation that
+    /// returned, or by the first caller of [`ensure_offsets_topic`](Self::ensure_offsets_topic) that finds it
+    /// under the creation lock; cleared when the topic is found deleted. The topic is in the metadata before the creation has opened its partitions,
+    /// so its presence there alone let a JoinGroup through whose group write then found its partition not
+    /// hosted (the member then waited out its session timeout).
+    offsets_topic_ready: AtomicBool,
     state: Mutex<State>,
     loaded: AtomicBool,
     timer: Notify,
@@ -308,6 +314,7 @@ impl GroupCoordinatorService {
             replica_manager,
             topics,
             num_partitions: AtomicI32::new(n),
+            offsets_topic_ready: AtomicBool::new(false),
             loaded: AtomicBool::new(false),
             timer: Notify::new(),
             cluster_mode,
@@ -405,11 +412,18 @@ impl GroupCoordinatorService {
     /// fewer replicas for good (found by the fault campaign: capping by the live brokers did that).
     /// Concurrent callers wait for the one creation. Error: COORDINATOR_NOT_AVAILABLE.
     pub async fn ensure_offsets_topic(&self) -> Result<(), CoordinatorError> {
-        if self.metadata.topic(OFFSETS_TOPIC).is_some() {
+        let exists = self.metadata.topic(OFFSETS_TOPIC).is_some();
+        if exists && self.offsets_topic_ready.load(Ordering::Acquire) {
             return Ok(());
         }
+        if !exists {
+            // Deleted (an operator may delete it; every group is then forgotten): created again below.
+            self.offsets_topic_ready.store(false, Ordering::Release);
+        }
+        // Under the lock a creation by this broker has finished: the topic's presence means it is hosted.
         let _guard = self.create_lock.lock().await;
         if self.metadata.topic(OFFSETS_TOPIC).is_some() {
+            self.offsets_topic_ready.store(true, Ordering::Release);
             return Ok(());
         }
         let n = self.config.offsets_topic_num_partitions.max(1);
@@ -431,6 +445,7 @@ impl GroupCoordinatorService {
         {
             Ok(t) => {
                 self.num_partitions.store(t.partitions, Ordering::Release);
+                self.offsets_topic_ready.store(true, Ordering::Release);
                 tracing::info!(
                     partitions = t.partitions,
                     elapsed_ms = started.elapsed().as_millis() as u64,
@@ -438,7 +453,10 @@ impl GroupCoordinatorService {
                 );
                 Ok(())
             }
-            Err(e) if e.is_already_exists() => Ok(()),
+            Err(e) if e.is_already_exists() => {
+                self.offsets_topic_ready.store(true, Ordering::Release);
+                Ok(())
+            }
             Err(e) => {
                 tracing::error!(error = %e, "cannot create {OFFSETS_TOPIC}");
                 Err(CoordinatorError::NotAvailable)
