@@ -279,9 +279,9 @@ def kafka_python_read(consumer, n: int, timeout: float = 60.0) -> list[bytes]:
             pytest.fail(f"kafka-python consumer: {len(got)} of {n} records within {timeout}s")
         for records in consumer.poll(timeout_ms=200).values():
             got.extend(r.value for r in records)
-    parts = consumer.assignment()
-    ends = consumer.end_offsets(list(parts))
-    left = {tp: (consumer.position(tp), end) for tp, end in ends.items() if consumer.position(tp) != end}
+    ends = consumer.end_offsets(list(consumer.assignment()))
+    positions = {tp: consumer.position(tp) for tp in ends}
+    left = {tp: (positions[tp], end) for tp, end in ends.items() if positions[tp] != end}
     assert not left, f"read {len(got)} records, but partitions are not at their end (position, end): {left}"
     return got
 

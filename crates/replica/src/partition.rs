@@ -360,9 +360,7 @@ impl Partition {
                 rs.apply_committed(state, monotonic_ms);
                 let mut log = self.log.lock();
                 let leo = log.log_end_offset();
-                if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
-                    log.update_high_watermark(hw);
-                }
+                raise_high_watermark(rs, &mut log, leo);
             }
             return Ok(RoleChange::Unchanged);
         }
@@ -374,9 +372,7 @@ impl Partition {
             }
             let mut rs =
                 ReplicaStates::new(local_id, state, leo, log.high_watermark(), monotonic_ms);
-            if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
-                log.update_high_watermark(hw);
-            }
+            raise_high_watermark(&mut rs, &mut log, leo);
             st.role = Role::Leader(rs);
             st.registration = state.clone();
             tracing::info!(topic = %self.topic, partition = self.partition, leader_epoch = %state.leader_epoch, isr = ?state.isr, "became leader");
@@ -538,9 +534,7 @@ impl Partition {
             let flush = log.prepare_due_flush(now_ms)?;
             if flush.is_none() {
                 let leo = log.log_end_offset();
-                if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
-                    log.update_high_watermark(hw);
-                }
+                raise_high_watermark(rs, &mut log, leo);
             }
             (info, epoch, flush)
         };
@@ -550,9 +544,7 @@ impl Partition {
             if let Role::Leader(rs) = &mut st.role {
                 let mut log = self.log.lock();
                 let flushed = log.recovery_point().min(log.log_end_offset());
-                if let Some(hw) = rs.maybe_increment_high_watermark(flushed) {
-                    log.update_high_watermark(hw);
-                }
+                raise_high_watermark(rs, &mut log, flushed);
             }
         }
         self.wake();
@@ -649,8 +641,7 @@ impl Partition {
         (fetch_offset, log_start_offset): (Offset, Offset),
         monotonic_ms: i64,
     ) -> Result<(Option<DivergingEpoch>, Option<PartitionState>), ReplicaError> {
-        let mut advanced = false;
-        let proposal = {
+        let (advanced, proposal) = {
             let mut st = self.state.lock();
             let Role::Leader(rs) = &mut st.role else {
                 return Err(ReplicaError::NotLeaderOrFollower);
@@ -682,13 +673,12 @@ impl Partition {
             }
             rs.update_follower_fetch(replica_id, fetch_offset, leo, monotonic_ms);
             rs.update_follower_log_start_offset(replica_id, log_start_offset);
-            if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
-                log.update_high_watermark(hw);
-                advanced = true;
-            }
+            let advanced = raise_high_watermark(rs, &mut log, leo);
             drop(log);
-            rs.maybe_expand_isr(replica_id)
-                .map(|isr| rs.proposal(self.topic_id, isr))
+            let proposal = rs
+                .maybe_expand_isr(replica_id)
+                .map(|isr| rs.proposal(self.topic_id, isr));
+            (advanced, proposal)
         };
         if advanced {
             self.wake();
@@ -740,9 +730,7 @@ impl Partition {
                 }
                 let mut log = self.log.lock();
                 let leo = log.log_end_offset();
-                if let Some(hw) = rs.maybe_increment_high_watermark(leo) {
-                    log.update_high_watermark(hw);
-                }
+                raise_high_watermark(rs, &mut log, leo);
                 true
             }
             Ok(other) => {
@@ -784,6 +772,18 @@ mod read;
 mod txn;
 
 pub use read::ReadReplicaCandidates;
+
+/// Recomputes the leader's HighWatermark with `leader_leo` as its own LogEndOffset (the LEO, or less when
+/// only that much is flushed) and lays it into the log. Returns true when it advanced.
+fn raise_high_watermark(rs: &mut ReplicaStates, log: &mut Log, leader_leo: Offset) -> bool {
+    match rs.maybe_increment_high_watermark(leader_leo) {
+        Some(hw) => {
+            log.update_high_watermark(hw);
+            true
+        }
+        None => false,
+    }
+}
 
 #[cfg(test)]
 #[path = "partition_tests.rs"]

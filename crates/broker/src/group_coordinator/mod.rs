@@ -177,9 +177,9 @@ pub struct GroupCoordinatorService {
     num_partitions: AtomicI32,
     /// Set once `__consumer_offsets` is known to exist with its partitions hosted: by the creation that
     /// returned, or by the first caller of [`ensure_offsets_topic`](Self::ensure_offsets_topic) that finds it
-    /// under the creation lock; cleared when the topic is found deleted. The topic is in the metadata before the creation has opened its partitions,
-    /// so its presence there alone let a JoinGroup through whose group write then found its partition not
-    /// hosted (the member then waited out its session timeout).
+    /// under the creation lock; cleared when the topic is found deleted. The topic is in the metadata before
+    /// the creation has opened its partitions, so its presence there alone let a JoinGroup through whose
+    /// group write then found its partition not hosted (the member then waited out its session timeout).
     offsets_topic_ready: AtomicBool,
     state: Mutex<State>,
     loaded: AtomicBool,

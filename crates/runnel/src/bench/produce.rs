@@ -61,6 +61,19 @@ pub(super) fn produce(o: &ProduceOpts, e2e: bool) -> anyhow::Result<()> {
     let mut first_error = None;
     let mut acked = 0u64;
     let mut produce_end = start;
+    let shared = WorkerShared {
+        o,
+        e2e,
+        count,
+        deadline_secs,
+        pool: &pool,
+        barrier: &barrier,
+        progress: &progress,
+        sent_total: &sent_total,
+        stop: &stop,
+        clock,
+    };
+    let shared = &shared;
     std::thread::scope(|s| -> anyhow::Result<()> {
         let rate_thread =
             s.spawn(|| rate_line(&progress, if e2e { "delivered" } else { "produced" }));
@@ -81,29 +94,9 @@ pub(super) fn produce(o: &ProduceOpts, e2e: bool) -> anyhow::Result<()> {
             })
         });
 
-        let mut workers = Vec::new();
-        for id in 0..o.producers {
-            let pool = &pool;
-            let barrier = &barrier;
-            let progress = &progress;
-            let sent_total = &sent_total;
-            let stop = &stop;
-            workers.push(s.spawn(move || {
-                let shared = WorkerShared {
-                    o,
-                    e2e,
-                    count,
-                    deadline_secs,
-                    pool,
-                    barrier,
-                    progress,
-                    sent_total,
-                    stop,
-                    clock,
-                };
-                producer_worker(id, &shared)
-            }));
-        }
+        let workers: Vec<_> = (0..o.producers)
+            .map(|id| s.spawn(move || producer_worker(id, shared)))
+            .collect();
         barrier.wait();
         begin = Instant::now();
         let mut result = Ok(());

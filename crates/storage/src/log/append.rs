@@ -178,7 +178,7 @@ impl Log {
         {
             return self.poison("leader epoch checkpoint", e);
         }
-        self.count_unflushed(info.records_count)?;
+        self.count_unflushed(info.records_count);
         Ok(info)
     }
 
@@ -273,9 +273,8 @@ impl Log {
     /// Counts appended messages toward `flush.messages`. The fsync it may make due is not run here,
     /// under the log's lock: the appender takes it with [`prepare_due_flush`](Self::prepare_due_flush) and
     /// runs it after releasing the lock.
-    fn count_unflushed(&mut self, messages: i64) -> Result<(), StorageError> {
+    fn count_unflushed(&mut self, messages: i64) {
         self.unflushed_messages += messages;
-        Ok(())
     }
 
     /// The per-batch checks of [`append_as_leader`](Self::append_as_leader): size, framing and CRC,
@@ -463,7 +462,7 @@ impl Log {
             }
         }
         self.complete_txns(&completed)?;
-        self.count_unflushed(info.records_count)?;
+        self.count_unflushed(info.records_count);
         Ok(info)
     }
 
