@@ -304,9 +304,21 @@ for t in tags:
     L.append(f"| {s} | {p} | {what} | {fmt_n(rr)} ({fmt_f(rm)}) | {fmt_n(kr)} ({fmt_f(km)}) | {ratio(rr, kr)} | {ratio(rm, tcp)} | "
              f"{ratio(km, tcp)} | {ratio(rr, consume_ceiling.get((s, p), consume_ceiling.get((s, '*'))))} |")
 L.append("")
+multi = [t for t in tags if t.startswith(("produce4:", "consume4-"))]
+if multi:
+    L.append("## Four producers, then four consumers (each its own client; acks=1, no compression)")
+    L.append("")
+    L.append("| run | Runnel records/s (MB/s) | Kafka records/s (MB/s) | peer records/s | R/K | Runnel ÷ peer |")
+    L.append("|---|---|---|---|---|---|")
+    for t in multi:
+        rr, rm = figure("runnel", t, "records_per_sec"), figure("runnel", t, "mb_per_sec")
+        kr, km = figure("kafka", t, "records_per_sec"), figure("kafka", t, "mb_per_sec")
+        pr = figure("peer", t, "records_per_sec")
+        L.append(f"| `{t}` | {fmt_n(rr)} ({fmt_f(rm)}) | {fmt_n(kr)} ({fmt_f(km)}) | {fmt_n(pr)} | {ratio(rr, kr)} | {ratio(rr, pr)} |")
+    L.append("")
 L += txn_lines() + tls_lines() + acl_lines()
 
-cpu_tags = [t for t in tags if t.startswith(("produce:", "consume-"))
+cpu_tags = [t for t in tags if t.startswith(("produce:", "consume-", "produce4:", "consume4-"))
             and any(r.get("broker_cpu_s") is not None for b in ("runnel", "kafka") for r in bench(b, t))]
 if cpu_tags:
     L.append("## CPU per million records (which side bounds the figure)")
@@ -315,27 +327,34 @@ if cpu_tags:
              "load generator's own (getrusage). With two cores shared by client and broker, a side that uses "
              "close to a core per second of run is the bound.")
     L.append("")
-    L.append("| run | Runnel broker s/M | Kafka broker s/M | Kafka ÷ Runnel (broker) | client s/M vs Runnel / vs Kafka |")
-    L.append("|---|---|---|---|---|")
+    L.append("| run | Runnel broker s/M | Kafka broker s/M | peer broker s/M | Runnel ÷ Kafka (broker; target ≤ 0.33×) | Runnel broker s/GB | client s/M vs Runnel / vs Kafka |")
+    L.append("|---|---|---|---|---|---|---|")
     for t in cpu_tags:
         rb, kb = cpu_per_m("runnel", t, "broker_cpu_s"), cpu_per_m("kafka", t, "broker_cpu_s")
+        pb = cpu_per_m("peer", t, "broker_cpu_s")
         rc, kc = cpu_per_m("runnel", t, "client_cpu_s"), cpu_per_m("kafka", t, "client_cpu_s")
-        L.append(f"| {t} | {fmt_f(rb, 2)} | {fmt_f(kb, 2)} | {ratio(kb, rb)} | {fmt_f(rc, 2)} / {fmt_f(kc, 2)} |")
+        gb = rb / (int(t.split(":")[1]) * 1e6 / 1e9) if rb is not None else None
+        L.append(f"| {t} | {fmt_f(rb, 2)} | {fmt_f(kb, 2)} | {fmt_f(pb, 2)} | {ratio(rb, kb)} | {fmt_f(gb, 2)} | "
+                 f"{fmt_f(rc, 2)} / {fmt_f(kc, 2)} |")
+    L.append("")
+    L.append("s/GB: broker CPU-seconds per 10^9 bytes of record values. The peer's CPU is its process's (tansu runs "
+             "in memory, so it writes nothing to a file).")
     L.append("")
 
-L.append("## End-to-end latency (produce → consume, acks=1, linger.ms=1, at 50% of the lower peak produce rate)")
+L.append("## End-to-end latency (produce → consume, acks=1, linger.ms=1, at 50% of the lower peak produce rate, and at a fixed 100 MB/s)")
 L.append("")
 L.append("| size B | parts | rate records/s | Runnel p50 / p99 / p99.9 / max ms | Kafka p50 / p99 / p99.9 / max ms | p99 R/K |")
 L.append("|---|---|---|---|---|---|")
 for t in tags:
-    if not t.startswith("e2e:"):
+    if not t.startswith(("e2e:", "e2e-fixed:")):
         continue
     s, p = t.split(":")[1:3]
     rate = med([r.get("target_rate") for r in bench("runnel", t) + bench("kafka", t)])
     cells = []
     for b in ("runnel", "kafka"):
         cells.append(" / ".join(fmt_f(lat(b, t, q), 2) for q in ("p50", "p99", "p99_9", "max")))
-    L.append(f"| {s} | {p} | {fmt_n(rate)} | {cells[0]} | {cells[1]} | {ratio(lat('runnel', t, 'p99'), lat('kafka', t, 'p99'))} |")
+    what = " (fixed)" if t.startswith("e2e-fixed:") else ""
+    L.append(f"| {s} | {p} | {fmt_n(rate)}{what} | {cells[0]} | {cells[1]} | {ratio(lat('runnel', t, 'p99'), lat('kafka', t, 'p99'))} |")
 L.append("")
 
 if any(bench("peer", t) for t in tags):
@@ -347,10 +366,10 @@ if any(bench("peer", t) for t in tags):
         if not bench("peer", t):
             continue
         pr, pm = figure("peer", t, "records_per_sec"), figure("peer", t, "mb_per_sec")
-        key = "p99" if t.startswith("e2e:") or t.startswith("produce:") else None
+        key = "p99" if t.startswith(("e2e", "produce")) else None
         e = errors("peer", t)
         rss = max([r.get("rss_peak_kib", 0) for r in bench("peer", t)] or [0])
-        if t.startswith("e2e:"):
+        if t.startswith("e2e"):
             cmp_r = ratio(lat("runnel", t, "p99"), lat("peer", t, "p99"))
             cmp_k = ratio(lat("kafka", t, "p99"), lat("peer", t, "p99"))
         else:
@@ -408,17 +427,67 @@ for r in rd:  # rdkafka_performance prints "N msgs/s and M MB/s" (produce) or "N
         m = re.search(r"([\d.]+) msgs/s(?: and|) \(?([\d.]+) MB/s", r.get("line", ""))
         if m:
             r["records_per_sec"], r["mb_per_sec"] = float(m.group(1)), float(m.group(2))
+
+
+def target_lines():
+    """Issue 18's targets, each computed from this run's figures (a missing figure reads —)."""
+    def verdict(ok):
+        return "—" if ok is None else ("met" if ok else "missed")
+
+    def cmp(a, b, want, le=False):
+        if a is None or not b:
+            return "—", None
+        r = a / b
+        return f"{r:.2f}×", (r <= want if le else r >= want)
+
+    out = ["## Issue 18's targets in this run", "", "| target | figure | verdict |", "|---|---|---|"]
+    for mode, want_p, want_k in (("consume", 1.5, 1.3), ("produce", 1.3, 1.3)):
+        r = rdperf_med("runnel", mode, "records_per_sec")
+        for b, want in (("peer", want_p), ("kafka", want_k)):
+            txt, ok = cmp(r, rdperf_med(b, mode, "records_per_sec"), want)
+            out.append(f"| {mode}, 100 B, 1 partition, rdkafka_performance: Runnel ÷ {b} ≥ {want}× | {txt} | {verdict(ok)} |")
+    cpu = [(t, cpu_per_m("runnel", t, "broker_cpu_s"), cpu_per_m("kafka", t, "broker_cpu_s")) for t in cpu_tags]
+    cpu = [(t, r / k) for t, r, k in cpu if r is not None and k]
+    if cpu:
+        worst = max(cpu, key=lambda x: x[1])
+        n_ok = sum(1 for _, x in cpu if x <= 0.33)
+        out.append(f"| broker CPU per record ≤ 0.33× Kafka's on every produce and consume row | {n_ok} of {len(cpu)} rows; "
+                   f"range {min(x for _, x in cpu):.2f}–{worst[1]:.2f}× (worst `{worst[0]}`) | {verdict(n_ok == len(cpu))} |")
+    for t in [t for t in tags if t.startswith(("e2e:1024:8", "e2e-fixed:1024:8"))]:
+        txt, ok = cmp(lat("runnel", t, "p99"), lat("kafka", t, "p99"), 0.5, le=True)
+        what = "fixed 100 MB/s" if t.startswith("e2e-fixed") else "50% of peak"
+        out.append(f"| end-to-end p99, 1 KiB × 8 partitions, {what}: Runnel ÷ Kafka ≤ 0.5× | {txt} "
+                   f"({fmt_f(lat('runnel', t, 'p99'), 1)} / {fmt_f(lat('kafka', t, 'p99'), 1)} ms) | {verdict(ok)} |")
+    gbs = [(t, cpu_per_m("runnel", t, "broker_cpu_s")) for t in tags
+           if t.startswith(("produce:1024:", "produce4:1024:")) and t.endswith(":none")]
+    gbs = [(t, v / 1.024) for t, v in gbs if v is not None]
+    if gbs:
+        out.append(f"| produce 1 KiB uncompressed: broker CPU ≤ 0.5 s per GB | {min(v for _, v in gbs):.2f}–"
+                   f"{max(v for _, v in gbs):.2f} s/GB over {len(gbs)} rows | {verdict(max(v for _, v in gbs) <= 0.5)} |")
+    out += ["", "The scale targets (100,000 partitions, 10,000 connections) are in the scale report.", ""]
+    return out
+
+
+def rdperf_med(b, mode, key):
+    return med([r.get(key) for r in rd if r["broker"] == b and r["mode"] == mode])
+
+
 if rd:
     L.append("## Cross-check: librdkafka's rdkafka_performance, 100 B, 1 partition, acks=1")
     L.append("")
-    L.append("| broker | mode | rdkafka_performance records/s (MB/s) | runnel bench records/s |")
-    L.append("|---|---|---|---|")
-    for r in rd:
-        t = "produce:100:1:1:none" if r["mode"] == "produce" else "consume-cached:100:1"
-        L.append(
-            f"| {r['broker']} | {r['mode']} | {fmt_n(r.get('records_per_sec'))} ({fmt_f(r.get('mb_per_sec'))}) | "
-            f"{fmt_n(figure(r['broker'], t, 'records_per_sec'))} |"
-        )
+    L.append("| broker | mode | runs | rdkafka_performance records/s (MB/s), median | each run records/s | broker s/M | runnel bench records/s |")
+    L.append("|---|---|---|---|---|---|---|")
+    for b in ("runnel", "kafka", "peer"):
+        for mode in ("produce", "consume"):
+            rs = [r for r in rd if r["broker"] == b and r["mode"] == mode]
+            if not rs:
+                continue
+            t = "produce:100:1:1:none" if mode == "produce" else "consume-cached:100:1"
+            cpu = med([r["broker_cpu_s"] / r["records"] * 1e6 for r in rs if r.get("broker_cpu_s") and r.get("records")])
+            L.append(
+                f"| {b} | {mode} | {len(rs)} | {fmt_n(rdperf_med(b, mode, 'records_per_sec'))} ({fmt_f(rdperf_med(b, mode, 'mb_per_sec'))}) | "
+                f"{', '.join(fmt_n(r.get('records_per_sec')) for r in rs)} | {fmt_f(cpu, 2)} | {fmt_n(figure(b, t, 'records_per_sec'))} |"
+            )
     L.append("")
 
 kp = [r for r in rows if r.get("kind") == "kperf"]
@@ -443,6 +512,14 @@ if kp:
              f"{kp[0].get('records', 0):,} records); its own MB/sec figure is MiB/s, the table's MB/s is records/s × 100 B / 10^6.")
     L.append("")
 
+L += target_lines()
+sc = one("scale")
+if sc:
+    L.append("## Scale rows")
+    L.append("")
+    L.append(f"`bench/scale.py`, after the rows above: [{sc['report']}]({sc['report']})." if "report" in sc
+             else f"`bench/scale.py`: {sc.get('error')}.")
+    L.append("")
 L += failed_lines()
 open(out_path, "w").write("\n".join(L))
 print("\n".join(L))

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runnel vs Apache Kafka 4.4.0 benchmark: one command, same client (`runnel bench`, librdkafka), same run.
 #
-#   bench/run.sh [--quick] [--reps N] [--peer HOST:PORT|tansu] [--out FILE] [--tls-only | --no-tls]
+#   bench/run.sh [--quick] [--reps N] [--peer HOST:PORT|tansu] [--out FILE] [--tls-only | --no-tls] [--scale]
 #
 # Builds target/release/runnel, starts a fresh `runnel server` (temp data dir) and Apache Kafka 4.4.0
 # (scripts/kafka-reference.sh: KRaft combined mode, its own temp data dir on the same filesystem), then
@@ -28,6 +28,11 @@
 #
 # --quick: a reduced matrix (a few minutes). --peer adds another Kafka-protocol broker to the
 # produce/consume runs; `--peer tansu` starts tansu in memory via bench/peer-tansu.sh.
+# Rows with 4 producers (each its own client) and then 4 consumers (100 B and 1 KiB, 8 partitions), and an
+# end-to-end row at a fixed 100 MB/s (1 KiB × 8 partitions) beside the 50%-of-peak ones.
+# --scale: at the end, bench/scale.py (100-partition topics up to the open-file limit, restarts after SIGTERM
+# and kill -9, full Metadata, 10,000 idle connections; its own fresh Runnel and Kafka) writes
+# <report>-scale.md, which the report links; BENCH_SCALE_ARGS passes it extra arguments.
 # TLS rows (bench/tls.sh, after the end-to-end runs): both brokers also get an SSL and a SASL_SSL (PLAIN)
 # listener with certificates made at run time (openssl); 1 KiB records, acks=all, produce then consume over
 # PLAINTEXT, SSL and SASL_SSL, 1 and 8 partitions (--quick: 1). --tls-only runs just those rows (plus the
@@ -46,6 +51,7 @@ REPS=""
 PEER=""
 OUT=""
 TLS=yes
+SCALE_ROWS=0
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --quick) QUICK=1 ;;
@@ -54,7 +60,8 @@ while [[ $# -gt 0 ]]; do
         --out) OUT="$2"; shift ;;
         --tls-only) TLS=only ;;
         --no-tls) TLS=no ;;
-        -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
+        --scale) SCALE_ROWS=1 ;;
+        -h|--help) sed -n '2,45p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
     shift
@@ -341,6 +348,8 @@ if [[ $QUICK == 1 ]]; then
     PRODUCE=(100:1:1:none 100:1:all:none 100:1:1:lz4 1024:8:1:none)
     CONSUME=(100:1 1024:8)
     E2E=(100:1)
+    E2E_FIXED=(1024:8:97656)
+    MULTI=(1024:8)
     E2E_SECS=10
 else
     PRODUCE=()
@@ -349,6 +358,8 @@ else
     done; done; done; done
     CONSUME=(100:1 100:8 1024:1 1024:8)
     E2E=(100:1 100:8 1024:1 1024:8)
+    E2E_FIXED=(1024:8:97656)   # size:partitions:records/s — 1 KiB × 97,656/s = 100 MB/s
+    MULTI=(100:8 1024:8)       # size:partitions with 4 producers, then 4 consumers
     E2E_SECS=30
 fi
 consumed() {   # size parts acks comp -> is this produce topic read by a consume row?
@@ -388,6 +399,22 @@ for rep in $(seq 1 "$REPS"); do
         done
         delete_everywhere "$topic"
     done
+    for cfg in "${MULTI[@]}"; do   # 4 producers (each its own client), then 4 consumers of what they wrote
+        IFS=: read -r size parts <<< "$cfg"
+        n=$(count_for "$size")
+        topic="m-$size-$parts-$rep"
+        for b in $(order $RUN); do
+            ensure_disk "$(bytes_for "$size" "$n")"
+            run_bench "$b" "produce4:$size:$parts:1:none" produce -t "$topic" --partitions "$parts" \
+                -s "$size" -n "$n" --acks 1 --producers 4
+        done
+        RUN=$((RUN + 1))
+        for b in $(order $RUN); do
+            run_bench_retry "$b" "consume4-cached:$size:$parts" consume -t "$topic" --partitions "$parts" --consumers 4
+        done
+        RUN=$((RUN + 1))
+        delete_everywhere "$topic"
+    done
     finish "in progress: repetition $rep of $REPS of the produce/consume matrix done"
     # A repetition has an even number of runs: one more flips every row's order in the next repetition, so
     # no broker is always first (or, with a peer, always last) in a row — the first consume after a produce
@@ -416,6 +443,20 @@ EOF
             run_bench "$b" "e2e:$size:$parts:1:none" end-to-end -t "e-$size-$parts-$rep" --partitions "$parts" \
                 -s "$size" -d "$E2E_SECS" --acks 1 --linger-ms 1 --rate "$rate"
             delete_topic "$b" "e-$size-$parts-$rep"
+        done
+        RUN=$((RUN + 1))
+    done
+done
+
+# End-to-end at a fixed rate (issue 18: 1 KiB × 8 partitions at 100 MB/s), same settings.
+for cfg in "${E2E_FIXED[@]}"; do
+    IFS=: read -r size parts rate <<< "$cfg"
+    for rep in $(seq 1 "$REPS"); do
+        for b in $(order $RUN); do
+            ensure_disk $(( $(bytes_for "$size" "$rate") * E2E_SECS ))
+            run_bench "$b" "e2e-fixed:$size:$parts:1:none" end-to-end -t "f-$size-$parts-$rep" --partitions "$parts" \
+                -s "$size" -d "$E2E_SECS" --acks 1 --linger-ms 1 --rate "$rate"
+            delete_topic "$b" "f-$size-$parts-$rep"
         done
         RUN=$((RUN + 1))
     done
@@ -514,31 +555,39 @@ else
     printf '{"kind":"sink","available":false}\n' >> "$RESULTS"
 fi
 
-# rdkafka_performance cross-check: 100 B, 1 partition, acks=1.
+# rdkafka_performance cross-check (and issue 18's consume target): 100 B, 1 partition, acks=1. Each broker
+# gets one produce run, then REPS consume runs of the same topic, alternating the brokers' order.
 PERF="$ROOT/.test-deps/librdkafka/examples/rdkafka_performance"
+rdperf() {   # BROKER MODE TOPIC N: one rdkafka_performance run, its rate line appended as {"kind":"rdperf"}
+    local b="$1" mode="$2" topic="$3" n="$4" line cpu0 cpu1
+    cpu0=$(cpu_ticks "${PID[$b]:-}")
+    if [[ $mode == produce ]]; then
+        line=$(LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:$ROOT/.test-deps/librdkafka/src" timeout -k 10 "$RUN_LIMIT" \
+            "$PERF" -P -t "$topic" -p 0 -s 100 -c "$n" -b "${ADDR[$b]}" -a 1 -q \
+            -X linger.ms=5 2>&1 | grep -E 'msgs/s' | tail -1 || true)
+    else
+        line=$(LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:$ROOT/.test-deps/librdkafka/src" timeout -k 10 "$RUN_LIMIT" \
+            "$PERF" -C -t "$topic" -p 0 -o beginning -c "$n" -b "${ADDR[$b]}" -q 2>&1 \
+            | grep -E 'msgs/s' | tail -1 || true)
+    fi
+    cpu1=$(cpu_ticks "${PID[$b]:-}")
+    python3 -c 'import json,re,sys; l=sys.argv[3]; m=re.search(r"([\d.]+) msgs/s(?: and|) \(?([\d.]+) MB/s", l); c0,c1,hz=(int(x or 0) for x in sys.argv[5:8]); d={"kind":"rdperf","broker":sys.argv[1],"mode":sys.argv[2],"records":int(sys.argv[4]),"records_per_sec":float(m.group(1)) if m else None,"mb_per_sec":float(m.group(2)) if m else None,"line":l.strip()}; d.update({"broker_cpu_s":(c1-c0)/hz} if c1>c0 and hz else {}); print(json.dumps(d))' \
+        "$b" "$mode" "$line" "$n" "$cpu0" "$cpu1" "$(getconf CLK_TCK)" >> "$RESULTS"
+    log "rdkafka_performance $b $mode: $line"
+}
 if [[ -x "$PERF" ]]; then
     n=$(count_for 100)
     for b in $(order $RUN); do
-        topic="rdperf-$b"
         ensure_disk "$(bytes_for 100 "$n")"
-        "$BIN" topic create "$topic" --partitions 1 -b "${ADDR[$b]}" > /dev/null 2>&1 || true
-        for mode in produce consume; do
-            if [[ $mode == produce ]]; then
-                line=$(LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:$ROOT/.test-deps/librdkafka/src" timeout -k 10 "$RUN_LIMIT" \
-                    "$PERF" -P -t "$topic" -p 0 -s 100 -c "$n" -b "${ADDR[$b]}" -a 1 -q \
-                    -X linger.ms=5 2>&1 | grep -E 'msgs/s' | tail -1 || true)
-            else
-                line=$(LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:$ROOT/.test-deps/librdkafka/src" timeout -k 10 "$RUN_LIMIT" \
-                    "$PERF" -C -t "$topic" -p 0 -o beginning -c "$n" -b "${ADDR[$b]}" -q 2>&1 \
-                    | grep -E 'msgs/s' | tail -1 || true)
-            fi
-            python3 -c 'import json,re,sys; l=sys.argv[3]; m=re.search(r"([\d.]+) msgs/s(?: and|) \(?([\d.]+) MB/s", l); print(json.dumps({"kind":"rdperf","broker":sys.argv[1],"mode":sys.argv[2],"records_per_sec":float(m.group(1)) if m else None,"mb_per_sec":float(m.group(2)) if m else None,"line":l.strip()}))' \
-                "$b" "$mode" "$line" >> "$RESULTS"
-            log "rdkafka_performance $b $mode: $line"
-        done
-        delete_topic "$b" "$topic"
+        "$BIN" topic create "rdperf-$b" --partitions 1 -b "${ADDR[$b]}" > /dev/null 2>&1 || true
+        rdperf "$b" produce "rdperf-$b" "$n"
     done
     RUN=$((RUN + 1))
+    for rep in $(seq 1 "$REPS"); do
+        for b in $(order $RUN); do rdperf "$b" consume "rdperf-$b" "$n"; done
+        RUN=$((RUN + 1))
+    done
+    for b in "${BROKERS[@]}"; do delete_topic "$b" "rdperf-$b"; done
 else
     log "rdkafka_performance not built (scripts/librdkafka-tests.sh --build-perf builds it); cross-check skipped"
 fi
@@ -617,4 +666,19 @@ else
     log "runnel did not restart: $(tail -3 "$TMP/runnel-restart.log" | tr '\n' ' ')"
 fi
 
+finish "in progress: every row done but the scale rows"
+
+# --- scale rows (--scale): bench/scale.py with its own fresh brokers, after this run's are stopped -------
+if [[ $SCALE_ROWS == 1 ]]; then
+    stop_pid "$RUNNEL_PID" 60 || true; RUNNEL_PID=""
+    stop_pid "$KAFKA_PID" 120 || true; KAFKA_PID=""
+    stop_pid "$PEER_PID" 30 || true; PEER_PID=""
+    log "scale rows: bench/scale.py ${BENCH_SCALE_ARGS:-} (report ${OUT%.md}-scale.md)"
+    if python3 "$ROOT/bench/scale.py" ${BENCH_SCALE_ARGS:-} $([[ $QUICK == 1 ]] && echo --quick) \
+        --out "${OUT%.md}-scale" >&2; then
+        printf '{"kind":"scale","report":"%s"}\n' "$(basename "${OUT%.md}-scale.md")" >> "$RESULTS"
+    else
+        printf '{"kind":"scale","error":"bench/scale.py failed (see the run log)"}\n' >> "$RESULTS"
+    fi
+fi
 finish

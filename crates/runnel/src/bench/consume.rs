@@ -3,6 +3,37 @@
 
 use super::*;
 
+/// The partition's high watermark (ListOffsets, latest). A leader that the metadata already lists may not
+/// serve the partition yet right after the topic's creation (Kafka answers NOT_LEADER_OR_FOLLOWER for a
+/// moment): retriable errors are retried every 100 ms until `timeout`.
+fn high_watermark(
+    consumer: &BaseConsumer<DefaultConsumerContext>,
+    timeout: Duration,
+    topic: &str,
+    p: i32,
+) -> anyhow::Result<i64> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match consumer.fetch_watermarks(topic, p, timeout) {
+            Ok((_, high)) => return Ok(high),
+            Err(e)
+                if Instant::now() < deadline
+                    && matches!(
+                        e.rdkafka_error_code(),
+                        Some(
+                            RDKafkaErrorCode::NotLeaderForPartition
+                                | RDKafkaErrorCode::LeaderNotAvailable
+                                | RDKafkaErrorCode::UnknownTopicOrPartition
+                        )
+                    ) =>
+            {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(e) => bail!("topic '{topic}' partition {p}: {}", kafka_error(&e)),
+        }
+    }
+}
+
 /// A consumer (no group membership) assigned `partitions` of `topic`, from the beginning or, with
 /// `at_end`, from the current high watermarks.
 pub(super) fn assigned_consumer(
@@ -17,7 +48,12 @@ pub(super) fn assigned_consumer(
         ("group.id", &group),
         ("enable.auto.commit", "false"),
         ("enable.auto.offset.store", "false"),
-        ("enable.partition.eof", "false"),
+        // A reader from the beginning stops at each partition's end, wherever the offsets are: transaction
+        // markers take offsets that are never delivered as records.
+        (
+            "enable.partition.eof",
+            if at_end { "false" } else { "true" },
+        ),
         ("fetch.wait.max.ms", "100"),
         // As rdkafka_performance: keep a deep prefetch queue so fetches stay pipelined.
         ("queued.min.messages", "1000000"),
@@ -25,10 +61,7 @@ pub(super) fn assigned_consumer(
     let mut tpl = TopicPartitionList::new();
     for &p in partitions {
         let offset = if at_end {
-            let (_, high) = consumer
-                .fetch_watermarks(topic, p, conn.timeout())
-                .map_err(|e| anyhow!("topic '{topic}' partition {p}: {}", kafka_error(&e)))?;
-            Offset::Offset(high)
+            Offset::Offset(high_watermark(&consumer, conn.timeout(), topic, p)?)
         } else {
             Offset::Beginning
         };
@@ -91,7 +124,8 @@ pub(super) fn consume(o: &ConsumeOpts) -> anyhow::Result<()> {
         let rate_thread = s.spawn(|| rate_line(&progress, "consumed"));
         let workers: Vec<_> = clients
             .iter()
-            .map(|c| {
+            .zip(shares.iter().map(Vec::len))
+            .map(|(c, my_partitions)| {
                 let (progress, total, total_bytes, first_ns, stop) =
                     (&progress, &total, &total_bytes, &first_ns, &stop);
                 s.spawn(move || -> anyhow::Result<()> {
@@ -117,6 +151,7 @@ pub(super) fn consume(o: &ConsumeOpts) -> anyhow::Result<()> {
                             }
                         });
                         match got {
+                            Ok(0) if batches.partitions_at_end() >= my_partitions => break,
                             Ok(0) => {
                                 if last_data.elapsed() > conn.timeout() {
                                     bail!(

@@ -79,6 +79,8 @@ impl Drop for Topic {
 pub struct Batches<'a> {
     _consumer: &'a BaseConsumer<DefaultConsumerContext>,
     queue: *mut rd::rd_kafka_queue_t,
+    /// Partitions that reported reaching their end (`enable.partition.eof=true`) so far.
+    eof: std::collections::BTreeSet<i32>,
 }
 
 impl<'a> Batches<'a> {
@@ -89,6 +91,7 @@ impl<'a> Batches<'a> {
         Batches {
             _consumer: consumer,
             queue,
+            eof: Default::default(),
         }
     }
 
@@ -108,6 +111,7 @@ impl<'a> Batches<'a> {
             f,
             seen: 0,
             error: None,
+            eof: &mut self.eof,
         };
         // SAFETY: `state` outlives the call; `on_message` only runs during it.
         let r = unsafe {
@@ -127,12 +131,19 @@ impl<'a> Batches<'a> {
             None => Ok(state.seen),
         }
     }
+
+    /// How many partitions have reported reaching their end (their fetch position at the high watermark,
+    /// past any transaction markers); only with `enable.partition.eof=true`.
+    pub fn partitions_at_end(&self) -> usize {
+        self.eof.len()
+    }
 }
 
 struct CallbackState<'f> {
     f: &'f mut dyn FnMut(&[u8], usize),
     seen: usize,
     error: Option<RDKafkaErrorCode>,
+    eof: &'f mut std::collections::BTreeSet<i32>,
 }
 
 /// librdkafka's per-message callback; the message is destroyed by librdkafka afterwards.
@@ -149,9 +160,9 @@ unsafe extern "C" fn on_message(m: *mut rd::rd_kafka_message_t, opaque: *mut c_v
         };
         (state.f)(value, msg.key_len);
         state.seen += 1;
-    } else if msg.err != rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR__PARTITION_EOF
-        && state.error.is_none()
-    {
+    } else if msg.err == rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR__PARTITION_EOF {
+        state.eof.insert(msg.partition);
+    } else if state.error.is_none() {
         state.error = Some(msg.err.into());
     }
 }
