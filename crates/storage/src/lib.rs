@@ -132,6 +132,8 @@ pub fn now_ms() -> i64 {
 }
 
 #[cfg(test)]
+mod append_tests;
+#[cfg(test)]
 mod cleaner_tests;
 #[cfg(test)]
 mod cleaner_txn_tests;

@@ -312,8 +312,19 @@ impl LogSegment {
         batches: &[AppendedBatch],
         now_ms: i64,
     ) -> io::Result<()> {
+        self.append_vectored(&[buf], batches, now_ms)
+    }
+
+    /// [`append`](Self::append) of the concatenation of `pieces` (one `pwritev`): `batches` describe
+    /// the concatenated bytes.
+    pub(crate) fn append_vectored(
+        &mut self,
+        pieces: &[&[u8]],
+        batches: &[AppendedBatch],
+        now_ms: i64,
+    ) -> io::Result<()> {
         let mut position = self.size;
-        self.log.write_all_at(buf, position)?;
+        self.log.write_all_vectored_at(pieces, position)?;
         if self.rolling_base_ms.is_none() {
             self.rolling_base_ms = Some(now_ms);
         }

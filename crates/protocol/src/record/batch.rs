@@ -725,7 +725,14 @@ impl<'a> RecordBatchMut<'a> {
 
     /// Recomputes and stores the CRC-32C over bytes 21..end.
     pub fn update_crc(&mut self) {
+        self.update_crc_continued(&[]);
+    }
+
+    /// Recomputes and stores the CRC-32C over bytes 21.. of this buffer followed by `rest`: for a header
+    /// edited apart from its batch, `rest` is the batch's bytes after the 61-byte header.
+    pub fn update_crc_continued(&mut self, rest: &[u8]) {
         let crc = crc32c::crc32c(&self.buf[ATTRIBUTES_OFFSET..]);
+        let crc = crc32c::crc32c_append(crc, rest);
         self.buf[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
     }
 }

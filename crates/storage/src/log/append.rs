@@ -5,7 +5,7 @@ use super::txn::{coordinator_marker, marker_of, AppendOrigin};
 use super::*;
 use crate::producer_state::CompletedTxn;
 use crate::verification::VerificationGuard;
-use protocol::record::RecordBatchHeader;
+use protocol::record::{RecordBatchHeader, RECORD_BATCH_OVERHEAD};
 use types::{ProducerEpoch, ProducerId};
 
 impl Log {
@@ -153,9 +153,10 @@ impl Log {
         } else {
             TimestampType::CreateTime
         };
-        let buf = apply_header_edits(records, &edits, leader_epoch, timestamp_type)?;
+        let pieces = apply_header_edits(records, &edits, leader_epoch, timestamp_type)?;
+        let pieces: Vec<&[u8]> = pieces.iter().map(|p| &p[..]).collect();
         info.last_offset = Offset(next - 1);
-        info.valid_bytes = buf.len();
+        info.valid_bytes = pieces.iter().map(|p| p.len()).sum();
         // A leader assigns offsets with no gap: from the LEO, one per record.
         assert!(
             info.first_offset.get() == self.log_end_offset
@@ -166,7 +167,7 @@ impl Log {
             info.records_count,
             self.log_end_offset
         );
-        self.write_batches(&buf, &metas, info.first_offset.get(), next, now_ms)?;
+        self.write_batches(&pieces, &metas, info.first_offset.get(), next, now_ms)?;
         for producer_id in pending.keys() {
             self.verification.clear(*producer_id);
         }
@@ -368,13 +369,14 @@ impl Log {
 
     fn write_batches(
         &mut self,
-        buf: &[u8],
+        pieces: &[&[u8]],
         metas: &[AppendedBatch],
         first_offset: i64,
         next: i64,
         now_ms: i64,
     ) -> Result<(), StorageError> {
-        if let Err(e) = self.maybe_roll(buf.len(), first_offset, next - 1, now_ms) {
+        let len = pieces.iter().map(|p| p.len()).sum();
+        if let Err(e) = self.maybe_roll(len, first_offset, next - 1, now_ms) {
             return self.poison("roll", e);
         }
         #[cfg(test)]
@@ -389,7 +391,7 @@ impl Log {
             self.dir.display(),
             self.log_end_offset
         );
-        if let Err(e) = self.active().append(buf, metas, now_ms) {
+        if let Err(e) = self.active().append_vectored(pieces, metas, now_ms) {
             return self.poison("append", e);
         }
         self.log_end_offset = next;
@@ -449,7 +451,7 @@ impl Log {
             next = batch.next_offset();
         }
         info.last_offset = Offset(next - 1);
-        self.write_batches(&records, &metas, info.first_offset.get(), next, now_ms)?;
+        self.write_batches(&[&records], &metas, info.first_offset.get(), next, now_ms)?;
         let mut completed = Vec::new();
         for (h, marker) in &headers {
             self.verification.clear(h.producer_id);
@@ -643,26 +645,54 @@ struct HeaderEdit {
     rewrite_crc: bool,
 }
 
-/// Edits the validated batches' headers in place: base offset, leader epoch, and where needed the max
-/// timestamp, timestamp type and CRC. The producer's buffer is reused when the append holds the only
-/// reference to it (the usual single-partition Produce), else copied once.
+/// Edits the validated batches' headers: base offset, leader epoch, and where needed the max timestamp,
+/// timestamp type and CRC. Returns the bytes to write, in order. When the append holds the only reference
+/// to the producer's buffer the headers are edited in place (one piece); otherwise — the usual case, since
+/// the records are a slice of the request's frame, which the connection's read buffer shares — each
+/// batch's 61-byte header is copied and edited, and its body is written from the request's buffer as it
+/// is (header, body, header, body, ...), so the batch is never copied whole.
 fn apply_header_edits(
     records: Bytes,
     edits: &[HeaderEdit],
     leader_epoch: i32,
     timestamp_type: TimestampType,
-) -> Result<bytes::BytesMut, StorageError> {
-    let mut buf = records
-        .try_into_mut()
-        .unwrap_or_else(|shared| bytes::BytesMut::from(&shared[..]));
-    for e in edits {
-        let mut m = RecordBatchMut::new(&mut buf[e.position..e.position + e.size])?;
+) -> Result<Vec<Bytes>, StorageError> {
+    let edit = |m: &mut RecordBatchMut<'_>, e: &HeaderEdit, body: &[u8]| {
         m.set_base_offset(e.base_offset);
         m.set_partition_leader_epoch(leader_epoch);
         if e.rewrite_crc {
             m.set_max_timestamp(timestamp_type, e.max_timestamp);
-            m.update_crc();
+            m.update_crc_continued(body);
+        }
+    };
+    match records.try_into_mut() {
+        Ok(mut buf) => {
+            for e in edits {
+                edit(
+                    &mut RecordBatchMut::new(&mut buf[e.position..e.position + e.size])?,
+                    e,
+                    &[],
+                );
+            }
+            Ok(vec![buf.freeze()])
+        }
+        Err(shared) => {
+            let mut pieces = Vec::with_capacity(edits.len() * 2);
+            for e in edits {
+                let body_start = e.position + RECORD_BATCH_OVERHEAD;
+                let mut header = bytes::BytesMut::from(&shared[e.position..body_start]);
+                let body = shared.slice(body_start..e.position + e.size);
+                edit(&mut RecordBatchMut::new(&mut header)?, e, &body);
+                pieces.push(header.freeze());
+                pieces.push(body);
+            }
+            // The edits are the batches of `records`, in order and back to back.
+            assert_eq!(
+                edits.last().map_or(0, |e| e.position + e.size),
+                shared.len(),
+                "header edits do not cover the appended records"
+            );
+            Ok(pieces)
         }
     }
-    Ok(buf)
 }

@@ -82,6 +82,16 @@ pub trait StorageFile: Send + Sync + fmt::Debug {
     fn read_at(&self, buf: &mut [u8], pos: u64) -> io::Result<usize>;
     /// Writes all of `buf` at `pos` (extending the file as needed).
     fn write_all_at(&self, buf: &[u8], pos: u64) -> io::Result<()>;
+    /// Writes `bufs` one after another from `pos`, as if concatenated (a real file: `pwritev`, so a batch
+    /// whose edited header lives apart from its body is written without first being copied together).
+    /// On an error, a prefix of the bytes may have been written, as with [`write_all_at`](Self::write_all_at).
+    fn write_all_vectored_at(&self, bufs: &[&[u8]], mut pos: u64) -> io::Result<()> {
+        for b in bufs {
+            self.write_all_at(b, pos)?;
+            pos += b.len() as u64;
+        }
+        Ok(())
+    }
     /// Truncates or extends (with zeros) the file to `len` bytes.
     fn set_len(&self, len: u64) -> io::Result<()>;
     /// Current length in bytes.
@@ -201,6 +211,13 @@ impl StorageFile for RealFile {
         self.0.write_all_at(buf, pos)
     }
 
+    fn write_all_vectored_at(&self, bufs: &[&[u8]], pos: u64) -> io::Result<()> {
+        if let [one] = bufs {
+            return self.0.write_all_at(one, pos);
+        }
+        pwritev_all(&self.0, bufs, pos)
+    }
+
     fn set_len(&self, len: u64) -> io::Result<()> {
         self.0.set_len(len)
     }
@@ -230,4 +247,54 @@ impl StorageFile for RealFile {
             len,
         }))
     }
+}
+
+/// `pwritev` until every byte of `bufs` is written from `pos` (short writes resumed, EINTR retried; at most
+/// `IOV_MAX` slices per call).
+fn pwritev_all(file: &File, bufs: &[&[u8]], mut pos: u64) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    const IOV_MAX: usize = 1024;
+    let mut bufs: Vec<&[u8]> = bufs.iter().copied().filter(|b| !b.is_empty()).collect();
+    let mut first = 0;
+    while first < bufs.len() {
+        let iov: Vec<libc::iovec> = bufs[first..bufs.len().min(first + IOV_MAX)]
+            .iter()
+            .map(|b| libc::iovec {
+                iov_base: b.as_ptr() as *mut libc::c_void,
+                iov_len: b.len(),
+            })
+            .collect();
+        // SAFETY: every iovec points at a live slice of `bufs` for the call; the descriptor is open.
+        let n = unsafe {
+            libc::pwritev(
+                file.as_raw_fd(),
+                iov.as_ptr(),
+                iov.len() as libc::c_int,
+                pos as libc::off_t,
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        let mut n = n as usize;
+        pos += n as u64;
+        while n > 0 {
+            let len = bufs[first].len();
+            if n >= len {
+                n -= len;
+                first += 1;
+            } else {
+                bufs[first] = &bufs[first][n..];
+                n = 0;
+            }
+        }
+    }
+    Ok(())
 }
