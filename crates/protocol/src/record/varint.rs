@@ -22,14 +22,21 @@ pub fn read_varlong(buf: &[u8], pos: &mut usize) -> Result<i64, RecordError> {
     Ok(((raw >> 1) as i64) ^ -((raw & 1) as i64))
 }
 
-/// One-byte encodings (values below 128: most lengths, deltas and counts in a batch of small records)
-/// take the inlined fast path; longer ones the out-of-line loop.
+/// One- and two-byte encodings (values below 16,384: most lengths, deltas and counts in a batch of small
+/// records) take the inlined fast path; longer ones the out-of-line loop.
 #[inline(always)]
 fn read_unsigned(buf: &[u8], pos: &mut usize, max_len: usize) -> Result<u64, RecordError> {
     if let Some(&b) = buf.get(*pos) {
         if b & 0x80 == 0 {
             *pos += 1;
             return Ok(b as u64);
+        }
+        // Two bytes (128..16383: a small record's length, a value length, an offset delta): inline too.
+        if let Some(&b1) = buf.get(*pos + 1) {
+            if b1 & 0x80 == 0 {
+                *pos += 2;
+                return Ok((b & 0x7f) as u64 | (b1 as u64) << 7);
+            }
         }
     }
     read_unsigned_multi(buf, pos, max_len)
@@ -102,6 +109,23 @@ mod tests {
             let mut pos = 0;
             assert_eq!(read_varlong(&out, &mut pos).unwrap(), v);
         }
+    }
+
+    #[test]
+    fn every_encoding_length_boundary_reads_back() {
+        // Zig-zag values around 2^7, 2^14, 2^21 (one-, two-, three-byte encodings), both signs.
+        for base in [0i64, 1 << 6, 1 << 13, 1 << 20, 1 << 27] {
+            for v in [base - 1, base, base + 1, -base - 1, -base, -base + 1] {
+                let mut out = Vec::new();
+                write_varlong(&mut out, v);
+                out.push(0x55); // what follows is left alone
+                let mut pos = 0;
+                assert_eq!(read_varlong(&out, &mut pos).unwrap(), v, "{v}");
+                assert_eq!(pos, out.len() - 1, "{v}");
+            }
+        }
+        // A two-byte prefix cut short is an error, not a one-byte read.
+        assert!(read_varint(&[0x80], &mut 0).is_err());
     }
 
     #[test]
