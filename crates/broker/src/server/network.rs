@@ -9,6 +9,10 @@
 //! - A frame whose size is < 8 (no room for a request header), negative, or larger than
 //!   `socket.request.max.bytes` closes that connection before anything is allocated for it. The frame buffer
 //!   grows only as bytes actually arrive (pitfall 11).
+//! - A connection waiting for its next request holds no read buffer: when its buffer is empty and nothing
+//!   is ready to read, the buffer is released, and the next request's first bytes are read onto the stack
+//!   and then into a buffer sized from the frame's size prefix. The request handler's future is boxed, so
+//!   an idle connection's task stays small (issue 18: 10,000 idle connections).
 //! - A request we cannot decode, or an API key/version we do not serve, closes the connection — except
 //!   ApiVersions above our range, which gets error 35 and our real ranges (pitfall 1, KIP-511).
 //! - On plaintext connections, Fetch response record data goes from the segment file to the socket with
@@ -60,6 +64,11 @@ use crate::server::sasl_authenticator;
 
 /// Largest read-ahead the frame reader allocates before bytes arrive (bytes).
 const READ_CHUNK: usize = 64 * 1024;
+
+/// What a connection with an empty read buffer reads at most per `read(2)` into a stack buffer (bytes),
+/// before it allocates a heap buffer sized from the frame's size prefix: a connection waiting for its next
+/// request holds no read buffer (issue 18: 10,000 idle connections).
+const FIRST_READ: usize = 8 * 1024;
 
 /// A listening socket the broker accepts Kafka connections on.
 pub trait Listener: Send + Sync + 'static {
@@ -235,19 +244,21 @@ async fn open_connection<S: ServerStream>(
         let conn = Arc::new(context(KafkaPrincipal::ANONYMOUS));
         return authenticate_and_serve(stream, conn, &security, apis, shutdown).await;
     };
+    // Boxed, as every once-per-connection step: inlined, its state would size the connection's task.
     let (stream, name) = tokio::select! {
-        r = tls.accept(tokio::io::BufReader::with_capacity(TLS_READ_BUFFER, stream)) => r?,
+        r = Box::pin(tls.accept(tokio::io::BufReader::with_capacity(TLS_READ_BUFFER, stream))) => r?,
         _ = shutdown.changed() => return Ok(()),
     };
     let principal = name.map_or(KafkaPrincipal::ANONYMOUS, KafkaPrincipal::user);
     tracing::debug!(%peer, listener = %security.name, %principal, "TLS connection established");
-    authenticate_and_serve(
+    // Boxed: a TLS stream's state would otherwise size every plaintext connection's task too.
+    Box::pin(authenticate_and_serve(
         stream,
         Arc::new(context(principal)),
         &security,
         apis,
         shutdown,
-    )
+    ))
     .await
 }
 
@@ -259,13 +270,13 @@ async fn authenticate_and_serve<S: ServerStream>(
     apis: Arc<KafkaApis>,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), ConnectionError> {
-    let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    let mut buf = BytesMut::new();
     let Some(sasl) = &security.sasl else {
         return handle_connection(stream, buf, conn, apis, None, shutdown).await;
     };
     let idle = idle_limit(apis.config());
     let authenticated = tokio::select! {
-        r = sasl_authenticator::authenticate(&mut stream, &mut buf, sasl, &apis, &conn, idle) => r,
+        r = Box::pin(sasl_authenticator::authenticate(&mut stream, &mut buf, sasl, &apis, &conn, idle)) => r,
         _ = shutdown.changed() => return Ok(()),
     };
     let session = match authenticated {
@@ -355,6 +366,7 @@ fn idle_limit(config: &crate::config::BrokerConfig) -> Option<Duration> {
     (idle_ms >= 0).then(|| Duration::from_millis(idle_ms as u64))
 }
 
+/// Serves the connection's requests one at a time until the peer closes, an error closes it, or `shutdown`.
 async fn handle_connection<S: ServerStream>(
     mut stream: S,
     mut buf: BytesMut,
@@ -372,37 +384,57 @@ async fn handle_connection<S: ServerStream>(
         };
         let Some(frame) = frame else { return Ok(()) };
         if let Some(s) = session.as_mut() {
-            if s.intercept(&mut stream, &mut buf, &frame, idle).await? {
+            if Box::pin(s.intercept(&mut stream, &mut buf, &frame, idle)).await? {
                 continue;
             }
         }
-        let received = tokio::time::Instant::now();
-        let (outcome, timing) = apis.handle_timed(frame, &conn, received).await;
-        let sending = tokio::time::Instant::now();
-        let sent = |timing: Option<RequestTiming>| {
-            if let Some(t) = timing {
-                t.record(sending.elapsed());
+        // Boxed: the handler's future is KiBs, and inlined it would make every connection's task that size
+        // while it waits for its next request.
+        let mute = Box::pin(serve_request(&mut stream, &apis, &conn, frame)).await?;
+        if let Some(mute) = mute {
+            // KIP-219: the connection is muted (not read) for the throttle time after the response.
+            tokio::select! {
+                _ = tokio::time::sleep(mute) => {}
+                _ = shutdown.changed() => return Ok(()),
             }
-        };
-        match outcome {
-            RequestOutcome::Respond(chunks) => {
-                write_chunks(&mut stream, chunks).await?;
-                sent(timing);
-            }
-            RequestOutcome::NoResponse => sent(timing),
-            RequestOutcome::Throttled { response, mute } => {
-                if let Some(chunks) = response {
-                    write_chunks(&mut stream, chunks).await?;
-                }
-                sent(timing);
-                // KIP-219: the connection is muted (not read) for the throttle time after the response.
-                tokio::select! {
-                    _ = tokio::time::sleep(mute) => {}
-                    _ = shutdown.changed() => return Ok(()),
-                }
-            }
-            RequestOutcome::Close(reason) => return Err(ConnectionError::InvalidRequest(reason)),
         }
+    }
+}
+
+/// Handles one request `frame` and writes its response, recording its timing; returns the time the
+/// connection is then muted for (KIP-219), if the client is throttled.
+async fn serve_request<S: ServerStream>(
+    stream: &mut S,
+    apis: &KafkaApis,
+    conn: &Arc<ConnectionContext>,
+    frame: bytes::Bytes,
+) -> Result<Option<Duration>, ConnectionError> {
+    let received = tokio::time::Instant::now();
+    let (outcome, timing) = apis.handle_timed(frame, conn, received).await;
+    let sending = tokio::time::Instant::now();
+    let sent = |timing: Option<RequestTiming>| {
+        if let Some(t) = timing {
+            t.record(sending.elapsed());
+        }
+    };
+    match outcome {
+        RequestOutcome::Respond(chunks) => {
+            write_chunks(stream, chunks).await?;
+            sent(timing);
+            Ok(None)
+        }
+        RequestOutcome::NoResponse => {
+            sent(timing);
+            Ok(None)
+        }
+        RequestOutcome::Throttled { response, mute } => {
+            if let Some(chunks) = response {
+                write_chunks(stream, chunks).await?;
+            }
+            sent(timing);
+            Ok(Some(mute))
+        }
+        RequestOutcome::Close(reason) => Err(ConnectionError::InvalidRequest(reason)),
     }
 }
 
@@ -424,16 +456,20 @@ pub(crate) async fn read_frame_within<S: AsyncRead + Unpin>(
 }
 
 /// Reads one frame of `min..=max` bytes (8 for a request: its header; 0 for a raw SASL token). Returns
-/// `None` on a clean EOF between frames.
+/// `None` on a clean EOF between frames. Bytes read past the frame stay in `buf` for the next call; when
+/// none are left, `buf` is empty and, once the next read would wait, holds no capacity.
 async fn read_frame<S: AsyncRead + Unpin>(
     stream: &mut S,
     buf: &mut BytesMut,
     min: i32,
     max: i32,
 ) -> Result<Option<bytes::Bytes>, ConnectionError> {
+    if buf.is_empty() && read_first(stream, buf).await? == 0 {
+        return Ok(None);
+    }
     while buf.len() < 4 {
-        if buf.capacity() - buf.len() < 4 {
-            buf.reserve(READ_CHUNK);
+        if buf.capacity() == buf.len() {
+            buf.reserve(4 - buf.len());
         }
         if stream.read_buf(buf).await? == 0 {
             return if buf.is_empty() {
@@ -463,6 +499,58 @@ async fn read_frame<S: AsyncRead + Unpin>(
     let mut frame = buf.split_to(total);
     let _ = frame.split_to(4);
     Ok(Some(frame.freeze()))
+}
+
+/// The first read into the empty `buf`; returns the bytes read (0: EOF). Bytes that are ready go into
+/// `buf`'s spare capacity, as a busy connection keeps its buffer. Once the read would wait, `buf`'s
+/// capacity is released (an idle connection holds no read buffer) and the bytes then arrive on the
+/// stack, at most [`FIRST_READ`], and are copied into a new `buf` sized from the frame's size prefix:
+/// the whole frame if it is no larger than [`READ_CHUNK`] or what arrived, else `READ_CHUNK` (a claimed
+/// size costs memory only as bytes arrive).
+async fn read_first<S: AsyncRead + Unpin>(stream: &mut S, buf: &mut BytesMut) -> io::Result<usize> {
+    use std::mem::MaybeUninit;
+    use std::task::Poll;
+    debug_assert!(buf.is_empty());
+    std::future::poll_fn(|cx| {
+        if buf.capacity() > 0 {
+            let mut read = tokio::io::ReadBuf::uninit(buf.spare_capacity_mut());
+            match std::pin::Pin::new(&mut *stream).poll_read(cx, &mut read) {
+                Poll::Ready(Ok(())) => {
+                    let n = read.filled().len();
+                    // SAFETY: `poll_read` initialized the first `n` bytes of the spare capacity.
+                    unsafe { buf.set_len(n) };
+                    return Poll::Ready(Ok(n));
+                }
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                // Idle: release the buffer, then wait on the stack buffer below.
+                Poll::Pending => *buf = BytesMut::new(),
+            }
+        }
+        let mut raw = [MaybeUninit::<u8>::uninit(); FIRST_READ];
+        let mut read = tokio::io::ReadBuf::uninit(&mut raw);
+        std::task::ready!(std::pin::Pin::new(&mut *stream).poll_read(cx, &mut read))?;
+        let got = read.filled();
+        if got.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        *buf = BytesMut::with_capacity(first_capacity(got));
+        buf.extend_from_slice(got);
+        Poll::Ready(Ok(got.len()))
+    })
+    .await
+}
+
+/// The capacity of a read buffer whose first bytes are `got` (bytes): the frame they start, bounded by
+/// `READ_CHUNK` or `got.len()`, whichever is larger; 4 while the size prefix is incomplete.
+fn first_capacity(got: &[u8]) -> usize {
+    match got {
+        [a, b, c, d, ..] => {
+            let size = i32::from_be_bytes([*a, *b, *c, *d]);
+            let frame = 4 + usize::try_from(size).unwrap_or(0);
+            frame.min(READ_CHUNK.max(got.len())).max(got.len())
+        }
+        _ => 4,
+    }
 }
 
 /// Writes an encoded response: memory chunks joined into one write, file chunks with
@@ -569,6 +657,89 @@ mod tests {
             .unwrap();
         let got = read_frame_within(&mut server, &mut BytesMut::new(), 8, i32::MAX, idle).await;
         assert_eq!(&got.unwrap().unwrap()[..], &[1, 2, 3, 4, 5, 6, 7, 8]);
+    }
+
+    /// A connected client and the server side of its connection.
+    async fn connected() -> (TcpStream, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        (client, server)
+    }
+
+    /// An idle connection holds no read buffer: a request read into an empty buffer gets one of exactly its
+    /// frame, nothing is left once the frame is taken, and a buffer with spare capacity is released as soon
+    /// as the next read would wait. Bytes past a frame stay for the next one.
+    #[tokio::test]
+    async fn an_idle_connection_holds_no_read_buffer() {
+        let (mut client, mut server) = connected().await;
+        let frame = [0, 0, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8];
+        client.write_all(&frame).await.unwrap();
+        let mut buf = BytesMut::new();
+        let got = read_frame(&mut server, &mut buf, 8, i32::MAX).await;
+        assert_eq!(&got.unwrap().unwrap()[..], &frame[4..]);
+        assert_eq!((buf.len(), buf.capacity()), (0, 0));
+
+        let mut buf = BytesMut::with_capacity(READ_CHUNK);
+        let wait = Duration::from_millis(50);
+        let waited =
+            tokio::time::timeout(wait, read_frame(&mut server, &mut buf, 8, i32::MAX)).await;
+        assert!(waited.is_err(), "nothing was sent");
+        assert_eq!(buf.capacity(), 0);
+
+        // Two frames in one read: the second stays in the buffer, then the buffer is empty again.
+        client.write_all(&[frame, frame].concat()).await.unwrap();
+        let mut buf = BytesMut::new();
+        while buf.len() < 2 * frame.len() {
+            let got = read_frame(&mut server, &mut buf, 8, i32::MAX)
+                .await
+                .unwrap();
+            assert_eq!(&got.unwrap()[..], &frame[4..]);
+            if buf.is_empty() {
+                break;
+            }
+            assert_eq!(buf.len(), frame.len());
+        }
+        assert_eq!((buf.len(), buf.capacity()), (0, 0));
+
+        // A frame larger than READ_CHUNK is read whole, growing as its bytes arrive.
+        let body = vec![7u8; 3 * READ_CHUNK + 5];
+        let size = (body.len() as i32).to_be_bytes();
+        let (c, s) = (&mut client, &mut server);
+        let (sent, got) = tokio::join!(c.write_all(&[&size[..], &body].concat()), async {
+            read_frame(s, &mut buf, 8, i32::MAX).await
+        });
+        sent.unwrap();
+        assert_eq!(got.unwrap().unwrap()[..], body[..]);
+        assert_eq!(buf.len(), 0);
+    }
+
+    /// The buffer allocated for a frame's first bytes: the frame, bounded by READ_CHUNK or what arrived.
+    #[test]
+    fn first_capacity_is_the_frame_bounded_by_what_arrived() {
+        assert_eq!(first_capacity(&[0, 0]), 4);
+        assert_eq!(first_capacity(&[0, 0, 0, 8, 1]), 12);
+        assert_eq!(first_capacity(&[0x7f, 0, 0, 0, 1]), READ_CHUNK);
+        assert_eq!(first_capacity(&[0xff, 0, 0, 0, 1]), 5);
+        let many = vec![0u8; 2 * READ_CHUNK];
+        assert_eq!(
+            first_capacity(&[&[0, 0x10, 0, 0][..], &many].concat()),
+            2 * READ_CHUNK + 4
+        );
+    }
+
+    /// A connection's task is small while it waits for a request: the TLS handshake, the SASL exchange and
+    /// the request handler are boxed rather than inlined into its future (issue 18; 14,464 bytes before).
+    #[test]
+    fn a_connection_future_is_small() {
+        fn size<A, B, C, D, E, F: Future>(_: impl FnOnce(A, B, C, D, E) -> F) -> usize {
+            std::mem::size_of::<F>()
+        }
+        let n = size(open_connection::<TcpStream>);
+        println!("open_connection::<TcpStream> future: {n} bytes");
+        assert!(n <= 4096, "{n} bytes");
     }
 
     /// A stream that, like a TLS stream whose socket is full, accepts every write but passes the bytes on
