@@ -9,10 +9,11 @@
 //! - A frame whose size is < 8 (no room for a request header), negative, or larger than
 //!   `socket.request.max.bytes` closes that connection before anything is allocated for it. The frame buffer
 //!   grows only as bytes actually arrive (pitfall 11).
-//! - A connection waiting for its next request holds no read buffer: when its buffer is empty and nothing
-//!   is ready to read, the buffer is released, and the next request's first bytes are read onto the stack
-//!   and then into a buffer sized from the frame's size prefix. The request handler's future is boxed, so
-//!   an idle connection's task stays small (issue 18: 10,000 idle connections).
+//! - A connection waiting for its next request holds no read buffer: an empty buffer is released once
+//!   nothing has arrived for `KEEP_BUFFER` (100 ms; at once if it has no spare capacity), and the next
+//!   request's first bytes are read onto the stack and then into a buffer sized from the frame's size
+//!   prefix. The request handler's future is boxed, so an idle connection's task stays small (issue 18:
+//!   10,000 idle connections).
 //! - A request we cannot decode, or an API key/version we do not serve, closes the connection — except
 //!   ApiVersions above our range, which gets error 35 and our real ranges (pitfall 1, KIP-511).
 //! - On plaintext connections, Fetch response record data goes from the segment file to the socket with
@@ -69,6 +70,11 @@ const READ_CHUNK: usize = 64 * 1024;
 /// before it allocates a heap buffer sized from the frame's size prefix: a connection waiting for its next
 /// request holds no read buffer (issue 18: 10,000 idle connections).
 const FIRST_READ: usize = 8 * 1024;
+
+/// How long a connection waiting for its next request keeps an empty read buffer with spare capacity
+/// (a large frame's, reused for the next one as today) before releasing it: a busy producer's next request
+/// does not regrow its buffer, an idle connection holds none.
+const KEEP_BUFFER: Duration = Duration::from_millis(100);
 
 /// A listening socket the broker accepts Kafka connections on.
 pub trait Listener: Send + Sync + 'static {
@@ -498,34 +504,30 @@ async fn read_frame<S: AsyncRead + Unpin>(
     }
     let mut frame = buf.split_to(total);
     let _ = frame.split_to(4);
+    if buf.capacity() == 0 {
+        // A view with no capacity left would still keep the frame's whole allocation alive while idle.
+        *buf = BytesMut::new();
+    }
     Ok(Some(frame.freeze()))
 }
 
-/// The first read into the empty `buf`; returns the bytes read (0: EOF). Bytes that are ready go into
-/// `buf`'s spare capacity, as a busy connection keeps its buffer. Once the read would wait, `buf`'s
-/// capacity is released (an idle connection holds no read buffer) and the bytes then arrive on the
-/// stack, at most [`FIRST_READ`], and are copied into a new `buf` sized from the frame's size prefix:
-/// the whole frame if it is no larger than [`READ_CHUNK`] or what arrived, else `READ_CHUNK` (a claimed
-/// size costs memory only as bytes arrive).
+/// The first read into the empty `buf`; returns the bytes read (0: EOF). Bytes that arrive within
+/// [`KEEP_BUFFER`] go into `buf`'s spare capacity, as a busy connection keeps its buffer. Then `buf`'s
+/// capacity is released (an idle connection holds no read buffer) and the bytes arrive on the stack, at
+/// most [`FIRST_READ`], and are copied into a new `buf` sized from the frame's size prefix: the whole
+/// frame if it is no larger than [`READ_CHUNK`] or what arrived, else `READ_CHUNK` (a claimed size costs
+/// memory only as bytes arrive).
 async fn read_first<S: AsyncRead + Unpin>(stream: &mut S, buf: &mut BytesMut) -> io::Result<usize> {
     use std::mem::MaybeUninit;
     use std::task::Poll;
     debug_assert!(buf.is_empty());
-    std::future::poll_fn(|cx| {
-        if buf.capacity() > 0 {
-            let mut read = tokio::io::ReadBuf::uninit(buf.spare_capacity_mut());
-            match std::pin::Pin::new(&mut *stream).poll_read(cx, &mut read) {
-                Poll::Ready(Ok(())) => {
-                    let n = read.filled().len();
-                    // SAFETY: `poll_read` initialized the first `n` bytes of the spare capacity.
-                    unsafe { buf.set_len(n) };
-                    return Poll::Ready(Ok(n));
-                }
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                // Idle: release the buffer, then wait on the stack buffer below.
-                Poll::Pending => *buf = BytesMut::new(),
-            }
+    if buf.capacity() > 0 {
+        match tokio::time::timeout(KEEP_BUFFER, stream.read_buf(buf)).await {
+            Ok(read) => return read,
+            Err(_) => *buf = BytesMut::new(),
         }
+    }
+    std::future::poll_fn(|cx| {
         let mut raw = [MaybeUninit::<u8>::uninit(); FIRST_READ];
         let mut read = tokio::io::ReadBuf::uninit(&mut raw);
         std::task::ready!(std::pin::Pin::new(&mut *stream).poll_read(cx, &mut read))?;
@@ -624,180 +626,4 @@ async fn sendfile_to_socket(stream: &mut TcpStream, slice: &FileSlice) -> io::Re
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A frame that declares 100 MB and stalls after a few bytes is cut off by the idle timeout, and the
-    /// buffer never reserved more than one read chunk for it.
-    #[tokio::test]
-    async fn a_stalled_frame_times_out_without_reserving_its_declared_size() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let mut client = TcpStream::connect(addr).await.unwrap();
-        let (mut server, _) = listener.accept().await.unwrap();
-        let declared: i32 = 100 << 20;
-        client.write_all(&declared.to_be_bytes()).await.unwrap();
-        client.write_all(&[0u8; 10]).await.unwrap();
-        let mut buf = BytesMut::new();
-        let idle = Some(Duration::from_millis(200));
-        let got = read_frame_within(&mut server, &mut buf, 8, i32::MAX, idle).await;
-        assert!(matches!(got, Err(ConnectionError::Idle(_))), "{got:?}");
-        assert_eq!(buf.len(), 14);
-        assert!(
-            buf.capacity() <= 2 * READ_CHUNK,
-            "reserved {}",
-            buf.capacity()
-        );
-        // A complete frame within the limit is read.
-        let mut client = TcpStream::connect(addr).await.unwrap();
-        let (mut server, _) = listener.accept().await.unwrap();
-        client
-            .write_all(&[0, 0, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8])
-            .await
-            .unwrap();
-        let got = read_frame_within(&mut server, &mut BytesMut::new(), 8, i32::MAX, idle).await;
-        assert_eq!(&got.unwrap().unwrap()[..], &[1, 2, 3, 4, 5, 6, 7, 8]);
-    }
-
-    /// A connected client and the server side of its connection.
-    async fn connected() -> (TcpStream, TcpStream) {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let client = TcpStream::connect(listener.local_addr().unwrap())
-            .await
-            .unwrap();
-        let (server, _) = listener.accept().await.unwrap();
-        (client, server)
-    }
-
-    /// An idle connection holds no read buffer: a request read into an empty buffer gets one of exactly its
-    /// frame, nothing is left once the frame is taken, and a buffer with spare capacity is released as soon
-    /// as the next read would wait. Bytes past a frame stay for the next one.
-    #[tokio::test]
-    async fn an_idle_connection_holds_no_read_buffer() {
-        let (mut client, mut server) = connected().await;
-        let frame = [0, 0, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8];
-        client.write_all(&frame).await.unwrap();
-        let mut buf = BytesMut::new();
-        let got = read_frame(&mut server, &mut buf, 8, i32::MAX).await;
-        assert_eq!(&got.unwrap().unwrap()[..], &frame[4..]);
-        assert_eq!((buf.len(), buf.capacity()), (0, 0));
-
-        let mut buf = BytesMut::with_capacity(READ_CHUNK);
-        let wait = Duration::from_millis(50);
-        let waited =
-            tokio::time::timeout(wait, read_frame(&mut server, &mut buf, 8, i32::MAX)).await;
-        assert!(waited.is_err(), "nothing was sent");
-        assert_eq!(buf.capacity(), 0);
-
-        // Two frames in one read: the second stays in the buffer, then the buffer is empty again.
-        client.write_all(&[frame, frame].concat()).await.unwrap();
-        let mut buf = BytesMut::new();
-        while buf.len() < 2 * frame.len() {
-            let got = read_frame(&mut server, &mut buf, 8, i32::MAX)
-                .await
-                .unwrap();
-            assert_eq!(&got.unwrap()[..], &frame[4..]);
-            if buf.is_empty() {
-                break;
-            }
-            assert_eq!(buf.len(), frame.len());
-        }
-        assert_eq!((buf.len(), buf.capacity()), (0, 0));
-
-        // A frame larger than READ_CHUNK is read whole, growing as its bytes arrive.
-        let body = vec![7u8; 3 * READ_CHUNK + 5];
-        let size = (body.len() as i32).to_be_bytes();
-        let (c, s) = (&mut client, &mut server);
-        let (sent, got) = tokio::join!(c.write_all(&[&size[..], &body].concat()), async {
-            read_frame(s, &mut buf, 8, i32::MAX).await
-        });
-        sent.unwrap();
-        assert_eq!(got.unwrap().unwrap()[..], body[..]);
-        assert_eq!(buf.len(), 0);
-    }
-
-    /// The buffer allocated for a frame's first bytes: the frame, bounded by READ_CHUNK or what arrived.
-    #[test]
-    fn first_capacity_is_the_frame_bounded_by_what_arrived() {
-        assert_eq!(first_capacity(&[0, 0]), 4);
-        assert_eq!(first_capacity(&[0, 0, 0, 8, 1]), 12);
-        assert_eq!(first_capacity(&[0x7f, 0, 0, 0, 1]), READ_CHUNK);
-        assert_eq!(first_capacity(&[0xff, 0, 0, 0, 1]), 5);
-        let many = vec![0u8; 2 * READ_CHUNK];
-        assert_eq!(
-            first_capacity(&[&[0, 0x10, 0, 0][..], &many].concat()),
-            2 * READ_CHUNK + 4
-        );
-    }
-
-    /// A connection's task is small while it waits for a request: the TLS handshake, the SASL exchange and
-    /// the request handler are boxed rather than inlined into its future (issue 18; 14,464 bytes before).
-    #[test]
-    fn a_connection_future_is_small() {
-        fn size<A, B, C, D, E, F: Future>(_: impl FnOnce(A, B, C, D, E) -> F) -> usize {
-            std::mem::size_of::<F>()
-        }
-        let n = size(open_connection::<TcpStream>);
-        println!("open_connection::<TcpStream> future: {n} bytes");
-        assert!(n <= 4096, "{n} bytes");
-    }
-
-    /// A stream that, like a TLS stream whose socket is full, accepts every write but passes the bytes on
-    /// only when flushed.
-    #[derive(Default)]
-    struct HoldingStream {
-        held: Vec<u8>,
-        sent: Vec<u8>,
-    }
-
-    impl AsyncRead for HoldingStream {
-        fn poll_read(
-            self: std::pin::Pin<&mut Self>,
-            _: &mut std::task::Context<'_>,
-            _: &mut tokio::io::ReadBuf<'_>,
-        ) -> std::task::Poll<io::Result<()>> {
-            std::task::Poll::Pending
-        }
-    }
-
-    impl AsyncWrite for HoldingStream {
-        fn poll_write(
-            mut self: std::pin::Pin<&mut Self>,
-            _: &mut std::task::Context<'_>,
-            buf: &[u8],
-        ) -> std::task::Poll<io::Result<usize>> {
-            self.held.extend_from_slice(buf);
-            std::task::Poll::Ready(Ok(buf.len()))
-        }
-        fn poll_flush(
-            mut self: std::pin::Pin<&mut Self>,
-            _: &mut std::task::Context<'_>,
-        ) -> std::task::Poll<io::Result<()>> {
-            let held = std::mem::take(&mut self.held);
-            self.sent.extend_from_slice(&held);
-            std::task::Poll::Ready(Ok(()))
-        }
-        fn poll_shutdown(
-            self: std::pin::Pin<&mut Self>,
-            _: &mut std::task::Context<'_>,
-        ) -> std::task::Poll<io::Result<()>> {
-            std::task::Poll::Ready(Ok(()))
-        }
-    }
-
-    impl ServerStream for HoldingStream {}
-
-    /// A response is on the wire once written: over TLS the last records could otherwise wait for the
-    /// next response while the client waits for this one (a consumer over SSL stalled that way).
-    #[tokio::test]
-    async fn a_written_response_is_flushed() {
-        let mut stream = HoldingStream::default();
-        let chunks = vec![
-            Chunk::Bytes(bytes::Bytes::from_static(b"head")),
-            Chunk::Bytes(bytes::Bytes::from_static(b"tail")),
-        ];
-        write_chunks(&mut stream, chunks).await.unwrap();
-        assert_eq!(stream.sent, b"headtail");
-        assert!(stream.held.is_empty());
-    }
-}
+mod tests;
