@@ -9,6 +9,11 @@
 //! - A frame whose size is < 8 (no room for a request header), negative, or larger than
 //!   `socket.request.max.bytes` closes that connection before anything is allocated for it. The frame buffer
 //!   grows only as bytes actually arrive (pitfall 11).
+//! - A connection waiting for its next request holds no read buffer: an empty buffer is released once
+//!   nothing has arrived for `KEEP_BUFFER` (100 ms; at once if it has no spare capacity), and the next
+//!   request's first bytes are read onto the stack and then into a buffer sized from the frame's size
+//!   prefix. The request handler's future is boxed, so an idle connection's task stays small (issue 18:
+//!   10,000 idle connections).
 //! - A request we cannot decode, or an API key/version we do not serve, closes the connection — except
 //!   ApiVersions above our range, which gets error 35 and our real ranges (pitfall 1, KIP-511).
 //! - On plaintext connections, Fetch response record data goes from the segment file to the socket with
@@ -60,6 +65,16 @@ use crate::server::sasl_authenticator;
 
 /// Largest read-ahead the frame reader allocates before bytes arrive (bytes).
 const READ_CHUNK: usize = 64 * 1024;
+
+/// What a connection with an empty read buffer reads at most per `read(2)` into a stack buffer (bytes),
+/// before it allocates a heap buffer sized from the frame's size prefix: a connection waiting for its next
+/// request holds no read buffer (issue 18: 10,000 idle connections).
+const FIRST_READ: usize = 8 * 1024;
+
+/// How long a connection waiting for its next request keeps an empty read buffer with spare capacity
+/// (a large frame's, reused for the next one as today) before releasing it: a busy producer's next request
+/// does not regrow its buffer, an idle connection holds none.
+const KEEP_BUFFER: Duration = Duration::from_millis(100);
 
 /// A listening socket the broker accepts Kafka connections on.
 pub trait Listener: Send + Sync + 'static {
@@ -235,19 +250,21 @@ async fn open_connection<S: ServerStream>(
         let conn = Arc::new(context(KafkaPrincipal::ANONYMOUS));
         return authenticate_and_serve(stream, conn, &security, apis, shutdown).await;
     };
+    // Boxed, as every once-per-connection step: inlined, its state would size the connection's task.
     let (stream, name) = tokio::select! {
-        r = tls.accept(tokio::io::BufReader::with_capacity(TLS_READ_BUFFER, stream)) => r?,
+        r = Box::pin(tls.accept(tokio::io::BufReader::with_capacity(TLS_READ_BUFFER, stream))) => r?,
         _ = shutdown.changed() => return Ok(()),
     };
     let principal = name.map_or(KafkaPrincipal::ANONYMOUS, KafkaPrincipal::user);
     tracing::debug!(%peer, listener = %security.name, %principal, "TLS connection established");
-    authenticate_and_serve(
+    // Boxed: a TLS stream's state would otherwise size every plaintext connection's task too.
+    Box::pin(authenticate_and_serve(
         stream,
         Arc::new(context(principal)),
         &security,
         apis,
         shutdown,
-    )
+    ))
     .await
 }
 
@@ -259,13 +276,13 @@ async fn authenticate_and_serve<S: ServerStream>(
     apis: Arc<KafkaApis>,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), ConnectionError> {
-    let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    let mut buf = BytesMut::new();
     let Some(sasl) = &security.sasl else {
         return handle_connection(stream, buf, conn, apis, None, shutdown).await;
     };
     let idle = idle_limit(apis.config());
     let authenticated = tokio::select! {
-        r = sasl_authenticator::authenticate(&mut stream, &mut buf, sasl, &apis, &conn, idle) => r,
+        r = Box::pin(sasl_authenticator::authenticate(&mut stream, &mut buf, sasl, &apis, &conn, idle)) => r,
         _ = shutdown.changed() => return Ok(()),
     };
     let session = match authenticated {
@@ -355,6 +372,7 @@ fn idle_limit(config: &crate::config::BrokerConfig) -> Option<Duration> {
     (idle_ms >= 0).then(|| Duration::from_millis(idle_ms as u64))
 }
 
+/// Serves the connection's requests one at a time until the peer closes, an error closes it, or `shutdown`.
 async fn handle_connection<S: ServerStream>(
     mut stream: S,
     mut buf: BytesMut,
@@ -372,37 +390,57 @@ async fn handle_connection<S: ServerStream>(
         };
         let Some(frame) = frame else { return Ok(()) };
         if let Some(s) = session.as_mut() {
-            if s.intercept(&mut stream, &mut buf, &frame, idle).await? {
+            if Box::pin(s.intercept(&mut stream, &mut buf, &frame, idle)).await? {
                 continue;
             }
         }
-        let received = tokio::time::Instant::now();
-        let (outcome, timing) = apis.handle_timed(frame, &conn, received).await;
-        let sending = tokio::time::Instant::now();
-        let sent = |timing: Option<RequestTiming>| {
-            if let Some(t) = timing {
-                t.record(sending.elapsed());
+        // Boxed: the handler's future is KiBs, and inlined it would make every connection's task that size
+        // while it waits for its next request.
+        let mute = Box::pin(serve_request(&mut stream, &apis, &conn, frame)).await?;
+        if let Some(mute) = mute {
+            // KIP-219: the connection is muted (not read) for the throttle time after the response.
+            tokio::select! {
+                _ = tokio::time::sleep(mute) => {}
+                _ = shutdown.changed() => return Ok(()),
             }
-        };
-        match outcome {
-            RequestOutcome::Respond(chunks) => {
-                write_chunks(&mut stream, chunks).await?;
-                sent(timing);
-            }
-            RequestOutcome::NoResponse => sent(timing),
-            RequestOutcome::Throttled { response, mute } => {
-                if let Some(chunks) = response {
-                    write_chunks(&mut stream, chunks).await?;
-                }
-                sent(timing);
-                // KIP-219: the connection is muted (not read) for the throttle time after the response.
-                tokio::select! {
-                    _ = tokio::time::sleep(mute) => {}
-                    _ = shutdown.changed() => return Ok(()),
-                }
-            }
-            RequestOutcome::Close(reason) => return Err(ConnectionError::InvalidRequest(reason)),
         }
+    }
+}
+
+/// Handles one request `frame` and writes its response, recording its timing; returns the time the
+/// connection is then muted for (KIP-219), if the client is throttled.
+async fn serve_request<S: ServerStream>(
+    stream: &mut S,
+    apis: &KafkaApis,
+    conn: &Arc<ConnectionContext>,
+    frame: bytes::Bytes,
+) -> Result<Option<Duration>, ConnectionError> {
+    let received = tokio::time::Instant::now();
+    let (outcome, timing) = apis.handle_timed(frame, conn, received).await;
+    let sending = tokio::time::Instant::now();
+    let sent = |timing: Option<RequestTiming>| {
+        if let Some(t) = timing {
+            t.record(sending.elapsed());
+        }
+    };
+    match outcome {
+        RequestOutcome::Respond(chunks) => {
+            write_chunks(stream, chunks).await?;
+            sent(timing);
+            Ok(None)
+        }
+        RequestOutcome::NoResponse => {
+            sent(timing);
+            Ok(None)
+        }
+        RequestOutcome::Throttled { response, mute } => {
+            if let Some(chunks) = response {
+                write_chunks(stream, chunks).await?;
+            }
+            sent(timing);
+            Ok(Some(mute))
+        }
+        RequestOutcome::Close(reason) => Err(ConnectionError::InvalidRequest(reason)),
     }
 }
 
@@ -424,16 +462,20 @@ pub(crate) async fn read_frame_within<S: AsyncRead + Unpin>(
 }
 
 /// Reads one frame of `min..=max` bytes (8 for a request: its header; 0 for a raw SASL token). Returns
-/// `None` on a clean EOF between frames.
+/// `None` on a clean EOF between frames. Bytes read past the frame stay in `buf` for the next call; when
+/// none are left, `buf` is empty and, once the next read would wait, holds no capacity.
 async fn read_frame<S: AsyncRead + Unpin>(
     stream: &mut S,
     buf: &mut BytesMut,
     min: i32,
     max: i32,
 ) -> Result<Option<bytes::Bytes>, ConnectionError> {
+    if buf.is_empty() && read_first(stream, buf).await? == 0 {
+        return Ok(None);
+    }
     while buf.len() < 4 {
-        if buf.capacity() - buf.len() < 4 {
-            buf.reserve(READ_CHUNK);
+        if buf.capacity() == buf.len() {
+            buf.reserve(4 - buf.len());
         }
         if stream.read_buf(buf).await? == 0 {
             return if buf.is_empty() {
@@ -462,7 +504,55 @@ async fn read_frame<S: AsyncRead + Unpin>(
     }
     let mut frame = buf.split_to(total);
     let _ = frame.split_to(4);
+    if buf.capacity() == 0 {
+        // A view with no capacity left would still keep the frame's whole allocation alive while idle.
+        *buf = BytesMut::new();
+    }
     Ok(Some(frame.freeze()))
+}
+
+/// The first read into the empty `buf`; returns the bytes read (0: EOF). Bytes that arrive within
+/// [`KEEP_BUFFER`] go into `buf`'s spare capacity, as a busy connection keeps its buffer. Then `buf`'s
+/// capacity is released (an idle connection holds no read buffer) and the bytes arrive on the stack, at
+/// most [`FIRST_READ`], and are copied into a new `buf` sized from the frame's size prefix: the whole
+/// frame if it is no larger than [`READ_CHUNK`] or what arrived, else `READ_CHUNK` (a claimed size costs
+/// memory only as bytes arrive).
+async fn read_first<S: AsyncRead + Unpin>(stream: &mut S, buf: &mut BytesMut) -> io::Result<usize> {
+    use std::mem::MaybeUninit;
+    use std::task::Poll;
+    debug_assert!(buf.is_empty());
+    if buf.capacity() > 0 {
+        match tokio::time::timeout(KEEP_BUFFER, stream.read_buf(buf)).await {
+            Ok(read) => return read,
+            Err(_) => *buf = BytesMut::new(),
+        }
+    }
+    std::future::poll_fn(|cx| {
+        let mut raw = [MaybeUninit::<u8>::uninit(); FIRST_READ];
+        let mut read = tokio::io::ReadBuf::uninit(&mut raw);
+        std::task::ready!(std::pin::Pin::new(&mut *stream).poll_read(cx, &mut read))?;
+        let got = read.filled();
+        if got.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        *buf = BytesMut::with_capacity(first_capacity(got));
+        buf.extend_from_slice(got);
+        Poll::Ready(Ok(got.len()))
+    })
+    .await
+}
+
+/// The capacity of a read buffer whose first bytes are `got` (bytes): the frame they start, bounded by
+/// `READ_CHUNK` or `got.len()`, whichever is larger; 4 while the size prefix is incomplete.
+fn first_capacity(got: &[u8]) -> usize {
+    match got {
+        [a, b, c, d, ..] => {
+            let size = i32::from_be_bytes([*a, *b, *c, *d]);
+            let frame = 4 + usize::try_from(size).unwrap_or(0);
+            frame.min(READ_CHUNK.max(got.len())).max(got.len())
+        }
+        _ => 4,
+    }
 }
 
 /// Writes an encoded response: memory chunks joined into one write, file chunks with
@@ -536,97 +626,4 @@ async fn sendfile_to_socket(stream: &mut TcpStream, slice: &FileSlice) -> io::Re
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A frame that declares 100 MB and stalls after a few bytes is cut off by the idle timeout, and the
-    /// buffer never reserved more than one read chunk for it.
-    #[tokio::test]
-    async fn a_stalled_frame_times_out_without_reserving_its_declared_size() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let mut client = TcpStream::connect(addr).await.unwrap();
-        let (mut server, _) = listener.accept().await.unwrap();
-        let declared: i32 = 100 << 20;
-        client.write_all(&declared.to_be_bytes()).await.unwrap();
-        client.write_all(&[0u8; 10]).await.unwrap();
-        let mut buf = BytesMut::new();
-        let idle = Some(Duration::from_millis(200));
-        let got = read_frame_within(&mut server, &mut buf, 8, i32::MAX, idle).await;
-        assert!(matches!(got, Err(ConnectionError::Idle(_))), "{got:?}");
-        assert_eq!(buf.len(), 14);
-        assert!(
-            buf.capacity() <= 2 * READ_CHUNK,
-            "reserved {}",
-            buf.capacity()
-        );
-        // A complete frame within the limit is read.
-        let mut client = TcpStream::connect(addr).await.unwrap();
-        let (mut server, _) = listener.accept().await.unwrap();
-        client
-            .write_all(&[0, 0, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8])
-            .await
-            .unwrap();
-        let got = read_frame_within(&mut server, &mut BytesMut::new(), 8, i32::MAX, idle).await;
-        assert_eq!(&got.unwrap().unwrap()[..], &[1, 2, 3, 4, 5, 6, 7, 8]);
-    }
-
-    /// A stream that, like a TLS stream whose socket is full, accepts every write but passes the bytes on
-    /// only when flushed.
-    #[derive(Default)]
-    struct HoldingStream {
-        held: Vec<u8>,
-        sent: Vec<u8>,
-    }
-
-    impl AsyncRead for HoldingStream {
-        fn poll_read(
-            self: std::pin::Pin<&mut Self>,
-            _: &mut std::task::Context<'_>,
-            _: &mut tokio::io::ReadBuf<'_>,
-        ) -> std::task::Poll<io::Result<()>> {
-            std::task::Poll::Pending
-        }
-    }
-
-    impl AsyncWrite for HoldingStream {
-        fn poll_write(
-            mut self: std::pin::Pin<&mut Self>,
-            _: &mut std::task::Context<'_>,
-            buf: &[u8],
-        ) -> std::task::Poll<io::Result<usize>> {
-            self.held.extend_from_slice(buf);
-            std::task::Poll::Ready(Ok(buf.len()))
-        }
-        fn poll_flush(
-            mut self: std::pin::Pin<&mut Self>,
-            _: &mut std::task::Context<'_>,
-        ) -> std::task::Poll<io::Result<()>> {
-            let held = std::mem::take(&mut self.held);
-            self.sent.extend_from_slice(&held);
-            std::task::Poll::Ready(Ok(()))
-        }
-        fn poll_shutdown(
-            self: std::pin::Pin<&mut Self>,
-            _: &mut std::task::Context<'_>,
-        ) -> std::task::Poll<io::Result<()>> {
-            std::task::Poll::Ready(Ok(()))
-        }
-    }
-
-    impl ServerStream for HoldingStream {}
-
-    /// A response is on the wire once written: over TLS the last records could otherwise wait for the
-    /// next response while the client waits for this one (a consumer over SSL stalled that way).
-    #[tokio::test]
-    async fn a_written_response_is_flushed() {
-        let mut stream = HoldingStream::default();
-        let chunks = vec![
-            Chunk::Bytes(bytes::Bytes::from_static(b"head")),
-            Chunk::Bytes(bytes::Bytes::from_static(b"tail")),
-        ];
-        write_chunks(&mut stream, chunks).await.unwrap();
-        assert_eq!(stream.sent, b"headtail");
-        assert!(stream.held.is_empty());
-    }
-}
+mod tests;
