@@ -647,10 +647,10 @@ struct HeaderEdit {
 
 /// Edits the validated batches' headers: base offset, leader epoch, and where needed the max timestamp,
 /// timestamp type and CRC. Returns the bytes to write, in order. When the append holds the only reference
-/// to the producer's buffer the headers are edited in place (one piece); otherwise — the usual case, since
-/// the records are a slice of the request's frame, which the connection's read buffer shares — each
-/// batch's 61-byte header is copied and edited, and its body is written from the request's buffer as it
-/// is (header, body, header, body, ...), so the batch is never copied whole.
+/// to the producer's buffer the headers are edited in place (one piece); otherwise — the records are a
+/// slice of the request's frame, which other references (the connection's read buffer, the request) may
+/// still share — each batch's 61-byte header is copied and edited, and its body is written from the
+/// request's buffer as it is (header, body, header, body, ...), so the batch is never copied whole.
 fn apply_header_edits(
     records: Bytes,
     edits: &[HeaderEdit],
