@@ -384,14 +384,18 @@ impl Services {
             None => DynamicBrokerConfig::load(config.clone())
                 .context("loading dynamic broker configs")?,
         });
+        let recovery_threads = (dynamic.effective())
+            .get(keys::NUM_RECOVERY_THREADS_PER_DATA_DIR)
+            .map_or_else(storage::default_recovery_threads, |n| n.max(1) as usize);
         let log_manager = Arc::new(
-            storage::LogManager::open_dirs(
+            storage::LogManager::open_dirs_with_threads(
                 config.log_dirs.clone(),
                 |topic| {
                     let overrides = metadata.topic(topic).map(|t| t.configs).unwrap_or_default();
                     log_config(&dynamic.effective(), &overrides)
                 },
                 Arc::new(types::SystemClock),
+                recovery_threads,
             )
             .with_context(|| format!("opening logs in {:?}", config.log_dirs))?,
         );

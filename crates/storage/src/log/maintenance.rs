@@ -349,8 +349,11 @@ impl Log {
         }
         self.flush()?;
         self.producer_state.set_map_end_offset(self.log_end_offset);
-        if let Err(e) = self.producer_state.take_snapshot(true) {
-            return self.poison("producer snapshot", e);
+        // No file for a state the next clean open rebuilds the same without it (no producer).
+        if !self.producer_state.snapshot_unneeded(self.log_start_offset) {
+            if let Err(e) = self.producer_state.take_snapshot(true) {
+                return self.poison("producer snapshot", e);
+            }
         }
         self.offline = Some(format!("log {} is closed", self.dir.display()));
         Ok(())
