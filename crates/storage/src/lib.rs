@@ -148,6 +148,8 @@ mod op_fuzz_tests;
 #[cfg(test)]
 mod recovery_tests;
 #[cfg(test)]
+mod restart_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod txn_fuzz_tests;
