@@ -165,8 +165,7 @@ fn open_dir(
     let recovery_points = read_cp(RECOVERY_POINT_CHECKPOINT);
     let log_starts = read_cp(LOG_START_CHECKPOINT);
     let hws = read_cp(REPLICATION_CHECKPOINT);
-    // Serial pass: what to open (and the directories to drop or skip); then the logs are opened —
-    // recovered when unclean — on the pool, each on its own (they share no file).
+    // One pass lists what to open; then the logs (sharing no file) are opened on the pool.
     let mut found = Vec::new();
     for entry in fs.read_dir(dir)? {
         if !entry.is_dir {
@@ -198,10 +197,9 @@ fn open_dir(
                 path.display()
             )));
         }
-        let config = config_for(&tp.topic);
-        found.push((tp, path, config));
+        found.push((config_for(&tp.topic), tp, path));
     }
-    let opened = map_bounded(&found, cx.threads, |(tp, path, config)| {
+    let opened = map_bounded(&found, cx.threads, |(config, tp, path)| {
         let key = (tp.topic.clone(), tp.partition);
         let topic_id = read_partition_metadata(fs, path).unwrap_or(uuid::Uuid::nil());
         let rp = recovery_points.get(&key).copied().unwrap_or(0);
@@ -224,7 +222,7 @@ fn open_dir(
     });
     let count = opened.len();
     // The first failure in directory order fails the startup, as when the logs were opened one by one.
-    for ((tp, _, _), log) in found.into_iter().zip(opened) {
+    for ((_, tp, _), log) in found.into_iter().zip(opened) {
         let mut log = log?;
         log.attach_dir_health(health[index].clone());
         log.attach_clock(clock.clone());
