@@ -39,7 +39,7 @@ use crate::security::{TlsConnector, TlsListener};
 use crate::server::apis::KafkaApis;
 use crate::server::network::{self, ListenerSecurity};
 use crate::topic_admin::{LocalTopicAdmin, TopicAdmin};
-use crate::topic_config::{cleaner_config, log_config};
+use crate::topic_config::cleaner_config;
 use crate::topics::TopicManager;
 use replica::cluster_link::{ClusterLink, StandaloneLink};
 use replica::replica_manager::ReplicaManager;
@@ -384,17 +384,7 @@ impl Services {
             None => DynamicBrokerConfig::load(config.clone())
                 .context("loading dynamic broker configs")?,
         });
-        let log_manager = Arc::new(
-            storage::LogManager::open_dirs(
-                config.log_dirs.clone(),
-                |topic| {
-                    let overrides = metadata.topic(topic).map(|t| t.configs).unwrap_or_default();
-                    log_config(&dynamic.effective(), &overrides)
-                },
-                Arc::new(types::SystemClock),
-            )
-            .with_context(|| format!("opening logs in {:?}", config.log_dirs))?,
-        );
+        let log_manager = Arc::new(crate::log_dirs::open_logs(config, &metadata, &dynamic)?);
         // `log.cleaner.enable=false` leaves compacted topics uncompacted, as in Kafka.
         let effective = dynamic.effective();
         let cleaner = (effective.get(keys::LOG_CLEANER_ENABLE)).then(|| cleaner_config(&effective));

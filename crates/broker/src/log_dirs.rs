@@ -12,7 +12,31 @@ use std::collections::HashMap;
 
 use anyhow::{bail, Context};
 
-use crate::config::BrokerConfig;
+use crate::config::{keys, BrokerConfig};
+use crate::dynamic_config::DynamicBrokerConfig;
+use crate::metadata::MetadataStore;
+use crate::topic_config::log_config;
+
+/// Opens every partition log of `config.log_dirs` (`storage::LogManager`'s startup rule: recovery of a
+/// directory without its clean-shutdown marker), each topic's `LogConfig` from the effective broker config
+/// and the topic's overrides, on `num.recovery.threads.per.data.dir` threads per directory (unset:
+/// `storage::default_recovery_threads()`). Errors: the first log or directory that cannot be opened.
+pub fn open_logs(
+    config: &BrokerConfig,
+    metadata: &MetadataStore,
+    dynamic: &DynamicBrokerConfig,
+) -> anyhow::Result<storage::LogManager> {
+    let threads = (dynamic.effective())
+        .get(keys::NUM_RECOVERY_THREADS_PER_DATA_DIR)
+        .map_or_else(storage::default_recovery_threads, |n| n.max(1) as usize);
+    let config_for = |topic: &str| {
+        let overrides = metadata.topic(topic).map(|t| t.configs).unwrap_or_default();
+        log_config(&dynamic.effective(), &overrides)
+    };
+    let clock = std::sync::Arc::new(types::SystemClock);
+    storage::LogManager::open_dirs_with_threads(config.log_dirs.clone(), config_for, clock, threads)
+        .with_context(|| format!("opening logs in {:?}", config.log_dirs))
+}
 
 /// Makes sure every data directory of `config.log_dirs` has a `meta.properties` of this broker
 /// (`cluster_id`, `config.node_id`) with a `directory.id`, and returns the ids in `log.dirs` order.

@@ -113,6 +113,8 @@ pub(crate) struct OpenContext<'a> {
     pub config_for: &'a dyn Fn(&str) -> LogConfig,
     pub clock: &'a Arc<dyn Clock>,
     pub health: &'a [Arc<LogDirHealth>],
+    /// Threads opening (recovering) one directory's logs at once (`num.recovery.threads.per.data.dir`).
+    pub threads: usize,
 }
 
 impl OpenContext<'_> {

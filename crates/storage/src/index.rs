@@ -98,8 +98,14 @@ impl IndexFile {
         Ok(())
     }
 
+    /// Keeps the first `n` entries. Nothing is written when the file already holds exactly `n` whole
+    /// entries (not torn): the file is not opened, not marked dirty, so no fsync follows — a crash
+    /// recovery resetting an empty index costs no I/O.
     fn truncate_entries(&mut self, n: usize) -> io::Result<()> {
         let n = n.min(self.len);
+        if n == self.len && !self.torn {
+            return Ok(());
+        }
         let new_len = (n * self.entry_size) as u64;
         self.handle()?.set_len(new_len)?;
         if let Some(d) = &mut self.data {

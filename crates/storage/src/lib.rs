@@ -48,6 +48,7 @@ mod leader_epoch;
 mod log;
 mod log_dir;
 mod manager;
+mod parallel;
 mod producer_state;
 mod segment;
 pub mod stats;
@@ -75,6 +76,7 @@ pub use manager::{
     choose_log_dir, validate_topic_name, LogDirLoad, LogManager, TopicPartition,
     CLEAN_SHUTDOWN_FILE, METADATA_LOG_DIR,
 };
+pub use parallel::default_recovery_threads;
 pub use producer_state::{BatchMetadata, CompletedTxn, ProducerStateEntry, ProducerStateManager};
 pub use segment::LogSegment;
 pub use txn_index::{AbortedTxn, TransactionIndex, TxnIndexSearchResult, ABORTED_TXN_ENTRY_SIZE};
@@ -147,6 +149,8 @@ mod log_dir_tests;
 mod op_fuzz_tests;
 #[cfg(test)]
 mod recovery_tests;
+#[cfg(test)]
+mod restart_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -15,6 +15,7 @@ use crate::future_log::{
 };
 use crate::log::Log;
 use crate::log_dir::{probe_dir, LogDirHealth};
+use crate::parallel::map_bounded;
 use crate::vfs::{real_fs, Fs};
 use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
@@ -99,6 +100,9 @@ pub struct LogManager {
     /// The wall clock (ms since the Unix epoch) every log of the directory reads when it decides by
     /// itself; `types::SystemClock` in production, the simulated clock in simulations.
     pub(crate) clock: Arc<dyn Clock>,
+    /// Threads per data directory opening and closing logs (`num.recovery.threads.per.data.dir`; 1 on
+    /// a file system other than the real one).
+    recovery_threads: usize,
 }
 
 impl std::fmt::Debug for LogManager {
@@ -143,6 +147,7 @@ fn open_dir(
         config_for,
         clock,
         health,
+        threads: _,
     } = *cx;
     let dir = &dirs[index];
     let now_ms = clock.now_ms();
@@ -160,7 +165,8 @@ fn open_dir(
     let recovery_points = read_cp(RECOVERY_POINT_CHECKPOINT);
     let log_starts = read_cp(LOG_START_CHECKPOINT);
     let hws = read_cp(REPLICATION_CHECKPOINT);
-    let mut opened = 0;
+    // One pass lists what to open; then the logs (sharing no file) are opened on the pool.
+    let mut found = Vec::new();
     for entry in fs.read_dir(dir)? {
         if !entry.is_dir {
             continue;
@@ -191,13 +197,16 @@ fn open_dir(
                 path.display()
             )));
         }
+        found.push((config_for(&tp.topic), tp, path));
+    }
+    let opened = map_bounded(&found, cx.threads, |(config, tp, path)| {
         let key = (tp.topic.clone(), tp.partition);
-        let topic_id = read_partition_metadata(fs, &path).unwrap_or(uuid::Uuid::nil());
+        let topic_id = read_partition_metadata(fs, path).unwrap_or(uuid::Uuid::nil());
         let rp = recovery_points.get(&key).copied().unwrap_or(0);
         let mut log = Log::open_in(
             fs.clone(),
-            &path,
-            config_for(&tp.topic),
+            path,
+            config.clone(),
             topic_id,
             !clean,
             Offset(rp),
@@ -209,16 +218,21 @@ fn open_dir(
         // The checkpoint may be ahead of a log whose unflushed tail was lost in a crash: clamp.
         let hw = hws.get(&key).copied().unwrap_or(0);
         log.update_high_watermark(Offset(hw).min(log.log_end_offset()));
+        Ok::<_, StorageError>(log)
+    });
+    let count = opened.len();
+    // The first failure in directory order fails the startup, as when the logs were opened one by one.
+    for ((_, tp, _), log) in found.into_iter().zip(opened) {
+        let mut log = log?;
         log.attach_dir_health(health[index].clone());
         log.attach_clock(clock.clone());
         logs.insert(tp, (Arc::new(Mutex::new(log)), index));
-        opened += 1;
     }
     if clean {
         fs.remove_file(&marker)?;
         fs.sync_dir(dir)?;
     }
-    tracing::info!(dir = %dir.display(), logs = opened, clean, "log directory loaded");
+    tracing::info!(dir = %dir.display(), logs = count, clean, threads = cx.threads, "log directory loaded");
     Ok(clean)
 }
 
@@ -245,22 +259,49 @@ impl LogManager {
     }
 
     /// [`open`](Self::open) over several data directories (`log.dirs`, in order; each created if
-    /// missing). Errors: an empty list or a partition in two directories →
-    /// [`StorageError::DuplicateLog`]; a directory's I/O error or a log that cannot be opened.
+    /// missing), each directory's logs opened (recovered after a crash) and later closed on
+    /// [`default_recovery_threads`](crate::default_recovery_threads) threads. Errors: an empty list or a
+    /// partition in two directories → [`StorageError::DuplicateLog`]; a directory's I/O error or a log
+    /// that cannot be opened (the first in directory order).
     pub fn open_dirs(
         dirs: Vec<PathBuf>,
         config_for: impl Fn(&str) -> LogConfig,
         clock: Arc<dyn Clock>,
     ) -> Result<Self, StorageError> {
-        Self::open_dirs_in(real_fs(), dirs, config_for, clock)
+        let threads = crate::default_recovery_threads();
+        Self::open_dirs_with_threads(dirs, config_for, clock, threads)
     }
 
-    /// [`open_dirs`](Self::open_dirs) on the file system `fs`.
+    /// [`open_dirs`](Self::open_dirs) with `threads` (≥ 1; 0 counts as 1) threads per data directory
+    /// (`num.recovery.threads.per.data.dir`): the directories are opened one after the other, each
+    /// one's logs by up to `threads` threads at once; [`shutdown`](Self::shutdown) closes the logs on
+    /// as many. The recovery rule and the result do not depend on the count.
+    pub fn open_dirs_with_threads(
+        dirs: Vec<PathBuf>,
+        config_for: impl Fn(&str) -> LogConfig,
+        clock: Arc<dyn Clock>,
+        threads: usize,
+    ) -> Result<Self, StorageError> {
+        Self::open_all(real_fs(), dirs, &config_for, clock, threads.max(1))
+    }
+
+    /// [`open_dirs`](Self::open_dirs) on the file system `fs`, one log at a time (open and close): a
+    /// simulation's [`crate::SimFs`] then sees the same order of file operations for a seed.
     pub fn open_dirs_in(
         fs: Fs,
         dirs: Vec<PathBuf>,
         config_for: impl Fn(&str) -> LogConfig,
         clock: Arc<dyn Clock>,
+    ) -> Result<Self, StorageError> {
+        Self::open_all(fs, dirs, &config_for, clock, 1)
+    }
+
+    fn open_all(
+        fs: Fs,
+        dirs: Vec<PathBuf>,
+        config_for: &dyn Fn(&str) -> LogConfig,
+        clock: Arc<dyn Clock>,
+        threads: usize,
     ) -> Result<Self, StorageError> {
         if dirs.is_empty() {
             return Err(StorageError::DuplicateLog(
@@ -282,9 +323,10 @@ impl LogManager {
         let cx = OpenContext {
             fs: &fs,
             dirs: &dirs,
-            config_for: &config_for,
+            config_for,
             clock: &clock,
             health: &health,
+            threads,
         };
         for index in 0..dirs.len() {
             all_clean &= open_dir(&cx, index, &mut logs, &mut found)?;
@@ -300,6 +342,7 @@ impl LogManager {
             create_lock: Mutex::new(()),
             health,
             clock,
+            recovery_threads: threads,
         })
     }
 
@@ -607,15 +650,26 @@ impl LogManager {
         n
     }
 
-    /// Clean shutdown: closes (flushes, snapshots) every log, writes the checkpoints, then each
+    /// Clean shutdown: closes (flushes, snapshots) every log — on up to the open's thread count at once
+    /// ([`open_dirs_with_threads`](Self::open_dirs_with_threads)) —, writes the checkpoints, then each
     /// directory's clean-shutdown marker — only for a directory whose logs all closed and whose
-    /// checkpoints were written (an offline one is recovered at the next start). Errors: the first
-    /// failure, after every directory was tried.
+    /// checkpoints were written (an offline one is recovered at the next start). The marker is written
+    /// only after every close has returned, so it never covers a log still being flushed. Errors: the
+    /// first failure, after every directory was tried.
     pub fn shutdown(&self) -> Result<(), StorageError> {
         let mut first_err = None;
         let mut failed = vec![false; self.dirs.len()];
-        for (tp, (log, index)) in self.logs.read().iter() {
-            if let Err(e) = log.lock().close() {
+        // Held while the logs close, as before: no log is created or deleted meanwhile.
+        let map = self.logs.read();
+        let logs: Vec<_> = (map.iter())
+            .map(|(tp, (log, index))| (tp.clone(), log.clone(), *index))
+            .collect();
+        let closed = map_bounded(&logs, self.recovery_threads, |(_, log, _)| {
+            log.lock().close()
+        });
+        drop(map);
+        for ((tp, _, index), r) in logs.iter().zip(closed) {
+            if let Err(e) = r {
                 tracing::error!(partition = %tp.dir_name(), error = %e, "close failed");
                 failed[*index] = true;
                 first_err.get_or_insert(e);

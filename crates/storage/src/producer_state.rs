@@ -178,6 +178,9 @@ pub struct ProducerStateManager {
     /// Completed transactions as (first offset, marker offset) whose marker the HighWatermark has not
     /// passed yet (Kafka's `unreplicatedTxns`): still unstable. In memory only; a replay re-adds them.
     unreplicated: BTreeSet<(i64, i64)>,
+    /// The offset of a snapshot file this process wrote or loaded holding no producer (the state
+    /// [`snapshot_unneeded`](Self::snapshot_unneeded) compares with); `None` when unknown.
+    empty_snapshot_at: Option<i64>,
 }
 
 /// A transaction ended by a marker (Kafka's `CompletedTxn`).
@@ -227,6 +230,7 @@ impl ProducerStateManager {
             producer_id_expiration_ms,
             ongoing: BTreeSet::new(),
             unreplicated: BTreeSet::new(),
+            empty_snapshot_at: None,
         })
     }
 
@@ -626,6 +630,19 @@ impl ProducerStateManager {
         Some(out)
     }
 
+    /// Whether a snapshot now would change nothing a reload ([`load_for`](Self::load_for) at a clean
+    /// open, then the replay to the log end) finds: no producer, and either no snapshot file with the
+    /// map end at `log_start_offset` (a reload starts empty there, nothing to replay), or the newest
+    /// file is a producer-less one at the map end. `Log::close` then writes none.
+    pub(crate) fn snapshot_unneeded(&self, log_start_offset: i64) -> bool {
+        let newest = self.snapshots.last().copied();
+        self.producers.is_empty()
+            && match newest {
+                None => self.map_end_offset == log_start_offset,
+                Some(o) => o == self.map_end_offset && self.empty_snapshot_at == Some(o),
+            }
+    }
+
     /// Writes `<map_end_offset>.snapshot` (temp file + rename; fsynced when `sync`), then keeps
     /// only the newest few snapshot files.
     pub fn take_snapshot(&mut self, sync: bool) -> io::Result<()> {
@@ -641,6 +658,7 @@ impl ProducerStateManager {
         }
         self.fs.rename(&tmp, &path)?;
         self.snapshots.insert(offset);
+        self.empty_snapshot_at = self.producers.is_empty().then_some(offset);
         while self.snapshots.len() > SNAPSHOTS_TO_KEEP {
             let oldest = *self.snapshots.iter().next().expect("non-empty");
             self.delete_snapshot(oldest)?;
@@ -665,6 +683,7 @@ impl ProducerStateManager {
 
     fn delete_snapshot(&mut self, offset: i64) -> io::Result<()> {
         self.snapshots.remove(&offset);
+        self.empty_snapshot_at = self.empty_snapshot_at.filter(|&o| o != offset);
         match self
             .fs
             .remove_file(&self.dir.join(offset_file_name(offset, "snapshot")))
@@ -696,6 +715,7 @@ impl ProducerStateManager {
             let path = self.dir.join(offset_file_name(o, "snapshot"));
             match self.fs.read(&path).ok().and_then(|b| Self::decode(&b)) {
                 Some(p) => {
+                    self.empty_snapshot_at = p.is_empty().then_some(o);
                     self.producers = p;
                     self.reindex_ongoing();
                     self.unreplicated.clear();
@@ -725,60 +745,5 @@ impl ProducerStateManager {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn snapshot_round_trip_and_corruption() {
-        let d = tempfile::tempdir().unwrap();
-        let mut m = ProducerStateManager::new(d.path(), 1000).unwrap();
-        for pid in 0..3i64 {
-            let mut e = ProducerStateEntry::new(pid);
-            e.producer_epoch = ProducerEpoch(2);
-            e.last_update_ms = 77;
-            for i in 0..7 {
-                e.batches.push_back(BatchMetadata {
-                    first_seq: i,
-                    last_seq: i,
-                    first_offset: Offset(i as i64),
-                    last_offset: Offset(i as i64),
-                    max_timestamp: 5,
-                });
-                while e.batches.len() > NUM_BATCHES_TO_RETAIN {
-                    e.batches.pop_front();
-                }
-            }
-            m.producers.insert(pid, e);
-        }
-        m.map_end_offset = 42;
-        let enc = m.encode();
-        assert_eq!(ProducerStateManager::decode(&enc).unwrap(), m.producers);
-        for i in 0..enc.len() {
-            let mut bad = enc.clone();
-            bad[i] ^= 0x20;
-            assert!(
-                ProducerStateManager::decode(&bad).is_none(),
-                "flip at {i} undetected"
-            );
-        }
-        for n in 0..enc.len() {
-            assert!(ProducerStateManager::decode(&enc[..n]).is_none());
-        }
-        m.take_snapshot(true).unwrap();
-        let mut m2 = ProducerStateManager::new(d.path(), 1000).unwrap();
-        assert_eq!(m2.load_for(0, 100, 100).unwrap(), 42);
-        assert_eq!(m2.producers, m.producers);
-        // a snapshot beyond the log end is discarded
-        let mut m3 = ProducerStateManager::new(d.path(), 1000).unwrap();
-        assert_eq!(m3.load_for(0, 10, 10).unwrap(), 0);
-        assert!(m3.is_empty());
-        assert!(m3.snapshot_offsets().is_empty());
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn garbage_snapshots_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)) {
-            let _ = ProducerStateManager::decode(&bytes);
-        }
-    }
-}
+#[path = "producer_state_tests.rs"]
+mod tests;

@@ -126,6 +126,11 @@ keys! {
     /// `num.io.threads`: the runtime's worker threads, which serve requests including their disk I/O (Kafka's
     /// request handler threads, default 8; `TOKIO_WORKER_THREADS` overrides it).
     NUM_IO_THREADS: i32 = "num.io.threads";
+    /// `num.recovery.threads.per.data.dir`: threads opening (recovering after a crash) and, at a clean
+    /// shutdown, closing each data directory's partition logs; read at startup. Unset:
+    /// `storage::default_recovery_threads()` (twice the cores, 4–16; Kafka's default is 1 — the work is
+    /// fsync-bound, so more threads than cores shorten it).
+    NUM_RECOVERY_THREADS_PER_DATA_DIR: Option<i32> = "num.recovery.threads.per.data.dir";
     /// `offsets.topic.replication.factor`: replication factor of `__consumer_offsets` (capped by the
     /// brokers registered in the cluster, fenced ones included, when the topic is created).
     OFFSETS_TOPIC_REPLICATION_FACTOR: i32 = "offsets.topic.replication.factor";

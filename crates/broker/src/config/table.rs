@@ -325,7 +325,7 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     accepted("ssl.provider", T::String, None),
     accepted("num.network.threads", T::Int, Some("3")),
     def("num.io.threads", T::Int, Some("8")),
-    accepted("num.recovery.threads.per.data.dir", T::Int, Some("2")),
+    def("num.recovery.threads.per.data.dir", T::Int, None),
     accepted("socket.send.buffer.bytes", T::Int, Some("102400")),
     accepted("socket.receive.buffer.bytes", T::Int, Some("102400")),
     accepted(

@@ -341,7 +341,9 @@ impl Log {
     }
 
     /// Clean close: final time-index entry for the active segment, fsync of everything, producer
-    /// snapshot at the LEO (fsynced).
+    /// snapshot at the LEO (fsynced) — none when the state has no producer and the next clean open
+    /// rebuilds it the same without one (`ProducerStateManager::snapshot_unneeded`: no snapshot file
+    /// and an empty log, or the newest file is a producer-less one at the LEO).
     pub fn close(&mut self) -> Result<(), StorageError> {
         self.check_online()?;
         if let Err(e) = self.active().on_become_inactive() {
@@ -349,8 +351,11 @@ impl Log {
         }
         self.flush()?;
         self.producer_state.set_map_end_offset(self.log_end_offset);
-        if let Err(e) = self.producer_state.take_snapshot(true) {
-            return self.poison("producer snapshot", e);
+        // No file for a state the next clean open rebuilds the same without it (no producer).
+        if !self.producer_state.snapshot_unneeded(self.log_start_offset) {
+            if let Err(e) = self.producer_state.take_snapshot(true) {
+                return self.poison("producer snapshot", e);
+            }
         }
         self.offline = Some(format!("log {} is closed", self.dir.display()));
         Ok(())
