@@ -41,6 +41,7 @@
 # with a transaction every 100 ms; then read_uncommitted vs read_committed consume of the transactional topic.
 # Environment: BENCH_TMP (default target/bench-run) holds all data dirs; it is deleted first.
 # BENCH_COUNT_SCALE (default 1) multiplies every record count (e.g. 0.05 for a smoke test);
+# BENCH_E2E_SECS (default 30, --quick 10) is each end-to-end run's length;
 # BENCH_NO_BUILD=1 uses the existing target/release/runnel; BENCH_RUN_LIMIT (default 1800) bounds
 # each client run in seconds (ProducerPerformance: at most 300 s); BENCH_MIN_FREE_GB as above.
 set -euo pipefail
@@ -61,7 +62,7 @@ while [[ $# -gt 0 ]]; do
         --tls-only) TLS=only ;;
         --no-tls) TLS=no ;;
         --scale) SCALE_ROWS=1 ;;
-        -h|--help) sed -n '2,45p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,46p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
     shift
@@ -362,6 +363,7 @@ else
     MULTI=(100:8 1024:8)       # size:partitions with 4 producers, then 4 consumers
     E2E_SECS=30
 fi
+E2E_SECS="${BENCH_E2E_SECS:-$E2E_SECS}"
 consumed() {   # size parts acks comp -> is this produce topic read by a consume row?
     [[ $3 == 1 && $4 == none && " ${CONSUME[*]} " == *" $1:$2 "* ]]
 }

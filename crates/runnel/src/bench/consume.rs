@@ -34,6 +34,20 @@ fn high_watermark(
     }
 }
 
+/// What there is to read: the sum over partitions of high − low watermark now (an upper bound of the
+/// records: transaction markers take offsets too).
+fn available_records(conn: &ConnArgs, topic: &str, partitions: i32) -> anyhow::Result<u64> {
+    let probe = assigned_consumer(conn, topic, &[], false)?;
+    let mut available = 0u64;
+    for p in 0..partitions {
+        let (low, high) = probe
+            .fetch_watermarks(topic, p, conn.timeout())
+            .with_context(|| format!("topic '{topic}' partition {p}"))?;
+        available += (high - low).max(0) as u64;
+    }
+    Ok(available)
+}
+
 /// A consumer (no group membership) assigned `partitions` of `topic`, from the beginning or, with
 /// `at_end`, from the current high watermarks.
 pub(super) fn assigned_consumer(
@@ -87,16 +101,7 @@ pub(super) fn consume(o: &ConsumeOpts) -> anyhow::Result<()> {
     check_duration(common)?;
     conn.preflight()?;
     let partitions = ensure_topic(common)?;
-    // What there is to read: the sum over partitions of high - low at start.
-    let probe = assigned_consumer(conn, &common.topic, &[], false)?;
-    let mut available = 0u64;
-    for p in 0..partitions {
-        let (low, high) = probe
-            .fetch_watermarks(&common.topic, p, conn.timeout())
-            .with_context(|| format!("topic '{}' partition {p}", common.topic))?;
-        available += (high - low).max(0) as u64;
-    }
-    drop(probe);
+    let available = available_records(conn, &common.topic, partitions)?;
     let target = common.count.map_or(available, |c| c.min(available));
     let consumers = o.consumers.min(partitions as usize);
     let mut shares: Vec<Vec<i32>> = vec![Vec::new(); consumers];
