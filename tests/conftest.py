@@ -107,13 +107,7 @@ class BrokerProcess:
         self.data_dir = self.dir / "data"
         # Every broker's metrics endpoint (issue 17) on a port of its own: the default one would collide.
         self.metrics_port = free_port()
-        # No initial rebalance delay (Kafka's test brokers set it to 0 too): a group's first JoinGroup is answered
-        # at once instead of after 3 s. Tests of the delay itself pass their own value.
-        self.sets = {
-            "num.partitions": "4",
-            "metrics.listeners": f"http://127.0.0.1:{self.metrics_port}",
-            "group.initial.rebalance.delay.ms": "0",
-        }
+        self.sets = {"num.partitions": "4", "metrics.listeners": f"http://127.0.0.1:{self.metrics_port}"}
         self.sets.update(sets or {})
         self.proc: subprocess.Popen | None = None
         self.log_path = self.dir / "broker.log"
