@@ -424,6 +424,19 @@ for rep in $(seq 1 "$REPS"); do
     RUN=$((RUN + 1))
 done
 
+# e2e_runs TAG TOPIC_PREFIX SIZE PARTS RATE: REPS end-to-end runs per broker (acks=1, linger.ms=1) at RATE.
+e2e_runs() {
+    local tag="$1" prefix="$2" size="$3" parts="$4" rate="$5" rep b
+    for rep in $(seq 1 "$REPS"); do
+        for b in $(order $RUN); do
+            ensure_disk $(( $(bytes_for "$size" "$rate") * E2E_SECS ))
+            run_bench "$b" "$tag:$size:$parts:1:none" end-to-end -t "$prefix-$size-$parts-$rep" --partitions "$parts" \
+                -s "$size" -d "$E2E_SECS" --acks 1 --linger-ms 1 --rate "$rate"
+            delete_topic "$b" "$prefix-$size-$parts-$rep"
+        done
+        RUN=$((RUN + 1))
+    done
+}
 # End-to-end at 50% of the lower peak produce rate (median over reps) of runnel and kafka.
 for cfg in "${E2E[@]}"; do
     IFS=: read -r size parts <<< "$cfg"
@@ -439,29 +452,13 @@ for b in ("runnel", "kafka"):
 print(max(1000, int(0.5 * min(peaks))) if peaks else 10000)
 EOF
 )
-    for rep in $(seq 1 "$REPS"); do
-        for b in $(order $RUN); do
-            ensure_disk $(( $(bytes_for "$size" "$rate") * E2E_SECS ))
-            run_bench "$b" "e2e:$size:$parts:1:none" end-to-end -t "e-$size-$parts-$rep" --partitions "$parts" \
-                -s "$size" -d "$E2E_SECS" --acks 1 --linger-ms 1 --rate "$rate"
-            delete_topic "$b" "e-$size-$parts-$rep"
-        done
-        RUN=$((RUN + 1))
-    done
+    e2e_runs e2e e "$size" "$parts" "$rate"
 done
 
 # End-to-end at a fixed rate (issue 18: 1 KiB × 8 partitions at 100 MB/s), same settings.
 for cfg in "${E2E_FIXED[@]}"; do
     IFS=: read -r size parts rate <<< "$cfg"
-    for rep in $(seq 1 "$REPS"); do
-        for b in $(order $RUN); do
-            ensure_disk $(( $(bytes_for "$size" "$rate") * E2E_SECS ))
-            run_bench "$b" "e2e-fixed:$size:$parts:1:none" end-to-end -t "f-$size-$parts-$rep" --partitions "$parts" \
-                -s "$size" -d "$E2E_SECS" --acks 1 --linger-ms 1 --rate "$rate"
-            delete_topic "$b" "f-$size-$parts-$rep"
-        done
-        RUN=$((RUN + 1))
-    done
+    e2e_runs e2e-fixed f "$size" "$parts" "$rate"
 done
 
 if [[ $TLS != only ]]; then

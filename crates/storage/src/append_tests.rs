@@ -1,7 +1,7 @@
 //! A leader append of records the append does not own alone (a slice of the request's frame): each
 //! batch's header is edited apart from its body and both are written with one `pwritev`.
 
-use crate::tests::{batch, fetched};
+use crate::tests::{batch, fetched, open};
 use crate::vfs::{FileSystem, RealFs};
 use crate::*;
 use bytes::{Bytes, BytesMut};
@@ -30,7 +30,7 @@ fn appended_and_read(timestamp_type: TimestampType) {
         message_timestamp_type: timestamp_type,
         ..LogConfig::default()
     };
-    let mut log = Log::open(d.path(), config, uuid::Uuid::nil(), false, Offset(0), NOW).unwrap();
+    let mut log = open(d.path(), config, false);
     log.append_as_leader(batch(2, NOW, 10), LeaderEpoch(3), NOW)
         .unwrap();
     let sent = [
@@ -66,15 +66,7 @@ fn appended_and_read(timestamp_type: TimestampType) {
     assert_eq!(&records[..sent[0].len()], &sent[0][..]);
     // And it all survives a restart with recovery.
     drop(log);
-    let mut log = Log::open(
-        d.path(),
-        LogConfig::default(),
-        uuid::Uuid::nil(),
-        true,
-        Offset(0),
-        NOW,
-    )
-    .unwrap();
+    let mut log = open(d.path(), LogConfig::default(), true);
     assert_eq!(log.log_end_offset(), Offset(10));
     let again = fetched(&log.read(Offset(2), 1 << 20, Offset(10), true).unwrap());
     assert_eq!(again.len(), 3);
