@@ -147,7 +147,7 @@ fn open_dir(
         config_for,
         clock,
         health,
-        threads: _,
+        threads,
     } = *cx;
     let dir = &dirs[index];
     let now_ms = clock.now_ms();
@@ -199,7 +199,7 @@ fn open_dir(
         }
         found.push((config_for(&tp.topic), tp, path));
     }
-    let opened = map_bounded(&found, cx.threads, |(config, tp, path)| {
+    let opened = map_bounded(&found, threads, |(config, tp, path)| {
         let key = (tp.topic.clone(), tp.partition);
         let topic_id = read_partition_metadata(fs, path).unwrap_or(uuid::Uuid::nil());
         let rp = recovery_points.get(&key).copied().unwrap_or(0);
@@ -232,7 +232,7 @@ fn open_dir(
         fs.remove_file(&marker)?;
         fs.sync_dir(dir)?;
     }
-    tracing::info!(dir = %dir.display(), logs = count, clean, threads = cx.threads, "log directory loaded");
+    tracing::info!(dir = %dir.display(), logs = count, clean, threads, "log directory loaded");
     Ok(clean)
 }
 
