@@ -70,7 +70,6 @@ fn segment_bases(log: &Log) -> Vec<i64> {
 fn epoch_entry(epoch: i32, offset: i64) -> (LeaderEpoch, Offset) {
     (LeaderEpoch(epoch), Offset(offset))
 }
-
 /// Opens the log in `dir` (nil topic id, recovery point 0, at `NOW`); `recover`: as after a crash.
 pub(crate) fn open(dir: &std::path::Path, config: LogConfig, recover: bool) -> Log {
     Log::open(dir, config, uuid::Uuid::nil(), recover, Offset(0), NOW).unwrap()
