@@ -198,6 +198,8 @@ pub struct GroupCoordinatorService {
     clock: Arc<dyn Clock>,
     /// Where a partition load runs: the blocking pool, or a task of the caller's runtime (simulation).
     load_io: BackgroundIo,
+    /// The topics image consumer groups assign from, with the metadata offset it was built at.
+    topics_image: Mutex<Option<(i64, Arc<coordinator::TopicsImage>)>>,
 }
 
 impl std::fmt::Debug for GroupCoordinatorService {
@@ -229,7 +231,30 @@ pub fn group_config(config: &BrokerConfig) -> GroupConfig {
         offsets_retention_check_interval_ms: config
             .get(keys::OFFSETS_RETENTION_CHECK_INTERVAL_MS)
             .max(1),
+        consumer_session_timeout_ms: config.get(keys::GROUP_CONSUMER_SESSION_TIMEOUT_MS).max(1),
+        consumer_heartbeat_interval_ms: config
+            .get(keys::GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS)
+            .max(1),
+        consumer_max_size: config.get(keys::GROUP_CONSUMER_MAX_SIZE).max(1),
+        consumer_assignors: consumer_assignors(config),
         ..d
+    }
+}
+
+/// `group.consumer.assignors`: the names of the server assignors Runnel has (`uniform`, `range`; Kafka also
+/// accepts class names, whose simple names are matched here), in order; unknown ones are dropped, and the
+/// default order is kept when none is left.
+fn consumer_assignors(config: &BrokerConfig) -> Vec<String> {
+    let known = [coordinator::consumer::assignor::UNIFORM, coordinator::consumer::assignor::RANGE];
+    let wanted: Vec<String> = (config.value("group.consumer.assignors").unwrap_or_default())
+        .split(',')
+        .map(|s| s.trim().rsplit('.').next().unwrap_or("").to_ascii_lowercase())
+        .map(|s| s.trim_end_matches("assignor").to_string())
+        .filter(|s| known.contains(&s.as_str()))
+        .collect();
+    match wanted.is_empty() {
+        true => GroupConfig::default().consumer_assignors,
+        false => wanted,
     }
 }
 
@@ -323,7 +348,24 @@ impl GroupCoordinatorService {
             load_ids: AtomicU64::new(0),
             clock: Arc::new(types::SystemClock),
             load_io: BackgroundIo::blocking_pool(),
+            topics_image: Mutex::new(None),
         }
+    }
+
+    /// The topics of `image` as the consumer-group coordinator sees them (name, id, partition count),
+    /// rebuilt only when the metadata changed since the last call (its version is the metadata offset).
+    pub fn topics_image(&self, image: &metadata::MetadataImage) -> Arc<coordinator::TopicsImage> {
+        let mut cached = self.topics_image.lock();
+        if let Some((offset, t)) = cached.as_ref() {
+            if *offset == image.offset {
+                return t.clone();
+            }
+        }
+        let topics = (image.topics.values())
+            .map(|t| (t.name.clone(), t.topic_id, t.partitions.len() as i32));
+        let t = Arc::new(coordinator::TopicsImage::new(image.offset as u64, topics));
+        *cached = Some((image.offset, t.clone()));
+        t
     }
 
     /// A deterministic simulation's seams (issue 13): the coordinator reads `clock` (timers, commit

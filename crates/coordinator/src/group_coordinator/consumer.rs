@@ -86,12 +86,14 @@ fn validate(req: &ConsumerHeartbeatRequest, assignors: &[String]) -> HbResult<()
         _ if req.member_id.is_empty() => return Err(invalid("MemberId can't be empty.")),
         _ => {}
     }
-    if req.subscribed_topic_names.is_some() && req.subscribed_topic_regex.is_some() {
+    let regex = req.subscribed_topic_regex.as_deref().filter(|r| !r.is_empty());
+    let names = req.subscribed_topic_names.as_ref().filter(|n| !n.is_empty());
+    if names.is_some() && regex.is_some() {
         return Err(invalid(
             "SubscribedTopicNames and SubscribedTopicRegex cannot be used together.",
         ));
     }
-    if let Some(re) = &req.subscribed_topic_regex {
+    if let Some(re) = regex {
         if let Err(e) = compile_regex(re) {
             return Err(ConsumerHeartbeatResult::error(
                 ErrorCode::INVALID_REGULAR_EXPRESSION,
@@ -654,9 +656,14 @@ fn update_metadata(
         md.subscribed_topic_names = names;
         md.subscribed_topic_regex = None;
     }
-    if let Some(re) = &req.subscribed_topic_regex {
-        md.subscribed_topic_regex = Some(re.clone());
-        md.subscribed_topic_names = Vec::new();
+    match req.subscribed_topic_regex.as_deref() {
+        // An empty expression clears a regular-expression subscription (librdkafka sends one with names).
+        Some("") => md.subscribed_topic_regex = None,
+        Some(re) => {
+            md.subscribed_topic_regex = Some(re.to_string());
+            md.subscribed_topic_names = Vec::new();
+        }
+        None => {}
     }
     if req.server_assignor.is_some() {
         md.server_assignor = req.server_assignor.clone();
