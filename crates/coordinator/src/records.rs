@@ -49,7 +49,7 @@ pub enum GroupRecord {
         value: Option<GroupMetadataValue>,
     },
     /// A consumer group's record (KIP-848; key versions 3, 5–8).
-    Consumer(crate::consumer::ConsumerRecord),
+    Consumer(Box<crate::consumer::ConsumerRecord>),
 }
 
 impl GroupRecord {
@@ -246,7 +246,8 @@ pub fn decode_record(key: &[u8], value: Option<&[u8]>) -> Result<GroupRecord, Re
             };
             Ok(GroupRecord::GroupMetadata { group, value })
         }
-        other => crate::consumer::records::decode(other, &mut kr, value).map(GroupRecord::Consumer),
+        other => crate::consumer::records::decode(other, &mut kr, value)
+            .map(|r| GroupRecord::Consumer(Box::new(r))),
     }
 }
 

@@ -18,6 +18,7 @@ pub mod api;
 pub mod assignor;
 pub mod reconcile;
 pub mod records;
+pub mod subscription;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 

@@ -395,7 +395,7 @@ mod tests {
     fn roundtrip(record: ConsumerRecord) {
         let (k, v) = encode(&record);
         let decoded = crate::records::decode_record(&k, v.as_deref()).unwrap();
-        assert_eq!(decoded, crate::GroupRecord::Consumer(record));
+        assert_eq!(decoded, crate::GroupRecord::Consumer(Box::new(record)));
     }
 
     #[test]
@@ -481,7 +481,7 @@ mod tests {
             group: "grp".into(),
             value,
         };
-        assert_eq!(r, crate::GroupRecord::Consumer(want));
+        assert_eq!(r, crate::GroupRecord::Consumer(Box::new(want)));
     }
 
     #[test]

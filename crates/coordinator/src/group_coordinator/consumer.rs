@@ -19,6 +19,7 @@ use crate::consumer::reconcile::{self, Inputs};
 use crate::consumer::records::{
     ConsumerRecord, CurrentAssignmentValue, GroupEpochValue, MemberMetadataValue,
 };
+use crate::consumer::subscription::{compile_regex, metadata_hash, resolve_regexes};
 use crate::consumer::{
     Assignment, ConsumerGroup, ConsumerMember, MemberState, LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -33,7 +34,7 @@ fn invalid(message: &str) -> ConsumerHeartbeatResult {
 }
 
 fn persist(fx: &mut Vec<Effect>, r: ConsumerRecord) {
-    fx.push(Effect::Persist(GroupRecord::Consumer(r)));
+    fx.push(Effect::Persist(GroupRecord::Consumer(Box::new(r))));
 }
 
 /// Kafka's request checks (`throwIfConsumerGroupHeartbeatRequestIsInvalid`), plus the bounds of the record
@@ -86,8 +87,14 @@ fn validate(req: &ConsumerHeartbeatRequest, assignors: &[String]) -> HbResult<()
         _ if req.member_id.is_empty() => return Err(invalid("MemberId can't be empty.")),
         _ => {}
     }
-    let regex = req.subscribed_topic_regex.as_deref().filter(|r| !r.is_empty());
-    let names = req.subscribed_topic_names.as_ref().filter(|n| !n.is_empty());
+    let regex = req
+        .subscribed_topic_regex
+        .as_deref()
+        .filter(|r| !r.is_empty());
+    let names = req
+        .subscribed_topic_names
+        .as_ref()
+        .filter(|n| !n.is_empty());
     if names.is_some() && regex.is_some() {
         return Err(invalid(
             "SubscribedTopicNames and SubscribedTopicRegex cannot be used together.",
@@ -110,33 +117,6 @@ fn validate(req: &ConsumerHeartbeatRequest, assignors: &[String]) -> HbResult<()
         }
     }
     Ok(())
-}
-
-/// A subscription regular expression, matched against whole topic names (Java's `Matcher.matches`).
-/// Its compiled size is bounded so that a hostile pattern cannot take the coordinator's memory.
-pub(crate) fn compile_regex(re: &str) -> Result<regex::Regex, regex::Error> {
-    regex::RegexBuilder::new(&format!("^(?:{re})$"))
-        .size_limit(1 << 20)
-        .build()
-}
-
-/// FNV-1a over the subscribed topics' names, ids and partition counts: the group's metadata hash.
-fn metadata_hash(topics: &BTreeSet<String>, image: &TopicsImage) -> i64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut eat = |bytes: &[u8]| {
-        for b in bytes {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    };
-    for t in topics {
-        if let Some((id, n)) = image.topic(t) {
-            eat(t.as_bytes());
-            eat(id.as_bytes());
-            eat(&n.to_be_bytes());
-        }
-    }
-    (h as i64).max(1)
 }
 
 impl GroupCoordinator {
@@ -502,39 +482,7 @@ fn member_for(
             }
             if holder != member_id {
                 // The static member is back under a new member id: it takes over the old one's assignment.
-                let mut current = held.current.clone();
-                current.member_epoch = current.previous_member_epoch;
-                inherited = Some((
-                    current,
-                    g.target.get(&holder).cloned(),
-                    Some(held.metadata.clone()),
-                ));
-                let gid = g.group_id.clone();
-                g.remove_member(&holder);
-                persist(
-                    fx,
-                    ConsumerRecord::CurrentAssignment {
-                        group: gid.clone(),
-                        member: holder.clone(),
-                        value: None,
-                    },
-                );
-                persist(
-                    fx,
-                    ConsumerRecord::TargetMember {
-                        group: gid.clone(),
-                        member: holder.clone(),
-                        value: None,
-                    },
-                );
-                persist(
-                    fx,
-                    ConsumerRecord::MemberMetadata {
-                        group: gid,
-                        member: holder,
-                        value: None,
-                    },
-                );
+                inherited = Some(release_static_member(g, &holder, fx));
             }
         }
     }
@@ -595,6 +543,53 @@ fn member_for(
         g.set_current(&member_id, current);
     }
     Ok(member_id)
+}
+
+/// What a rejoining member takes over: its current assignment, target and subscription.
+type Inherited = (
+    CurrentAssignmentValue,
+    Option<Assignment>,
+    Option<MemberMetadataValue>,
+);
+
+/// Removes static member `holder` (tombstoning its records) and returns what its replacement inherits: its
+/// assignment at the epoch before its temporary leave, its target and its subscription.
+fn release_static_member(g: &mut ConsumerGroup, holder: &str, fx: &mut Vec<Effect>) -> Inherited {
+    let held = &g.members[holder];
+    let mut current = held.current.clone();
+    current.member_epoch = current.previous_member_epoch;
+    let inherited = (
+        current,
+        g.target.get(holder).cloned(),
+        Some(held.metadata.clone()),
+    );
+    let (gid, mid) = (g.group_id.clone(), holder.to_string());
+    g.remove_member(holder);
+    persist(
+        fx,
+        ConsumerRecord::CurrentAssignment {
+            group: gid.clone(),
+            member: mid.clone(),
+            value: None,
+        },
+    );
+    persist(
+        fx,
+        ConsumerRecord::TargetMember {
+            group: gid.clone(),
+            member: mid.clone(),
+            value: None,
+        },
+    );
+    persist(
+        fx,
+        ConsumerRecord::MemberMetadata {
+            group: gid,
+            member: mid,
+            value: None,
+        },
+    );
+    inherited
 }
 
 /// Kafka's `throwIfMemberEpochIsInvalid`: a newer epoch than the member's, or an older one that is not its
@@ -688,34 +683,6 @@ fn update_metadata(
         },
     );
     bump
-}
-
-/// Re-resolves the group's regular expressions when the topics image changed; true when a resolution
-/// changed. Internal topics (`__`-prefixed) never match, as in Kafka.
-fn resolve_regexes(g: &mut ConsumerGroup, image: &TopicsImage) -> bool {
-    let regexes: BTreeSet<&String> = (g.members.values())
-        .filter_map(|m| m.metadata.subscribed_topic_regex.as_ref())
-        .collect();
-    let stale = g.resolved_version != Some(image.version)
-        || regexes.iter().any(|r| !g.resolved_regex.contains_key(*r));
-    if !stale {
-        return false;
-    }
-    let mut resolved = BTreeMap::new();
-    for re in regexes {
-        let topics: BTreeSet<String> = match compile_regex(re) {
-            Ok(compiled) => (image.names())
-                .filter(|t| !t.starts_with("__") && compiled.is_match(t))
-                .map(str::to_string)
-                .collect(),
-            Err(_) => BTreeSet::new(),
-        };
-        resolved.insert(re.clone(), topics);
-    }
-    g.resolved_version = Some(image.version);
-    let changed = resolved != g.resolved_regex;
-    g.resolved_regex = resolved;
-    changed
 }
 
 /// Computes a new target assignment at the group epoch with the group's assignor (the one most members ask

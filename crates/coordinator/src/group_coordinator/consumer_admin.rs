@@ -86,7 +86,7 @@ impl GroupCoordinator {
                 value: None,
             },
         ] {
-            fx.push(Effect::Persist(GroupRecord::Consumer(r)));
+            fx.push(Effect::Persist(GroupRecord::Consumer(Box::new(r))));
         }
         self.consumer_groups.remove(group_id);
         self.timers.cancel_group(group_id);

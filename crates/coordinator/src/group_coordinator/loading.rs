@@ -87,7 +87,7 @@ impl GroupCoordinator {
                 remove_offset(&mut self.offsets, &group, &topic, partition);
                 self.drop_pending(&group, &topic, partition);
             }
-            GroupRecord::Consumer(record) => self.replay_consumer(record),
+            GroupRecord::Consumer(record) => self.replay_consumer(*record),
             GroupRecord::GroupMetadata { group, value: None } => {
                 self.groups.remove(&group);
                 self.timers.cancel_group(&group);

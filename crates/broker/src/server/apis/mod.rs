@@ -527,12 +527,6 @@ impl KafkaApis {
             RequestBody::ListGroups(r) => {
                 ResponseBody::ListGroups(list_groups::handle(self, ctx, r))
             }
-            RequestBody::ConsumerGroupHeartbeat(r) => ResponseBody::ConsumerGroupHeartbeat(
-                consumer_group_heartbeat::heartbeat(self, ctx, r).await,
-            ),
-            RequestBody::ConsumerGroupDescribe(r) => ResponseBody::ConsumerGroupDescribe(
-                consumer_group_heartbeat::describe(self, ctx, r),
-            ),
             RequestBody::DeleteGroups(r) => {
                 ResponseBody::DeleteGroups(delete_groups::handle(self, ctx, r).await)
             }
@@ -595,6 +589,12 @@ impl KafkaApis {
         body: RequestBody,
     ) -> Result<ResponseBody, RequestOutcome> {
         Ok(match body {
+            RequestBody::ConsumerGroupHeartbeat(r) => ResponseBody::ConsumerGroupHeartbeat(
+                consumer_group_heartbeat::heartbeat(self, ctx, r).await,
+            ),
+            RequestBody::ConsumerGroupDescribe(r) => ResponseBody::ConsumerGroupDescribe(
+                consumer_group_heartbeat::describe(self, ctx, r),
+            ),
             RequestBody::ElectLeaders(r) => {
                 ResponseBody::ElectLeaders(elect_leaders::handle(self, ctx, r).await)
             }

@@ -53,7 +53,9 @@ fn fetch(
         .read_group(group_id, |c| {
             // KIP-848 (v9+): a member of a consumer group fetches at its current epoch.
             match c.validate_offset_fetch(group_id, member.0, member.1) {
-                ErrorCode::NONE => c.fetch_offsets_stable(group_id, topics.as_deref(), require_stable),
+                ErrorCode::NONE => {
+                    c.fetch_offsets_stable(group_id, topics.as_deref(), require_stable)
+                }
                 code => error(code),
             }
         })
@@ -91,7 +93,14 @@ pub fn handle(
                         .collect()
                 });
                 let member = (g.member_id.as_deref(), g.member_epoch);
-                let r = fetch(apis, ctx, &g.group_id, topics, request.require_stable, member);
+                let r = fetch(
+                    apis,
+                    ctx,
+                    &g.group_id,
+                    topics,
+                    request.require_stable,
+                    member,
+                );
                 group_v8(g.group_id, r)
             })
             .collect();
