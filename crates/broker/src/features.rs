@@ -122,9 +122,15 @@ mod tests {
         let names: Vec<_> = finalized().map(|f| f.name).collect();
         assert_eq!(
             names,
-            [KRAFT_VERSION, METADATA_VERSION, TRANSACTION_VERSION]
+            [
+                "group.version",
+                KRAFT_VERSION,
+                METADATA_VERSION,
+                TRANSACTION_VERSION
+            ]
         );
-        assert_eq!(feature("group.version").map(|f| f.max_supported), Some(0));
+        assert_eq!(feature("group.version").map(|f| f.max_supported), Some(1));
+        assert_eq!(feature("share.version").map(|f| f.max_supported), Some(0));
         assert!(feature("foo.version").is_none());
     }
 }
