@@ -64,6 +64,8 @@ def group_times(bootstrap: str, topic: str, members: int, protocol: str) -> tupl
                 m = c.poll(0.05)
                 if m is not None and m.error() is None:
                     times[i] = time.monotonic() - t0
+            if i == members:
+                joiner_done.set()
             # Stay in the group until the joiner has a record, so no leave triggers a rebalance.
             while not joiner_done.is_set() and time.monotonic() < deadline:
                 c.poll(0.05)

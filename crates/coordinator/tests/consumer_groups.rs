@@ -126,7 +126,11 @@ fn members_join_partitions_are_balanced_and_never_owned_twice() {
     let r = h.hb("a");
     assert_eq!((r.error_code, r.member_epoch), (ErrorCode::NONE, 1));
     assert_eq!(h.count("a"), 6);
-    h.hb("b");
+    assert_eq!(r.heartbeat_interval_ms, 5_000);
+    // b's partitions are still a's: b is asked back within 500 ms instead of the 5 s interval.
+    let r = h.hb("b");
+    assert_eq!((r.member_epoch, r.heartbeat_interval_ms), (2, 500));
+    assert_eq!(h.count("b"), 0);
     h.hb("c");
     h.settle(&["a", "b", "c"]);
     assert_eq!([h.count("a"), h.count("b"), h.count("c")], [2, 2, 2]);

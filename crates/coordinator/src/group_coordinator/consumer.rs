@@ -243,7 +243,7 @@ impl GroupCoordinator {
         Ok(ConsumerHeartbeatResult {
             member_id: Some(member_id),
             member_epoch: next.member_epoch,
-            heartbeat_interval_ms: self.config.consumer_heartbeat_interval_ms,
+            heartbeat_interval_ms: heartbeat_interval(&self.config, next.state),
             assignment: send.then_some(next.assigned),
             ..Default::default()
         })
@@ -442,6 +442,22 @@ impl GroupCoordinator {
         if late {
             self.fence_consumer_member(now, group, member, fx);
         }
+    }
+}
+
+/// How soon a member waiting for partitions that others still hold (UNRELEASED_PARTITIONS) is asked back, ms.
+pub const RECONCILING_HEARTBEAT_INTERVAL_MS: i32 = 500;
+
+/// The heartbeat interval told to a member in `state`: `group.consumer.heartbeat.interval.ms`, except for a
+/// member waiting for partitions others still hold, which is asked back within
+/// [`RECONCILING_HEARTBEAT_INTERVAL_MS`] so that it takes them soon after their release — Kafka answers the
+/// configured interval (5 s by default) and the member waits that long. Clients follow the interval of each
+/// response (the Java client and librdkafka both do).
+fn heartbeat_interval(config: &crate::GroupConfig, state: MemberState) -> i32 {
+    let interval = config.consumer_heartbeat_interval_ms;
+    match state {
+        MemberState::UnreleasedPartitions => interval.min(RECONCILING_HEARTBEAT_INTERVAL_MS),
+        _ => interval,
     }
 }
 
