@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Group-join timing (issues 3 and 19): librdkafka consumers (confluent-kafka) of a 30-partition topic holding
-3,000 records, with the classic protocol (`range` assignor) and the KIP-848 consumer protocol
+"""Group-join timing (issues 3 and 19): librdkafka consumers (confluent-kafka) of a 64-partition topic holding
+6,400 records (enough partitions that a 31st member still gets one), with the classic protocol (`range` assignor) and the KIP-848 consumer protocol
 (`group.protocol=consumer`, the broker's `uniform` assignor).
 
 Per broker, protocol and group size (1, 3, 30 members subscribing together) it prints the median time from
@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from conftest import BrokerProcess, make_topic  # noqa: E402
 
-PARTITIONS = 30
+PARTITIONS = 64
 DEADLINE_S = 90
 
 
