@@ -104,17 +104,24 @@ def test_committed_offsets_survive_coordinator_kill9(cluster, topic):
         assert committed(cluster, g, topic) == 500
 
 
-def test_subscribed_consumer_survives_coordinator_failover(cluster, topic):
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_subscribed_consumer_survives_coordinator_failover(cluster, topic, protocol):
+    """kill -9 of the group's coordinator: the member goes on through the new coordinator, which loaded the
+    group from the replicated `__consumer_offsets` partition (with `consumer`, KIP-848, its member and epoch)."""
     from confluent_kafka import Consumer, Producer
     create_topic(cluster, topic)
     p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
     for i in range(200):
         p.produce(topic, value=b"v%d" % i, partition=0)
     assert p.flush(60) == 0
-    group = "failover-group"
-    cons = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group,
-                     "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                     "session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
+    group = f"failover-group-{protocol}"
+    conf = {"bootstrap.servers": cluster.bootstrap, "group.id": group,
+            "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    if protocol == "consumer":
+        conf["group.protocol"] = "consumer"
+    else:
+        conf.update({"session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
+    cons = Consumer(conf)
     cons.subscribe([topic])
     got = 0
     deadline = time.monotonic() + 60
