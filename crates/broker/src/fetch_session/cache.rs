@@ -1,6 +1,6 @@
 //! The broker's fetch sessions (Kafka's `FetchSessionCache`): at most `max.incremental.fetch.session.cache.slots`
-//! sessions, in memory, with Kafka's eviction rule. Sans I/O: `now_ms` (ms since the Unix epoch) is passed
-//! in; session ids come from a seeded generator (random-looking, positive, never 0 or one in use).
+//! sessions, in memory, with Kafka's eviction rule. Sans I/O: `now_ms` (ms on the broker's monotonic clock) is
+//! passed in; session ids come from a seeded generator (random-looking, positive, never 0 or one in use).
 //!
 //! Eviction, when a new session needs a slot and none is free (Kafka's `tryEvict`):
 //! 1. the least recently used session is evicted if it was idle more than `eviction_ms`

@@ -1,5 +1,6 @@
 //! Incremental fetch sessions (KIP-227; Kafka's `FetchSession`, `CachedPartition`, `FetchSessionCache`), sans
-//! I/O: time comes in as `now_ms` arguments (ms since the Unix epoch), session ids from a seeded generator, and
+//! I/O: time comes in as `now_ms` arguments (ms on the broker's
+//! monotonic clock), session ids from a seeded generator, and
 //! the errors are typed ([`FetchSessionError`]); `server/apis/fetch_session.rs` maps them to Kafka codes and
 //! drives the cache from the Fetch handler.
 //!
@@ -262,8 +263,8 @@ pub struct FetchSession {
 }
 
 impl FetchSession {
-    /// A new session at epoch 1 with `partitions` in order (a repeated key keeps its first place and its
-    /// last parameters).
+    /// A new session at epoch 1 with `partitions` in order, as answered so far (a repeated key keeps its
+    /// first place and its last parameters and answer).
     fn new(
         id: i32,
         privileged: bool,
@@ -283,7 +284,13 @@ impl FetchSession {
             index: HashMap::with_capacity(partitions.len()),
         };
         for p in partitions {
-            session.upsert(p.key, p.fetch);
+            match session.index.get(&p.key) {
+                Some(&i) => session.partitions[i] = p,
+                None => {
+                    session.index.insert(p.key.clone(), session.partitions.len());
+                    session.partitions.push(p);
+                }
+            }
         }
         session
     }

@@ -91,6 +91,18 @@ fn created_session_starts_at_epoch_one_with_request_order() {
 }
 
 #[test]
+fn created_session_keeps_what_the_full_fetch_answered() {
+    let mut c = cache(10);
+    let mut answered = parts(2);
+    assert!(answered[0].must_respond(&quiet(5)));
+    assert!(answered[1].must_respond(&quiet(0)));
+    let id = c.create(0, false, false, answered).unwrap();
+    let (epoch, _) = read(&mut c, id, 1);
+    let sent = c.respond(id, epoch, &[quiet(5), quiet(1)]).unwrap();
+    assert_eq!(sent, vec![false, true]);
+}
+
+#[test]
 fn unknown_session_wrong_epoch_and_topic_id_change_are_refused() {
     let mut c = cache(10);
     let id = c.create(0, false, false, parts(2)).unwrap();
