@@ -151,7 +151,10 @@ impl FetchSessionCache {
         let Some(session) = self.sessions.remove(&id) else {
             return false;
         };
-        let touch = self.touched.remove(&id).expect("a held session was touched");
+        let touch = self
+            .touched
+            .remove(&id)
+            .expect("a held session was touched");
         self.last_used.remove(&(touch.last_used_ms, id));
         self.evictable_by_all.remove(&touch.key);
         self.evictable_by_privileged.remove(&touch.key);

@@ -224,7 +224,9 @@ pub enum FetchSessionError {
     },
     /// The session was created with topic ids (Fetch v13+) and the request has none, or the reverse:
     /// FETCH_SESSION_TOPIC_ID_ERROR.
-    #[error("fetch session {session_id} uses topic ids: {uses_topic_ids}; the request does not match")]
+    #[error(
+        "fetch session {session_id} uses topic ids: {uses_topic_ids}; the request does not match"
+    )]
     TopicIdUsageChanged {
         /// The session id.
         session_id: i32,
@@ -287,7 +289,9 @@ impl FetchSession {
             match session.index.get(&p.key) {
                 Some(&i) => session.partitions[i] = p,
                 None => {
-                    session.index.insert(p.key.clone(), session.partitions.len());
+                    session
+                        .index
+                        .insert(p.key.clone(), session.partitions.len());
                     session.partitions.push(p);
                 }
             }
@@ -358,7 +362,11 @@ impl FetchSession {
     /// Records this round's answers (in session order) and returns which must be sent; partitions that
     /// returned records move to the end, keeping their relative order (Kafka's rotation).
     fn respond(&mut self, answers: &[PartitionAnswer]) -> Vec<bool> {
-        assert_eq!(answers.len(), self.partitions.len(), "one answer per partition");
+        assert_eq!(
+            answers.len(),
+            self.partitions.len(),
+            "one answer per partition"
+        );
         let sent: Vec<bool> = (self.partitions.iter_mut())
             .zip(answers)
             .map(|(p, a)| p.must_respond(a))

@@ -60,7 +60,10 @@ fn classify_follows_kafka_fetch_metadata() {
     use SessionRequest::*;
     assert_eq!(SessionRequest::classify(0, -1), Sessionless { close: None });
     assert_eq!(SessionRequest::classify(0, 0), Full { close: None });
-    assert_eq!(SessionRequest::classify(5, -1), Sessionless { close: Some(5) });
+    assert_eq!(
+        SessionRequest::classify(5, -1),
+        Sessionless { close: Some(5) }
+    );
     assert_eq!(SessionRequest::classify(5, 0), Full { close: Some(5) });
     let inc = |session_id, epoch| Incremental { session_id, epoch };
     assert_eq!(SessionRequest::classify(5, 3), inc(5, 3));
@@ -109,14 +112,34 @@ fn unknown_session_wrong_epoch_and_topic_id_change_are_refused() {
     let err = c.update(1, id + 1, 1, false, vec![], &[]).unwrap_err();
     assert_eq!(err, FetchSessionError::NotFound { session_id: id + 1 });
     let err = c.update(1, id, 2, false, vec![], &[]).unwrap_err();
-    assert!(matches!(err, FetchSessionError::InvalidEpoch { expected: 1, got: 2, .. }));
+    assert!(matches!(
+        err,
+        FetchSessionError::InvalidEpoch {
+            expected: 1,
+            got: 2,
+            ..
+        }
+    ));
     let err = c.update(1, id, 1, true, vec![], &[]).unwrap_err();
-    assert!(matches!(err, FetchSessionError::TopicIdUsageChanged { uses_topic_ids: false, .. }));
+    assert!(matches!(
+        err,
+        FetchSessionError::TopicIdUsageChanged {
+            uses_topic_ids: false,
+            ..
+        }
+    ));
     // Refusals leave the session as it was.
     assert_eq!(read(&mut c, id, 1).0, 2);
     assert_eq!(read(&mut c, id, 2).0, 3);
     let err = c.update(1, id, 2, false, vec![], &[]).unwrap_err();
-    assert!(matches!(err, FetchSessionError::InvalidEpoch { expected: 3, got: 2, .. }));
+    assert!(matches!(
+        err,
+        FetchSessionError::InvalidEpoch {
+            expected: 3,
+            got: 2,
+            ..
+        }
+    ));
 }
 
 #[test]
@@ -148,7 +171,10 @@ fn updates_add_at_the_end_and_forgotten_remove() {
     assert_eq!(c.num_partitions(), 3);
     // Forgetting everything closes the session.
     let all: Vec<_> = keys.clone();
-    assert_eq!(c.update(2, id, 2, false, vec![], &all).unwrap(), Incremental::Closed);
+    assert_eq!(
+        c.update(2, id, 2, false, vec![], &all).unwrap(),
+        Incremental::Closed
+    );
     assert!(c.get(id).is_none());
     assert_eq!(c.num_partitions(), 0);
 }
@@ -159,10 +185,16 @@ fn only_changed_partitions_are_answered() {
     let id = c.create(0, false, false, parts(4)).unwrap();
     // First round: nothing told yet, every partition goes out.
     let (epoch, _) = read(&mut c, id, 1);
-    assert_eq!(c.respond(id, epoch, &[quiet(10); 4]).unwrap(), vec![true; 4]);
+    assert_eq!(
+        c.respond(id, epoch, &[quiet(10); 4]).unwrap(),
+        vec![true; 4]
+    );
     // Same offsets: nothing goes out.
     let (epoch, _) = read(&mut c, id, epoch);
-    assert_eq!(c.respond(id, epoch, &[quiet(10); 4]).unwrap(), vec![false; 4]);
+    assert_eq!(
+        c.respond(id, epoch, &[quiet(10); 4]).unwrap(),
+        vec![false; 4]
+    );
     // A new HighWatermark, an LSO change, an error, a preferred replica.
     let (epoch, _) = read(&mut c, id, epoch);
     let mut lso = quiet(10);
@@ -171,11 +203,15 @@ fn only_changed_partitions_are_answered() {
     err.error = true;
     let mut urgent = quiet(10);
     urgent.urgent = true;
-    let sent = c.respond(id, epoch, &[quiet(11), lso, err, urgent]).unwrap();
+    let sent = c
+        .respond(id, epoch, &[quiet(11), lso, err, urgent])
+        .unwrap();
     assert_eq!(sent, vec![true; 4]);
     // The error cleared: the partition is answered again (its HighWatermark was forgotten).
     let (epoch, _) = read(&mut c, id, epoch);
-    let sent = c.respond(id, epoch, &[quiet(11), lso, quiet(10), quiet(10)]).unwrap();
+    let sent = c
+        .respond(id, epoch, &[quiet(11), lso, quiet(10), quiet(10)])
+        .unwrap();
     assert_eq!(sent, vec![false, false, true, false]);
 }
 
@@ -186,10 +222,15 @@ fn partitions_with_records_rotate_to_the_end() {
     let (epoch, _) = read(&mut c, id, 1);
     let mut data = quiet(10);
     data.has_records = true;
-    let sent = c.respond(id, epoch, &[data, quiet(10), data, quiet(10)]).unwrap();
+    let sent = c
+        .respond(id, epoch, &[data, quiet(10), data, quiet(10)])
+        .unwrap();
     assert_eq!(sent, vec![true; 4]);
     let (_, order) = read(&mut c, id, epoch);
-    assert_eq!(order, vec![key("t", 1), key("t", 3), key("t", 0), key("t", 2)]);
+    assert_eq!(
+        order,
+        vec![key("t", 1), key("t", 3), key("t", 0), key("t", 2)]
+    );
 }
 
 #[test]
@@ -233,7 +274,14 @@ fn session_over_the_partition_bound_is_closed() {
     let err = c
         .update(1, id, 1, false, vec![(key("t", 9), fetch(0))], &[])
         .unwrap_err();
-    assert!(matches!(err, FetchSessionError::TooManyPartitions { partitions: 4, max: 3, .. }));
+    assert!(matches!(
+        err,
+        FetchSessionError::TooManyPartitions {
+            partitions: 4,
+            max: 3,
+            ..
+        }
+    ));
     assert!(c.get(id).is_none());
     assert_eq!(c.num_partitions(), 0);
 }

@@ -16,8 +16,8 @@ use replica::replica_manager::ReplicaError;
 use storage::StorageError;
 
 use crate::config::ConfigError;
-use crate::fetch_session::FetchSessionError;
 use crate::error::{AlterConfigError, MetadataChangeError, ThrottlingQuotaExceeded, TopicError};
+use crate::fetch_session::FetchSessionError;
 use crate::group_coordinator::CoordinatorError;
 use crate::security::sasl::SaslError;
 use crate::server::context::Denied;

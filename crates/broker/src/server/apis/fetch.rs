@@ -236,7 +236,15 @@ pub async fn handle(
         record_throttled(leader_quota, &response);
     }
     let privileged = replica_id >= 0;
-    fetch_session::finish(apis, plan, version, privileged, &request, &mut response, throttled);
+    fetch_session::finish(
+        apis,
+        plan,
+        version,
+        privileged,
+        &request,
+        &mut response,
+        throttled,
+    );
     crate::observability::topics::fetch_answered(&response, replica_id >= 0);
     response
 }

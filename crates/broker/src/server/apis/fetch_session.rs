@@ -145,7 +145,8 @@ pub(super) fn finish(
                 Ok(sent) => {
                     let mut sent = sent.into_iter();
                     for t in &mut response.responses {
-                        t.partitions.retain(|_| sent.next().expect("one flag per partition"));
+                        t.partitions
+                            .retain(|_| sent.next().expect("one flag per partition"));
                     }
                     response.responses.retain(|t| !t.partitions.is_empty());
                     response.session_id = id;
