@@ -262,3 +262,64 @@ def test_java_consumer_uses_incremental_fetches_and_survives_restart(own_broker,
         wait_until(session_cached, "a new session after the restart", timeout=30, interval=0.2)
     finally:
         consumer.kill()
+
+
+def test_followers_replicate_through_incremental_sessions(topic):
+    """A three-node cluster: every leader holds its followers' sessions, idle follower Fetch requests are
+    incremental (small), and records produced with acks=all reach every replica's log."""
+    from confluent_kafka import Producer
+    from test_cluster import Cluster, create_topic
+
+    partitions = 60
+    c = Cluster().start()
+    try:
+        create_topic(c, topic, partitions=partitions)
+        nodes = list(c.nodes.values())
+
+        def follower_sessions():
+            return all((value(scrape(n.metrics_port), f"{CACHE}_numincrementalfetchsessions") or 0) >= 2
+                       for n in nodes)
+        wait_until(follower_sessions, "two follower sessions on every leader", timeout=30, interval=0.2)
+
+        def follower_fetch_bytes(n):
+            m = scrape(n.metrics_port)
+            name = "kafka_network_requestmetrics_requestbytes"
+            return (value(m, f"{name}_sum", request="FetchFollower") or 0.0,
+                    value(m, f"{name}_count", request="FetchFollower") or 0.0)
+        # Once the partitions settled (the first rounds add them), idle follower Fetch requests are small:
+        # a full one (20 partitions a leader) is over 700 bytes, an idle incremental one under 100.
+        last = {n.node_id: follower_fetch_bytes(n) for n in nodes}
+        means = {}
+
+        def idle_fetches_small():
+            now = {n.node_id: follower_fetch_bytes(n) for n in nodes}
+            if any(now[i][1] < last[i][1] + 4 for i in now):
+                return False  # a window of at least 4 requests on every leader
+            for i, (s1, c1) in now.items():
+                (s0, c0) = last[i]
+                means[i] = (s1 - s0) / (c1 - c0)
+            last.update(now)
+            return all(m < 300 for m in means.values())
+        wait_until(lambda: idle_fetches_small() and means, "small idle follower Fetch requests", timeout=30,
+                   interval=0.5)
+
+        per_partition = 10
+        p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all", "linger.ms": 5})
+        failed = []
+        for i in range(per_partition * partitions):
+            p.produce(topic, f"v{i}".encode(), partition=i % partitions,
+                      on_delivery=lambda err, _m: err and failed.append(err))
+        assert p.flush(60) == 0 and not failed, failed
+
+        def replicated():
+            for n in nodes:
+                m = scrape(n.metrics_port)
+                for q in range(partitions):
+                    leo = value(m, "kafka_log_log_logendoffset", topic=topic, partition=q)
+                    if leo != per_partition:
+                        return False
+            return True
+        wait_until(replicated, f"{per_partition} records in every replica of every partition", timeout=60,
+                   interval=0.2)
+    finally:
+        c.close()
