@@ -164,7 +164,7 @@ pub async fn handle(
         true => IsolationLevel::ReadUncommitted,
         false => isolation,
     };
-    let mut request = request;
+    let mut request = request; // an incremental fetch reads its session's partitions
     let plan = match fetch_session::begin(apis, version, &mut request) {
         Ok(plan) => plan,
         Err(refused) => return refused,
@@ -212,21 +212,8 @@ pub async fn handle(
     let results = replica_manager
         .fetch(&reads, max_bytes, min_bytes, wait, source)
         .await;
-    let responses = topics
-        .into_iter()
-        .map(|t| FetchableTopicResponse {
-            topic: t.name,
-            topic_id: t.topic_id,
-            partitions: t
-                .partitions
-                .into_iter()
-                .map(|(index, slot)| answer(index, slot, &results, version, isolation))
-                .collect(),
-            ..Default::default()
-        })
-        .collect();
     let mut response = FetchResponse {
-        responses,
+        responses: answers(topics, &results, version, isolation),
         ..Default::default()
     };
     let mut throttled = false;
@@ -247,6 +234,25 @@ pub async fn handle(
     );
     crate::observability::topics::fetch_answered(&response, replica_id >= 0);
     response
+}
+
+/// The answers of every resolved topic's partitions, in order.
+fn answers(
+    topics: Vec<TopicSlots>,
+    results: &[PartitionRead],
+    version: i16,
+    isolation: IsolationLevel,
+) -> Vec<FetchableTopicResponse> {
+    (topics.into_iter())
+        .map(|t| FetchableTopicResponse {
+            topic: t.name,
+            topic_id: t.topic_id,
+            partitions: (t.partitions.into_iter())
+                .map(|(index, slot)| answer(index, slot, results, version, isolation))
+                .collect(),
+            ..Default::default()
+        })
+        .collect()
 }
 
 /// Records the bytes sent for throttled partitions in the leader's replication quota (Kafka's

@@ -290,7 +290,7 @@ fn answer_of(p: &PartitionData) -> PartitionAnswer {
             last_stable_offset: p.last_stable_offset,
             log_start_offset: p.log_start_offset,
         },
-        has_records: p.records.as_ref().is_some_and(|r| r.len() > 0),
+        has_records: p.records.as_ref().is_some_and(|r| !r.is_empty()),
         error: p.error_code != ErrorCode::NONE.0,
         urgent: p.diverging_epoch.epoch >= 0
             || p.diverging_epoch.end_offset >= 0
