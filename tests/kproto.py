@@ -685,3 +685,15 @@ def parse_session_fetch(r: Reader, version: int = 11) -> SessionFetch:
 def session_fetch(conn: Connection, session_id: int, epoch: int, topics, version=11, **kw) -> SessionFetch:
     r = conn.request(FETCH, version, session_fetch_body(session_id, epoch, topics, version=version, **kw))
     return parse_session_fetch(r, version)
+
+
+def session_fetch_v13_empty(conn: Connection, session_id: int, epoch: int) -> tuple[int, int]:
+    """A Fetch v13 (topic ids, flexible) naming no partition → (top-level error, session id)."""
+    w = Writer().i32(-1).i32(0).i32(1).i32(1 << 20).i8(0).i32(session_id).i32(epoch)
+    w.uvarint(1)  # topics: empty compact array
+    w.uvarint(1)  # forgotten topics: empty
+    w.compact_string("")  # rack id
+    w.tags()
+    r = conn.request(FETCH, 13, bytes(w.buf), flexible_header=True, flexible_response=True)
+    r.i32()  # throttle
+    return r.i16(), r.i32()

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.skipif(MODE != "runnel", reason="Runnel's metrics show 
 
 JAVA_LIB = ROOT / "tests" / "java" / "target" / "lib"
 CACHE = "kafka_server_fetchsessioncache"
-NOT_FOUND, INVALID_EPOCH = 70, 71
+NOT_FOUND, INVALID_EPOCH, TOPIC_ID_ERROR = 70, 71, 106
 
 
 def produce_one(conn, topic: str, partition: int, value_: bytes):
@@ -95,6 +95,27 @@ def test_session_on_the_wire(own_broker, topic):
         assert bad.error == NOT_FOUND
     m = scrape(own_broker.metrics_port)
     assert value(m, f"{CACHE}_numincrementalfetchsessions") == 0
+
+
+def test_session_cannot_change_its_use_of_topic_ids(broker, topic):
+    """A session made by Fetch v11 (topic names) used by Fetch v13 (topic ids), and the reverse:
+    FETCH_SESSION_TOPIC_ID_ERROR (106), the session kept at its epoch."""
+    make_topic(broker.bootstrap, topic, 1)
+    with k.Connection(broker.bootstrap) as c:
+        by_name = k.session_fetch(c, 0, 0, [(topic, [(0, 0)])])
+        assert by_name.error == 0 and by_name.session_id > 0
+        assert k.session_fetch_v13_empty(c, by_name.session_id, 1) == (TOPIC_ID_ERROR, 0)
+        assert k.session_fetch(c, by_name.session_id, 1, []).error == 0
+        err, by_id = k.session_fetch_v13_empty(c, 0, 0)
+        assert err == 0 and by_id > 0
+        wrong = k.session_fetch(c, by_id, 1, [])
+        assert (wrong.error, wrong.session_id) == (TOPIC_ID_ERROR, 0)
+        # Kept at epoch 1: its incremental fetch is accepted, and closes it, as it holds no partition.
+        assert k.session_fetch_v13_empty(c, by_id, 1) == (0, 0)
+        assert k.session_fetch_v13_empty(c, by_id, 2) == (NOT_FOUND, 0)
+        # Epoch -1 closes a session.
+        assert k.session_fetch(c, by_name.session_id, -1, []).session_id == 0
+        assert k.session_fetch(c, by_name.session_id, 2, []).error == NOT_FOUND
 
 
 @pytest.mark.parametrize("own_broker", [{"max.incremental.fetch.session.cache.slots": "1"}], indirect=True)
