@@ -81,7 +81,6 @@ struct Touch {
 }
 
 /// The sessions of this broker, bounded by [`FetchSessionConfig::max_slots`].
-#[derive(Debug)]
 pub struct FetchSessionCache {
     config: FetchSessionConfig,
     sessions: HashMap<i32, FetchSession>,
@@ -97,6 +96,18 @@ pub struct FetchSessionCache {
     evictions: u64,
     /// splitmix64 state for session ids.
     rng: u64,
+}
+
+impl std::fmt::Debug for FetchSessionCache {
+    /// A summary: the sessions themselves can be many and large.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FetchSessionCache")
+            .field("config", &self.config)
+            .field("sessions", &self.sessions.len())
+            .field("partitions", &self.num_partitions)
+            .field("evictions", &self.evictions)
+            .finish()
+    }
 }
 
 impl FetchSessionCache {

@@ -49,7 +49,7 @@ pub(super) enum SessionPlan {
     Incremental { id: i32, epoch: i32 },
 }
 
-/// Applies the session part of `request` (Fetch `version`; a follower's when `privileged`): closes a
+/// Applies the session part of `request` (Fetch `version`): closes a
 /// session a full fetch names; for an incremental fetch updates the session and replaces
 /// `request.topics` by its partitions. `Err` is the whole answer: FETCH_SESSION_ID_NOT_FOUND,
 /// INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR or INVALID_REQUEST (too many partitions), with
@@ -60,34 +60,29 @@ pub(super) fn begin(
     request: &mut FetchRequest,
 ) -> Result<SessionPlan, FetchResponse> {
     let now_ms = now_ms(apis);
-    let mut cache = apis.fetch_sessions.lock();
-    let plan = match SessionRequest::classify(request.session_id, request.session_epoch) {
-        SessionRequest::Sessionless { close } => {
-            if let Some(id) = close {
-                cache.remove(id);
-            }
-            SessionPlan::Sessionless
-        }
-        SessionRequest::Full { close } => {
-            if let Some(id) = close {
-                cache.remove(id);
-            }
-            SessionPlan::Full
-        }
+    let (plan, close) = match SessionRequest::classify(request.session_id, request.session_epoch) {
+        SessionRequest::Sessionless { close } => (SessionPlan::Sessionless, close),
+        SessionRequest::Full { close } => (SessionPlan::Full, close),
         SessionRequest::Incremental { session_id, epoch } => {
             let uses_topic_ids = version >= 13;
+            // Keyed outside the lock: a request may name many partitions.
             let updates = requested(version, &request.topics);
             let forgotten = forgotten(version, request);
-            let result = cache.update(
-                now_ms,
-                session_id,
-                epoch,
-                uses_topic_ids,
-                updates,
-                &forgotten,
-            );
+            let result = {
+                let mut cache = apis.fetch_sessions.lock();
+                let result = cache.update(
+                    now_ms,
+                    session_id,
+                    epoch,
+                    uses_topic_ids,
+                    updates,
+                    &forgotten,
+                );
+                publish_metrics(&cache);
+                result
+            };
             request.forgotten_topics_data.clear();
-            match result {
+            let plan = match result {
                 Ok(Incremental::Read { epoch, partitions }) => {
                     request.topics = session_topics(&partitions);
                     SessionPlan::Incremental {
@@ -100,14 +95,18 @@ pub(super) fn begin(
                     SessionPlan::Sessionless
                 }
                 Err(e) => {
-                    publish_metrics(&cache);
                     tracing::debug!(error = %e, "incremental fetch refused");
                     return Err(error_response(fetch_session_error_code(&e)));
                 }
-            }
+            };
+            (plan, None)
         }
     };
-    publish_metrics(&cache);
+    if let Some(id) = close {
+        let mut cache = apis.fetch_sessions.lock();
+        cache.remove(id);
+        publish_metrics(&cache);
+    }
     Ok(plan)
 }
 
@@ -128,11 +127,13 @@ pub(super) fn finish(
         SessionPlan::Sessionless => response.session_id = INVALID_SESSION_ID,
         SessionPlan::Full if throttled => response.session_id = INVALID_SESSION_ID,
         SessionPlan::Full => {
-            let partitions = answered(version, request, response);
-            let now_ms = now_ms(apis);
-            let mut cache = apis.fetch_sessions.lock();
-            let id = cache.create(now_ms, privileged, version >= 13, partitions);
-            publish_metrics(&cache);
+            let id = answered(version, request, response).and_then(|partitions| {
+                let now_ms = now_ms(apis);
+                let mut cache = apis.fetch_sessions.lock();
+                let id = cache.create(now_ms, privileged, version >= 13, partitions);
+                publish_metrics(&cache);
+                id
+            });
             response.session_id = id.unwrap_or(INVALID_SESSION_ID);
         }
         SessionPlan::Incremental { id, .. } if throttled => response.session_id = id,
@@ -257,29 +258,33 @@ fn session_topics(partitions: &[CachedPartition]) -> Vec<FetchTopic> {
 }
 
 /// A full fetch's partitions with what was answered for them (the handler answers every requested
-/// partition in request order), as a new session holds them.
+/// partition in request order), as a new session holds them; `None` (no session) if the answer does not
+/// match the request.
 fn answered(
     version: i16,
     request: &FetchRequest,
     response: &FetchResponse,
-) -> Vec<CachedPartition> {
+) -> Option<Vec<CachedPartition>> {
     let requested = requested(version, &request.topics);
     let answers = (response.responses.iter()).flat_map(|t| t.partitions.iter().map(answer_of));
-    assert_eq!(
-        requested.len(),
-        (response.responses.iter())
-            .map(|t| t.partitions.len())
-            .sum::<usize>(),
-        "every requested partition is answered"
-    );
-    (requested.into_iter())
+    let answered: usize = response.responses.iter().map(|t| t.partitions.len()).sum();
+    if answered != requested.len() {
+        debug_assert!(
+            false,
+            "{answered} answers to {} partitions",
+            requested.len()
+        );
+        return None;
+    }
+    let partitions = (requested.into_iter())
         .zip(answers)
         .map(|((key, fetch), answer)| {
             let mut p = CachedPartition::new(key, fetch);
             p.must_respond(&answer);
             p
         })
-        .collect()
+        .collect();
+    Some(partitions)
 }
 
 /// What the session compares of one partition's answer.
@@ -300,10 +305,10 @@ fn answer_of(p: &PartitionData) -> PartitionAnswer {
 
 /// Sets the cache's gauges and eviction counter.
 fn publish_metrics(cache: &FetchSessionCache) {
-    let prefix = "kafka_server_fetchsessioncache";
-    metrics::gauge!(format!("{prefix}_numincrementalfetchsessions")).set(cache.len() as f64);
-    metrics::gauge!(format!("{prefix}_numincrementalfetchpartitionscached"))
+    metrics::gauge!("kafka_server_fetchsessioncache_numincrementalfetchsessions")
+        .set(cache.len() as f64);
+    metrics::gauge!("kafka_server_fetchsessioncache_numincrementalfetchpartitionscached")
         .set(cache.num_partitions() as f64);
-    metrics::counter!(format!("{prefix}_incrementalfetchsessionevictions_total"))
+    metrics::counter!("kafka_server_fetchsessioncache_incrementalfetchsessionevictions_total")
         .absolute(cache.evictions());
 }
