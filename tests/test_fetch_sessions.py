@@ -269,6 +269,7 @@ def test_java_consumer_uses_incremental_fetches_and_survives_restart(own_broker,
         mean = (s1 - s0) / (c1 - c0)
         # A full Fetch v17 of 1,000 partitions is over 30 KB; an idle incremental one is under 200 bytes.
         assert mean < 500, f"idle Fetch requests average {mean:.0f} bytes: not incremental"
+        print(f"Java consumer, 1,000 partitions, idle Fetch request: {mean:.0f} bytes on average")
 
         # A restart loses the session: error 70, a full fetch, a new session; consuming goes on.
         own_broker.restart()
