@@ -43,7 +43,9 @@ SESSION_MS = 6000  # Kafka's group.min.session.timeout.ms default: the smallest 
 WAIT_S = 45  # bound for "the group becomes stable" (joins + sync; no fixed delays are expected)
 JAVA_LIB = ROOT / "tests" / "java" / "target" / "lib"
 
-GROUP_SETS = {"group.initial.rebalance.delay.ms": "0"}
+# KIP-848 groups: the member session the classic tests ask for, and a heartbeat interval a test can wait out.
+GROUP_SETS = {"group.initial.rebalance.delay.ms": "0", "group.consumer.session.timeout.ms": str(SESSION_MS),
+              "group.consumer.heartbeat.interval.ms": "1000"}
 
 
 # ---------------------------------------------------------------------------------------------- fixtures
@@ -108,9 +110,13 @@ if cfg["client"] == "confluent":
     conf = {
         "bootstrap.servers": cfg["bootstrap"], "group.id": cfg["group"],
         "auto.offset.reset": "earliest", "enable.auto.commit": False,
-        "session.timeout.ms": cfg["session_ms"], "heartbeat.interval.ms": 1000,
-        "partition.assignment.strategy": cfg["strategy"],
     }
+    if cfg["strategy"] == "consumer":
+        # KIP-848: the broker assigns; session and heartbeat come from the broker's group.consumer.* configs.
+        conf["group.protocol"] = "consumer"
+    else:
+        conf.update({"session.timeout.ms": cfg["session_ms"], "heartbeat.interval.ms": 1000,
+                     "partition.assignment.strategy": cfg["strategy"]})
     if cfg.get("instance"):
         conf["group.instance.id"] = cfg["instance"]
     c = Consumer(conf)
@@ -188,9 +194,14 @@ public class GroupMember {
         p.put("group.id", a[1]);
         p.put("auto.offset.reset", "earliest");
         p.put("enable.auto.commit", "false");
-        p.put("session.timeout.ms", a[3]);
-        p.put("heartbeat.interval.ms", "1000");
-        p.put("partition.assignment.strategy", "org.apache.kafka.clients.consumer.RangeAssignor");
+        if (a.length > 4 && a[4].equals("consumer")) {
+            // KIP-848: the broker assigns; the session and heartbeat interval are the broker's.
+            p.put("group.protocol", "consumer");
+        } else {
+            p.put("session.timeout.ms", a[3]);
+            p.put("heartbeat.interval.ms", "1000");
+            p.put("partition.assignment.strategy", "org.apache.kafka.clients.consumer.RangeAssignor");
+        }
         p.put("key.deserializer", ByteArrayDeserializer.class.getName());
         p.put("value.deserializer", ByteArrayDeserializer.class.getName());
         try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p)) {
@@ -294,7 +305,7 @@ class Member:
             if not src.exists():
                 src.write_text(JAVA_MEMBER)
             argv = ["java", "-XX:TieredStopAtLevel=1", "-cp", f"{JAVA_LIB}/*", str(src), group.bootstrap,
-                    group.group, group.topic, str(session_ms)]
+                    group.group, group.topic, str(session_ms), strategy]
         else:
             cfg = dict(client=client, bootstrap=group.bootstrap, group=group.group, topic=group.topic,
                        strategy=strategy, instance=instance, session_ms=session_ms, max_records=max_records)
@@ -382,6 +393,9 @@ CLIENTS = [
     pytest.param("confluent", "cooperative-sticky", id="librdkafka-cooperative-sticky"),
     pytest.param("kafka-python", "range", id="kafka-python"),
     pytest.param("java", "range", id="java"),
+    # KIP-848: the same tests with the consumer rebalance protocol (ConsumerGroupHeartbeat).
+    pytest.param("confluent", "consumer", id="librdkafka-kip848"),
+    pytest.param("java", "consumer", id="java-kip848"),
 ]
 
 
@@ -422,7 +436,7 @@ def test_three_members_then_a_fourth_exactly_once(gbroker, client, strategy, tmp
         g.close()
 
 
-@pytest.mark.parametrize("client,strategy", CLIENTS[:3])
+@pytest.mark.parametrize("client,strategy", CLIENTS[:3] + CLIENTS[4:5])
 def test_kill9_member_survivors_take_over(gbroker, client, strategy, tmp_path):
     """kill -9 of one member: the survivors own every partition within session timeout + rebalance time."""
     topic, group = unique("grpk"), unique("g")

@@ -50,8 +50,8 @@ pub const METADATA_VERSION: &str = "metadata.version";
 /// Every feature this broker supports, in name order.
 ///
 /// - `eligible.leader.replicas.version` 0: no ELR (KIP-966).
-/// - `group.version` 0: the consumer rebalance protocol (KIP-848) is not implemented; level 1 would
-///   make clients try ConsumerGroupHeartbeat.
+/// - `group.version` 0–1, finalized at 1: the consumer rebalance protocol (KIP-848,
+///   ConsumerGroupHeartbeat and ConsumerGroupDescribe) is served, as Kafka 4.x does by default.
 /// - `kraft.version` 0–1, finalized at 1 (KIP-853): the voters live in the metadata log (openraft's
 ///   membership) from the first start, so AddRaftVoter and RemoveRaftVoter are served
 ///   (`controller::voter_changes`) — what level 1 means in Kafka, which refuses them at level 0.
@@ -61,7 +61,12 @@ pub const METADATA_VERSION: &str = "metadata.version";
 /// - `transaction.version` 0–[`TRANSACTION_VERSION_LEVEL`], finalized at 2.
 pub const FEATURES: &[Feature] = &[
     fixed_at_zero("eligible.leader.replicas.version"),
-    fixed_at_zero("group.version"),
+    Feature {
+        name: "group.version",
+        min_supported: 0,
+        max_supported: 1,
+        finalized: 1,
+    },
     Feature {
         name: KRAFT_VERSION,
         min_supported: 0,
@@ -117,9 +122,15 @@ mod tests {
         let names: Vec<_> = finalized().map(|f| f.name).collect();
         assert_eq!(
             names,
-            [KRAFT_VERSION, METADATA_VERSION, TRANSACTION_VERSION]
+            [
+                "group.version",
+                KRAFT_VERSION,
+                METADATA_VERSION,
+                TRANSACTION_VERSION
+            ]
         );
-        assert_eq!(feature("group.version").map(|f| f.max_supported), Some(0));
+        assert_eq!(feature("group.version").map(|f| f.max_supported), Some(1));
+        assert_eq!(feature("share.version").map(|f| f.max_supported), Some(0));
         assert!(feature("foo.version").is_none());
     }
 }

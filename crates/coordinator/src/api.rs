@@ -381,4 +381,6 @@ pub struct ListedGroup {
     pub protocol_type: String,
     /// State name (v4+ `group_state`).
     pub group_state: String,
+    /// "classic" or "consumer" (v5+ `group_type`, KIP-848).
+    pub group_type: String,
 }

@@ -27,6 +27,15 @@ pub struct GroupConfig {
     pub offset_metadata_max_bytes: usize,
     /// Partition count of `__consumer_offsets` (default 50); see [`crate::partition_for`].
     pub offsets_topic_num_partitions: i32,
+    /// KIP-848 `group.consumer.session.timeout.ms` (default 45000): a consumer-group member that does not
+    /// heartbeat for this long is fenced.
+    pub consumer_session_timeout_ms: i32,
+    /// KIP-848 `group.consumer.heartbeat.interval.ms` (default 5000), told to members in every heartbeat.
+    pub consumer_heartbeat_interval_ms: i32,
+    /// KIP-848 `group.consumer.max.size` (default `i32::MAX`): more members get GROUP_MAX_SIZE_REACHED.
+    pub consumer_max_size: i32,
+    /// KIP-848 `group.consumer.assignors` (default `uniform, range`); the first is the default.
+    pub consumer_assignors: Vec<String>,
 }
 
 impl Default for GroupConfig {
@@ -41,6 +50,13 @@ impl Default for GroupConfig {
             offsets_retention_check_interval_ms: 600_000,
             offset_metadata_max_bytes: 4096,
             offsets_topic_num_partitions: 50,
+            consumer_session_timeout_ms: 45_000,
+            consumer_heartbeat_interval_ms: 5_000,
+            consumer_max_size: i32::MAX,
+            consumer_assignors: vec![
+                crate::consumer::assignor::UNIFORM.to_string(),
+                crate::consumer::assignor::RANGE.to_string(),
+            ],
         }
     }
 }

@@ -1,4 +1,5 @@
-//! Runnel's group coordinator for Kafka's classic consumer-group protocol, and committed offsets; and its
+//! Runnel's group coordinator for Kafka's classic consumer-group protocol and the KIP-848 consumer protocol
+//! ([`consumer`]), and committed offsets; and its
 //! transaction coordinator ([`transaction`], KIP-98/360/664/890), built the same way.
 //!
 //! A pure state machine: no sockets, no tasks, no files, no clock. Every call that can change state takes
@@ -25,6 +26,7 @@
 
 mod api;
 mod config;
+pub mod consumer;
 mod group;
 mod group_coordinator;
 mod records;
@@ -33,6 +35,10 @@ pub mod transaction;
 
 pub use api::*;
 pub use config::GroupConfig;
+pub use consumer::api::{
+    ConsumerHeartbeatRequest, ConsumerHeartbeatResult, DescribedConsumerGroup,
+    DescribedConsumerMember, TopicsImage,
+};
 pub use group::{GroupState, CONSUMER_PROTOCOL_TYPE};
 pub use group_coordinator::{GroupCoordinator, GroupSummary, TxnOffsetsSnapshot};
 pub use records::{

@@ -6,8 +6,10 @@
 //!
 //! - key version 0 or 1 — OffsetCommitKey: `group: STRING, topic: STRING, partition: INT32`. We write version 1.
 //! - key version 2 — GroupMetadataKey: `group: STRING`.
-//! - key version >= 3 — records of other group types (consumer/share/streams groups); not ours:
-//!   [`decode_record`] reports [`RecordDecodeError::UnknownKeyVersion`] so the loader can skip them.
+//! - key versions 3 and 5–8 — consumer group records (KIP-848), see `consumer::records`.
+//! - other key versions — records of other group types (share/streams groups, and consumer-group types 4 and 16
+//!   we do not keep): [`decode_record`] reports [`RecordDecodeError::UnknownKeyVersion`] so the loader can skip
+//!   them.
 //! - OffsetCommitValue v0: `offset INT64, metadata STRING, commitTimestamp INT64`; v1 adds `expireTimestamp INT64`
 //!   after commitTimestamp; v2 is v0; v3: `offset INT64, leaderEpoch INT32, metadata STRING, commitTimestamp INT64`;
 //!   v4 is v3 in flexible encoding (compact strings, tagged fields). We write v3, or v1 when an explicit expire
@@ -46,6 +48,8 @@ pub enum GroupRecord {
         /// The group's metadata, or `None` for a tombstone.
         value: Option<GroupMetadataValue>,
     },
+    /// A consumer group's record (KIP-848; key versions 3, 5–8).
+    Consumer(Box<crate::consumer::ConsumerRecord>),
 }
 
 impl GroupRecord {
@@ -55,6 +59,7 @@ impl GroupRecord {
             GroupRecord::OffsetCommit { group, .. } | GroupRecord::GroupMetadata { group, .. } => {
                 group
             }
+            GroupRecord::Consumer(r) => r.group_id(),
         }
     }
 }
@@ -116,8 +121,8 @@ pub struct MemberMetadataValue {
 /// Error decoding a `__consumer_offsets` record.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RecordDecodeError {
-    /// The key's version denotes a record type this coordinator does not handle (e.g. KIP-848 consumer
-    /// group records, key version >= 3). Loaders skip such records.
+    /// The key's version denotes a record type this coordinator does not handle (share and streams group
+    /// records, consumer-group types 4 and 16). Loaders skip such records.
     #[error("unknown record key version {0}")]
     UnknownKeyVersion(i16),
     /// The value's version is not one of the known versions for its key type.
@@ -206,6 +211,7 @@ pub fn encode_record(record: &GroupRecord) -> (Bytes, Option<Bytes>) {
             });
             (k.freeze(), v)
         }
+        GroupRecord::Consumer(r) => crate::consumer::records::encode(r),
     }
 }
 
@@ -240,7 +246,8 @@ pub fn decode_record(key: &[u8], value: Option<&[u8]>) -> Result<GroupRecord, Re
             };
             Ok(GroupRecord::GroupMetadata { group, value })
         }
-        other => Err(RecordDecodeError::UnknownKeyVersion(other)),
+        other => crate::consumer::records::decode(other, &mut kr, value)
+            .map(|r| GroupRecord::Consumer(Box::new(r))),
     }
 }
 
@@ -331,7 +338,7 @@ fn truncated(s: &str) -> &str {
     &s[..end]
 }
 
-fn put_string(b: &mut BytesMut, s: &str) {
+pub(crate) fn put_string(b: &mut BytesMut, s: &str) {
     let s = truncated(s);
     b.put_i16(s.len() as i16);
     b.put_slice(s.as_bytes());
@@ -350,17 +357,17 @@ fn put_bytes(b: &mut BytesMut, v: &[u8]) {
 }
 
 /// Bounds-checked big-endian reader for the classic (`flexible = false`) and flexible encodings.
-struct Reader<'a> {
+pub(crate) struct Reader<'a> {
     buf: &'a [u8],
     flexible: bool,
 }
 
 impl<'a> Reader<'a> {
-    fn new(buf: &'a [u8], flexible: bool) -> Self {
+    pub(crate) fn new(buf: &'a [u8], flexible: bool) -> Self {
         Reader { buf, flexible }
     }
 
-    fn take(&mut self, n: usize) -> Result<&'a [u8], RecordDecodeError> {
+    pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u8], RecordDecodeError> {
         if n > self.buf.len() {
             return Err(RecordDecodeError::Malformed("truncated"));
         }
@@ -369,17 +376,21 @@ impl<'a> Reader<'a> {
         Ok(head)
     }
 
-    fn i16(&mut self) -> Result<i16, RecordDecodeError> {
+    pub(crate) fn i8(&mut self) -> Result<i8, RecordDecodeError> {
+        Ok(self.take(1)?[0] as i8)
+    }
+
+    pub(crate) fn i16(&mut self) -> Result<i16, RecordDecodeError> {
         let b = self.take(2)?;
         Ok(i16::from_be_bytes([b[0], b[1]]))
     }
 
-    fn i32(&mut self) -> Result<i32, RecordDecodeError> {
+    pub(crate) fn i32(&mut self) -> Result<i32, RecordDecodeError> {
         let b = self.take(4)?;
         Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
 
-    fn i64(&mut self) -> Result<i64, RecordDecodeError> {
+    pub(crate) fn i64(&mut self) -> Result<i64, RecordDecodeError> {
         let b = self.take(8)?;
         let mut a = [0u8; 8];
         a.copy_from_slice(b);
@@ -420,7 +431,7 @@ impl<'a> Reader<'a> {
         Ok(Some(n))
     }
 
-    fn nullable_string(&mut self) -> Result<Option<String>, RecordDecodeError> {
+    pub(crate) fn nullable_string(&mut self) -> Result<Option<String>, RecordDecodeError> {
         match self.len(false)? {
             None => Ok(None),
             Some(n) => {
@@ -432,7 +443,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn string(&mut self) -> Result<String, RecordDecodeError> {
+    pub(crate) fn string(&mut self) -> Result<String, RecordDecodeError> {
         self.nullable_string()?
             .ok_or(RecordDecodeError::Malformed("null non-nullable string"))
     }
@@ -444,7 +455,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn array_len(&mut self) -> Result<usize, RecordDecodeError> {
+    pub(crate) fn array_len(&mut self) -> Result<usize, RecordDecodeError> {
         let n: i64 = if self.flexible {
             self.uvarint()? as i64 - 1
         } else {
@@ -462,8 +473,24 @@ impl<'a> Reader<'a> {
         Ok(n as usize)
     }
 
+    /// Reads a tagged-field section, returning the INT64 value of tag `tag` if present (other tags are
+    /// skipped). Flexible encoding only.
+    pub(crate) fn tagged_i64(&mut self, tag: u64) -> Result<Option<i64>, RecordDecodeError> {
+        let count = self.uvarint()?;
+        let mut found = None;
+        for _ in 0..count {
+            let t = self.uvarint()?;
+            let size = self.uvarint()? as usize;
+            let body = self.take(size)?;
+            if t == tag && size == 8 {
+                found = Some(Reader::new(body, false).i64()?);
+            }
+        }
+        Ok(found)
+    }
+
     /// Skips a tagged-field section (flexible versions only).
-    fn tagged_fields(&mut self) -> Result<(), RecordDecodeError> {
+    pub(crate) fn tagged_fields(&mut self) -> Result<(), RecordDecodeError> {
         if !self.flexible {
             return Ok(());
         }
@@ -635,8 +662,8 @@ mod tests {
     #[test]
     fn rejects_garbage_without_panicking() {
         assert!(matches!(
-            decode_record(&[0, 3, 0, 0], None),
-            Err(RecordDecodeError::UnknownKeyVersion(3))
+            decode_record(&[0, 9, 0, 0], None),
+            Err(RecordDecodeError::UnknownKeyVersion(9))
         ));
         assert!(decode_record(&[0], None).is_err());
         assert!(decode_record(&[0, 2, 0x7f, 0xff], None).is_err());

@@ -14,6 +14,10 @@ pub(crate) enum TimerKey {
     Sync { group: String },
     /// Periodic offsets retention check.
     OffsetsRetention,
+    /// Session expiry of a consumer-group member (KIP-848).
+    ConsumerSession { group: String, member: String },
+    /// Rebalance timeout of a consumer-group member that must revoke partitions (KIP-848).
+    ConsumerRebalance { group: String, member: String },
 }
 
 /// What to do when a timer fires.
@@ -30,6 +34,11 @@ pub(crate) enum TimerAction {
         generation: i32,
     },
     OffsetsRetention,
+    ExpireConsumerSession,
+    /// Fence the member if it is still revoking at this epoch.
+    ExpireConsumerRebalance {
+        epoch: i32,
+    },
 }
 
 #[derive(Default, Debug)]
@@ -80,7 +89,9 @@ impl Timers {
             .filter(|k| match k {
                 TimerKey::Heartbeat { group: g, .. }
                 | TimerKey::Join { group: g }
-                | TimerKey::Sync { group: g } => g == group,
+                | TimerKey::Sync { group: g }
+                | TimerKey::ConsumerSession { group: g, .. }
+                | TimerKey::ConsumerRebalance { group: g, .. } => g == group,
                 TimerKey::OffsetsRetention => false,
             })
             .cloned()

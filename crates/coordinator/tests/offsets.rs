@@ -340,8 +340,8 @@ fn replay_round_trip() {
     assert!(c3.group_state("static").is_none());
     // Records of other group types are reported, not misread.
     assert!(matches!(
-        decode_record(&[0, 5, 0, 1, b'x'], Some(&[0, 0])),
-        Err(RecordDecodeError::UnknownKeyVersion(5))
+        decode_record(&[0, 9, 0, 1, b'x'], Some(&[0, 0])),
+        Err(RecordDecodeError::UnknownKeyVersion(9))
     ));
 }
 

@@ -1,6 +1,7 @@
 //! `runnel group list|describe|reset-offsets|delete`.
 //!
-//! list/describe use rdkafka's group listing (ListGroups + DescribeGroups); the committed offsets of
+//! list/describe use rdkafka's group listing (ListGroups + DescribeGroups) — describe asks
+//! ConsumerGroupDescribe first, for a KIP-848 consumer group's epochs and target assignment —; the committed offsets of
 //! every partition of a group come from OffsetFetch (all topics, v2+) sent with our own codec to
 //! the group coordinator (FindCoordinator), since rust-rdkafka can only ask for partitions it
 //! already knows; end offsets are ListOffsets through rdkafka. reset-offsets commits through an
@@ -122,31 +123,46 @@ fn list(conn: &ConnArgs) -> anyhow::Result<()> {
         .inner()
         .fetch_group_list(None, conn.timeout())
         .map_err(|e| anyhow!("listing groups: {}", kafka_error(&e)))?;
-    let mut rows: Vec<(String, String, String, usize)> = groups
-        .groups()
-        .iter()
-        .map(|g| {
-            (
-                g.name().to_string(),
-                g.state().to_string(),
-                g.protocol_type().to_string(),
+    let mut rows: Vec<(String, &str, String, String, usize)> = Vec::new();
+    for g in groups.groups() {
+        // DescribeGroups knows classic groups only: a KIP-848 consumer group comes back "Dead".
+        let consumer = match g.state() == "Dead" && g.members().is_empty() {
+            true => consumer_group(conn, g.name())?,
+            false => None,
+        };
+        rows.push(match consumer {
+            Some(c) => (
+                g.name().into(),
+                "consumer",
+                c.state,
+                c.protocol_type,
+                c.members.len(),
+            ),
+            None => (
+                g.name().into(),
+                "classic",
+                g.state().into(),
+                g.protocol_type().into(),
                 g.members().len(),
-            )
-        })
-        .collect();
+            ),
+        });
+    }
     rows.sort();
     if conn.json {
-        let v: Vec<_> = rows
-            .iter()
-            .map(|(n, s, t, m)| json!({"group": n, "state": s, "protocol_type": t, "members": m}))
+        let v: Vec<_> = (rows.iter())
+            .map(|(n, ty, s, t, m)| {
+                json!({"group": n, "type": ty, "state": s, "protocol_type": t, "members": m})
+            })
             .collect();
         print_json(&serde_json::Value::Array(v));
     } else {
-        let rows: Vec<Vec<String>> = rows
-            .into_iter()
-            .map(|(n, s, t, m)| vec![n, s, t, m.to_string()])
+        let rows: Vec<Vec<String>> = (rows.into_iter())
+            .map(|(n, ty, s, t, m)| vec![n, ty.to_string(), s, t, m.to_string()])
             .collect();
-        print_table(&["GROUP", "STATE", "PROTOCOL-TYPE", "MEMBERS"], &rows);
+        print_table(
+            &["GROUP", "TYPE", "STATE", "PROTOCOL-TYPE", "MEMBERS"],
+            &rows,
+        );
     }
     Ok(())
 }
@@ -202,13 +218,12 @@ pub fn parse_assignment(b: &[u8]) -> Option<Vec<(String, i32)>> {
 
 /// The committed offsets of `group` for every partition it has one for, via FindCoordinator and
 /// OffsetFetch (topics = null). Returns (topic, partition) → offset (-1 for none).
-pub fn committed_offsets(
-    conn: &ConnArgs,
-    group: &str,
-) -> anyhow::Result<BTreeMap<(String, i32), i64>> {
-    use protocol::messages::{FindCoordinatorRequest, OffsetFetchRequest};
+/// A connection to the coordinator of `group` (FindCoordinator through any bootstrap broker, retried
+/// until `deadline` while the coordinator is loading or moving).
+fn coordinator(conn: &ConnArgs, group: &str, deadline: std::time::Instant) -> anyhow::Result<Wire> {
+    use protocol::messages::FindCoordinatorRequest;
     use protocol::{RequestBody, ResponseBody};
-    let deadline = std::time::Instant::now() + conn.timeout();
+    let retriable = |code: i16| matches!(code, 14..=16); // load in progress, not available, not coordinator
     loop {
         let mut bootstrap = Wire::connect_any(conn)?;
         let (_, resp) = bootstrap.call(
@@ -222,7 +237,6 @@ pub fn committed_offsets(
         let ResponseBody::FindCoordinator(fc) = resp else {
             bail!("unexpected response to FindCoordinator");
         };
-        let retriable = |code: i16| matches!(code, 14..=16); // load in progress, not available, not coordinator
         if fc.error_code != 0 {
             if retriable(fc.error_code) && std::time::Instant::now() < deadline {
                 std::thread::sleep(std::time::Duration::from_millis(200));
@@ -234,12 +248,78 @@ pub fn committed_offsets(
             );
         }
         let addr = format!("{}:{}", fc.host, fc.port);
-        let mut coord = if addr == bootstrap.addr() {
-            bootstrap
-        } else {
-            Wire::connect(&addr, conn)
-                .map_err(|e| anyhow!("connecting to the coordinator of group '{group}': {e:#}"))?
-        };
+        if addr == bootstrap.addr() {
+            return Ok(bootstrap);
+        }
+        return Wire::connect(&addr, conn)
+            .map_err(|e| anyhow!("connecting to the coordinator of group '{group}': {e:#}"));
+    }
+}
+
+/// The KIP-848 view of `group` (ConsumerGroupDescribe to its coordinator); `None` when it is not a
+/// consumer group (GROUP_ID_NOT_FOUND) or the broker does not serve the API.
+fn consumer_group(conn: &ConnArgs, group: &str) -> anyhow::Result<Option<GroupSummary>> {
+    use protocol::messages::ConsumerGroupDescribeRequest;
+    use protocol::{ApiKey, RequestBody, ResponseBody};
+    let deadline = std::time::Instant::now() + conn.timeout();
+    let mut coord = coordinator(conn, group, deadline)?;
+    if coord.version(ApiKey::ConsumerGroupDescribe, 1).is_err() {
+        return Ok(None);
+    }
+    let (_, resp) = coord.call(
+        RequestBody::ConsumerGroupDescribe(ConsumerGroupDescribeRequest {
+            group_ids: vec![group.to_string()],
+            ..Default::default()
+        }),
+        1,
+    )?;
+    let ResponseBody::ConsumerGroupDescribe(r) = resp else {
+        bail!("unexpected response to ConsumerGroupDescribe");
+    };
+    let Some(g) = r.groups.into_iter().next() else {
+        return Ok(None);
+    };
+    match g.error_code {
+        0 => {}
+        69 => return Ok(None),
+        code => bail!(
+            "describing group '{group}': {}",
+            protocol_words(code, g.error_message.as_deref())
+        ),
+    }
+    let pairs = |a: &protocol::messages::consumer_group_describe_response::Assignment| {
+        (a.topic_partitions.iter())
+            .flat_map(|t| t.partitions.iter().map(|p| (t.topic_name.clone(), *p)))
+            .collect::<Vec<_>>()
+    };
+    Ok(Some(GroupSummary {
+        state: g.group_state,
+        protocol_type: "consumer".into(),
+        protocol: g.assignor_name,
+        epochs: Some((g.group_epoch, g.assignment_epoch)),
+        members: (g.members.iter())
+            .map(|m| Member {
+                id: m.member_id.clone(),
+                client_id: m.client_id.clone(),
+                host: m.client_host.clone(),
+                assignment: pairs(&m.assignment),
+                epoch: Some(m.member_epoch),
+                target: pairs(&m.target_assignment),
+            })
+            .collect(),
+    }))
+}
+
+pub fn committed_offsets(
+    conn: &ConnArgs,
+    group: &str,
+) -> anyhow::Result<BTreeMap<(String, i32), i64>> {
+    use protocol::messages::OffsetFetchRequest;
+    use protocol::{RequestBody, ResponseBody};
+    let deadline = std::time::Instant::now() + conn.timeout();
+    let retriable = |code: i16| matches!(code, 14..=16); // load in progress, not available, not coordinator
+    loop {
+        let mut coord = coordinator(conn, group, deadline)?;
         let (_, resp) = coord.call(
             RequestBody::OffsetFetch(OffsetFetchRequest {
                 group_id: group.to_string(),
@@ -299,13 +379,30 @@ struct Member {
     client_id: String,
     host: String,
     assignment: Vec<(String, i32)>,
+    /// KIP-848: the member epoch.
+    epoch: Option<i32>,
+    /// KIP-848: the target assignment.
+    target: Vec<(String, i32)>,
 }
 
 struct GroupSummary {
     state: String,
     protocol_type: String,
+    /// The classic protocol, or a consumer group's server assignor.
     protocol: String,
+    /// KIP-848: (group epoch, assignment epoch); `None` for a classic group.
+    epochs: Option<(i32, i32)>,
     members: Vec<Member>,
+}
+
+impl GroupSummary {
+    /// "consumer" for a KIP-848 consumer group, else "classic".
+    fn group_type(&self) -> &'static str {
+        match self.epochs {
+            Some(_) => "consumer",
+            None => "classic",
+        }
+    }
 }
 
 impl From<&GroupInfo> for GroupSummary {
@@ -314,6 +411,7 @@ impl From<&GroupInfo> for GroupSummary {
             state: g.state().to_string(),
             protocol_type: g.protocol_type().to_string(),
             protocol: g.protocol().to_string(),
+            epochs: None,
             members: g
                 .members()
                 .iter()
@@ -325,6 +423,8 @@ impl From<&GroupInfo> for GroupSummary {
                         .assignment()
                         .and_then(parse_assignment)
                         .unwrap_or_default(),
+                    epoch: None,
+                    target: Vec::new(),
                 })
                 .collect(),
         }
@@ -334,7 +434,10 @@ impl From<&GroupInfo> for GroupSummary {
 fn describe(conn: &ConnArgs, group: &str) -> anyhow::Result<()> {
     let admin = admin(conn)?;
     let client = admin.inner();
-    let info = group_info(conn, client, group)?;
+    let info = match consumer_group(conn, group)? {
+        Some(g) => Some(g),
+        None => group_info(conn, client, group)?,
+    };
     let committed = committed_offsets(conn, group)?;
     let exists = info
         .as_ref()
@@ -347,6 +450,7 @@ fn describe(conn: &ConnArgs, group: &str) -> anyhow::Result<()> {
         state: "Empty".into(),
         protocol_type: String::new(),
         protocol: String::new(),
+        epochs: None,
         members: Vec::new(),
     });
     // Every partition that is committed or assigned.
@@ -404,7 +508,11 @@ fn describe(conn: &ConnArgs, group: &str) -> anyhow::Result<()> {
                     .iter()
                     .map(|(t, p)| json!({"topic": t, "partition": p}))
                     .collect();
-                json!({"member_id": m.id, "client_id": m.client_id, "host": m.host, "assignment": a})
+                let target: Vec<_> = (m.target.iter())
+                    .map(|(t, p)| json!({"topic": t, "partition": p}))
+                    .collect();
+                json!({"member_id": m.id, "client_id": m.client_id, "host": m.host, "assignment": a,
+                       "member_epoch": m.epoch, "target_assignment": target})
             })
             .collect();
         let offsets: Vec<_> = rows
@@ -416,13 +524,25 @@ fn describe(conn: &ConnArgs, group: &str) -> anyhow::Result<()> {
             })
             .collect();
         print_json(&json!({
-            "group": group, "state": info.state, "protocol_type": info.protocol_type,
-            "protocol": info.protocol, "members": members, "offsets": offsets,
+            "group": group, "type": info.group_type(), "state": info.state,
+            "protocol_type": info.protocol_type, "protocol": info.protocol,
+            "group_epoch": info.epochs.map(|e| e.0), "assignment_epoch": info.epochs.map(|e| e.1),
+            "members": members, "offsets": offsets,
         }));
     } else {
+        let epochs = match info.epochs {
+            Some((g, a)) => format!("  Group epoch: {g}  Assignment epoch: {a}"),
+            None => String::new(),
+        };
         println!(
-            "Group: {group}  State: {}  Protocol: {}  Members: {}",
+            "Group: {group}  Type: {}  State: {}  {}: {}{epochs}  Members: {}",
+            info.group_type(),
             info.state,
+            if info.epochs.is_some() {
+                "Assignor"
+            } else {
+                "Protocol"
+            },
             if info.protocol.is_empty() {
                 "-"
             } else {
@@ -460,8 +580,44 @@ fn describe(conn: &ConnArgs, group: &str) -> anyhow::Result<()> {
             ],
             &table,
         );
+        if info.epochs.is_some() {
+            println!();
+            print_members(&info);
+        }
     }
     Ok(())
+}
+
+/// A consumer group's members (KIP-848): epoch, owned and target partitions.
+fn print_members(info: &GroupSummary) {
+    let list = |tps: &[(String, i32)]| match tps.is_empty() {
+        true => "-".to_string(),
+        false => (tps.iter())
+            .map(|(t, p)| format!("{t}-{p}"))
+            .collect::<Vec<_>>()
+            .join(","),
+    };
+    let rows: Vec<Vec<String>> = (info.members.iter())
+        .map(|m| {
+            vec![
+                m.id.clone(),
+                m.epoch.map_or_else(|| "-".into(), |e| e.to_string()),
+                m.client_id.clone(),
+                list(&m.assignment),
+                list(&m.target),
+            ]
+        })
+        .collect();
+    print_table(
+        &[
+            "CONSUMER-ID",
+            "EPOCH",
+            "CLIENT-ID",
+            "ASSIGNMENT",
+            "TARGET-ASSIGNMENT",
+        ],
+        &rows,
+    );
 }
 
 #[derive(Debug, Clone, Copy)]

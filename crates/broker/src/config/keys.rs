@@ -164,6 +164,12 @@ keys! {
         "transaction.remove.expired.transaction.cleanup.interval.ms";
     /// `group.max.size`: members per group (GROUP_MAX_SIZE_REACHED past it).
     GROUP_MAX_SIZE: i32 = "group.max.size";
+    /// `group.consumer.session.timeout.ms`: a KIP-848 consumer-group member silent this long is fenced (ms).
+    GROUP_CONSUMER_SESSION_TIMEOUT_MS: i32 = "group.consumer.session.timeout.ms";
+    /// `group.consumer.heartbeat.interval.ms`: how often KIP-848 members heartbeat (ms).
+    GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS: i32 = "group.consumer.heartbeat.interval.ms";
+    /// `group.consumer.max.size`: members per consumer group (GROUP_MAX_SIZE_REACHED past it).
+    GROUP_CONSUMER_MAX_SIZE: i32 = "group.consumer.max.size";
     /// `offset.metadata.max.bytes`: longest commit metadata string (OFFSET_METADATA_TOO_LARGE past it).
     OFFSET_METADATA_MAX_BYTES: i32 = "offset.metadata.max.bytes";
     /// `offsets.retention.check.interval.ms`: how often expired offsets are removed (ms).

@@ -176,6 +176,10 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("group.min.session.timeout.ms", T::Int, Some("6000")),
     def("group.max.session.timeout.ms", T::Int, Some("1800000")),
     def("group.max.size", T::Int, Some("2147483647")),
+    def("group.consumer.session.timeout.ms", T::Int, Some("45000")),
+    def("group.consumer.heartbeat.interval.ms", T::Int, Some("5000")),
+    def("group.consumer.max.size", T::Int, Some("2147483647")),
+    def("group.consumer.assignors", T::List, Some("uniform,range")),
     def("offset.metadata.max.bytes", T::Int, Some("4096")),
     def(
         "offsets.retention.check.interval.ms",

@@ -41,11 +41,13 @@
 //!   [`GroupCoordinatorService::with_seams`]): never backwards (the coordinator requires non-decreasing `now_ms`)
 //!   and never standing still when the wall clock steps back (it goes on at the wall clock's pace).
 
+mod config;
 mod loading;
 mod parked;
 mod persist;
 mod txn_offsets;
 
+pub use config::group_config;
 pub use loading::GroupCoordinatorPublisher;
 use parked::{Pending, Reply};
 use persist::ToPersist;
@@ -56,8 +58,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use coordinator::{
-    decode_record, encode_record, partition_for, Effect, GroupConfig, GroupCoordinator,
-    GroupRecord, JoinGroupRequest, JoinResult, RequestId, SyncGroupRequest, SyncResult,
+    decode_record, encode_record, partition_for, Effect, GroupCoordinator, GroupRecord,
+    JoinGroupRequest, JoinResult, RequestId, SyncGroupRequest, SyncResult,
 };
 use parking_lot::Mutex;
 use protocol::record::{batches, Compression, RecordBatchBuilder};
@@ -198,6 +200,8 @@ pub struct GroupCoordinatorService {
     clock: Arc<dyn Clock>,
     /// Where a partition load runs: the blocking pool, or a task of the caller's runtime (simulation).
     load_io: BackgroundIo,
+    /// The topics image consumer groups assign from, with the metadata offset it was built at.
+    topics_image: Mutex<Option<(i64, Arc<coordinator::TopicsImage>)>>,
 }
 
 impl std::fmt::Debug for GroupCoordinatorService {
@@ -210,26 +214,6 @@ impl std::fmt::Debug for GroupCoordinatorService {
             )
             .field("cluster_mode", &self.cluster_mode)
             .finish()
-    }
-}
-
-/// The coordinator settings taken from the broker config (`group.*`, `offsets.*`).
-pub fn group_config(config: &BrokerConfig) -> GroupConfig {
-    let d = GroupConfig::default();
-    GroupConfig {
-        group_min_session_timeout_ms: config.group_min_session_timeout_ms,
-        group_max_session_timeout_ms: config.group_max_session_timeout_ms,
-        group_initial_rebalance_delay_ms: config
-            .group_initial_rebalance_delay_ms
-            .clamp(0, i64::from(i32::MAX)) as i32,
-        offsets_retention_ms: config.offsets_retention_ms,
-        offsets_topic_num_partitions: config.offsets_topic_num_partitions.max(1),
-        group_max_size: config.get(keys::GROUP_MAX_SIZE).max(1),
-        offset_metadata_max_bytes: config.get(keys::OFFSET_METADATA_MAX_BYTES).max(0) as usize,
-        offsets_retention_check_interval_ms: config
-            .get(keys::OFFSETS_RETENTION_CHECK_INTERVAL_MS)
-            .max(1),
-        ..d
     }
 }
 
@@ -323,7 +307,24 @@ impl GroupCoordinatorService {
             load_ids: AtomicU64::new(0),
             clock: Arc::new(types::SystemClock),
             load_io: BackgroundIo::blocking_pool(),
+            topics_image: Mutex::new(None),
         }
+    }
+
+    /// The topics of `image` as the consumer-group coordinator sees them (name, id, partition count),
+    /// rebuilt only when the metadata changed since the last call (its version is the metadata offset).
+    pub fn topics_image(&self, image: &metadata::MetadataImage) -> Arc<coordinator::TopicsImage> {
+        let mut cached = self.topics_image.lock();
+        if let Some((offset, t)) = cached.as_ref() {
+            if *offset == image.offset {
+                return t.clone();
+            }
+        }
+        let topics = (image.topics.values())
+            .map(|t| (t.name.clone(), t.topic_id, t.partitions.len() as i32));
+        let t = Arc::new(coordinator::TopicsImage::new(image.offset as u64, topics));
+        *cached = Some((image.offset, t.clone()));
+        t
     }
 
     /// A deterministic simulation's seams (issue 13): the coordinator reads `clock` (timers, commit

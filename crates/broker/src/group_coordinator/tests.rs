@@ -475,7 +475,7 @@ fn offsets_of_a_topic_deleted_meanwhile_are_dropped_at_load() {
 fn coordinator_time_goes_on_after_the_wall_clock_steps_back() {
     let clock = types::ManualClock::new(1_000_000);
     let mut st = State {
-        coordinator: GroupCoordinator::new(GroupConfig::default()),
+        coordinator: GroupCoordinator::new(coordinator::GroupConfig::default()),
         pending: HashMap::new(),
         next_request: 1,
         last_now: 0,

@@ -59,7 +59,8 @@ impl GroupCoordinator {
     /// ListGroups: every group, or those whose state name matches one of `states_filter` (case-insensitive;
     /// empty filter = all), ordered by group id.
     pub fn list_groups(&self, states_filter: &[String]) -> Vec<ListedGroup> {
-        self.groups
+        let mut listed: Vec<ListedGroup> = self
+            .groups
             .values()
             .filter(|g| {
                 states_filter.is_empty()
@@ -71,8 +72,12 @@ impl GroupCoordinator {
                 group_id: g.group_id.clone(),
                 protocol_type: g.protocol_type.clone().unwrap_or_default(),
                 group_state: g.state.as_str().to_string(),
+                group_type: super::consumer_admin::CLASSIC_GROUP_TYPE.to_string(),
             })
-            .collect()
+            .collect();
+        listed.extend(self.list_consumer_groups(states_filter));
+        listed.sort_by(|a, b| a.group_id.cmp(&b.group_id));
+        listed
     }
 
     /// DeleteGroups: deletes Empty groups with all their offsets (tombstones persisted). Per group:
@@ -85,6 +90,23 @@ impl GroupCoordinator {
         let mut fx = self.fire_due(now_ms);
         let mut result = Vec::with_capacity(group_ids.len());
         for gid in group_ids {
+            if let Some(code) = self.delete_consumer_group(gid, &mut fx) {
+                if code == ErrorCode::NONE {
+                    self.delete_group_pending(gid, &mut fx);
+                    for (topic, parts) in self.offsets.remove(gid).unwrap_or_default() {
+                        for p in parts.keys() {
+                            fx.push(Effect::Persist(GroupRecord::OffsetCommit {
+                                group: gid.clone(),
+                                topic: topic.clone(),
+                                partition: *p,
+                                value: None,
+                            }));
+                        }
+                    }
+                }
+                result.push((gid.clone(), code));
+                continue;
+            }
             let code = match self.groups.get(gid) {
                 None => ErrorCode::GROUP_ID_NOT_FOUND,
                 Some(g) if g.is(GroupState::Dead) => ErrorCode::GROUP_ID_NOT_FOUND,

@@ -61,7 +61,7 @@ impl GroupCoordinator {
                 partition,
                 value: Some(v),
             } => {
-                if !self.groups.contains_key(&group) {
+                if !self.groups.contains_key(&group) && !self.consumer_groups.contains_key(&group) {
                     let mut g = ClassicGroup::new(group.clone(), 0);
                     g.state_timestamp = None;
                     self.groups.insert(group.clone(), g);
@@ -87,6 +87,7 @@ impl GroupCoordinator {
                 remove_offset(&mut self.offsets, &group, &topic, partition);
                 self.drop_pending(&group, &topic, partition);
             }
+            GroupRecord::Consumer(record) => self.replay_consumer(*record),
             GroupRecord::GroupMetadata { group, value: None } => {
                 self.groups.remove(&group);
                 self.timers.cancel_group(&group);
@@ -141,6 +142,8 @@ impl GroupCoordinator {
     /// `group.max.size` rebalance, and the offsets retention check is scheduled.
     pub fn loaded(&mut self, now_ms: i64) -> Vec<Effect> {
         let ids: Vec<String> = self.groups.keys().cloned().collect();
+        let consumer: Vec<String> = self.consumer_groups.keys().cloned().collect();
+        self.consumer_groups_loaded(now_ms, &consumer);
         self.on_loaded(now_ms, &ids)
     }
 
@@ -183,19 +186,27 @@ impl GroupCoordinator {
     pub fn load_groups(&mut self, now_ms: i64, loaded: GroupCoordinator) -> Vec<Effect> {
         let GroupCoordinator {
             groups,
+            consumer_groups,
             offsets,
             pending,
             next_record_order,
             ..
         } = loaded;
-        let ids: BTreeSet<String> = groups.keys().chain(offsets.keys()).cloned().collect();
+        let ids: BTreeSet<String> = (groups.keys().chain(consumer_groups.keys()))
+            .chain(offsets.keys())
+            .cloned()
+            .collect();
         for id in &ids {
             self.groups.remove(id);
+            self.consumer_groups.remove(id);
             self.offsets.remove(id);
             self.drop_pending_group(id);
             self.timers.cancel_group(id);
         }
         self.groups.extend(groups);
+        let consumer: Vec<String> = consumer_groups.keys().cloned().collect();
+        self.consumer_groups.extend(consumer_groups);
+        self.consumer_groups_loaded(now_ms, &consumer);
         self.offsets.extend(offsets);
         for (pid, by_group) in pending {
             self.pending.entry(pid).or_default().extend(by_group);
@@ -216,12 +227,14 @@ impl GroupCoordinator {
         let ids: Vec<String> = self
             .groups
             .keys()
+            .chain(self.consumer_groups.keys())
             .chain(self.offsets.keys())
             .filter(|id| belongs(id))
             .cloned()
             .collect();
         for id in ids {
             self.offsets.remove(&id);
+            self.consumer_groups.remove(&id);
             self.drop_pending_group(&id);
             self.timers.cancel_group(&id);
             let Some(g) = self.groups.remove(&id) else {
@@ -247,6 +260,8 @@ impl GroupCoordinator {
 
     /// True if the coordinator holds state (a group or committed offsets) for `group_id`.
     pub fn has_group(&self, group_id: &str) -> bool {
-        self.groups.contains_key(group_id) || self.offsets.contains_key(group_id)
+        self.groups.contains_key(group_id)
+            || self.consumer_groups.contains_key(group_id)
+            || self.offsets.contains_key(group_id)
     }
 }

@@ -9,6 +9,8 @@
 //! `txn_offsets` (TxnOffsetCommit's pending transactional offsets), `admin` and `loading`.
 
 mod admin;
+mod consumer;
+mod consumer_admin;
 mod heartbeat;
 mod join;
 mod leave;
@@ -54,6 +56,8 @@ const MAX_TIMERS_PER_CALL: usize = 1_000_000;
 pub struct GroupCoordinator {
     config: GroupConfig,
     groups: BTreeMap<String, ClassicGroup>,
+    /// Consumer groups (KIP-848). A group id names a classic or a consumer group, never both.
+    consumer_groups: BTreeMap<String, crate::consumer::ConsumerGroup>,
     offsets: OffsetStore,
     /// Pending transactional offsets (TxnOffsetCommit), by producer.
     pending: txn_offsets::PendingStore,
@@ -232,6 +236,7 @@ impl GroupCoordinator {
         GroupCoordinator {
             config,
             groups: BTreeMap::new(),
+            consumer_groups: BTreeMap::new(),
             offsets: BTreeMap::new(),
             pending: BTreeMap::new(),
             next_record_order: 0,
@@ -285,6 +290,14 @@ impl GroupCoordinator {
                     let (groups, mut cx) = self.split(now, &mut fx);
                     if let Some(g) = groups.get_mut(&group) {
                         cx.expire_heartbeat(g, &member);
+                    }
+                }
+                TimerKey::ConsumerSession { group, member } => {
+                    self.fence_consumer_member(now, &group, &member, &mut fx);
+                }
+                TimerKey::ConsumerRebalance { group, member } => {
+                    if let TimerAction::ExpireConsumerRebalance { epoch } = action {
+                        self.expire_consumer_rebalance(now, &group, &member, epoch, &mut fx);
                     }
                 }
                 TimerKey::Join { group } | TimerKey::Sync { group } => {

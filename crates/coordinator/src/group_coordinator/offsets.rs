@@ -86,6 +86,10 @@ impl GroupCoordinator {
         if too_long(&req.group_id) {
             return ErrorCode::INVALID_GROUP_ID;
         }
+        let (member, epoch, version) = (&req.member_id, req.generation_id, Some(req.api_version));
+        if let Some(code) = self.validate_consumer_commit(&req.group_id, member, epoch, version) {
+            return code;
+        }
         let (groups, mut cx) = self.split(now_ms, fx);
         let Some(g) = groups.get_mut(&req.group_id) else {
             if req.generation_id < 0 {
@@ -230,16 +234,24 @@ impl GroupCoordinator {
         group_id: &str,
         topics: &[(String, Vec<i32>)],
     ) -> Outcome<OffsetDeleteResult> {
-        let mut fx = self.fire_due(now_ms);
+        let fx = self.fire_due(now_ms);
         let error = |code: ErrorCode| OffsetDeleteResult {
             error_code: code,
             topics: Vec::new(),
         };
-        let Some(g) = self.groups.get(group_id) else {
-            return Outcome {
-                response: error(ErrorCode::GROUP_ID_NOT_FOUND),
-                effects: fx,
+        let consumer = self.consumer_groups.contains_key(group_id);
+        let Some(g) = self.groups.get(group_id).filter(|_| !consumer) else {
+            let code = match consumer {
+                true => ErrorCode::NONE,
+                false => ErrorCode::GROUP_ID_NOT_FOUND,
             };
+            if code != ErrorCode::NONE {
+                return Outcome {
+                    response: error(code),
+                    effects: fx,
+                };
+            }
+            return self.delete_offsets_unchecked(fx, group_id, topics);
         };
         match g.state {
             GroupState::Dead => {
@@ -260,12 +272,22 @@ impl GroupCoordinator {
             }
             _ => {}
         }
+        self.delete_offsets_unchecked(fx, group_id, topics)
+    }
+
+    /// OffsetDelete after the group checks: each partition's offset is tombstoned unless a member subscribes
+    /// to its topic.
+    fn delete_offsets_unchecked(
+        &mut self,
+        mut fx: Vec<Effect>,
+        group_id: &str,
+        topics: &[(String, Vec<i32>)],
+    ) -> Outcome<OffsetDeleteResult> {
         let mut result = Vec::with_capacity(topics.len());
         for (topic, partitions) in topics {
-            let subscribed = self
-                .groups
-                .get(group_id)
-                .is_some_and(|g| g.is_subscribed_to_topic(topic));
+            let subscribed = (self.groups.get(group_id))
+                .is_some_and(|g| g.is_subscribed_to_topic(topic))
+                || self.consumer_group_subscribes(group_id, topic);
             let mut presp = Vec::with_capacity(partitions.len());
             for p in partitions {
                 if subscribed {

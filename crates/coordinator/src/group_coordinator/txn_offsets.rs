@@ -126,6 +126,10 @@ impl GroupCoordinator {
         if too_long(&req.group_id) {
             return ErrorCode::INVALID_GROUP_ID;
         }
+        let (member, epoch) = (&req.member_id, req.generation_id);
+        if let Some(code) = self.validate_consumer_commit(&req.group_id, member, epoch, None) {
+            return code;
+        }
         let Some(g) = self.groups.get(&req.group_id) else {
             if req.generation_id < 0 {
                 let group = ClassicGroup::new(req.group_id.clone(), now_ms);

@@ -10,6 +10,7 @@ mod alter_replica_log_dirs;
 mod alter_user_scram_credentials;
 mod api_versions;
 mod client_quotas;
+mod consumer_group_heartbeat;
 pub use api_versions::response_for as api_versions_response_for;
 mod create_partitions;
 mod create_topics;
@@ -116,6 +117,8 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::SyncGroup, 0, 5),
     (ApiKey::DescribeGroups, 0, 6),
     (ApiKey::ListGroups, 0, 5),
+    (ApiKey::ConsumerGroupHeartbeat, 0, 1),
+    (ApiKey::ConsumerGroupDescribe, 0, 1),
     (ApiKey::DeleteGroups, 0, 3),
     (ApiKey::OffsetDelete, 0, 0),
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
@@ -590,6 +593,12 @@ impl KafkaApis {
         body: RequestBody,
     ) -> Result<ResponseBody, RequestOutcome> {
         Ok(match body {
+            RequestBody::ConsumerGroupHeartbeat(r) => ResponseBody::ConsumerGroupHeartbeat(
+                consumer_group_heartbeat::heartbeat(self, ctx, r).await,
+            ),
+            RequestBody::ConsumerGroupDescribe(r) => ResponseBody::ConsumerGroupDescribe(
+                consumer_group_heartbeat::describe(self, ctx, r),
+            ),
             RequestBody::ElectLeaders(r) => {
                 ResponseBody::ElectLeaders(elect_leaders::handle(self, ctx, r).await)
             }

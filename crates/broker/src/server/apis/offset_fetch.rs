@@ -1,6 +1,7 @@
 //! OffsetFetch (key 9), v1–9. Source: Kafka protocol guide; KIP-88 (null topics = all, v2+), KIP-320 (leader
 //! epoch, v5+), KIP-447 (require_stable, v7+), KIP-709 (several groups per request, v8+), KIP-848 (member id /
-//! epoch, v9+; classic groups ignore them).
+//! epoch, v9+: a consumer-group member fetches at its current epoch, else STALE_MEMBER_EPOCH (113) or
+//! UNKNOWN_MEMBER_ID (25) for the group; classic groups ignore them).
 //!
 //! Partitions without a committed offset get offset -1, leader epoch -1 and metadata "" with no error; an
 //! unknown group is answered the same way. v1–v7 carry one group (v1 has no top-level error field: errors go
@@ -35,6 +36,7 @@ fn fetch(
     group_id: &str,
     topics: Option<Vec<(String, Vec<i32>)>>,
     require_stable: bool,
+    member: (Option<&str>, i32),
 ) -> coordinator::OffsetFetchGroup {
     let error = |error_code: ErrorCode| coordinator::OffsetFetchGroup {
         group_id: group_id.to_string(),
@@ -49,7 +51,13 @@ fn fetch(
     let mut r = apis
         .groups
         .read_group(group_id, |c| {
-            c.fetch_offsets_stable(group_id, topics.as_deref(), require_stable)
+            // KIP-848 (v9+): a member of a consumer group fetches at its current epoch.
+            match c.validate_offset_fetch(group_id, member.0, member.1) {
+                ErrorCode::NONE => {
+                    c.fetch_offsets_stable(group_id, topics.as_deref(), require_stable)
+                }
+                code => error(code),
+            }
         })
         .unwrap_or_else(|e: CoordinatorError| error(e.into()));
     r.topics.retain_mut(|(name, parts)| {
@@ -84,7 +92,15 @@ pub fn handle(
                         .map(|t| (t.name, t.partition_indexes))
                         .collect()
                 });
-                let r = fetch(apis, ctx, &g.group_id, topics, request.require_stable);
+                let member = (g.member_id.as_deref(), g.member_epoch);
+                let r = fetch(
+                    apis,
+                    ctx,
+                    &g.group_id,
+                    topics,
+                    request.require_stable,
+                    member,
+                );
                 group_v8(g.group_id, r)
             })
             .collect();
@@ -110,6 +126,7 @@ pub fn handle(
         &request.group_id,
         requested.clone(),
         require_stable,
+        (None, -1),
     );
     let error_code = r.error_code.0;
     let topics: Vec<OffsetFetchResponseTopic> = if !r.error_code.is_ok() && version < 2 {

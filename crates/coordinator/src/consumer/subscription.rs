@@ -1,0 +1,62 @@
+//! What a consumer group subscribes to: regular expressions resolved against the topics image, and the
+//! metadata hash whose change bumps the group epoch (KIP-848, KIP-1101).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::api::TopicsImage;
+use super::ConsumerGroup;
+
+/// A subscription regular expression, matched against whole topic names (Java's `Matcher.matches`).
+/// Its compiled size is bounded so that a hostile pattern cannot take the coordinator's memory.
+pub fn compile_regex(re: &str) -> Result<regex::Regex, regex::Error> {
+    regex::RegexBuilder::new(&format!("^(?:{re})$"))
+        .size_limit(1 << 20)
+        .build()
+}
+
+/// FNV-1a over the subscribed topics' names, ids and partition counts: the group's metadata hash.
+pub(crate) fn metadata_hash(topics: &BTreeSet<String>, image: &TopicsImage) -> i64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |bytes: &[u8]| {
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    for t in topics {
+        if let Some((id, n)) = image.topic(t) {
+            eat(t.as_bytes());
+            eat(id.as_bytes());
+            eat(&n.to_be_bytes());
+        }
+    }
+    (h as i64).max(1)
+}
+
+/// Re-resolves the group's regular expressions when the topics image changed; true when a resolution
+/// changed. Internal topics (`__`-prefixed) never match, as in Kafka.
+pub(crate) fn resolve_regexes(g: &mut ConsumerGroup, image: &TopicsImage) -> bool {
+    let regexes: BTreeSet<&String> = (g.members.values())
+        .filter_map(|m| m.metadata.subscribed_topic_regex.as_ref())
+        .collect();
+    let stale = g.resolved_version != Some(image.version)
+        || regexes.iter().any(|r| !g.resolved_regex.contains_key(*r));
+    if !stale {
+        return false;
+    }
+    let mut resolved = BTreeMap::new();
+    for re in regexes {
+        let topics: BTreeSet<String> = match compile_regex(re) {
+            Ok(compiled) => (image.names())
+                .filter(|t| !t.starts_with("__") && compiled.is_match(t))
+                .map(str::to_string)
+                .collect(),
+            Err(_) => BTreeSet::new(),
+        };
+        resolved.insert(re.clone(), topics);
+    }
+    g.resolved_version = Some(image.version);
+    let changed = resolved != g.resolved_regex;
+    g.resolved_regex = resolved;
+    changed
+}
