@@ -332,3 +332,102 @@ fn classic_and_consumer_groups_do_not_mix_and_commits_check_the_member_epoch() {
     let delete = h.c.delete_groups(h.now, &[G.to_string()]).response;
     assert_eq!(delete[0].1, ErrorCode::NON_EMPTY_GROUP);
 }
+
+/// One step of a random run: a member joins, heartbeats (revoking at once or late), leaves, goes silent past
+/// its session, or a topic grows.
+#[derive(Clone, Debug)]
+enum Step {
+    Join(u8),
+    Heartbeat(u8),
+    Leave(u8),
+    Silent(u8),
+    Grow,
+}
+
+fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+    use proptest::prelude::*;
+    prop_oneof![
+        2 => (0u8..6).prop_map(Step::Join),
+        4 => (0u8..6).prop_map(Step::Heartbeat),
+        1 => (0u8..6).prop_map(Step::Leave),
+        1 => (0u8..6).prop_map(Step::Silent),
+        1 => Just(Step::Grow),
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+    /// Whatever members do, no partition is ever owned by two members (as the members themselves see it),
+    /// and once everyone heartbeats the group becomes Stable with every partition owned exactly once.
+    #[test]
+    fn random_membership_never_owns_a_partition_twice_and_converges(
+        steps in proptest::collection::vec(step(), 1..60)
+    ) {
+        let mut h = H::new(&[("t", 7)]);
+        let mut partitions = 7;
+        let mut live: BTreeSet<String> = BTreeSet::new();
+        for s in steps {
+            h.now += 100;
+            match s {
+                Step::Join(i) | Step::Heartbeat(i) => {
+                    let m = format!("m{i}");
+                    if matches!(s, Step::Join(_)) && !live.contains(&m) {
+                        h.epochs.remove(&m);
+                        h.owned.remove(&m);
+                    }
+                    let r = h.hb(&m);
+                    if r.error_code == ErrorCode::NONE {
+                        live.insert(m);
+                    } else {
+                        // Fenced or unknown: the client drops its partitions and rejoins later.
+                        h.epochs.remove(&m);
+                        h.owned.remove(&m);
+                        live.remove(&m);
+                    }
+                }
+                Step::Leave(i) => {
+                    let m = format!("m{i}");
+                    if live.remove(&m) {
+                        let mut req = h.req(&m, -1);
+                        req.member_epoch = -1;
+                        h.send(req);
+                        h.epochs.remove(&m);
+                        h.owned.remove(&m);
+                    }
+                }
+                Step::Silent(i) => {
+                    // Everyone else heartbeats while m's session runs out.
+                    let m = format!("m{i}");
+                    if live.remove(&m) {
+                        h.owned.remove(&m);
+                        h.epochs.remove(&m);
+                        for _ in 0..3 {
+                            h.now += 20_000;
+                            for o in live.clone() {
+                                if h.hb(&o).error_code != ErrorCode::NONE {
+                                    live.remove(&o);
+                                    h.owned.remove(&o);
+                                    h.epochs.remove(&o);
+                                }
+                            }
+                            h.c.tick(h.now);
+                        }
+                    }
+                }
+                Step::Grow => {
+                    partitions += 1;
+                    h.image = image(h.image.version + 1, &[("t", partitions)]);
+                }
+            }
+            h.assert_exclusive();
+        }
+        let members: Vec<String> = live.into_iter().collect();
+        let refs: Vec<&str> = members.iter().map(String::as_str).collect();
+        if !refs.is_empty() {
+            h.settle(&refs);
+            let owned: usize = refs.iter().map(|m| h.count(m)).sum();
+            proptest::prop_assert_eq!(owned, partitions as usize);
+        }
+    }
+}

@@ -461,14 +461,6 @@ fn describe(conn: &ConnArgs, group: &str) -> anyhow::Result<()> {
         }
     }
     let keys: BTreeSet<(String, i32)> = committed.keys().chain(owner.keys()).cloned().collect();
-    struct Row {
-        topic: String,
-        partition: i32,
-        committed: Option<i64>,
-        end: Option<i64>,
-        lag: Option<i64>,
-        member: Option<usize>,
-    }
     let mut rows = Vec::new();
     for (t, p) in keys {
         let c = committed.get(&(t.clone(), p)).copied().filter(|o| *o >= 0);
@@ -498,94 +490,111 @@ fn describe(conn: &ConnArgs, group: &str) -> anyhow::Result<()> {
             member,
         });
     }
-    if conn.json {
-        let members: Vec<_> = info
-            .members
-            .iter()
-            .map(|m| {
-                let a: Vec<_> = m
-                    .assignment
-                    .iter()
-                    .map(|(t, p)| json!({"topic": t, "partition": p}))
-                    .collect();
-                let target: Vec<_> = (m.target.iter())
-                    .map(|(t, p)| json!({"topic": t, "partition": p}))
-                    .collect();
-                json!({"member_id": m.id, "client_id": m.client_id, "host": m.host, "assignment": a,
-                       "member_epoch": m.epoch, "target_assignment": target})
-            })
-            .collect();
-        let offsets: Vec<_> = rows
-            .iter()
-            .map(|r| {
-                json!({"topic": r.topic, "partition": r.partition, "committed_offset": r.committed,
-                       "log_end_offset": r.end, "lag": r.lag,
-                       "member_id": r.member.map(|i| info.members[i].id.clone())})
-            })
-            .collect();
-        print_json(&json!({
-            "group": group, "type": info.group_type(), "state": info.state,
-            "protocol_type": info.protocol_type, "protocol": info.protocol,
-            "group_epoch": info.epochs.map(|e| e.0), "assignment_epoch": info.epochs.map(|e| e.1),
-            "members": members, "offsets": offsets,
-        }));
-    } else {
-        let epochs = match info.epochs {
-            Some((g, a)) => format!("  Group epoch: {g}  Assignment epoch: {a}"),
-            None => String::new(),
-        };
-        println!(
-            "Group: {group}  Type: {}  State: {}  {}: {}{epochs}  Members: {}",
-            info.group_type(),
-            info.state,
-            if info.epochs.is_some() {
-                "Assignor"
-            } else {
-                "Protocol"
-            },
-            if info.protocol.is_empty() {
-                "-"
-            } else {
-                &info.protocol
-            },
-            info.members.len()
-        );
-        let dash = || "-".to_string();
-        let table: Vec<Vec<String>> = rows
-            .iter()
-            .map(|r| {
-                let m = r.member.map(|i| &info.members[i]);
-                vec![
-                    r.topic.clone(),
-                    r.partition.to_string(),
-                    r.committed.map_or_else(dash, |o| o.to_string()),
-                    r.end.map_or_else(dash, |o| o.to_string()),
-                    r.lag.map_or_else(dash, |o| o.to_string()),
-                    m.map_or_else(dash, |m| m.id.clone()),
-                    m.map_or_else(dash, |m| m.host.clone()),
-                    m.map_or_else(dash, |m| m.client_id.clone()),
-                ]
-            })
-            .collect();
-        print_table(
-            &[
-                "TOPIC",
-                "PARTITION",
-                "CURRENT-OFFSET",
-                "LOG-END-OFFSET",
-                "LAG",
-                "CONSUMER-ID",
-                "HOST",
-                "CLIENT-ID",
-            ],
-            &table,
-        );
-        if info.epochs.is_some() {
-            println!();
-            print_members(&info);
-        }
+    match conn.json {
+        true => print_describe_json(group, &info, &rows),
+        false => print_describe_text(group, &info, &rows),
     }
     Ok(())
+}
+
+/// One partition row of `group describe`.
+struct Row {
+    topic: String,
+    partition: i32,
+    committed: Option<i64>,
+    end: Option<i64>,
+    lag: Option<i64>,
+    member: Option<usize>,
+}
+
+fn print_describe_json(group: &str, info: &GroupSummary, rows: &[Row]) {
+    let members: Vec<_> = info
+        .members
+        .iter()
+        .map(|m| {
+            let a: Vec<_> = m
+                .assignment
+                .iter()
+                .map(|(t, p)| json!({"topic": t, "partition": p}))
+                .collect();
+            let target: Vec<_> = (m.target.iter())
+                .map(|(t, p)| json!({"topic": t, "partition": p}))
+                .collect();
+            json!({"member_id": m.id, "client_id": m.client_id, "host": m.host, "assignment": a,
+                   "member_epoch": m.epoch, "target_assignment": target})
+        })
+        .collect();
+    let offsets: Vec<_> = rows
+        .iter()
+        .map(|r| {
+            json!({"topic": r.topic, "partition": r.partition, "committed_offset": r.committed,
+                   "log_end_offset": r.end, "lag": r.lag,
+                   "member_id": r.member.map(|i| info.members[i].id.clone())})
+        })
+        .collect();
+    print_json(&json!({
+        "group": group, "type": info.group_type(), "state": info.state,
+        "protocol_type": info.protocol_type, "protocol": info.protocol,
+        "group_epoch": info.epochs.map(|e| e.0), "assignment_epoch": info.epochs.map(|e| e.1),
+        "members": members, "offsets": offsets,
+    }));
+}
+
+fn print_describe_text(group: &str, info: &GroupSummary, rows: &[Row]) {
+    let epochs = match info.epochs {
+        Some((g, a)) => format!("  Group epoch: {g}  Assignment epoch: {a}"),
+        None => String::new(),
+    };
+    println!(
+        "Group: {group}  Type: {}  State: {}  {}: {}{epochs}  Members: {}",
+        info.group_type(),
+        info.state,
+        if info.epochs.is_some() {
+            "Assignor"
+        } else {
+            "Protocol"
+        },
+        if info.protocol.is_empty() {
+            "-"
+        } else {
+            &info.protocol
+        },
+        info.members.len()
+    );
+    let dash = || "-".to_string();
+    let table: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let m = r.member.map(|i| &info.members[i]);
+            vec![
+                r.topic.clone(),
+                r.partition.to_string(),
+                r.committed.map_or_else(dash, |o| o.to_string()),
+                r.end.map_or_else(dash, |o| o.to_string()),
+                r.lag.map_or_else(dash, |o| o.to_string()),
+                m.map_or_else(dash, |m| m.id.clone()),
+                m.map_or_else(dash, |m| m.host.clone()),
+                m.map_or_else(dash, |m| m.client_id.clone()),
+            ]
+        })
+        .collect();
+    print_table(
+        &[
+            "TOPIC",
+            "PARTITION",
+            "CURRENT-OFFSET",
+            "LOG-END-OFFSET",
+            "LAG",
+            "CONSUMER-ID",
+            "HOST",
+            "CLIENT-ID",
+        ],
+        &table,
+    );
+    if info.epochs.is_some() {
+        println!();
+        print_members(&info);
+    }
 }
 
 /// A consumer group's members (KIP-848): epoch, owned and target partitions.
