@@ -627,3 +627,73 @@ def read_compact_string(r: "Reader"):
     """A compact nullable string."""
     n = r.uvarint() - 1
     return None if n < 0 else r.raw(n).decode()
+
+
+# ---------------------------------------------------------------- fetch sessions (KIP-227)
+def session_fetch_body(session_id: int, epoch: int, topics, forgotten=(), replica_id=-1, max_wait_ms=0,
+                       min_bytes=1, max_bytes=50 * 1024 * 1024, partition_max_bytes=1024 * 1024,
+                       version=11) -> bytes:
+    """Fetch v7..v11 body with a session: `topics` = [(topic, [(partition, offset), ...])], `forgotten` =
+    [(topic, [partition, ...])]; `replica_id` ≥ 0 is a follower's fetch."""
+    assert 7 <= version <= 11, version
+    w = Writer().i32(replica_id).i32(max_wait_ms).i32(min_bytes).i32(max_bytes).i8(0)
+    w.i32(session_id).i32(epoch)
+    w.i32(len(topics))
+    for name, parts in topics:
+        w.string(name).i32(len(parts))
+        for p, off in parts:
+            w.i32(p)
+            if version >= 9:
+                w.i32(-1)  # current leader epoch
+            w.i64(off).i64(-1).i32(partition_max_bytes)
+    w.i32(len(forgotten))
+    for name, parts in forgotten:
+        w.string(name).i32(len(parts))
+        for p in parts:
+            w.i32(p)
+    if version >= 11:
+        w.string("")  # rack id
+    return bytes(w.buf)
+
+
+@dataclass
+class SessionFetch:
+    error: int
+    session_id: int
+    partitions: list  # [(topic, FetchPartition)] in answer order
+
+
+def parse_session_fetch(r: Reader, version: int = 11) -> SessionFetch:
+    """A Fetch v7..v11 response with its top-level error and session id (no assertion on the error)."""
+    r.i32()  # throttle
+    err, session_id = r.i16(), r.i32()
+    parts = []
+    for _ in range(r.i32()):
+        name = r.string()
+        for _ in range(r.i32()):
+            p = r.i32()
+            perr, hw, lso, lso2 = r.i16(), r.i64(), r.i64(), r.i64()
+            aborted = r.array(lambda r: (r.i64(), r.i64()))
+            prr = r.i32() if version >= 11 else -1
+            n = r.i32()
+            recs = None if n < 0 else r.raw(n)
+            parts.append((name, FetchPartition(p, perr, hw, lso, lso2, aborted, prr, recs, n)))
+    assert r.remaining() == 0, f"{r.remaining()} trailing bytes in Fetch v{version} response"
+    return SessionFetch(err, session_id, parts)
+
+
+def session_fetch(conn: Connection, session_id: int, epoch: int, topics, version=11, **kw) -> SessionFetch:
+    r = conn.request(FETCH, version, session_fetch_body(session_id, epoch, topics, version=version, **kw))
+    return parse_session_fetch(r, version)
+
+
+def session_fetch_v13_empty(conn: Connection, session_id: int, epoch: int) -> tuple[int, int]:
+    """A Fetch v13 (topic ids, flexible) naming no partition → (top-level error, session id)."""
+    w = Writer().i32(-1).i32(0).i32(1).i32(1 << 20).i8(0).i32(session_id).i32(epoch)
+    w.uvarint(1)  # topics: empty compact array
+    w.uvarint(1)  # forgotten topics: empty
+    w.compact_string("")  # rack id
+    w.tags()
+    r = conn.request(FETCH, 13, bytes(w.buf), flexible_header=True, flexible_response=True)
+    r.i32()  # throttle
+    return r.i16(), r.i32()

@@ -15,6 +15,7 @@ pub mod config_admin;
 pub mod dynamic_config;
 pub mod error;
 pub mod features;
+pub mod fetch_session;
 pub mod group_coordinator;
 pub mod lifecycle;
 pub mod log_dir_failure;

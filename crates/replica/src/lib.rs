@@ -15,6 +15,7 @@
 #![warn(missing_docs)]
 
 pub mod cluster_link;
+mod fetch_session_handler;
 pub mod partition;
 mod partition_results;
 pub mod replica_fetcher;

@@ -10,6 +10,12 @@
 //!    HW = min(leader HW, LEO) and the LogStartOffset follows the leader's. A `diverging_epoch` in the answer
 //!    truncates as in step 1. OFFSET_OUT_OF_RANGE: below the leader's LogStartOffset → the log is emptied and
 //!    restarted there; otherwise truncate to the leader's HW.
+//!    The Fetch runs in an incremental fetch session with the leader (KIP-227, [`FetchSessionHandler`]): a
+//!    full fetch at epoch 0 first, then incremental fetches naming only the partitions whose fetch state
+//!    changed (LEO, log start, epochs) and forgetting the ones not fetched this round (paused for truncation
+//!    or a backoff; they come back as new); the answer omits the partitions with nothing new. A leader
+//!    answering session id 0 gets full fetches; FETCH_SESSION_ID_NOT_FOUND / INVALID_FETCH_SESSION_EPOCH /
+//!    FETCH_SESSION_TOPIC_ID_ERROR or a lost connection start a new session with a full fetch at once.
 //! 3. NOT_LEADER_OR_FOLLOWER / UNKNOWN_LEADER_EPOCH / UNKNOWN_TOPIC_OR_PARTITION (the leader has not applied
 //!    the metadata yet) back off 100 ms, FENCED_LEADER_EPOCH and others 1 s; new metadata re-adds the
 //!    partition at once.
@@ -25,7 +31,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
 use protocol::error::ErrorCode;
-use protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use protocol::messages::fetch_request::{FetchPartition, FetchTopic, ForgottenTopic};
 use protocol::messages::fetch_response::PartitionData;
 use protocol::messages::offset_for_leader_epoch_request::{
     OffsetForLeaderPartition, OffsetForLeaderTopic,
@@ -40,6 +46,7 @@ use tokio::time::Instant;
 use types::{BrokerId, Clock, LeaderEpoch, Offset};
 
 use crate::cluster_link::{ClusterLink, TopicPartition};
+use crate::fetch_session_handler::FetchSessionHandler;
 use crate::partition::Partition;
 use crate::replication_quota::ReplicationQuota;
 use crate::transport::{BoxedStream, Connector, TcpConnector};
@@ -250,6 +257,7 @@ struct Pick {
 
 async fn run(shared: Arc<Shared>) {
     let mut conn: Option<Connection> = None;
+    let mut session = FetchSessionHandler::new();
     let mut backoff = MIN_BACKOFF;
     loop {
         // What is ready this round.
@@ -316,13 +324,14 @@ async fn run(shared: Arc<Shared>) {
         let result = if !truncate.is_empty() {
             truncate_round(&shared, c, truncate).await
         } else {
-            fetch_round(&shared, c, fetch).await
+            fetch_round(&shared, c, &mut session, fetch).await
         };
         match result {
             Ok(()) => backoff = MIN_BACKOFF,
             Err(e) => {
                 tracing::debug!(leader = %shared.leader_id, error = %e, "replica fetcher connection lost");
                 conn = None;
+                session.handle_error();
                 let _ = tokio::time::timeout(backoff, shared.wake.notified()).await;
                 backoff = (backoff * 2).min(MAX_BACKOFF);
             }
@@ -494,12 +503,15 @@ fn offset_for_leader_epoch_request(
     }
 }
 
+/// One Fetch of `picks` in the fetch session `session` (KIP-227): a full fetch, or an incremental one naming
+/// only what changed; partitions the leader leaves out of an incremental answer had nothing new.
 async fn fetch_round(
     shared: &Shared,
     conn: &mut Connection,
+    session: &mut FetchSessionHandler,
     picks: Vec<Pick>,
 ) -> std::io::Result<()> {
-    let request = fetch_request(shared, &picks);
+    let request = fetch_request(shared, session, &picks);
     let resp = conn
         .call(
             FETCH_VERSION,
@@ -510,29 +522,28 @@ async fn fetch_round(
     let ResponseBody::Fetch(resp) = resp else {
         return Err(invalid("unexpected response to Fetch"));
     };
-    if resp.error_code != 0 {
-        tracing::debug!(
-            error = ErrorCode(resp.error_code).name(),
-            "follower fetch failed"
-        );
-        for pick in &picks {
-            update_state(shared, &pick.key, pick.epoch, |s| {
-                s.retry_at = Some(Instant::now() + Duration::from_secs(1))
-            });
+    let code = ErrorCode(resp.error_code);
+    if !session.handle_response(code, resp.session_id) {
+        tracing::debug!(error = code.name(), "follower fetch failed");
+        if !is_session_error(code) {
+            for pick in &picks {
+                update_state(shared, &pick.key, pick.epoch, |s| {
+                    s.retry_at = Some(Instant::now() + Duration::from_secs(1))
+                });
+            }
         }
+        // A session error: the next round is a full fetch, at once.
         return Ok(());
     }
+    let answers: HashMap<(&str, i32), &PartitionData> = (resp.responses.iter())
+        .flat_map(|t| {
+            (t.partitions.iter()).map(move |d| ((t.topic.as_str(), d.partition_index), d))
+        })
+        .collect();
     for pick in picks {
-        let key = &pick.key;
-        let data = resp
-            .responses
-            .iter()
-            .find(|t| t.topic == key.topic)
-            .and_then(|t| {
-                t.partitions
-                    .iter()
-                    .find(|d| d.partition_index == key.partition)
-            });
+        let data = answers
+            .get(&(&*pick.key.topic, pick.key.partition))
+            .copied();
         if let Some(data) = data {
             apply_fetched(shared, pick, data);
         }
@@ -540,30 +551,60 @@ async fn fetch_round(
     Ok(())
 }
 
-/// The follower Fetch for this round's partitions, each from its LogEndOffset.
-fn fetch_request(shared: &Shared, picks: &[Pick]) -> FetchRequest {
+/// Top-level Fetch errors about the session itself (KIP-227): answered by starting a new session.
+fn is_session_error(code: ErrorCode) -> bool {
+    code == ErrorCode::FETCH_SESSION_ID_NOT_FOUND
+        || code == ErrorCode::INVALID_FETCH_SESSION_EPOCH
+        || code == ErrorCode::FETCH_SESSION_TOPIC_ID_ERROR
+}
+
+/// The follower Fetch for this round's partitions, each from its LogEndOffset, as `session` shapes it: all
+/// of them (a full fetch), or the added and changed ones plus the forgotten (an incremental fetch).
+fn fetch_request(
+    shared: &Shared,
+    session: &mut FetchSessionHandler,
+    picks: &[Pick],
+) -> FetchRequest {
+    let wanted = (picks.iter())
+        .map(
+            |Pick {
+                 key,
+                 partition,
+                 epoch,
+             }| {
+                let position = partition.fetch_position();
+                let part = FetchPartition {
+                    partition: key.partition,
+                    current_leader_epoch: epoch.get(),
+                    fetch_offset: position.log_end_offset.get(),
+                    last_fetched_epoch: position.last_fetched_epoch.get(),
+                    log_start_offset: position.log_start_offset.get(),
+                    partition_max_bytes: PARTITION_MAX_BYTES,
+                    ..Default::default()
+                };
+                (key.clone(), part)
+            },
+        )
+        .collect();
+    let fetch = session.build(wanted);
     let mut topics: Vec<FetchTopic> = Vec::new();
-    for Pick {
-        key,
-        partition,
-        epoch,
-    } in picks
-    {
-        let position = partition.fetch_position();
-        let part = FetchPartition {
-            partition: key.partition,
-            current_leader_epoch: epoch.get(),
-            fetch_offset: position.log_end_offset.get(),
-            last_fetched_epoch: position.last_fetched_epoch.get(),
-            log_start_offset: position.log_start_offset.get(),
-            partition_max_bytes: PARTITION_MAX_BYTES,
-            ..Default::default()
-        };
-        match topics.iter_mut().find(|t| t.topic == key.topic) {
+    for (key, part) in fetch.to_send {
+        match topics.iter_mut().find(|t| *t.topic == *key.topic) {
             Some(t) => t.partitions.push(part),
             None => topics.push(FetchTopic {
-                topic: key.topic.clone(),
+                topic: key.topic.to_string(),
                 partitions: vec![part],
+                ..Default::default()
+            }),
+        }
+    }
+    let mut forgotten: Vec<ForgottenTopic> = Vec::new();
+    for key in fetch.to_forget {
+        match forgotten.iter_mut().find(|t| *t.topic == *key.topic) {
+            Some(t) => t.partitions.push(key.partition),
+            None => forgotten.push(ForgottenTopic {
+                topic: key.topic.to_string(),
+                partitions: vec![key.partition],
                 ..Default::default()
             }),
         }
@@ -574,9 +615,10 @@ fn fetch_request(shared: &Shared, picks: &[Pick]) -> FetchRequest {
         min_bytes: 1,
         max_bytes: RESPONSE_MAX_BYTES,
         isolation_level: 0,
-        session_id: 0,
-        session_epoch: -1,
+        session_id: fetch.session_id,
+        session_epoch: fetch.epoch,
         topics,
+        forgotten_topics_data: forgotten,
         ..Default::default()
     }
 }

@@ -166,6 +166,11 @@ impl ReplicaManager {
         self.inner.seams.connector.clone()
     }
 
+    /// The clock appends and ISR lag are measured on (the fetch sessions' idle times too).
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.inner.seams.clock
+    }
+
     /// This broker's id.
     pub fn local_broker_id(&self) -> BrokerId {
         self.inner.local_id

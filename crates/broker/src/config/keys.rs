@@ -208,6 +208,10 @@ keys! {
     /// an in-sync replica's `broker.rack` is sent to it; `org.apache.kafka.common.replica.LeaderSelector`
     /// = the leader. Anything else is refused at startup. Static (read once at startup).
     REPLICA_SELECTOR_CLASS: Option<String> = "replica.selector.class";
+    /// `max.incremental.fetch.session.cache.slots` (KIP-227): most incremental fetch sessions this broker
+    /// keeps (Kafka's default 1000); 0 = none, every Fetch is answered with session id 0 (a negative value
+    /// counts as 0). Static (read once at startup).
+    MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS: i32 = "max.incremental.fetch.session.cache.slots";
     /// `metrics.listeners` (Runnel, issue 17): comma-separated `http://HOST:PORT` addresses of the metrics and
     /// health endpoint; empty = none. Default `http://127.0.0.1:9644` (loopback). Static.
     METRICS_LISTENERS: String = "metrics.listeners";

@@ -219,6 +219,11 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("controller.quorum.bootstrap.servers", T::List, None),
     def("controller.listener.names", T::List, None),
     def("replica.lag.time.max.ms", T::Long, Some("30000")),
+    def(
+        "max.incremental.fetch.session.cache.slots",
+        T::Int,
+        Some("1000"),
+    ),
     def("broker.session.timeout.ms", T::Int, Some("9000")),
     def("broker.heartbeat.interval.ms", T::Int, Some("2000")),
     def("cluster.id", T::String, None),

@@ -17,6 +17,7 @@ use storage::StorageError;
 
 use crate::config::ConfigError;
 use crate::error::{AlterConfigError, MetadataChangeError, ThrottlingQuotaExceeded, TopicError};
+use crate::fetch_session::FetchSessionError;
 use crate::group_coordinator::CoordinatorError;
 use crate::security::sasl::SaslError;
 use crate::server::context::Denied;
@@ -65,6 +66,18 @@ impl From<CoordinatorError> for ErrorCode {
             }
             CoordinatorError::InvalidProducerEpoch => ErrorCode::INVALID_PRODUCER_EPOCH,
         }
+    }
+}
+
+/// The code of a refused incremental fetch (KIP-227): an unknown session FETCH_SESSION_ID_NOT_FOUND (70), a
+/// wrong epoch INVALID_FETCH_SESSION_EPOCH (71), a change of topic-id use FETCH_SESSION_TOPIC_ID_ERROR
+/// (106), a session over its partition bound INVALID_REQUEST (42).
+pub fn fetch_session_error_code(e: &FetchSessionError) -> ErrorCode {
+    match e {
+        FetchSessionError::NotFound { .. } => ErrorCode::FETCH_SESSION_ID_NOT_FOUND,
+        FetchSessionError::InvalidEpoch { .. } => ErrorCode::INVALID_FETCH_SESSION_EPOCH,
+        FetchSessionError::TopicIdUsageChanged { .. } => ErrorCode::FETCH_SESSION_TOPIC_ID_ERROR,
+        FetchSessionError::TooManyPartitions { .. } => ErrorCode::INVALID_REQUEST,
     }
 }
 

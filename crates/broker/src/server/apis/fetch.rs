@@ -25,13 +25,20 @@
 //! `last_fetched_epoch` that diverges from the leader's epoch cache is answered with `diverging_epoch`
 //! (epoch, end offset) and no records.
 //!
-//! Fetch sessions are not created: every response carries session id 0, which tells clients to keep sending
-//! full fetches (as a Kafka broker with no free session slots does). A request naming a session id gets
-//! FETCH_SESSION_ID_NOT_FOUND (70).
+//! Fetch sessions (KIP-227, v7+; [`super::fetch_session`] around [`crate::fetch_session`]): a full fetch at
+//! epoch 0 creates a session of its partitions when `max.incremental.fetch.session.cache.slots` leaves one
+//! (the answer carries its id, else 0); epoch -1 creates none; a full fetch naming a session closes it. An
+//! incremental fetch (session id, epoch ≥ 1) updates the session with its partitions and
+//! `forgotten_topics_data`; the handler then reads every partition of the session, in session order, as if
+//! they had been requested, and the answer keeps only those that changed. An unknown session is
+//! FETCH_SESSION_ID_NOT_FOUND (70), a wrong epoch INVALID_FETCH_SESSION_EPOCH (71), a session used across
+//! the v12/v13 topic-id boundary FETCH_SESSION_TOPIC_ID_ERROR (106), all with no partitions and session id 0.
+//! A consumer throttled by its quota gets no partitions and no new session; its session records nothing.
 //!
-//! Response shape (pitfalls 5, 6): every requested partition is answered in request order; a partition with
-//! no data carries zero-length records, never null; OFFSET_OUT_OF_RANGE carries the HighWatermark and
-//! LogStartOffset.
+//! Response shape (pitfalls 5, 6): every requested partition is answered in request order (an incremental
+//! fetch: the session's changed partitions, in session order, a topic repeated if its partitions are not
+//! adjacent); a partition with no data carries zero-length records, never null; OFFSET_OUT_OF_RANGE
+//! carries the HighWatermark and LogStartOffset.
 
 use std::time::Duration;
 
@@ -46,6 +53,7 @@ use types::{BrokerId, LeaderEpoch, Offset};
 use uuid::Uuid;
 
 use super::errors::{replica_error_code, storage_error_code};
+use super::fetch_session;
 use super::produce::batches_use_codec;
 use super::KafkaApis;
 use crate::quota::replication::ReplicationQuotaManager;
@@ -156,13 +164,11 @@ pub async fn handle(
         true => IsolationLevel::ReadUncommitted,
         false => isolation,
     };
-    if request.session_id != 0 {
-        return FetchResponse {
-            error_code: ErrorCode::FETCH_SESSION_ID_NOT_FOUND.0,
-            session_id: 0,
-            ..Default::default()
-        };
-    }
+    let mut request = request; // an incremental fetch reads its session's partitions
+    let plan = match fetch_session::begin(apis, version, &mut request) {
+        Ok(plan) => plan,
+        Err(refused) => return refused,
+    };
     let mut reads: Vec<FetchPartitionRequest> = Vec::new();
     // KIP-73: the leader's replication quota, checked once per follower Fetch.
     let leader_quota = &apis.quotas().leader_replication;
@@ -206,32 +212,47 @@ pub async fn handle(
     let results = replica_manager
         .fetch(&reads, max_bytes, min_bytes, wait, source)
         .await;
-    let responses = topics
-        .into_iter()
-        .map(|t| FetchableTopicResponse {
-            topic: t.name,
-            topic_id: t.topic_id,
-            partitions: t
-                .partitions
-                .into_iter()
-                .map(|(index, slot)| answer(index, slot, &results, version, isolation))
-                .collect(),
-            ..Default::default()
-        })
-        .collect();
     let mut response = FetchResponse {
-        error_code: 0,
-        session_id: 0,
-        responses,
+        responses: answers(topics, &results, version, isolation),
         ..Default::default()
     };
+    let mut throttled = false;
     if replica_id < 0 {
-        throttle(quotas, user, client_id, &mut response);
+        throttled = throttle(quotas, user, client_id, &mut response);
     } else if leader_quota.is_bounded() {
         record_throttled(leader_quota, &response);
     }
+    let privileged = replica_id >= 0;
+    fetch_session::finish(
+        apis,
+        plan,
+        version,
+        privileged,
+        &request,
+        &mut response,
+        throttled,
+    );
     crate::observability::topics::fetch_answered(&response, replica_id >= 0);
     response
+}
+
+/// The answers of every resolved topic's partitions, in order.
+fn answers(
+    topics: Vec<TopicSlots>,
+    results: &[PartitionRead],
+    version: i16,
+    isolation: IsolationLevel,
+) -> Vec<FetchableTopicResponse> {
+    (topics.into_iter())
+        .map(|t| FetchableTopicResponse {
+            topic: t.name,
+            topic_id: t.topic_id,
+            partitions: (t.partitions.into_iter())
+                .map(|(index, slot)| answer(index, slot, results, version, isolation))
+                .collect(),
+            ..Default::default()
+        })
+        .collect()
 }
 
 /// Records the bytes sent for throttled partitions in the leader's replication quota (Kafka's
@@ -270,12 +291,19 @@ pub(super) fn record_bytes(response: &FetchResponse) -> usize {
 /// KIP-219 for a consumer's Fetch: its record bytes count against its `consumer_byte_rate`; over it, the
 /// answer is Kafka's throttled one — `throttle_time_ms` and no partitions (the bytes are taken back out of
 /// the rate, since they are not sent).
-fn throttle(quotas: &ClientQuotas, user: &str, client_id: &str, response: &mut FetchResponse) {
+/// Returns true when it throttled.
+fn throttle(
+    quotas: &ClientQuotas,
+    user: &str,
+    client_id: &str,
+    response: &mut FetchResponse,
+) -> bool {
     let ms = quotas.record_fetch(user, client_id, record_bytes(response));
     if ms > 0 {
         response.throttle_time_ms = ms.min(i32::MAX as u64) as i32;
         response.responses.clear();
     }
+    ms > 0
 }
 
 /// Resolves one requested topic: by id from v13 (UNKNOWN_TOPIC_ID when unknown), by name before; then

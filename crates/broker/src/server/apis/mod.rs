@@ -28,6 +28,7 @@ mod describe_user_scram_credentials;
 mod elect_leaders;
 pub mod errors;
 mod fetch;
+mod fetch_session;
 mod find_coordinator;
 mod heartbeat;
 mod incremental_alter_configs;
@@ -203,6 +204,8 @@ pub struct KafkaApis {
     replica_selector: Option<ReplicaSelector>,
     /// Client metrics (KIP-714): subscriptions, pushed series.
     telemetry: Arc<ClientTelemetry>,
+    /// Incremental fetch sessions (KIP-227), in memory only.
+    fetch_sessions: parking_lot::Mutex<crate::fetch_session::FetchSessionCache>,
 }
 
 impl KafkaApis {
@@ -236,6 +239,7 @@ impl KafkaApis {
             quorum,
             transactions,
             telemetry,
+            fetch_sessions: fetch_session::new_cache(&config),
             // Refused at startup (`Services::build`) when it names a class Runnel does not implement.
             replica_selector: crate::metadata_cache::replica_selector(&config)
                 .ok()
