@@ -593,7 +593,7 @@ fn print_describe_text(group: &str, info: &GroupSummary, rows: &[Row]) {
     );
     if info.epochs.is_some() {
         println!();
-        print_members(&info);
+        print_members(info);
     }
 }
 
