@@ -92,17 +92,7 @@ impl GroupCoordinator {
         for gid in group_ids {
             if let Some(code) = self.delete_consumer_group(gid, &mut fx) {
                 if code == ErrorCode::NONE {
-                    self.delete_group_pending(gid, &mut fx);
-                    for (topic, parts) in self.offsets.remove(gid).unwrap_or_default() {
-                        for p in parts.keys() {
-                            fx.push(Effect::Persist(GroupRecord::OffsetCommit {
-                                group: gid.clone(),
-                                topic: topic.clone(),
-                                partition: *p,
-                                value: None,
-                            }));
-                        }
-                    }
+                    self.delete_group_offsets(gid, &mut fx);
                 }
                 result.push((gid.clone(), code));
                 continue;
@@ -112,19 +102,7 @@ impl GroupCoordinator {
                 Some(g) if g.is(GroupState::Dead) => ErrorCode::GROUP_ID_NOT_FOUND,
                 Some(g) if !g.is(GroupState::Empty) => ErrorCode::NON_EMPTY_GROUP,
                 Some(_) => {
-                    self.delete_group_pending(gid, &mut fx);
-                    if let Some(by_topic) = self.offsets.remove(gid) {
-                        for (topic, parts) in by_topic {
-                            for p in parts.keys() {
-                                fx.push(Effect::Persist(GroupRecord::OffsetCommit {
-                                    group: gid.clone(),
-                                    topic: topic.clone(),
-                                    partition: *p,
-                                    value: None,
-                                }));
-                            }
-                        }
-                    }
+                    self.delete_group_offsets(gid, &mut fx);
                     fx.push(Effect::Persist(GroupRecord::GroupMetadata {
                         group: gid.clone(),
                         value: None,
@@ -139,6 +117,21 @@ impl GroupCoordinator {
         Outcome {
             response: result,
             effects: fx,
+        }
+    }
+
+    /// Drops a deleted group's pending transactional offsets and tombstones its committed ones.
+    fn delete_group_offsets(&mut self, gid: &str, fx: &mut Vec<Effect>) {
+        self.delete_group_pending(gid, fx);
+        for (topic, parts) in self.offsets.remove(gid).unwrap_or_default() {
+            for p in parts.keys() {
+                fx.push(Effect::Persist(GroupRecord::OffsetCommit {
+                    group: gid.to_string(),
+                    topic: topic.clone(),
+                    partition: *p,
+                    value: None,
+                }));
+            }
         }
     }
 

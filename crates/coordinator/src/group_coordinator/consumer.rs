@@ -368,31 +368,8 @@ impl GroupCoordinator {
         if g.remove_member(member).is_none() {
             return;
         }
+        tombstone_member(fx, group, member);
         let (gid, mid) = (group.to_string(), member.to_string());
-        persist(
-            fx,
-            ConsumerRecord::CurrentAssignment {
-                group: gid.clone(),
-                member: mid.clone(),
-                value: None,
-            },
-        );
-        persist(
-            fx,
-            ConsumerRecord::TargetMember {
-                group: gid.clone(),
-                member: mid.clone(),
-                value: None,
-            },
-        );
-        persist(
-            fx,
-            ConsumerRecord::MemberMetadata {
-                group: gid.clone(),
-                member: mid.clone(),
-                value: None,
-            },
-        );
         g.group_epoch = g.group_epoch.max(g.assignment_epoch) + 1;
         persist(
             fx,
@@ -568,6 +545,30 @@ type Inherited = (
     Option<MemberMetadataValue>,
 );
 
+/// Tombstones a removed member's records: its current assignment, target and subscription.
+fn tombstone_member(fx: &mut Vec<Effect>, group: &str, member: &str) {
+    let (group, member) = (group.to_string(), member.to_string());
+    for r in [
+        ConsumerRecord::CurrentAssignment {
+            group: group.clone(),
+            member: member.clone(),
+            value: None,
+        },
+        ConsumerRecord::TargetMember {
+            group: group.clone(),
+            member: member.clone(),
+            value: None,
+        },
+        ConsumerRecord::MemberMetadata {
+            group,
+            member,
+            value: None,
+        },
+    ] {
+        persist(fx, r);
+    }
+}
+
 /// Removes static member `holder` (tombstoning its records) and returns what its replacement inherits: its
 /// assignment at the epoch before its temporary leave, its target and its subscription.
 fn release_static_member(g: &mut ConsumerGroup, holder: &str, fx: &mut Vec<Effect>) -> Inherited {
@@ -579,32 +580,8 @@ fn release_static_member(g: &mut ConsumerGroup, holder: &str, fx: &mut Vec<Effec
         g.target.get(holder).cloned(),
         Some(held.metadata.clone()),
     );
-    let (gid, mid) = (g.group_id.clone(), holder.to_string());
     g.remove_member(holder);
-    persist(
-        fx,
-        ConsumerRecord::CurrentAssignment {
-            group: gid.clone(),
-            member: mid.clone(),
-            value: None,
-        },
-    );
-    persist(
-        fx,
-        ConsumerRecord::TargetMember {
-            group: gid.clone(),
-            member: mid.clone(),
-            value: None,
-        },
-    );
-    persist(
-        fx,
-        ConsumerRecord::MemberMetadata {
-            group: gid,
-            member: mid,
-            value: None,
-        },
-    );
+    tombstone_member(fx, &g.group_id, holder);
     inherited
 }
 
