@@ -262,31 +262,37 @@ fn consumer_group(conn: &ConnArgs, group: &str) -> anyhow::Result<Option<GroupSu
     use protocol::messages::ConsumerGroupDescribeRequest;
     use protocol::{ApiKey, RequestBody, ResponseBody};
     let deadline = std::time::Instant::now() + conn.timeout();
-    let mut coord = coordinator(conn, group, deadline)?;
-    if coord.version(ApiKey::ConsumerGroupDescribe, 1).is_err() {
-        return Ok(None);
-    }
-    let (_, resp) = coord.call(
-        RequestBody::ConsumerGroupDescribe(ConsumerGroupDescribeRequest {
-            group_ids: vec![group.to_string()],
-            ..Default::default()
-        }),
-        1,
-    )?;
-    let ResponseBody::ConsumerGroupDescribe(r) = resp else {
-        bail!("unexpected response to ConsumerGroupDescribe");
+    let g = loop {
+        let mut coord = coordinator(conn, group, deadline)?;
+        if coord.version(ApiKey::ConsumerGroupDescribe, 1).is_err() {
+            return Ok(None);
+        }
+        let (_, resp) = coord.call(
+            RequestBody::ConsumerGroupDescribe(ConsumerGroupDescribeRequest {
+                group_ids: vec![group.to_string()],
+                ..Default::default()
+            }),
+            1,
+        )?;
+        let ResponseBody::ConsumerGroupDescribe(r) = resp else {
+            bail!("unexpected response to ConsumerGroupDescribe");
+        };
+        let Some(g) = r.groups.into_iter().next() else {
+            return Ok(None);
+        };
+        match g.error_code {
+            0 => break g,
+            69 => return Ok(None),
+            // Loading, not available, not the coordinator (it moved): ask again.
+            14..=16 if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            code => bail!(
+                "describing group '{group}': {}",
+                protocol_words(code, g.error_message.as_deref())
+            ),
+        }
     };
-    let Some(g) = r.groups.into_iter().next() else {
-        return Ok(None);
-    };
-    match g.error_code {
-        0 => {}
-        69 => return Ok(None),
-        code => bail!(
-            "describing group '{group}': {}",
-            protocol_words(code, g.error_message.as_deref())
-        ),
-    }
     let pairs = |a: &protocol::messages::consumer_group_describe_response::Assignment| {
         (a.topic_partitions.iter())
             .flat_map(|t| t.partitions.iter().map(|p| (t.topic_name.clone(), *p)))
