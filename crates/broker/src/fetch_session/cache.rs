@@ -218,16 +218,8 @@ impl FetchSessionCache {
         updates: Vec<(PartitionKey, PartitionFetch)>,
         forgotten: &[PartitionKey],
     ) -> Result<Incremental, FetchSessionError> {
-        let Some(session) = self.sessions.get_mut(&id) else {
-            return Err(FetchSessionError::NotFound { session_id: id });
-        };
-        if session.epoch != epoch {
-            return Err(FetchSessionError::InvalidEpoch {
-                session_id: id,
-                expected: session.epoch,
-                got: epoch,
-            });
-        }
+        let max = self.config.max_partitions;
+        let session = self.session_at(id, epoch)?;
         if session.uses_topic_ids != uses_topic_ids {
             return Err(FetchSessionError::TopicIdUsageChanged {
                 session_id: id,
@@ -238,7 +230,7 @@ impl FetchSessionCache {
             session.upsert(key, fetch);
         }
         session.forget(forgotten);
-        let (len, max) = (session.len(), self.config.max_partitions);
+        let len = session.len();
         if len > max {
             self.remove(id);
             return Err(FetchSessionError::TooManyPartitions {
@@ -257,15 +249,8 @@ impl FetchSessionCache {
         Ok(Incremental::Read { epoch, partitions })
     }
 
-    /// Records the answers of the round [`update`](Self::update) started (one per partition, in the order it
-    /// returned) and returns which must be sent. Errors: NotFound (closed or evicted meanwhile),
-    /// InvalidEpoch (another request of the session came in meanwhile: its epoch moved on).
-    pub fn respond(
-        &mut self,
-        id: i32,
-        epoch: i32,
-        answers: &[PartitionAnswer],
-    ) -> Result<Vec<bool>, FetchSessionError> {
+    /// Session `id`, if it exists and is at `epoch`. Errors: NotFound, InvalidEpoch.
+    fn session_at(&mut self, id: i32, epoch: i32) -> Result<&mut FetchSession, FetchSessionError> {
         let Some(session) = self.sessions.get_mut(&id) else {
             return Err(FetchSessionError::NotFound { session_id: id });
         };
@@ -276,6 +261,19 @@ impl FetchSessionCache {
                 got: epoch,
             });
         }
+        Ok(session)
+    }
+
+    /// Records the answers of the round [`update`](Self::update) started (one per partition, in the order it
+    /// returned) and returns which must be sent. Errors: NotFound (closed or evicted meanwhile),
+    /// InvalidEpoch (another request of the session came in meanwhile: its epoch moved on).
+    pub fn respond(
+        &mut self,
+        id: i32,
+        epoch: i32,
+        answers: &[PartitionAnswer],
+    ) -> Result<Vec<bool>, FetchSessionError> {
+        let session = self.session_at(id, epoch)?;
         Ok(session.respond(answers))
     }
 

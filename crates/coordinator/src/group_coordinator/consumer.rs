@@ -163,7 +163,7 @@ impl GroupCoordinator {
             .get_mut(&req.group_id)
             .expect("created above");
         let member_id = member_for(g, req, max, fx, &mut self.member_ids)?;
-        let before = g.members[&member_id].clone();
+        let assigned_before = g.members[&member_id].current.assigned.clone();
         let mut bump = update_metadata(g, &member_id, req, fx);
         bump |= resolve_regexes(g, image);
         let hash = metadata_hash(&g.subscribed_topics(), image);
@@ -239,7 +239,7 @@ impl GroupCoordinator {
         let full = req.rebalance_timeout_ms != -1
             && (req.subscribed_topic_names.is_some() || req.subscribed_topic_regex.is_some())
             && req.topic_partitions.is_some();
-        let send = req.member_epoch == 0 || full || next.assigned != before.current.assigned;
+        let send = req.member_epoch == 0 || full || next.assigned != assigned_before;
         Ok(ConsumerHeartbeatResult {
             member_id: Some(member_id),
             member_epoch: next.member_epoch,
