@@ -36,6 +36,13 @@ pub struct GroupConfig {
     pub consumer_max_size: i32,
     /// KIP-848 `group.consumer.assignors` (default `uniform, range`); the first is the default.
     pub consumer_assignors: Vec<String>,
+    /// KIP-932 `group.share.session.timeout.ms` (default 45000): a share-group member that does not
+    /// heartbeat for this long is removed.
+    pub share_session_timeout_ms: i32,
+    /// KIP-932 `group.share.heartbeat.interval.ms` (default 5000), told to members in every heartbeat.
+    pub share_heartbeat_interval_ms: i32,
+    /// KIP-932 `group.share.max.size` (default 200): more members get GROUP_MAX_SIZE_REACHED.
+    pub share_max_size: i32,
 }
 
 impl Default for GroupConfig {
@@ -57,6 +64,9 @@ impl Default for GroupConfig {
                 crate::consumer::assignor::UNIFORM.to_string(),
                 crate::consumer::assignor::RANGE.to_string(),
             ],
+            share_session_timeout_ms: 45_000,
+            share_heartbeat_interval_ms: 5_000,
+            share_max_size: 200,
         }
     }
 }

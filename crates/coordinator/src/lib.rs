@@ -30,6 +30,7 @@ pub mod consumer;
 mod group;
 mod group_coordinator;
 mod records;
+pub mod share_group;
 mod timers;
 pub mod transaction;
 
@@ -45,5 +46,8 @@ pub use records::{
     decode_record, encode_record, java_string_hashcode, partition_for, GroupMetadataValue,
     GroupRecord, MemberMetadataValue, OffsetCommitValue, RecordDecodeError,
     GROUP_METADATA_KEY_VERSION, MAX_RECORD_STRING_BYTES, OFFSET_COMMIT_KEY_VERSION,
+};
+pub use share_group::{
+    DescribedShareGroup, DescribedShareMember, ShareHeartbeatRequest, ShareHeartbeatResult,
 };
 pub use transaction::{TransactionConfig, TransactionCoordinator};

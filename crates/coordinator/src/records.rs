@@ -50,6 +50,8 @@ pub enum GroupRecord {
     },
     /// A consumer group's record (KIP-848; key versions 3, 5–8).
     Consumer(Box<crate::consumer::ConsumerRecord>),
+    /// A share group's record (KIP-932; key versions 10–11).
+    Share(Box<crate::share_group::records::ShareRecord>),
 }
 
 impl GroupRecord {
@@ -60,6 +62,7 @@ impl GroupRecord {
                 group
             }
             GroupRecord::Consumer(r) => r.group_id(),
+            GroupRecord::Share(r) => r.group_id(),
         }
     }
 }
@@ -212,6 +215,7 @@ pub fn encode_record(record: &GroupRecord) -> (Bytes, Option<Bytes>) {
             (k.freeze(), v)
         }
         GroupRecord::Consumer(r) => crate::consumer::records::encode(r),
+        GroupRecord::Share(r) => crate::share_group::records::encode(r),
     }
 }
 
@@ -245,6 +249,11 @@ pub fn decode_record(key: &[u8], value: Option<&[u8]>) -> Result<GroupRecord, Re
                 Some(v) => Some(decode_group_value(v)?),
             };
             Ok(GroupRecord::GroupMetadata { group, value })
+        }
+        share @ (crate::share_group::records::MEMBER_METADATA_TYPE
+        | crate::share_group::records::GROUP_METADATA_TYPE) => {
+            crate::share_group::records::decode(share, &mut kr, value)
+                .map(|r| GroupRecord::Share(Box::new(r)))
         }
         other => crate::consumer::records::decode(other, &mut kr, value)
             .map(|r| GroupRecord::Consumer(Box::new(r))),

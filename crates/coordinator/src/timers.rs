@@ -18,6 +18,8 @@ pub(crate) enum TimerKey {
     ConsumerSession { group: String, member: String },
     /// Rebalance timeout of a consumer-group member that must revoke partitions (KIP-848).
     ConsumerRebalance { group: String, member: String },
+    /// Session expiry of a share-group member (KIP-932).
+    ShareSession { group: String, member: String },
 }
 
 /// What to do when a timer fires.
@@ -35,6 +37,7 @@ pub(crate) enum TimerAction {
     },
     OffsetsRetention,
     ExpireConsumerSession,
+    ExpireShareSession,
     /// Fence the member if it is still revoking at this epoch.
     ExpireConsumerRebalance {
         epoch: i32,
@@ -91,7 +94,8 @@ impl Timers {
                 | TimerKey::Join { group: g }
                 | TimerKey::Sync { group: g }
                 | TimerKey::ConsumerSession { group: g, .. }
-                | TimerKey::ConsumerRebalance { group: g, .. } => g == group,
+                | TimerKey::ConsumerRebalance { group: g, .. }
+                | TimerKey::ShareSession { group: g, .. } => g == group,
                 TimerKey::OffsetsRetention => false,
             })
             .cloned()

@@ -253,7 +253,7 @@ fn put_assignment(b: &mut BytesMut, a: &Assignment) {
     }
 }
 
-fn put_compact_nullable(b: &mut BytesMut, s: Option<&str>) {
+pub(crate) fn put_compact_nullable(b: &mut BytesMut, s: Option<&str>) {
     match s {
         None => put_uvarint(b, 0),
         Some(s) => {
@@ -263,7 +263,7 @@ fn put_compact_nullable(b: &mut BytesMut, s: Option<&str>) {
     }
 }
 
-fn put_uvarint(b: &mut BytesMut, mut v: u64) {
+pub(crate) fn put_uvarint(b: &mut BytesMut, mut v: u64) {
     while v >= 0x80 {
         b.put_u8((v as u8) | 0x80);
         v >>= 7;

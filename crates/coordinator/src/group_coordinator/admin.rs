@@ -76,6 +76,7 @@ impl GroupCoordinator {
             })
             .collect();
         listed.extend(self.list_consumer_groups(states_filter));
+        listed.extend(self.list_share_groups(states_filter));
         listed.sort_by(|a, b| a.group_id.cmp(&b.group_id));
         listed
     }
@@ -90,6 +91,10 @@ impl GroupCoordinator {
         let mut fx = self.fire_due(now_ms);
         let mut result = Vec::with_capacity(group_ids.len());
         for gid in group_ids {
+            if let Some(code) = self.delete_share_group(gid, &mut fx) {
+                result.push((gid.clone(), code));
+                continue;
+            }
             if let Some(code) = self.delete_consumer_group(gid, &mut fx) {
                 if code == ErrorCode::NONE {
                     self.delete_group_offsets(gid, &mut fx);

@@ -260,6 +260,12 @@ impl GroupCoordinator {
         if self.consumer_groups.contains_key(&req.group_id) {
             return Ok(());
         }
+        if self.share_groups.contains_key(&req.group_id) {
+            return Err(ConsumerHeartbeatResult::error(
+                ErrorCode::GROUP_ID_NOT_FOUND,
+                format!("Group {} is not a consumer group.", req.group_id),
+            ));
+        }
         if let Some(classic) = self.groups.get(&req.group_id) {
             if !classic.members.is_empty() {
                 return Err(ConsumerHeartbeatResult::error(

@@ -27,6 +27,14 @@ impl GroupCoordinator {
         request: RequestId,
         req: JoinGroupRequest,
     ) -> Vec<Effect> {
+        if self.share_groups.contains_key(&req.group_id) {
+            // A share group (KIP-932) of this id: classic members cannot join it.
+            let mut fx = self.fire_due(now_ms);
+            let response =
+                JoinResult::error(&req.member_id, ErrorCode::INCONSISTENT_GROUP_PROTOCOL);
+            fx.push(Effect::JoinResponse { request, response });
+            return fx;
+        }
         if self.consumer_groups.contains_key(&req.group_id) {
             // A consumer group (KIP-848) of this id: without online migration a classic member cannot join it.
             let mut fx = self.fire_due(now_ms);

@@ -88,6 +88,7 @@ impl GroupCoordinator {
                 self.drop_pending(&group, &topic, partition);
             }
             GroupRecord::Consumer(record) => self.replay_consumer(*record),
+            GroupRecord::Share(record) => self.replay_share(*record),
             GroupRecord::GroupMetadata { group, value: None } => {
                 self.groups.remove(&group);
                 self.timers.cancel_group(&group);
@@ -144,6 +145,8 @@ impl GroupCoordinator {
         let ids: Vec<String> = self.groups.keys().cloned().collect();
         let consumer: Vec<String> = self.consumer_groups.keys().cloned().collect();
         self.consumer_groups_loaded(now_ms, &consumer);
+        let share: Vec<String> = self.share_groups.keys().cloned().collect();
+        self.share_groups_loaded(now_ms, &share);
         self.on_loaded(now_ms, &ids)
     }
 
@@ -187,18 +190,21 @@ impl GroupCoordinator {
         let GroupCoordinator {
             groups,
             consumer_groups,
+            share_groups,
             offsets,
             pending,
             next_record_order,
             ..
         } = loaded;
         let ids: BTreeSet<String> = (groups.keys().chain(consumer_groups.keys()))
+            .chain(share_groups.keys())
             .chain(offsets.keys())
             .cloned()
             .collect();
         for id in &ids {
             self.groups.remove(id);
             self.consumer_groups.remove(id);
+            self.share_groups.remove(id);
             self.offsets.remove(id);
             self.drop_pending_group(id);
             self.timers.cancel_group(id);
@@ -207,6 +213,9 @@ impl GroupCoordinator {
         let consumer: Vec<String> = consumer_groups.keys().cloned().collect();
         self.consumer_groups.extend(consumer_groups);
         self.consumer_groups_loaded(now_ms, &consumer);
+        let share: Vec<String> = share_groups.keys().cloned().collect();
+        self.share_groups.extend(share_groups);
+        self.share_groups_loaded(now_ms, &share);
         self.offsets.extend(offsets);
         for (pid, by_group) in pending {
             self.pending.entry(pid).or_default().extend(by_group);
@@ -228,6 +237,7 @@ impl GroupCoordinator {
             .groups
             .keys()
             .chain(self.consumer_groups.keys())
+            .chain(self.share_groups.keys())
             .chain(self.offsets.keys())
             .filter(|id| belongs(id))
             .cloned()
@@ -235,6 +245,7 @@ impl GroupCoordinator {
         for id in ids {
             self.offsets.remove(&id);
             self.consumer_groups.remove(&id);
+            self.share_groups.remove(&id);
             self.drop_pending_group(&id);
             self.timers.cancel_group(&id);
             let Some(g) = self.groups.remove(&id) else {
@@ -262,6 +273,7 @@ impl GroupCoordinator {
     pub fn has_group(&self, group_id: &str) -> bool {
         self.groups.contains_key(group_id)
             || self.consumer_groups.contains_key(group_id)
+            || self.share_groups.contains_key(group_id)
             || self.offsets.contains_key(group_id)
     }
 }

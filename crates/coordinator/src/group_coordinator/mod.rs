@@ -17,6 +17,7 @@ mod leave;
 mod loading;
 mod offsets;
 mod rebalance;
+mod share;
 mod sync;
 mod txn_offsets;
 
@@ -58,6 +59,8 @@ pub struct GroupCoordinator {
     groups: BTreeMap<String, ClassicGroup>,
     /// Consumer groups (KIP-848). A group id names a classic or a consumer group, never both.
     consumer_groups: BTreeMap<String, crate::consumer::ConsumerGroup>,
+    /// Share groups (KIP-932). A group id names one group of one type.
+    share_groups: BTreeMap<String, crate::share_group::ShareGroup>,
     offsets: OffsetStore,
     /// Pending transactional offsets (TxnOffsetCommit), by producer.
     pending: txn_offsets::PendingStore,
@@ -237,6 +240,7 @@ impl GroupCoordinator {
             config,
             groups: BTreeMap::new(),
             consumer_groups: BTreeMap::new(),
+            share_groups: BTreeMap::new(),
             offsets: BTreeMap::new(),
             pending: BTreeMap::new(),
             next_record_order: 0,
@@ -294,6 +298,9 @@ impl GroupCoordinator {
                 }
                 TimerKey::ConsumerSession { group, member } => {
                     self.fence_consumer_member(now, &group, &member, &mut fx);
+                }
+                TimerKey::ShareSession { group, member } => {
+                    self.remove_share_member(&group, &member, &mut fx);
                 }
                 TimerKey::ConsumerRebalance { group, member } => {
                     if let TimerAction::ExpireConsumerRebalance { epoch } = action {

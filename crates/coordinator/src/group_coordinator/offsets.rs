@@ -86,6 +86,10 @@ impl GroupCoordinator {
         if too_long(&req.group_id) {
             return ErrorCode::INVALID_GROUP_ID;
         }
+        if self.share_groups.contains_key(&req.group_id) {
+            // Share groups keep their progress in share-partition state, not in committed offsets.
+            return ErrorCode::GROUP_ID_NOT_FOUND;
+        }
         let (member, epoch, version) = (&req.member_id, req.generation_id, Some(req.api_version));
         if let Some(code) = self.validate_consumer_commit(&req.group_id, member, epoch, version) {
             return code;
