@@ -1,0 +1,420 @@
+//! The partition leader's side of share groups (KIP-932; Kafka's `SharePartitionManager`): one
+//! [`share::SharePartition`] per (share group, topic-partition) led here, holding which records are in
+//! flight, who acquired them until when, and how often each was delivered.
+//!
+//! - **Loading**: the first ShareFetch of a group for a partition (and the first after the partition's
+//!   LeaderEpoch changed) reads the share-partition's state from the share coordinator
+//!   ([`crate::share_coordinator`]); a share-partition never initialized starts at
+//!   `share.auto.offset.reset` of its group (`latest`, Kafka's default: the HighWatermark; `earliest`: the
+//!   LogStartOffset; `by_duration:PnDTnHnMn.nS`: the first offset at or after now minus the duration) and that
+//!   initial state is written before any record is acquired.
+//! - **Acquiring** (ShareFetch): the log is read from [`share::SharePartition::next_fetch_offset`] up to the
+//!   HighWatermark; the records of the batches read are acquired for the member for
+//!   `share.record.lock.duration.ms` of its group. Acquisition is not persisted (as in Kafka): after a crash
+//!   an acquired record is Available again with the delivery count last persisted.
+//! - **Acknowledging** (ShareFetch and ShareAcknowledge): ACCEPT, RELEASE, REJECT (and GAP, RENEW) are
+//!   applied and the new state is written to the share coordinator before the request is answered, so an
+//!   acknowledged record is never delivered again, even after `kill -9`.
+//! - **Releasing**: a member's acquired records are released when its share session closes.
+//! - **Locks**: [`SharePartitionManager::run_timers`] expires acquisition locks at their deadlines (the
+//!   records become Available, or Archived at `share.delivery.count.limit`) and persists the result.
+//!
+//! Each share-partition is behind its own async mutex, held across its persistence, so its writes reach the
+//! share coordinator in the order they were made.
+
+pub mod sessions;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use protocol::record::{Records, RecordBatchHeader, RECORD_BATCH_OVERHEAD};
+use replica::partition::Partition;
+use replica::replica_manager::{FetchPartitionRequest, ReplicaManager};
+use replica::partition_results::{FetchSource, PartitionRead};
+use share::{AcknowledgementBatch, AcquiredRecords, SharePartition, SharePartitionConfig, SharePartitionKey, ShareState};
+use tokio::sync::{watch, Notify};
+use types::{Clock, ErrorCode};
+use uuid::Uuid;
+
+use crate::share_coordinator::{ShareCoordinatorError, ShareCoordinatorService};
+use sessions::ShareSessionCache;
+
+/// Where a share-partition never initialized starts (`share.auto.offset.reset`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AutoOffsetReset {
+    /// The HighWatermark (Kafka's default).
+    Latest,
+    /// The LogStartOffset.
+    Earliest,
+    /// The first offset whose timestamp is at or after now minus this many ms.
+    ByDuration(i64),
+}
+
+/// The settings of one share group (its group configs over the broker's `group.share.*` defaults).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShareGroupSettings {
+    /// `share.record.lock.duration.ms` (default 30000).
+    pub record_lock_duration_ms: i64,
+    /// `share.delivery.count.limit` (default 5).
+    pub delivery_count_limit: i16,
+    /// `share.partition.max.record.locks` (default 2000).
+    pub max_record_locks: usize,
+    /// `share.auto.offset.reset` (default latest).
+    pub auto_offset_reset: AutoOffsetReset,
+}
+
+impl Default for ShareGroupSettings {
+    fn default() -> Self {
+        ShareGroupSettings {
+            record_lock_duration_ms: 30_000,
+            delivery_count_limit: 5,
+            max_record_locks: 2000,
+            auto_offset_reset: AutoOffsetReset::Latest,
+        }
+    }
+}
+
+/// Resolves a group's settings (group configs over broker defaults).
+pub type SettingsResolver = Arc<dyn Fn(&str) -> ShareGroupSettings + Send + Sync>;
+
+/// What one partition's acquisition produced.
+#[derive(Debug, Default)]
+pub struct Acquired {
+    /// The batches read (they may hold offsets not acquired, which the client skips).
+    pub records: Option<Records>,
+    /// The acquired offset ranges with their delivery counts.
+    pub acquired: Vec<AcquiredRecords>,
+}
+
+struct Entry {
+    /// `None` until loaded; reloaded when the partition's LeaderEpoch changes.
+    sp: Option<(i32, SharePartition)>,
+}
+
+/// The share-partitions led by this broker and the share sessions of its members.
+pub struct SharePartitionManager {
+    replica_manager: Arc<ReplicaManager>,
+    coordinator: Arc<ShareCoordinatorService>,
+    settings: SettingsResolver,
+    partitions: Mutex<HashMap<SharePartitionKey, Arc<tokio::sync::Mutex<Entry>>>>,
+    /// The share sessions.
+    pub sessions: Mutex<ShareSessionCache>,
+    /// Woken when a lock deadline may have moved earlier, or records were released.
+    timer: Notify,
+    clock: Arc<dyn Clock>,
+}
+
+impl SharePartitionManager {
+    /// A manager persisting through `coordinator`, with group settings from `settings`.
+    pub fn new(
+        replica_manager: Arc<ReplicaManager>,
+        coordinator: Arc<ShareCoordinatorService>,
+        settings: SettingsResolver,
+        max_sessions: usize,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        SharePartitionManager {
+            replica_manager,
+            coordinator,
+            settings,
+            partitions: Mutex::new(HashMap::new()),
+            sessions: Mutex::new(ShareSessionCache::new(max_sessions)),
+            timer: Notify::new(),
+            clock,
+        }
+    }
+
+    /// The acquisition lock duration of `group` (ShareFetch's `AcquisitionLockTimeoutMs`).
+    pub fn lock_duration_ms(&self, group: &str) -> i64 {
+        (self.settings)(group).record_lock_duration_ms
+    }
+
+    /// Notified when records became acquirable again (released or expired): a waiting ShareFetch retries.
+    pub fn released(&self) -> &Notify {
+        &self.timer
+    }
+
+    fn entry(&self, key: &SharePartitionKey) -> Arc<tokio::sync::Mutex<Entry>> {
+        self.partitions
+            .lock()
+            .entry(key.clone())
+            .or_insert_with(|| Arc::new(tokio::sync::Mutex::new(Entry { sp: None })))
+            .clone()
+    }
+
+    /// The led partition `topic`-`index`. Errors: UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER.
+    pub fn leader(&self, topic: &str, index: i32) -> Result<Arc<Partition>, ErrorCode> {
+        match self.replica_manager.partition(topic, index) {
+            None => Err(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION),
+            Some(p) if !p.is_leader() => Err(ErrorCode::NOT_LEADER_OR_FOLLOWER),
+            Some(p) => Ok(p),
+        }
+    }
+
+    /// Acquires records of `partition` for `member` of `group` (ShareFetch): at most `max_bytes` read,
+    /// `max_records` acquired (exceeded to keep whole batches unless `strict`).
+    pub async fn acquire(
+        &self,
+        group: &str,
+        member: &str,
+        partition: &Arc<Partition>,
+        (max_bytes, max_records, strict): (i32, usize, bool),
+    ) -> Result<Acquired, ErrorCode> {
+        let key = key_of(group, partition);
+        let entry = self.entry(&key);
+        let mut e = entry.lock().await;
+        let settings = (self.settings)(group);
+        let sp = self.loaded(&key, &mut e, partition, &settings).await?;
+        let log_start = partition.log_start_offset().get();
+        if log_start > sp.start_offset() {
+            sp.log_start_offset_moved(log_start);
+        }
+        let Some(offset) = sp.next_fetch_offset() else {
+            return Ok(Acquired::default());
+        };
+        let request = FetchPartitionRequest {
+            partition: partition.clone(),
+            fetch_offset: types::Offset(offset),
+            max_bytes,
+        };
+        let source = FetchSource::Consumer {
+            isolation: storage::IsolationLevel::ReadUncommitted,
+            leader_only: true,
+        };
+        let read = self.replica_manager.read(&[request], max_bytes, source);
+        let records = match read.into_iter().next() {
+            Some(PartitionRead::Records { records, .. }) => records,
+            Some(PartitionRead::NotLeader) => return Err(ErrorCode::NOT_LEADER_OR_FOLLOWER),
+            Some(PartitionRead::Error { error, .. }) => {
+                tracing::debug!(error = %error, "share fetch read failed");
+                return Ok(Acquired::default());
+            }
+            None => return Ok(Acquired::default()),
+        };
+        let bounds = batch_bounds(&records);
+        if bounds.is_empty() {
+            return Ok(Acquired::default());
+        }
+        let now = self.clock.now_ms();
+        let acquired = sp.acquire(member, &bounds, max_records, strict, now);
+        if acquired.is_empty() {
+            return Ok(Acquired::default());
+        }
+        self.timer.notify_one();
+        Ok(Acquired {
+            records: Some(records),
+            acquired,
+        })
+    }
+
+    /// Applies `member`'s acknowledgements to `partition` and persists the result before returning.
+    /// Errors: INVALID_RECORD_STATE / INVALID_REQUEST from the share-partition, the share coordinator's
+    /// errors, NOT_LEADER_OR_FOLLOWER.
+    pub async fn acknowledge(
+        &self,
+        group: &str,
+        member: &str,
+        partition: &Arc<Partition>,
+        batches: &[AcknowledgementBatch],
+    ) -> Result<(), ErrorCode> {
+        let key = key_of(group, partition);
+        let entry = self.entry(&key);
+        let mut e = entry.lock().await;
+        let settings = (self.settings)(group);
+        let epoch = partition.leader_epoch().get();
+        let sp = self.loaded(&key, &mut e, partition, &settings).await?;
+        let now = self.clock.now_ms();
+        sp.acknowledge(member, batches, now)
+            .map_err(|err| ErrorCode(err.code()))?;
+        let snapshot = sp.snapshot();
+        self.timer.notify_one();
+        self.persist(&key, epoch, snapshot).await
+    }
+
+    /// Releases every record `member` of `group` holds on any partition here (its share session closed).
+    pub async fn release_member(&self, group: &str, member: &str) {
+        let entries: Vec<(SharePartitionKey, Arc<tokio::sync::Mutex<Entry>>)> = (self.partitions.lock())
+            .iter()
+            .filter(|(k, _)| k.group_id == group)
+            .map(|(k, e)| (k.clone(), e.clone()))
+            .collect();
+        let now = self.clock.now_ms();
+        for (key, entry) in entries {
+            let mut e = entry.lock().await;
+            let Some((epoch, sp)) = e.sp.as_mut() else {
+                continue;
+            };
+            if sp.release_member(member, now) {
+                let (epoch, snapshot) = (*epoch, sp.snapshot());
+                if let Err(code) = self.persist(&key, epoch, snapshot).await {
+                    tracing::debug!(?code, "cannot persist released records");
+                }
+            }
+        }
+        self.timer.notify_one();
+    }
+
+    /// Expires acquisition locks at their deadlines until `shutdown` flips (see the module doc).
+    pub async fn run_timers(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
+        loop {
+            let notified = self.timer.notified();
+            let next = self.expire_due().await;
+            let wait = match next {
+                Some(at) => Duration::from_millis((at - self.clock.now_ms()).clamp(1, 60_000) as u64),
+                None => Duration::from_secs(60),
+            };
+            tokio::select! {
+                _ = notified => {}
+                _ = tokio::time::sleep(wait) => {}
+                _ = shutdown.changed() => return,
+            }
+        }
+    }
+
+    /// Ticks every share-partition with a due lock; returns the earliest deadline left.
+    async fn expire_due(&self) -> Option<i64> {
+        let entries: Vec<(SharePartitionKey, Arc<tokio::sync::Mutex<Entry>>)> =
+            (self.partitions.lock().iter()).map(|(k, e)| (k.clone(), e.clone())).collect();
+        let mut next: Option<i64> = None;
+        for (key, entry) in entries {
+            let Ok(mut e) = entry.try_lock() else {
+                // Busy: its holder will notify; look again soon.
+                next = Some(next.map_or(self.clock.now_ms() + 10, |n| n.min(self.clock.now_ms() + 10)));
+                continue;
+            };
+            let Some((epoch, sp)) = e.sp.as_mut() else {
+                continue;
+            };
+            let now = self.clock.now_ms();
+            if sp.next_deadline().is_some_and(|d| d <= now) && sp.tick(now) {
+                let (epoch, snapshot) = (*epoch, sp.snapshot());
+                self.released().notify_waiters();
+                if let Err(code) = self.persist(&key, epoch, snapshot).await {
+                    tracing::debug!(?code, "cannot persist expired locks");
+                }
+            }
+            if let Some((_, sp)) = e.sp.as_ref() {
+                if let Some(d) = sp.next_deadline() {
+                    next = Some(next.map_or(d, |n| n.min(d)));
+                }
+            }
+        }
+        next
+    }
+
+    /// The share-partition of `key`, loaded (or initialized) in the partition's current LeaderEpoch.
+    async fn loaded<'a>(
+        &self,
+        key: &SharePartitionKey,
+        e: &'a mut Entry,
+        partition: &Arc<Partition>,
+        settings: &ShareGroupSettings,
+    ) -> Result<&'a mut SharePartition, ErrorCode> {
+        let epoch = partition.leader_epoch().get();
+        if e.sp.as_ref().is_none_or(|(loaded, _)| *loaded != epoch) {
+            let config = SharePartitionConfig {
+                record_lock_duration_ms: settings.record_lock_duration_ms,
+                delivery_count_limit: settings.delivery_count_limit,
+                max_in_flight_records: settings.max_record_locks,
+            };
+            let stored = (self.coordinator.read(key, epoch).await).map_err(coordinator_code)?;
+            let state = match stored {
+                Some(s) => s.state,
+                None => {
+                    let start = self.initial_offset(partition, settings.auto_offset_reset);
+                    let state = ShareState::initial(start);
+                    self.persist(key, epoch, state.clone()).await?;
+                    state
+                }
+            };
+            e.sp = Some((epoch, SharePartition::new(state, config)));
+        }
+        let (_, sp) = e.sp.as_mut().expect("loaded above");
+        sp.set_config(SharePartitionConfig {
+            record_lock_duration_ms: settings.record_lock_duration_ms,
+            delivery_count_limit: settings.delivery_count_limit,
+            max_in_flight_records: settings.max_record_locks,
+        });
+        Ok(sp)
+    }
+
+    fn initial_offset(&self, partition: &Partition, reset: AutoOffsetReset) -> i64 {
+        match reset {
+            AutoOffsetReset::Latest => partition.high_watermark().get(),
+            AutoOffsetReset::Earliest => partition.log_start_offset().get(),
+            AutoOffsetReset::ByDuration(ms) => {
+                let at = self.clock.now_ms().saturating_sub(ms);
+                match partition.fetch_offset_by_timestamp(at) {
+                    Ok(Some(found)) => found.offset.get(),
+                    _ => partition.high_watermark().get(),
+                }
+            }
+        }
+    }
+
+    async fn persist(
+        &self,
+        key: &SharePartitionKey,
+        leader_epoch: i32,
+        state: ShareState,
+    ) -> Result<(), ErrorCode> {
+        (self.coordinator.write(key, leader_epoch, state).await).map_err(coordinator_code)
+    }
+
+    /// Forgets the in-memory state of `group` (its state was deleted or reset by an admin).
+    pub async fn forget_group(&self, group: &str) {
+        self.partitions.lock().retain(|k, _| k.group_id != group);
+    }
+}
+
+fn coordinator_code(e: ShareCoordinatorError) -> ErrorCode {
+    ErrorCode(e.code())
+}
+
+fn key_of(group: &str, partition: &Partition) -> SharePartitionKey {
+    SharePartitionKey {
+        group_id: group.to_string(),
+        topic_id: partition.topic_id(),
+        partition: partition.partition,
+    }
+}
+
+/// The (base offset, last offset) of each whole batch of `records`, walking the 61-byte batch headers.
+pub fn batch_bounds(records: &Records) -> Vec<(i64, i64)> {
+    use std::os::unix::fs::FileExt;
+    let mut out = Vec::new();
+    let mut buf = [0u8; RECORD_BATCH_OVERHEAD];
+    let (mut pos, end) = match records {
+        Records::Memory(b) => (0u64, b.len() as u64),
+        Records::File(s) => (s.position, s.position + s.len as u64),
+    };
+    while pos + RECORD_BATCH_OVERHEAD as u64 <= end {
+        let header = match records {
+            Records::Memory(b) => {
+                let at = pos as usize;
+                RecordBatchHeader::parse(&b[at..at + RECORD_BATCH_OVERHEAD])
+            }
+            Records::File(s) => {
+                if s.file.read_exact_at(&mut buf, pos).is_err() {
+                    break;
+                }
+                RecordBatchHeader::parse(&buf)
+            }
+        };
+        let Ok(h) = header else { break };
+        let size = h.size_in_bytes() as u64;
+        if size == 0 || pos + size > end {
+            break;
+        }
+        out.push((h.base_offset(), h.last_offset()));
+        pos += size;
+    }
+    out
+}
+
+/// A topic id of the all-zero form is no topic.
+pub fn is_zero(id: &Uuid) -> bool {
+    id.is_nil()
+}
