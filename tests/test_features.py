@@ -73,14 +73,14 @@ def test_api_versions_v4_lists_the_features(broker):
     assert lo <= finalized["metadata.version"][1] <= hi
     if MODE == "runnel":
         # What Runnel implements: MV 12 (3.6-IV0), kraft.version 1 (KIP-853: voters in the log), group.version 1
-        # (the KIP-848 consumer protocol), no KIP-932/966/1071 levels.
+        # (the KIP-848 consumer protocol), share.version 1 (KIP-932 share groups), no KIP-966/1071 levels.
         assert supported["metadata.version"] == (12, 12) and finalized["metadata.version"][1] == 12
-        assert set(finalized) == {"group.version", "kraft.version", "metadata.version",
+        assert set(finalized) == {"group.version", "kraft.version", "metadata.version", "share.version",
                                   "transaction.version"}, finalized
         assert supported["kraft.version"] == (0, 1) and finalized["kraft.version"][1] == 1
         assert supported["group.version"] == (0, 1) and finalized["group.version"][1] == 1
-        for name in ("share.version", "streams.version"):
-            assert supported[name] == (0, 0), (name, supported[name])
+        assert supported["share.version"] == (0, 1) and finalized["share.version"][1] == 1
+        assert supported["streams.version"] == (0, 0), supported["streams.version"]
 
 
 def test_kafka_features_describe_prints_the_features(broker):

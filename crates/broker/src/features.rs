@@ -56,7 +56,8 @@ pub const METADATA_VERSION: &str = "metadata.version";
 ///   membership) from the first start, so AddRaftVoter and RemoveRaftVoter are served
 ///   (`controller::voter_changes`) — what level 1 means in Kafka, which refuses them at level 0.
 /// - `metadata.version` [`METADATA_VERSION_LEVEL`].
-/// - `share.version` 0: no share groups (KIP-932).
+/// - `share.version` 0–1, finalized at 1: share groups (KIP-932, ShareGroupHeartbeat, ShareGroupDescribe,
+///   ShareFetch, ShareAcknowledge) are served, as Kafka 4.2+ does by default.
 /// - `streams.version` 0: no streams rebalance protocol (KIP-1071).
 /// - `transaction.version` 0–[`TRANSACTION_VERSION_LEVEL`], finalized at 2.
 pub const FEATURES: &[Feature] = &[
@@ -79,7 +80,12 @@ pub const FEATURES: &[Feature] = &[
         max_supported: METADATA_VERSION_LEVEL,
         finalized: METADATA_VERSION_LEVEL,
     },
-    fixed_at_zero("share.version"),
+    Feature {
+        name: "share.version",
+        min_supported: 0,
+        max_supported: 1,
+        finalized: 1,
+    },
     fixed_at_zero("streams.version"),
     Feature {
         name: TRANSACTION_VERSION,
@@ -126,11 +132,12 @@ mod tests {
                 "group.version",
                 KRAFT_VERSION,
                 METADATA_VERSION,
+                "share.version",
                 TRANSACTION_VERSION
             ]
         );
         assert_eq!(feature("group.version").map(|f| f.max_supported), Some(1));
-        assert_eq!(feature("share.version").map(|f| f.max_supported), Some(0));
+        assert_eq!(feature("share.version").map(|f| f.max_supported), Some(1));
         assert!(feature("foo.version").is_none());
     }
 }

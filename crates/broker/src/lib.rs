@@ -33,6 +33,8 @@ mod replication_tests;
 pub mod scram;
 pub mod security;
 pub mod server;
+pub mod share;
+pub mod share_coordinator;
 #[cfg(test)]
 mod sim;
 pub mod topic_admin;

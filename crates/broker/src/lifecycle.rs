@@ -472,6 +472,8 @@ impl Services {
             .collect();
         let groups = self.groups.clone();
         tasks.push(tokio::spawn(groups.clone().run_timers(shutdown_rx.clone())));
+        let shares = self.apis.shares().clone();
+        tasks.push(tokio::spawn(shares.run_timers(shutdown_rx.clone())));
         // Replays __consumer_offsets off the async workers; group requests get COORDINATOR_LOAD_IN_PROGRESS
         // until it is done.
         tokio::task::spawn_blocking(move || groups.load());

@@ -145,13 +145,6 @@ impl ShareCoordinatorService {
         share::share_partition_for(&key.group_id, key.topic_id, key.partition, n.max(1))
     }
 
-    /// The broker leading `key`'s partition, when the topic exists (`None`: not created yet).
-    pub fn coordinator_of(&self, key: &SharePartitionKey) -> Option<types::BrokerId> {
-        let p = self.partition_for(key);
-        let t = self.metadata.topic(SHARE_STATE_TOPIC)?;
-        t.leader(p)
-    }
-
     /// ReadShareGroupState: the stored state of `key` (`None`: never initialized). A `leader_epoch` newer than
     /// the stored one is remembered; an older one is FENCED_LEADER_EPOCH.
     pub async fn read(

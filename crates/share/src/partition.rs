@@ -212,7 +212,13 @@ impl SharePartition {
         self.state_epoch
     }
 
-    /// The configuration.
+    /// Replaces the limits and durations (a group config changed): they apply to later acquisitions and
+    /// releases; locks already taken keep their deadlines.
+    pub fn set_config(&mut self, config: SharePartitionConfig) {
+        self.config = config;
+    }
+
+    /// The limits and durations in force.
     pub fn config(&self) -> &SharePartitionConfig {
         &self.config
     }

@@ -30,13 +30,11 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use protocol::record::{Records, RecordBatchHeader, RECORD_BATCH_OVERHEAD};
-use replica::partition::Partition;
+use replica::partition::{FetchSource, IsolationLevel, Partition, PartitionRead};
 use replica::replica_manager::{FetchPartitionRequest, ReplicaManager};
-use replica::partition_results::{FetchSource, PartitionRead};
 use share::{AcknowledgementBatch, AcquiredRecords, SharePartition, SharePartitionConfig, SharePartitionKey, ShareState};
 use tokio::sync::{watch, Notify};
 use types::{Clock, ErrorCode};
-use uuid::Uuid;
 
 use crate::share_coordinator::{ShareCoordinatorError, ShareCoordinatorService};
 use sessions::ShareSessionCache;
@@ -104,6 +102,12 @@ pub struct SharePartitionManager {
     /// Woken when a lock deadline may have moved earlier, or records were released.
     timer: Notify,
     clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for SharePartitionManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharePartitionManager").finish_non_exhaustive()
+    }
 }
 
 impl SharePartitionManager {
@@ -180,7 +184,7 @@ impl SharePartitionManager {
             max_bytes,
         };
         let source = FetchSource::Consumer {
-            isolation: storage::IsolationLevel::ReadUncommitted,
+            isolation: IsolationLevel::ReadUncommitted,
             leader_only: true,
         };
         let read = self.replica_manager.read(&[request], max_bytes, source);
@@ -347,7 +351,7 @@ impl SharePartitionManager {
             AutoOffsetReset::ByDuration(ms) => {
                 let at = self.clock.now_ms().saturating_sub(ms);
                 match partition.fetch_offset_by_timestamp(at) {
-                    Ok(Some(found)) => found.offset.get(),
+                    Ok(Some((offset, _))) => offset.get(),
                     _ => partition.high_watermark().get(),
                 }
             }
@@ -408,13 +412,54 @@ pub fn batch_bounds(records: &Records) -> Vec<(i64, i64)> {
         if size == 0 || pos + size > end {
             break;
         }
-        out.push((h.base_offset(), h.last_offset()));
+        out.push((h.base_offset, h.last_offset()));
         pos += size;
     }
     out
 }
 
-/// A topic id of the all-zero form is no topic.
-pub fn is_zero(id: &Uuid) -> bool {
-    id.is_nil()
+
+/// Builds the share-partition manager and its share coordinator for a broker (called by
+/// [`crate::server::apis::KafkaApis::new`]): group settings come from the broker's `group.share.*` defaults.
+pub fn wire(
+    config: &crate::config::BrokerConfig,
+    metadata: &Arc<crate::metadata::MetadataStore>,
+    replica_manager: &Arc<ReplicaManager>,
+    topics: &Arc<crate::topics::TopicManager>,
+) -> Arc<SharePartitionManager> {
+    let clock: Arc<dyn Clock> = Arc::new(types::SystemClock);
+    let coordinator = Arc::new(ShareCoordinatorService::new(
+        config.clone(),
+        metadata.clone(),
+        replica_manager.clone(),
+        topics.clone(),
+        clock.clone(),
+    ));
+    let defaults = config.clone();
+    let settings: SettingsResolver = Arc::new(move |_group: &str| settings_of(&defaults));
+    let max_sessions = (defaults_int(config, "group.share.max.share.sessions", 2000)).max(1) as usize;
+    Arc::new(SharePartitionManager::new(
+        replica_manager.clone(),
+        coordinator,
+        settings,
+        max_sessions,
+        clock,
+    ))
+}
+
+fn defaults_int(config: &crate::config::BrokerConfig, key: &str, default: i64) -> i64 {
+    (config.value(key).and_then(|v| v.trim().parse().ok())).unwrap_or(default)
+}
+
+/// The broker's `group.share.*` defaults.
+fn settings_of(config: &crate::config::BrokerConfig) -> ShareGroupSettings {
+    ShareGroupSettings {
+        record_lock_duration_ms: defaults_int(config, "group.share.record.lock.duration.ms", 30_000)
+            .max(1),
+        delivery_count_limit: defaults_int(config, "group.share.delivery.count.limit", 5)
+            .clamp(1, i64::from(i16::MAX)) as i16,
+        max_record_locks: defaults_int(config, "group.share.partition.max.record.locks", 2000)
+            .max(1) as usize,
+        auto_offset_reset: AutoOffsetReset::Latest,
+    }
 }

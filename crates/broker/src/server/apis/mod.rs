@@ -48,6 +48,8 @@ mod produce;
 mod produce_verification;
 mod request_quota;
 mod sasl;
+mod share_fetch;
+mod share_group_heartbeat;
 mod sync_group;
 mod telemetry;
 mod transactions_admin;
@@ -119,6 +121,10 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListGroups, 0, 5),
     (ApiKey::ConsumerGroupHeartbeat, 0, 1),
     (ApiKey::ConsumerGroupDescribe, 0, 1),
+    (ApiKey::ShareGroupHeartbeat, 1, 1),
+    (ApiKey::ShareGroupDescribe, 1, 1),
+    (ApiKey::ShareFetch, 1, 2),
+    (ApiKey::ShareAcknowledge, 1, 2),
     (ApiKey::DeleteGroups, 0, 3),
     (ApiKey::OffsetDelete, 0, 0),
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
@@ -206,6 +212,8 @@ pub struct KafkaApis {
     telemetry: Arc<ClientTelemetry>,
     /// Incremental fetch sessions (KIP-227), in memory only.
     fetch_sessions: parking_lot::Mutex<crate::fetch_session::FetchSessionCache>,
+    /// Share groups (KIP-932): the share-partitions led here, their sessions and their persistence.
+    shares: Arc<crate::share::SharePartitionManager>,
 }
 
 impl KafkaApis {
@@ -226,7 +234,9 @@ impl KafkaApis {
         transactions: Arc<TransactionCoordinatorService>,
         telemetry: Arc<ClientTelemetry>,
     ) -> KafkaApis {
+        let shares = crate::share::wire(&config, &metadata, &replica_manager, &topics);
         KafkaApis {
+            shares,
             metadata,
             replica_manager,
             topics,
@@ -251,6 +261,11 @@ impl KafkaApis {
     /// The transaction coordinator (the caller starts its timer task).
     pub fn transaction_coordinator(&self) -> &Arc<TransactionCoordinatorService> {
         &self.transactions
+    }
+
+    /// Share groups (KIP-932): the share-partition manager (the caller starts its lock timer task).
+    pub fn shares(&self) -> &Arc<crate::share::SharePartitionManager> {
+        &self.shares
     }
 
     /// Client metrics (KIP-714).
@@ -593,6 +608,18 @@ impl KafkaApis {
         body: RequestBody,
     ) -> Result<ResponseBody, RequestOutcome> {
         Ok(match body {
+            RequestBody::ShareGroupHeartbeat(r) => ResponseBody::ShareGroupHeartbeat(
+                share_group_heartbeat::heartbeat(self, ctx, r).await,
+            ),
+            RequestBody::ShareGroupDescribe(r) => ResponseBody::ShareGroupDescribe(
+                share_group_heartbeat::describe(self, ctx, r),
+            ),
+            RequestBody::ShareFetch(r) => {
+                ResponseBody::ShareFetch(share_fetch::fetch(self, ctx, r).await)
+            }
+            RequestBody::ShareAcknowledge(r) => ResponseBody::ShareAcknowledge(
+                share_fetch::acknowledge_request(self, ctx, r).await,
+            ),
             RequestBody::ConsumerGroupHeartbeat(r) => ResponseBody::ConsumerGroupHeartbeat(
                 consumer_group_heartbeat::heartbeat(self, ctx, r).await,
             ),
