@@ -158,7 +158,10 @@ impl SharePartition {
     /// Builds the leader's state from what ReadShareGroupState returned. Batches below the start offset are
     /// dropped; later batches override earlier ones where they overlap. Available offsets keep their delivery
     /// count (they are redelivered first); an Available offset already at the delivery count limit is
-    /// archived. `end_offset = max(start_offset, last persisted offset + 1)`.
+    /// archived. `end_offset = max(start_offset, last persisted offset + 1)`. A negative start offset (Kafka's
+    /// -1, uninitialized) is taken as 0. Offsets between the start and end offsets that no batch covers are
+    /// gaps (done): this leader always persists its whole window, so only offsets without records are left
+    /// out.
     pub fn new(persisted: ShareState, config: SharePartitionConfig) -> SharePartition {
         let start = persisted.start_offset.max(0);
         let mut in_flight = BTreeMap::new();
@@ -476,7 +479,8 @@ impl SharePartition {
     }
 
     /// Releases every record `member_id` holds (its share session closed or it left the group): each goes
-    /// Available, or Archived at the delivery count limit. Returns whether anything changed.
+    /// Available, or Archived at the delivery count limit. Returns whether anything changed. (`now_ms` is
+    /// not used today: a release does not depend on time.)
     pub fn release_member(&mut self, member_id: &str, _now_ms: i64) -> bool {
         let limit = self.config.delivery_count_limit;
         let mut changed = false;

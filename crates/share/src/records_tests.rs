@@ -200,3 +200,16 @@ fn truncated_and_garbage_input_are_errors_not_panics() {
         let _ = decode_record(&bytes, Some(&bytes));
     }
 }
+
+#[test]
+fn an_over_long_group_id_is_cut_at_a_char_boundary() {
+    let long = SharePartitionKey::new("é".repeat(20_000), Uuid::nil(), 0);
+    let (k, _) = encode_record(&ShareRecord::Snapshot {
+        key: long,
+        value: None,
+    });
+    let ShareRecord::Snapshot { key, .. } = decode_record(&k, None).unwrap() else {
+        panic!()
+    };
+    assert_eq!(key.group_id, "é".repeat(16_383));
+}
