@@ -280,6 +280,12 @@ impl SharePartition {
     /// ShareAcquireMode 0) it is checked between batches, so a batch is taken whole even past it; with
     /// `strict == true` (record-limit mode 1) it is never exceeded. Each acquired offset is locked until
     /// `now_ms + record_lock_duration_ms`. Returns contiguous ranges of equal delivery count, ascending.
+    ///
+    /// As Kafka's `SharePartition.acquire`: Available in-flight offsets between the fetch offset and the
+    /// first batch are no longer in the log (compacted away) and are archived; and, with a delivery count
+    /// limit above 2, a record on its last delivery attempt is delivered alone (the acquisition stops
+    /// before it when other records were taken, and after it otherwise), so that one poison record does not
+    /// take a whole batch of records to the limit with it.
     pub fn acquire(
         &mut self,
         member_id: &str,
@@ -288,6 +294,9 @@ impl SharePartition {
         strict: bool,
         now_ms: i64,
     ) -> Vec<AcquiredRecords> {
+        if let (Some(from), Some(&(base, _))) = (self.next_fetch_offset(), batches.first()) {
+            self.archive_stale(from, base);
+        }
         let deadline = now_ms.saturating_add(self.config.record_lock_duration_ms);
         let mut taken: Vec<(i64, i16)> = Vec::new();
         for &(base, last) in batches {
@@ -296,7 +305,9 @@ impl SharePartition {
             }
             let budget = strict.then(|| max_records - taken.len());
             let before = taken.len();
-            self.acquire_in_flight(member_id, base, last, budget, deadline, &mut taken);
+            if self.acquire_in_flight(member_id, base, last, budget, deadline, &mut taken) {
+                break;
+            }
             let budget = budget.map(|b| b - (taken.len() - before));
             self.acquire_new(member_id, base, last, budget, deadline, &mut taken);
         }
@@ -304,7 +315,22 @@ impl SharePartition {
         merge_ranges(&taken)
     }
 
+    /// Archives the Available in-flight offsets in `[from, base)`: the log read from `from` starts at
+    /// `base`, so they hold no record any more.
+    fn archive_stale(&mut self, from: i64, base: i64) {
+        if from >= base {
+            return;
+        }
+        for r in self.in_flight.range_mut(from..base).map(|(_, r)| r) {
+            if r.state == RecordState::Available {
+                r.state = RecordState::Archived;
+            }
+        }
+    }
+
     /// Acquires the Available in-flight offsets of `[base, last]`, at most `budget` (`None`: no limit).
+    /// Returns whether the acquisition must stop here (a record on its last delivery attempt, delivered
+    /// alone).
     fn acquire_in_flight(
         &mut self,
         member_id: &str,
@@ -313,11 +339,11 @@ impl SharePartition {
         budget: Option<usize>,
         deadline: i64,
         taken: &mut Vec<(i64, i16)>,
-    ) {
+    ) -> bool {
         let lo = base.max(self.start_offset);
         let hi = last.min(self.end_offset - 1);
         if lo > hi {
-            return;
+            return false;
         }
         let limit = self.config.delivery_count_limit;
         let mut n = 0;
@@ -336,6 +362,10 @@ impl SharePartition {
                 r.state = RecordState::Archived;
                 continue;
             }
+            let last_attempt = limit > 2 && r.delivery_count == limit - 1;
+            if last_attempt && !taken.is_empty() {
+                return true;
+            }
             r.delivery_count += 1;
             r.state = RecordState::Acquired {
                 member_id: member_id.to_string(),
@@ -343,7 +373,11 @@ impl SharePartition {
             };
             taken.push((*offset, r.delivery_count));
             n += 1;
+            if last_attempt {
+                return true;
+            }
         }
+        false
     }
 
     /// Acquires new offsets of `[base, last]` from the end offset on, at most `budget` (`None`: no limit) and
