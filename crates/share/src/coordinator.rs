@@ -376,22 +376,17 @@ impl ShareCoordinator {
         Ok(self.store(key, next))
     }
 
-    /// ReadShareGroupStateSummary (DescribeShareGroupOffsets, lag): the start offset and epochs, without
-    /// recording anything. `Ok(None)` when `key` is not initialized (Kafka answers start offset -1);
-    /// [`StateError::FencedLeaderEpoch`] for a leader epoch older than the stored one (-1 is not checked).
+    /// ReadShareGroupStateSummary (DescribeShareGroupOffsets, lag): the start offset, epochs and delivery
+    /// complete count, recording nothing. `Ok(None)` when `key` is not initialized (Kafka answers start
+    /// offset -1). As Kafka's `readStateSummary`, only the key is checked (a negative partition →
+    /// [`StateError::InvalidRequest`]): the request's `_leader_epoch` is neither fenced nor recorded.
     pub fn read_summary(
         &self,
         key: &SharePartitionKey,
-        leader_epoch: i32,
+        _leader_epoch: i32,
     ) -> Result<Option<ReadSummary>, StateError> {
         Self::check_key(key)?;
-        let Some(stored) = self.states.get(key) else {
-            return Ok(None);
-        };
-        if leader_epoch != -1 {
-            Self::fence_leader(stored, leader_epoch)?;
-        }
-        Ok(Some(ReadSummary {
+        Ok(self.states.get(key).map(|stored| ReadSummary {
             state_epoch: stored.state_epoch,
             leader_epoch: stored.leader_epoch,
             start_offset: stored.start_offset,
