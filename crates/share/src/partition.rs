@@ -251,7 +251,8 @@ impl SharePartition {
     }
 
     fn window_limit(&self) -> i64 {
-        self.start_offset + self.config.max_in_flight_records as i64
+        let max = i64::try_from(self.config.max_in_flight_records).unwrap_or(i64::MAX);
+        self.start_offset.saturating_add(max)
     }
 
     /// Where the leader should read the log for the next acquisition: the lowest Available in-flight offset,
@@ -495,18 +496,21 @@ impl SharePartition {
                     offset: b.first_offset,
                 });
             }
-            let mut expected = b.first_offset;
+            // The in-flight offsets of the range must be all of its offsets, each acquired by the member.
+            let mut expected = b.first_offset as i128;
             for (offset, r) in self.in_flight.range(b.first_offset..=b.last_offset) {
                 let mine = matches!(&r.state, RecordState::Acquired { member_id: m, .. } if m == member_id);
-                if *offset != expected || !mine {
+                if *offset as i128 != expected || !mine {
                     return Err(ShareError::InvalidRecordState {
-                        offset: expected.min(*offset),
+                        offset: (expected as i64).min(*offset),
                     });
                 }
                 expected += 1;
             }
-            if expected != b.last_offset + 1 {
-                return Err(ShareError::InvalidRecordState { offset: expected });
+            if expected != b.last_offset as i128 + 1 {
+                return Err(ShareError::InvalidRecordState {
+                    offset: expected as i64,
+                });
             }
         }
         Ok(())
@@ -568,6 +572,7 @@ impl SharePartition {
     /// `offset` is outside the window (below the start offset, or at or above the end offset) the window is
     /// cleared and both offsets set to it.
     pub fn reset_start_offset(&mut self, offset: i64) {
+        let offset = offset.max(0);
         if offset == self.start_offset {
             return;
         }

@@ -411,3 +411,24 @@ fn acknowledge_type_ids() {
     }
     assert_eq!(AcknowledgeType::from_id(5), None);
 }
+
+#[test]
+fn extreme_offsets_do_not_overflow() {
+    let mut sp = fresh();
+    sp.reset_start_offset(-5);
+    assert_eq!(sp.start_offset(), 0);
+    sp.reset_start_offset(i64::MAX - 3);
+    let got = sp.acquire("m1", &[(i64::MAX - 3, i64::MAX - 1)], 100, false, 0);
+    assert_eq!(got, vec![range(i64::MAX - 3, i64::MAX - 1, 1)]);
+    assert_eq!(sp.end_offset(), i64::MAX);
+    assert_eq!(
+        sp.acknowledge("m1", &[ack(i64::MAX - 3, i64::MAX, &[Accept])], 0),
+        Err(ShareError::InvalidRecordState {
+            offset: i64::MAX - 3
+        })
+    );
+    sp.acknowledge("m1", &[ack(i64::MAX - 3, i64::MAX - 1, &[Accept])], 0)
+        .unwrap();
+    assert_eq!(sp.start_offset(), i64::MAX);
+    sp.check_invariants();
+}
