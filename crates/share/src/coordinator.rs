@@ -16,6 +16,7 @@
 //! [`unload_partition`]: ShareCoordinator::unload_partition
 //! [`replay`]: ShareCoordinator::replay
 
+use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use uuid::Uuid;
@@ -24,6 +25,11 @@ use crate::combine::combine_state_batches;
 use crate::error::StateError;
 use crate::records::{decode_record, RecordDecodeError, ShareRecord, ShareSnapshotValue};
 use crate::state::{ShareState, StateBatch};
+
+/// Kafka's message for a negative leader epoch (`ShareCoordinatorShard.NEGATIVE_LEADER_EPOCH`).
+const NEGATIVE_LEADER_EPOCH: &str = "The leader epoch cannot be a negative number.";
+/// Kafka's message for a negative state epoch.
+const NEGATIVE_STATE_EPOCH: &str = "The state epoch cannot be a negative number.";
 
 /// A share-partition: one share group on one topic-partition (Kafka's `SharePartitionKey`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -161,11 +167,11 @@ impl StoredState {
 /// One WriteShareGroupState partition.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WriteRequest {
-    /// The writer's state epoch; older than the stored one → [`StateError::FencedStateEpoch`]; -1 skips the
-    /// check and keeps the stored one.
+    /// The writer's state epoch (from its ReadShareGroupState); older than the stored one →
+    /// [`StateError::FencedStateEpoch`]. Never stored.
     pub state_epoch: i32,
-    /// The writer's leader epoch; older than the stored one → [`StateError::FencedLeaderEpoch`]; -1 skips
-    /// the check and keeps the stored one.
+    /// The writer's leader epoch; older than the stored one → [`StateError::FencedLeaderEpoch`]. Never
+    /// stored.
     pub leader_epoch: i32,
     /// The new start offset, or -1 for unchanged.
     pub start_offset: i64,
@@ -239,9 +245,11 @@ impl ShareCoordinator {
         Ok(())
     }
 
-    /// InitializeShareGroupState: (re)starts `key` at `start_offset` with `state_epoch` and no batches.
-    /// A stored state epoch newer than `state_epoch` → [`StateError::FencedStateEpoch`]. The leader epoch
-    /// seen so far is kept. Returns the ShareSnapshot to append.
+    /// InitializeShareGroupState (sent by the group coordinator when a share-partition is first assigned, and
+    /// by AlterShareGroupOffsets): (re)starts `key` at `start_offset` with `state_epoch` and no batches.
+    /// Errors: a negative `state_epoch` → [`StateError::InvalidRequest`]; a stored state epoch newer than
+    /// `state_epoch` → [`StateError::FencedStateEpoch`]. The leader epoch seen so far is kept. Returns the
+    /// ShareSnapshot to append.
     pub fn initialize(
         &mut self,
         key: &SharePartitionKey,
@@ -250,6 +258,9 @@ impl ShareCoordinator {
         now_ms: i64,
     ) -> Result<ShareRecord, StateError> {
         Self::check_key(key)?;
+        if state_epoch < 0 {
+            return Err(StateError::InvalidRequest(NEGATIVE_STATE_EPOCH));
+        }
         let existing = self.states.get(key);
         if let Some(s) = existing {
             if s.state_epoch > state_epoch {
@@ -273,7 +284,7 @@ impl ShareCoordinator {
     }
 
     fn fence_leader(stored: &StoredState, leader_epoch: i32) -> Result<(), StateError> {
-        if leader_epoch != -1 && stored.leader_epoch > leader_epoch {
+        if stored.leader_epoch > leader_epoch {
             return Err(StateError::FencedLeaderEpoch {
                 stored: stored.leader_epoch,
                 requested: leader_epoch,
@@ -282,10 +293,11 @@ impl ShareCoordinator {
         Ok(())
     }
 
-    /// ReadShareGroupState by the share-partition leader of `leader_epoch`: the state to load, and the
-    /// ShareSnapshot to append when the leader epoch is newer than the stored one (it is recorded, fencing
-    /// older leaders). Errors: [`StateError::NotInitialized`], [`StateError::FencedLeaderEpoch`] for an
-    /// older leader epoch. `leader_epoch == -1` neither fences nor records.
+    /// ReadShareGroupState by the share-partition leader of `leader_epoch` (the partition's leader epoch):
+    /// the state to load, and the ShareSnapshot to append when the leader epoch is newer than the stored one
+    /// (it is recorded, fencing older leaders; reads are the only operation that moves the leader epoch).
+    /// Errors, in Kafka's order: a negative `leader_epoch` → [`StateError::InvalidRequest`] (KAFKA-20743),
+    /// [`StateError::NotInitialized`], an older leader epoch → [`StateError::FencedLeaderEpoch`].
     pub fn read(
         &mut self,
         key: &SharePartitionKey,
@@ -293,10 +305,13 @@ impl ShareCoordinator {
         now_ms: i64,
     ) -> Result<(ShareState, Option<ShareRecord>), StateError> {
         Self::check_key(key)?;
+        if leader_epoch < 0 {
+            return Err(StateError::InvalidRequest(NEGATIVE_LEADER_EPOCH));
+        }
         let stored = self.states.get(key).ok_or(StateError::NotInitialized)?;
         Self::fence_leader(stored, leader_epoch)?;
         let state = stored.share_state();
-        if leader_epoch == -1 || leader_epoch == stored.leader_epoch {
+        if leader_epoch == stored.leader_epoch {
             return Ok((state, None));
         }
         let mut next = stored.clone();
@@ -307,10 +322,16 @@ impl ShareCoordinator {
     }
 
     /// WriteShareGroupState: merges `request.batches` over the stored batches (overlaps resolved and
-    /// batches below the start offset dropped by [`combine_state_batches`]), moves the start offset unless
-    /// it is -1, records the epochs. Errors, checked in Kafka's order: [`StateError::NotInitialized`],
-    /// [`StateError::FencedLeaderEpoch`], [`StateError::FencedStateEpoch`]. Returns the ShareSnapshot to
-    /// append.
+    /// batches below the start offset dropped by [`combine_state_batches`]) and moves the start offset
+    /// unless it is -1. The stored epochs are not changed (KAFKA-19456: only initialize sets the state epoch
+    /// and only read the leader epoch). The delivery complete count is taken from a write that moves the
+    /// start offset forward, the larger of the two at an equal start offset, and kept otherwise (a late
+    /// write must not regress it, apache/kafka#23112).
+    ///
+    /// Errors, in Kafka's order: a negative leader or state epoch → [`StateError::InvalidRequest`]
+    /// (KAFKA-20743); [`StateError::NotInitialized`]; an older leader epoch →
+    /// [`StateError::FencedLeaderEpoch`]; an older state epoch → [`StateError::FencedStateEpoch`].
+    /// Returns the ShareSnapshot to append.
     pub fn write(
         &mut self,
         key: &SharePartitionKey,
@@ -318,9 +339,15 @@ impl ShareCoordinator {
         now_ms: i64,
     ) -> Result<ShareRecord, StateError> {
         Self::check_key(key)?;
+        if request.leader_epoch < 0 {
+            return Err(StateError::InvalidRequest(NEGATIVE_LEADER_EPOCH));
+        }
+        if request.state_epoch < 0 {
+            return Err(StateError::InvalidRequest(NEGATIVE_STATE_EPOCH));
+        }
         let stored = self.states.get(key).ok_or(StateError::NotInitialized)?;
         Self::fence_leader(stored, request.leader_epoch)?;
-        if request.state_epoch != -1 && stored.state_epoch > request.state_epoch {
+        if stored.state_epoch > request.state_epoch {
             return Err(StateError::FencedStateEpoch {
                 stored: stored.state_epoch,
                 requested: request.state_epoch,
@@ -331,33 +358,35 @@ impl ShareCoordinator {
         } else {
             request.start_offset
         };
+        let delivery_complete_count = match start_offset.cmp(&stored.start_offset) {
+            Ordering::Greater => request.delivery_complete_count,
+            Ordering::Equal => request
+                .delivery_complete_count
+                .max(stored.delivery_complete_count),
+            Ordering::Less => stored.delivery_complete_count,
+        };
         let next = StoredState {
             snapshot_epoch: stored.snapshot_epoch.wrapping_add(1),
-            state_epoch: keep_unless_minus_one(request.state_epoch, stored.state_epoch),
-            leader_epoch: keep_unless_minus_one(request.leader_epoch, stored.leader_epoch),
             start_offset,
-            delivery_complete_count: request.delivery_complete_count,
-            create_timestamp: stored.create_timestamp,
+            delivery_complete_count,
             write_timestamp: now_ms,
             batches: combine_state_batches(&stored.batches, &request.batches, start_offset),
+            ..stored.clone()
         };
         Ok(self.store(key, next))
     }
 
-    /// ReadShareGroupStateSummary (DescribeShareGroupOffsets, lag): the start offset and epochs, without
-    /// recording anything. `Ok(None)` when `key` is not initialized (Kafka answers start offset -1);
-    /// [`StateError::FencedLeaderEpoch`] for a leader epoch (not -1) older than the stored one.
+    /// ReadShareGroupStateSummary (DescribeShareGroupOffsets, lag): the start offset, epochs and delivery
+    /// complete count, recording nothing. `Ok(None)` when `key` is not initialized (Kafka answers start
+    /// offset -1). As Kafka's `readStateSummary`, only the key is checked (a negative partition →
+    /// [`StateError::InvalidRequest`]): the request's `_leader_epoch` is neither fenced nor recorded.
     pub fn read_summary(
         &self,
         key: &SharePartitionKey,
-        leader_epoch: i32,
+        _leader_epoch: i32,
     ) -> Result<Option<ReadSummary>, StateError> {
         Self::check_key(key)?;
-        let Some(stored) = self.states.get(key) else {
-            return Ok(None);
-        };
-        Self::fence_leader(stored, leader_epoch)?;
-        Ok(Some(ReadSummary {
+        Ok(self.states.get(key).map(|stored| ReadSummary {
             state_epoch: stored.state_epoch,
             leader_epoch: stored.leader_epoch,
             start_offset: stored.start_offset,

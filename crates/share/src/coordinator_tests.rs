@@ -115,7 +115,21 @@ fn read_and_write_need_initialize() {
     );
     // The same epoch again writes nothing.
     assert_eq!(c.read(&key(0), 3, 2_000).unwrap().1, None);
-    assert_eq!(c.read(&key(0), -1, 2_000).unwrap().1, None);
+}
+
+fn invalid<T>(r: Result<T, StateError>) -> bool {
+    matches!(r, Err(StateError::InvalidRequest(_)))
+}
+
+#[test]
+fn negative_epochs_are_invalid_requests() {
+    let mut c = ShareCoordinator::new(50);
+    assert!(invalid(c.initialize(&key(0), -1, 0, 0)));
+    c.initialize(&key(0), 0, 0, 0).unwrap();
+    assert!(invalid(c.read(&key(0), -1, 0)));
+    assert!(invalid(c.write(&key(0), &write(-1, 0, 0, vec![]), 0)));
+    assert!(invalid(c.write(&key(0), &write(0, -1, 0, vec![]), 0)));
+    assert_eq!(StateError::InvalidRequest("x").code(), 42);
 }
 
 #[test]
@@ -132,7 +146,8 @@ fn older_leader_and_state_epochs_are_fenced() {
         c.write(&key(0), &write(2, 4, 0, vec![]), 0),
         Err(fenced_leader.clone())
     );
-    assert_eq!(c.read_summary(&key(0), 4), Err(fenced_leader.clone()));
+    // The summary is not fenced (Kafka checks only the key).
+    assert!(c.read_summary(&key(0), 4).unwrap().is_some());
     assert_eq!(fenced_leader.code(), 74);
     let fenced_state = StateError::FencedStateEpoch {
         stored: 2,
@@ -149,12 +164,11 @@ fn older_leader_and_state_epochs_are_fenced() {
         Err(fenced_leader)
     );
     assert_eq!(c.initialize(&key(0), 1, 0, 0), Err(fenced_state));
-    // -1 skips both checks and keeps the stored epochs.
-    c.write(&key(0), &write(-1, -1, -1, vec![]), 0).unwrap();
+    // Writes never move the stored epochs (KAFKA-19456): only initialize and read do.
+    c.write(&key(0), &write(3, 6, -1, vec![]), 0).unwrap();
     let s = c.state(&key(0)).unwrap();
     assert_eq!((s.state_epoch, s.leader_epoch, s.start_offset), (2, 5, 0));
-    // A newer leader epoch in a write is recorded.
-    c.write(&key(0), &write(2, 6, -1, vec![]), 0).unwrap();
+    c.read(&key(0), 6, 0).unwrap();
     assert_eq!(c.state(&key(0)).unwrap().leader_epoch, 6);
     // Re-initializing with a newer state epoch resets the batches, keeps the leader epoch.
     c.write(&key(0), &write(2, 6, 0, vec![sb(0, 3, Available, 1)]), 0)
@@ -169,6 +183,7 @@ fn older_leader_and_state_epochs_are_fenced() {
 fn writes_merge_over_the_stored_batches() {
     let mut c = ShareCoordinator::new(50);
     c.initialize(&key(0), 0, 0, 0).unwrap();
+    c.read(&key(0), 1, 0).unwrap();
     let w1 = write(0, 1, 0, vec![sb(0, 9, Available, 1)]);
     c.write(&key(0), &w1, 10).unwrap();
     let w2 = write(
@@ -187,7 +202,7 @@ fn writes_merge_over_the_stored_batches() {
     let s = c.state(&key(0)).unwrap();
     assert_eq!(
         (s.start_offset, s.snapshot_epoch, s.write_timestamp),
-        (3, 2, 20)
+        (3, 3, 20)
     );
     assert_eq!(s.batches, want);
     // The record is the full state.
@@ -294,4 +309,24 @@ fn unload_forgets_only_the_keys_of_that_partition() {
     assert!((0..30)
         .filter(|p| c.partition_for(&key(*p)) != target)
         .all(|p| c.state(&key(p)).is_some()));
+}
+
+#[test]
+fn the_delivery_complete_count_does_not_regress() {
+    let mut c = ShareCoordinator::new(50);
+    c.initialize(&key(0), 0, 10, 0).unwrap();
+    c.read(&key(0), 0, 0).unwrap();
+    let with = |start: i64, dcc: i32| WriteRequest {
+        delivery_complete_count: dcc,
+        ..write(0, 0, start, vec![])
+    };
+    let dcc = |c: &ShareCoordinator| c.state(&key(0)).unwrap().delivery_complete_count;
+    c.write(&key(0), &with(10, 4), 0).unwrap();
+    assert_eq!(dcc(&c), 4);
+    c.write(&key(0), &with(10, 2), 0).unwrap(); // same start: the larger
+    assert_eq!(dcc(&c), 4);
+    c.write(&key(0), &with(12, 1), 0).unwrap(); // start moved on: the new one
+    assert_eq!(dcc(&c), 1);
+    c.write(&key(0), &with(11, 9), 0).unwrap(); // a late write behind the start: kept
+    assert_eq!(dcc(&c), 1);
 }

@@ -158,7 +158,10 @@ impl SharePartition {
     /// Builds the leader's state from what ReadShareGroupState returned. Batches below the start offset are
     /// dropped; later batches override earlier ones where they overlap. Available offsets keep their delivery
     /// count (they are redelivered first); an Available offset already at the delivery count limit is
-    /// archived. `end_offset = max(start_offset, last persisted offset + 1)`.
+    /// archived. `end_offset = max(start_offset, last persisted offset + 1)`. A negative start offset (Kafka's
+    /// -1, uninitialized) is taken as 0. Offsets between the start and end offsets that no batch covers are
+    /// gaps (done): this leader always persists its whole window, so only offsets without records are left
+    /// out.
     pub fn new(persisted: ShareState, config: SharePartitionConfig) -> SharePartition {
         let start = persisted.start_offset.max(0);
         let mut in_flight = BTreeMap::new();
@@ -254,7 +257,8 @@ impl SharePartition {
     }
 
     fn window_limit(&self) -> i64 {
-        self.start_offset + self.config.max_in_flight_records as i64
+        let max = i64::try_from(self.config.max_in_flight_records).unwrap_or(i64::MAX);
+        self.start_offset.saturating_add(max)
     }
 
     /// Where the leader should read the log for the next acquisition: the lowest Available in-flight offset,
@@ -283,6 +287,12 @@ impl SharePartition {
     /// ShareAcquireMode 0) it is checked between batches, so a batch is taken whole even past it; with
     /// `strict == true` (record-limit mode 1) it is never exceeded. Each acquired offset is locked until
     /// `now_ms + record_lock_duration_ms`. Returns contiguous ranges of equal delivery count, ascending.
+    ///
+    /// As Kafka's `SharePartition.acquire`: Available in-flight offsets between the fetch offset and the
+    /// first batch are no longer in the log (compacted away) and are archived; and, with a delivery count
+    /// limit above 2, a record on its last delivery attempt is delivered alone (the acquisition stops
+    /// before it when other records were taken, and after it otherwise), so that one poison record does not
+    /// take a whole batch of records to the limit with it.
     pub fn acquire(
         &mut self,
         member_id: &str,
@@ -291,6 +301,9 @@ impl SharePartition {
         strict: bool,
         now_ms: i64,
     ) -> Vec<AcquiredRecords> {
+        if let (Some(from), Some(&(base, _))) = (self.next_fetch_offset(), batches.first()) {
+            self.archive_stale(from, base);
+        }
         let deadline = now_ms.saturating_add(self.config.record_lock_duration_ms);
         let mut taken: Vec<(i64, i16)> = Vec::new();
         for &(base, last) in batches {
@@ -299,7 +312,9 @@ impl SharePartition {
             }
             let budget = strict.then(|| max_records - taken.len());
             let before = taken.len();
-            self.acquire_in_flight(member_id, base, last, budget, deadline, &mut taken);
+            if self.acquire_in_flight(member_id, base, last, budget, deadline, &mut taken) {
+                break;
+            }
             let budget = budget.map(|b| b - (taken.len() - before));
             self.acquire_new(member_id, base, last, budget, deadline, &mut taken);
         }
@@ -307,7 +322,22 @@ impl SharePartition {
         merge_ranges(&taken)
     }
 
+    /// Archives the Available in-flight offsets in `[from, base)`: the log read from `from` starts at
+    /// `base`, so they hold no record any more.
+    fn archive_stale(&mut self, from: i64, base: i64) {
+        if from >= base {
+            return;
+        }
+        for r in self.in_flight.range_mut(from..base).map(|(_, r)| r) {
+            if r.state == RecordState::Available {
+                r.state = RecordState::Archived;
+            }
+        }
+    }
+
     /// Acquires the Available in-flight offsets of `[base, last]`, at most `budget` (`None`: no limit).
+    /// Returns whether the acquisition must stop here (a record on its last delivery attempt, delivered
+    /// alone).
     fn acquire_in_flight(
         &mut self,
         member_id: &str,
@@ -316,11 +346,11 @@ impl SharePartition {
         budget: Option<usize>,
         deadline: i64,
         taken: &mut Vec<(i64, i16)>,
-    ) {
+    ) -> bool {
         let lo = base.max(self.start_offset);
         let hi = last.min(self.end_offset - 1);
         if lo > hi {
-            return;
+            return false;
         }
         let limit = self.config.delivery_count_limit;
         let mut n = 0;
@@ -339,6 +369,10 @@ impl SharePartition {
                 r.state = RecordState::Archived;
                 continue;
             }
+            let last_attempt = limit > 2 && r.delivery_count == limit - 1;
+            if last_attempt && !taken.is_empty() {
+                return true;
+            }
             r.delivery_count += 1;
             r.state = RecordState::Acquired {
                 member_id: member_id.to_string(),
@@ -346,7 +380,11 @@ impl SharePartition {
             };
             taken.push((*offset, r.delivery_count));
             n += 1;
+            if last_attempt {
+                return true;
+            }
         }
+        false
     }
 
     /// Acquires new offsets of `[base, last]` from the end offset on, at most `budget` (`None`: no limit) and
@@ -464,25 +502,29 @@ impl SharePartition {
                     offset: b.first_offset,
                 });
             }
-            let mut expected = b.first_offset;
+            // The in-flight offsets of the range must be all of its offsets, each acquired by the member.
+            let mut expected = b.first_offset as i128;
             for (offset, r) in self.in_flight.range(b.first_offset..=b.last_offset) {
                 let mine = matches!(&r.state, RecordState::Acquired { member_id: m, .. } if m == member_id);
-                if *offset != expected || !mine {
+                if *offset as i128 != expected || !mine {
                     return Err(ShareError::InvalidRecordState {
-                        offset: expected.min(*offset),
+                        offset: (expected as i64).min(*offset),
                     });
                 }
                 expected += 1;
             }
-            if expected != b.last_offset + 1 {
-                return Err(ShareError::InvalidRecordState { offset: expected });
+            if expected != b.last_offset as i128 + 1 {
+                return Err(ShareError::InvalidRecordState {
+                    offset: expected as i64,
+                });
             }
         }
         Ok(())
     }
 
     /// Releases every record `member_id` holds (its share session closed or it left the group): each goes
-    /// Available, or Archived at the delivery count limit. Returns whether anything changed.
+    /// Available, or Archived at the delivery count limit. Returns whether anything changed. (`now_ms` is
+    /// not used today: a release does not depend on time.)
     pub fn release_member(&mut self, member_id: &str, _now_ms: i64) -> bool {
         let limit = self.config.delivery_count_limit;
         let mut changed = false;
@@ -536,6 +578,7 @@ impl SharePartition {
     /// `offset` is outside the window (below the start offset, or at or above the end offset) the window is
     /// cleared and both offsets set to it.
     pub fn reset_start_offset(&mut self, offset: i64) {
+        let offset = offset.max(0);
         if offset == self.start_offset {
             return;
         }

@@ -210,17 +210,57 @@ fn acknowledge_validates_everything_before_applying_anything() {
 
 #[test]
 fn release_at_the_delivery_limit_archives() {
-    let mut sp = fresh(); // limit 3
-    for round in 1..=3 {
+    let mut sp = SharePartition::new(ShareState::initial(0), config(2, 100));
+    for round in 1..=2 {
         let got = sp.acquire("m1", &[(0, 1)], 100, false, 0);
         assert_eq!(got, vec![range(0, 1, round)]);
         sp.acknowledge("m1", &[ack(0, 1, &[Release])], 0).unwrap();
         sp.check_invariants();
     }
-    // The third release archives both: the start offset moves past them.
+    // The second release archives both: the start offset moves past them.
     assert_eq!(sp.start_offset(), 2);
     assert_eq!(sp.next_fetch_offset(), Some(2));
     assert!(sp.acquire("m1", &[(0, 1)], 100, false, 0).is_empty());
+}
+
+#[test]
+fn a_record_on_its_last_delivery_attempt_is_delivered_alone() {
+    let mut sp = fresh(); // limit 3: the third delivery is the last
+    sp.acquire("m1", &[(0, 3)], 100, false, 0);
+    sp.acknowledge("m1", &[ack(0, 3, &[Release])], 0).unwrap();
+    sp.acquire("m1", &[(0, 3)], 100, false, 0);
+    sp.acknowledge("m1", &[ack(0, 0, &[Accept]), ack(1, 3, &[Release])], 0)
+        .unwrap();
+    // 1..=3 were delivered twice: each goes out alone, new records are not added to it.
+    for offset in 1..=3 {
+        let got = sp.acquire("m2", &[(0, 3), (4, 9)], 100, false, 0);
+        assert_eq!(got, vec![range(offset, offset, 3)]);
+    }
+    // With records already taken, the acquisition stops before a last-attempt record.
+    let mut sp = fresh();
+    sp.acquire("m1", &[(0, 1)], 100, false, 0);
+    sp.acknowledge("m1", &[ack(1, 1, &[Release])], 0).unwrap();
+    sp.acquire("m1", &[(0, 1)], 100, false, 0);
+    sp.acknowledge("m1", &[ack(0, 1, &[Release])], 0).unwrap();
+    // 0 was delivered once, 1 twice.
+    let got = sp.acquire("m2", &[(0, 1)], 100, false, 0);
+    assert_eq!(got, vec![range(0, 0, 2)]);
+    let got = sp.acquire("m2", &[(0, 1)], 100, false, 0);
+    assert_eq!(got, vec![range(1, 1, 3)]);
+    sp.check_invariants();
+}
+
+#[test]
+fn available_records_before_the_first_read_batch_are_archived_as_compacted() {
+    let mut sp = fresh();
+    sp.acquire("m1", &[(0, 9)], 100, false, 0);
+    sp.acknowledge("m1", &[ack(0, 9, &[Release])], 0).unwrap();
+    // The log now starts its batches at 4 for a read from 0: 0..=3 were compacted away.
+    let got = sp.acquire("m2", &[(4, 9)], 100, false, 0);
+    assert_eq!(got, vec![range(4, 9, 2)]);
+    assert_eq!(sp.start_offset(), 4);
+    assert!(sp.record(2).is_none());
+    sp.check_invariants();
 }
 
 #[test]
@@ -370,4 +410,25 @@ fn acknowledge_type_ids() {
         assert_eq!(t as i8, id);
     }
     assert_eq!(AcknowledgeType::from_id(5), None);
+}
+
+#[test]
+fn extreme_offsets_do_not_overflow() {
+    let mut sp = fresh();
+    sp.reset_start_offset(-5);
+    assert_eq!(sp.start_offset(), 0);
+    sp.reset_start_offset(i64::MAX - 3);
+    let got = sp.acquire("m1", &[(i64::MAX - 3, i64::MAX - 1)], 100, false, 0);
+    assert_eq!(got, vec![range(i64::MAX - 3, i64::MAX - 1, 1)]);
+    assert_eq!(sp.end_offset(), i64::MAX);
+    assert_eq!(
+        sp.acknowledge("m1", &[ack(i64::MAX - 3, i64::MAX, &[Accept])], 0),
+        Err(ShareError::InvalidRecordState {
+            offset: i64::MAX - 3
+        })
+    );
+    sp.acknowledge("m1", &[ack(i64::MAX - 3, i64::MAX - 1, &[Accept])], 0)
+        .unwrap();
+    assert_eq!(sp.start_offset(), i64::MAX);
+    sp.check_invariants();
 }

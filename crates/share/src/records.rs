@@ -123,10 +123,13 @@ pub fn encode_record(record: &ShareRecord) -> (Bytes, Option<Bytes>) {
     };
     let mut k = BytesMut::new();
     k.put_i16(record_type);
-    let group = key.group_id.as_bytes();
-    let group = &group[..group.len().min(i16::MAX as usize)];
-    k.put_i16(group.len() as i16);
-    k.put_slice(group);
+    // A STRING holds at most i16::MAX bytes: longer group ids (Kafka refuses them) are cut at a char boundary.
+    let mut len = key.group_id.len().min(i16::MAX as usize);
+    while !key.group_id.is_char_boundary(len) {
+        len -= 1;
+    }
+    k.put_i16(len as i16);
+    k.put_slice(&key.group_id.as_bytes()[..len]);
     k.put_slice(key.topic_id.as_bytes());
     k.put_i32(key.partition);
     let value = match record {

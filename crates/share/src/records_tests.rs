@@ -200,3 +200,95 @@ fn truncated_and_garbage_input_are_errors_not_panics() {
         let _ = decode_record(&bytes, Some(&bytes));
     }
 }
+
+#[test]
+fn an_over_long_group_id_is_cut_at_a_char_boundary() {
+    let long = SharePartitionKey::new("é".repeat(20_000), Uuid::nil(), 0);
+    let (k, _) = encode_record(&ShareRecord::Snapshot {
+        key: long,
+        value: None,
+    });
+    let ShareRecord::Snapshot { key, .. } = decode_record(&k, None).unwrap() else {
+        panic!()
+    };
+    assert_eq!(key.group_id, "é".repeat(16_383));
+}
+
+mod prop {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn batch() -> impl Strategy<Value = StateBatch> {
+        let state = prop_oneof![Just(Available), Just(Acknowledged), Just(Archived)];
+        (any::<i64>(), any::<i64>(), state, any::<i16>()).prop_map(|(f, l, s, c)| sb(f, l, s, c))
+    }
+
+    fn record() -> impl Strategy<Value = ShareRecord> {
+        let key = (".{0,20}", any::<u128>(), any::<i32>())
+            .prop_map(|(g, t, p)| SharePartitionKey::new(g, Uuid::from_u128(t), p));
+        let ints = (
+            any::<i32>(),
+            any::<i32>(),
+            any::<i32>(),
+            any::<i64>(),
+            any::<i32>(),
+        );
+        let times = (any::<i64>(), any::<i64>());
+        let batches = proptest::collection::vec(batch(), 0..5);
+        (key, any::<u8>(), ints, times, batches).prop_map(|(key, kind, i, t, state_batches)| {
+            match kind % 4 {
+                0 => ShareRecord::Snapshot {
+                    key,
+                    value: Some(ShareSnapshotValue {
+                        snapshot_epoch: i.0,
+                        state_epoch: i.1,
+                        leader_epoch: i.2,
+                        start_offset: i.3,
+                        delivery_complete_count: i.4,
+                        create_timestamp: t.0,
+                        write_timestamp: t.1,
+                        state_batches,
+                    }),
+                },
+                1 => ShareRecord::Update {
+                    key,
+                    value: Some(ShareUpdateValue {
+                        snapshot_epoch: i.0,
+                        leader_epoch: i.2,
+                        start_offset: i.3,
+                        delivery_complete_count: i.4,
+                        state_batches,
+                    }),
+                },
+                2 => ShareRecord::Snapshot { key, value: None },
+                _ => ShareRecord::Update { key, value: None },
+            }
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn any_record_round_trips(r in record()) {
+            let (k, v) = encode_record(&r);
+            prop_assert_eq!(decode_record(&k, v.as_deref()), Ok(r));
+        }
+
+        #[test]
+        fn any_bytes_decode_or_fail_without_panicking(
+            k in proptest::collection::vec(any::<u8>(), 0..40),
+            v in proptest::collection::vec(any::<u8>(), 0..120),
+        ) {
+            let _ = decode_record(&k, Some(&v));
+            let _ = decode_record(&k, None);
+            // The same value bytes behind valid keys of both types.
+            let records = [
+                ShareRecord::Snapshot { key: key(), value: None },
+                ShareRecord::Update { key: key(), value: None },
+            ];
+            for record in &records {
+                let (valid_key, _) = encode_record(record);
+                let _ = decode_record(&valid_key, Some(&v));
+            }
+        }
+    }
+}

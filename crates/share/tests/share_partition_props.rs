@@ -1,20 +1,24 @@
-//! Property test of `SharePartition`: random acquire / acknowledge / release / lock expiry / reload-from-snapshot
-//! sequences by several members, checked against a model after every step. A failing case is shrunk and its
+//! Property test of `SharePartition`: random acquire / acknowledge / release / lock expiry / log-start moves /
+//! reload sequences by several members, checked against a model after every step. A reload goes either
+//! straight from `snapshot()` or through the `ShareCoordinator` (WriteShareGroupState merged over what it
+//! stored, the records encoded, replayed by a fresh coordinator, ReadShareGroupState by the next leader). A failing case is shrunk and its
 //! seed kept in `proptest-regressions/share_partition_props.txt`, replayed first on every later run.
 //!
 //! Checked: no offset is ever acquired by two members at once; an acknowledged or archived offset is never
-//! acquired again, not even after a reload from `snapshot()`; delivery counts go up by one per acquisition
+//! acquired again, not even after a reload; delivery counts go up by one per acquisition
 //! and survive reloads; `check_invariants()` holds; and, at the end, members that accept everything drain
 //! the log: every record offset ends below the start offset.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use bytes::Bytes;
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use share::{
-    AcknowledgeType, AcknowledgementBatch, RecordState, SharePartition, SharePartitionConfig,
-    ShareState,
+    encode_record, AcknowledgeType, AcknowledgementBatch, RecordState, ShareCoordinator,
+    SharePartition, SharePartitionConfig, SharePartitionKey, ShareState, WriteRequest,
 };
+use uuid::Uuid;
 
 const LOG_END: i64 = 48;
 const MEMBERS: usize = 3;
@@ -63,7 +67,15 @@ enum Op {
     Advance {
         ms: i64,
     },
+    /// Reload from `snapshot()` directly.
     Reload,
+    /// Persist through the share coordinator (WriteShareGroupState, the record encoded and replayed by a
+    /// fresh coordinator from the whole log), then load from its ReadShareGroupState as a new leader.
+    ReloadViaCoordinator,
+    /// The log start offset moves `by` past the start offset: the offsets below it are gone.
+    LogStartMoved {
+        by: i64,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -77,6 +89,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0..MEMBERS).prop_map(|member| Op::Release { member }),
         2 => (0..40_000i64).prop_map(|ms| Op::Advance { ms }),
         1 => Just(Op::Reload),
+        1 => Just(Op::ReloadViaCoordinator),
+        1 => (1..6i64).prop_map(|by| Op::LogStartMoved { by }),
     ]
 }
 
@@ -87,7 +101,11 @@ struct Model {
     /// Offset → (member, lock deadline).
     held: BTreeMap<i64, (usize, i64)>,
     counts: HashMap<i64, i16>,
+    /// Offsets acknowledged, archived, or gone with the log start.
     done: BTreeSet<i64>,
+    /// The `__share_group_state` records written so far, and the leader epoch of the current leader.
+    log: Vec<(Bytes, Option<Bytes>)>,
+    leader_epoch: i32,
 }
 
 fn member_id(m: usize) -> String {
@@ -102,7 +120,49 @@ impl Model {
             held: BTreeMap::new(),
             counts: HashMap::new(),
             done: BTreeSet::new(),
+            log: Vec::new(),
+            leader_epoch: 0,
         }
+    }
+
+    fn key() -> SharePartitionKey {
+        SharePartitionKey::new("group", Uuid::from_u128(7), 0)
+    }
+
+    /// Writes the snapshot through a coordinator rebuilt from the log, reads it back as the next leader.
+    fn reload_via_coordinator(&mut self) {
+        let mut coordinator = ShareCoordinator::new(3);
+        for (k, v) in &self.log {
+            coordinator.replay(k, v.as_deref()).unwrap();
+        }
+        if self.log.is_empty() {
+            let record = coordinator
+                .initialize(&Self::key(), 0, 0, self.now)
+                .unwrap();
+            self.log.push(encode_record(&record));
+            let (_, record) = coordinator.read(&Self::key(), 0, self.now).unwrap();
+            self.log.extend(record.map(|r| encode_record(&r)));
+        }
+        let snap = self.sp.snapshot();
+        let request = WriteRequest {
+            state_epoch: snap.state_epoch,
+            leader_epoch: self.leader_epoch,
+            start_offset: snap.start_offset,
+            delivery_complete_count: self.sp.delivery_complete_count() as i32,
+            batches: snap.batches,
+        };
+        let record = coordinator.write(&Self::key(), &request, self.now).unwrap();
+        self.log.push(encode_record(&record));
+        let mut reloaded = ShareCoordinator::new(3);
+        for (k, v) in &self.log {
+            reloaded.replay(k, v.as_deref()).unwrap();
+        }
+        self.leader_epoch += 1;
+        let (state, record) = reloaded
+            .read(&Self::key(), self.leader_epoch, self.now)
+            .unwrap();
+        self.log.extend(record.map(|r| encode_record(&r)));
+        self.sp = SharePartition::new(state, CONFIG);
     }
 
     /// A released or expired offset: done at the delivery count limit.
@@ -256,10 +316,20 @@ impl Model {
                 assert_eq!(self.sp.tick(self.now), !expired.is_empty());
                 expired.into_iter().for_each(|o| self.release(o));
             }
-            Op::Reload => {
-                self.sp = SharePartition::new(self.sp.snapshot(), CONFIG);
+            Op::Reload | Op::ReloadViaCoordinator => {
+                if matches!(op, Op::Reload) {
+                    self.sp = SharePartition::new(self.sp.snapshot(), CONFIG);
+                } else {
+                    self.reload_via_coordinator();
+                }
                 let held: Vec<i64> = self.held.keys().copied().collect();
                 held.into_iter().for_each(|o| self.release(o));
+            }
+            Op::LogStartMoved { by } => {
+                let to = self.sp.start_offset() + by;
+                self.sp.log_start_offset_moved(to);
+                self.held.retain(|o, _| *o >= to);
+                self.done.extend(0..to);
             }
         }
     }
