@@ -44,6 +44,7 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  *   consume  --bootstrap H:P --group G --topic T [--consumers K] [--ack POLICY] [--rule VALUE=POLICY]...
  *            [--count N] [--until VALUE] [--max-seconds S] [--commit sync|async|poll]
  *            [--max-poll-records M] [--set GROUPCONFIG=V]... [--client-id PREFIX] [--watch-members yes]
+ *            [--ack-delay-ms MS]
  *   configure --bootstrap H:P --group G --set GROUPCONFIG=V...
  *   offsets  --bootstrap H:P --group G        (Admin.listShareGroupOffsets: start offset per partition)
  *   describe --bootstrap H:P --group G        (Admin.describeShareGroups: state and members)
@@ -53,6 +54,8 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  *   accept | release | reject      acknowledge it so, every time it is delivered
  *   release-first                  release it when its delivery count is 1, accept it afterwards
  *   hold                           do not acknowledge: print {"ev":"holding"} and block until killed
+ * --ack-delay-ms MS sleeps MS before acknowledging a poll's records when one of them is a first delivery
+ * (to acknowledge after the acquisition lock expired).
  *
  * Events: {"ev":"subscribed","c":ID} once per consumer; {"ev":"rec","c","p","o","dc","v"} for every record a
  * poll returned (dc: record.deliveryCount()); {"ev":"ack","c","p","o","type","ok"[,"err"]} once the broker
@@ -243,6 +246,7 @@ public final class ShareTest {
         String commit = one(opt, "commit", "sync");
         String maxPoll = one(opt, "max-poll-records", "");
         String clientPrefix = one(opt, "client-id", "share");
+        long ackDelayMs = Long.parseLong(one(opt, "ack-delay-ms", "0"));
 
         configure(opt);
         // --watch-members yes: report the group's members (Admin.describeShareGroups) until all consumers are in
@@ -289,6 +293,16 @@ public final class ShareTest {
                         ConsumerRecords<String, String> recs = c.poll(Duration.ofMillis(100));
                         // every record of this poll: (partition, offset, type, value)
                         Map<Integer, List<Object[]>> batch = new LinkedHashMap<>();
+                        if (ackDelayMs > 0) {
+                            boolean first = false;
+                            for (ConsumerRecord<String, String> r : recs) {
+                                first |= r.deliveryCount().orElse((short) 1) <= 1;
+                            }
+                            if (first) {
+                                // --ack-delay-ms: hold a first delivery past its acquisition lock, then acknowledge
+                                Thread.sleep(ackDelayMs);
+                            }
+                        }
                         for (ConsumerRecord<String, String> r : recs) {
                             Optional<Short> dc = r.deliveryCount();
                             emit("ev", "rec", "c", cid, "p", r.partition(), "o", r.offset(),
