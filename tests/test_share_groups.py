@@ -360,6 +360,23 @@ def test_acknowledgement_after_lock_expiry_fails(broker, tmp_path, shares):
     assert [(e["o"], e["dc"]) for e in recs(evs)] == [(o, 1) for o in range(5)] + [(o, 2) for o in range(5)]
 
 
+@pytest.mark.parametrize("setting", ["share.record.lock.duration.ms=14999", "share.record.lock.duration.ms=60001",
+                                     "share.delivery.count.limit=1", "share.delivery.count.limit=11",
+                                     "share.auto.offset.reset=bogus"])
+def test_group_config_out_of_bounds_is_refused(broker, tmp_path, setting):
+    """IncrementalAlterConfigs on a GROUP resource checks share-group configs against the broker's bounds:
+    share.record.lock.duration.ms within group.share.min/max.record.lock.duration.ms (15000..60000 by
+    default), share.delivery.count.limit within group.share.min/max.delivery.count.limit (2..10), and
+    share.auto.offset.reset one of earliest, latest, by_duration:<ISO-8601 duration>. A refused value is
+    error INVALID_CONFIG (40), InvalidConfigurationException in the Admin client; the test checks only that."""
+    group = unique("sgcfg")
+    res = subprocess.run(java_cmd(tmp_path, "configure", "--bootstrap", broker.bootstrap, "--group", group,
+                                  "--set", setting), capture_output=True, text=True, timeout=WAIT_S)
+    assert res.returncode == 4, f"{setting} accepted?\n{res.stdout}\n{res.stderr[-2000:]}"
+    (ev,) = [json.loads(line) for line in res.stdout.splitlines()]
+    assert ev["ev"] == "configure-error" and "InvalidConfigurationException" in ev["error"], ev
+
+
 @pytest.mark.durability
 def test_broker_kill9_keeps_acknowledgements(fresh_broker, tmp_path, shares):
     """Acknowledgements survive a broker kill -9: consumer A accepts some records (each confirmed by commitSync,

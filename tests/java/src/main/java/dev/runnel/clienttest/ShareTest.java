@@ -45,7 +45,7 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  *            [--count N] [--until VALUE] [--max-seconds S] [--commit sync|async|poll]
  *            [--max-poll-records M] [--set GROUPCONFIG=V]... [--client-id PREFIX] [--watch-members yes]
  *            [--ack-delay-ms MS]
- *   configure --bootstrap H:P --group G --set GROUPCONFIG=V...
+ *   configure --bootstrap H:P --group G --set GROUPCONFIG=V...  (a refusal: {"ev":"configure-error"}, exit 4)
  *   offsets  --bootstrap H:P --group G        (Admin.listShareGroupOffsets: start offset per partition)
  *   describe --bootstrap H:P --group G        (Admin.describeShareGroups: state and members)
  * </pre>
@@ -83,7 +83,12 @@ public final class ShareTest {
         switch (args[0]) {
             case "consume" -> System.exit(consume(opt));
             case "configure" -> {
-                configure(opt);
+                try {
+                    configure(opt);
+                } catch (java.util.concurrent.ExecutionException e) {
+                    emit("ev", "configure-error", "error", e.getCause().toString());
+                    System.exit(4);
+                }
                 System.exit(0);
             }
             case "offsets" -> {
