@@ -21,6 +21,23 @@ Against Apache Kafka 4.4.0 (RUNNEL_TEST_BROKER=kafka) no broker setting is neede
 cluster finalizes `share.version=2` (ShareVersion.LATEST_PRODUCTION, bootstrapped with metadata.version
 4.4-IV2), so share groups are on. RUNNEL_TEST_SHARE_DEBUG=1 logs the Java clients' requests (NetworkClient at
 DEBUG: API key and version of every request) into the consumers' stderr files under pytest's tmp_path.
+
+Observed against Kafka 4.4.0 (client DEBUG logs), what a broker must answer:
+- KafkaShareConsumer: ApiVersions v5, Metadata v13, FindCoordinator v6 (key type GROUP), ShareGroupHeartbeat v1
+  (the client makes up its member id and sends it with epoch 0; epoch -1 and subscribedTopicNames=[] to
+  leave), ShareFetch v2 (maxRecords = batchSize = max.poll.records, shareAcquireMode 0 = batch_optimized,
+  isRenewAck false; acknowledgements ride on the next ShareFetch in --commit poll mode), ShareAcknowledge v2
+  (commitSync/commitAsync; on close one with shareSessionEpoch -1 closes the share session). Acknowledge
+  types on the wire: 1 accept, 2 release, 3 reject. The driver's Admin: IncrementalAlterConfigs v1 (GROUP
+  resource), ShareGroupDescribe v1 (GROUP_ID_NOT_FOUND, 69, before the group exists).
+- kafka-share-groups.sh: --list ListGroups v5 (type filter "share"); --describe ShareGroupDescribe v1 plus,
+  for --offsets, DescribeShareGroupOffsets v1; --reset-offsets ShareGroupDescribe v1, DescribeCluster v2,
+  DescribeTopicPartitions v0, ListOffsets v11, then (with --execute) AlterShareGroupOffsets v0;
+  --delete-offsets DeleteShareGroupOffsets v0; --delete ListGroups v5 + DeleteGroups v3.
+- Error codes seen: INVALID_RECORD_STATE (121, per partition in ShareAcknowledge) for a late acknowledgement;
+  COORDINATOR_LOAD_IN_PROGRESS (14) in ShareGroupHeartbeat and COORDINATOR_NOT_AVAILABLE (15) in
+  FindCoordinator right after a broker restart (retried by the client); INVALID_CONFIG (40) for group configs
+  out of bounds.
 """
 
 from __future__ import annotations
