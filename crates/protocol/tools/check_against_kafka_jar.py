@@ -33,8 +33,8 @@ def jschema(c, ver):
             v=m.group(2) or m.group(3) or m.group(4); ints.append(-1 if v=='m1' else int(v)); continue
         if 'anewarray' in l and 'java/lang/Object' in l: in_tagged=True
         if 'Integer.valueOf' in l and in_tagged: tag=ints[-1]; continue
-        m=re.search(r'// String (.*)$', l)
-        if m: strs.append(m.group(1)); continue
+        m=re.search(r'// String(?: (.*))?$', l)  # an empty doc string shows as a bare `// String`
+        if m: strs.append(m.group(1) or ''); continue
         m=re.search(r'getstatic .*// Field org/apache/kafka/common/protocol/types/Type\.(\w+)', l)
         if m: types.append(m.group(1)); continue
         m=re.search(r'getstatic .*// Field org/apache/kafka/common/message/([\w$]+)\.SCHEMA_(\d+)', l)
@@ -46,6 +46,8 @@ def jschema(c, ver):
             k, meth = m.group(1), m.group(2)
             if k in ('ArrayOf','CompactArrayOf'):
                 t=types.pop(); types.append(('A', t, meth=='nullable', k.startswith('Compact')))
+            elif k=='NullableSchema':  # a nullable struct field
+                types.append(('N', types.pop()))
             elif k=='Field':
                 name=strs[-2] if len(strs)>=2 else '?'
                 t=types.pop()
@@ -59,6 +61,8 @@ def jnorm(t):
             return ('[]c' if t[3] else '[]') + jnorm(t[1]) + ('?' if t[2] else '')
         if t[0]=='S':
             return '{' + ', '.join(jdump(t[1], t[2])) + '}'
+        if t[0]=='N':
+            return jnorm(t[1]) + '?'
     m={'INT8':'int8','INT16':'int16','INT32':'int32','INT64':'int64','UINT16':'uint16','FLOAT64':'float64','BOOLEAN':'bool','UUID':'uuid',
        'STRING':'string','NULLABLE_STRING':'string?','COMPACT_STRING':'cstring','COMPACT_NULLABLE_STRING':'cstring?',
        'BYTES':'bytes','NULLABLE_BYTES':'bytes?','COMPACT_BYTES':'cbytes','COMPACT_NULLABLE_BYTES':'cbytes?',
@@ -113,7 +117,7 @@ def odump(msg, structs, st, v):
         c = 'c' if flex else ''
         if base in ('string','bytes'): b=c+base+('?' if nullable and not arr else '')
         elif base=='records': b=c+'bytes?'
-        elif base in structs: b='{'+', '.join(odump(msg, structs, base, v))+'}'
+        elif base in structs: b='{'+', '.join(odump(msg, structs, base, v))+'}'+('?' if nullable and not arr else '')
         else: b=base
         if arr: b='[]'+c+b+('?' if nullable else '')
         out.append('%s%s:%s'%(f['name'], '@%d'%f['tag'] if tagged else '', b))
