@@ -60,6 +60,9 @@ pub struct ConnectionContext {
     /// The client's software name and version from its ApiVersions v3+ (KIP-511), once it has sent one;
     /// a KIP-714 subscription's `match` selects on them.
     pub client_software: std::sync::OnceLock<(String, String)>,
+    /// The share-group members (group id, member id) whose share session was opened on this connection
+    /// (KIP-932): their acquired records are released when it closes, as Kafka does.
+    pub share_members: crate::share::ConnectionShareMembers,
 }
 
 impl ConnectionContext {
@@ -71,6 +74,7 @@ impl ConnectionContext {
             peer,
             principal: KafkaPrincipal::ANONYMOUS,
             client_software: std::sync::OnceLock::new(),
+            share_members: Default::default(),
         }
     }
 }

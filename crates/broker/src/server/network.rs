@@ -245,6 +245,7 @@ async fn open_connection<S: ServerStream>(
         peer: Some(peer),
         principal,
         client_software: std::sync::OnceLock::new(),
+        share_members: Default::default(),
     };
     let Some(tls) = &security.tls else {
         let conn = Arc::new(context(KafkaPrincipal::ANONYMOUS));
@@ -383,6 +384,7 @@ async fn handle_connection<S: ServerStream>(
 ) -> Result<(), ConnectionError> {
     let max = apis.config().socket_request_max_bytes;
     let idle = idle_limit(apis.config());
+    let _release = crate::share::ReleaseOnClose::new(&conn.share_members, &apis);
     loop {
         let frame = tokio::select! {
             f = read_frame_within(&mut stream, &mut buf, 8, max, idle) => f?,

@@ -130,6 +130,11 @@ impl SharePartitionManager {
         }
     }
 
+    /// The share coordinator the share-partitions persist through.
+    pub fn coordinator(&self) -> &Arc<ShareCoordinatorService> {
+        &self.coordinator
+    }
+
     /// The acquisition lock duration of `group` (ShareFetch's `AcquisitionLockTimeoutMs`).
     pub fn lock_duration_ms(&self, group: &str) -> i64 {
         (self.settings)(group).record_lock_duration_ms
@@ -461,5 +466,58 @@ fn settings_of(config: &crate::config::BrokerConfig) -> ShareGroupSettings {
         max_record_locks: defaults_int(config, "group.share.partition.max.record.locks", 2000)
             .max(1) as usize,
         auto_offset_reset: AutoOffsetReset::Latest,
+    }
+}
+
+/// The share-group members (group id, member id) whose share session was opened on one connection.
+/// Equal only to itself (a connection's identity).
+#[derive(Clone, Debug, Default)]
+pub struct ConnectionShareMembers(pub Arc<Mutex<Vec<(String, String)>>>);
+
+impl PartialEq for ConnectionShareMembers {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for ConnectionShareMembers {}
+
+/// Closes the share sessions opened on a connection when it ends (dropped with the connection's task):
+/// their members' acquired records are released at once, as Kafka does, rather than when their locks expire.
+pub struct ReleaseOnClose {
+    members: Arc<Mutex<Vec<(String, String)>>>,
+    apis: Arc<crate::server::apis::KafkaApis>,
+}
+
+impl ReleaseOnClose {
+    /// A guard over the connection's `members`.
+    pub fn new(
+        members: &ConnectionShareMembers,
+        apis: &Arc<crate::server::apis::KafkaApis>,
+    ) -> Self {
+        ReleaseOnClose {
+            members: members.0.clone(),
+            apis: apis.clone(),
+        }
+    }
+}
+
+impl Drop for ReleaseOnClose {
+    fn drop(&mut self) {
+        let members = std::mem::take(&mut *self.members.lock());
+        if members.is_empty() {
+            return;
+        }
+        let shares = self.apis.shares().clone();
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        runtime.spawn(async move {
+            for (group, member) in members {
+                if shares.sessions.lock().remove(&group, &member) {
+                    shares.release_member(&group, &member).await;
+                }
+            }
+        });
     }
 }

@@ -48,6 +48,7 @@ mod produce;
 mod produce_verification;
 mod request_quota;
 mod sasl;
+mod share_admin;
 mod share_fetch;
 mod share_group_heartbeat;
 mod sync_group;
@@ -125,6 +126,9 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ShareGroupDescribe, 1, 1),
     (ApiKey::ShareFetch, 1, 2),
     (ApiKey::ShareAcknowledge, 1, 2),
+    (ApiKey::DescribeShareGroupOffsets, 0, 1),
+    (ApiKey::AlterShareGroupOffsets, 0, 0),
+    (ApiKey::DeleteShareGroupOffsets, 0, 0),
     (ApiKey::DeleteGroups, 0, 3),
     (ApiKey::OffsetDelete, 0, 0),
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
@@ -614,6 +618,15 @@ impl KafkaApis {
             RequestBody::ShareGroupDescribe(r) => ResponseBody::ShareGroupDescribe(
                 share_group_heartbeat::describe(self, ctx, r),
             ),
+            RequestBody::DescribeShareGroupOffsets(r) => ResponseBody::DescribeShareGroupOffsets(
+                share_admin::describe(self, ctx, r).await,
+            ),
+            RequestBody::AlterShareGroupOffsets(r) => {
+                ResponseBody::AlterShareGroupOffsets(share_admin::alter(self, ctx, r).await)
+            }
+            RequestBody::DeleteShareGroupOffsets(r) => {
+                ResponseBody::DeleteShareGroupOffsets(share_admin::delete(self, ctx, r).await)
+            }
             RequestBody::ShareFetch(r) => {
                 ResponseBody::ShareFetch(share_fetch::fetch(self, ctx, r).await)
             }

@@ -148,6 +148,12 @@ pub async fn fetch(
         Ok(u) => u,
         Err(code) => return top(code, None),
     };
+    if epoch == 0 {
+        let mut members = ctx.connection.share_members.0.lock();
+        if !members.iter().any(|(g, m)| *g == group && *m == member) {
+            members.push((group.clone(), member.clone()));
+        }
+    }
     let limits = request_limits(&request);
     let mut slots: Slots = BTreeMap::new();
     for t in request.topics {
