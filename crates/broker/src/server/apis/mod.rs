@@ -206,6 +206,9 @@ pub struct KafkaApis {
     telemetry: Arc<ClientTelemetry>,
     /// Incremental fetch sessions (KIP-227), in memory only.
     fetch_sessions: parking_lot::Mutex<crate::fetch_session::FetchSessionCache>,
+    /// Where group config changes go (the registry standalone, unless [`KafkaApis::with_group_config_admin`]
+    /// names the controller's).
+    group_config_admin: Arc<dyn crate::group_configs::GroupConfigAdmin>,
 }
 
 impl KafkaApis {
@@ -227,6 +230,7 @@ impl KafkaApis {
         telemetry: Arc<ClientTelemetry>,
     ) -> KafkaApis {
         KafkaApis {
+            group_config_admin: Arc::new(crate::group_configs::LocalGroupConfigAdmin(metadata.clone())),
             metadata,
             replica_manager,
             topics,
@@ -246,6 +250,20 @@ impl KafkaApis {
                 .flatten(),
             config,
         }
+    }
+
+    /// The dispatcher storing group config changes with `admin` (the controller's in a cluster).
+    pub fn with_group_config_admin(
+        mut self,
+        admin: Arc<dyn crate::group_configs::GroupConfigAdmin>,
+    ) -> KafkaApis {
+        self.group_config_admin = admin;
+        self
+    }
+
+    /// The dynamic configs of group `group` (empty when none is set), in both modes.
+    pub fn group_config(&self, group: &str) -> std::collections::BTreeMap<String, String> {
+        self.metadata.group_config(group)
     }
 
     /// The transaction coordinator (the caller starts its timer task).
