@@ -124,7 +124,11 @@ pub struct GroupConfigDef {
     pub internal: bool,
 }
 
-const fn key(name: &'static str, ty: GroupConfigType, broker_synonym: &'static str) -> GroupConfigDef {
+const fn key(
+    name: &'static str,
+    ty: GroupConfigType,
+    broker_synonym: &'static str,
+) -> GroupConfigDef {
     GroupConfigDef {
         name,
         ty,
@@ -136,7 +140,12 @@ const fn key(name: &'static str, ty: GroupConfigType, broker_synonym: &'static s
     }
 }
 
-const fn int(name: &'static str, synonym: &'static str, at_least: i64, bound: Bound) -> GroupConfigDef {
+const fn int(
+    name: &'static str,
+    synonym: &'static str,
+    at_least: i64,
+    bound: Bound,
+) -> GroupConfigDef {
     GroupConfigDef {
         check: Check::AtLeast(at_least),
         bound,
@@ -298,7 +307,11 @@ pub const GROUP_CONFIGS: &[GroupConfigDef] = &[
     ),
     GroupConfigDef {
         check: Check::StreamsAssignor,
-        ..key("streams.assignor.name", T::String, "group.streams.assignors")
+        ..key(
+            "streams.assignor.name",
+            T::String,
+            "group.streams.assignors",
+        )
     },
     internal(key(
         "streams.assignor.offload.enable",
@@ -359,9 +372,15 @@ pub const GROUP_CONFIGS: &[GroupConfigDef] = &[
 
 /// The (session timeout, heartbeat interval) pairs whose session must exceed the interval.
 const SESSION_PAIRS: [(&str, &str); 3] = [
-    ("consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"),
+    (
+        "consumer.session.timeout.ms",
+        "consumer.heartbeat.interval.ms",
+    ),
     ("share.session.timeout.ms", "share.heartbeat.interval.ms"),
-    ("streams.session.timeout.ms", "streams.heartbeat.interval.ms"),
+    (
+        "streams.session.timeout.ms",
+        "streams.heartbeat.interval.ms",
+    ),
 ];
 
 /// The definition of group key `name`.
@@ -419,7 +438,12 @@ pub fn validate(config: &BrokerConfig, configs: &BTreeMap<String, String>) -> Re
 
 /// The type and `ConfigDef` check of one value.
 fn check_value(config: &BrokerConfig, def: &GroupConfigDef, value: &str) -> Result<(), String> {
-    let invalid = |why: String| format!("Invalid value {value} for configuration {}: {why}", def.name);
+    let invalid = |why: String| {
+        format!(
+            "Invalid value {value} for configuration {}: {why}",
+            def.name
+        )
+    };
     let number = match def.ty {
         T::Int => Some(value.trim().parse::<i32>().map(i64::from).ok()),
         T::Long => Some(value.trim().parse::<i64>().ok()),
@@ -485,10 +509,15 @@ fn check_bound(config: &BrokerConfig, def: &GroupConfigDef, value: i64) -> Resul
     let broker = |key: &str| config.value(key).and_then(|v| parse_i64(&v));
     match def.bound {
         Bound::Range(min, max) => {
-            let (min, max) = (broker(min).unwrap_or(i64::MIN), broker(max).unwrap_or(i64::MAX));
+            let (min, max) = (
+                broker(min).unwrap_or(i64::MIN),
+                broker(max).unwrap_or(i64::MAX),
+            );
             if value < min || value > max {
                 let name = def.name;
-                return Err(format!("{name} must be in the range {min} to {max} inclusive."));
+                return Err(format!(
+                    "{name} must be in the range {min} to {max} inclusive."
+                ));
             }
         }
         Bound::Max(max) => match broker(max) {
@@ -499,7 +528,10 @@ fn check_bound(config: &BrokerConfig, def: &GroupConfigDef, value: i64) -> Resul
         },
         Bound::Min(min) => match broker(min) {
             Some(min) if value < min => {
-                return Err(format!("{} must be greater than or equal to {min}", def.name));
+                return Err(format!(
+                    "{} must be greater than or equal to {min}",
+                    def.name
+                ));
             }
             _ => {}
         },
@@ -535,7 +567,11 @@ fn list(value: &str) -> Vec<String> {
 /// The value a group uses for numeric key `name`: the group's, clamped to the broker's bounds (Kafka's
 /// `GroupConfig.evaluate`, which caps a stored value the broker's bounds no longer allow), else the broker's
 /// default.
-pub fn effective_i64(config: &BrokerConfig, group_configs: &BTreeMap<String, String>, name: &str) -> i64 {
+pub fn effective_i64(
+    config: &BrokerConfig,
+    group_configs: &BTreeMap<String, String>,
+    name: &str,
+) -> i64 {
     let Some(def) = group_def(name) else {
         return 0;
     };
@@ -546,7 +582,10 @@ pub fn effective_i64(config: &BrokerConfig, group_configs: &BTreeMap<String, Str
     let broker = |key: &str| config.value(key).and_then(|v| parse_i64(&v));
     match def.bound {
         Bound::Range(min, max) => {
-            let (lo, hi) = (broker(min).unwrap_or(i64::MIN), broker(max).unwrap_or(i64::MAX));
+            let (lo, hi) = (
+                broker(min).unwrap_or(i64::MIN),
+                broker(max).unwrap_or(i64::MAX),
+            );
             if lo <= hi {
                 value.clamp(lo, hi)
             } else {
@@ -560,7 +599,11 @@ pub fn effective_i64(config: &BrokerConfig, group_configs: &BTreeMap<String, Str
 }
 
 /// The value a group uses for text key `name`: the group's, else the broker's default.
-pub fn effective_str(config: &BrokerConfig, group_configs: &BTreeMap<String, String>, name: &str) -> String {
+pub fn effective_str(
+    config: &BrokerConfig,
+    group_configs: &BTreeMap<String, String>,
+    name: &str,
+) -> String {
     match (group_configs.get(name), group_def(name)) {
         (Some(v), _) => v.trim().to_string(),
         (None, Some(def)) => default_value(config, def),
@@ -623,9 +666,8 @@ pub fn consumer_settings(
     config: &BrokerConfig,
     group_configs: &BTreeMap<String, String>,
 ) -> ConsumerGroupSettingsValues {
-    let int = |name: &str| {
-        effective_i64(config, group_configs, name).clamp(0, i32::MAX.into()) as i32
-    };
+    let int =
+        |name: &str| effective_i64(config, group_configs, name).clamp(0, i32::MAX.into()) as i32;
     ConsumerGroupSettingsValues {
         session_timeout_ms: int("consumer.session.timeout.ms"),
         heartbeat_interval_ms: int("consumer.heartbeat.interval.ms"),

@@ -17,7 +17,8 @@ use uuid::Uuid;
 
 use crate::quota::ClientQuotasImage;
 use crate::record::{
-    AclEntry, MetadataRecord, RESOURCE_BROKER, RESOURCE_CLIENT_METRICS, RESOURCE_GROUP, RESOURCE_TOPIC,
+    AclEntry, MetadataRecord, RESOURCE_BROKER, RESOURCE_CLIENT_METRICS, RESOURCE_GROUP,
+    RESOURCE_TOPIC,
 };
 use crate::scram::{self, ScramCredentials};
 use crate::topics_image::TopicsImage;
@@ -736,10 +737,16 @@ mod tests {
             value: value.map(str::to_string),
         };
         img.apply(1, &record(Some("earliest")));
-        assert_eq!(img.group_configs["g"]["share.auto.offset.reset"], "earliest");
+        assert_eq!(
+            img.group_configs["g"]["share.auto.offset.reset"],
+            "earliest"
+        );
         let json = serde_json::to_string(&img).unwrap();
         assert_eq!(serde_json::from_str::<MetadataImage>(&json).unwrap(), img);
         img.apply(2, &record(None));
-        assert!(img.group_configs.is_empty(), "a group left without configs is removed");
+        assert!(
+            img.group_configs.is_empty(),
+            "a group left without configs is removed"
+        );
     }
 }

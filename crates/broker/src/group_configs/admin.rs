@@ -54,7 +54,8 @@ pub struct QuorumGroupConfigAdmin(pub Arc<BrokerCluster>);
 
 impl std::fmt::Debug for QuorumGroupConfigAdmin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("QuorumGroupConfigAdmin").finish_non_exhaustive()
+        f.debug_struct("QuorumGroupConfigAdmin")
+            .finish_non_exhaustive()
     }
 }
 
@@ -65,7 +66,11 @@ impl GroupConfigAdmin for QuorumGroupConfigAdmin {
         ops: ConfigOps,
         _next: BTreeMap<String, String>,
     ) -> BoxFuture<'_, Result<(), AlterConfigError>> {
-        Box::pin(async move { (self.0).alter_configs(RESOURCE_GROUP, name, ops, false).await })
+        Box::pin(async move {
+            (self.0)
+                .alter_configs(RESOURCE_GROUP, name, ops, false)
+                .await
+        })
     }
 }
 

@@ -39,7 +39,10 @@ fn the_table_is_sorted_and_every_synonym_and_bound_is_a_broker_key() {
 fn validation_matches_kafka_messages() {
     let c = broker(&[]);
     let err = |pairs: &[(&str, &str)]| validate(&c, &set(pairs)).unwrap_err();
-    assert_eq!(err(&[("foo.bar", "1")]), "Unknown group config name: foo.bar");
+    assert_eq!(
+        err(&[("foo.bar", "1")]),
+        "Unknown group config name: foo.bar"
+    );
     assert_eq!(
         err(&[("consumer.session.timeout.ms", "1000")]),
         "consumer.session.timeout.ms must be in the range 45000 to 60000 inclusive."
@@ -102,11 +105,20 @@ fn validation_matches_kafka_messages() {
         "streams.assignor.name 'nope' is not a registered task assignor. Registered assignors are: [sticky]."
     );
     for ok in [
-        &[("share.auto.offset.reset", "earliest"), ("consumer.session.timeout.ms", "50000")][..],
+        &[
+            ("share.auto.offset.reset", "earliest"),
+            ("consumer.session.timeout.ms", "50000"),
+        ][..],
         &[("share.auto.offset.reset", "by_duration:PT1H")],
         &[("share.isolation.level", "read_committed")],
-        &[("streams.num.warmup.replicas", "1"), ("consumer.assignor.offload.enable", "true")],
-        &[("consumer.heartbeat.interval.ms", "15000"), ("consumer.session.timeout.ms", "45000")],
+        &[
+            ("streams.num.warmup.replicas", "1"),
+            ("consumer.assignor.offload.enable", "true"),
+        ],
+        &[
+            ("consumer.heartbeat.interval.ms", "15000"),
+            ("consumer.session.timeout.ms", "45000"),
+        ],
     ] {
         assert_eq!(validate(&c, &set(ok)), Ok(()), "{ok:?}");
     }
@@ -126,7 +138,10 @@ fn a_session_timeout_must_exceed_the_heartbeat_interval_with_the_broker_default_
         validate(&c, &set(&[("share.heartbeat.interval.ms", "45000")])),
         Err("share.session.timeout.ms must be greater than share.heartbeat.interval.ms".into())
     );
-    assert_eq!(validate(&c, &set(&[("share.session.timeout.ms", "6000")])), Ok(()));
+    assert_eq!(
+        validate(&c, &set(&[("share.session.timeout.ms", "6000")])),
+        Ok(())
+    );
 }
 
 #[test]
@@ -156,11 +171,17 @@ fn share_settings_take_the_group_value_clamped_else_the_broker_default() {
     let s = share_settings(&c, &group);
     assert_eq!(s.record_lock_duration_ms, 20_000);
     assert_eq!(s.delivery_count_limit, 3);
-    assert_eq!(s.max_record_locks, 4000, "capped to group.share.max.partition.max.record.locks");
+    assert_eq!(
+        s.max_record_locks, 4000,
+        "capped to group.share.max.partition.max.record.locks"
+    );
     assert_eq!(s.auto_offset_reset, "by_duration:PT10M");
     assert_eq!(parse_iso8601_ms("PT10M"), Some(600_000));
     assert_eq!(s.isolation_level, "read_committed");
-    assert_eq!((s.session_timeout_ms, s.heartbeat_interval_ms), (50_000, 5000));
+    assert_eq!(
+        (s.session_timeout_ms, s.heartbeat_interval_ms),
+        (50_000, 5000)
+    );
     let consumer = consumer_settings(&c, &set(&[("consumer.session.timeout.ms", "55000")]));
     assert_eq!(
         (consumer.session_timeout_ms, consumer.heartbeat_interval_ms),

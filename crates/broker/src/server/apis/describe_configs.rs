@@ -157,43 +157,11 @@ pub fn handle(
             }
             match res.resource_type {
                 RESOURCE_TOPIC => {
-                    let Some(topic) = apis.metadata.topic(&res.resource_name) else {
-                        out.error_code = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0;
-                        out.error_message =
-                            Some(format!("Topic {} does not exist.", res.resource_name));
-                        return out;
-                    };
-                    out.configs = TOPIC_CONFIGS
-                        .iter()
-                        .filter(|d| wanted(d.name))
-                        .map(|d| {
-                            let synonyms = topic_synonyms(apis, &topic.configs, d.name);
-                            DescribeConfigsResourceResult {
-                                name: d.name.to_string(),
-                                value: apis
-                                    .topics
-                                    .topic_config_value(&topic.configs, d.name)
-                                    .map(|v| described_value(d.name, v)),
-                                read_only: false,
-                                config_source: synonyms
-                                    .first()
-                                    .map_or(source::DEFAULT_CONFIG, |s| s.source),
-                                is_sensitive: false,
-                                synonyms: if synonyms_wanted {
-                                    wire(synonyms)
-                                } else {
-                                    vec![]
-                                },
-                                config_type: if version >= 3 {
-                                    d.ty.describe_code()
-                                } else {
-                                    0
-                                },
-                                documentation: None,
-                                ..Default::default()
-                            }
-                        })
-                        .collect();
+                    let name = &res.resource_name;
+                    match topic_entries(apis, name, &wanted, synonyms_wanted, version) {
+                        Ok(configs) => out.configs = configs,
+                        Err(e) => (out.error_code, out.error_message) = e.into_parts(),
+                    }
                 }
                 RESOURCE_BROKER => {
                     let level = match apis.dynamic_config().resolve(&res.resource_name, true) {
@@ -211,13 +179,12 @@ pub fn handle(
                     }
                     Err(e) => (out.error_code, out.error_message) = e.into_parts(),
                 },
-                RESOURCE_GROUP if res.resource_name.is_empty() => {
-                    let e = ApiError::new(ErrorCode::INVALID_REQUEST, "Group name must not be empty");
-                    (out.error_code, out.error_message) = e.into_parts();
-                }
                 RESOURCE_GROUP => {
-                    let group = apis.group_config(&res.resource_name);
-                    out.configs = group_entries(apis, &group, &wanted, synonyms_wanted, version);
+                    let name = &res.resource_name;
+                    match group_entries(apis, name, &wanted, synonyms_wanted, version) {
+                        Ok(configs) => out.configs = configs,
+                        Err(e) => (out.error_code, out.error_message) = e.into_parts(),
+                    }
                 }
                 other => {
                     out.error_code = ErrorCode::INVALID_REQUEST.0;
@@ -231,6 +198,54 @@ pub fn handle(
         results,
         ..Default::default()
     }
+}
+
+/// A TOPIC resource's entries: every topic key with its effective value, source and synonyms.
+fn topic_entries(
+    apis: &KafkaApis,
+    name: &str,
+    wanted: &dyn Fn(&str) -> bool,
+    synonyms_wanted: bool,
+    version: i16,
+) -> Result<Vec<DescribeConfigsResourceResult>, ApiError> {
+    let Some(topic) = apis.metadata.topic(name) else {
+        let message = format!("Topic {name} does not exist.");
+        return Err(ApiError::new(
+            ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+            message,
+        ));
+    };
+    Ok(TOPIC_CONFIGS
+        .iter()
+        .filter(|d| wanted(d.name))
+        .map(|d| {
+            let synonyms = topic_synonyms(apis, &topic.configs, d.name);
+            DescribeConfigsResourceResult {
+                name: d.name.to_string(),
+                value: apis
+                    .topics
+                    .topic_config_value(&topic.configs, d.name)
+                    .map(|v| described_value(d.name, v)),
+                read_only: false,
+                config_source: synonyms
+                    .first()
+                    .map_or(source::DEFAULT_CONFIG, |s| s.source),
+                is_sensitive: false,
+                synonyms: if synonyms_wanted {
+                    wire(synonyms)
+                } else {
+                    vec![]
+                },
+                config_type: if version >= 3 {
+                    d.ty.describe_code()
+                } else {
+                    0
+                },
+                documentation: None,
+                ..Default::default()
+            }
+        })
+        .collect())
 }
 
 /// The BROKER resource's entries: every known key for this broker's id, only the cluster-default keys for "".
@@ -308,14 +323,19 @@ fn client_metrics_entries(
 /// A GROUP resource's entries (see the module doc).
 fn group_entries(
     apis: &KafkaApis,
-    group: &BTreeMap<String, String>,
+    name: &str,
     wanted: &dyn Fn(&str) -> bool,
     synonyms_wanted: bool,
     version: i16,
-) -> Vec<DescribeConfigsResourceResult> {
+) -> Result<Vec<DescribeConfigsResourceResult>, ApiError> {
     use crate::group_configs::{default_value, Check, GROUP_CONFIGS};
+    if name.is_empty() {
+        let message = "Group name must not be empty";
+        return Err(ApiError::new(ErrorCode::INVALID_REQUEST, message));
+    }
+    let group = apis.group_config(name);
     let effective = apis.dynamic_config().effective();
-    GROUP_CONFIGS
+    Ok(GROUP_CONFIGS
         .iter()
         .filter(|d| wanted(d.name) && (!d.internal || group.contains_key(d.name)))
         .map(|d| {
@@ -366,7 +386,7 @@ fn group_entries(
                 ..Default::default()
             }
         })
-        .collect()
+        .collect())
 }
 
 fn wire(synonyms: Vec<ConfigSynonym>) -> Vec<DescribeConfigsSynonym> {

@@ -302,5 +302,8 @@ pub(super) async fn store_group(
     if validate_only || ops.is_empty() {
         return Ok(());
     }
-    Ok(apis.group_config_admin.alter(name.to_string(), ops, next).await?)
+    Ok(apis
+        .group_config_admin
+        .alter(name.to_string(), ops, next)
+        .await?)
 }

@@ -230,7 +230,9 @@ impl KafkaApis {
         telemetry: Arc<ClientTelemetry>,
     ) -> KafkaApis {
         KafkaApis {
-            group_config_admin: Arc::new(crate::group_configs::LocalGroupConfigAdmin(metadata.clone())),
+            group_config_admin: Arc::new(crate::group_configs::LocalGroupConfigAdmin(
+                metadata.clone(),
+            )),
             metadata,
             replica_manager,
             topics,
