@@ -450,6 +450,9 @@ impl BrokerCluster {
                 self.apply_topic(dynamic, replica_manager, name, old, t);
             }
         }
+        if previous.offset < 0 || previous.group_configs != next.group_configs {
+            metadata.replace_group_configs(&next.group_configs);
+        }
         *self.image.write() = Arc::new(next);
     }
 

@@ -16,6 +16,7 @@ pub mod dynamic_config;
 pub mod error;
 pub mod features;
 pub mod fetch_session;
+pub mod group_configs;
 pub mod group_coordinator;
 pub mod lifecycle;
 pub mod log_dir_failure;

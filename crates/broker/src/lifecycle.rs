@@ -637,7 +637,8 @@ pub(crate) fn wire_with(
     )
     .installed(publishers);
     let telemetry = crate::client_metrics::wire(config, &metadata, cluster.as_ref(), publishers);
-    Arc::new(KafkaApis::new(
+    let group_config_admin = crate::group_configs::wire(&metadata, cluster.as_ref());
+    let apis = KafkaApis::new(
         config.clone(),
         metadata,
         replica_manager,
@@ -651,7 +652,8 @@ pub(crate) fn wire_with(
         quorum,
         transactions,
         telemetry,
-    ))
+    );
+    Arc::new(apis.with_group_config_admin(group_config_admin))
 }
 
 /// Client quotas (from the registry standalone, from each metadata image in a cluster), the connection

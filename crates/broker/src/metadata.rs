@@ -15,7 +15,8 @@
 //!   `{"op":"client_quotas","changes"}` (one AlterClientQuotas, as `ClientQuotaRecord`s),
 //!   `{"op":"alter_scram","deletions","upsertions"}` (one AlterUserScramCredentials' accepted changes),
 //!   `{"op":"client_metrics","name","configs"}` (a KIP-714 CLIENT_METRICS resource's whole config set; empty
-//!   = removed). A change costs one small append, not a rewrite of the registry.
+//!   = removed), `{"op":"group_config","name","configs"}` (a group's dynamic configs, the GROUP resource;
+//!   empty = removed). A change costs one small append, not a rewrite of the registry.
 //!   When the log grows past the snapshot's size (at least [`COMPACT_MIN_BYTES`]) the current state is written
 //!   as a new snapshot and the log emptied.
 //!
@@ -81,6 +82,11 @@ enum Change {
         name: String,
         configs: BTreeMap<String, String>,
     },
+    /// Sets a group's dynamic config set (the GROUP config resource); empty removes it.
+    GroupConfig {
+        name: String,
+        configs: BTreeMap<String, String>,
+    },
 }
 
 impl State {
@@ -114,6 +120,12 @@ impl State {
             }
             Change::ClientMetrics { name, configs } => {
                 self.client_metrics.insert(name, configs);
+            }
+            Change::GroupConfig { name, configs } if configs.is_empty() => {
+                self.group_configs.remove(&name);
+            }
+            Change::GroupConfig { name, configs } => {
+                self.group_configs.insert(name, configs);
             }
         }
     }
@@ -221,6 +233,10 @@ struct State {
     /// empty.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     client_metrics: BTreeMap<String, BTreeMap<String, String>>,
+    /// Dynamic group configs by group id (standalone; a cluster member mirrors its image's); absent from
+    /// snapshots of earlier versions and when empty.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    group_configs: BTreeMap<String, BTreeMap<String, String>>,
     #[serde(skip)]
     index: TopicIndex,
 }
@@ -590,6 +606,38 @@ impl MetadataStore {
         let mut state = self.state.write();
         let name = name.to_string();
         self.record(&mut state, Change::ClientMetrics { name, configs })
+    }
+
+    /// The dynamic configs of group `group` (the GROUP config resource; empty when none is set). Both modes:
+    /// standalone they are persisted here, a cluster member mirrors its metadata image's
+    /// ([`MetadataStore::replace_group_configs`]) before the image is published.
+    pub fn group_config(&self, group: &str) -> BTreeMap<String, String> {
+        (self.state.read().group_configs.get(group).cloned()).unwrap_or_default()
+    }
+
+    /// The ids of the groups with dynamic configs, sorted.
+    pub fn groups_with_configs(&self) -> Vec<String> {
+        self.state.read().group_configs.keys().cloned().collect()
+    }
+
+    /// Sets group `name`'s whole config set (empty = removes it) with one synced append (standalone). Nothing
+    /// changes when it fails.
+    pub fn set_group_config(
+        &self,
+        name: &str,
+        configs: BTreeMap<String, String>,
+    ) -> Result<(), MetadataError> {
+        let mut state = self.state.write();
+        let name = name.to_string();
+        self.record(&mut state, Change::GroupConfig { name, configs })
+    }
+
+    /// Cluster mode: the group configs become the metadata image's; nothing is written to disk.
+    pub fn replace_group_configs(&self, configs: &BTreeMap<String, BTreeMap<String, String>>) {
+        let mut state = self.state.write();
+        if state.group_configs != *configs {
+            state.group_configs = configs.clone();
+        }
     }
 
     /// Allocates a new producer id (KIP-98). Ids are reserved on disk in blocks so that a restart never

@@ -184,3 +184,23 @@ fn base64url_matches_known_value() {
     let id = Uuid::from_u128(u128::MAX);
     assert_eq!(base64url_uuid(id), "_____________________w");
 }
+
+#[test]
+fn group_configs_persist_and_an_empty_set_removes_the_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = MetadataStore::open(dir.path(), 1).unwrap();
+    let configs: BTreeMap<String, String> =
+        [("share.auto.offset.reset".to_string(), "earliest".to_string())].into();
+    s.set_group_config("g", configs.clone()).unwrap();
+    drop(s);
+    let s = MetadataStore::open(dir.path(), 1).unwrap();
+    assert_eq!(s.group_config("g"), configs);
+    assert_eq!(s.groups_with_configs(), vec!["g".to_string()]);
+    s.set_group_config("g", BTreeMap::new()).unwrap();
+    drop(s);
+    let s = MetadataStore::open(dir.path(), 1).unwrap();
+    assert!(s.group_config("g").is_empty());
+    assert!(s.groups_with_configs().is_empty());
+    s.replace_group_configs(&[("h".to_string(), configs.clone())].into());
+    assert_eq!(s.group_config("h"), configs);
+}

@@ -17,7 +17,8 @@ use uuid::Uuid;
 
 use crate::quota::ClientQuotasImage;
 use crate::record::{
-    AclEntry, MetadataRecord, RESOURCE_BROKER, RESOURCE_CLIENT_METRICS, RESOURCE_TOPIC,
+    AclEntry, MetadataRecord, RESOURCE_BROKER, RESOURCE_CLIENT_METRICS, RESOURCE_GROUP,
+    RESOURCE_TOPIC,
 };
 use crate::scram::{self, ScramCredentials};
 use crate::topics_image::TopicsImage;
@@ -254,6 +255,10 @@ pub struct MetadataImage {
     /// JSON when empty.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub client_metrics: BTreeMap<String, BTreeMap<String, String>>,
+    /// Dynamic group configs (GROUP `ConfigRecord`s, KIP-848/KIP-932) by group id. Absent from the JSON when
+    /// empty.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub group_configs: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 impl Default for MetadataImage {
@@ -269,6 +274,7 @@ impl Default for MetadataImage {
             client_quotas: ClientQuotasImage::default(),
             scram_credentials: BTreeMap::new(),
             client_metrics: BTreeMap::new(),
+            group_configs: BTreeMap::new(),
         }
     }
 }
@@ -474,8 +480,9 @@ impl MetadataImage {
         }
     }
 
-    /// `ConfigRecord`: sets (`Some`) or deletes (`None`) a topic or broker config; a broker resource
-    /// left without configs is removed. Unknown topics and other resource types are ignored.
+    /// `ConfigRecord`: sets (`Some`) or deletes (`None`) a topic, broker, client-metrics or group config; a
+    /// broker, client-metrics or group resource left without configs is removed. Unknown topics and other
+    /// resource types are ignored.
     fn replay_config(
         &mut self,
         resource_type: i8,
@@ -496,6 +503,10 @@ impl MetadataImage {
                 .client_metrics
                 .entry(resource_name.to_owned())
                 .or_default(),
+            RESOURCE_GROUP => self
+                .group_configs
+                .entry(resource_name.to_owned())
+                .or_default(),
             _ => return,
         };
         match value {
@@ -506,21 +517,14 @@ impl MetadataImage {
                 configs.remove(name);
             }
         }
-        if resource_type == RESOURCE_BROKER
-            && self
-                .broker_configs
-                .get(resource_name)
-                .is_some_and(|m| m.is_empty())
-        {
-            self.broker_configs.remove(resource_name);
-        }
-        if resource_type == RESOURCE_CLIENT_METRICS
-            && self
-                .client_metrics
-                .get(resource_name)
-                .is_some_and(|m| m.is_empty())
-        {
-            self.client_metrics.remove(resource_name);
+        let resources = match resource_type {
+            RESOURCE_BROKER => &mut self.broker_configs,
+            RESOURCE_CLIENT_METRICS => &mut self.client_metrics,
+            RESOURCE_GROUP => &mut self.group_configs,
+            _ => return,
+        };
+        if resources.get(resource_name).is_some_and(|m| m.is_empty()) {
+            resources.remove(resource_name);
         }
     }
 
@@ -721,5 +725,28 @@ mod tests {
         let json = serde_json::to_string(&img).unwrap();
         let back: MetadataImage = serde_json::from_str(&json).unwrap();
         assert_eq!(back, img);
+    }
+
+    #[test]
+    fn group_config_records_set_and_remove_a_group_resource() {
+        let mut img = MetadataImage::default();
+        let record = |value: Option<&str>| MetadataRecord::ConfigRecord {
+            resource_type: RESOURCE_GROUP,
+            resource_name: "g".into(),
+            name: "share.auto.offset.reset".into(),
+            value: value.map(str::to_string),
+        };
+        img.apply(1, &record(Some("earliest")));
+        assert_eq!(
+            img.group_configs["g"]["share.auto.offset.reset"],
+            "earliest"
+        );
+        let json = serde_json::to_string(&img).unwrap();
+        assert_eq!(serde_json::from_str::<MetadataImage>(&json).unwrap(), img);
+        img.apply(2, &record(None));
+        assert!(
+            img.group_configs.is_empty(),
+            "a group left without configs is removed"
+        );
     }
 }

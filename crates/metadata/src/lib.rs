@@ -47,7 +47,7 @@ pub use image::{
 pub use reassignment::{ongoing_reassignments, OngoingReassignment, Reassignment};
 pub use record::{
     AclEntry, BrokerEndpoint, MetadataRecord, DIRECTORY_LOST, DIRECTORY_UNASSIGNED, NO_LEADER,
-    RESOURCE_BROKER, RESOURCE_CLIENT_METRICS, RESOURCE_TOPIC,
+    RESOURCE_BROKER, RESOURCE_CLIENT_METRICS, RESOURCE_GROUP, RESOURCE_TOPIC,
 };
 pub use request::{
     AlterPartition, AssignReplicasToDirs, CreateTopic, CreatedTopic, ElectionResult, ElectionType,

@@ -29,6 +29,9 @@ pub const RESOURCE_BROKER: i8 = 4;
 /// Config resource type of a client metrics subscription (Kafka `ConfigResource.Type.CLIENT_METRICS`,
 /// KIP-714); the resource name is the subscription's.
 pub const RESOURCE_CLIENT_METRICS: i8 = 16;
+/// Config resource type of a group's dynamic configs (Kafka `ConfigResource.Type.GROUP`, KIP-848/KIP-932);
+/// the resource name is the group id.
+pub const RESOURCE_GROUP: i8 = 32;
 
 /// One advertised listener of a broker (an entry of KIP-631's `RegisterBrokerRecord.EndPoints`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -203,8 +206,8 @@ pub enum MetadataRecord {
     },
     /// A dynamic config was set (`value: Some`) or deleted (`value: None`) (KIP-631 `ConfigRecord`).
     ConfigRecord {
-        /// [`RESOURCE_TOPIC`], [`RESOURCE_BROKER`] or [`RESOURCE_CLIENT_METRICS`]; other types are ignored on
-        /// replay.
+        /// [`RESOURCE_TOPIC`], [`RESOURCE_BROKER`], [`RESOURCE_CLIENT_METRICS`] or [`RESOURCE_GROUP`]; other
+        /// types are ignored on replay.
         resource_type: i8,
         /// Topic name, or broker id (`""` = cluster default).
         resource_name: String,

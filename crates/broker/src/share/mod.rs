@@ -440,9 +440,13 @@ pub fn wire(
         topics.clone(),
         clock.clone(),
     ));
-    let defaults = config.clone();
-    let settings: SettingsResolver = Arc::new(move |_group: &str| settings_of(&defaults));
-    let max_sessions = (defaults_int(config, "group.share.max.share.sessions", 2000)).max(1) as usize;
+    let (defaults, store) = (config.clone(), metadata.clone());
+    let settings: SettingsResolver =
+        Arc::new(move |group: &str| settings_of(&defaults, &store.group_config(group)));
+    let max_sessions = (config.value("group.share.max.share.sessions"))
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .unwrap_or(2000)
+        .max(1);
     Arc::new(SharePartitionManager::new(
         replica_manager.clone(),
         coordinator,
@@ -452,20 +456,27 @@ pub fn wire(
     ))
 }
 
-fn defaults_int(config: &crate::config::BrokerConfig, key: &str, default: i64) -> i64 {
-    (config.value(key).and_then(|v| v.trim().parse().ok())).unwrap_or(default)
-}
-
-/// The broker's `group.share.*` defaults.
-fn settings_of(config: &crate::config::BrokerConfig) -> ShareGroupSettings {
+/// A group's settings: its group configs over the broker's `group.share.*` defaults
+/// ([`crate::group_configs::share_settings`]).
+fn settings_of(
+    config: &crate::config::BrokerConfig,
+    group_configs: &std::collections::BTreeMap<String, String>,
+) -> ShareGroupSettings {
+    let v = crate::group_configs::share_settings(config, group_configs);
+    let reset = v.auto_offset_reset.trim().to_ascii_lowercase();
+    let auto_offset_reset = match reset.as_str() {
+        "earliest" => AutoOffsetReset::Earliest,
+        other => match other.strip_prefix("by_duration:") {
+            Some(d) => crate::group_configs::parse_iso8601_ms(d)
+                .map_or(AutoOffsetReset::Latest, AutoOffsetReset::ByDuration),
+            None => AutoOffsetReset::Latest,
+        },
+    };
     ShareGroupSettings {
-        record_lock_duration_ms: defaults_int(config, "group.share.record.lock.duration.ms", 30_000)
-            .max(1),
-        delivery_count_limit: defaults_int(config, "group.share.delivery.count.limit", 5)
-            .clamp(1, i64::from(i16::MAX)) as i16,
-        max_record_locks: defaults_int(config, "group.share.partition.max.record.locks", 2000)
-            .max(1) as usize,
-        auto_offset_reset: AutoOffsetReset::Latest,
+        record_lock_duration_ms: v.record_lock_duration_ms.max(1),
+        delivery_count_limit: v.delivery_count_limit.max(1),
+        max_record_locks: v.max_record_locks.max(1),
+        auto_offset_reset,
     }
 }
 

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use metadata::{
     ControllerError, CreateTopic, CreatedTopic, MetadataImage, MetadataRecord, NO_LEADER,
-    RESOURCE_BROKER, RESOURCE_CLIENT_METRICS, RESOURCE_TOPIC,
+    RESOURCE_BROKER, RESOURCE_CLIENT_METRICS, RESOURCE_GROUP, RESOURCE_TOPIC,
 };
 use rand::Rng;
 use types::{BrokerId, ErrorCode, LeaderEpoch, PartitionEpoch};
@@ -282,6 +282,8 @@ impl QuorumControl {
             }
             // KIP-714 subscriptions: the broker validated the configs (Kafka's ClientMetricsConfigs).
             RESOURCE_CLIENT_METRICS if !resource_name.is_empty() => {}
+            // Group configs (KIP-848/KIP-932): the broker validated them (Kafka's GroupConfig).
+            RESOURCE_GROUP if !resource_name.is_empty() => {}
             other => {
                 return Err(err(
                     ErrorCode::INVALID_REQUEST,

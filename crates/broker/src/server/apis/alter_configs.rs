@@ -11,6 +11,9 @@
 //!   [`crate::config_admin::BrokerConfigAdmin`] (the data directory standalone, the metadata log in a cluster);
 //!   every topic's `LogConfig` follows before the answer.
 //!
+//! - GROUP (KIP-848/KIP-932): the group's dynamic configs, validated as IncrementalAlterConfigs does (see
+//!   [`crate::group_configs`]).
+//!
 //! `validate_only` checks everything and changes nothing.
 
 use std::collections::BTreeMap;
@@ -19,7 +22,7 @@ use protocol::error::ErrorCode;
 use protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
 use protocol::messages::{AlterConfigsRequest, AlterConfigsResponse};
 
-use super::describe_configs::{authorize_config, RESOURCE_BROKER, RESOURCE_TOPIC};
+use super::describe_configs::{authorize_config, RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC};
 use super::errors::ApiError;
 use super::KafkaApis;
 use crate::server::context::RequestContext;
@@ -44,6 +47,9 @@ pub async fn handle(
             }
             RESOURCE_BROKER => {
                 alter_broker(apis, &res.resource_name, entries, request.validate_only).await
+            }
+            RESOURCE_GROUP => {
+                alter_group(apis, &res.resource_name, entries, request.validate_only).await
             }
             other => Err(unsupported_resource(other)),
         };
@@ -99,6 +105,27 @@ async fn alter_broker(
         .alter(level, entries, true, validate_only)
         .await
         .map_err(ApiError::from)
+}
+
+/// Replaces group `name`'s configs by `entries`.
+async fn alter_group(
+    apis: &KafkaApis,
+    name: &str,
+    entries: Vec<(String, Option<String>)>,
+    validate_only: bool,
+) -> Result<(), ApiError> {
+    check_duplicates(entries.iter().map(|(k, _)| k.as_str()))?;
+    if let Some((k, _)) = entries.iter().find(|(_, v)| v.is_none()) {
+        return Err(null_value(k));
+    }
+    let next: BTreeMap<String, String> = (entries.into_iter())
+        .map(|(k, v)| (k, v.unwrap_or_default()))
+        .collect();
+    let current = apis.group_config(name);
+    let removed = current.keys().filter(|k| !next.contains_key(*k));
+    let mut ops: Vec<(String, Option<String>)> = removed.map(|k| (k.clone(), None)).collect();
+    ops.extend(next.iter().map(|(k, v)| (k.clone(), Some(v.clone()))));
+    super::incremental_alter_configs::store_group(apis, name, ops, next, validate_only).await
 }
 
 /// INVALID_REQUEST "Error due to duplicate config keys" when a key appears twice (Kafka's check).

@@ -12,6 +12,10 @@
 //!
 //! - CLIENT_METRICS (KIP-714): the keys set on the subscription, source CLIENT_METRICS_CONFIG (7), as Kafka
 //!   (none for an unknown name; an empty name is INVALID_REQUEST).
+//! - GROUP (KIP-848/KIP-932): every non-internal group key (an internal one only when set) — a set one with
+//!   source DYNAMIC_GROUP_CONFIG (8) and synonyms [the group's, then its broker synonym's levels], the rest
+//!   the broker synonym's value and source (or the key's own default, DEFAULT_CONFIG), as Kafka 4.4; any
+//!   group id, existing or not; an empty one is INVALID_REQUEST. Authorized by DESCRIBE_CONFIGS on the group.
 //!
 //! Another broker's id or a non-numeric name is INVALID_REQUEST with Kafka's message.
 
@@ -38,6 +42,10 @@ pub const RESOURCE_BROKER: i8 = 4;
 pub const RESOURCE_CLIENT_METRICS: i8 = crate::client_metrics::RESOURCE_CLIENT_METRICS;
 /// ConfigSource CLIENT_METRICS_CONFIG.
 const CLIENT_METRICS_CONFIG: i8 = 7;
+/// Resource type GROUP (KIP-848/KIP-932).
+pub const RESOURCE_GROUP: i8 = crate::group_configs::RESOURCE_GROUP;
+/// ConfigSource DYNAMIC_GROUP_CONFIG.
+const DYNAMIC_GROUP_CONFIG: i8 = 8;
 
 /// Names of all topic config keys, sorted.
 pub fn topic_config_names() -> impl Iterator<Item = &'static str> {
@@ -98,7 +106,8 @@ fn described_value(name: &str, value: String) -> String {
 
 /// Answers DescribeConfigs for topics and this broker.
 /// Kafka's config checks: `op` (DESCRIBE_CONFIGS or ALTER_CONFIGS) on the topic for a topic
-/// (TOPIC_AUTHORIZATION_FAILED), on the cluster for a broker (CLUSTER_AUTHORIZATION_FAILED).
+/// (TOPIC_AUTHORIZATION_FAILED), on the group for a group (GROUP_AUTHORIZATION_FAILED), on the cluster for a
+/// broker or client-metrics resource (CLUSTER_AUTHORIZATION_FAILED).
 pub fn authorize_config(
     ctx: &RequestContext,
     op: AclOperation,
@@ -107,6 +116,7 @@ pub fn authorize_config(
 ) -> Result<(), ApiError> {
     match resource_type {
         RESOURCE_TOPIC => ctx.authorize(op, ResourceType::Topic, name),
+        RESOURCE_GROUP => ctx.authorize(op, ResourceType::Group, name),
         RESOURCE_BROKER | RESOURCE_CLIENT_METRICS => ctx.authorize_cluster(op),
         _ => Ok(()),
     }
@@ -147,43 +157,11 @@ pub fn handle(
             }
             match res.resource_type {
                 RESOURCE_TOPIC => {
-                    let Some(topic) = apis.metadata.topic(&res.resource_name) else {
-                        out.error_code = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0;
-                        out.error_message =
-                            Some(format!("Topic {} does not exist.", res.resource_name));
-                        return out;
-                    };
-                    out.configs = TOPIC_CONFIGS
-                        .iter()
-                        .filter(|d| wanted(d.name))
-                        .map(|d| {
-                            let synonyms = topic_synonyms(apis, &topic.configs, d.name);
-                            DescribeConfigsResourceResult {
-                                name: d.name.to_string(),
-                                value: apis
-                                    .topics
-                                    .topic_config_value(&topic.configs, d.name)
-                                    .map(|v| described_value(d.name, v)),
-                                read_only: false,
-                                config_source: synonyms
-                                    .first()
-                                    .map_or(source::DEFAULT_CONFIG, |s| s.source),
-                                is_sensitive: false,
-                                synonyms: if synonyms_wanted {
-                                    wire(synonyms)
-                                } else {
-                                    vec![]
-                                },
-                                config_type: if version >= 3 {
-                                    d.ty.describe_code()
-                                } else {
-                                    0
-                                },
-                                documentation: None,
-                                ..Default::default()
-                            }
-                        })
-                        .collect();
+                    let name = &res.resource_name;
+                    match topic_entries(apis, name, &wanted, synonyms_wanted, version) {
+                        Ok(configs) => out.configs = configs,
+                        Err(e) => (out.error_code, out.error_message) = e.into_parts(),
+                    }
                 }
                 RESOURCE_BROKER => {
                     let level = match apis.dynamic_config().resolve(&res.resource_name, true) {
@@ -201,6 +179,13 @@ pub fn handle(
                     }
                     Err(e) => (out.error_code, out.error_message) = e.into_parts(),
                 },
+                RESOURCE_GROUP => {
+                    let name = &res.resource_name;
+                    match group_entries(apis, name, &wanted, synonyms_wanted, version) {
+                        Ok(configs) => out.configs = configs,
+                        Err(e) => (out.error_code, out.error_message) = e.into_parts(),
+                    }
+                }
                 other => {
                     out.error_code = ErrorCode::INVALID_REQUEST.0;
                     out.error_message = Some(format!("Unsupported resource type {other}"));
@@ -213,6 +198,54 @@ pub fn handle(
         results,
         ..Default::default()
     }
+}
+
+/// A TOPIC resource's entries: every topic key with its effective value, source and synonyms.
+fn topic_entries(
+    apis: &KafkaApis,
+    name: &str,
+    wanted: &dyn Fn(&str) -> bool,
+    synonyms_wanted: bool,
+    version: i16,
+) -> Result<Vec<DescribeConfigsResourceResult>, ApiError> {
+    let Some(topic) = apis.metadata.topic(name) else {
+        let message = format!("Topic {name} does not exist.");
+        return Err(ApiError::new(
+            ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+            message,
+        ));
+    };
+    Ok(TOPIC_CONFIGS
+        .iter()
+        .filter(|d| wanted(d.name))
+        .map(|d| {
+            let synonyms = topic_synonyms(apis, &topic.configs, d.name);
+            DescribeConfigsResourceResult {
+                name: d.name.to_string(),
+                value: apis
+                    .topics
+                    .topic_config_value(&topic.configs, d.name)
+                    .map(|v| described_value(d.name, v)),
+                read_only: false,
+                config_source: synonyms
+                    .first()
+                    .map_or(source::DEFAULT_CONFIG, |s| s.source),
+                is_sensitive: false,
+                synonyms: if synonyms_wanted {
+                    wire(synonyms)
+                } else {
+                    vec![]
+                },
+                config_type: if version >= 3 {
+                    d.ty.describe_code()
+                } else {
+                    0
+                },
+                documentation: None,
+                ..Default::default()
+            }
+        })
+        .collect())
 }
 
 /// The BROKER resource's entries: every known key for this broker's id, only the cluster-default keys for "".
@@ -283,6 +316,75 @@ fn client_metrics_entries(
             value: Some(value),
             config_source: CLIENT_METRICS_CONFIG,
             ..Default::default()
+        })
+        .collect())
+}
+
+/// A GROUP resource's entries (see the module doc).
+fn group_entries(
+    apis: &KafkaApis,
+    name: &str,
+    wanted: &dyn Fn(&str) -> bool,
+    synonyms_wanted: bool,
+    version: i16,
+) -> Result<Vec<DescribeConfigsResourceResult>, ApiError> {
+    use crate::group_configs::{default_value, Check, GROUP_CONFIGS};
+    if name.is_empty() {
+        let message = "Group name must not be empty";
+        return Err(ApiError::new(ErrorCode::INVALID_REQUEST, message));
+    }
+    let group = apis.group_config(name);
+    let effective = apis.dynamic_config().effective();
+    Ok(GROUP_CONFIGS
+        .iter()
+        .filter(|d| wanted(d.name) && (!d.internal || group.contains_key(d.name)))
+        .map(|d| {
+            let default = default_value(&effective, d);
+            let mut synonyms = Vec::new();
+            if let Some(v) = group.get(d.name) {
+                synonyms.push(ConfigSynonym {
+                    name: d.name.to_string(),
+                    value: Some(v.clone()),
+                    source: DYNAMIC_GROUP_CONFIG,
+                });
+            }
+            if d.broker_synonym.is_empty() {
+                synonyms.push(ConfigSynonym {
+                    name: d.name.to_string(),
+                    value: Some(default.clone()),
+                    source: source::DEFAULT_CONFIG,
+                });
+            } else {
+                let mut broker = apis.dynamic_config().synonyms(d.broker_synonym);
+                if d.check == Check::StreamsAssignor {
+                    // Kafka names the assignor the group would use: the first registered one.
+                    for s in &mut broker {
+                        s.value = Some(default.clone());
+                    }
+                }
+                synonyms.extend(broker);
+            }
+            DescribeConfigsResourceResult {
+                name: d.name.to_string(),
+                value: Some(group.get(d.name).cloned().unwrap_or(default)),
+                read_only: false,
+                config_source: synonyms
+                    .first()
+                    .map_or(source::DEFAULT_CONFIG, |s| s.source),
+                is_sensitive: false,
+                synonyms: if synonyms_wanted {
+                    wire(synonyms)
+                } else {
+                    vec![]
+                },
+                config_type: if version >= 3 {
+                    d.ty.describe_code()
+                } else {
+                    0
+                },
+                documentation: None,
+                ..Default::default()
+            }
         })
         .collect())
 }

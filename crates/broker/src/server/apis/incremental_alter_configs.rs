@@ -9,6 +9,10 @@
 //!   two lists), validated as Kafka's `ClientMetricsConfigs` (see [`crate::client_metrics::subscription`]);
 //!   a subscription left without keys is removed. Stored by the mode's
 //!   [`crate::client_metrics::ClientMetricsAdmin`].
+//! - GROUP (KIP-848/KIP-932): a group's dynamic configs (APPEND/SUBTRACT on `streams.rack.aware.assignment.tags`),
+//!   the whole resulting set validated as Kafka 4.4's `GroupConfig` (see [`crate::group_configs`]; unknown
+//!   keys and bad or out-of-bounds values → INVALID_CONFIG, an empty group id → INVALID_REQUEST); a group left
+//!   without keys is removed. Stored by the mode's [`crate::group_configs::GroupConfigAdmin`].
 //! - BROKER named by this broker's id or `""` (in a cluster: any broker's id): that dynamic level (see
 //!   [`crate::dynamic_config`] for which keys may change and the errors), stored by the mode's
 //!   [`crate::config_admin::BrokerConfigAdmin`]; every topic's `LogConfig` follows before the answer.
@@ -24,7 +28,7 @@ use protocol::messages::{IncrementalAlterConfigsRequest, IncrementalAlterConfigs
 
 use super::alter_configs::{check_duplicates, null_value, split, unsupported_resource};
 use super::describe_configs::{
-    authorize_config, RESOURCE_BROKER, RESOURCE_CLIENT_METRICS, RESOURCE_TOPIC,
+    authorize_config, RESOURCE_BROKER, RESOURCE_CLIENT_METRICS, RESOURCE_GROUP, RESOURCE_TOPIC,
 };
 use super::errors::ApiError;
 use super::KafkaApis;
@@ -61,6 +65,10 @@ pub async fn handle(
             (Ok(()), RESOURCE_CLIENT_METRICS) => {
                 let (name, validate) = (&res.resource_name, request.validate_only);
                 alter_client_metrics(apis, name, res.configs, validate).await
+            }
+            (Ok(()), RESOURCE_GROUP) => {
+                let (name, validate) = (&res.resource_name, request.validate_only);
+                alter_group(apis, name, res.configs, validate).await
             }
             (Ok(()), other) => Err(unsupported_resource(other)),
         };
@@ -246,4 +254,56 @@ async fn alter_client_metrics(
         return Ok(());
     }
     Ok(admin.alter(name.to_string(), ops, next).await?)
+}
+
+/// Edits group `name`'s configs key by key, validates the resulting set and stores it.
+async fn alter_group(
+    apis: &KafkaApis,
+    name: &str,
+    configs: Vec<AlterableConfig>,
+    validate_only: bool,
+) -> Result<(), ApiError> {
+    use crate::group_configs::{group_def, GroupConfigType};
+    let mut next = apis.group_config(name);
+    let mut ops = Vec::new();
+    for c in configs {
+        let value = match c.config_operation {
+            OP_SET => Some(c.value.unwrap_or_default()),
+            OP_DELETE => None,
+            op if group_def(&c.name).is_some_and(|d| d.ty == GroupConfigType::List) => Some(
+                edit_list(next.get(&c.name).cloned(), c.value.as_deref(), op),
+            ),
+            op => return Err(list_op_not_allowed(op, &c.name, true)),
+        };
+        match &value {
+            Some(v) => next.insert(c.name.clone(), v.clone()),
+            None => next.remove(&c.name),
+        };
+        ops.push((c.name, value));
+    }
+    store_group(apis, name, ops, next, validate_only).await
+}
+
+/// Validates group `name`'s config set `next` (reached by `ops`) and, unless `validate_only`, stores it.
+pub(super) async fn store_group(
+    apis: &KafkaApis,
+    name: &str,
+    ops: Vec<(String, Option<String>)>,
+    next: std::collections::BTreeMap<String, String>,
+    validate_only: bool,
+) -> Result<(), ApiError> {
+    if name.is_empty() {
+        let message = "Default group resources are not allowed.";
+        return Err(ApiError::new(ErrorCode::INVALID_REQUEST, message));
+    }
+    let effective = apis.dynamic_config().effective();
+    crate::group_configs::validate(&effective, &next)
+        .map_err(|m| ApiError::new(ErrorCode::INVALID_CONFIG, m))?;
+    if validate_only || ops.is_empty() {
+        return Ok(());
+    }
+    Ok(apis
+        .group_config_admin
+        .alter(name.to_string(), ops, next)
+        .await?)
 }

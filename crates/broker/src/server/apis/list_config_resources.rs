@@ -6,8 +6,9 @@
 //! UNSUPPORTED_VERSION (no resources) when one requested type is not supported. Resources are listed by type
 //! in Kafka's order: groups with configs, client-metrics resources, brokers, topics.
 //!
-//! Client-metrics resources are the KIP-714 subscriptions ([`crate::client_metrics`]). Runnel has no group
-//! configs, so that type is answered with none, as a Kafka without them. It has no BROKER_LOGGER resource (DescribeConfigs does not serve it): that
+//! Client-metrics resources are the KIP-714 subscriptions ([`crate::client_metrics`]); group resources the
+//! groups with dynamic configs ([`crate::group_configs`]), whether or not the group exists. It has no
+//! BROKER_LOGGER resource (DescribeConfigs does not serve it): that
 //! type is UNSUPPORTED_VERSION when asked for and left out of an empty list (Kafka lists each broker's id).
 
 use protocol::error::ErrorCode;
@@ -62,6 +63,10 @@ pub fn handle(
         resource_type,
         ..Default::default()
     };
+    if types.contains(&GROUP) {
+        let groups = apis.metadata.groups_with_configs();
+        config_resources.extend(groups.into_iter().map(|g| resource(g, GROUP)));
+    }
     if types.contains(&CLIENT_METRICS) {
         let names = apis.telemetry.subscription_names();
         config_resources.extend(names.into_iter().map(|n| resource(n, CLIENT_METRICS)));

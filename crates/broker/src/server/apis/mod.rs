@@ -218,6 +218,9 @@ pub struct KafkaApis {
     fetch_sessions: parking_lot::Mutex<crate::fetch_session::FetchSessionCache>,
     /// Share groups (KIP-932): the share-partitions led here, their sessions and their persistence.
     shares: Arc<crate::share::SharePartitionManager>,
+    /// Where group config changes go (the registry standalone, unless [`KafkaApis::with_group_config_admin`]
+    /// names the controller's).
+    group_config_admin: Arc<dyn crate::group_configs::GroupConfigAdmin>,
 }
 
 impl KafkaApis {
@@ -241,6 +244,9 @@ impl KafkaApis {
         let shares = crate::share::wire(&config, &metadata, &replica_manager, &topics);
         KafkaApis {
             shares,
+            group_config_admin: Arc::new(crate::group_configs::LocalGroupConfigAdmin(
+                metadata.clone(),
+            )),
             metadata,
             replica_manager,
             topics,
@@ -260,6 +266,20 @@ impl KafkaApis {
                 .flatten(),
             config,
         }
+    }
+
+    /// The dispatcher storing group config changes with `admin` (the controller's in a cluster).
+    pub fn with_group_config_admin(
+        mut self,
+        admin: Arc<dyn crate::group_configs::GroupConfigAdmin>,
+    ) -> KafkaApis {
+        self.group_config_admin = admin;
+        self
+    }
+
+    /// The dynamic configs of group `group` (empty when none is set), in both modes.
+    pub fn group_config(&self, group: &str) -> std::collections::BTreeMap<String, String> {
+        self.metadata.group_config(group)
     }
 
     /// The transaction coordinator (the caller starts its timer task).
