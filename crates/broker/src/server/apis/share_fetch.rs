@@ -287,6 +287,9 @@ fn fetch_answers(slots: Slots) -> Vec<resp::ShareFetchableTopicResponse> {
             Some(a) => (a.records, a.acquired),
             None => (None, Vec::new()),
         };
+        // Not nullable on the wire: a partition without records carries an empty set.
+        let records =
+            records.or_else(|| Some(protocol::record::Records::Memory(bytes::Bytes::new())));
         topics.entry(topic_id).or_default().push(resp::PartitionData {
             partition_index: index,
             error_code: error,
