@@ -189,8 +189,11 @@ fn base64url_matches_known_value() {
 fn group_configs_persist_and_an_empty_set_removes_the_group() {
     let dir = tempfile::tempdir().unwrap();
     let s = MetadataStore::open(dir.path(), 1).unwrap();
-    let configs: BTreeMap<String, String> =
-        [("share.auto.offset.reset".to_string(), "earliest".to_string())].into();
+    let configs: BTreeMap<String, String> = [(
+        "share.auto.offset.reset".to_string(),
+        "earliest".to_string(),
+    )]
+    .into();
     s.set_group_config("g", configs.clone()).unwrap();
     drop(s);
     let s = MetadataStore::open(dir.path(), 1).unwrap();

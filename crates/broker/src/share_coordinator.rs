@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use protocol::record::{batches, Compression, RecordBatchBuilder};
-use share::{ShareState, SharePartitionKey};
+use share::{SharePartitionKey, ShareState};
 use types::Clock;
 
 use crate::config::BrokerConfig;
@@ -41,7 +41,7 @@ pub const SHARE_STATE_TOPIC: &str = "__share_group_state";
 /// Bytes read per step while loading a partition.
 const LOAD_READ_BYTES: usize = 4 * 1024 * 1024;
 
-/// A failed share-state request (Kafka's share coordinator errors); mapped to Kafka codes by [`ShareCoordinatorError::code`].
+/// A failed share-state request (Kafka's share coordinator errors); mapped to Kafka codes at the server edge (`server::apis::errors`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum ShareCoordinatorError {
     /// The key's `__share_group_state` partition is led elsewhere (NOT_COORDINATOR, 16).
@@ -59,19 +59,6 @@ pub enum ShareCoordinatorError {
     /// The writer's state epoch is older than the stored one (FENCED_STATE_EPOCH, 124).
     #[error("fenced state epoch")]
     FencedStateEpoch,
-}
-
-impl ShareCoordinatorError {
-    /// The Kafka error code.
-    pub fn code(self) -> i16 {
-        match self {
-            ShareCoordinatorError::NotCoordinator => 16,
-            ShareCoordinatorError::LoadInProgress => 14,
-            ShareCoordinatorError::NotAvailable => 15,
-            ShareCoordinatorError::FencedLeaderEpoch => 74,
-            ShareCoordinatorError::FencedStateEpoch => 124,
-        }
-    }
 }
 
 /// The stored state of one share-partition.
@@ -108,7 +95,8 @@ pub struct ShareCoordinatorService {
 
 impl std::fmt::Debug for ShareCoordinatorService {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ShareCoordinatorService").finish_non_exhaustive()
+        f.debug_struct("ShareCoordinatorService")
+            .finish_non_exhaustive()
     }
 }
 
@@ -247,7 +235,9 @@ impl ShareCoordinatorService {
 
     /// Creates `__share_group_state` when it does not exist (see the module doc).
     async fn ensure_topic(&self) -> Result<(), ShareCoordinatorError> {
-        if self.topic_ready.load(Ordering::Acquire) && self.metadata.topic(SHARE_STATE_TOPIC).is_some() {
+        if self.topic_ready.load(Ordering::Acquire)
+            && self.metadata.topic(SHARE_STATE_TOPIC).is_some()
+        {
             return Ok(());
         }
         let _guard = self.create_lock.lock().await;
@@ -257,7 +247,11 @@ impl ShareCoordinatorService {
             return Ok(());
         }
         let n = self.num_partitions.load(Ordering::Acquire);
-        let want = int_config(&self.config, "share.coordinator.state.topic.replication.factor", 3);
+        let want = int_config(
+            &self.config,
+            "share.coordinator.state.topic.replication.factor",
+            3,
+        );
         let cluster_size = i32::try_from(self.topics.registered_brokers()).unwrap_or(i32::MAX);
         let rf = want.min(cluster_size).clamp(1, i32::from(i16::MAX)) as i16;
         let min_isr = int_config(&self.config, "share.coordinator.state.topic.min.isr", 2)
@@ -267,7 +261,11 @@ impl ShareCoordinatorService {
             ("min.insync.replicas".to_string(), min_isr.to_string()),
             ("segment.bytes".to_string(), "104857600".to_string()),
         ]);
-        match self.topics.create_topic(SHARE_STATE_TOPIC, n, rf, configs, false).await {
+        match self
+            .topics
+            .create_topic(SHARE_STATE_TOPIC, n, rf, configs, false)
+            .await
+        {
             Ok(t) => {
                 self.num_partitions.store(t.partitions, Ordering::Release);
                 self.topic_ready.store(true, Ordering::Release);
@@ -318,7 +316,11 @@ impl ShareCoordinatorService {
             }
         }
         core.loaded.insert(p, epoch);
-        tracing::debug!(partition = p, records = count, "loaded {SHARE_STATE_TOPIC} partition");
+        tracing::debug!(
+            partition = p,
+            records = count,
+            "loaded {SHARE_STATE_TOPIC} partition"
+        );
         Ok(())
     }
 
@@ -343,16 +345,27 @@ impl ShareCoordinatorService {
         let now = self.clock.now_ms();
         let mut builder = RecordBatchBuilder::new(Compression::None);
         builder.append(now, Some(key), value, Vec::new());
-        let bytes = builder.build().map_err(|_| ShareCoordinatorError::NotAvailable)?;
+        let bytes = builder
+            .build()
+            .map_err(|_| ShareCoordinatorError::NotAvailable)?;
         let min_isr = partition.min_insync_replicas().max(1);
         let origin = storage::AppendOrigin::Coordinator;
         let (info, epoch) = partition
             .append_as_leader_with_origin(bytes, origin, min_isr, now)
             .map_err(|e| write_error(&e))?;
-        let timeout = self.config.get(crate::config::keys::OFFSETS_COMMIT_TIMEOUT_MS).max(0) as u64;
+        let timeout = self
+            .config
+            .get(crate::config::keys::OFFSETS_COMMIT_TIMEOUT_MS)
+            .max(0) as u64;
         let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout);
         self.replica_manager
-            .wait_for_replication(&partition, info.last_offset.next(), epoch, min_isr, deadline)
+            .wait_for_replication(
+                &partition,
+                info.last_offset.next(),
+                epoch,
+                min_isr,
+                deadline,
+            )
             .await
             .map_err(|e| write_error(&e))
     }

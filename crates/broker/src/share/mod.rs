@@ -29,12 +29,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use protocol::record::{Records, RecordBatchHeader, RECORD_BATCH_OVERHEAD};
+use protocol::record::{RecordBatchHeader, Records, RECORD_BATCH_OVERHEAD};
 use replica::partition::{FetchSource, IsolationLevel, Partition, PartitionRead};
 use replica::replica_manager::{FetchPartitionRequest, ReplicaManager};
-use share::{AcknowledgementBatch, AcquiredRecords, SharePartition, SharePartitionConfig, SharePartitionKey, ShareState};
+use share::{
+    AcknowledgementBatch, AcquiredRecords, SharePartition, SharePartitionConfig, SharePartitionKey,
+    ShareState,
+};
 use tokio::sync::{watch, Notify};
-use types::{Clock, ErrorCode};
+use types::Clock;
 
 use crate::share_coordinator::{ShareCoordinatorError, ShareCoordinatorService};
 use sessions::ShareSessionCache;
@@ -77,6 +80,23 @@ impl Default for ShareGroupSettings {
 /// Resolves a group's settings (group configs over broker defaults).
 pub type SettingsResolver = Arc<dyn Fn(&str) -> ShareGroupSettings + Send + Sync>;
 
+/// Why a share-partition operation failed; the server edge answers each with its Kafka code.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SharePartitionError {
+    /// The partition is not hosted here (UNKNOWN_TOPIC_OR_PARTITION, 3).
+    #[error("unknown topic or partition")]
+    UnknownTopicOrPartition,
+    /// This broker does not lead the partition (NOT_LEADER_OR_FOLLOWER, 6).
+    #[error("not the leader")]
+    NotLeaderOrFollower,
+    /// The acknowledgements were refused (INVALID_RECORD_STATE, 121, or INVALID_REQUEST, 42).
+    #[error(transparent)]
+    Share(#[from] share::ShareError),
+    /// The share coordinator refused or failed the read or write.
+    #[error(transparent)]
+    Coordinator(#[from] ShareCoordinatorError),
+}
+
 /// What one partition's acquisition produced.
 #[derive(Debug, Default)]
 pub struct Acquired {
@@ -106,7 +126,8 @@ pub struct SharePartitionManager {
 
 impl std::fmt::Debug for SharePartitionManager {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SharePartitionManager").finish_non_exhaustive()
+        f.debug_struct("SharePartitionManager")
+            .finish_non_exhaustive()
     }
 }
 
@@ -154,10 +175,10 @@ impl SharePartitionManager {
     }
 
     /// The led partition `topic`-`index`. Errors: UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER.
-    pub fn leader(&self, topic: &str, index: i32) -> Result<Arc<Partition>, ErrorCode> {
+    pub fn leader(&self, topic: &str, index: i32) -> Result<Arc<Partition>, SharePartitionError> {
         match self.replica_manager.partition(topic, index) {
-            None => Err(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION),
-            Some(p) if !p.is_leader() => Err(ErrorCode::NOT_LEADER_OR_FOLLOWER),
+            None => Err(SharePartitionError::UnknownTopicOrPartition),
+            Some(p) if !p.is_leader() => Err(SharePartitionError::NotLeaderOrFollower),
             Some(p) => Ok(p),
         }
     }
@@ -170,7 +191,7 @@ impl SharePartitionManager {
         member: &str,
         partition: &Arc<Partition>,
         (max_bytes, max_records, strict): (i32, usize, bool),
-    ) -> Result<Acquired, ErrorCode> {
+    ) -> Result<Acquired, SharePartitionError> {
         let key = key_of(group, partition);
         let entry = self.entry(&key);
         let mut e = entry.lock().await;
@@ -195,7 +216,7 @@ impl SharePartitionManager {
         let read = self.replica_manager.read(&[request], max_bytes, source);
         let records = match read.into_iter().next() {
             Some(PartitionRead::Records { records, .. }) => records,
-            Some(PartitionRead::NotLeader) => return Err(ErrorCode::NOT_LEADER_OR_FOLLOWER),
+            Some(PartitionRead::NotLeader) => return Err(SharePartitionError::NotLeaderOrFollower),
             Some(PartitionRead::Error { error, .. }) => {
                 tracing::debug!(error = %error, "share fetch read failed");
                 return Ok(Acquired::default());
@@ -227,7 +248,7 @@ impl SharePartitionManager {
         member: &str,
         partition: &Arc<Partition>,
         batches: &[AcknowledgementBatch],
-    ) -> Result<(), ErrorCode> {
+    ) -> Result<(), SharePartitionError> {
         let key = key_of(group, partition);
         let entry = self.entry(&key);
         let mut e = entry.lock().await;
@@ -235,8 +256,7 @@ impl SharePartitionManager {
         let epoch = partition.leader_epoch().get();
         let sp = self.loaded(&key, &mut e, partition, &settings).await?;
         let now = self.clock.now_ms();
-        sp.acknowledge(member, batches, now)
-            .map_err(|err| ErrorCode(err.code()))?;
+        sp.acknowledge(member, batches, now)?;
         let snapshot = sp.snapshot();
         self.timer.notify_one();
         self.persist(&key, epoch, snapshot).await
@@ -244,11 +264,12 @@ impl SharePartitionManager {
 
     /// Releases every record `member` of `group` holds on any partition here (its share session closed).
     pub async fn release_member(&self, group: &str, member: &str) {
-        let entries: Vec<(SharePartitionKey, Arc<tokio::sync::Mutex<Entry>>)> = (self.partitions.lock())
-            .iter()
-            .filter(|(k, _)| k.group_id == group)
-            .map(|(k, e)| (k.clone(), e.clone()))
-            .collect();
+        let entries: Vec<(SharePartitionKey, Arc<tokio::sync::Mutex<Entry>>)> =
+            (self.partitions.lock())
+                .iter()
+                .filter(|(k, _)| k.group_id == group)
+                .map(|(k, e)| (k.clone(), e.clone()))
+                .collect();
         let now = self.clock.now_ms();
         for (key, entry) in entries {
             let mut e = entry.lock().await;
@@ -271,7 +292,9 @@ impl SharePartitionManager {
             let notified = self.timer.notified();
             let next = self.expire_due().await;
             let wait = match next {
-                Some(at) => Duration::from_millis((at - self.clock.now_ms()).clamp(1, 60_000) as u64),
+                Some(at) => {
+                    Duration::from_millis((at - self.clock.now_ms()).clamp(1, 60_000) as u64)
+                }
                 None => Duration::from_secs(60),
             };
             tokio::select! {
@@ -285,12 +308,16 @@ impl SharePartitionManager {
     /// Ticks every share-partition with a due lock; returns the earliest deadline left.
     async fn expire_due(&self) -> Option<i64> {
         let entries: Vec<(SharePartitionKey, Arc<tokio::sync::Mutex<Entry>>)> =
-            (self.partitions.lock().iter()).map(|(k, e)| (k.clone(), e.clone())).collect();
+            (self.partitions.lock().iter())
+                .map(|(k, e)| (k.clone(), e.clone()))
+                .collect();
         let mut next: Option<i64> = None;
         for (key, entry) in entries {
             let Ok(mut e) = entry.try_lock() else {
                 // Busy: its holder will notify; look again soon.
-                next = Some(next.map_or(self.clock.now_ms() + 10, |n| n.min(self.clock.now_ms() + 10)));
+                next = Some(next.map_or(self.clock.now_ms() + 10, |n| {
+                    n.min(self.clock.now_ms() + 10)
+                }));
                 continue;
             };
             let Some((epoch, sp)) = e.sp.as_mut() else {
@@ -320,7 +347,7 @@ impl SharePartitionManager {
         e: &'a mut Entry,
         partition: &Arc<Partition>,
         settings: &ShareGroupSettings,
-    ) -> Result<&'a mut SharePartition, ErrorCode> {
+    ) -> Result<&'a mut SharePartition, SharePartitionError> {
         let epoch = partition.leader_epoch().get();
         if e.sp.as_ref().is_none_or(|(loaded, _)| *loaded != epoch) {
             let config = SharePartitionConfig {
@@ -328,7 +355,7 @@ impl SharePartitionManager {
                 delivery_count_limit: settings.delivery_count_limit,
                 max_in_flight_records: settings.max_record_locks,
             };
-            let stored = (self.coordinator.read(key, epoch).await).map_err(coordinator_code)?;
+            let stored = self.coordinator.read(key, epoch).await?;
             let state = match stored {
                 Some(s) => s.state,
                 None => {
@@ -368,18 +395,14 @@ impl SharePartitionManager {
         key: &SharePartitionKey,
         leader_epoch: i32,
         state: ShareState,
-    ) -> Result<(), ErrorCode> {
-        (self.coordinator.write(key, leader_epoch, state).await).map_err(coordinator_code)
+    ) -> Result<(), SharePartitionError> {
+        Ok(self.coordinator.write(key, leader_epoch, state).await?)
     }
 
     /// Forgets the in-memory state of `group` (its state was deleted or reset by an admin).
     pub async fn forget_group(&self, group: &str) {
         self.partitions.lock().retain(|k, _| k.group_id != group);
     }
-}
-
-fn coordinator_code(e: ShareCoordinatorError) -> ErrorCode {
-    ErrorCode(e.code())
 }
 
 fn key_of(group: &str, partition: &Partition) -> SharePartitionKey {
@@ -422,7 +445,6 @@ pub fn batch_bounds(records: &Records) -> Vec<(i64, i64)> {
     }
     out
 }
-
 
 /// Builds the share-partition manager and its share coordinator for a broker (called by
 /// [`crate::server::apis::KafkaApis::new`]): group settings come from the broker's `group.share.*` defaults.

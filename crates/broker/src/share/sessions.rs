@@ -12,7 +12,6 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use types::ErrorCode;
 use uuid::Uuid;
 
 /// A share-partition of a session: (topic id, partition).
@@ -25,6 +24,20 @@ type Key = (String, String);
 struct Session {
     next_epoch: i32,
     partitions: BTreeSet<SessionPartition>,
+}
+
+/// Why a request's share session was refused; the server edge answers each with its Kafka code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ShareSessionError {
+    /// No session for a non-zero epoch (SHARE_SESSION_NOT_FOUND, 122).
+    #[error("share session not found")]
+    NotFound,
+    /// The epoch is not the session's next one (INVALID_SHARE_SESSION_EPOCH, 123).
+    #[error("invalid share session epoch")]
+    InvalidEpoch,
+    /// Every session slot is taken (SHARE_SESSION_LIMIT_REACHED, 133).
+    #[error("share session limit reached")]
+    LimitReached,
 }
 
 /// What a request did to its session.
@@ -62,12 +75,12 @@ impl ShareSessionCache {
         epoch: i32,
         partitions: &[SessionPartition],
         forgotten: &[SessionPartition],
-    ) -> Result<SessionUpdate, ErrorCode> {
+    ) -> Result<SessionUpdate, ShareSessionError> {
         let key = (group.to_string(), member.to_string());
         match epoch {
             0 => {
                 if !self.sessions.contains_key(&key) && self.sessions.len() >= self.max_sessions {
-                    return Err(ErrorCode::SHARE_SESSION_LIMIT_REACHED);
+                    return Err(ShareSessionError::LimitReached);
                 }
                 let session = Session {
                     next_epoch: 1,
@@ -79,20 +92,24 @@ impl ShareSessionCache {
             }
             -1 => match self.sessions.remove(&key) {
                 Some(_) => Ok(SessionUpdate::Closed),
-                None => Err(ErrorCode::SHARE_SESSION_NOT_FOUND),
+                None => Err(ShareSessionError::NotFound),
             },
             e => {
                 let Some(s) = self.sessions.get_mut(&key) else {
-                    return Err(ErrorCode::SHARE_SESSION_NOT_FOUND);
+                    return Err(ShareSessionError::NotFound);
                 };
                 if e != s.next_epoch {
-                    return Err(ErrorCode::INVALID_SHARE_SESSION_EPOCH);
+                    return Err(ShareSessionError::InvalidEpoch);
                 }
                 s.partitions.extend(partitions.iter().copied());
                 for f in forgotten {
                     s.partitions.remove(f);
                 }
-                s.next_epoch = if s.next_epoch == i32::MAX { 1 } else { s.next_epoch + 1 };
+                s.next_epoch = if s.next_epoch == i32::MAX {
+                    1
+                } else {
+                    s.next_epoch + 1
+                };
                 Ok(SessionUpdate::Open(s.partitions.iter().copied().collect()))
             }
         }
@@ -127,7 +144,7 @@ mod tests {
         let mut c = ShareSessionCache::new(10);
         assert_eq!(
             c.update("g", "m", 1, &[], &[]),
-            Err(ErrorCode::SHARE_SESSION_NOT_FOUND)
+            Err(ShareSessionError::NotFound)
         );
         assert_eq!(
             c.update("g", "m", 0, &[(T, 0)], &[]),
@@ -135,7 +152,7 @@ mod tests {
         );
         assert_eq!(
             c.update("g", "m", 2, &[], &[]),
-            Err(ErrorCode::INVALID_SHARE_SESSION_EPOCH)
+            Err(ShareSessionError::InvalidEpoch)
         );
         assert_eq!(
             c.update("g", "m", 1, &[(T, 1)], &[]),
@@ -149,7 +166,7 @@ mod tests {
         assert!(c.is_empty());
         assert_eq!(
             c.update("g", "m", -1, &[], &[]),
-            Err(ErrorCode::SHARE_SESSION_NOT_FOUND)
+            Err(ShareSessionError::NotFound)
         );
     }
 
@@ -159,7 +176,7 @@ mod tests {
         assert!(c.update("g", "a", 0, &[], &[]).is_ok());
         assert_eq!(
             c.update("g", "b", 0, &[], &[]),
-            Err(ErrorCode::SHARE_SESSION_LIMIT_REACHED)
+            Err(ShareSessionError::LimitReached)
         );
         assert!(c.update("g", "a", 0, &[], &[]).is_ok());
         assert!(c.remove("g", "a"));

@@ -31,13 +31,16 @@ pub async fn handle(
         let code = if let Err(d) = denied {
             ErrorCode::from(d)
         } else {
-            let share = (apis.groups.read_group(&group_id, |c| c.is_share_group(&group_id)))
-                .unwrap_or(false);
+            let share = (apis
+                .groups
+                .read_group(&group_id, |c| c.is_share_group(&group_id)))
+            .unwrap_or(false);
             let deleted = apis
                 .groups
                 .with_group(&group_id, |c, now| c.delete_groups(now, one))
                 .await;
-            if share && matches!(&deleted, Ok((r, Ok(()))) if r.first().is_some_and(|(_, c)| *c == ErrorCode::NONE))
+            if share
+                && matches!(&deleted, Ok((r, Ok(()))) if r.first().is_some_and(|(_, c)| *c == ErrorCode::NONE))
             {
                 // A share group's share-partition state goes with it (Kafka's DeleteShareGroupState).
                 super::share_admin::delete_group_state(apis, &group_id).await;

@@ -50,6 +50,45 @@ impl ApiError {
     }
 }
 
+/// The Kafka code of a refused share session (KIP-932).
+impl From<crate::share::sessions::ShareSessionError> for ErrorCode {
+    fn from(e: crate::share::sessions::ShareSessionError) -> ErrorCode {
+        use crate::share::sessions::ShareSessionError as E;
+        match e {
+            E::NotFound => ErrorCode::SHARE_SESSION_NOT_FOUND,
+            E::InvalidEpoch => ErrorCode::INVALID_SHARE_SESSION_EPOCH,
+            E::LimitReached => ErrorCode::SHARE_SESSION_LIMIT_REACHED,
+        }
+    }
+}
+
+/// The Kafka code of a share coordinator failure (Kafka's `ShareCoordinatorService` errors).
+impl From<crate::share_coordinator::ShareCoordinatorError> for ErrorCode {
+    fn from(e: crate::share_coordinator::ShareCoordinatorError) -> ErrorCode {
+        use crate::share_coordinator::ShareCoordinatorError as E;
+        match e {
+            E::NotCoordinator => ErrorCode::NOT_COORDINATOR,
+            E::LoadInProgress => ErrorCode::COORDINATOR_LOAD_IN_PROGRESS,
+            E::NotAvailable => ErrorCode::COORDINATOR_NOT_AVAILABLE,
+            E::FencedLeaderEpoch => ErrorCode::FENCED_LEADER_EPOCH,
+            E::FencedStateEpoch => ErrorCode::FENCED_STATE_EPOCH,
+        }
+    }
+}
+
+/// The Kafka code of a failed share-partition operation.
+impl From<crate::share::SharePartitionError> for ErrorCode {
+    fn from(e: crate::share::SharePartitionError) -> ErrorCode {
+        use crate::share::SharePartitionError as E;
+        match e {
+            E::UnknownTopicOrPartition => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+            E::NotLeaderOrFollower => ErrorCode::NOT_LEADER_OR_FOLLOWER,
+            E::Share(s) => ErrorCode(s.code()),
+            E::Coordinator(c) => c.into(),
+        }
+    }
+}
+
 /// The Kafka code of a group coordinator runtime failure (Kafka's `CoordinatorRuntime`): loading →
 /// COORDINATOR_LOAD_IN_PROGRESS (14); elsewhere or leadership lost → NOT_COORDINATOR (16); `__consumer_offsets`
 /// not creatable or writable → COORDINATOR_NOT_AVAILABLE (15); records that can never fit, or an answer dropped

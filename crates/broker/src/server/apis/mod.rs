@@ -625,34 +625,13 @@ impl KafkaApis {
     }
 
     /// [`KafkaApis::dispatch`] continued: the client quota, SASL, SCRAM credential, DescribeQuorum and
-    /// transaction APIs, and the close of a request not served.
+    /// transaction APIs, then [`KafkaApis::dispatch_share`].
     async fn dispatch_more(
         &self,
         ctx: &RequestContext,
         body: RequestBody,
     ) -> Result<ResponseBody, RequestOutcome> {
         Ok(match body {
-            RequestBody::ShareGroupHeartbeat(r) => ResponseBody::ShareGroupHeartbeat(
-                share_group_heartbeat::heartbeat(self, ctx, r).await,
-            ),
-            RequestBody::ShareGroupDescribe(r) => ResponseBody::ShareGroupDescribe(
-                share_group_heartbeat::describe(self, ctx, r),
-            ),
-            RequestBody::DescribeShareGroupOffsets(r) => ResponseBody::DescribeShareGroupOffsets(
-                share_admin::describe(self, ctx, r).await,
-            ),
-            RequestBody::AlterShareGroupOffsets(r) => {
-                ResponseBody::AlterShareGroupOffsets(share_admin::alter(self, ctx, r).await)
-            }
-            RequestBody::DeleteShareGroupOffsets(r) => {
-                ResponseBody::DeleteShareGroupOffsets(share_admin::delete(self, ctx, r).await)
-            }
-            RequestBody::ShareFetch(r) => {
-                ResponseBody::ShareFetch(share_fetch::fetch(self, ctx, r).await)
-            }
-            RequestBody::ShareAcknowledge(r) => ResponseBody::ShareAcknowledge(
-                share_fetch::acknowledge_request(self, ctx, r).await,
-            ),
             RequestBody::ConsumerGroupHeartbeat(r) => ResponseBody::ConsumerGroupHeartbeat(
                 consumer_group_heartbeat::heartbeat(self, ctx, r).await,
             ),
@@ -721,6 +700,39 @@ impl KafkaApis {
             }
             RequestBody::PushTelemetry(r) => {
                 ResponseBody::PushTelemetry(telemetry::push(self, ctx, r))
+            }
+            other => return self.dispatch_share(ctx, other).await,
+        })
+    }
+
+    /// [`KafkaApis::dispatch`] continued: the share-group APIs (KIP-932), and the close of a request not
+    /// served.
+    async fn dispatch_share(
+        &self,
+        ctx: &RequestContext,
+        body: RequestBody,
+    ) -> Result<ResponseBody, RequestOutcome> {
+        Ok(match body {
+            RequestBody::ShareGroupHeartbeat(r) => ResponseBody::ShareGroupHeartbeat(
+                share_group_heartbeat::heartbeat(self, ctx, r).await,
+            ),
+            RequestBody::ShareGroupDescribe(r) => {
+                ResponseBody::ShareGroupDescribe(share_group_heartbeat::describe(self, ctx, r))
+            }
+            RequestBody::DescribeShareGroupOffsets(r) => {
+                ResponseBody::DescribeShareGroupOffsets(share_admin::describe(self, ctx, r).await)
+            }
+            RequestBody::AlterShareGroupOffsets(r) => {
+                ResponseBody::AlterShareGroupOffsets(share_admin::alter(self, ctx, r).await)
+            }
+            RequestBody::DeleteShareGroupOffsets(r) => {
+                ResponseBody::DeleteShareGroupOffsets(share_admin::delete(self, ctx, r).await)
+            }
+            RequestBody::ShareFetch(r) => {
+                ResponseBody::ShareFetch(share_fetch::fetch(self, ctx, r).await)
+            }
+            RequestBody::ShareAcknowledge(r) => {
+                ResponseBody::ShareAcknowledge(share_fetch::acknowledge_request(self, ctx, r).await)
             }
             other => {
                 return Err(RequestOutcome::Close(format!(

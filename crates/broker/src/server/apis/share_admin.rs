@@ -20,7 +20,7 @@ use protocol::messages::{
     DeleteShareGroupOffsetsResponse, DescribeShareGroupOffsetsRequest,
     DescribeShareGroupOffsetsResponse,
 };
-use share::{DeliveryState, ShareState, SharePartitionKey};
+use share::{DeliveryState, SharePartitionKey, ShareState};
 
 use super::KafkaApis;
 use crate::server::context::RequestContext;
@@ -30,9 +30,9 @@ use authorizer::{AclOperation, ResourceType};
 /// The group's share-group state: `Err(GROUP_ID_NOT_FOUND)` when it is not a share group, else whether it
 /// has members. Coordinator errors (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS) pass through.
 fn share_group_members(apis: &KafkaApis, group: &str) -> Result<usize, ErrorCode> {
-    let described = apis.group_coordinator().read_group(group, |c| {
-        c.describe_share_groups(&[group.to_string()])
-    });
+    let described = apis
+        .group_coordinator()
+        .read_group(group, |c| c.describe_share_groups(&[group.to_string()]));
     match described {
         Err(e) => Err(ErrorCode::from(e)),
         Ok(d) if d[0].error_code != ErrorCode::NONE => Err(ErrorCode::GROUP_ID_NOT_FOUND),
@@ -78,7 +78,9 @@ pub async fn describe(
         }
         let states = coordinator.group_states(&g.group_id);
         let wanted: Vec<(String, Vec<i32>)> = match g.topics {
-            Some(topics) => (topics.into_iter()).map(|t| (t.topic_name, t.partitions)).collect(),
+            Some(topics) => (topics.into_iter())
+                .map(|t| (t.topic_name, t.partitions))
+                .collect(),
             None => {
                 let mut by_topic: std::collections::BTreeMap<String, Vec<i32>> = Default::default();
                 for (topic_id, p) in states.keys() {
@@ -94,7 +96,11 @@ pub async fn describe(
             if !ctx.is_allowed(AclOperation::Describe, ResourceType::Topic, &name) {
                 continue;
             }
-            let topic_id = image.topics.get(&name).map(|t| t.topic_id).unwrap_or_default();
+            let topic_id = image
+                .topics
+                .get(&name)
+                .map(|t| t.topic_id)
+                .unwrap_or_default();
             let partitions = (partitions.into_iter())
                 .map(|p| {
                     let stored = states.get(&(topic_id, p));
@@ -168,13 +174,18 @@ pub async fn alter(
         for p in t.partitions {
             let code = match topic_id {
                 None => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
-                Some(_) if !ctx.is_allowed(AclOperation::Read, ResourceType::Topic, &t.topic_name) => {
+                Some(_)
+                    if !ctx.is_allowed(AclOperation::Read, ResourceType::Topic, &t.topic_name) =>
+                {
                     ErrorCode::TOPIC_AUTHORIZATION_FAILED
                 }
                 Some(_) if p.start_offset < -1 => ErrorCode::INVALID_REQUEST,
                 Some(id) => {
-                    let key = SharePartitionKey::new(request.group_id.clone(), id, p.partition_index);
-                    let epoch = states.get(&(id, p.partition_index)).map_or(0, |s| s.state.state_epoch + 1);
+                    let key =
+                        SharePartitionKey::new(request.group_id.clone(), id, p.partition_index);
+                    let epoch = states
+                        .get(&(id, p.partition_index))
+                        .map_or(0, |s| s.state.state_epoch + 1);
                     let state = ShareState {
                         state_epoch: epoch,
                         start_offset: p.start_offset.max(0),
@@ -182,7 +193,7 @@ pub async fn alter(
                     };
                     match coordinator.write(&key, -1, state).await {
                         Ok(()) => ErrorCode::NONE,
-                        Err(e) => ErrorCode(e.code()),
+                        Err(e) => ErrorCode::from(e),
                     }
                 }
             };
@@ -236,7 +247,7 @@ pub async fn delete(
                 for (topic, p) in states.keys().filter(|(topic, _)| *topic == id) {
                     let key = SharePartitionKey::new(request.group_id.clone(), *topic, *p);
                     if let Err(e) = coordinator.delete(&key).await {
-                        code = ErrorCode(e.code());
+                        code = ErrorCode::from(e);
                     }
                 }
                 code

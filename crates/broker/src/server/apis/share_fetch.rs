@@ -84,7 +84,7 @@ fn resolve(
     if !ctx.is_allowed(AclOperation::Read, ResourceType::Topic, name) {
         return Err(ErrorCode::TOPIC_AUTHORIZATION_FAILED);
     }
-    apis.shares().leader(name, index)
+    apis.shares().leader(name, index).map_err(ErrorCode::from)
 }
 
 /// Applies the acknowledgements of one partition; its error code (0 = applied).
@@ -103,9 +103,13 @@ async fn acknowledge(
         Ok(b) => b,
         Err(code) => return code.0,
     };
-    match apis.shares().acknowledge(group, member, &partition, &batches).await {
+    match apis
+        .shares()
+        .acknowledge(group, member, &partition, &batches)
+        .await
+    {
         Ok(()) => 0,
-        Err(code) => code.0,
+        Err(e) => ErrorCode::from(e).0,
     }
 }
 
@@ -130,23 +134,33 @@ pub async fn fetch(
     let Some((group, member)) =
         group_and_member(request.group_id.as_ref(), request.member_id.as_ref())
     else {
-        return top(ErrorCode::INVALID_REQUEST, Some("GroupId and MemberId are required.".into()));
+        return top(
+            ErrorCode::INVALID_REQUEST,
+            Some("GroupId and MemberId are required.".into()),
+        );
     };
     if let Err(d) = ctx.authorize(AclOperation::Read, ResourceType::Group, &group) {
         return top(ErrorCode::from(d), None);
     }
     let shares = apis.shares();
     let named: Vec<(Uuid, i32)> = (request.topics.iter())
-        .flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, p.partition_index)))
+        .flat_map(|t| {
+            t.partitions
+                .iter()
+                .map(move |p| (t.topic_id, p.partition_index))
+        })
         .collect();
     let forgotten: Vec<(Uuid, i32)> = (request.forgotten_topics_data.iter())
         .flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, *p)))
         .collect();
     let epoch = request.share_session_epoch;
-    let update = shares.sessions.lock().update(&group, &member, epoch, &named, &forgotten);
+    let update = shares
+        .sessions
+        .lock()
+        .update(&group, &member, epoch, &named, &forgotten);
     let session = match update {
         Ok(u) => u,
-        Err(code) => return top(code, None),
+        Err(e) => return top(ErrorCode::from(e), None),
     };
     if epoch == 0 {
         let mut members = ctx.connection.share_members.0.lock();
@@ -182,8 +196,9 @@ pub async fn fetch(
     }
     acquire_waiting(apis, &group, &member, &limits, &mut slots).await;
     ShareFetchResponse {
-        acquisition_lock_timeout_ms: shares.lock_duration_ms(&group).clamp(0, i64::from(i32::MAX))
-            as i32,
+        acquisition_lock_timeout_ms: shares
+            .lock_duration_ms(&group)
+            .clamp(0, i64::from(i32::MAX)) as i32,
         responses: fetch_answers(slots),
         ..Default::default()
     }
@@ -195,9 +210,18 @@ fn request_limits(r: &ShareFetchRequest) -> (i32, i32, usize, bool) {
         n if n > 0 => n as usize,
         _ => 500,
     };
-    let max_bytes = if r.max_bytes > 0 { r.max_bytes } else { i32::MAX };
+    let max_bytes = if r.max_bytes > 0 {
+        r.max_bytes
+    } else {
+        i32::MAX
+    };
     // ShareAcquireMode 1 = record-limit (KIP-1206): never more than MaxRecords.
-    (r.max_wait_ms.clamp(0, MAX_WAIT_CAP_MS), max_bytes, max_records, r.share_acquire_mode == 1)
+    (
+        r.max_wait_ms.clamp(0, MAX_WAIT_CAP_MS),
+        max_bytes,
+        max_records,
+        r.share_acquire_mode == 1,
+    )
 }
 
 /// Acquires from every resolved slot; when nothing was acquired, waits (bounded by `max_wait_ms`) for an
@@ -236,7 +260,9 @@ async fn acquire_waiting(
             let limits = (bytes_left, records_left, strict);
             match shares.acquire(group, member, partition, limits).await {
                 Ok(a) if !a.acquired.is_empty() => {
-                    let n: i64 = (a.acquired.iter()).map(|r| r.last_offset - r.first_offset + 1).sum();
+                    let n: i64 = (a.acquired.iter())
+                        .map(|r| r.last_offset - r.first_offset + 1)
+                        .sum();
                     records_left = records_left.saturating_sub(n.max(0) as usize);
                     let len = a.records.as_ref().map_or(0, |r| r.len());
                     bytes_left = bytes_left.saturating_sub(len.min(i32::MAX as usize) as i32);
@@ -244,7 +270,7 @@ async fn acquire_waiting(
                     any = true;
                 }
                 Ok(_) => {}
-                Err(code) => slot.partition = Some(Err(code)),
+                Err(e) => slot.partition = Some(Err(ErrorCode::from(e))),
             }
         }
         if any || partitions.is_empty() || tokio::time::Instant::now() >= deadline {
@@ -290,22 +316,25 @@ fn fetch_answers(slots: Slots) -> Vec<resp::ShareFetchableTopicResponse> {
         // Not nullable on the wire: a partition without records carries an empty set.
         let records =
             records.or_else(|| Some(protocol::record::Records::Memory(bytes::Bytes::new())));
-        topics.entry(topic_id).or_default().push(resp::PartitionData {
-            partition_index: index,
-            error_code: error,
-            acknowledge_error_code: slot.ack_error,
-            current_leader: leader,
-            records,
-            acquired_records: (acquired.into_iter())
-                .map(|a| WireAcquired {
-                    first_offset: a.first_offset,
-                    last_offset: a.last_offset,
-                    delivery_count: a.delivery_count,
-                    ..Default::default()
-                })
-                .collect(),
-            ..Default::default()
-        });
+        topics
+            .entry(topic_id)
+            .or_default()
+            .push(resp::PartitionData {
+                partition_index: index,
+                error_code: error,
+                acknowledge_error_code: slot.ack_error,
+                current_leader: leader,
+                records,
+                acquired_records: (acquired.into_iter())
+                    .map(|a| WireAcquired {
+                        first_offset: a.first_offset,
+                        last_offset: a.last_offset,
+                        delivery_count: a.delivery_count,
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            });
     }
     (topics.into_iter())
         .map(|(topic_id, partitions)| resp::ShareFetchableTopicResponse {
@@ -339,10 +368,13 @@ pub async fn acknowledge_request(
         return top(ErrorCode::INVALID_SHARE_SESSION_EPOCH);
     }
     let shares = apis.shares();
-    let update = shares.sessions.lock().update(&group, &member, epoch, &[], &[]);
+    let update = shares
+        .sessions
+        .lock()
+        .update(&group, &member, epoch, &[], &[]);
     let session = match update {
         Ok(s) => s,
-        Err(code) => return top(code),
+        Err(e) => return top(ErrorCode::from(e)),
     };
     let mut responses = Vec::new();
     for t in request.topics {
@@ -369,8 +401,9 @@ pub async fn acknowledge_request(
         shares.release_member(&group, &member).await;
     }
     ShareAcknowledgeResponse {
-        acquisition_lock_timeout_ms: shares.lock_duration_ms(&group).clamp(0, i64::from(i32::MAX))
-            as i32,
+        acquisition_lock_timeout_ms: shares
+            .lock_duration_ms(&group)
+            .clamp(0, i64::from(i32::MAX)) as i32,
         responses,
         ..Default::default()
     }

@@ -68,8 +68,13 @@ pub async fn heartbeat(
     };
     if request.member_epoch == coordinator::share_group::LEAVE_GROUP_MEMBER_EPOCH {
         let shares = apis.shares();
-        shares.sessions.lock().remove(&request.group_id, &request.member_id);
-        shares.release_member(&request.group_id, &request.member_id).await;
+        shares
+            .sessions
+            .lock()
+            .remove(&request.group_id, &request.member_id);
+        shares
+            .release_member(&request.group_id, &request.member_id)
+            .await;
     }
     tracing::debug!(group = %request.group_id, member = ?r.member_id, epoch = r.member_epoch,
         error = r.error_code.0, message = ?r.error_message, "ShareGroupHeartbeat");
