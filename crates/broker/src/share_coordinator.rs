@@ -234,7 +234,7 @@ impl ShareCoordinatorService {
     }
 
     /// Creates `__share_group_state` when it does not exist (see the module doc).
-    async fn ensure_topic(&self) -> Result<(), ShareCoordinatorError> {
+    pub async fn ensure_topic(&self) -> Result<(), ShareCoordinatorError> {
         if self.topic_ready.load(Ordering::Acquire)
             && self.metadata.topic(SHARE_STATE_TOPIC).is_some()
         {

@@ -22,6 +22,7 @@
 //! Each share-partition is behind its own async mutex, held across its persistence, so its writes reach the
 //! share coordinator in the order they were made.
 
+pub mod persister;
 pub mod sessions;
 
 use std::collections::HashMap;
@@ -40,6 +41,7 @@ use tokio::sync::{watch, Notify};
 use types::Clock;
 
 use crate::share_coordinator::{ShareCoordinatorError, ShareCoordinatorService};
+use persister::SharePersister;
 use sessions::ShareSessionCache;
 
 /// Where a share-partition never initialized starts (`share.auto.offset.reset`).
@@ -114,7 +116,7 @@ struct Entry {
 /// The share-partitions led by this broker and the share sessions of its members.
 pub struct SharePartitionManager {
     replica_manager: Arc<ReplicaManager>,
-    coordinator: Arc<ShareCoordinatorService>,
+    persister: SharePersister,
     settings: SettingsResolver,
     partitions: Mutex<HashMap<SharePartitionKey, Arc<tokio::sync::Mutex<Entry>>>>,
     /// The share sessions.
@@ -135,14 +137,14 @@ impl SharePartitionManager {
     /// A manager persisting through `coordinator`, with group settings from `settings`.
     pub fn new(
         replica_manager: Arc<ReplicaManager>,
-        coordinator: Arc<ShareCoordinatorService>,
+        persister: SharePersister,
         settings: SettingsResolver,
         max_sessions: usize,
         clock: Arc<dyn Clock>,
     ) -> Self {
         SharePartitionManager {
             replica_manager,
-            coordinator,
+            persister,
             settings,
             partitions: Mutex::new(HashMap::new()),
             sessions: Mutex::new(ShareSessionCache::new(max_sessions)),
@@ -151,9 +153,9 @@ impl SharePartitionManager {
         }
     }
 
-    /// The share coordinator the share-partitions persist through.
+    /// This broker's share coordinator (the keys of the `__share_group_state` partitions it leads).
     pub fn coordinator(&self) -> &Arc<ShareCoordinatorService> {
-        &self.coordinator
+        self.persister.local()
     }
 
     /// The acquisition lock duration of `group` (ShareFetch's `AcquisitionLockTimeoutMs`).
@@ -355,7 +357,7 @@ impl SharePartitionManager {
                 delivery_count_limit: settings.delivery_count_limit,
                 max_in_flight_records: settings.max_record_locks,
             };
-            let stored = self.coordinator.read(key, epoch).await?;
+            let stored = self.persister.read(key, epoch).await?;
             let state = match stored {
                 Some(s) => s.state,
                 None => {
@@ -396,7 +398,7 @@ impl SharePartitionManager {
         leader_epoch: i32,
         state: ShareState,
     ) -> Result<(), SharePartitionError> {
-        Ok(self.coordinator.write(key, leader_epoch, state).await?)
+        Ok(self.persister.write(key, leader_epoch, state).await?)
     }
 
     /// Forgets the in-memory state of `group` (its state was deleted or reset by an admin).
@@ -453,6 +455,7 @@ pub fn wire(
     metadata: &Arc<crate::metadata::MetadataStore>,
     replica_manager: &Arc<ReplicaManager>,
     topics: &Arc<crate::topics::TopicManager>,
+    cache: &Arc<dyn crate::metadata_cache::MetadataCache>,
 ) -> Arc<SharePartitionManager> {
     let clock: Arc<dyn Clock> = Arc::new(types::SystemClock);
     let coordinator = Arc::new(ShareCoordinatorService::new(
@@ -462,6 +465,15 @@ pub fn wire(
         topics.clone(),
         clock.clone(),
     ));
+    let channel =
+        crate::txn_coordinator::channel::BrokerChannel::new(config.node_id, replica_manager.connector());
+    let persister = SharePersister::new(
+        coordinator,
+        config.node_id,
+        config.listeners.inter_broker_listener_name.clone(),
+        cache.clone(),
+        channel,
+    );
     let (defaults, store) = (config.clone(), metadata.clone());
     let settings: SettingsResolver =
         Arc::new(move |group: &str| settings_of(&defaults, &store.group_config(group)));
@@ -471,7 +483,7 @@ pub fn wire(
         .max(1);
     Arc::new(SharePartitionManager::new(
         replica_manager.clone(),
-        coordinator,
+        persister,
         settings,
         max_sessions,
         clock,

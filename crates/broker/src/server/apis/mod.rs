@@ -51,6 +51,7 @@ mod sasl;
 mod share_admin;
 mod share_fetch;
 mod share_group_heartbeat;
+mod share_state;
 mod sync_group;
 mod telemetry;
 mod transactions_admin;
@@ -126,6 +127,8 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ShareGroupDescribe, 1, 1),
     (ApiKey::ShareFetch, 1, 2),
     (ApiKey::ShareAcknowledge, 1, 2),
+    (ApiKey::ReadShareGroupState, 0, 0),
+    (ApiKey::WriteShareGroupState, 0, 1),
     (ApiKey::DescribeShareGroupOffsets, 0, 1),
     (ApiKey::AlterShareGroupOffsets, 0, 0),
     (ApiKey::DeleteShareGroupOffsets, 0, 0),
@@ -241,7 +244,7 @@ impl KafkaApis {
         transactions: Arc<TransactionCoordinatorService>,
         telemetry: Arc<ClientTelemetry>,
     ) -> KafkaApis {
-        let shares = crate::share::wire(&config, &metadata, &replica_manager, &topics);
+        let shares = crate::share::wire(&config, &metadata, &replica_manager, &topics, &metadata_cache);
         KafkaApis {
             shares,
             group_config_admin: Arc::new(crate::group_configs::LocalGroupConfigAdmin(
@@ -718,6 +721,12 @@ impl KafkaApis {
             ),
             RequestBody::ShareGroupDescribe(r) => {
                 ResponseBody::ShareGroupDescribe(share_group_heartbeat::describe(self, ctx, r))
+            }
+            RequestBody::ReadShareGroupState(r) => {
+                ResponseBody::ReadShareGroupState(share_state::read(self, ctx, r).await)
+            }
+            RequestBody::WriteShareGroupState(r) => {
+                ResponseBody::WriteShareGroupState(share_state::write(self, ctx, r).await)
             }
             RequestBody::DescribeShareGroupOffsets(r) => {
                 ResponseBody::DescribeShareGroupOffsets(share_admin::describe(self, ctx, r).await)
