@@ -18,6 +18,12 @@ pub(crate) enum TimerKey {
     ConsumerSession { group: String, member: String },
     /// Rebalance timeout of a consumer-group member that must revoke partitions (KIP-848).
     ConsumerRebalance { group: String, member: String },
+    /// A classic member of a consumer group told to rejoin must send JoinGroup within its rebalance timeout
+    /// (Kafka's `consumer-group-join-timeout`).
+    ConsumerJoin { group: String, member: String },
+    /// A classic member of a consumer group must send SyncGroup within its rebalance timeout after its
+    /// JoinGroup answer (Kafka's `consumer-group-sync-timeout`).
+    ConsumerSync { group: String, member: String },
 }
 
 /// What to do when a timer fires.
@@ -35,6 +41,8 @@ pub(crate) enum TimerAction {
     },
     OffsetsRetention,
     ExpireConsumerSession,
+    /// Fence a classic member of a consumer group that did not rejoin or sync in time.
+    ExpireClassicMember,
     /// Fence the member if it is still revoking at this epoch.
     ExpireConsumerRebalance {
         epoch: i32,
@@ -91,7 +99,9 @@ impl Timers {
                 | TimerKey::Join { group: g }
                 | TimerKey::Sync { group: g }
                 | TimerKey::ConsumerSession { group: g, .. }
-                | TimerKey::ConsumerRebalance { group: g, .. } => g == group,
+                | TimerKey::ConsumerRebalance { group: g, .. }
+                | TimerKey::ConsumerJoin { group: g, .. }
+                | TimerKey::ConsumerSync { group: g, .. } => g == group,
                 TimerKey::OffsetsRetention => false,
             })
             .cloned()

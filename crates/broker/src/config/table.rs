@@ -180,6 +180,11 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("group.consumer.heartbeat.interval.ms", T::Int, Some("5000")),
     def("group.consumer.max.size", T::Int, Some("2147483647")),
     def("group.consumer.assignors", T::List, Some("uniform,range")),
+    def(
+        "group.consumer.migration.policy",
+        T::String,
+        Some("bidirectional"),
+    ),
     def("offset.metadata.max.bytes", T::Int, Some("4096")),
     def(
         "offsets.retention.check.interval.ms",
