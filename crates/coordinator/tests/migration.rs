@@ -414,9 +414,12 @@ fn rolling_upgrade_then_downgrade_never_owns_a_partition_twice() {
     assert_eq!(types, [0, 1].into(), "a mixed group");
     // A classic member commits with its member epoch as generation.
     let epoch = d.members.iter().find(|m| m.member_type == 0).unwrap();
-    let name = (s.classic.iter().find(|(_, c)| c.member_id == epoch.member_id))
-        .map(|(n, _)| n.clone())
-        .unwrap();
+    let name = (s
+        .classic
+        .iter()
+        .find(|(_, c)| c.member_id == epoch.member_id))
+    .map(|(n, _)| n.clone())
+    .unwrap();
     assert_eq!(s.commit(&name, epoch.member_epoch), ErrorCode::NONE);
     assert_eq!(
         s.commit(&name, epoch.member_epoch + 7),
@@ -523,7 +526,10 @@ fn each_policy_refuses_what_it_should() {
         Some(Upgrade)
     );
     assert_eq!(ConsumerGroupMigrationPolicy::parse("sideways"), None);
-    assert_eq!(GroupConfig::default().consumer_migration_policy, Bidirectional);
+    assert_eq!(
+        GroupConfig::default().consumer_migration_policy,
+        Bidirectional
+    );
 }
 
 /// A classic member told to rejoin that never does is fenced after its rebalance timeout; the group is

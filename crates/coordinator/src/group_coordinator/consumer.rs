@@ -125,7 +125,7 @@ impl GroupCoordinator {
     /// target assignment is computed from it, and a change of a subscribed topic bumps the group epoch.
     ///
     /// Errors: INVALID_REQUEST (malformed request), GROUP_ID_NOT_FOUND (a heartbeat for an unknown group, or
-    /// the id of a classic group with members), UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH (the member must
+    /// the id of a classic group with members that `group.consumer.migration.policy` does not let it upgrade), UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH (the member must
     /// rejoin with epoch 0 and no partitions), UNRELEASED_INSTANCE_ID (another live member holds the instance
     /// id), FENCED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED, UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION.
     pub fn consumer_group_heartbeat(
@@ -373,74 +373,6 @@ impl GroupCoordinator {
         fx: &mut Vec<Effect>,
     ) {
         self.fence_consumer_members(now, group, &[member.to_string()], fx);
-    }
-
-    /// Kafka's `consumerGroupFenceMembers`: when only classic-protocol members would remain and the policy
-    /// allows it, the group is downgraded to a classic group (KIP-848 online downgrade); otherwise each
-    /// member is removed (tombstones for its current assignment, target and subscription, its timers
-    /// cancelled) and the group epoch bumped once.
-    pub(super) fn fence_consumer_members(
-        &mut self,
-        now: i64,
-        group: &str,
-        members: &[String],
-        fx: &mut Vec<Effect>,
-    ) {
-        let Some(g) = self.consumer_groups.get(group) else {
-            return;
-        };
-        let members: Vec<String> = (members.iter())
-            .filter(|m| g.members.contains_key(*m))
-            .cloned()
-            .collect();
-        if members.is_empty() {
-            return;
-        }
-        if self.downgrade_allowed(group, &members) {
-            self.convert_to_classic_group(now, group, &members, fx);
-            return;
-        }
-        let g = self.consumer_groups.get_mut(group).expect("checked");
-        for member in &members {
-            g.remove_member(member);
-            tombstone_member(fx, group, member);
-        }
-        g.group_epoch = g.group_epoch.max(g.assignment_epoch) + 1;
-        persist(
-            fx,
-            ConsumerRecord::GroupMetadata {
-                group: group.to_string(),
-                value: Some(GroupEpochValue {
-                    epoch: g.group_epoch,
-                    metadata_hash: g.metadata_hash,
-                }),
-            },
-        );
-        for member in members {
-            self.cancel_consumer_member_timers(group, &member);
-        }
-    }
-
-    /// Cancels a consumer-group member's session, rebalance, join and sync timeouts.
-    pub(super) fn cancel_consumer_member_timers(&mut self, group: &str, member: &str) {
-        let (group, member) = (group.to_string(), member.to_string());
-        for key in [
-            TimerKey::ConsumerSession {
-                group: group.clone(),
-                member: member.clone(),
-            },
-            TimerKey::ConsumerRebalance {
-                group: group.clone(),
-                member: member.clone(),
-            },
-            TimerKey::ConsumerJoin {
-                group: group.clone(),
-                member: member.clone(),
-            },
-            TimerKey::ConsumerSync { group, member },
-        ] {
-            self.timers.cancel(&key);
-        }
     }
 
     /// (Re)arms a member's session timeout: `group.consumer.session.timeout.ms`, or the session timeout a

@@ -144,45 +144,15 @@ impl GroupCoordinator {
             .ok_or_else(|| err(ErrorCode::INCONSISTENT_GROUP_PROTOCOL))?;
         classic_member_for(g, &member_id, unknown, req.group_instance_id.as_deref(), fx)
             .map_err(err)?;
-        let m = g.members.get_mut(&member_id).expect("member exists");
-        let old = m.metadata.clone();
-        let mut md = old.clone();
-        if req.group_instance_id.is_some() {
-            md.instance_id = req.group_instance_id.clone();
-        }
-        if sub.rack_id.is_some() {
-            md.rack_id = sub.rack_id.clone();
-        }
-        md.rebalance_timeout_ms = rebalance_timeout_ms;
-        let mut topics = sub.topics.clone();
-        topics.sort();
-        topics.dedup();
-        md.subscribed_topic_names = topics;
-        md.subscribed_topic_regex = None;
-        md.client_id = req.client_id.clone();
-        md.client_host = req.client_host.clone();
-        md.classic = Some(ClassicMemberMetadata {
-            session_timeout_ms: req.session_timeout_ms,
-            supported_protocols: protocols.clone(),
-        });
-        let bump = old == Default::default()
-            || md.subscribed_topic_names != old.subscribed_topic_names
-            || md.subscribed_topic_regex != old.subscribed_topic_regex;
-        if md != old {
-            if let Some(iid) = &md.instance_id {
-                g.static_members.insert(iid.clone(), member_id.clone());
-            }
-            m.metadata = md.clone();
-            let (group, member) = (g.group_id.clone(), member_id.clone());
-            persist(
-                fx,
-                ConsumerRecord::MemberMetadata {
-                    group,
-                    member,
-                    value: Some(md),
-                },
-            );
-        }
+        let bump = update_classic_metadata(
+            g,
+            &member_id,
+            req,
+            &sub,
+            protocols.clone(),
+            rebalance_timeout_ms,
+            fx,
+        );
         let image = self.topics.clone();
         maybe_bump_and_assign(g, bump, &image, &self.config.consumer_assignors, fx);
         let owned = to_ids(&sub.owned_partitions, &image);
@@ -373,6 +343,60 @@ impl GroupCoordinator {
             self.fence_consumer_member(now, group, member, fx);
         }
     }
+}
+
+/// Applies a classic JoinGroup to member `member_id`'s subscription (topics and rack from the embedded
+/// subscription, its `ClassicMemberMetadata`); persists it when it changed. True when the group epoch must be
+/// bumped (a new member, or new topics).
+fn update_classic_metadata(
+    g: &mut ConsumerGroup,
+    member_id: &str,
+    req: &JoinGroupRequest,
+    sub: &classic::Subscription,
+    protocols: Vec<(String, Bytes)>,
+    rebalance_timeout_ms: i32,
+    fx: &mut Vec<Effect>,
+) -> bool {
+    let m = g.members.get_mut(member_id).expect("member exists");
+    let old = m.metadata.clone();
+    let mut md = old.clone();
+    if req.group_instance_id.is_some() {
+        md.instance_id = req.group_instance_id.clone();
+    }
+    if sub.rack_id.is_some() {
+        md.rack_id = sub.rack_id.clone();
+    }
+    md.rebalance_timeout_ms = rebalance_timeout_ms;
+    let mut topics = sub.topics.clone();
+    topics.sort();
+    topics.dedup();
+    md.subscribed_topic_names = topics;
+    md.subscribed_topic_regex = None;
+    md.client_id = req.client_id.clone();
+    md.client_host = req.client_host.clone();
+    md.classic = Some(ClassicMemberMetadata {
+        session_timeout_ms: req.session_timeout_ms,
+        supported_protocols: protocols,
+    });
+    let bump = old == Default::default()
+        || md.subscribed_topic_names != old.subscribed_topic_names
+        || md.subscribed_topic_regex != old.subscribed_topic_regex;
+    if md != old {
+        if let Some(iid) = &md.instance_id {
+            g.static_members.insert(iid.clone(), member_id.to_string());
+        }
+        m.metadata = md.clone();
+        let (group, member) = (g.group_id.clone(), member_id.to_string());
+        persist(
+            fx,
+            ConsumerRecord::MemberMetadata {
+                group,
+                member,
+                value: Some(md),
+            },
+        );
+    }
+    bump
 }
 
 /// The member a classic JoinGroup addresses, created for a new id (Kafka creates any unknown id, as it keeps

@@ -15,6 +15,7 @@
 use bytes::Bytes;
 use types::ErrorCode;
 
+use super::consumer::tombstone_member;
 use super::{group_metadata_record, GroupCoordinator};
 use crate::api::{Effect, JoinResult, SyncResult};
 use crate::consumer::api::{ConsumerHeartbeatResult, TopicsImage};
@@ -26,6 +27,7 @@ use crate::consumer::records::{
 use crate::consumer::{Assignment, ConsumerGroup, ConsumerMember, MemberState};
 use crate::group::{ClassicGroup, GroupState, Member, CONSUMER_PROTOCOL_TYPE};
 use crate::records::GroupRecord;
+use crate::timers::TimerKey;
 
 fn persist(fx: &mut Vec<Effect>, r: ConsumerRecord) {
     fx.push(Effect::Persist(GroupRecord::Consumer(Box::new(r))));
@@ -114,6 +116,74 @@ impl GroupCoordinator {
             self.schedule_consumer_session(now, group_id, id);
         }
         Ok(())
+    }
+
+    /// Kafka's `consumerGroupFenceMembers`: when only classic-protocol members would remain and the policy
+    /// allows it, the group is downgraded to a classic group (KIP-848 online downgrade); otherwise each
+    /// member is removed (tombstones for its current assignment, target and subscription, its timers
+    /// cancelled) and the group epoch bumped once.
+    pub(super) fn fence_consumer_members(
+        &mut self,
+        now: i64,
+        group: &str,
+        members: &[String],
+        fx: &mut Vec<Effect>,
+    ) {
+        let Some(g) = self.consumer_groups.get(group) else {
+            return;
+        };
+        let members: Vec<String> = (members.iter())
+            .filter(|m| g.members.contains_key(*m))
+            .cloned()
+            .collect();
+        if members.is_empty() {
+            return;
+        }
+        if self.downgrade_allowed(group, &members) {
+            self.convert_to_classic_group(now, group, &members, fx);
+            return;
+        }
+        let g = self.consumer_groups.get_mut(group).expect("checked");
+        for member in &members {
+            g.remove_member(member);
+            tombstone_member(fx, group, member);
+        }
+        g.group_epoch = g.group_epoch.max(g.assignment_epoch) + 1;
+        persist(
+            fx,
+            ConsumerRecord::GroupMetadata {
+                group: group.to_string(),
+                value: Some(GroupEpochValue {
+                    epoch: g.group_epoch,
+                    metadata_hash: g.metadata_hash,
+                }),
+            },
+        );
+        for member in members {
+            self.cancel_consumer_member_timers(group, &member);
+        }
+    }
+
+    /// Cancels a consumer-group member's session, rebalance, join and sync timeouts.
+    pub(super) fn cancel_consumer_member_timers(&mut self, group: &str, member: &str) {
+        let (group, member) = (group.to_string(), member.to_string());
+        for key in [
+            TimerKey::ConsumerSession {
+                group: group.clone(),
+                member: member.clone(),
+            },
+            TimerKey::ConsumerRebalance {
+                group: group.clone(),
+                member: member.clone(),
+            },
+            TimerKey::ConsumerJoin {
+                group: group.clone(),
+                member: member.clone(),
+            },
+            TimerKey::ConsumerSync { group, member },
+        ] {
+            self.timers.cancel(&key);
+        }
     }
 
     /// Kafka's `validateOnlineDowngradeWithFencedMembers`: whether consumer group `group_id` becomes a
