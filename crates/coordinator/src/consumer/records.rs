@@ -589,6 +589,46 @@ mod tests {
         assert_eq!(r, crate::GroupRecord::Consumer(Box::new(want)));
     }
 
+    /// The value bytes Kafka 4.4's generated `ConsumerGroupMemberMetadataValue` writes (version prefix
+    /// included) for a classic member — `MessageUtil.toVersionPrefixedByteBuffer` of client id "c", host
+    /// "/127.0.0.1", topic "a", rebalance timeout 300000, `ClassicMemberMetadata` with session timeout 45000
+    /// and protocol "range" (metadata 00 03 73 75 62), the other strings left at their default "" — are
+    /// read, and written back byte for byte (the nullable struct's INT8 presence marker included).
+    #[test]
+    fn kafkas_classic_member_metadata_bytes_round_trip() {
+        let hex =
+            "0000010102630b2f3132372e302e302e3102026101000493e001010014010000afc8020672616e6765\
+                   0600037375620000";
+        let v: Vec<u8> = (0..hex.len() / 2)
+            .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+            .collect();
+        let want = ConsumerRecord::MemberMetadata {
+            group: "g".into(),
+            member: "m".into(),
+            value: Some(MemberMetadataValue {
+                instance_id: Some(String::new()),
+                rack_id: Some(String::new()),
+                client_id: "c".into(),
+                client_host: "/127.0.0.1".into(),
+                subscribed_topic_names: vec!["a".into()],
+                subscribed_topic_regex: Some(String::new()),
+                rebalance_timeout_ms: 300_000,
+                server_assignor: Some(String::new()),
+                classic: Some(ClassicMemberMetadata {
+                    session_timeout_ms: 45_000,
+                    supported_protocols: vec![(
+                        "range".into(),
+                        Bytes::from_static(&[0, 3, b's', b'u', b'b']),
+                    )],
+                }),
+            }),
+        };
+        let (k, ours) = encode(&want);
+        assert_eq!(ours.as_deref(), Some(&v[..]));
+        let decoded = crate::records::decode_record(&k, Some(&v)).unwrap();
+        assert_eq!(decoded, crate::GroupRecord::Consumer(Box::new(want)));
+    }
+
     #[test]
     fn truncated_and_unknown_values_are_errors_not_panics() {
         let (k, v) = encode(&ConsumerRecord::CurrentAssignment {

@@ -100,7 +100,7 @@ impl GroupCoordinator {
         req: &JoinGroupRequest,
         fx: &mut Vec<Effect>,
     ) {
-        let response = self.classic_join(now, req, fx).unwrap_or_else(|e| e);
+        let response = self.classic_join(now, req, fx).unwrap_or_else(|e| *e);
         fx.push(Effect::JoinResponse { request, response });
     }
 
@@ -109,8 +109,8 @@ impl GroupCoordinator {
         now: i64,
         req: &JoinGroupRequest,
         fx: &mut Vec<Effect>,
-    ) -> Result<JoinResult, JoinResult> {
-        let err = |code| JoinResult::error(&req.member_id, code);
+    ) -> Result<JoinResult, Box<JoinResult>> {
+        let err = |code| Box::new(JoinResult::error(&req.member_id, code));
         if let Some(code) = join_request_error(&self.config, req) {
             return Err(err(code));
         }
@@ -132,13 +132,19 @@ impl GroupCoordinator {
             .get_mut(&req.group_id)
             .expect("a consumer group");
         if !g.members.contains_key(&member_id) && g.members.len() >= max {
-            return Err(JoinResult::error("", ErrorCode::GROUP_MAX_SIZE_REACHED));
+            return Err(Box::new(JoinResult::error(
+                "",
+                ErrorCode::GROUP_MAX_SIZE_REACHED,
+            )));
         }
         if !supports_classic_protocols(g, &req.protocol_type, &protocols) {
             return Err(err(ErrorCode::INCONSISTENT_GROUP_PROTOCOL));
         }
         if unknown && req.group_instance_id.is_none() && req.api_version >= 4 {
-            return Err(JoinResult::error(&member_id, ErrorCode::MEMBER_ID_REQUIRED));
+            return Err(Box::new(JoinResult::error(
+                &member_id,
+                ErrorCode::MEMBER_ID_REQUIRED,
+            )));
         }
         let sub = classic::parse_subscription(&protocols[0].1)
             .ok_or_else(|| err(ErrorCode::INCONSISTENT_GROUP_PROTOCOL))?;
