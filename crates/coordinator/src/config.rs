@@ -43,6 +43,59 @@ pub struct GroupConfig {
     pub share_heartbeat_interval_ms: i32,
     /// KIP-932 `group.share.max.size` (default 200): more members get GROUP_MAX_SIZE_REACHED.
     pub share_max_size: i32,
+    /// KIP-848 `group.consumer.migration.policy` (default `bidirectional`): whether a classic group with
+    /// members is upgraded to a consumer group when a ConsumerGroupHeartbeat joins it, and whether a consumer
+    /// group whose members all speak the classic protocol again is downgraded back.
+    pub consumer_migration_policy: ConsumerGroupMigrationPolicy,
+}
+
+/// Kafka's `ConsumerGroupMigrationPolicy` (`group.consumer.migration.policy`): which online conversions
+/// between classic and consumer groups are allowed (KIP-848 "online upgrade/downgrade"). An *empty* classic
+/// group is converted by a consumer-protocol join whatever the policy, as in Kafka.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ConsumerGroupMigrationPolicy {
+    /// Both upgrade and downgrade (Kafka 4.x default).
+    #[default]
+    Bidirectional,
+    /// Only classic → consumer.
+    Upgrade,
+    /// Only consumer → classic.
+    Downgrade,
+    /// Neither.
+    Disabled,
+}
+
+impl ConsumerGroupMigrationPolicy {
+    /// The policy named `s` (case-insensitive, as Kafka's `CaseInsensitiveValidString`); `None` otherwise.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "bidirectional" => Some(Self::Bidirectional),
+            "upgrade" => Some(Self::Upgrade),
+            "downgrade" => Some(Self::Downgrade),
+            "disabled" => Some(Self::Disabled),
+            _ => None,
+        }
+    }
+
+    /// Kafka's `isUpgradeEnabled`: a non-empty classic group may become a consumer group.
+    pub fn is_upgrade_enabled(self) -> bool {
+        matches!(self, Self::Bidirectional | Self::Upgrade)
+    }
+
+    /// Kafka's `isDowngradeEnabled`: a consumer group left with classic members only may become classic.
+    pub fn is_downgrade_enabled(self) -> bool {
+        matches!(self, Self::Bidirectional | Self::Downgrade)
+    }
+
+    /// The config value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Bidirectional => "bidirectional",
+            Self::Upgrade => "upgrade",
+            Self::Downgrade => "downgrade",
+            Self::Disabled => "disabled",
+        }
+    }
 }
 
 impl Default for GroupConfig {
@@ -67,6 +120,7 @@ impl Default for GroupConfig {
             share_session_timeout_ms: 45_000,
             share_heartbeat_interval_ms: 5_000,
             share_max_size: 200,
+            consumer_migration_policy: ConsumerGroupMigrationPolicy::Bidirectional,
         }
     }
 }

@@ -457,7 +457,12 @@ impl<'a> Reader<'a> {
             .ok_or(RecordDecodeError::Malformed("null non-nullable string"))
     }
 
-    fn bytes(&mut self) -> Result<Bytes, RecordDecodeError> {
+    /// Whether every byte was read.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    pub(crate) fn bytes(&mut self) -> Result<Bytes, RecordDecodeError> {
         match self.len(true)? {
             None => Err(RecordDecodeError::Malformed("null bytes")),
             Some(n) => Ok(Bytes::copy_from_slice(self.take(n)?)),
@@ -493,6 +498,22 @@ impl<'a> Reader<'a> {
             let body = self.take(size)?;
             if t == tag && size == 8 {
                 found = Some(Reader::new(body, false).i64()?);
+            }
+        }
+        Ok(found)
+    }
+
+    /// Reads a tagged-field section, returning the body of tag `tag` if present (other tags are skipped).
+    /// Flexible encoding only.
+    pub(crate) fn tagged_body(&mut self, tag: u64) -> Result<Option<&'a [u8]>, RecordDecodeError> {
+        let count = self.uvarint()?;
+        let mut found = None;
+        for _ in 0..count {
+            let t = self.uvarint()?;
+            let size = self.uvarint()? as usize;
+            let body = self.take(size)?;
+            if t == tag {
+                found = Some(body);
             }
         }
         Ok(found)

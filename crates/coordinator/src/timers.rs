@@ -20,6 +20,12 @@ pub(crate) enum TimerKey {
     ConsumerRebalance { group: String, member: String },
     /// Session expiry of a share-group member (KIP-932).
     ShareSession { group: String, member: String },
+    /// A classic member of a consumer group told to rejoin must send JoinGroup within its rebalance timeout
+    /// (Kafka's `consumer-group-join-timeout`).
+    ConsumerJoin { group: String, member: String },
+    /// A classic member of a consumer group must send SyncGroup within its rebalance timeout after its
+    /// JoinGroup answer (Kafka's `consumer-group-sync-timeout`).
+    ConsumerSync { group: String, member: String },
 }
 
 /// What to do when a timer fires.
@@ -38,6 +44,8 @@ pub(crate) enum TimerAction {
     OffsetsRetention,
     ExpireConsumerSession,
     ExpireShareSession,
+    /// Fence a classic member of a consumer group that did not rejoin or sync in time.
+    ExpireClassicMember,
     /// Fence the member if it is still revoking at this epoch.
     ExpireConsumerRebalance {
         epoch: i32,
@@ -95,7 +103,9 @@ impl Timers {
                 | TimerKey::Sync { group: g }
                 | TimerKey::ConsumerSession { group: g, .. }
                 | TimerKey::ConsumerRebalance { group: g, .. }
-                | TimerKey::ShareSession { group: g, .. } => g == group,
+                | TimerKey::ShareSession { group: g, .. }
+                | TimerKey::ConsumerJoin { group: g, .. }
+                | TimerKey::ConsumerSync { group: g, .. } => g == group,
                 TimerKey::OffsetsRetention => false,
             })
             .cloned()

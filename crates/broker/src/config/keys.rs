@@ -170,6 +170,10 @@ keys! {
     GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS: i32 = "group.consumer.heartbeat.interval.ms";
     /// `group.consumer.max.size`: members per consumer group (GROUP_MAX_SIZE_REACHED past it).
     GROUP_CONSUMER_MAX_SIZE: i32 = "group.consumer.max.size";
+    /// `group.consumer.migration.policy`: `bidirectional` (default), `upgrade`, `downgrade` or `disabled` —
+    /// which KIP-848 online conversions between classic and consumer groups are allowed (case-insensitive;
+    /// validated at startup).
+    GROUP_CONSUMER_MIGRATION_POLICY: String = "group.consumer.migration.policy";
     /// `offset.metadata.max.bytes`: longest commit metadata string (OFFSET_METADATA_TOO_LARGE past it).
     OFFSET_METADATA_MAX_BYTES: i32 = "offset.metadata.max.bytes";
     /// `offsets.retention.check.interval.ms`: how often expired offsets are removed (ms).

@@ -380,6 +380,15 @@ impl BrokerConfig {
         let (listeners, controller_listener) = parse_listeners(&get)?;
         let (process_roles, controller_quorum_voters) =
             parse_roles_and_voters(&get, node_id, controller_listener.as_ref())?;
+        if let Some(v) = get("group.consumer.migration.policy") {
+            if coordinator::ConsumerGroupMigrationPolicy::parse(&v).is_none() {
+                return Err(ConfigError::InvalidValue {
+                    key: "group.consumer.migration.policy".into(),
+                    value: v,
+                    reason: "expected one of bidirectional, upgrade, downgrade, disabled".into(),
+                });
+            }
+        }
         let controller_quorum_bootstrap_servers =
             parse_bootstrap_servers(&get, process_roles, &controller_quorum_voters)?;
         let advertised_listener = listeners

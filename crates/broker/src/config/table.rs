@@ -345,6 +345,11 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
         T::Long,
         Some("10000"),
     ),
+    def(
+        "group.consumer.migration.policy",
+        T::String,
+        Some("bidirectional"),
+    ),
     def("offset.metadata.max.bytes", T::Int, Some("4096")),
     def(
         "offsets.retention.check.interval.ms",

@@ -26,6 +26,10 @@ pub fn group_config(config: &BrokerConfig) -> GroupConfig {
             .max(1),
         consumer_max_size: config.get(keys::GROUP_CONSUMER_MAX_SIZE).max(1),
         consumer_assignors: consumer_assignors(config),
+        consumer_migration_policy: coordinator::ConsumerGroupMigrationPolicy::parse(
+            &config.get(keys::GROUP_CONSUMER_MIGRATION_POLICY),
+        )
+        .unwrap_or_default(),
         ..d
     }
 }

@@ -327,6 +327,14 @@ impl GroupCoordinatorService {
         t
     }
 
+    /// Hands the last topics image built by [`topics_image`](Self::topics_image) to the coordinator: the
+    /// classic members of consumer groups (KIP-848 online migration) are assigned from it.
+    fn hand_topics_image(&self, st: &mut State) {
+        if let Some((_, t)) = self.topics_image.lock().as_ref() {
+            st.coordinator.set_topics_image(t.clone());
+        }
+    }
+
     /// A deterministic simulation's seams (issue 13): the coordinator reads `clock` (timers, commit
     /// timestamps, record times), partition loads run as tasks of the calling runtime through `load_io`
     /// (inline: no thread outside the simulation's scheduler), and new member ids come from a stream
@@ -500,6 +508,7 @@ impl GroupCoordinatorService {
             }
             let mut st = self.state.lock();
             let now = st.now(&*self.clock);
+            self.hand_topics_image(&mut st);
             let fx = st.coordinator.tick(now);
             let _ = self.apply(&mut st, fx);
         }
@@ -537,6 +546,7 @@ impl GroupCoordinatorService {
                 self.check_coordinator(g)?;
             }
             let now = st.now(&*self.clock);
+            self.hand_topics_image(&mut st);
             let (value, fx, u) = f(&mut st, now);
             let written = self.apply(&mut st, fx);
             if written.is_err() {

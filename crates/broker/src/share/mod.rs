@@ -465,8 +465,10 @@ pub fn wire(
         topics.clone(),
         clock.clone(),
     ));
-    let channel =
-        crate::txn_coordinator::channel::BrokerChannel::new(config.node_id, replica_manager.connector());
+    let channel = crate::txn_coordinator::channel::BrokerChannel::new(
+        config.node_id,
+        replica_manager.connector(),
+    );
     let persister = SharePersister::new(
         coordinator,
         config.node_id,

@@ -114,7 +114,10 @@ impl SharePersister {
             ..Default::default()
         };
         let body = RequestBody::ReadShareGroupState(request);
-        let answer = self.channel.call(broker, (&host, port), 0, body, RPC_TIMEOUT).await;
+        let answer = self
+            .channel
+            .call(broker, (&host, port), 0, body, RPC_TIMEOUT)
+            .await;
         let Some(ResponseBody::ReadShareGroupState(r)) = answer else {
             return Err(ShareCoordinatorError::NotAvailable);
         };
@@ -157,7 +160,10 @@ impl SharePersister {
             ..Default::default()
         };
         let body = RequestBody::WriteShareGroupState(request);
-        let answer = self.channel.call(broker, (&host, port), 0, body, RPC_TIMEOUT).await;
+        let answer = self
+            .channel
+            .call(broker, (&host, port), 0, body, RPC_TIMEOUT)
+            .await;
         let Some(ResponseBody::WriteShareGroupState(r)) = answer else {
             return Err(ShareCoordinatorError::NotAvailable);
         };

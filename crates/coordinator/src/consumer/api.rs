@@ -131,6 +131,9 @@ pub struct DescribedConsumerMember {
     pub assignment: Assignment,
     /// Target partitions.
     pub target_assignment: Assignment,
+    /// ConsumerGroupDescribe v1 `MemberType` (KIP-1099): 0 for a member speaking the classic protocol, 1 for
+    /// one speaking the consumer protocol.
+    pub member_type: i8,
 }
 
 /// One group of a ConsumerGroupDescribe answer.

@@ -16,6 +16,7 @@
 
 pub mod api;
 pub mod assignor;
+pub mod classic;
 pub mod reconcile;
 pub mod records;
 pub mod subscription;
@@ -117,6 +118,12 @@ pub struct ConsumerMember {
 }
 
 impl ConsumerMember {
+    /// Whether the member speaks the classic protocol (JoinGroup/SyncGroup/Heartbeat) in this consumer group
+    /// (Kafka's `ConsumerGroupMember.useClassicProtocol`).
+    pub fn uses_classic_protocol(&self) -> bool {
+        self.metadata.classic.is_some()
+    }
+
     /// The topic names the member subscribes to: its names, or what its regular expression resolves to.
     pub fn subscribed_topics<'a>(&'a self, group: &'a ConsumerGroup) -> BTreeSet<&'a str> {
         let mut topics: BTreeSet<&str> = (self.metadata.subscribed_topic_names.iter())

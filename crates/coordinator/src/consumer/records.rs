@@ -18,7 +18,9 @@
 //!   topics, not Kafka's), tag 1 `CreationTimeMs INT64` (skipped).
 //! - 5: `InstanceId NULLABLE_STRING, RackId NULLABLE_STRING, ClientId STRING, ClientHost STRING,
 //!   SubscribedTopicNames [STRING], SubscribedTopicRegex NULLABLE_STRING, RebalanceTimeoutMs INT32,
-//!   ServerAssignor NULLABLE_STRING` (tag 0 `ClassicMemberMetadata`, skipped).
+//!   ServerAssignor NULLABLE_STRING`, tag 0 `ClassicMemberMetadata` (a nullable struct: INT8 1, then
+//!   `SessionTimeoutMs INT32, SupportedProtocols [Name STRING, Metadata BYTES]`), written for a member that
+//!   speaks the classic protocol in a consumer group (KIP-848 online migration).
 //! - 6: `AssignmentEpoch INT32` (tag 0 `AssignmentTimestamp`, skipped).
 //! - 7: `TopicPartitions [TopicId UUID, Partitions [INT32]]`.
 //! - 8: `MemberEpoch INT32, PreviousMemberEpoch INT32, State INT8, AssignedPartitions [TopicPartitions],
@@ -64,6 +66,19 @@ pub struct MemberMetadataValue {
     pub rebalance_timeout_ms: i32,
     /// The server assignor the member asked for, if any.
     pub server_assignor: Option<String>,
+    /// Set for a member that uses the classic protocol (JoinGroup/SyncGroup/Heartbeat) in a consumer group.
+    pub classic: Option<ClassicMemberMetadata>,
+}
+
+/// Kafka's `ConsumerGroupMemberMetadataValue.ClassicMemberMetadata`: what a classic-protocol member of a
+/// consumer group joined with — its session timeout and its JoinGroup protocols (name, subscription bytes),
+/// so that the group can become a classic group again (KIP-848 online downgrade).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct ClassicMemberMetadata {
+    /// The JoinGroup session timeout, ms.
+    pub session_timeout_ms: i32,
+    /// The JoinGroup protocols in preference order: (assignor name, ConsumerProtocolSubscription bytes).
+    pub supported_protocols: Vec<(String, Bytes)>,
 }
 
 /// A member's current assignment, as persisted (ConsumerGroupCurrentMemberAssignmentValue v0).
@@ -188,7 +203,23 @@ pub(crate) fn encode(record: &ConsumerRecord) -> (Bytes, Option<Bytes>) {
             value: v,
         } => {
             key(&mut k, MEMBER_METADATA_TYPE, group, Some(member));
-            v.as_ref().map(|m| value(&|b| put_member_metadata(b, m)))
+            v.as_ref().map(|m| {
+                let mut b = BytesMut::new();
+                b.put_i16(0);
+                put_member_metadata(&mut b, m);
+                match &m.classic {
+                    None => put_uvarint(&mut b, 0),
+                    Some(c) => {
+                        let mut body = BytesMut::new();
+                        put_classic_metadata(&mut body, c);
+                        put_uvarint(&mut b, 1);
+                        put_uvarint(&mut b, 0);
+                        put_uvarint(&mut b, body.len() as u64);
+                        b.put_slice(&body);
+                    }
+                }
+                b.freeze()
+            })
         }
         ConsumerRecord::TargetMember {
             group,
@@ -238,6 +269,54 @@ fn put_member_metadata(b: &mut BytesMut, m: &MemberMetadataValue) {
     put_compact_nullable(b, m.subscribed_topic_regex.as_deref());
     b.put_i32(m.rebalance_timeout_ms);
     put_compact_nullable(b, m.server_assignor.as_deref());
+}
+
+/// The nullable `ClassicMemberMetadata` struct as Kafka's generated code writes it in a tagged field: the
+/// INT8 presence marker 1, the fields, the struct's own (empty) tagged-field section.
+fn put_classic_metadata(b: &mut BytesMut, c: &ClassicMemberMetadata) {
+    b.put_i8(1);
+    b.put_i32(c.session_timeout_ms);
+    put_uvarint(b, c.supported_protocols.len() as u64 + 1);
+    for (name, metadata) in &c.supported_protocols {
+        put_compact_nullable(b, Some(name));
+        put_uvarint(b, metadata.len() as u64 + 1);
+        b.put_slice(metadata);
+        put_uvarint(b, 0);
+    }
+    put_uvarint(b, 0);
+}
+
+/// Reads a `ClassicMemberMetadata` tagged-field body (with or without the INT8 presence marker, which is
+/// told apart by the body's length); `None` for a null struct.
+fn read_classic_metadata(body: &[u8]) -> Result<Option<ClassicMemberMetadata>, RecordDecodeError> {
+    let read = |body: &[u8]| -> Result<ClassicMemberMetadata, RecordDecodeError> {
+        let mut r = Reader::new(body, true);
+        let session_timeout_ms = r.i32()?;
+        let n = r.array_len()?;
+        let mut supported_protocols = Vec::with_capacity(n);
+        for _ in 0..n {
+            let name = r.string()?;
+            let metadata = r.bytes()?;
+            r.tagged_fields()?;
+            supported_protocols.push((name, metadata));
+        }
+        r.tagged_fields()?;
+        if !r.is_empty() {
+            return Err(RecordDecodeError::Malformed("trailing bytes"));
+        }
+        Ok(ClassicMemberMetadata {
+            session_timeout_ms,
+            supported_protocols,
+        })
+    };
+    match body.first() {
+        Some(&m) if (m as i8) < 0 && body.len() == 1 => Ok(None),
+        Some(1) => match read(&body[1..]) {
+            Ok(c) => Ok(Some(c)),
+            Err(_) => read(body).map(Some),
+        },
+        _ => read(body).map(Some),
+    }
 }
 
 /// `[TopicId UUID, Partitions [INT32], <tags>]` in compact encoding.
@@ -333,7 +412,7 @@ pub(crate) fn decode(
             value: r.as_mut().map(read_current_assignment).transpose()?,
         },
     };
-    if let Some(r) = r.as_mut() {
+    if let (Some(r), false) = (r.as_mut(), record_type == MEMBER_METADATA_TYPE) {
         r.tagged_fields()?;
     }
     Ok(record)
@@ -349,15 +428,23 @@ fn read_member_metadata(r: &mut Reader<'_>) -> Result<MemberMetadataValue, Recor
     for _ in 0..n {
         subscribed_topic_names.push(r.string()?);
     }
+    let subscribed_topic_regex = r.nullable_string()?;
+    let rebalance_timeout_ms = r.i32()?;
+    let server_assignor = r.nullable_string()?;
+    let classic = match r.tagged_body(0)? {
+        Some(body) => read_classic_metadata(body)?,
+        None => None,
+    };
     Ok(MemberMetadataValue {
         instance_id,
         rack_id,
         client_id,
         client_host,
         subscribed_topic_names,
-        subscribed_topic_regex: r.nullable_string()?,
-        rebalance_timeout_ms: r.i32()?,
-        server_assignor: r.nullable_string()?,
+        subscribed_topic_regex,
+        rebalance_timeout_ms,
+        server_assignor,
+        classic,
     })
 }
 
@@ -441,6 +528,24 @@ mod tests {
                 subscribed_topic_regex: None,
                 rebalance_timeout_ms: 300_000,
                 server_assignor: Some("uniform".into()),
+                classic: None,
+            }),
+        });
+        roundtrip(ConsumerRecord::MemberMetadata {
+            group: g(),
+            member: m(),
+            value: Some(MemberMetadataValue {
+                client_id: "c".into(),
+                subscribed_topic_names: vec!["a".into()],
+                rebalance_timeout_ms: 300_000,
+                classic: Some(ClassicMemberMetadata {
+                    session_timeout_ms: 45_000,
+                    supported_protocols: vec![
+                        ("range".into(), Bytes::from_static(b"\x00\x03sub")),
+                        ("roundrobin".into(), Bytes::new()),
+                    ],
+                }),
+                ..Default::default()
             }),
         });
         roundtrip(ConsumerRecord::CurrentAssignment {
@@ -482,6 +587,46 @@ mod tests {
             value,
         };
         assert_eq!(r, crate::GroupRecord::Consumer(Box::new(want)));
+    }
+
+    /// The value bytes Kafka 4.4's generated `ConsumerGroupMemberMetadataValue` writes (version prefix
+    /// included) for a classic member — `MessageUtil.toVersionPrefixedByteBuffer` of client id "c", host
+    /// "/127.0.0.1", topic "a", rebalance timeout 300000, `ClassicMemberMetadata` with session timeout 45000
+    /// and protocol "range" (metadata 00 03 73 75 62), the other strings left at their default "" — are
+    /// read, and written back byte for byte (the nullable struct's INT8 presence marker included).
+    #[test]
+    fn kafkas_classic_member_metadata_bytes_round_trip() {
+        let hex =
+            "0000010102630b2f3132372e302e302e3102026101000493e001010014010000afc8020672616e6765\
+                   0600037375620000";
+        let v: Vec<u8> = (0..hex.len() / 2)
+            .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+            .collect();
+        let want = ConsumerRecord::MemberMetadata {
+            group: "g".into(),
+            member: "m".into(),
+            value: Some(MemberMetadataValue {
+                instance_id: Some(String::new()),
+                rack_id: Some(String::new()),
+                client_id: "c".into(),
+                client_host: "/127.0.0.1".into(),
+                subscribed_topic_names: vec!["a".into()],
+                subscribed_topic_regex: Some(String::new()),
+                rebalance_timeout_ms: 300_000,
+                server_assignor: Some(String::new()),
+                classic: Some(ClassicMemberMetadata {
+                    session_timeout_ms: 45_000,
+                    supported_protocols: vec![(
+                        "range".into(),
+                        Bytes::from_static(&[0, 3, b's', b'u', b'b']),
+                    )],
+                }),
+            }),
+        };
+        let (k, ours) = encode(&want);
+        assert_eq!(ours.as_deref(), Some(&v[..]));
+        let decoded = crate::records::decode_record(&k, Some(&v)).unwrap();
+        assert_eq!(decoded, crate::GroupRecord::Consumer(Box::new(want)));
     }
 
     #[test]

@@ -125,7 +125,7 @@ impl GroupCoordinator {
     /// target assignment is computed from it, and a change of a subscribed topic bumps the group epoch.
     ///
     /// Errors: INVALID_REQUEST (malformed request), GROUP_ID_NOT_FOUND (a heartbeat for an unknown group, or
-    /// the id of a classic group with members), UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH (the member must
+    /// the id of a classic group with members that `group.consumer.migration.policy` does not let it upgrade), UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH (the member must
     /// rejoin with epoch 0 and no partitions), UNRELEASED_INSTANCE_ID (another live member holds the instance
     /// id), FENCED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED, UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION.
     pub fn consumer_group_heartbeat(
@@ -135,6 +135,9 @@ impl GroupCoordinator {
         image: &TopicsImage,
     ) -> Outcome<ConsumerHeartbeatResult> {
         let mut fx = self.fire_due(now_ms);
+        if image.version != self.topics.version || self.topics.names().next().is_none() {
+            self.topics = std::sync::Arc::new(image.clone());
+        }
         let response = validate(req, &self.config.consumer_assignors)
             .and_then(|()| match req.member_epoch {
                 LEAVE_GROUP_MEMBER_EPOCH | LEAVE_GROUP_STATIC_MEMBER_EPOCH => {
@@ -156,7 +159,7 @@ impl GroupCoordinator {
         image: &TopicsImage,
         fx: &mut Vec<Effect>,
     ) -> HbResult<ConsumerHeartbeatResult> {
-        self.consumer_group_for(req, fx)?;
+        self.consumer_group_for(now, req, image, fx)?;
         let max = usize::try_from(self.config.consumer_max_size.max(0)).unwrap_or(usize::MAX);
         let g = self
             .consumer_groups
@@ -164,77 +167,17 @@ impl GroupCoordinator {
             .expect("created above");
         let member_id = member_for(g, req, max, fx, &mut self.member_ids)?;
         let assigned_before = g.members[&member_id].current.assigned.clone();
-        let mut bump = update_metadata(g, &member_id, req, fx);
-        bump |= resolve_regexes(g, image);
-        let hash = metadata_hash(&g.subscribed_topics(), image);
-        if bump || hash != g.metadata_hash {
-            g.group_epoch = g.group_epoch.max(g.assignment_epoch) + 1;
-            g.metadata_hash = hash;
-            persist(
-                fx,
-                ConsumerRecord::GroupMetadata {
-                    group: g.group_id.clone(),
-                    value: Some(GroupEpochValue {
-                        epoch: g.group_epoch,
-                        metadata_hash: hash,
-                    }),
-                },
-            );
-        }
-        if g.group_epoch > g.assignment_epoch {
-            update_target(g, image, &self.config.consumer_assignors, fx);
-        }
-        let member = &g.members[&member_id];
-        let subscribed: BTreeSet<Uuid> = (member.subscribed_topics(g).into_iter())
-            .filter_map(|t| image.topic(t).map(|(id, _)| id))
-            .collect();
-        let empty = Assignment::new();
-        let owners = &g.owners;
-        let owner = |t: Uuid, p: i32| owners.get(&(t, p)).map(String::as_str);
-        let next = reconcile::next(&Inputs {
-            current: &member.current,
-            member_id: &member_id,
-            target_epoch: g.assignment_epoch,
-            target: g.target.get(&member_id).unwrap_or(&empty),
-            subscribed: &subscribed,
-            owner: &owner,
-            owned: req.topic_partitions.as_ref(),
-        });
-        let Ok(next) = next else {
+        let bump = update_metadata(g, &member_id, req, fx);
+        maybe_bump_and_assign(g, bump, image, &self.config.consumer_assignors, fx);
+        let owned = req.topic_partitions.as_ref();
+        let Ok(next) = self.reconcile_member(now, &req.group_id, &member_id, image, owned, fx)
+        else {
             self.fence_consumer_member(now, &req.group_id, &member_id, fx);
             return Err(ConsumerHeartbeatResult::error(
                 ErrorCode::FENCED_MEMBER_EPOCH,
                 "The member is in an unknown state; it must rejoin.",
             ));
         };
-        let rebalance_timeout = member.metadata.rebalance_timeout_ms;
-        let changed = next != member.current;
-        if changed {
-            g.set_current(&member_id, next.clone());
-            persist(
-                fx,
-                ConsumerRecord::CurrentAssignment {
-                    group: g.group_id.clone(),
-                    member: member_id.clone(),
-                    value: Some(next.clone()),
-                },
-            );
-        }
-        let rebalance_key = TimerKey::ConsumerRebalance {
-            group: g.group_id.clone(),
-            member: member_id.clone(),
-        };
-        if next.state == MemberState::UnrevokedPartitions {
-            if changed || !self.timers.contains(&rebalance_key) {
-                let at = now.saturating_add(i64::from(rebalance_timeout.max(0)));
-                let action = TimerAction::ExpireConsumerRebalance {
-                    epoch: next.member_epoch,
-                };
-                self.timers.schedule(rebalance_key, at, action);
-            }
-        } else {
-            self.timers.cancel(&rebalance_key);
-        }
         self.schedule_consumer_session(now, &req.group_id, &member_id);
         let full = req.rebalance_timeout_ms != -1
             && (req.subscribed_topic_names.is_some() || req.subscribed_topic_regex.is_some())
@@ -249,12 +192,75 @@ impl GroupCoordinator {
         })
     }
 
+    /// Reconciles member `member_id` towards its target (Kafka's `maybeReconcile`) with the partitions it
+    /// reported owning (`None`: unknown), persists its changed current assignment and arms or cancels its
+    /// rebalance timeout. `Err(())` when it must be fenced (an UNKNOWN state).
+    pub(super) fn reconcile_member(
+        &mut self,
+        now: i64,
+        group: &str,
+        member_id: &str,
+        image: &TopicsImage,
+        owned: Option<&Assignment>,
+        fx: &mut Vec<Effect>,
+    ) -> Result<CurrentAssignmentValue, ()> {
+        let g = self.consumer_groups.get_mut(group).expect("group exists");
+        let member = &g.members[member_id];
+        let subscribed: BTreeSet<Uuid> = (member.subscribed_topics(g).into_iter())
+            .filter_map(|t| image.topic(t).map(|(id, _)| id))
+            .collect();
+        let empty = Assignment::new();
+        let owners = &g.owners;
+        let owner = |t: Uuid, p: i32| owners.get(&(t, p)).map(String::as_str);
+        let next = reconcile::next(&Inputs {
+            current: &member.current,
+            member_id,
+            target_epoch: g.assignment_epoch,
+            target: g.target.get(member_id).unwrap_or(&empty),
+            subscribed: &subscribed,
+            owner: &owner,
+            owned,
+        })?;
+        let rebalance_timeout = member.metadata.rebalance_timeout_ms;
+        let changed = next != member.current;
+        if changed {
+            g.set_current(member_id, next.clone());
+            persist(
+                fx,
+                ConsumerRecord::CurrentAssignment {
+                    group: g.group_id.clone(),
+                    member: member_id.to_string(),
+                    value: Some(next.clone()),
+                },
+            );
+        }
+        let rebalance_key = TimerKey::ConsumerRebalance {
+            group: group.to_string(),
+            member: member_id.to_string(),
+        };
+        if next.state == MemberState::UnrevokedPartitions {
+            if changed || !self.timers.contains(&rebalance_key) {
+                let at = now.saturating_add(i64::from(rebalance_timeout.max(0)));
+                let action = TimerAction::ExpireConsumerRebalance {
+                    epoch: next.member_epoch,
+                };
+                self.timers.schedule(rebalance_key, at, action);
+            }
+        } else {
+            self.timers.cancel(&rebalance_key);
+        }
+        Ok(next)
+    }
+
     /// The group of a heartbeat: existing, or created by a join (epoch 0). An empty classic group of the same
-    /// id (one that only holds offsets) is converted; one with members is refused, as Kafka does without
-    /// online migration.
+    /// id (one that only holds offsets) is replaced whatever the policy (Kafka's
+    /// `maybeDeleteEmptyClassicGroup`); one with members is upgraded when `group.consumer.migration.policy`
+    /// allows it, else refused with GROUP_ID_NOT_FOUND.
     fn consumer_group_for(
         &mut self,
+        now: i64,
         req: &ConsumerHeartbeatRequest,
+        image: &TopicsImage,
         fx: &mut Vec<Effect>,
     ) -> HbResult<()> {
         if self.consumer_groups.contains_key(&req.group_id) {
@@ -268,10 +274,14 @@ impl GroupCoordinator {
         }
         if let Some(classic) = self.groups.get(&req.group_id) {
             if !classic.members.is_empty() {
-                return Err(ConsumerHeartbeatResult::error(
-                    ErrorCode::GROUP_ID_NOT_FOUND,
-                    format!("Group {} is not a consumer group.", req.group_id),
-                ));
+                if req.member_epoch != 0 {
+                    return Err(ConsumerHeartbeatResult::error(
+                        ErrorCode::GROUP_ID_NOT_FOUND,
+                        format!("Group {} is not a consumer group.", req.group_id),
+                    ));
+                }
+                // KIP-848 online upgrade, when `group.consumer.migration.policy` allows it.
+                return self.convert_to_consumer_group(now, &req.group_id, image, fx);
             }
         }
         if req.member_epoch != 0 {
@@ -363,42 +373,23 @@ impl GroupCoordinator {
     /// epoch, and its timers cancelled. Its partitions go to the others on their next heartbeats.
     pub(super) fn fence_consumer_member(
         &mut self,
-        _now: i64,
+        now: i64,
         group: &str,
         member: &str,
         fx: &mut Vec<Effect>,
     ) {
-        let Some(g) = self.consumer_groups.get_mut(group) else {
-            return;
-        };
-        if g.remove_member(member).is_none() {
-            return;
-        }
-        tombstone_member(fx, group, member);
-        let (gid, mid) = (group.to_string(), member.to_string());
-        g.group_epoch = g.group_epoch.max(g.assignment_epoch) + 1;
-        persist(
-            fx,
-            ConsumerRecord::GroupMetadata {
-                group: gid.clone(),
-                value: Some(GroupEpochValue {
-                    epoch: g.group_epoch,
-                    metadata_hash: g.metadata_hash,
-                }),
-            },
-        );
-        self.timers.cancel(&TimerKey::ConsumerSession {
-            group: gid.clone(),
-            member: mid.clone(),
-        });
-        self.timers.cancel(&TimerKey::ConsumerRebalance {
-            group: gid,
-            member: mid,
-        });
+        self.fence_consumer_members(now, group, &[member.to_string()], fx);
     }
 
+    /// (Re)arms a member's session timeout: `group.consumer.session.timeout.ms`, or the session timeout a
+    /// classic-protocol member joined with.
     pub(super) fn schedule_consumer_session(&mut self, now: i64, group: &str, member: &str) {
-        let at = now.saturating_add(i64::from(self.config.consumer_session_timeout_ms.max(0)));
+        let classic = (self.consumer_groups.get(group))
+            .and_then(|g| g.members.get(member))
+            .and_then(|m| m.metadata.classic.as_ref())
+            .map(|c| c.session_timeout_ms);
+        let timeout = classic.unwrap_or(self.config.consumer_session_timeout_ms);
+        let at = now.saturating_add(i64::from(timeout.max(0)));
         let key = TimerKey::ConsumerSession {
             group: group.to_string(),
             member: member.to_string(),
@@ -552,7 +543,7 @@ type Inherited = (
 );
 
 /// Tombstones a removed member's records: its current assignment, target and subscription.
-fn tombstone_member(fx: &mut Vec<Effect>, group: &str, member: &str) {
+pub(super) fn tombstone_member(fx: &mut Vec<Effect>, group: &str, member: &str) {
     let (group, member) = (group.to_string(), member.to_string());
     for r in [
         ConsumerRecord::CurrentAssignment {
@@ -577,7 +568,11 @@ fn tombstone_member(fx: &mut Vec<Effect>, group: &str, member: &str) {
 
 /// Removes static member `holder` (tombstoning its records) and returns what its replacement inherits: its
 /// assignment at the epoch before its temporary leave, its target and its subscription.
-fn release_static_member(g: &mut ConsumerGroup, holder: &str, fx: &mut Vec<Effect>) -> Inherited {
+pub(super) fn release_static_member(
+    g: &mut ConsumerGroup,
+    holder: &str,
+    fx: &mut Vec<Effect>,
+) -> Inherited {
     let held = &g.members[holder];
     let mut current = held.current.clone();
     current.member_epoch = current.previous_member_epoch;
@@ -684,9 +679,39 @@ fn update_metadata(
     bump
 }
 
+/// Bumps the group epoch (persisted) when `bump` — a member joined or changed its subscription — or when the
+/// subscribed topics' metadata changed, then computes a new target assignment if the group epoch is ahead.
+pub(super) fn maybe_bump_and_assign(
+    g: &mut ConsumerGroup,
+    mut bump: bool,
+    image: &TopicsImage,
+    assignors: &[String],
+    fx: &mut Vec<Effect>,
+) {
+    bump |= resolve_regexes(g, image);
+    let hash = metadata_hash(&g.subscribed_topics(), image);
+    if bump || hash != g.metadata_hash {
+        g.group_epoch = g.group_epoch.max(g.assignment_epoch) + 1;
+        g.metadata_hash = hash;
+        persist(
+            fx,
+            ConsumerRecord::GroupMetadata {
+                group: g.group_id.clone(),
+                value: Some(GroupEpochValue {
+                    epoch: g.group_epoch,
+                    metadata_hash: hash,
+                }),
+            },
+        );
+    }
+    if g.group_epoch > g.assignment_epoch {
+        update_target(g, image, assignors, fx);
+    }
+}
+
 /// Computes a new target assignment at the group epoch with the group's assignor (the one most members ask
 /// for, else the first configured) and persists the members' changed targets and the assignment epoch.
-fn update_target(
+pub(super) fn update_target(
     g: &mut ConsumerGroup,
     image: &TopicsImage,
     assignors: &[String],

@@ -96,7 +96,8 @@ impl GroupCoordinator {
     /// Kafka's `ConsumerGroup.validateOffsetCommit` for a consumer group (`None` when `group_id` is not one):
     /// commits from outside the group (epoch < 0, no member id) are accepted while it has no members; else the
     /// member must exist (UNKNOWN_MEMBER_ID), commit with OffsetCommit v9+ (UNSUPPORTED_VERSION) and carry its
-    /// current epoch (STALE_MEMBER_EPOCH; ILLEGAL_GENERATION for a TxnOffsetCommit).
+    /// current epoch (STALE_MEMBER_EPOCH; ILLEGAL_GENERATION for a TxnOffsetCommit). A member speaking the
+    /// classic protocol commits with any version, its generation being its member epoch (ILLEGAL_GENERATION).
     pub(super) fn validate_consumer_commit(
         &self,
         group_id: &str,
@@ -112,14 +113,17 @@ impl GroupCoordinator {
         let Some(m) = g.members.get(member_id) else {
             return Some(ErrorCode::UNKNOWN_MEMBER_ID);
         };
-        if api_version.is_some_and(|v| v < 9) {
+        let classic = m.uses_classic_protocol();
+        if !classic && api_version.is_some_and(|v| v < 9) {
             return Some(ErrorCode::UNSUPPORTED_VERSION);
         }
-        Some(match (epoch == m.current.member_epoch, transactional) {
-            (true, _) => ErrorCode::NONE,
-            (false, false) => ErrorCode::STALE_MEMBER_EPOCH,
-            (false, true) => ErrorCode::ILLEGAL_GENERATION,
-        })
+        Some(
+            match (epoch == m.current.member_epoch, transactional || classic) {
+                (true, _) => ErrorCode::NONE,
+                (false, false) => ErrorCode::STALE_MEMBER_EPOCH,
+                (false, true) => ErrorCode::ILLEGAL_GENERATION,
+            },
+        )
     }
 
     /// OffsetFetch v9+ member check (KIP-848): with a member id and epoch ≥ 0, the group must be a consumer
@@ -274,5 +278,9 @@ fn describe_member(g: &ConsumerGroup, m: &ConsumerMember) -> DescribedConsumerMe
         subscribed_topic_regex: m.metadata.subscribed_topic_regex.clone(),
         assignment: m.current.assigned.clone(),
         target_assignment: g.target.get(&m.member_id).cloned().unwrap_or_default(),
+        member_type: match m.uses_classic_protocol() {
+            true => 0,
+            false => 1,
+        },
     }
 }

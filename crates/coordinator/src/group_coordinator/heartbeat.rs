@@ -20,7 +20,24 @@ impl GroupCoordinator {
         group_instance_id: Option<&str>,
         generation_id: i32,
     ) -> Outcome<ErrorCode> {
-        self.run(now_ms, |groups, cx| {
+        let mut fx = self.fire_due(now_ms);
+        if self.consumer_groups.contains_key(group_id) {
+            // A classic member of a consumer group (KIP-848 online migration).
+            let response = self.classic_heartbeat_to_consumer_group(
+                now_ms,
+                group_id,
+                member_id,
+                group_instance_id,
+                generation_id,
+            );
+            return Outcome {
+                response,
+                effects: fx,
+            };
+        }
+        let (groups, mut cx) = self.split(now_ms, &mut fx);
+        let cx = &mut cx;
+        let response = {
             let code = match groups.get_mut(group_id) {
                 None => ErrorCode::UNKNOWN_MEMBER_ID,
                 Some(g) if g.is(GroupState::Dead) => ErrorCode::COORDINATOR_NOT_AVAILABLE,
@@ -44,7 +61,11 @@ impl GroupCoordinator {
                 },
             };
             code
-        })
+        };
+        Outcome {
+            response,
+            effects: fx,
+        }
     }
 }
 

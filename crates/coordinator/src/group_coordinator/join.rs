@@ -27,29 +27,30 @@ impl GroupCoordinator {
         request: RequestId,
         req: JoinGroupRequest,
     ) -> Vec<Effect> {
+        let mut fx = self.fire_due(now_ms);
         if self.share_groups.contains_key(&req.group_id) {
             // A share group (KIP-932) of this id: classic members cannot join it.
-            let mut fx = self.fire_due(now_ms);
             let response =
                 JoinResult::error(&req.member_id, ErrorCode::INCONSISTENT_GROUP_PROTOCOL);
             fx.push(Effect::JoinResponse { request, response });
             return fx;
         }
         if self.consumer_groups.contains_key(&req.group_id) {
-            // A consumer group (KIP-848) of this id: without online migration a classic member cannot join it.
-            let mut fx = self.fire_due(now_ms);
-            let response =
-                JoinResult::error(&req.member_id, ErrorCode::INCONSISTENT_GROUP_PROTOCOL);
-            fx.push(Effect::JoinResponse { request, response });
+            // A consumer group (KIP-848): the classic member joins it (online migration).
+            self.classic_join_to_consumer_group(now_ms, request, &req, &mut fx);
             return fx;
         }
-        self.run(now_ms, |groups, cx| cx.join_group(groups, request, req))
-            .effects
+        let (groups, mut cx) = self.split(now_ms, &mut fx);
+        cx.join_group(groups, request, req);
+        fx
     }
 }
 
 /// The request-level checks of JoinGroup, before any group is looked at.
-fn join_request_error(config: &GroupConfig, req: &JoinGroupRequest) -> Option<ErrorCode> {
+pub(super) fn join_request_error(
+    config: &GroupConfig,
+    req: &JoinGroupRequest,
+) -> Option<ErrorCode> {
     if req.group_id.is_empty() || too_long(&req.group_id) {
         return Some(ErrorCode::INVALID_GROUP_ID);
     }

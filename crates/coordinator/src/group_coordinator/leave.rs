@@ -15,68 +15,98 @@ impl GroupCoordinator {
         group_id: &str,
         members: &[LeaveMember],
     ) -> Outcome<LeaveResult> {
-        self.run(now_ms, |groups, cx| {
-            let Some(g) = groups.get_mut(group_id) else {
-                return LeaveResult {
-                    error_code: ErrorCode::UNKNOWN_MEMBER_ID,
-                    members: Vec::new(),
+        if self.consumer_groups.contains_key(group_id) {
+            // Classic members of a consumer group (KIP-848 online migration).
+            let mut fx = self.fire_due(now_ms);
+            if self.consumer_groups.contains_key(group_id) {
+                let response =
+                    self.classic_leave_to_consumer_group(now_ms, group_id, members, &mut fx);
+                return Outcome {
+                    response,
+                    effects: fx,
                 };
+            }
+            let (groups, mut cx) = self.split(now_ms, &mut fx);
+            let response = leave_classic(groups, &mut cx, group_id, members);
+            return Outcome {
+                response,
+                effects: fx,
             };
-            if g.is(GroupState::Dead) {
-                return LeaveResult {
-                    error_code: ErrorCode::COORDINATOR_NOT_AVAILABLE,
-                    members: Vec::new(),
-                };
-            }
-            let mut results = Vec::with_capacity(members.len());
-            let mut any_left = false;
-            for lm in members {
-                let code = if lm.member_id.is_empty() {
-                    match lm
-                        .group_instance_id
-                        .as_deref()
-                        .and_then(|iid| g.static_member_id(iid).cloned())
-                    {
-                        Some(id) => {
-                            cx.remove_member(g, &id);
-                            ErrorCode::NONE
-                        }
-                        None => ErrorCode::UNKNOWN_MEMBER_ID,
-                    }
-                } else if g.pending_join_members.contains(&lm.member_id) {
-                    g.remove(&lm.member_id);
-                    cx.cancel_heartbeat(g, &lm.member_id);
-                    ErrorCode::NONE
-                } else {
-                    match validate_member(g, &lm.member_id, lm.group_instance_id.as_deref()) {
-                        Ok(()) => {
-                            cx.remove_member(g, &lm.member_id);
-                            ErrorCode::NONE
-                        }
-                        Err(code) => code,
-                    }
-                };
-                any_left |= code == ErrorCode::NONE;
-                results.push(LeaveMemberResult {
-                    member_id: lm.member_id.clone(),
-                    group_instance_id: lm.group_instance_id.clone(),
-                    error_code: code,
-                });
-            }
-            if any_left {
-                match g.state {
-                    GroupState::Stable | GroupState::CompletingRebalance => {
-                        cx.maybe_prepare_rebalance_or_complete_join(g)
-                    }
-                    GroupState::PreparingRebalance => cx.maybe_complete_join_phase(g),
-                    _ => {}
-                }
-            }
-            LeaveResult {
-                error_code: ErrorCode::NONE,
-                members: results,
-            }
+        }
+        self.run(now_ms, |groups, cx| {
+            leave_classic(groups, cx, group_id, members)
         })
+    }
+}
+
+/// LeaveGroup of a classic group (or none).
+fn leave_classic(
+    groups: &mut std::collections::BTreeMap<String, ClassicGroup>,
+    cx: &mut Ctx<'_>,
+    group_id: &str,
+    members: &[LeaveMember],
+) -> LeaveResult {
+    {
+        let Some(g) = groups.get_mut(group_id) else {
+            return LeaveResult {
+                error_code: ErrorCode::UNKNOWN_MEMBER_ID,
+                members: Vec::new(),
+            };
+        };
+        if g.is(GroupState::Dead) {
+            return LeaveResult {
+                error_code: ErrorCode::COORDINATOR_NOT_AVAILABLE,
+                members: Vec::new(),
+            };
+        }
+        let mut results = Vec::with_capacity(members.len());
+        let mut any_left = false;
+        for lm in members {
+            let code = if lm.member_id.is_empty() {
+                match lm
+                    .group_instance_id
+                    .as_deref()
+                    .and_then(|iid| g.static_member_id(iid).cloned())
+                {
+                    Some(id) => {
+                        cx.remove_member(g, &id);
+                        ErrorCode::NONE
+                    }
+                    None => ErrorCode::UNKNOWN_MEMBER_ID,
+                }
+            } else if g.pending_join_members.contains(&lm.member_id) {
+                g.remove(&lm.member_id);
+                cx.cancel_heartbeat(g, &lm.member_id);
+                ErrorCode::NONE
+            } else {
+                match validate_member(g, &lm.member_id, lm.group_instance_id.as_deref()) {
+                    Ok(()) => {
+                        cx.remove_member(g, &lm.member_id);
+                        ErrorCode::NONE
+                    }
+                    Err(code) => code,
+                }
+            };
+            any_left |= code == ErrorCode::NONE;
+            results.push(LeaveMemberResult {
+                member_id: lm.member_id.clone(),
+                group_instance_id: lm.group_instance_id.clone(),
+                error_code: code,
+            });
+        }
+        if any_left {
+            match g.state {
+                GroupState::Stable | GroupState::CompletingRebalance => {
+                    cx.maybe_prepare_rebalance_or_complete_join(g)
+                }
+                GroupState::PreparingRebalance => cx.maybe_complete_join_phase(g),
+                _ => {}
+            }
+        }
+        LeaveResult {
+            error_code: ErrorCode::NONE,
+            members: results,
+        }
     }
 }
 

@@ -11,10 +11,12 @@
 mod admin;
 mod consumer;
 mod consumer_admin;
+mod consumer_classic;
 mod heartbeat;
 mod join;
 mod leave;
 mod loading;
+mod migration;
 mod offsets;
 mod rebalance;
 mod share;
@@ -71,6 +73,9 @@ pub struct GroupCoordinator {
     /// Rebalances completed here since start (SyncGroup moved a group to Stable): Kafka's
     /// `group-completed-rebalance-count`.
     completed_rebalances: u64,
+    /// The topics as last handed in ([`GroupCoordinator::set_topics_image`] or a ConsumerGroupHeartbeat):
+    /// what classic members of consumer groups are assigned from, and how their partitions are named.
+    topics: std::sync::Arc<crate::consumer::api::TopicsImage>,
 }
 
 /// Where the random part of a new member id comes from.
@@ -247,7 +252,15 @@ impl GroupCoordinator {
             timers: Timers::default(),
             member_ids: MemberIds::Random,
             completed_rebalances: 0,
+            topics: Default::default(),
         }
+    }
+
+    /// Hands in the current topics image, which the classic-protocol operations on consumer groups (KIP-848
+    /// online migration: JoinGroup/SyncGroup/LeaveGroup of classic members, the conversions) assign from and
+    /// name partitions by. The glue calls it whenever the metadata changed, before those calls.
+    pub fn set_topics_image(&mut self, image: std::sync::Arc<crate::consumer::api::TopicsImage>) {
+        self.topics = image;
     }
 
     /// The same coordinator, but new member ids take their random part from a splitmix64 stream seeded
@@ -301,6 +314,10 @@ impl GroupCoordinator {
                 }
                 TimerKey::ShareSession { group, member } => {
                     self.remove_share_member(&group, &member, &mut fx);
+                }
+                TimerKey::ConsumerJoin { group, member }
+                | TimerKey::ConsumerSync { group, member } => {
+                    self.expire_classic_member(now, &group, &member, &mut fx);
                 }
                 TimerKey::ConsumerRebalance { group, member } => {
                     if let TimerAction::ExpireConsumerRebalance { epoch } = action {

@@ -24,14 +24,36 @@ impl GroupCoordinator {
         request: RequestId,
         req: SyncGroupRequest,
     ) -> Vec<Effect> {
-        self.run(now_ms, |groups, cx| match groups.get_mut(&req.group_id) {
-            None => cx.respond_sync(request, SyncResult::error(ErrorCode::UNKNOWN_MEMBER_ID)),
-            Some(g) => match sync_request_error(g, &req) {
-                Some(code) => cx.respond_sync(request, SyncResult::error(code)),
-                None => cx.sync_member(g, request, &req),
-            },
-        })
-        .effects
+        if self.consumer_groups.contains_key(&req.group_id) {
+            // A classic member of a consumer group (KIP-848 online migration).
+            let mut fx = self.fire_due(now_ms);
+            if self.consumer_groups.contains_key(&req.group_id) {
+                let response = self.classic_sync_to_consumer_group(now_ms, &req);
+                fx.push(Effect::SyncResponse { request, response });
+                return fx;
+            }
+            let (groups, mut cx) = self.split(now_ms, &mut fx);
+            sync_classic(groups, &mut cx, request, &req);
+            return fx;
+        }
+        self.run(now_ms, |groups, cx| sync_classic(groups, cx, request, &req))
+            .effects
+    }
+}
+
+/// SyncGroup of a classic group (or none).
+fn sync_classic(
+    groups: &mut BTreeMap<String, ClassicGroup>,
+    cx: &mut Ctx<'_>,
+    request: RequestId,
+    req: &SyncGroupRequest,
+) {
+    match groups.get_mut(&req.group_id) {
+        None => cx.respond_sync(request, SyncResult::error(ErrorCode::UNKNOWN_MEMBER_ID)),
+        Some(g) => match sync_request_error(g, req) {
+            Some(code) => cx.respond_sync(request, SyncResult::error(code)),
+            None => cx.sync_member(g, request, req),
+        },
     }
 }
 

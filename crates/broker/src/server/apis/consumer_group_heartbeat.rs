@@ -165,8 +165,8 @@ pub fn describe(
                         subscribed_topic_regex: m.subscribed_topic_regex,
                         assignment: assignment(m.assignment),
                         target_assignment: assignment(m.target_assignment),
-                        // v1: 1 = a member of the consumer protocol (0 would be a classic one).
-                        member_type: 1,
+                        // v1: 0 = a member speaking the classic protocol, 1 = the consumer one.
+                        member_type: m.member_type,
                         ..Default::default()
                     })
                     .collect(),

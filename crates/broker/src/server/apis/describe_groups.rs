@@ -1,7 +1,9 @@
 //! DescribeGroups (key 15), v0–6. Source: Kafka protocol guide; KIP-430 (authorized operations, v3+),
 //! KIP-345 (group instance id, v4+), KIP-1043 (GROUP_ID_NOT_FOUND for unknown groups, v6+).
 //!
-//! An unknown group is state "Dead": with error GROUP_ID_NOT_FOUND (69) from v6, error 0 below v6, as Kafka.
+//! An unknown group is state "Dead": with error GROUP_ID_NOT_FOUND (69) from v6, error 0 below v6, as Kafka;
+//! so is a KIP-848 consumer group, also one with classic members after an online upgrade ("Group … is not a
+//! classic group.", Kafka's `classicGroup` lookup).
 //! Member metadata and assignments are filled only while the group is Stable. Each group is checked on its own
 //! (cluster mode: NOT_COORDINATOR (16) for a group coordinated elsewhere, COORDINATOR_LOAD_IN_PROGRESS (14)
 //! while its partition loads).
@@ -45,16 +47,22 @@ pub fn handle(
             if let Err(d) = ctx.authorize(AclOperation::Describe, ResourceType::Group, &group_id) {
                 return error(ErrorCode::from(d).0, None);
             }
-            let d = match apis
-                .groups
-                .read_group(&group_id, |c| c.describe_group(&group_id))
-            {
+            let d = match apis.groups.read_group(&group_id, |c| {
+                (c.describe_group(&group_id), c.is_consumer_group(&group_id))
+            }) {
                 Ok(d) => d,
                 Err(code) => return error(ErrorCode::from(code).0, None),
             };
+            let (d, consumer) = d;
             let (error_code, error_message) = if d.error_code == ErrorCode::GROUP_ID_NOT_FOUND {
                 if version >= 6 {
-                    (d.error_code.0, Some(format!("Group {group_id} not found.")))
+                    // A consumer group (KIP-848, also one with classic members after an online upgrade) is
+                    // not described here, as Kafka's `classicGroup` lookup refuses it.
+                    let message = match consumer {
+                        true => format!("Group {group_id} is not a classic group."),
+                        false => format!("Group {group_id} not found."),
+                    };
+                    (d.error_code.0, Some(message))
                 } else {
                     (0, None)
                 }

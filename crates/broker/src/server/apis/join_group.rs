@@ -60,6 +60,8 @@ pub async fn handle(
         client_id: ctx.client_id().unwrap_or_default().to_string(),
         client_host: ctx.client_host(),
     };
+    // Classic members of a consumer group are assigned from the current topics (KIP-848 migration).
+    apis.groups.topics_image(&apis.metadata_cache().image());
     let result = match apis.groups.join_group(req).await {
         Ok(r) => r,
         Err(code) => {

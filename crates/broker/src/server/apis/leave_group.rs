@@ -37,6 +37,8 @@ pub async fn handle(
     };
     tracing::debug!(group = %request.group_id,
         members = ?members.iter().map(|m| m.member_id.as_str()).collect::<Vec<_>>(), "LeaveGroup");
+    // A leave may downgrade a consumer group, naming its members' partitions (KIP-848 migration).
+    apis.groups.topics_image(&apis.metadata_cache().image());
     let result =
         if let Err(d) = ctx.authorize(AclOperation::Read, ResourceType::Group, &request.group_id) {
             Err(ErrorCode::from(d))

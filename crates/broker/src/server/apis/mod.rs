@@ -244,7 +244,13 @@ impl KafkaApis {
         transactions: Arc<TransactionCoordinatorService>,
         telemetry: Arc<ClientTelemetry>,
     ) -> KafkaApis {
-        let shares = crate::share::wire(&config, &metadata, &replica_manager, &topics, &metadata_cache);
+        let shares = crate::share::wire(
+            &config,
+            &metadata,
+            &replica_manager,
+            &topics,
+            &metadata_cache,
+        );
         KafkaApis {
             shares,
             group_config_admin: Arc::new(crate::group_configs::LocalGroupConfigAdmin(

@@ -40,7 +40,10 @@ pub async fn read(
             };
             let answer = match denied {
                 Some(d) => Err(ErrorCode::from(d)),
-                None => local.read(&key, p.leader_epoch).await.map_err(ErrorCode::from),
+                None => local
+                    .read(&key, p.leader_epoch)
+                    .await
+                    .map_err(ErrorCode::from),
             };
             match answer {
                 Err(code) => out.error_code = code.0,

@@ -45,6 +45,8 @@ pub async fn handle(
             .map(|a| (a.member_id, a.assignment))
             .collect(),
     };
+    // Classic members of a consumer group are assigned from the current topics (KIP-848 migration).
+    apis.groups.topics_image(&apis.metadata_cache().image());
     let result = apis.groups.sync_group(req).await;
     tracing::debug!(group = %group_id, member = %member_id,
         result = ?result.as_ref().map(|r| (r.error_code.0, r.assignment.len())).map_err(|e| e.to_string()), "SyncGroup answered");
