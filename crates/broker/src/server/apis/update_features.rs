@@ -130,7 +130,8 @@ mod tests {
     fn only_the_current_level_passes() {
         assert_eq!(check(&update("transaction.version", 2, 1), 1), Ok(()));
         assert_eq!(check(&update("group.version", 1, 2), 1), Ok(()));
-        assert_eq!(check(&update("share.version", 0, 2), 1), Ok(()));
+        assert_eq!(check(&update("share.version", 1, 1), 1), Ok(()));
+        assert_eq!(check(&update("streams.version", 0, 2), 1), Ok(()));
         let err = |u| check(&u, 1).unwrap_err();
         assert!(err(update("transaction.version", 3, 1)).ends_with("only supports versions 0-2"));
         assert!(err(update("transaction.version", 1, 1)).contains("Can't downgrade"));
