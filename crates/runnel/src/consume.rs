@@ -203,15 +203,20 @@ pub(crate) fn stop_flag() -> Arc<AtomicBool> {
     flag
 }
 
-/// Runs `runnel consume`.
+/// Runs `runnel consume`: a share consumer with `--share-group`, else rdkafka's consumer.
 pub fn run(args: ConsumeArgs) -> anyhow::Result<()> {
-    let conn = &args.conn;
     let Some(topic) = args.topic.as_deref().or(args.topic_flag.as_deref()) else {
         bail!("say which topic: TOPIC or --topic TOPIC");
     };
-    if let Some(g) = &args.share_group {
-        return crate::share_consume::run(&args, g, topic);
+    match &args.share_group {
+        Some(g) => crate::share_consume::run(&args, g, topic),
+        None => consume_records(&args, topic),
     }
+}
+
+/// Consumes `topic` with rdkafka's consumer (assigned partitions, or a member of `--group`).
+fn consume_records(args: &ConsumeArgs, topic: &str) -> anyhow::Result<()> {
+    let conn = &args.conn;
     let timeout = conn.timeout();
     let mut extra: Vec<(&str, &str)> = vec![
         ("enable.partition.eof", "true"),
@@ -340,7 +345,7 @@ pub fn run(args: ConsumeArgs) -> anyhow::Result<()> {
                 let bytes = if json {
                     format_json(&m)
                 } else {
-                    format_text(&args, &m)
+                    format_text(args, &m)
                 };
                 if let Err(e) = out.write_all(&bytes) {
                     if e.kind() == std::io::ErrorKind::BrokenPipe {
