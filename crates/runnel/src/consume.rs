@@ -1,4 +1,4 @@
-//! `runnel consume TOPIC`: records to stdout through rdkafka's consumer.
+//! `runnel consume TOPIC`: records to stdout through rdkafka's consumer (`--share-group`: [`crate::share_consume`]).
 //!
 //! Without `--group` the consumer assigns itself the partitions (all, or `--partition P`) at the
 //! chosen start (`--from-beginning`, `--offset N`, `--offset -N` for the last N per partition,
@@ -34,12 +34,23 @@ const JOIN_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(clap::Args, Debug)]
 pub struct ConsumeArgs {
     #[command(flatten)]
-    conn: ConnArgs,
+    pub(crate) conn: ConnArgs,
     /// Topic to consume.
-    topic: String,
+    #[arg(required_unless_present = "topic_flag", conflicts_with = "topic_flag")]
+    topic: Option<String>,
+    /// Topic to consume (the same as the positional TOPIC).
+    #[arg(long = "topic", short = 't', value_name = "TOPIC")]
+    topic_flag: Option<String>,
     /// Consume as a member of this consumer group, committing offsets.
-    #[arg(long, short = 'g')]
+    #[arg(long, short = 'g', conflicts_with = "share_group")]
     group: Option<String>,
+    /// Consume as a member of this share group (KIP-932): records are acquired, printed and acknowledged
+    /// with --ack; runs until --max-messages or Ctrl-C.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["from_beginning", "offset", "from_timestamp", "partition", "follow"])]
+    share_group: Option<String>,
+    /// With --share-group: how printed records are acknowledged.
+    #[arg(long, default_value = "accept", value_parser = ["accept", "release", "reject"], requires = "share_group")]
+    pub(crate) ack: String,
     /// Start at the earliest offset (with --group: when the group has no committed offset).
     #[arg(long, conflicts_with_all = ["offset", "from_timestamp"])]
     from_beginning: bool,
@@ -54,31 +65,31 @@ pub struct ConsumeArgs {
     partition: Option<i32>,
     /// Stop after this many records.
     #[arg(long, short = 'n', value_name = "N")]
-    max_messages: Option<u64>,
+    pub(crate) max_messages: Option<u64>,
     /// Keep waiting for new records instead of stopping at the end.
     #[arg(long, short = 'F')]
     follow: bool,
     /// Output format: text or json (--json is the same as --format json).
     #[arg(long, short = 'f', default_value = "text", value_parser = ["text", "json"])]
-    format: String,
+    pub(crate) format: String,
     /// Text output: print the key.
     #[arg(long)]
-    print_key: bool,
+    pub(crate) print_key: bool,
     /// Text output: print the headers as k1:v1,k2:v2.
     #[arg(long)]
-    print_headers: bool,
+    pub(crate) print_headers: bool,
     /// Text output: print the partition.
     #[arg(long)]
-    print_partition: bool,
+    pub(crate) print_partition: bool,
     /// Text output: print the offset.
     #[arg(long)]
-    print_offset: bool,
+    pub(crate) print_offset: bool,
     /// Text output: print the timestamp (CreateTime:ms or LogAppendTime:ms).
     #[arg(long)]
-    print_timestamp: bool,
+    pub(crate) print_timestamp: bool,
     /// Text output: separator between the printed fields, key and value.
     #[arg(long, short = 'K', value_name = "SEP", default_value = "\t")]
-    key_separator: String,
+    pub(crate) key_separator: String,
 }
 
 fn lossy(b: Option<&[u8]>) -> Value {
@@ -192,10 +203,20 @@ pub(crate) fn stop_flag() -> Arc<AtomicBool> {
     flag
 }
 
-/// Runs `runnel consume`.
+/// Runs `runnel consume`: a share consumer with `--share-group`, else rdkafka's consumer.
 pub fn run(args: ConsumeArgs) -> anyhow::Result<()> {
+    let Some(topic) = args.topic.as_deref().or(args.topic_flag.as_deref()) else {
+        bail!("say which topic: TOPIC or --topic TOPIC");
+    };
+    match &args.share_group {
+        Some(g) => crate::share_consume::run(&args, g, topic),
+        None => consume_records(&args, topic),
+    }
+}
+
+/// Consumes `topic` with rdkafka's consumer (assigned partitions, or a member of `--group`).
+fn consume_records(args: &ConsumeArgs, topic: &str) -> anyhow::Result<()> {
     let conn = &args.conn;
-    let topic = args.topic.as_str();
     let timeout = conn.timeout();
     let mut extra: Vec<(&str, &str)> = vec![
         ("enable.partition.eof", "true"),
@@ -324,7 +345,7 @@ pub fn run(args: ConsumeArgs) -> anyhow::Result<()> {
                 let bytes = if json {
                     format_json(&m)
                 } else {
-                    format_text(&args, &m)
+                    format_text(args, &m)
                 };
                 if let Err(e) = out.write_all(&bytes) {
                     if e.kind() == std::io::ErrorKind::BrokenPipe {

@@ -220,7 +220,11 @@ pub fn parse_assignment(b: &[u8]) -> Option<Vec<(String, i32)>> {
 /// OffsetFetch (topics = null). Returns (topic, partition) → offset (-1 for none).
 /// A connection to the coordinator of `group` (FindCoordinator through any bootstrap broker, retried
 /// until `deadline` while the coordinator is loading or moving).
-fn coordinator(conn: &ConnArgs, group: &str, deadline: std::time::Instant) -> anyhow::Result<Wire> {
+pub(crate) fn coordinator(
+    conn: &ConnArgs,
+    group: &str,
+    deadline: std::time::Instant,
+) -> anyhow::Result<Wire> {
     use protocol::messages::FindCoordinatorRequest;
     use protocol::{RequestBody, ResponseBody};
     let retriable = |code: i16| matches!(code, 14..=16); // load in progress, not available, not coordinator

@@ -1,5 +1,5 @@
 //! The `runnel` binary: `runnel server` runs a Kafka-protocol broker; `topic`, `produce`,
-//! `consume`, `group`, `cluster`, `acl`, `user` and `quota` are operator commands for any Kafka-protocol broker.
+//! `consume`, `group`, `share-group`, `cluster`, `acl`, `user` and `quota` are operator commands for any Kafka-protocol broker.
 
 mod acl;
 mod balance;
@@ -13,6 +13,8 @@ mod group;
 mod produce;
 mod quota;
 mod security;
+mod share_consume;
+mod share_group;
 mod topic;
 mod transaction;
 mod user;
@@ -59,6 +61,8 @@ enum Command {
     Consume(consume::ConsumeArgs),
     /// List, describe (lag), reset and delete consumer groups.
     Group(group::GroupArgs),
+    /// List, describe (start offsets, lag) and reset share groups (KIP-932).
+    ShareGroup(share_group::ShareGroupArgs),
     /// Cluster id, brokers, controller and API versions.
     Cluster(cluster::ClusterArgs),
     /// Load generator: produce, consume and end-to-end throughput and latency.
@@ -185,6 +189,7 @@ fn main() -> ExitCode {
         Command::Produce(args) => produce::run(args),
         Command::Consume(args) => consume::run(args),
         Command::Group(args) => group::run(args),
+        Command::ShareGroup(args) => share_group::run(args),
         Command::Transaction(args) => transaction::run(args),
         Command::Cluster(args) => cluster::run(args),
         Command::Bench(args) => bench::run(args),
