@@ -40,6 +40,21 @@ fn share_group_members(apis: &KafkaApis, group: &str) -> Result<usize, ErrorCode
     }
 }
 
+/// This broker's share coordinator, its `__share_group_state` partitions loaded, and `group`'s stored
+/// share-partition states there.
+async fn loaded_states(
+    apis: &KafkaApis,
+    group: &str,
+) -> (
+    std::sync::Arc<crate::share_coordinator::ShareCoordinatorService>,
+    std::collections::BTreeMap<(uuid::Uuid, i32), StoredShareState>,
+) {
+    let coordinator = apis.shares().coordinator().clone();
+    coordinator.load_all().await;
+    let states = coordinator.group_states(group);
+    (coordinator, states)
+}
+
 /// The records between the start offset and `high_watermark` not yet done.
 fn lag(stored: &StoredShareState, high_watermark: i64) -> i64 {
     let start = stored.state.start_offset;
@@ -163,10 +178,8 @@ pub async fn alter(
         };
     }
     let shares = apis.shares();
-    let coordinator = shares.coordinator().clone();
-    coordinator.load_all().await;
+    let (coordinator, states) = loaded_states(apis, &request.group_id).await;
     let image = apis.metadata_cache().image();
-    let states = coordinator.group_states(&request.group_id);
     let mut responses = Vec::new();
     for t in request.topics {
         let topic_id = image.topics.get(&t.topic_name).map(|t| t.topic_id);
@@ -230,10 +243,8 @@ pub async fn delete(
         };
     }
     let shares = apis.shares();
-    let coordinator = shares.coordinator().clone();
-    coordinator.load_all().await;
+    let (coordinator, states) = loaded_states(apis, &request.group_id).await;
     let image = apis.metadata_cache().image();
-    let states = coordinator.group_states(&request.group_id);
     let mut responses = Vec::new();
     for t in request.topics {
         let topic_id = image.topics.get(&t.topic_name).map(|t| t.topic_id);
@@ -270,9 +281,8 @@ pub async fn delete(
 /// Deletes the share-partition state of share group `group` (DeleteGroups of a share group).
 pub async fn delete_group_state(apis: &KafkaApis, group: &str) {
     let shares = apis.shares();
-    let coordinator = shares.coordinator().clone();
-    coordinator.load_all().await;
-    for (topic, p) in coordinator.group_states(group).keys() {
+    let (coordinator, states) = loaded_states(apis, group).await;
+    for (topic, p) in states.keys() {
         let key = SharePartitionKey::new(group.to_string(), *topic, *p);
         if let Err(e) = coordinator.delete(&key).await {
             tracing::warn!(group, error = %e, "cannot delete share-partition state");
