@@ -20,7 +20,7 @@ import kproto as k
 from conftest import make_topic
 from test_admin_surface import describe_configs, eventually, flexible
 from test_broker_configs import incremental_alter
-from test_groups import commit_ready
+from test_groups import commit_ready, wait_coordinator
 from test_kafka_tools import run_tool, tool
 
 GROUP = 32
@@ -206,3 +206,40 @@ def test_group_configs_survive_a_restart(fresh_broker):
                    group, "--alter", "--add-config", "share.delivery.count.limit=1")
     assert res.returncode != 0
     assert "share.delivery.count.limit" in res.stdout + res.stderr
+
+
+def heartbeat_interval(c, api: int, group: str, topic: str) -> int:
+    """A joining ConsumerGroupHeartbeat v0 (68; the broker names the member) or ShareGroupHeartbeat v1 (76;
+    the client does) of a new member → the HeartbeatIntervalMs of the answer (asserting no error)."""
+    member = "" if api == 68 else str(uuid.uuid4())[:22]
+    w = k.Writer().compact_string(group).compact_string(member).i32(0)
+    if api == 68:
+        w.compact_string(None).compact_string(None).i32(30000)
+        k.compact_array(w, [topic], lambda w, t: w.compact_string(t))
+        w.compact_string(None).uvarint(1)  # no ServerAssignor; TopicPartitions = []
+    else:
+        w.compact_string(None)
+        k.compact_array(w, [topic], lambda w, t: w.compact_string(t))
+    r = flexible(c, api, 0 if api == 68 else 1, w.tags())
+    r.i32()
+    err, message = r.i16(), k.read_compact_string(r)
+    assert err == 0, message
+    k.read_compact_string(r)
+    r.i32()
+    return r.i32()
+
+
+def test_group_timeouts_apply_to_the_groups_heartbeats(broker, topic):
+    """consumer.heartbeat.interval.ms / share.heartbeat.interval.ms of a group are what its members are told
+    (Kafka's GroupConfigManager), and other groups keep the broker's 5000 ms."""
+    consumer, share, other = unique("g-cto"), unique("g-sto"), unique("g-other")
+    for group in (consumer, share, other):
+        wait_coordinator(broker.bootstrap, group)
+    with k.Connection(broker.bootstrap) as c:
+        for group, key, value in ((consumer, "consumer.heartbeat.interval.ms", "7000"),
+                                  (share, "share.heartbeat.interval.ms", "6000")):
+            err, message = incremental_alter(c, GROUP, group, [(key, 0, value)])
+            assert err == 0, message
+        eventually(lambda: assert_eq(heartbeat_interval(c, 68, consumer, topic), 7000))
+        eventually(lambda: assert_eq(heartbeat_interval(c, 76, share, topic), 6000))
+        assert heartbeat_interval(c, 68, other, topic) == 5000

@@ -421,7 +421,8 @@ impl MetadataStore {
         }
     }
 
-    /// A counter that changes with every change of the topic registry (to cache what is derived from it).
+    /// A counter that changes with every change of the topic registry or of the group configs (to cache what
+    /// is derived from them).
     pub fn generation(&self) -> u64 {
         self.generation.load(std::sync::atomic::Ordering::Acquire)
     }
@@ -629,7 +630,9 @@ impl MetadataStore {
     ) -> Result<(), MetadataError> {
         let mut state = self.state.write();
         let name = name.to_string();
-        self.record(&mut state, Change::GroupConfig { name, configs })
+        self.record(&mut state, Change::GroupConfig { name, configs })?;
+        self.bump();
+        Ok(())
     }
 
     /// Cluster mode: the group configs become the metadata image's; nothing is written to disk.
@@ -637,6 +640,7 @@ impl MetadataStore {
         let mut state = self.state.write();
         if state.group_configs != *configs {
             state.group_configs = configs.clone();
+            self.bump();
         }
     }
 

@@ -49,6 +49,22 @@ pub struct GroupConfig {
     pub consumer_migration_policy: ConsumerGroupMigrationPolicy,
 }
 
+/// One group's own session timeout and heartbeat interval (its dynamic group configs, KIP-848
+/// `consumer.session.timeout.ms` / `consumer.heartbeat.interval.ms` and KIP-932 `share.session.timeout.ms` /
+/// `share.heartbeat.interval.ms`), already clamped to the broker's bounds; `None` keeps the broker's
+/// `group.consumer.*` / `group.share.*` value of [`GroupConfig`]. Milliseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GroupTimeouts {
+    /// `consumer.session.timeout.ms`.
+    pub consumer_session_timeout_ms: Option<i32>,
+    /// `consumer.heartbeat.interval.ms`.
+    pub consumer_heartbeat_interval_ms: Option<i32>,
+    /// `share.session.timeout.ms`.
+    pub share_session_timeout_ms: Option<i32>,
+    /// `share.heartbeat.interval.ms`.
+    pub share_heartbeat_interval_ms: Option<i32>,
+}
+
 /// Kafka's `ConsumerGroupMigrationPolicy` (`group.consumer.migration.policy`): which online conversions
 /// between classic and consumer groups are allowed (KIP-848 "online upgrade/downgrade"). An *empty* classic
 /// group is converted by a consumer-protocol join whatever the policy, as in Kafka.

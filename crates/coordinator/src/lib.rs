@@ -35,7 +35,7 @@ mod timers;
 pub mod transaction;
 
 pub use api::*;
-pub use config::{ConsumerGroupMigrationPolicy, GroupConfig};
+pub use config::{ConsumerGroupMigrationPolicy, GroupConfig, GroupTimeouts};
 pub use consumer::api::{
     ConsumerHeartbeatRequest, ConsumerHeartbeatResult, DescribedConsumerGroup,
     DescribedConsumerMember, TopicsImage,

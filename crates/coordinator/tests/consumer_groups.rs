@@ -183,6 +183,30 @@ fn a_leaving_member_and_an_expired_session_give_their_partitions_away() {
 }
 
 #[test]
+fn a_group_config_sets_the_groups_session_timeout_and_heartbeat_interval() {
+    let mut h = H::new(&[("t", 2)]);
+    let own = GroupTimeouts {
+        consumer_session_timeout_ms: Some(60_000),
+        consumer_heartbeat_interval_ms: Some(7_000),
+        ..Default::default()
+    };
+    h.c.set_group_timeouts(std::sync::Arc::new([(G.to_string(), own)].into()));
+    assert_eq!(h.hb("a").heartbeat_interval_ms, 7_000);
+    h.settle(&["a"]);
+    // Past the broker's 45 s but within the group's 60 s: still a member.
+    h.now += 50_000;
+    assert!(h.c.tick(h.now).is_empty());
+    assert_eq!(h.hb("a").error_code, ErrorCode::NONE);
+    // Another group keeps the broker's values.
+    let mut other = h.req("x", 0);
+    other.group_id = "other".into();
+    assert_eq!(h.send(other).heartbeat_interval_ms, 5_000);
+    h.now += 61_000;
+    h.c.tick(h.now);
+    assert_eq!(h.hb("a").error_code, ErrorCode::UNKNOWN_MEMBER_ID);
+}
+
+#[test]
 fn epochs_are_checked_and_a_lost_response_is_tolerated() {
     let mut h = H::new(&[("t", 2)]);
     h.hb("a");

@@ -127,6 +127,28 @@ fn members_split_partitions_and_take_them_back_when_one_leaves_or_expires() {
 }
 
 #[test]
+fn a_group_config_sets_the_share_groups_session_timeout_and_heartbeat_interval() {
+    let mut h = H::new(1);
+    let own = GroupTimeouts {
+        share_session_timeout_ms: Some(50_000),
+        share_heartbeat_interval_ms: Some(6_000),
+        ..Default::default()
+    };
+    h.c.set_group_timeouts(std::sync::Arc::new([(G.to_string(), own)].into()));
+    assert_eq!(h.hb("a").heartbeat_interval_ms, 6_000);
+    h.now += 47_000;
+    h.c.tick(h.now);
+    assert_eq!(
+        h.hb("a").error_code,
+        ErrorCode::NONE,
+        "45 s is the broker's, not the group's"
+    );
+    h.now += 51_000;
+    h.c.tick(h.now);
+    assert_eq!(h.hb("a").error_code, ErrorCode::UNKNOWN_MEMBER_ID);
+}
+
+#[test]
 fn epochs_unknown_members_and_other_group_types_are_checked() {
     let mut h = H::new(2);
     h.hb("a");

@@ -42,6 +42,7 @@
 //!   and never standing still when the wall clock steps back (it goes on at the wall clock's pace).
 
 mod config;
+mod group_timeouts;
 mod loading;
 mod parked;
 mod persist;
@@ -202,6 +203,8 @@ pub struct GroupCoordinatorService {
     load_io: BackgroundIo,
     /// The topics image consumer groups assign from, with the metadata offset it was built at.
     topics_image: Mutex<Option<(i64, Arc<coordinator::TopicsImage>)>>,
+    /// The groups' own timeouts (their GROUP configs), with the metadata generation they were resolved at.
+    group_timeouts: group_timeouts::GroupTimeoutsCache,
 }
 
 impl std::fmt::Debug for GroupCoordinatorService {
@@ -308,6 +311,7 @@ impl GroupCoordinatorService {
             clock: Arc::new(types::SystemClock),
             load_io: BackgroundIo::blocking_pool(),
             topics_image: Mutex::new(None),
+            group_timeouts: Default::default(),
         }
     }
 
@@ -327,9 +331,12 @@ impl GroupCoordinatorService {
         t
     }
 
-    /// Hands the last topics image built by [`topics_image`](Self::topics_image) to the coordinator: the
-    /// classic members of consumer groups (KIP-848 online migration) are assigned from it.
+    /// Hands the last topics image built by [`topics_image`](Self::topics_image) to the coordinator (the
+    /// classic members of consumer groups, KIP-848 online migration, are assigned from it), and the groups'
+    /// own timeouts from their GROUP configs.
     fn hand_topics_image(&self, st: &mut State) {
+        let timeouts = self.group_timeouts.current(&self.config, &self.metadata);
+        st.coordinator.set_group_timeouts(timeouts);
         if let Some((_, t)) = self.topics_image.lock().as_ref() {
             st.coordinator.set_topics_image(t.clone());
         }

@@ -516,34 +516,60 @@ fn settings_of(
     }
 }
 
-/// The share-group members (group id, member id) whose share session was opened on one connection.
+/// The share-group members (group id, member id) whose share session was opened or advanced on one
+/// connection, and the connection's id (unique in the process, the owner [`ShareSessionCache`] records).
 /// Equal only to itself (a connection's identity).
-#[derive(Clone, Debug, Default)]
-pub struct ConnectionShareMembers(pub Arc<Mutex<Vec<(String, String)>>>);
+#[derive(Clone, Debug)]
+pub struct ConnectionShareMembers {
+    /// The connection's id.
+    pub id: u64,
+    members: Arc<Mutex<Vec<(String, String)>>>,
+}
+
+impl Default for ConnectionShareMembers {
+    fn default() -> Self {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        ConnectionShareMembers {
+            id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            members: Default::default(),
+        }
+    }
+}
+
+impl ConnectionShareMembers {
+    /// Notes that `member` of `group` has its share session on this connection.
+    pub fn note(&self, group: &str, member: &str) {
+        let mut members = self.members.lock();
+        if !members.iter().any(|(g, m)| g == group && m == member) {
+            members.push((group.to_string(), member.to_string()));
+        }
+    }
+}
 
 impl PartialEq for ConnectionShareMembers {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
+        Arc::ptr_eq(&self.members, &other.members)
     }
 }
 
 impl Eq for ConnectionShareMembers {}
 
-/// Closes the share sessions opened on a connection when it ends (dropped with the connection's task):
+/// Closes the share sessions a connection still owns when it ends (dropped with the connection's task):
 /// their members' acquired records are released at once, as Kafka does, rather than when their locks expire.
+/// A session its member reopened on another connection is left alone.
 pub struct ReleaseOnClose {
-    members: Arc<Mutex<Vec<(String, String)>>>,
+    connection: ConnectionShareMembers,
     apis: Arc<crate::server::apis::KafkaApis>,
 }
 
 impl ReleaseOnClose {
-    /// A guard over the connection's `members`.
+    /// A guard over the connection's share `members`.
     pub fn new(
         members: &ConnectionShareMembers,
         apis: &Arc<crate::server::apis::KafkaApis>,
     ) -> Self {
         ReleaseOnClose {
-            members: members.0.clone(),
+            connection: members.clone(),
             apis: apis.clone(),
         }
     }
@@ -551,7 +577,7 @@ impl ReleaseOnClose {
 
 impl Drop for ReleaseOnClose {
     fn drop(&mut self) {
-        let members = std::mem::take(&mut *self.members.lock());
+        let members = std::mem::take(&mut *self.connection.members.lock());
         if members.is_empty() {
             return;
         }
@@ -559,9 +585,10 @@ impl Drop for ReleaseOnClose {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
+        let owner = self.connection.id;
         runtime.spawn(async move {
             for (group, member) in members {
-                if shares.sessions.lock().remove(&group, &member) {
+                if shares.sessions.lock().remove_owned(&group, &member, owner) {
                     shares.release_member(&group, &member).await;
                 }
             }

@@ -7,6 +7,9 @@
 //! - any other epoch must be the session's next one (SHARE_SESSION_NOT_FOUND without a session,
 //!   INVALID_SHARE_SESSION_EPOCH otherwise); the request's partitions are added, forgotten ones removed, and
 //!   the epoch moves on by one (wrapping to 1 after `i32::MAX`).
+//! - a session belongs to the connection of its latest accepted request (`owner`, a connection id): when a
+//!   connection closes, only the sessions it still owns are closed ([`ShareSessionCache::remove_owned`]), so a
+//!   member that reconnected keeps the session it reopened on its new connection;
 //! - at most `max_sessions` sessions (`group.share.max.share.sessions`, default 2000): one more is
 //!   SHARE_SESSION_LIMIT_REACHED.
 
@@ -23,6 +26,8 @@ type Key = (String, String);
 #[derive(Debug, Default)]
 struct Session {
     next_epoch: i32,
+    /// Id of the connection whose request last opened or advanced the session.
+    owner: u64,
     partitions: BTreeSet<SessionPartition>,
 }
 
@@ -65,13 +70,13 @@ impl ShareSessionCache {
         }
     }
 
-    /// Applies one ShareFetch (`fetch`) or ShareAcknowledge at `epoch` naming `partitions` and forgetting
-    /// `forgotten`. Errors: SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH,
-    /// SHARE_SESSION_LIMIT_REACHED (see the module doc).
+    /// Applies one ShareFetch or ShareAcknowledge at `epoch`, arrived on connection `owner`, naming
+    /// `partitions` and forgetting `forgotten`; the session then belongs to `owner`. Errors:
+    /// SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH, SHARE_SESSION_LIMIT_REACHED (see the module doc).
     pub fn update(
         &mut self,
-        group: &str,
-        member: &str,
+        (group, member): (&str, &str),
+        owner: u64,
         epoch: i32,
         partitions: &[SessionPartition],
         forgotten: &[SessionPartition],
@@ -84,6 +89,7 @@ impl ShareSessionCache {
                 }
                 let session = Session {
                     next_epoch: 1,
+                    owner,
                     partitions: partitions.iter().copied().collect(),
                 };
                 let open = session.partitions.iter().copied().collect();
@@ -101,6 +107,7 @@ impl ShareSessionCache {
                 if e != s.next_epoch {
                     return Err(ShareSessionError::InvalidEpoch);
                 }
+                s.owner = owner;
                 s.partitions.extend(partitions.iter().copied());
                 for f in forgotten {
                     s.partitions.remove(f);
@@ -120,6 +127,16 @@ impl ShareSessionCache {
         self.sessions
             .remove(&(group.to_string(), member.to_string()))
             .is_some()
+    }
+
+    /// Drops the member's session if connection `owner` still owns it (the connection closed); true when
+    /// it did.
+    pub fn remove_owned(&mut self, group: &str, member: &str, owner: u64) -> bool {
+        let key = (group.to_string(), member.to_string());
+        match self.sessions.get(&key) {
+            Some(s) if s.owner == owner => self.sessions.remove(&key).is_some(),
+            _ => false,
+        }
     }
 
     /// Number of open sessions.
@@ -143,29 +160,32 @@ mod tests {
     fn epochs_open_advance_and_close_a_session() {
         let mut c = ShareSessionCache::new(10);
         assert_eq!(
-            c.update("g", "m", 1, &[], &[]),
+            c.update(("g", "m"), 1, 1, &[], &[]),
             Err(ShareSessionError::NotFound)
         );
         assert_eq!(
-            c.update("g", "m", 0, &[(T, 0)], &[]),
+            c.update(("g", "m"), 1, 0, &[(T, 0)], &[]),
             Ok(SessionUpdate::Open(vec![(T, 0)]))
         );
         assert_eq!(
-            c.update("g", "m", 2, &[], &[]),
+            c.update(("g", "m"), 1, 2, &[], &[]),
             Err(ShareSessionError::InvalidEpoch)
         );
         assert_eq!(
-            c.update("g", "m", 1, &[(T, 1)], &[]),
+            c.update(("g", "m"), 1, 1, &[(T, 1)], &[]),
             Ok(SessionUpdate::Open(vec![(T, 0), (T, 1)]))
         );
         assert_eq!(
-            c.update("g", "m", 2, &[], &[(T, 0)]),
+            c.update(("g", "m"), 1, 2, &[], &[(T, 0)]),
             Ok(SessionUpdate::Open(vec![(T, 1)]))
         );
-        assert_eq!(c.update("g", "m", -1, &[], &[]), Ok(SessionUpdate::Closed));
+        assert_eq!(
+            c.update(("g", "m"), 1, -1, &[], &[]),
+            Ok(SessionUpdate::Closed)
+        );
         assert!(c.is_empty());
         assert_eq!(
-            c.update("g", "m", -1, &[], &[]),
+            c.update(("g", "m"), 1, -1, &[], &[]),
             Err(ShareSessionError::NotFound)
         );
     }
@@ -173,14 +193,32 @@ mod tests {
     #[test]
     fn the_limit_refuses_new_sessions_but_not_a_reopened_one() {
         let mut c = ShareSessionCache::new(1);
-        assert!(c.update("g", "a", 0, &[], &[]).is_ok());
+        assert!(c.update(("g", "a"), 1, 0, &[], &[]).is_ok());
         assert_eq!(
-            c.update("g", "b", 0, &[], &[]),
+            c.update(("g", "b"), 1, 0, &[], &[]),
             Err(ShareSessionError::LimitReached)
         );
-        assert!(c.update("g", "a", 0, &[], &[]).is_ok());
+        assert!(c.update(("g", "a"), 1, 0, &[], &[]).is_ok());
         assert!(c.remove("g", "a"));
-        assert!(c.update("g", "b", 0, &[], &[]).is_ok());
+        assert!(c.update(("g", "b"), 1, 0, &[], &[]).is_ok());
         assert_eq!(c.len(), 1);
+    }
+
+    #[test]
+    fn a_closed_connection_closes_only_the_sessions_it_still_owns() {
+        let mut c = ShareSessionCache::new(10);
+        assert!(c.update(("g", "m"), 1, 0, &[(T, 0)], &[]).is_ok());
+        // The member reconnects: connection 2 reopens the session.
+        assert!(c.update(("g", "m"), 2, 0, &[(T, 0)], &[]).is_ok());
+        assert!(
+            !c.remove_owned("g", "m", 1),
+            "the old connection no longer owns it"
+        );
+        assert_eq!(c.len(), 1);
+        // An incremental request moves ownership too.
+        assert!(c.update(("g", "m"), 3, 1, &[], &[]).is_ok());
+        assert!(!c.remove_owned("g", "m", 2));
+        assert!(c.remove_owned("g", "m", 3));
+        assert!(c.is_empty());
     }
 }

@@ -186,7 +186,13 @@ impl GroupCoordinator {
         Ok(ConsumerHeartbeatResult {
             member_id: Some(member_id),
             member_epoch: next.member_epoch,
-            heartbeat_interval_ms: heartbeat_interval(&self.config, next.state),
+            heartbeat_interval_ms: heartbeat_interval(
+                (self
+                    .timeouts_of(&req.group_id)
+                    .consumer_heartbeat_interval_ms)
+                    .unwrap_or(self.config.consumer_heartbeat_interval_ms),
+                next.state,
+            ),
             assignment: send.then_some(next.assigned),
             ..Default::default()
         })
@@ -381,14 +387,17 @@ impl GroupCoordinator {
         self.fence_consumer_members(now, group, &[member.to_string()], fx);
     }
 
-    /// (Re)arms a member's session timeout: `group.consumer.session.timeout.ms`, or the session timeout a
-    /// classic-protocol member joined with.
+    /// (Re)arms a member's session timeout: the group's `consumer.session.timeout.ms`, else the broker's
+    /// `group.consumer.session.timeout.ms`, or the session timeout a classic-protocol member joined with.
     pub(super) fn schedule_consumer_session(&mut self, now: i64, group: &str, member: &str) {
         let classic = (self.consumer_groups.get(group))
             .and_then(|g| g.members.get(member))
             .and_then(|m| m.metadata.classic.as_ref())
             .map(|c| c.session_timeout_ms);
-        let timeout = classic.unwrap_or(self.config.consumer_session_timeout_ms);
+        let timeout = classic.unwrap_or_else(|| {
+            (self.timeouts_of(group).consumer_session_timeout_ms)
+                .unwrap_or(self.config.consumer_session_timeout_ms)
+        });
         let at = now.saturating_add(i64::from(timeout.max(0)));
         let key = TimerKey::ConsumerSession {
             group: group.to_string(),
@@ -422,13 +431,13 @@ impl GroupCoordinator {
 /// How soon a member waiting for partitions that others still hold (UNRELEASED_PARTITIONS) is asked back, ms.
 pub const RECONCILING_HEARTBEAT_INTERVAL_MS: i32 = 500;
 
-/// The heartbeat interval told to a member in `state`: `group.consumer.heartbeat.interval.ms`, except for a
+/// The heartbeat interval told to a member in `state`: the group's `interval` (its
+/// `consumer.heartbeat.interval.ms`, else `group.consumer.heartbeat.interval.ms`), except for a
 /// member waiting for partitions others still hold, which is asked back within
 /// [`RECONCILING_HEARTBEAT_INTERVAL_MS`] so that it takes them soon after their release — Kafka answers the
 /// configured interval (5 s by default) and the member waits that long. Clients follow the interval of each
 /// response (the Java client and librdkafka both do).
-fn heartbeat_interval(config: &crate::GroupConfig, state: MemberState) -> i32 {
-    let interval = config.consumer_heartbeat_interval_ms;
+fn heartbeat_interval(interval: i32, state: MemberState) -> i32 {
     match state {
         MemberState::UnreleasedPartitions => interval.min(RECONCILING_HEARTBEAT_INTERVAL_MS),
         _ => interval,

@@ -76,6 +76,9 @@ pub struct GroupCoordinator {
     /// The topics as last handed in ([`GroupCoordinator::set_topics_image`] or a ConsumerGroupHeartbeat):
     /// what classic members of consumer groups are assigned from, and how their partitions are named.
     topics: std::sync::Arc<crate::consumer::api::TopicsImage>,
+    /// Groups' own timeouts (their group configs), as last handed in
+    /// ([`GroupCoordinator::set_group_timeouts`]).
+    group_timeouts: std::sync::Arc<BTreeMap<String, crate::config::GroupTimeouts>>,
 }
 
 /// Where the random part of a new member id comes from.
@@ -253,6 +256,7 @@ impl GroupCoordinator {
             member_ids: MemberIds::Random,
             completed_rebalances: 0,
             topics: Default::default(),
+            group_timeouts: Default::default(),
         }
     }
 
@@ -261,6 +265,20 @@ impl GroupCoordinator {
     /// name partitions by. The glue calls it whenever the metadata changed, before those calls.
     pub fn set_topics_image(&mut self, image: std::sync::Arc<crate::consumer::api::TopicsImage>) {
         self.topics = image;
+    }
+
+    /// Hands in the groups' own timeouts (KIP-848 `consumer.*`, KIP-932 `share.*` group configs), by group
+    /// id; a group not in the map uses the broker's. They apply from the next heartbeat of each member.
+    pub fn set_group_timeouts(
+        &mut self,
+        timeouts: std::sync::Arc<BTreeMap<String, crate::config::GroupTimeouts>>,
+    ) {
+        self.group_timeouts = timeouts;
+    }
+
+    /// Group `group`'s own timeouts (default: none).
+    pub(crate) fn timeouts_of(&self, group: &str) -> crate::config::GroupTimeouts {
+        self.group_timeouts.get(group).copied().unwrap_or_default()
     }
 
     /// The same coordinator, but new member ids take their random part from a splitmix64 stream seeded

@@ -140,7 +140,8 @@ impl GroupCoordinator {
         Ok(ShareHeartbeatResult {
             member_id: Some(req.member_id.clone()),
             member_epoch: epoch,
-            heartbeat_interval_ms: self.config.share_heartbeat_interval_ms,
+            heartbeat_interval_ms: (self.timeouts_of(&req.group_id).share_heartbeat_interval_ms)
+                .unwrap_or(self.config.share_heartbeat_interval_ms),
             assignment,
             ..Default::default()
         })
@@ -220,7 +221,9 @@ impl GroupCoordinator {
     }
 
     fn schedule_share_session(&mut self, now: i64, group: &str, member: &str) {
-        let at = now.saturating_add(i64::from(self.config.share_session_timeout_ms.max(0)));
+        let timeout = (self.timeouts_of(group).share_session_timeout_ms)
+            .unwrap_or(self.config.share_session_timeout_ms);
+        let at = now.saturating_add(i64::from(timeout.max(0)));
         let key = TimerKey::ShareSession {
             group: group.to_string(),
             member: member.to_string(),

@@ -154,19 +154,15 @@ pub async fn fetch(
         .flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, *p)))
         .collect();
     let epoch = request.share_session_epoch;
-    let update = shares
-        .sessions
-        .lock()
-        .update(&group, &member, epoch, &named, &forgotten);
+    let owner = &ctx.connection.share_members;
+    let update =
+        (shares.sessions.lock()).update((&group, &member), owner.id, epoch, &named, &forgotten);
     let session = match update {
         Ok(u) => u,
         Err(e) => return top(ErrorCode::from(e), None),
     };
-    if epoch == 0 {
-        let mut members = ctx.connection.share_members.0.lock();
-        if !members.iter().any(|(g, m)| *g == group && *m == member) {
-            members.push((group.clone(), member.clone()));
-        }
+    if session != SessionUpdate::Closed {
+        owner.note(&group, &member);
     }
     let limits = request_limits(&request);
     let mut slots: Slots = BTreeMap::new();
@@ -368,14 +364,15 @@ pub async fn acknowledge_request(
         return top(ErrorCode::INVALID_SHARE_SESSION_EPOCH);
     }
     let shares = apis.shares();
-    let update = shares
-        .sessions
-        .lock()
-        .update(&group, &member, epoch, &[], &[]);
+    let owner = &ctx.connection.share_members;
+    let update = (shares.sessions.lock()).update((&group, &member), owner.id, epoch, &[], &[]);
     let session = match update {
         Ok(s) => s,
         Err(e) => return top(ErrorCode::from(e)),
     };
+    if session != SessionUpdate::Closed {
+        owner.note(&group, &member);
+    }
     let mut responses = Vec::new();
     for t in request.topics {
         let mut partitions = Vec::new();
