@@ -507,12 +507,17 @@ pub const BROKER_CONFIGS: &[BrokerConfigDef] = &[
     def("num.recovery.threads.per.data.dir", T::Int, None),
     accepted("socket.send.buffer.bytes", T::Int, Some("102400")),
     accepted("socket.receive.buffer.bytes", T::Int, Some("102400")),
-    accepted(
+    def(
+        "share.coordinator.state.topic.num.partitions",
+        T::Int,
+        Some("50"),
+    ),
+    def(
         "share.coordinator.state.topic.replication.factor",
         T::Int,
-        None,
+        Some("3"),
     ),
-    accepted("share.coordinator.state.topic.min.isr", T::Int, None),
+    def("share.coordinator.state.topic.min.isr", T::Int, Some("2")),
     accepted("controller.quorum.bootstrap.servers", T::List, None),
     accepted("group.coordinator.rebalance.protocols", T::List, None),
 ];
