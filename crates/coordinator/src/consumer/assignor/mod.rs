@@ -16,10 +16,12 @@
 //!   topics (same subscribers, same partition count) still land on the same member per partition index.
 //!
 //! When no member has a rack or no partition has racks, the output is exactly that of the rack-less
-//! assignors. Kafka 4.4's server-side assignors (`UniformHomogeneousAssignmentBuilder`,
-//! `UniformHeterogeneousAssignmentBuilder`, `RangeAssignor` in `org.apache.kafka.coordinator.group.assignor`)
-//! never read partition racks although `SubscribedTopicDescriber::racksForPartition` exposes them; Kafka only
-//! hashes them into the topic metadata hash (KIP-1101). Runnel's assignors use them.
+//! assignors. Kafka's server-side assignors ignore racks: their rack code was removed for 3.8 (KAFKA-16694)
+//! and Kafka 4.x's `UniformHomogeneousAssignmentBuilder`, `UniformHeterogeneousAssignmentBuilder` and
+//! `RangeAssignor` (`org.apache.kafka.coordinator.group.assignor`) never call
+//! `SubscribedTopicDescriber::racksForPartition`, though it still exists; Kafka only hashes partition racks
+//! into the topic metadata hash (KIP-1101), and its rack-aware server assignor is a test-only class
+//! (KAFKA-17747). Runnel's assignors use the racks.
 
 mod rack;
 mod range;
