@@ -46,6 +46,7 @@ mod group_timeouts;
 mod loading;
 mod parked;
 mod persist;
+mod topics_image;
 mod txn_offsets;
 
 pub use config::group_config;
@@ -315,8 +316,10 @@ impl GroupCoordinatorService {
         }
     }
 
-    /// The topics of `image` as the consumer-group coordinator sees them (name, id, partition count),
-    /// rebuilt only when the metadata changed since the last call (its version is the metadata offset).
+    /// The topics of `image` as the consumer-group coordinator sees them (name, id, partition count, and each
+    /// partition's replica racks for the rack-aware assignors — KIP-881), rebuilt only when the metadata
+    /// changed since the last call (its version is the metadata offset, which also moves when a broker
+    /// registers with another `broker.rack`).
     pub fn topics_image(&self, image: &metadata::MetadataImage) -> Arc<coordinator::TopicsImage> {
         let mut cached = self.topics_image.lock();
         if let Some((offset, t)) = cached.as_ref() {
@@ -324,9 +327,7 @@ impl GroupCoordinatorService {
                 return t.clone();
             }
         }
-        let topics = (image.topics.values())
-            .map(|t| (t.name.clone(), t.topic_id, t.partitions.len() as i32));
-        let t = Arc::new(coordinator::TopicsImage::new(image.offset as u64, topics));
+        let t = Arc::new(topics_image::build(image));
         *cached = Some((image.offset, t.clone()));
         t
     }

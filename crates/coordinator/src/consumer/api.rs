@@ -1,22 +1,25 @@
 //! Request and response shapes of the consumer-group operations (ConsumerGroupHeartbeat,
 //! ConsumerGroupDescribe), and the topics image the coordinator assigns from.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use types::ErrorCode;
 use uuid::Uuid;
 
 use super::Assignment;
 
-/// The topics as the coordinator sees them when it assigns: name → (id, partition count). Built by the glue
-/// from the broker's metadata; `version` changes whenever the set of topics or a partition count changes
-/// (regular expressions are re-resolved only then).
+/// The topics as the coordinator sees them when it assigns: name → (id, partition count), and per partition
+/// the racks of its replicas (KIP-881/KIP-1101: the `broker.rack` of each replica's broker; empty when the
+/// brokers have no rack). Built by the glue from the broker's metadata; `version` changes whenever the
+/// topics, a partition count or a partition's racks change (regular expressions are re-resolved only then).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TopicsImage {
     /// Changes whenever the topics change.
     pub version: u64,
     by_name: BTreeMap<String, (Uuid, i32)>,
     names: HashMap<Uuid, String>,
+    /// Topic id → racks of each partition's replicas, indexed by partition; absent for a topic without racks.
+    racks: HashMap<Uuid, Vec<BTreeSet<String>>>,
 }
 
 impl TopicsImage {
@@ -31,6 +34,30 @@ impl TopicsImage {
             image.by_name.insert(name, (id, partitions));
         }
         image
+    }
+
+    /// Sets the racks of topic `id`'s partitions: `racks[p]` is the set of racks of partition `p`'s replicas.
+    /// A topic whose partitions have no rack at all is stored as having none (so that a rack-less cluster's
+    /// image is the same as one built without racks).
+    pub fn set_partition_racks(&mut self, id: Uuid, racks: Vec<BTreeSet<String>>) {
+        if racks.iter().all(BTreeSet::is_empty) {
+            self.racks.remove(&id);
+        } else {
+            self.racks.insert(id, racks);
+        }
+    }
+
+    /// This image with the racks of topic `id`'s partitions set ([`Self::set_partition_racks`]).
+    #[must_use]
+    pub fn with_partition_racks(mut self, id: Uuid, racks: Vec<BTreeSet<String>>) -> Self {
+        self.set_partition_racks(id, racks);
+        self
+    }
+
+    /// The racks of topic `id`'s partitions, indexed by partition (a partition past the end has none); empty
+    /// when the topic's replicas have no rack.
+    pub fn partition_racks(&self, id: &Uuid) -> &[BTreeSet<String>] {
+        self.racks.get(id).map_or(&[], Vec::as_slice)
     }
 
     /// The topic's id and partition count.

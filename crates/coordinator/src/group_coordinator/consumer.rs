@@ -719,7 +719,8 @@ pub(super) fn maybe_bump_and_assign(
 }
 
 /// Computes a new target assignment at the group epoch with the group's assignor (the one most members ask
-/// for, else the first configured) and persists the members' changed targets and the assignment epoch.
+/// for, else the first configured), rack-aware from the members' racks and the image's partition racks, and
+/// persists the members' changed targets and the assignment epoch.
 pub(super) fn update_target(
     g: &mut ConsumerGroup,
     image: &TopicsImage,
@@ -728,19 +729,30 @@ pub(super) fn update_target(
 ) {
     let name = group_assignor(g, assignors);
     let mut partitions = BTreeMap::new();
+    let mut racks = assignor::PartitionRacks::new();
     let mut specs = BTreeMap::new();
     for (id, m) in &g.members {
         let mut topics = BTreeSet::new();
         for t in m.subscribed_topics(g) {
             if let Some((tid, n)) = image.topic(t) {
                 topics.insert(tid);
-                partitions.insert(tid, n);
+                if partitions.insert(tid, n).is_none() && !image.partition_racks(&tid).is_empty() {
+                    racks.insert(tid, image.partition_racks(&tid).to_vec());
+                }
             }
         }
         let previous = g.target.get(id).cloned().unwrap_or_default();
-        specs.insert(id.clone(), MemberSpec { topics, previous });
+        let rack = m.metadata.rack_id.clone();
+        specs.insert(
+            id.clone(),
+            MemberSpec {
+                topics,
+                previous,
+                rack,
+            },
+        );
     }
-    let out = assignor::assign(&name, &specs, &partitions);
+    let out = assignor::assign_with_racks(&name, &specs, &partitions, &racks);
     for (id, a) in out {
         if g.target.get(&id) != Some(&a) {
             persist(
