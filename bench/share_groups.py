@@ -23,7 +23,7 @@ scripts/install-test-deps.sh.
 
 Usage: python3 bench/share_groups.py [REPS] [--kafka HOST:PORT] [--consumers 1,4,16] [--count N] [--max-seconds S]
                                      [--records R] [--batch-bytes B]
-                                     [--commit sync|async|poll] [--no-classic] [--json FILE]
+                                     [--commit sync|async|poll] [--heap 512m] [--no-classic] [--json FILE]
   (after `cargo build --release -p runnel` and `bash scripts/install-test-deps.sh`)
 """
 
@@ -45,6 +45,7 @@ from conftest import BrokerProcess, make_topic  # noqa: E402
 JAVA_DIR = ROOT / "tests" / "java" / "target"
 RECORD_BYTES = 100
 MAX_SECONDS = 40.0
+HEAP = "512m"
 
 
 def java(mode: str, *args: str, max_seconds: float = MAX_SECONDS) -> dict:
@@ -52,7 +53,12 @@ def java(mode: str, *args: str, max_seconds: float = MAX_SECONDS) -> dict:
     jar = JAVA_DIR / "runnel-client-test.jar"
     if not jar.exists():
         sys.exit("tests/java not built: run scripts/install-test-deps.sh")
-    argv = ["java", "-Xmx512m", "-Dlog4j.configuration=file:/dev/null", "-cp", f"{jar}:{JAVA_DIR / 'lib'}/*",
+    log4j = JAVA_DIR / "bench-log4j.properties"
+    log4j.write_text("log4j.rootLogger=ERROR, stderr\nlog4j.appender.stderr=org.apache.log4j.ConsoleAppender\n"
+                     "log4j.appender.stderr.Target=System.err\n"
+                     "log4j.appender.stderr.layout=org.apache.log4j.PatternLayout\n"
+                     "log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n\n")
+    argv = ["java", f"-Xmx{HEAP}", f"-Dlog4j.configuration=file:{log4j}", "-cp", f"{jar}:{JAVA_DIR / 'lib'}/*",
             "dev.runnel.clienttest.ShareBench", mode, *args, "--max-seconds", str(max_seconds)]
     try:
         res = subprocess.run(argv, capture_output=True, text=True, timeout=max_seconds + 90)
@@ -66,6 +72,9 @@ def java(mode: str, *args: str, max_seconds: float = MAX_SECONDS) -> dict:
                            f"{res.stderr[-3000:]}")
     out = json.loads(lines[-1])
     out["rc"] = res.returncode
+    if "OutOfMemoryError" in res.stderr:
+        # the share consumer catches errors of its network thread (and logs them): a stalled run, not an error
+        out["error"] = ((out.get("error") or "") + " client OutOfMemoryError (JVM heap " + HEAP + ")").strip()
     if res.returncode != 0:
         out["stderr_tail"] = res.stderr[-1500:]
     return out
@@ -109,6 +118,11 @@ def main():
     opts = {"--kafka": None, "--consumers": "1,4,16", "--count": "100000", "--records": "200000",
             "--commit": "async", "--json": None, "--batch-bytes": "16384", "--max-seconds": str(MAX_SECONDS)}
     classic = True
+    global HEAP
+    if "--heap" in args:
+        i = args.index("--heap")
+        HEAP = args[i + 1]
+        del args[i:i + 2]
     if "--no-classic" in args:
         args.remove("--no-classic")
         classic = False
