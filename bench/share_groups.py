@@ -24,6 +24,7 @@ scripts/install-test-deps.sh.
 Usage: python3 bench/share_groups.py [REPS] [--kafka HOST:PORT] [--consumers 1,4,16] [--count N] [--max-seconds S]
                                      [--records R] [--batch-bytes B]
                                      [--commit sync|async|poll] [--heap 512m] [--no-classic] [--json FILE]
+                                     [--consumer-config KEY=VALUE]...  (extra share-consumer configs)
   (after `cargo build --release -p runnel` and `bash scripts/install-test-deps.sh`)
 """
 
@@ -98,11 +99,13 @@ def fill(bootstrap: str, records: int, batch_bytes: int) -> str:
     return topic
 
 
-def share_run(bootstrap: str, topic: str, consumers: int, count: int, commit: str, cap: float) -> dict:
+def share_run(bootstrap: str, topic: str, consumers: int, count: int, commit: str, cap: float,
+              extra: list[str]) -> dict:
     group = "sbg-" + uuid.uuid4().hex[:8]
+    extra_args = [a for kv in extra for a in ("--consumer-config", kv)]
     return java("share", "--bootstrap", bootstrap, "--group", group, "--topic", topic,
                 "--consumers", str(consumers), "--count", str(count), "--commit", commit,
-                "--set", "share.auto.offset.reset=earliest", max_seconds=cap)
+                "--set", "share.auto.offset.reset=earliest", *extra_args, max_seconds=cap)
 
 
 def classic_run(bootstrap: str, topic: str, count: int) -> dict:
@@ -122,6 +125,11 @@ def main():
     if "--heap" in args:
         i = args.index("--heap")
         HEAP = args[i + 1]
+        del args[i:i + 2]
+    extra: list[str] = []
+    while "--consumer-config" in args:
+        i = args.index("--consumer-config")
+        extra.append(args[i + 1])
         del args[i:i + 2]
     if "--no-classic" in args:
         args.remove("--no-classic")
@@ -160,7 +168,7 @@ def main():
                     if kind == "classic":
                         r = classic_run(bs, topics[name], count)
                     else:
-                        r = share_run(bs, topics[name], int(kind.split("-")[1]), count, commit, cap)
+                        r = share_run(bs, topics[name], int(kind.split("-")[1]), count, commit, cap, extra)
                     r.update(broker=name, kind=kind, rep=rep)
                     results.setdefault((name, kind), []).append(r)
                     if jsonl:
@@ -174,7 +182,7 @@ def main():
                           f"per consumer {r['per_consumer']}  rc {r['rc']}"
                           + capped + (f"  error {r['error']}" if r.get("error") else ""), flush=True)
         print()
-        print(f"commit={commit} N={count} records={records} reps={reps} cap={cap} s (medians; R/K = median of "
+        print(f"commit={commit} N={count} records={records} reps={reps} cap={cap} s consumer configs={extra} (medians; R/K = median of "
               f"same-rep ratios; '*' = some runs capped, their rate is acknowledged/elapsed at the cap)")
         print("| consumers | Runnel records/s | Kafka records/s | R/K | duplicates (R / K) |")
         print("|---|---|---|---|---|")

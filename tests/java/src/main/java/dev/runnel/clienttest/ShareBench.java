@@ -33,6 +33,7 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * <pre>
  *   share   --bootstrap H:P --group G --topic T --count N [--consumers K] [--commit sync|async|poll]
  *           [--max-poll-records M] [--max-seconds S] [--set GROUPCONFIG=V]... [--metrics yes]
+ *           [--consumer-config KEY=VALUE]...   (extra KafkaShareConsumer configs, e.g. fetch.max.bytes=1048576)
  *   classic --bootstrap H:P --topic T --count N [--max-seconds S]   (one KafkaConsumer of partition 0 from
  *           its start, no group, no commits: the same topic's plain-consumer reference)
  * </pre>
@@ -167,6 +168,9 @@ public final class ShareBench {
                 p.put(ConsumerConfig.SHARE_ACKNOWLEDGEMENT_MODE_CONFIG, "explicit");
                 if (!maxPoll.isEmpty()) {
                     p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, maxPoll);
+                }
+                for (String kv : ShareTest.all(opt, "consumer-config")) {
+                    p.put(kv.substring(0, kv.indexOf('=')), kv.substring(kv.indexOf('=') + 1));
                 }
                 try (KafkaShareConsumer<byte[], byte[]> c =
                          new KafkaShareConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
