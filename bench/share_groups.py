@@ -118,6 +118,9 @@ def fmt(x: float) -> str:
 
 def main():
     args = sys.argv[1:]
+    if "-h" in args or "--help" in args:
+        print(__doc__)
+        return
     opts = {"--kafka": None, "--consumers": "1,4,16", "--count": "100000", "--records": "200000",
             "--commit": "async", "--json": None, "--batch-bytes": "16384", "--max-seconds": str(MAX_SECONDS)}
     classic = True
