@@ -56,6 +56,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest import ROOT, _die_with_parent, make_topic  # noqa: E402
+import kproto as k  # noqa: E402
+from test_broker_configs import incremental_alter  # noqa: E402
+from test_groups import wait_coordinator  # noqa: E402
 from test_kafka_tools import tool  # noqa: E402
 
 JAVA_DIR = ROOT / "tests" / "java" / "target"
@@ -359,22 +362,111 @@ def test_frozen_consumer_records_return_after_lock_expiry(broker, tmp_path, shar
     assert {e["o"]: e["dc"] for e in recs(evs)} == {o: (2 if o in held else 1) for o in range(10)}
 
 
-def test_acknowledgement_after_lock_expiry_fails(broker, tmp_path, shares):
-    """A consumer that accepts its records only after their acquisition lock (15 s) expired gets
-    InvalidRecordStateException for each of them (error INVALID_RECORD_STATE in the ShareAcknowledge answer,
-    reported per partition by commitSync): the records went back to Available when the lock expired. Its next
-    poll delivers them again (delivery count 2) and accepting them then succeeds."""
+def share_heartbeat(c, group: str, member: str, epoch: int, topic: str | None):
+    """ShareGroupHeartbeat v1 → (error, epoch, {topic id: [partitions]} or None)."""
+    w = k.Writer().compact_string(group).compact_string(member).i32(epoch).compact_string(None)
+    if topic is None:
+        w.uvarint(0)
+    else:
+        k.compact_array(w, [topic], lambda w, t: w.compact_string(t))
+    r = c.request(76, 1, bytes(w.tags().buf), flexible_header=True, flexible_response=True)
+    r.i32()
+    err, _msg, _member, epoch, _interval = r.i16(), k.read_compact_string(r), k.read_compact_string(r), r.i32(), r.i32()
+    if r.i8() < 0:
+        return err, epoch, None
+
+    def tp(r):
+        tid, parts = r.raw(16), k.read_compact_array(r, lambda r: r.i32())
+        r.uvarint()
+        return tid, parts
+    return err, epoch, dict(k.read_compact_array(r, tp))
+
+
+def share_fetch(c, group: str, member: str, epoch: int, topic_id: bytes, ack=None, max_wait_ms: int = 5000):
+    """ShareFetch v1 of partition 0 of `topic_id`, with the acknowledgement batch `ack` = (first, last, type)
+    piggybacked → (error, acknowledge error, [(first, last, delivery count)] acquired)."""
+    w = k.Writer().compact_string(group).compact_string(member).i32(epoch)
+    w.i32(max_wait_ms).i32(1).i32(1 << 20).i32(500).i32(500)
+
+    def partition(w, _):
+        w.i32(0)
+        batches = [ack] if ack else []
+        k.compact_array(w, batches, lambda w, b: k.compact_array(w.i64(b[0]).i64(b[1]), [b[2]],
+                                                                 lambda w, t: w.i8(t)).tags())
+        w.tags()
+    k.compact_array(w, [topic_id], lambda w, t: k.compact_array(w.raw(t), [0], partition).tags())
+    w.uvarint(1)  # no forgotten topics
+    r = c.request(78, 1, bytes(w.tags().buf), flexible_header=True, flexible_response=True)
+    r.i32()
+    top, _msg, _lock = r.i16(), k.read_compact_string(r), r.i32()
+
+    def pdata(r):
+        r.i32()
+        err, _m, ack_err, _am = r.i16(), k.read_compact_string(r), r.i16(), k.read_compact_string(r)
+        r.i32(), r.i32(), r.uvarint()  # current leader
+        n = r.uvarint() - 1
+        if n > 0:
+            r.raw(n)
+
+        def acquired(r):
+            out = (r.i64(), r.i64(), r.i16())
+            r.uvarint()
+            return out
+        got = k.read_compact_array(r, acquired)
+        r.uvarint()
+        return err, ack_err, got
+
+    def topic(r):
+        r.raw(16)
+        parts = k.read_compact_array(r, pdata)
+        r.uvarint()
+        return parts
+    topics = k.read_compact_array(r, topic)
+    if top or not topics:
+        return top, None, []
+    return topics[0][0]
+
+
+def test_acknowledgement_after_lock_expiry_fails(broker):
+    """A member that accepts its records only after their acquisition lock (15 s, the smallest Kafka allows)
+    expired is answered INVALID_RECORD_STATE (121) for them: they went back to Available when the lock
+    expired. Its next fetch delivers them again (delivery count 2) and accepting them then succeeds.
+    A raw client: while it waits it sends nothing. (The Java KafkaShareConsumer may have a ShareFetch parked at
+    the moment the lock expires — on Kafka as here — which re-acquires the records for the same member, after
+    which the late acknowledgement is valid; a test through it cannot tell the two orders apart.)"""
     topic, group = unique("sharelate"), unique("sg")
     make_topic(broker.bootstrap, topic, 1)
     produce(broker.bootstrap, topic, [f"r{i}" for i in range(5)])
-    s = shares(tmp_path, "late", broker.bootstrap, group, topic, "--set", f"share.record.lock.duration.ms={LOCK_MS}",
-               "--ack-delay-ms", str(LOCK_MS + 2000), "--count", "5", "--commit", "sync")
-    evs = s.wait_exit(timeout=LOCK_MS / 1000 + WAIT_S)
-    late = failed_acks(evs)
-    assert sorted(e["o"] for e in late) == list(range(5)), late
-    assert all("InvalidRecordStateException" in e["err"] for e in late), late
-    assert sorted(e["o"] for e in acks(evs, "accept")) == list(range(5))
-    assert [(e["o"], e["dc"]) for e in recs(evs)] == [(o, 1) for o in range(5)] + [(o, 2) for o in range(5)]
+    member = str(uuid.uuid4())[:22]
+    wait_coordinator(broker.bootstrap, group)
+    with k.Connection(broker.bootstrap) as c:
+        for key, value in (("share.auto.offset.reset", "earliest"), ("share.record.lock.duration.ms", str(LOCK_MS))):
+            err, message = incremental_alter(c, 32, group, [(key, 0, value)])
+            assert err == 0, message
+        err, epoch, assigned = share_heartbeat(c, group, member, 0, topic)
+        assert err == 0
+        deadline = time.monotonic() + WAIT_S
+        while not assigned:
+            assert time.monotonic() < deadline, "no assignment"
+            time.sleep(0.2)
+            err, epoch, assigned = share_heartbeat(c, group, member, epoch, None)
+            assert err == 0
+        (topic_id,) = assigned
+        deadline = time.monotonic() + WAIT_S
+        while True:
+            err, ack_err, got = share_fetch(c, group, member, 0, topic_id)
+            assert (err, ack_err) == (0, 0)
+            if got:
+                break
+            assert time.monotonic() < deadline, "nothing acquired"
+            share_fetch(c, group, member, -1, topic_id, max_wait_ms=0)  # close the session; open a new one
+        assert got == [(0, 4, 1)], got
+        time.sleep((LOCK_MS + 2000) / 1000)  # past the lock: nothing sent meanwhile
+        err, ack_err, got = share_fetch(c, group, member, 1, topic_id, ack=(0, 4, 1))
+        assert (err, ack_err) == (0, 121), "a late ACCEPT must be refused with INVALID_RECORD_STATE"
+        assert got == [(0, 4, 2)], got
+        err, ack_err, got = share_fetch(c, group, member, 2, topic_id, ack=(0, 4, 1), max_wait_ms=0)
+        assert (err, ack_err, got) == (0, 0, [])
 
 
 @pytest.mark.parametrize("setting", ["share.record.lock.duration.ms=14999", "share.record.lock.duration.ms=60001",

@@ -123,6 +123,8 @@ pub struct SharePartitionManager {
     pub sessions: Mutex<ShareSessionCache>,
     /// Woken when a lock deadline may have moved earlier, or records were released.
     timer: Notify,
+    /// Woken (every waiter) when records may have become acquirable: released, expired, acknowledged.
+    released: Notify,
     clock: Arc<dyn Clock>,
 }
 
@@ -149,6 +151,7 @@ impl SharePartitionManager {
             partitions: Mutex::new(HashMap::new()),
             sessions: Mutex::new(ShareSessionCache::new(max_sessions)),
             timer: Notify::new(),
+            released: Notify::new(),
             clock,
         }
     }
@@ -163,9 +166,11 @@ impl SharePartitionManager {
         (self.settings)(group).record_lock_duration_ms
     }
 
-    /// Notified when records became acquirable again (released or expired): a waiting ShareFetch retries.
+    /// Notified (all waiters) when records may have become acquirable (released, expired, acknowledged):
+    /// a parked ShareFetch retries. Separate from the lock timer's wake-up, which a `notify_one` on a shared
+    /// `Notify` could hand to a parked fetch instead (the timer then slept past a lock's expiry).
     pub fn released(&self) -> &Notify {
-        &self.timer
+        &self.released
     }
 
     fn entry(&self, key: &SharePartitionKey) -> Arc<tokio::sync::Mutex<Entry>> {
@@ -225,7 +230,11 @@ impl SharePartitionManager {
             }
             None => return Ok(Acquired::default()),
         };
-        let bounds = batch_bounds(&records);
+        let spans = batch_spans(&records);
+        let bounds: Vec<(i64, i64)> = spans
+            .iter()
+            .map(|b| (b.base_offset, b.last_offset))
+            .collect();
         if bounds.is_empty() {
             return Ok(Acquired::default());
         }
@@ -234,9 +243,12 @@ impl SharePartitionManager {
         if acquired.is_empty() {
             return Ok(Acquired::default());
         }
+        tracing::debug!(group, member, topic_id = %partition.topic_id(), partition = partition.partition,
+            ranges = ?acquired.iter().map(|a| (a.first_offset, a.last_offset, a.delivery_count)).collect::<Vec<_>>(),
+            "acquired records");
         self.timer.notify_one();
         Ok(Acquired {
-            records: Some(records),
+            records: Some(slice_to_acquired(records, &spans, &acquired)),
             acquired,
         })
     }
@@ -258,10 +270,18 @@ impl SharePartitionManager {
         let epoch = partition.leader_epoch().get();
         let sp = self.loaded(&key, &mut e, partition, &settings).await?;
         let now = self.clock.now_ms();
-        sp.acknowledge(member, batches, now)?;
+        let applied = sp.acknowledge(member, batches, now);
+        tracing::debug!(group, member, topic_id = %partition.topic_id(), partition = partition.partition,
+            batches = ?batches.iter().map(|b| (b.first_offset, b.last_offset)).collect::<Vec<_>>(),
+            result = ?applied, "acknowledged records");
+        applied?;
         let snapshot = sp.snapshot();
         self.timer.notify_one();
-        self.persist(&key, epoch, snapshot).await
+        let persisted = self.persist(&key, epoch, snapshot).await;
+        // Acknowledged records may move the start offset (room in the in-flight window), released ones are
+        // Available again: every parked ShareFetch looks again.
+        self.released().notify_waiters();
+        persisted
     }
 
     /// Releases every record `member` of `group` holds on any partition here (its share session closed).
@@ -285,6 +305,7 @@ impl SharePartitionManager {
                 }
             }
         }
+        self.released().notify_waiters();
         self.timer.notify_one();
     }
 
@@ -327,6 +348,7 @@ impl SharePartitionManager {
             };
             let now = self.clock.now_ms();
             if sp.next_deadline().is_some_and(|d| d <= now) && sp.tick(now) {
+                tracing::debug!(group = %key.group_id, "acquisition locks expired");
                 let (epoch, snapshot) = (*epoch, sp.snapshot());
                 self.released().notify_waiters();
                 if let Err(code) = self.persist(&key, epoch, snapshot).await {
@@ -415,15 +437,30 @@ fn key_of(group: &str, partition: &Partition) -> SharePartitionKey {
     }
 }
 
-/// The (base offset, last offset) of each whole batch of `records`, walking the 61-byte batch headers.
-pub fn batch_bounds(records: &Records) -> Vec<(i64, i64)> {
+/// One whole batch of a read: its offsets and where its bytes are, relative to the read's first byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchSpan {
+    /// The batch's base offset.
+    pub base_offset: i64,
+    /// The batch's last offset.
+    pub last_offset: i64,
+    /// Its first byte, from the start of the read.
+    pub start: u64,
+    /// Its size in bytes (header included).
+    pub len: u64,
+}
+
+/// The whole batches of `records` in order, walking the 61-byte batch headers (a trailing partial batch is
+/// left out).
+pub fn batch_spans(records: &Records) -> Vec<BatchSpan> {
     use std::os::unix::fs::FileExt;
     let mut out = Vec::new();
     let mut buf = [0u8; RECORD_BATCH_OVERHEAD];
-    let (mut pos, end) = match records {
+    let (origin, end) = match records {
         Records::Memory(b) => (0u64, b.len() as u64),
         Records::File(s) => (s.position, s.position + s.len as u64),
     };
+    let mut pos = origin;
     while pos + RECORD_BATCH_OVERHEAD as u64 <= end {
         let header = match records {
             Records::Memory(b) => {
@@ -442,10 +479,49 @@ pub fn batch_bounds(records: &Records) -> Vec<(i64, i64)> {
         if size == 0 || pos + size > end {
             break;
         }
-        out.push((h.base_offset, h.last_offset()));
+        out.push(BatchSpan {
+            base_offset: h.base_offset,
+            last_offset: h.last_offset(),
+            start: pos - origin,
+            len: size,
+        });
         pos += size;
     }
     out
+}
+
+/// The part of `records` a ShareFetch answer carries: from the first batch holding an acquired offset to
+/// the last one (Kafka's `ShareFetchUtils.maybeSliceFetchRecords`). The read may reach far past what was
+/// acquired (up to the request's MaxBytes); sending all of it made every answer up to 50 MiB for a few
+/// hundred acquired records.
+fn slice_to_acquired(
+    records: Records,
+    spans: &[BatchSpan],
+    acquired: &[AcquiredRecords],
+) -> Records {
+    let (Some(lo), Some(hi)) = (
+        acquired.iter().map(|a| a.first_offset).min(),
+        acquired.iter().map(|a| a.last_offset).max(),
+    ) else {
+        return records;
+    };
+    let first = spans.iter().find(|b| b.last_offset >= lo);
+    let last = spans.iter().rev().find(|b| b.base_offset <= hi);
+    let (Some(first), Some(last)) = (first, last) else {
+        return records;
+    };
+    let (start, end) = (first.start, last.start + last.len);
+    if start >= end {
+        return records;
+    }
+    match records {
+        Records::Memory(b) => Records::Memory(b.slice(start as usize..end as usize)),
+        Records::File(mut s) => {
+            s.position += start;
+            s.len = (end - start) as u32;
+            Records::File(s)
+        }
+    }
 }
 
 /// Builds the share-partition manager and its share coordinator for a broker (called by
@@ -593,5 +669,52 @@ impl Drop for ReleaseOnClose {
                 }
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::{Bytes, BytesMut};
+    use protocol::record::{Compression, RecordBatchBuilder};
+
+    /// Three batches of 5 records each at offsets 0, 5, 10, in memory.
+    fn three_batches() -> Records {
+        let mut all = BytesMut::new();
+        for base in [0, 5, 10] {
+            let mut b = RecordBatchBuilder::new(Compression::None).base_offset(base);
+            for i in 0..5u8 {
+                b.append(0, None, Some(Bytes::from(vec![i])), Vec::new());
+            }
+            all.extend_from_slice(&b.build().unwrap());
+        }
+        Records::Memory(all.freeze())
+    }
+
+    fn acquired(first_offset: i64, last_offset: i64) -> AcquiredRecords {
+        AcquiredRecords {
+            first_offset,
+            last_offset,
+            delivery_count: 1,
+        }
+    }
+
+    #[test]
+    fn an_answer_carries_only_the_batches_holding_acquired_offsets() {
+        let records = three_batches();
+        let spans = batch_spans(&records);
+        let bounds: Vec<_> = spans
+            .iter()
+            .map(|b| (b.base_offset, b.last_offset))
+            .collect();
+        assert_eq!(bounds, [(0, 4), (5, 9), (10, 14)]);
+        assert_eq!(spans[2].start + spans[2].len, records.len() as u64);
+        let middle = slice_to_acquired(records.clone(), &spans, &[acquired(6, 8)]);
+        assert_eq!(batch_spans(&middle).len(), 1);
+        assert_eq!(batch_spans(&middle)[0].base_offset, 5);
+        let two = slice_to_acquired(records.clone(), &spans, &[acquired(0, 4), acquired(5, 7)]);
+        assert_eq!(two.len() as u64, spans[1].start + spans[1].len);
+        let none = slice_to_acquired(records.clone(), &spans, &[]);
+        assert_eq!(none.len(), records.len());
     }
 }
