@@ -1,5 +1,6 @@
 """Share groups (KIP-932, "queues for Kafka") with the Java client's KafkaShareConsumer (kafka-clients 4.4.0,
-tests/java ShareTest.java, explicit acknowledgement mode) and Kafka's `kafka-share-groups.sh`:
+tests/java ShareTest.java, explicit acknowledgement mode), librdkafka's share consumer (confluent-kafka's
+ShareConsumer), a raw client where timing must be exact, and Kafka's `kafka-share-groups.sh`:
 
 - five share consumers on one partition get distinct records: the union is exactly all records, none twice;
 - a released record is delivered again (delivery count 2), then accepted;
@@ -7,7 +8,9 @@ tests/java ShareTest.java, explicit acknowledgement mode) and Kafka's `kafka-sha
   default `group.share.delivery.count.limit` = 5, or the group config) is archived and not delivered again;
 - a consumer killed with `kill -9` while holding acquired records: another consumer gets them (delivery count 2);
   a consumer frozen with SIGSTOP (its connection stays open): another one gets them once the acquisition lock
-  (`share.record.lock.duration.ms`) expired; acknowledging after the lock expired fails (INVALID_RECORD_STATE);
+  (`share.record.lock.duration.ms`) expired; acknowledging after the lock expired fails (INVALID_RECORD_STATE;
+  a raw client, which sends nothing while it waits);
+- three librdkafka share consumers share one partition's records, and a released one comes again;
 - a broker `kill -9` and restart on the same data: no accepted record is delivered again, every other one is;
 - `kafka-share-groups.sh` lists and describes the group (state, members, offsets), resets its offsets to the
   earliest (a consumer then reads everything again) and deletes it.
@@ -48,6 +51,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -604,3 +608,66 @@ def test_kafka_share_groups_reset_offsets_to_earliest(broker, tmp_path, shares):
               lambda rows: rows and rows[0]["STATE"] == "Empty", "Empty state")
     share_tool(broker.bootstrap, "--delete", "--group", group)
     assert group not in [r[0] for r in share_tool(broker.bootstrap, "--list")]
+
+
+def test_librdkafka_share_consumers_get_distinct_records_and_a_released_one_again(broker):
+    """librdkafka's share consumer (confluent-kafka's ShareConsumer, explicit mode): three consumers of a
+    one-partition topic share its 300 records — each accepted exactly once, none delivered to two consumers
+    at the same time — and the one record every consumer releases on its first delivery comes again."""
+    from confluent_kafka import AcknowledgeType, ShareConsumer
+    topic, group = unique("sharerd"), unique("sg")
+    make_topic(broker.bootstrap, topic, 1)
+    n = 300
+    produce(broker.bootstrap, topic, [f"r{i}" for i in range(n)], batch=20)
+    with k.Connection(broker.bootstrap) as c:
+        err, message = incremental_alter(c, 32, group, [("share.auto.offset.reset", 0, "earliest")])
+        assert err == 0, message
+    lock = threading.Lock()
+    accepted: dict[int, str] = {}
+    deliveries: list[tuple[str, int]] = []
+    errors: list[str] = []
+    stop = threading.Event()
+
+    def run(name: str):
+        conf = {"bootstrap.servers": broker.bootstrap, "group.id": group, "client.id": name,
+                "share.acknowledgement.mode": "explicit"}
+        consumer = ShareConsumer(conf)
+        try:
+            consumer.subscribe([topic])
+            while not stop.is_set():
+                for m in consumer.poll(0.5) or []:
+                    if m.error():
+                        errors.append(f"{name}: {m.error()}")
+                        continue
+                    with lock:
+                        first = all(o != m.offset() for _, o in deliveries)
+                        deliveries.append((name, m.offset()))
+                    release = m.value() == b"r13" and first
+                    consumer.acknowledge(m, AcknowledgeType.RELEASE if release else AcknowledgeType.ACCEPT)
+                    if not release:
+                        with lock:
+                            assert m.offset() not in accepted, f"offset {m.offset()} accepted twice"
+                            accepted[m.offset()] = name
+                consumer.commit_sync()
+                with lock:
+                    if len(accepted) == n:
+                        stop.set()
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(f"{name}: {e!r}")
+            stop.set()
+        finally:
+            consumer.close()
+
+    threads = [threading.Thread(target=run, args=(f"rd-{i}",)) for i in range(3)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 90
+    while not stop.is_set() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    stop.set()
+    for t in threads:
+        t.join(30)
+    assert not errors, errors
+    assert sorted(accepted) == list(range(n)), f"{n - len(accepted)} records never accepted"
+    assert [o for _, o in deliveries].count(13) == 2, "the released record was not delivered again"
+    assert len(deliveries) == n + 1, "a record was delivered twice without a release"
