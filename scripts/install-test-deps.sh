@@ -3,6 +3,7 @@
 #   - kcat from Debian (links Debian's librdkafka 2.0.2: the "old client" case)
 #   - Python packages pinned in tests/requirements.txt (pytest, kafka-python, confluent-kafka, codecs)
 #   - the Java test programs under tests/java (org.apache.kafka:kafka-clients and kafka-streams, built with Maven)
+#   - the Go test program under tests/go (franz-go's share consumer, modules from the Go module proxy)
 #   - Apache Kafka 4.4.0 jars (reference broker and command-line tools) via scripts/kafka-reference.sh
 #   - Debian's chromium and playwright-core from npm (tests/console), for the web console's browser test
 set -euo pipefail
@@ -32,6 +33,12 @@ if [[ ! -f tests/java/target/runnel-client-test.jar || tests/java/pom.xml -nt te
     echo "building the Java client test program (maven)"
     mvn -q -B -f tests/java/pom.xml package dependency:copy-dependencies \
         -DoutputDirectory=target/lib -DincludeScope=runtime -DskipTests
+fi
+
+if [[ ! -x tests/go/target/sharetest || tests/go/go.mod -nt tests/go/target/sharetest \
+      || -n "$(find tests/go/sharetest -newer tests/go/target/sharetest -print -quit)" ]]; then
+    echo "building the Go client test program (go build)"
+    (cd tests/go && go build -o target/sharetest ./sharetest)
 fi
 
 if ! command -v chromium >/dev/null; then

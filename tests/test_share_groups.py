@@ -1,6 +1,6 @@
 """Share groups (KIP-932, "queues for Kafka") with the Java client's KafkaShareConsumer (kafka-clients 4.4.0,
 tests/java ShareTest.java, explicit acknowledgement mode), librdkafka's share consumer (confluent-kafka's
-ShareConsumer), a raw client where timing must be exact, and Kafka's `kafka-share-groups.sh`:
+ShareConsumer), franz-go's (tests/go sharetest), a raw client where timing must be exact, and Kafka's `kafka-share-groups.sh`:
 
 - five share consumers on one partition get distinct records: the union is exactly all records, none twice;
 - a released record is delivered again (delivery count 2), then accepted;
@@ -10,7 +10,8 @@ ShareConsumer), a raw client where timing must be exact, and Kafka's `kafka-shar
   a consumer frozen with SIGSTOP (its connection stays open): another one gets them once the acquisition lock
   (`share.record.lock.duration.ms`) expired; acknowledging after the lock expired fails (INVALID_RECORD_STATE;
   a raw client, which sends nothing while it waits);
-- three librdkafka share consumers share one partition's records, and a released one comes again;
+- three librdkafka share consumers, and three franz-go ones, share one partition's records, and a released one
+  comes again;
 - a broker `kill -9` and restart on the same data: no accepted record is delivered again, every other one is;
 - `kafka-share-groups.sh` lists and describes the group (state, members, offsets), resets its offsets to the
   earliest (a consumer then reads everything again) and deletes it.
@@ -671,3 +672,29 @@ def test_librdkafka_share_consumers_get_distinct_records_and_a_released_one_agai
     assert sorted(accepted) == list(range(n)), f"{n - len(accepted)} records never accepted"
     assert [o for _, o in deliveries].count(13) == 2, "the released record was not delivered again"
     assert len(deliveries) == n + 1, "a record was delivered twice without a release"
+
+
+def test_franz_go_share_consumers_get_distinct_records_and_a_released_one_again(broker):
+    """franz-go's share consumer (kgo.ShareGroup, tests/go sharetest): three consumers of a one-partition topic
+    share its 300 records — each accepted exactly once — and the record every consumer releases on its first
+    delivery comes again with delivery count 2."""
+    exe = ROOT / "tests" / "go" / "target" / "sharetest"
+    if not exe.exists():
+        pytest.fail("tests/go not built: run scripts/install-test-deps.sh (scripts/test.sh does)")
+    topic, group = unique("sharefz"), unique("sg")
+    make_topic(broker.bootstrap, topic, 1)
+    n = 300
+    produce(broker.bootstrap, topic, [f"r{i}" for i in range(n)], batch=20)
+    with k.Connection(broker.bootstrap) as c:
+        err, message = incremental_alter(c, 32, group, [("share.auto.offset.reset", 0, "earliest")])
+        assert err == 0, message
+    res = subprocess.run([str(exe), "--bootstrap", broker.bootstrap, "--group", group, "--topic", topic,
+                          "--consumers", "3", "--count", str(n), "--release", "r13", "--max-seconds", "60"],
+                         capture_output=True, text=True, timeout=90)
+    assert res.returncode == 0, f"sharetest exited {res.returncode}\n{res.stdout[-2000:]}\n{res.stderr[-3000:]}"
+    out = json.loads(res.stdout.splitlines()[-1])
+    assert not out["errors"], out["errors"]
+    assert sorted(out["accepted"]) == list(range(n))
+    offsets = [o for _, o, _ in out["deliveries"]]
+    assert [dc for _, o, dc in out["deliveries"] if o == 13] == [1, 2], out["deliveries"]
+    assert len(offsets) == n + 1, "a record was delivered twice without a release"
