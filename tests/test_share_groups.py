@@ -60,7 +60,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest import ROOT, _die_with_parent, make_topic  # noqa: E402
+from conftest import MODE, ROOT, _die_with_parent, make_topic  # noqa: E402
 import kproto as k  # noqa: E402
 from test_broker_configs import incremental_alter  # noqa: E402
 from test_groups import wait_coordinator  # noqa: E402
@@ -698,3 +698,49 @@ def test_franz_go_share_consumers_get_distinct_records_and_a_released_one_again(
     offsets = [o for _, o, _ in out["deliveries"]]
     assert [dc for _, o, dc in out["deliveries"] if o == 13] == [1, 2], out["deliveries"]
     assert len(offsets) == n + 1, "a record was delivered twice without a release"
+
+
+def write_share_state(c, group: str, topic_id: bytes, start: int, batches, state_epoch: int = 0) -> int:
+    """WriteShareGroupState v0 of partition 0 with `batches` = [(first, last)] (Available, count 1) → its error."""
+    w = k.Writer().compact_string(group)
+
+    def part(w, _):
+        w.i32(0).i32(state_epoch).i32(0).i64(start)
+        k.compact_array(w, batches, lambda w, b: w.i64(b[0]).i64(b[1]).i8(0).i16(1).tags())
+        w.tags()
+    k.compact_array(w, [topic_id], lambda w, t: k.compact_array(w.raw(t), [0], part).tags())
+    r = c.request(85, 0, bytes(w.tags().buf), flexible_header=True, flexible_response=True)
+
+    def partition(r):
+        out = (r.i32(), r.i16(), k.read_compact_string(r))
+        r.uvarint()
+        return out
+
+    def topic(r):
+        r.raw(16)
+        parts = k.read_compact_array(r, partition)
+        r.uvarint()
+        return parts
+    (parts,) = k.read_compact_array(r, topic)
+    return parts[0][1]
+
+
+@pytest.mark.skipif(MODE != "runnel", reason="Runnel's bounds; Kafka stores such states")
+def test_share_state_and_member_ids_are_bounded(broker):
+    """A WriteShareGroupState whose batches reach far past the start offset (a share-partition keeps an entry
+    per in-flight offset: one 60-byte request could make the next ShareFetch allocate gigabytes), overlap or go
+    backwards is INVALID_REQUEST (42) and not stored; a ShareFetch naming a member id longer than a UUID's 36
+    characters is INVALID_REQUEST too (every acquired record keeps its holder's id)."""
+    topic_id, group = uuid.uuid4().bytes, unique("sgbad")
+    with k.Connection(broker.bootstrap) as c:
+        assert write_share_state(c, group, topic_id, 0, [(0, 9 * 10**18)]) == 42
+        assert write_share_state(c, group, topic_id, 0, [(0, 1 << 17)]) == 42
+        assert write_share_state(c, group, topic_id, 10, [(10, 20), (15, 30)]) == 42
+        assert write_share_state(c, group, topic_id, 10, [(12, 11)]) == 42
+        assert write_share_state(c, group, topic_id, 10, [(5, 11)]) == 42
+        assert write_share_state(c, group, topic_id, 10, [], state_epoch=-1) == 42
+        assert write_share_state(c, group, topic_id, 10, [(10, 20), (21, 30)]) == 0
+        err, _, _ = share_fetch(c, group, "m" * 37, 0, topic_id, max_wait_ms=0)
+        assert err == 42
+        err, _, _ = share_fetch(c, group, "m" * 36, 0, topic_id, max_wait_ms=0)
+        assert err == 100, "36 bytes are fine: the partition's UNKNOWN_TOPIC_ID, not INVALID_REQUEST"

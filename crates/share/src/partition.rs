@@ -178,14 +178,22 @@ impl SharePartition {
                 }
                 DeliveryState::Available => RecordState::Available,
             };
-            for offset in b.first_offset.max(start)..=b.last_offset {
+            // A stored state is bounded (`MAX_STATE_SPAN`): a state written before the bound was checked, or
+            // corrupted, cannot make this loop allocate without limit.
+            let last = b
+                .last_offset
+                .min(start.saturating_add(crate::state::MAX_STATE_SPAN - 1));
+            if last < b.first_offset.max(start) {
+                continue;
+            }
+            for offset in b.first_offset.max(start)..=last {
                 let record = InFlightRecord {
                     state: state.clone(),
                     delivery_count: b.delivery_count.max(0),
                 };
                 in_flight.insert(offset, record);
             }
-            end = end.max(b.last_offset + 1);
+            end = end.max(last.saturating_add(1));
         }
         let mut sp = SharePartition {
             config,

@@ -432,3 +432,15 @@ fn extreme_offsets_do_not_overflow() {
     assert_eq!(sp.start_offset(), i64::MAX);
     sp.check_invariants();
 }
+
+#[test]
+fn a_stored_state_past_the_span_bound_is_cut_at_it() {
+    let persisted = ShareState {
+        state_epoch: 0,
+        start_offset: 10,
+        batches: vec![sb(10, i64::MAX, DeliveryState::Available, 1)],
+    };
+    let sp = SharePartition::new(persisted, config(5, 100));
+    assert_eq!(sp.in_flight.len() as i64, crate::state::MAX_STATE_SPAN);
+    assert_eq!(sp.end_offset, 10 + crate::state::MAX_STATE_SPAN);
+}

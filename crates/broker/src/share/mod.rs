@@ -278,6 +278,11 @@ impl SharePartitionManager {
         let snapshot = sp.snapshot();
         self.timer.notify_one();
         let persisted = self.persist(&key, epoch, snapshot).await;
+        if persisted.is_err() {
+            // Answered with an error, so not applied: the stored state is the truth, reloaded on next use
+            // (as after a failover — records acquired here and not yet persisted come back Available).
+            e.sp = None;
+        }
         // Acknowledged records may move the start offset (room in the in-flight window), released ones are
         // Available again: every parked ShareFetch looks again.
         self.released().notify_waiters();
@@ -301,7 +306,12 @@ impl SharePartitionManager {
             if sp.release_member(member, now) {
                 let (epoch, snapshot) = (*epoch, sp.snapshot());
                 if let Err(code) = self.persist(&key, epoch, snapshot).await {
-                    tracing::debug!(?code, "cannot persist released records");
+                    tracing::warn!(
+                        ?code,
+                        group,
+                        "cannot persist released records; reloading the state"
+                    );
+                    e.sp = None;
                 }
             }
         }
@@ -352,7 +362,8 @@ impl SharePartitionManager {
                 let (epoch, snapshot) = (*epoch, sp.snapshot());
                 self.released().notify_waiters();
                 if let Err(code) = self.persist(&key, epoch, snapshot).await {
-                    tracing::debug!(?code, "cannot persist expired locks");
+                    tracing::warn!(?code, group = %key.group_id, "cannot persist expired locks; reloading the state");
+                    e.sp = None;
                 }
             }
             if let Some((_, sp)) = e.sp.as_ref() {
@@ -619,6 +630,13 @@ impl ConnectionShareMembers {
         if !members.iter().any(|(g, m)| g == group && m == member) {
             members.push((group.to_string(), member.to_string()));
         }
+    }
+
+    /// `member` of `group` closed its share session on this connection.
+    pub fn forget(&self, group: &str, member: &str) {
+        self.members
+            .lock()
+            .retain(|(g, m)| g != group || m != member);
     }
 }
 

@@ -115,10 +115,16 @@ async fn acknowledge(
 
 fn group_and_member(group: Option<&String>, member: Option<&String>) -> Option<(String, String)> {
     match (group, member) {
-        (Some(g), Some(m)) if !g.is_empty() && !m.is_empty() => Some((g.clone(), m.clone())),
+        (Some(g), Some(m)) if !g.is_empty() && !m.is_empty() && m.len() <= MAX_MEMBER_ID_BYTES => {
+            Some((g.clone(), m.clone()))
+        }
         _ => None,
     }
 }
+
+/// The longest member id a ShareFetch or ShareAcknowledge may name: a member id is a client-generated UUID
+/// (22 characters in base64, 36 as text), and every acquired record keeps a copy of its holder's id.
+const MAX_MEMBER_ID_BYTES: usize = 36;
 
 /// Answers one ShareFetch.
 pub async fn fetch(
@@ -136,7 +142,7 @@ pub async fn fetch(
     else {
         return top(
             ErrorCode::INVALID_REQUEST,
-            Some("GroupId and MemberId are required.".into()),
+            Some("GroupId and MemberId (at most 36 bytes) are required.".into()),
         );
     };
     if let Err(d) = ctx.authorize(AclOperation::Read, ResourceType::Group, &group) {
@@ -161,7 +167,9 @@ pub async fn fetch(
         Ok(u) => u,
         Err(e) => return top(ErrorCode::from(e), None),
     };
-    if session != SessionUpdate::Closed {
+    if session == SessionUpdate::Closed {
+        owner.forget(&group, &member);
+    } else {
         owner.note(&group, &member);
     }
     let limits = request_limits(&request);
@@ -370,7 +378,9 @@ pub async fn acknowledge_request(
         Ok(s) => s,
         Err(e) => return top(ErrorCode::from(e)),
     };
-    if session != SessionUpdate::Closed {
+    if session == SessionUpdate::Closed {
+        owner.forget(&group, &member);
+    } else {
         owner.note(&group, &member);
     }
     let mut responses = Vec::new();

@@ -76,7 +76,9 @@ pub async fn read(
     }
 }
 
-/// Answers WriteShareGroupState (the whole state of each partition replaces the stored one).
+/// Answers WriteShareGroupState (the whole state of each partition replaces the stored one). A state that
+/// breaks [`ShareState::validate`] (unordered or overlapping batches, past `MAX_STATE_SPAN`, negative
+/// epochs) or names a negative partition is INVALID_REQUEST and is not stored.
 pub async fn write(
     apis: &KafkaApis,
     ctx: &RequestContext,
@@ -108,6 +110,22 @@ pub async fn write(
                         start_offset: p.start_offset,
                         batches,
                     };
+                    let checked = state.validate().and_then(|()| {
+                        (p.partition >= 0 && p.leader_epoch >= -1)
+                            .then_some(())
+                            .ok_or("a negative partition or leader epoch")
+                    });
+                    if let Err(why) = checked {
+                        tracing::debug!(group = %request.group_id, topic_id = %t.topic_id,
+                            partition = p.partition, why, "WriteShareGroupState refused");
+                        partitions.push(write_resp::PartitionResult {
+                            partition: p.partition,
+                            error_code: ErrorCode::INVALID_REQUEST.0,
+                            error_message: Some(format!("Invalid state: {why}.")),
+                            ..Default::default()
+                        });
+                        continue;
+                    }
                     match local.write(&key, p.leader_epoch, state).await {
                         Ok(()) => ErrorCode::NONE,
                         Err(e) => ErrorCode::from(e),
