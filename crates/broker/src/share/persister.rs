@@ -4,9 +4,10 @@
 //! WriteShareGroupState (85) on the inter-broker listener (the replica fetchers' connector: its TLS/SASL).
 //!
 //! Runnel's brokers exchange whole states: a write carries every in-flight batch, and a read of a key never
-//! initialized answers start offset -1 (the leader then initializes it itself). An unreachable or moved
-//! coordinator is NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE: the ShareFetch or ShareAcknowledge fails for
-//! that partition and the client retries.
+//! initialized answers start offset -1 (the leader then initializes it itself). An unreachable, moving or
+//! loading coordinator (NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE / COORDINATOR_LOAD_IN_PROGRESS) is retried
+//! with backoff for up to [`RETRY_FOR`], as Kafka's persister does; after that the ShareFetch or
+//! ShareAcknowledge fails for that partition and the client retries.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,6 +29,36 @@ use crate::txn_coordinator::channel::BrokerChannel;
 
 /// How long one inter-broker state request may take.
 const RPC_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a read or write is retried while the key's share coordinator is elected, moves or loads.
+pub const RETRY_FOR: Duration = Duration::from_secs(5);
+
+/// Runs `op` until it succeeds, fails otherwise than transiently, or [`RETRY_FOR`] has passed (backoff from
+/// 50 ms, doubling to 1 s).
+async fn with_retries<T, Fut>(mut op: impl FnMut() -> Fut) -> Result<T, ShareCoordinatorError>
+where
+    Fut: std::future::Future<Output = Result<T, ShareCoordinatorError>>,
+{
+    let deadline = tokio::time::Instant::now() + RETRY_FOR;
+    let mut backoff = Duration::from_millis(50);
+    loop {
+        match op().await {
+            Err(
+                e @ (ShareCoordinatorError::NotCoordinator
+                | ShareCoordinatorError::LoadInProgress
+                | ShareCoordinatorError::NotAvailable),
+            ) => {
+                if tokio::time::Instant::now() + backoff >= deadline {
+                    return Err(e);
+                }
+                tracing::debug!(error = %e, "share state not reachable yet; retrying");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+            }
+            other => return other,
+        }
+    }
+}
 
 /// Reads and writes share-partition state at the key's share coordinator, local or remote.
 pub struct SharePersister {
@@ -90,8 +121,17 @@ impl SharePersister {
         }
     }
 
-    /// ReadShareGroupState of `key` by a leader in `leader_epoch` (`None`: never initialized).
+    /// ReadShareGroupState of `key` by a leader in `leader_epoch` (`None`: never initialized), retried while
+    /// the coordinator is not reachable ([`RETRY_FOR`]).
     pub async fn read(
+        &self,
+        key: &SharePartitionKey,
+        leader_epoch: i32,
+    ) -> Result<Option<StoredShareState>, ShareCoordinatorError> {
+        with_retries(|| self.read_once(key, leader_epoch)).await
+    }
+
+    async fn read_once(
         &self,
         key: &SharePartitionKey,
         leader_epoch: i32,
@@ -124,8 +164,18 @@ impl SharePersister {
         read_answer(r, key.partition)
     }
 
-    /// WriteShareGroupState: replaces the state of `key`.
+    /// WriteShareGroupState: replaces the state of `key`, retried while the coordinator is not reachable
+    /// ([`RETRY_FOR`]).
     pub async fn write(
+        &self,
+        key: &SharePartitionKey,
+        leader_epoch: i32,
+        state: ShareState,
+    ) -> Result<(), ShareCoordinatorError> {
+        with_retries(|| self.write_once(key, leader_epoch, state.clone())).await
+    }
+
+    async fn write_once(
         &self,
         key: &SharePartitionKey,
         leader_epoch: i32,
