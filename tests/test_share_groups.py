@@ -611,18 +611,25 @@ def test_kafka_share_groups_reset_offsets_to_earliest(broker, tmp_path, shares):
     assert group not in [r[0] for r in share_tool(broker.bootstrap, "--list")]
 
 
+def filled_topic(bootstrap: str, prefix: str, n: int) -> tuple[str, str]:
+    """A new one-partition topic holding records r0..r(n-1) in batches of 20, and a new share group that
+    starts at the earliest offset (its `share.auto.offset.reset` group config): (topic, group)."""
+    topic, group = unique(prefix), unique("sg")
+    make_topic(bootstrap, topic, 1)
+    produce(bootstrap, topic, [f"r{i}" for i in range(n)], batch=20)
+    with k.Connection(bootstrap) as c:
+        err, message = incremental_alter(c, 32, group, [("share.auto.offset.reset", 0, "earliest")])
+        assert err == 0, message
+    return topic, group
+
+
 def test_librdkafka_share_consumers_get_distinct_records_and_a_released_one_again(broker):
     """librdkafka's share consumer (confluent-kafka's ShareConsumer, explicit mode): three consumers of a
     one-partition topic share its 300 records — each accepted exactly once, none delivered to two consumers
     at the same time — and the one record every consumer releases on its first delivery comes again."""
     from confluent_kafka import AcknowledgeType, ShareConsumer
-    topic, group = unique("sharerd"), unique("sg")
-    make_topic(broker.bootstrap, topic, 1)
     n = 300
-    produce(broker.bootstrap, topic, [f"r{i}" for i in range(n)], batch=20)
-    with k.Connection(broker.bootstrap) as c:
-        err, message = incremental_alter(c, 32, group, [("share.auto.offset.reset", 0, "earliest")])
-        assert err == 0, message
+    topic, group = filled_topic(broker.bootstrap, "sharerd", n)
     lock = threading.Lock()
     accepted: dict[int, str] = {}
     deliveries: list[tuple[str, int]] = []
@@ -681,13 +688,8 @@ def test_franz_go_share_consumers_get_distinct_records_and_a_released_one_again(
     exe = ROOT / "tests" / "go" / "target" / "sharetest"
     if not exe.exists():
         pytest.fail("tests/go not built: run scripts/install-test-deps.sh (scripts/test.sh does)")
-    topic, group = unique("sharefz"), unique("sg")
-    make_topic(broker.bootstrap, topic, 1)
     n = 300
-    produce(broker.bootstrap, topic, [f"r{i}" for i in range(n)], batch=20)
-    with k.Connection(broker.bootstrap) as c:
-        err, message = incremental_alter(c, 32, group, [("share.auto.offset.reset", 0, "earliest")])
-        assert err == 0, message
+    topic, group = filled_topic(broker.bootstrap, "sharefz", n)
     res = subprocess.run([str(exe), "--bootstrap", broker.bootstrap, "--group", group, "--topic", topic,
                           "--consumers", "3", "--count", str(n), "--release", "r13", "--max-seconds", "60"],
                          capture_output=True, text=True, timeout=90)
