@@ -61,6 +61,19 @@ pub enum ShareCoordinatorError {
     FencedStateEpoch,
 }
 
+impl ShareCoordinatorError {
+    /// Whether the error passes by itself: the key's coordinator is being elected, moves or loads
+    /// (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE).
+    pub fn is_transient(self) -> bool {
+        matches!(
+            self,
+            ShareCoordinatorError::NotCoordinator
+                | ShareCoordinatorError::LoadInProgress
+                | ShareCoordinatorError::NotAvailable
+        )
+    }
+}
+
 /// The stored state of one share-partition.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoredShareState {

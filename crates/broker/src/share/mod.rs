@@ -277,12 +277,7 @@ impl SharePartitionManager {
         applied?;
         let snapshot = sp.snapshot();
         self.timer.notify_one();
-        let persisted = self.persist(&key, epoch, snapshot).await;
-        if persisted.is_err() {
-            // Answered with an error, so not applied: the stored state is the truth, reloaded on next use
-            // (as after a failover — records acquired here and not yet persisted come back Available).
-            e.sp = None;
-        }
+        let persisted = self.persist_or_reload(&key, &mut e, epoch, snapshot).await;
         // Acknowledged records may move the start offset (room in the in-flight window), released ones are
         // Available again: every parked ShareFetch looks again.
         self.released().notify_waiters();
@@ -305,13 +300,12 @@ impl SharePartitionManager {
             };
             if sp.release_member(member, now) {
                 let (epoch, snapshot) = (*epoch, sp.snapshot());
-                if let Err(code) = self.persist(&key, epoch, snapshot).await {
+                if let Err(code) = self.persist_or_reload(&key, &mut e, epoch, snapshot).await {
                     tracing::warn!(
                         ?code,
                         group,
                         "cannot persist released records; reloading the state"
                     );
-                    e.sp = None;
                 }
             }
         }
@@ -361,9 +355,8 @@ impl SharePartitionManager {
                 tracing::debug!(group = %key.group_id, "acquisition locks expired");
                 let (epoch, snapshot) = (*epoch, sp.snapshot());
                 self.released().notify_waiters();
-                if let Err(code) = self.persist(&key, epoch, snapshot).await {
+                if let Err(code) = self.persist_or_reload(&key, &mut e, epoch, snapshot).await {
                     tracing::warn!(?code, group = %key.group_id, "cannot persist expired locks; reloading the state");
-                    e.sp = None;
                 }
             }
             if let Some((_, sp)) = e.sp.as_ref() {
@@ -432,6 +425,23 @@ impl SharePartitionManager {
         state: ShareState,
     ) -> Result<(), SharePartitionError> {
         Ok(self.persister.write(key, leader_epoch, state).await?)
+    }
+
+    /// [`persist`](Self::persist), and when it fails the in-memory share-partition is dropped: the stored
+    /// state — the last one written — is reloaded on next use, as after a failover, so nothing answered with
+    /// an error stays applied (records acquired here and not yet persisted come back Available).
+    async fn persist_or_reload(
+        &self,
+        key: &SharePartitionKey,
+        e: &mut Entry,
+        leader_epoch: i32,
+        state: ShareState,
+    ) -> Result<(), SharePartitionError> {
+        let persisted = self.persist(key, leader_epoch, state).await;
+        if persisted.is_err() {
+            e.sp = None;
+        }
+        persisted
     }
 
     /// Forgets the in-memory state of `group` (its state was deleted or reset by an admin).

@@ -43,11 +43,7 @@ where
     let mut backoff = Duration::from_millis(50);
     loop {
         match op().await {
-            Err(
-                e @ (ShareCoordinatorError::NotCoordinator
-                | ShareCoordinatorError::LoadInProgress
-                | ShareCoordinatorError::NotAvailable),
-            ) => {
+            Err(e) if e.is_transient() => {
                 if tokio::time::Instant::now() + backoff >= deadline {
                     return Err(e);
                 }

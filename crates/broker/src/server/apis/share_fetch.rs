@@ -29,6 +29,7 @@ use uuid::Uuid;
 use super::KafkaApis;
 use crate::server::context::RequestContext;
 use crate::share::sessions::SessionUpdate;
+use crate::share::SharePartitionError;
 use authorizer::{AclOperation, ResourceType};
 
 /// Longest a ShareFetch is held, ms (as Fetch's cap).
@@ -125,15 +126,6 @@ fn group_and_member(group: Option<&String>, member: Option<&String>) -> Option<(
 /// The longest member id a ShareFetch or ShareAcknowledge may name: a member id is a client-generated UUID
 /// (22 characters in base64, 36 as text), and every acquired record keeps a copy of its holder's id.
 const MAX_MEMBER_ID_BYTES: usize = 36;
-
-/// Errors of a share-partition's state read that pass (its share coordinator moving or loading): the
-/// partition is answered without records and the client fetches again.
-const TRANSIENT_STATE_ERRORS: [ErrorCode; 4] = [
-    ErrorCode::NOT_COORDINATOR,
-    ErrorCode::COORDINATOR_NOT_AVAILABLE,
-    ErrorCode::COORDINATOR_LOAD_IN_PROGRESS,
-    ErrorCode::REQUEST_TIMED_OUT,
-];
 
 /// Answers one ShareFetch.
 pub async fn fetch(
@@ -283,20 +275,14 @@ async fn acquire_waiting(
                     any = true;
                 }
                 Ok(_) => {}
-                Err(e) => match ErrorCode::from(e) {
-                    // The share-partition's state is not reachable yet (its share coordinator is being
-                    // elected or loading): nothing to deliver this time. The Java client takes any of these
-                    // codes on a ShareFetch partition as fatal ("Unexpected error code"), as Kafka never
-                    // sends them there.
-                    code if TRANSIENT_STATE_ERRORS.contains(&code) => {
-                        tracing::debug!(
-                            group,
-                            code = code.0,
-                            "share-partition state not reachable yet"
-                        );
-                    }
-                    code => slot.partition = Some(Err(code)),
-                },
+                // The share-partition's state is not reachable yet (its share coordinator is being elected
+                // or loading, past the persister's retries): nothing to deliver this time. The Java client
+                // takes a coordinator code on a ShareFetch partition as fatal ("Unexpected error code"), as
+                // Kafka never sends one there.
+                Err(SharePartitionError::Coordinator(c)) if c.is_transient() => {
+                    tracing::debug!(group, error = %c, "share-partition state not reachable yet");
+                }
+                Err(e) => slot.partition = Some(Err(ErrorCode::from(e))),
             }
         }
         if any || partitions.is_empty() || tokio::time::Instant::now() >= deadline {
