@@ -390,11 +390,21 @@ def share_heartbeat(c, group: str, member: str, epoch: int, topic: str | None):
 def share_fetch(c, group: str, member: str, epoch: int, topic_id: bytes, ack=None, max_wait_ms: int = 5000):
     """ShareFetch v1 of partition 0 of `topic_id`, with the acknowledgement batch `ack` = (first, last, type)
     piggybacked → (error, acknowledge error, [(first, last, delivery count)] acquired)."""
+    top, topics = share_fetch_topics(c, group, member, epoch, topic_id, ack, max_wait_ms)
+    if top or not topics:
+        return top, None, []
+    return next(iter(topics.values()))[0]
+
+
+def share_fetch_topics(c, group: str, member: str, epoch: int, topic_id: bytes, ack=None,
+                       max_wait_ms: int = 5000, partition_index: int = 0):
+    """`share_fetch` naming partition `partition_index` → (top-level error, {topic id: [(error, acknowledge
+    error, acquired)] per partition answered})."""
     w = k.Writer().compact_string(group).compact_string(member).i32(epoch)
     w.i32(max_wait_ms).i32(1).i32(1 << 20).i32(500).i32(500)
 
     def partition(w, _):
-        w.i32(0)
+        w.i32(partition_index)
         batches = [ack] if ack else []
         k.compact_array(w, batches, lambda w, b: k.compact_array(w.i64(b[0]).i64(b[1]), [b[2]],
                                                                  lambda w, t: w.i8(t)).tags())
@@ -422,14 +432,11 @@ def share_fetch(c, group: str, member: str, epoch: int, topic_id: bytes, ack=Non
         return err, ack_err, got
 
     def topic(r):
-        r.raw(16)
+        tid = r.raw(16)
         parts = k.read_compact_array(r, pdata)
         r.uvarint()
-        return parts
-    topics = k.read_compact_array(r, topic)
-    if top or not topics:
-        return top, None, []
-    return topics[0][0]
+        return tid, parts
+    return top, dict(k.read_compact_array(r, topic))
 
 
 def test_acknowledgement_after_lock_expiry_fails(broker):
@@ -732,7 +739,9 @@ def test_share_state_and_member_ids_are_bounded(broker):
     """A WriteShareGroupState whose batches reach far past the start offset (a share-partition keeps an entry
     per in-flight offset: one 60-byte request could make the next ShareFetch allocate gigabytes), overlap or go
     backwards is INVALID_REQUEST (42) and not stored; a ShareFetch naming a member id longer than a UUID's 36
-    characters is INVALID_REQUEST too (every acquired record keeps its holder's id)."""
+    characters is INVALID_REQUEST too (every acquired record keeps its holder's id); a partition of an unknown
+    topic id is answered UNKNOWN_TOPIC_ID (100) and not kept in the share session (Kafka keeps it, so one
+    request could pin millions)."""
     topic_id, group = uuid.uuid4().bytes, unique("sgbad")
     with k.Connection(broker.bootstrap) as c:
         assert write_share_state(c, group, topic_id, 0, [(0, 9 * 10**18)]) == 42
@@ -746,3 +755,9 @@ def test_share_state_and_member_ids_are_bounded(broker):
         assert err == 42
         err, _, _ = share_fetch(c, group, "m" * 36, 0, topic_id, max_wait_ms=0)
         assert err == 100, "36 bytes are fine: the partition's UNKNOWN_TOPIC_ID, not INVALID_REQUEST"
+        other = uuid.uuid4().bytes
+        top, topics = share_fetch_topics(c, group, "m" * 36, 1, other, max_wait_ms=0)
+        assert top == 0 and topics == {other: [(100, 0, [])]}, \
+            f"the first unknown topic id stayed in the share session: {topics}"
+        top, topics = share_fetch_topics(c, group, "m" * 36, 2, other, max_wait_ms=0, partition_index=1 << 30)
+        assert top == 0 and topics == {other: [(100, 0, [])]}, topics

@@ -10,7 +10,8 @@
 //! - When nothing was acquired the request waits, at most `max_wait_ms`, for an append to one of its
 //!   partitions or a release of records (an acknowledgement RELEASE, a lock expiry, a closed session).
 //! - Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED at the top level); READ on each topic
-//!   (TOPIC_AUTHORIZATION_FAILED on its partitions). An unknown topic id is UNKNOWN_TOPIC_ID.
+//!   (TOPIC_AUTHORIZATION_FAILED on its partitions). An unknown topic id is UNKNOWN_TOPIC_ID, an unknown
+//!   partition of a known topic UNKNOWN_TOPIC_OR_PARTITION; neither enters the share session.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -28,7 +29,7 @@ use uuid::Uuid;
 
 use super::KafkaApis;
 use crate::server::context::RequestContext;
-use crate::share::sessions::SessionUpdate;
+use crate::share::sessions::{SessionPartition, SessionUpdate};
 use crate::share::SharePartitionError;
 use authorizer::{AclOperation, ResourceType};
 
@@ -150,13 +151,7 @@ pub async fn fetch(
         return top(ErrorCode::from(d), None);
     }
     let shares = apis.shares();
-    let named: Vec<(Uuid, i32)> = (request.topics.iter())
-        .flat_map(|t| {
-            t.partitions
-                .iter()
-                .map(move |p| (t.topic_id, p.partition_index))
-        })
-        .collect();
+    let (named, unknown) = existing_partitions(apis, &request);
     let forgotten: Vec<(Uuid, i32)> = (request.forgotten_topics_data.iter())
         .flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, *p)))
         .collect();
@@ -199,6 +194,9 @@ pub async fn fetch(
         let slot = slots.entry(*key).or_default();
         slot.partition = Some(resolve(apis, ctx, key.0, key.1));
     }
+    for (key, code) in unknown {
+        slots.entry(key).or_default().partition = Some(Err(code));
+    }
     acquire_waiting(apis, &group, &member, &limits, &mut slots).await;
     ShareFetchResponse {
         acquisition_lock_timeout_ms: shares
@@ -207,6 +205,32 @@ pub async fn fetch(
         responses: fetch_answers(slots),
         ..Default::default()
     }
+}
+
+/// The request's partitions split into those the metadata image has, which enter the share session, and
+/// the others with their error (UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION), answered once and not kept: a
+/// session then never holds more partitions than the cluster has, whatever a request names. (Kafka keeps
+/// unknown ones in the session too, so one request of `socket.request.max.bytes` could pin millions.)
+fn existing_partitions(
+    apis: &KafkaApis,
+    request: &ShareFetchRequest,
+) -> (Vec<SessionPartition>, Vec<(SessionPartition, ErrorCode)>) {
+    let image = apis.metadata_cache().image();
+    let (mut known, mut unknown) = (Vec::new(), Vec::new());
+    for t in &request.topics {
+        let topic = image.topics.by_id(t.topic_id);
+        for p in &t.partitions {
+            let key = (t.topic_id, p.partition_index);
+            match topic {
+                None => unknown.push((key, ErrorCode::UNKNOWN_TOPIC_ID)),
+                Some(topic) if !topic.partitions.contains_key(&p.partition_index) => {
+                    unknown.push((key, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION))
+                }
+                Some(_) => known.push(key),
+            }
+        }
+    }
+    (known, unknown)
 }
 
 /// (max_wait_ms, max_bytes, max_records, strict) of a ShareFetch.
