@@ -29,7 +29,7 @@ use uuid::Uuid;
 
 use super::KafkaApis;
 use crate::server::context::RequestContext;
-use crate::share::sessions::{SessionPartition, SessionUpdate};
+use crate::share::sessions::{SessionPartition, SessionUpdate, ShareSessionError};
 use crate::share::SharePartitionError;
 use authorizer::{AclOperation, ResourceType};
 
@@ -156,18 +156,10 @@ pub async fn fetch(
         .flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, *p)))
         .collect();
     let epoch = request.share_session_epoch;
-    let owner = &ctx.connection.share_members;
-    let update =
-        (shares.sessions.lock()).update((&group, &member), owner.id, epoch, &named, &forgotten);
-    let session = match update {
+    let session = match update_session(apis, ctx, (&group, &member), epoch, &named, &forgotten) {
         Ok(u) => u,
         Err(e) => return top(ErrorCode::from(e), None),
     };
-    if session == SessionUpdate::Closed {
-        owner.forget(&group, &member);
-    } else {
-        owner.note(&group, &member);
-    }
     let limits = request_limits(&request);
     let mut slots: Slots = BTreeMap::new();
     for t in request.topics {
@@ -205,6 +197,33 @@ pub async fn fetch(
         responses: fetch_answers(slots),
         ..Default::default()
     }
+}
+
+/// Applies a ShareFetch's or ShareAcknowledge's session epoch and partitions to the member's share session
+/// and records on the connection whether it still holds that session (its close releases the member's
+/// records only while it does).
+fn update_session(
+    apis: &KafkaApis,
+    ctx: &RequestContext,
+    (group, member): (&str, &str),
+    epoch: i32,
+    named: &[SessionPartition],
+    forgotten: &[SessionPartition],
+) -> Result<SessionUpdate, ShareSessionError> {
+    let owner = &ctx.connection.share_members;
+    let update = (apis.shares().sessions.lock()).update(
+        (group, member),
+        owner.id,
+        epoch,
+        named,
+        forgotten,
+    )?;
+    if update == SessionUpdate::Closed {
+        owner.forget(group, member);
+    } else {
+        owner.note(group, member);
+    }
+    Ok(update)
 }
 
 /// The request's partitions split into those the metadata image has, which enter the share session, and
@@ -404,17 +423,10 @@ pub async fn acknowledge_request(
         return top(ErrorCode::INVALID_SHARE_SESSION_EPOCH);
     }
     let shares = apis.shares();
-    let owner = &ctx.connection.share_members;
-    let update = (shares.sessions.lock()).update((&group, &member), owner.id, epoch, &[], &[]);
-    let session = match update {
+    let session = match update_session(apis, ctx, (&group, &member), epoch, &[], &[]) {
         Ok(s) => s,
         Err(e) => return top(ErrorCode::from(e)),
     };
-    if session == SessionUpdate::Closed {
-        owner.forget(&group, &member);
-    } else {
-        owner.note(&group, &member);
-    }
     let mut responses = Vec::new();
     for t in request.topics {
         let mut partitions = Vec::new();
