@@ -6,8 +6,9 @@
 //! ([`LogManager::replace_current_with_future`]). A move whose copy or swap fails is cancelled (its future
 //! log deleted); the operator asks again. Idle, it sleeps until [`LogManager::wake_mover`].
 
-use crate::cleaner::{CleanerConfig, LogCleaner};
+use crate::cleaner::CleanerConfig;
 use crate::future_log::FutureCopy;
+use crate::log_cleaner::LogCleaner;
 use crate::manager::LogManager;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};

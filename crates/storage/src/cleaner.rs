@@ -1,7 +1,8 @@
 //! Log compaction (Kafka's `LogCleaner`, `LogCleanerManager`, `Cleaner`, `OffsetMap`).
 //!
-//! One background thread ([`LogCleaner`], `log.cleaner.threads` = 1) repeatedly picks the log most in need of
-//! cleaning among those whose `cleanup.policy` contains `compact` and cleans it with [`Cleaner`]:
+//! One background thread ([`LogCleaner`](crate::LogCleaner) in `log_cleaner.rs`, `log.cleaner.threads` = 1)
+//! repeatedly picks the log most in need of cleaning among those whose `cleanup.policy` contains `compact` and
+//! cleans it with [`Cleaner`]:
 //!
 //! - **Cleanable range.** Only inactive segments (never the active one, never at or above the high watermark)
 //!   whose largest timestamp is at least `min.compaction.lag.ms` old (KIP-58), up to the first segment that
@@ -53,13 +54,13 @@ use crate::cleaner_batch::{parse_raw_records, records_section, BatchReader};
 use crate::cleaner_txn::{TxnCleanState, TxnVerdict};
 use crate::error::StorageError;
 use crate::log::{discard_cleaned, CleanerSegment, CleanerView, Log, SwapStep};
-use crate::manager::{LogManager, TopicPartition};
+use crate::manager::TopicPartition;
+use crate::offset_map::OffsetMap;
 use crate::segment::{AppendedBatch, LogSegment};
 use bytes::Bytes;
 use parking_lot::Mutex;
 use protocol::record::RecordBatchHeader;
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -67,11 +68,6 @@ use std::time::{Duration, Instant};
 
 /// Name of the checkpoint of first dirty offsets in the data directory (Kafka's name).
 pub const CLEANER_OFFSET_CHECKPOINT: &str = "cleaner-offset-checkpoint";
-
-/// Test hook: environment variable naming a swap step (`IndexesToSwap`, `LogToSwap`,
-/// `IndexesInPlace`, `LogInPlace`) after which the [`LogCleaner`] thread aborts the process
-/// (system-level crash injection; tests/test_compaction.py).
-pub const CRASH_ENV: &str = "RUNNEL_TEST_CLEANER_CRASH_AFTER";
 
 /// Bytes of output gathered before one write to the cleaned segment.
 const WRITE_CHUNK: usize = 1 << 20;
@@ -136,81 +132,6 @@ impl CleanerStats {
     pub fn mb_per_sec(&self) -> f64 {
         let s = self.elapsed.as_secs_f64().max(1e-9);
         self.segment_bytes_cleaned as f64 / 1e6 / s
-    }
-}
-
-/// Hasher for keys that are already uniform hashes: takes the first u64 written.
-#[derive(Default)]
-struct PassThrough(u64);
-
-impl Hasher for PassThrough {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = self.0.rotate_left(8) ^ *b as u64;
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        if self.0 == 0 {
-            self.0 = v;
-        }
-    }
-}
-
-/// Bounded map from key hash (128 bits) to the offset of the key's latest record (Kafka's
-/// `SkimpyOffsetMap`: a hash collision may wrongly drop a record, with probability ~2^-128
-/// per pair).
-struct OffsetMap {
-    map: HashMap<(u64, u64), i64, BuildHasherDefault<PassThrough>>,
-    max_entries: usize,
-}
-
-/// Bytes per hash-table bucket: 24-byte entry + control byte.
-const BUCKET_BYTES: usize = 25;
-
-fn key_hash(key: &[u8]) -> (u64, u64) {
-    let mut a = std::collections::hash_map::DefaultHasher::new();
-    0xA5u8.hash(&mut a);
-    key.hash(&mut a);
-    let mut b = std::collections::hash_map::DefaultHasher::new();
-    0x5Au8.hash(&mut b);
-    key.hash(&mut b);
-    (a.finish(), b.finish())
-}
-
-impl OffsetMap {
-    /// A map using at most about `memory` bytes: the largest power-of-two bucket count that
-    /// fits, filled to 7/8 at most (so the table never grows past it).
-    fn new(memory: usize) -> Self {
-        let mut buckets = 16usize;
-        while buckets * 2 * BUCKET_BYTES <= memory {
-            buckets *= 2;
-        }
-        OffsetMap {
-            map: HashMap::default(),
-            max_entries: buckets / 8 * 7,
-        }
-    }
-
-    /// Records `offset` for `key`; false when the map is full and the key is new.
-    fn put(&mut self, key: &[u8], offset: i64) -> bool {
-        let h = key_hash(key);
-        if self.map.len() >= self.max_entries && !self.map.contains_key(&h) {
-            return false;
-        }
-        self.map.insert(h, offset);
-        true
-    }
-
-    fn get(&self, key: &[u8]) -> Option<i64> {
-        self.map.get(&key_hash(key)).copied()
-    }
-
-    fn memory_bytes(&self) -> usize {
-        // hashbrown keeps capacity*8/7 buckets (a power of two).
-        (self.map.capacity() * 8 / 7).next_power_of_two() * BUCKET_BYTES
     }
 }
 
@@ -279,7 +200,7 @@ struct Plan {
 }
 
 /// The cleaning engine: state (first dirty offsets, pending tombstone horizons) and the
-/// algorithm; [`LogCleaner`] runs it on a thread. Usable directly (tests, tools).
+/// algorithm; [`LogCleaner`](crate::LogCleaner) runs it on a thread. Usable directly (tests, tools).
 pub struct Cleaner {
     config: CleanerConfig,
     checkpoint: OffsetCheckpointFile,
@@ -287,7 +208,7 @@ pub struct Cleaner {
     horizons: HashMap<TopicPartition, i64>,
     /// Which `Log` object each partition was when last seen (detects delete + recreate).
     identity: HashMap<TopicPartition, usize>,
-    stop: Arc<AtomicBool>,
+    pub(crate) stop: Arc<AtomicBool>,
     /// Test hook: crash the next swap after this step.
     pub(crate) crash_after: Option<SwapStep>,
     gauges: crate::stats::CleanerGauges,
@@ -485,7 +406,7 @@ impl Cleaner {
         let mut peak_buf = 0usize;
         // 1. Offset map over the dirty section.
         let end = self.build_map(&plan, &mut map, &mut stats, &mut throttler, &mut peak_buf)?;
-        stats.map_entries = map.map.len() as u64;
+        stats.map_entries = map.len() as u64;
         stats.end_offset = end;
         // 2. Rewrite every segment below `end`.
         let mut min_horizon: Option<i64> = None;
@@ -837,154 +758,4 @@ fn filter_batch(
     let new_horizon = if needs_horizon { horizon } else { None };
     let out = crate::cleaner_batch::rebuild_batch(h, &data, &keep, new_horizon)?;
     Ok((Filtered::Rewritten(out), horizon))
-}
-
-/// Peak resident memory of this process (`VmHWM` from /proc/self/status, bytes), when known.
-pub fn process_peak_rss_bytes() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
-}
-
-/// The background cleaner thread (Kafka's `LogCleaner` with one `CleanerThread`): loops over [`Cleaner::clean_one`]
-/// on the [`LogManager`]'s logs, sleeping `backoff_ms` (or until the next tombstone or marker horizon) when
-/// nothing qualifies; writes `cleaner-offset-checkpoint` after each clean. Logs each clean at info level with
-/// its throughput (MB/s of segments cleaned) and memory; [`crate::stats`] has its metrics.
-#[derive(Debug)]
-pub struct LogCleaner {
-    stop: Arc<AtomicBool>,
-    wake: Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl LogCleaner {
-    /// Starts the cleaner thread for `manager`'s logs.
-    pub fn start(manager: Arc<LogManager>, config: CleanerConfig) -> io::Result<LogCleaner> {
-        let mut cleaner = Cleaner::new(manager.fs().clone(), manager.dir(), config.clone());
-        // Crash injection for system tests: the process aborts right after the named step of
-        // the first segment swap.
-        let crash = std::env::var(CRASH_ENV)
-            .ok()
-            .and_then(|v| match v.as_str() {
-                "IndexesToSwap" => Some(SwapStep::IndexesToSwap),
-                "LogToSwap" => Some(SwapStep::LogToSwap),
-                "IndexesInPlace" => Some(SwapStep::IndexesInPlace),
-                "LogInPlace" => Some(SwapStep::LogInPlace),
-                _ => None,
-            });
-        if let Some(step) = crash {
-            tracing::warn!(step = ?step, "{CRASH_ENV} is set: the broker aborts during its first cleaner swap");
-        }
-        cleaner.crash_after = crash;
-        let stop = cleaner.stop.clone();
-        let wake = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
-        let wake2 = wake.clone();
-        let stop2 = stop.clone();
-        let thread = std::thread::Builder::new()
-            .name("log-cleaner".into())
-            .spawn(move || {
-                let mut peak = 0u64;
-                while !stop2.load(Ordering::Relaxed) {
-                    let logs = manager.all_logs();
-                    let now = crate::now_ms();
-                    let mut sleep_ms = config.backoff_ms;
-                    match cleaner.clean_one(&logs, now) {
-                        Ok(Some((tp, st))) => {
-                            peak = peak.max(st.peak_memory_bytes);
-                            tracing::info!(
-                                partition = %tp.dir_name(),
-                                first_dirty_offset = st.first_dirty_offset,
-                                cleaned_to = st.end_offset,
-                                segment_mb = format!("{:.2}", st.segment_bytes_cleaned as f64 / 1e6),
-                                written_mb = format!("{:.2}", st.bytes_written as f64 / 1e6),
-                                records_read = st.records_read,
-                                records_retained = st.records_retained,
-                                tombstones_removed = st.tombstones_removed,
-                                aborted_batches_removed = st.aborted_batches_removed,
-                                txn_markers_removed = st.txn_markers_removed,
-                                segments_swapped = st.segments_swapped,
-                                map_entries = st.map_entries,
-                                elapsed_ms = st.elapsed.as_millis() as u64,
-                                mb_per_sec = format!("{:.1}", st.mb_per_sec()),
-                                cleaner_memory_mb = format!("{:.2}", st.peak_memory_bytes as f64 / 1e6),
-                                cleaner_peak_memory_mb = format!("{:.2}", peak as f64 / 1e6),
-                                process_peak_rss_mb = format!("{:.1}", process_peak_rss_bytes().unwrap_or(0) as f64 / 1e6),
-                                "log cleaner cleaned log"
-                            );
-                            if let Err(e) = cleaner.write_checkpoint(&logs) {
-                                tracing::error!(error = %e, "writing cleaner offset checkpoint failed");
-                            }
-                            // Look for more work at once, unless this round made no progress.
-                            if st.segments_swapped > 0 || st.end_offset > st.first_dirty_offset {
-                                sleep_ms = 0;
-                            }
-                        }
-                        Ok(None) => {}
-                        Err(e) => {
-                            if crash.is_some() && e.to_string().contains("injected crash") {
-                                tracing::error!(error = %e, "aborting ({CRASH_ENV})");
-                                std::process::abort();
-                            }
-                            if !stop2.load(Ordering::Relaxed) {
-                                tracing::error!(error = %e, "log cleaner failed");
-                            }
-                        }
-                    }
-                    if let Some(h) = logs
-                        .iter()
-                        .filter_map(|(tp, _)| cleaner.pending_horizon(tp))
-                        .min()
-                    {
-                        // Wake when the earliest tombstone or marker horizon passes (not more often
-                        // than every 200 ms when it already has and nothing could be done).
-                        let until = (h - crate::now_ms()).max(0) as u64 + 1;
-                        if sleep_ms > 0 {
-                            sleep_ms = sleep_ms.min(until.max(200));
-                        }
-                    }
-                    if sleep_ms > 0 {
-                        let (m, cv) = &*wake2;
-                        let g = m.lock().unwrap_or_else(|e| e.into_inner());
-                        let _ = cv
-                            .wait_timeout_while(g, Duration::from_millis(sleep_ms), |woken| {
-                                !std::mem::take(woken) && !stop2.load(Ordering::Relaxed)
-                            })
-                            .unwrap_or_else(|e| e.into_inner());
-                    }
-                }
-            })?;
-        Ok(LogCleaner {
-            stop,
-            wake,
-            thread: Some(thread),
-        })
-    }
-
-    /// Wakes the thread to look for work now.
-    pub fn wakeup(&self) {
-        let (m, cv) = &*self.wake;
-        *m.lock().unwrap_or_else(|e| e.into_inner()) = true;
-        cv.notify_all();
-    }
-
-    /// Stops the thread (an in-progress clean is abandoned; its `.cleaned` files are removed
-    /// now or at the next open) and waits for it.
-    pub fn shutdown(mut self) {
-        self.stop_and_join();
-    }
-
-    fn stop_and_join(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        self.wakeup();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-impl Drop for LogCleaner {
-    fn drop(&mut self) {
-        self.stop_and_join();
-    }
 }

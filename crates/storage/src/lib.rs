@@ -46,8 +46,10 @@ mod future_log;
 mod index;
 mod leader_epoch;
 mod log;
+mod log_cleaner;
 mod log_dir;
 mod manager;
+mod offset_map;
 mod parallel;
 mod producer_state;
 mod segment;
@@ -59,10 +61,7 @@ pub mod vfs;
 
 pub use alter_log_dirs::{LogThreads, MoveRate, ReplicaAlterLogDirsThread, COPY_CHUNK_BYTES};
 pub use checkpoint::OffsetCheckpointFile;
-pub use cleaner::{
-    process_peak_rss_bytes, Cleaner, CleanerConfig, CleanerStats, LogCleaner,
-    CLEANER_OFFSET_CHECKPOINT,
-};
+pub use cleaner::{Cleaner, CleanerConfig, CleanerStats, CLEANER_OFFSET_CHECKPOINT};
 pub use config::{CleanupPolicy, LogConfig};
 pub use error::StorageError;
 pub use future_log::{AlterLogDir, FutureCopy, FUTURE_DIR_SUFFIX};
@@ -71,6 +70,7 @@ pub use leader_epoch::{LeaderEpochFileCache, LEADER_EPOCH_CHECKPOINT};
 pub use log::{
     recompress, AppendOrigin, FetchDataInfo, FlushJob, Log, LogAppendInfo, LogOffsetMetadata,
 };
+pub use log_cleaner::{process_peak_rss_bytes, LogCleaner};
 pub use log_dir::{probe_dir, LogDirHealth, DIR_PROBE_FILE};
 pub use manager::{
     choose_log_dir, validate_topic_name, LogDirLoad, LogManager, TopicPartition,
